@@ -1,0 +1,1 @@
+# modules/: Lmod and Tcl modulefiles.

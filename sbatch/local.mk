@@ -1,0 +1,1 @@
+# sbatch/: Slurm job scripts (see issue "Slurm batch suite").

@@ -1,0 +1,1 @@
+# src/ckpt: see docs/design.md for what this layer owns.

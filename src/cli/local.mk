@@ -1,0 +1,15 @@
+# src/cli: the gpt3d binary: subcommand dispatch and one driver per command.
+bin_PROGRAMS += src/gpt3d
+src_gpt3d_SOURCES = \
+	src/main.c \
+	src/cli/commands.h \
+	src/cli/cmd_train.c \
+	src/cli/cmd_tokenize.c \
+	src/cli/cmd_preprocess.c \
+	src/cli/cmd_corpus.c \
+	src/cli/cmd_topo.c \
+	src/cli/cmd_ckpt.c \
+	src/cli/cmd_eval.c \
+	src/cli/cmd_generate.c \
+	src/cli/cmd_plan.c
+src_gpt3d_LDADD = $(G3_LIBS) $(G3_CUDA_LIBS) $(G3_EXTERNAL_LIBS)

@@ -1,0 +1,1 @@
+# src/comm: see docs/design.md for what this layer owns.

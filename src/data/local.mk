@@ -1,0 +1,1 @@
+# src/data: see docs/design.md for what this layer owns.

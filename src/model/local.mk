@@ -1,0 +1,1 @@
+# src/model: see docs/design.md for what this layer owns.

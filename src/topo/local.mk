@@ -1,0 +1,1 @@
+# src/topo: see docs/design.md for what this layer owns.

@@ -1,0 +1,1 @@
+# src/train: see docs/design.md for what this layer owns.

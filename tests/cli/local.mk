@@ -1,0 +1,2 @@
+TESTS += tests/cli/test_cli.sh
+EXTRA_DIST += tests/cli/test_cli.sh

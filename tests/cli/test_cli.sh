@@ -1,0 +1,37 @@
+#!/bin/sh
+# The gpt3d command: version, help, unknown commands and flags, exit codes.
+. "$top_srcdir/tests/lib.sh"
+
+run "$GPT3D" --version
+is "$rc" 0 "--version exits 0"
+like "$out" '^gpt3d [0-9]+\.[0-9]+\.[0-9]+' "--version prints the version"
+like "$out" 'features: .*\+hdf5.*\+pmix.*\+ucx' "--version lists the configure features"
+
+run "$GPT3D" help
+is "$rc" 0 "help exits 0"
+like "$out" 'train ' "help lists train"
+like "$out" 'preprocess ' "help lists preprocess"
+
+run "$GPT3D"
+is "$rc" 2 "no command is a usage error"
+
+run "$GPT3D" trian
+is "$rc" 2 "unknown command exits 2"
+like "$out" "did you mean 'train'" "unknown command gets a suggestion"
+
+run "$GPT3D" train --no-such-flag
+is "$rc" 2 "train --no-such-flag exits 2"
+like "$out" "no-such-flag" "the message names the unknown flag"
+
+run "$GPT3D" help train
+is "$rc" 0 "help train exits 0"
+like "$out" 'Usage: gpt3d train' "help train shows train's usage"
+
+run "$GPT3D" train --help
+is "$rc" 0 "train --help exits 0"
+like "$out" '--log-level' "train --help lists the common options"
+
+run "$GPT3D" help nonsense
+is "$rc" 2 "help for an unknown command exits 2"
+
+done_testing
