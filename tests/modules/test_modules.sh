@@ -1,0 +1,107 @@
+#!/bin/bash
+# The modulefiles: install gpt3d into a scratch prefix, then load the Lmod
+# (Lua) and the Tcl modulefile with Debian's Lmod, and the Tcl one with
+# Environment Modules when it is installed, and run "gpt3d --version".
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+. "$top_srcdir/tests/lib.sh"
+set -e
+
+# Lmod's shell setup: Debian's path first, then whatever LMOD_PKG names.
+lmod_init=
+for f in /usr/share/lmod/lmod/init/bash ${LMOD_PKG:+"$LMOD_PKG/init/bash"}; do
+    if [ -r "$f" ]; then lmod_init=$f; break; fi
+done
+[ -n "$lmod_init" ] || skip_all "Lmod is not installed (apt-get install lmod)"
+command -v make >/dev/null || skip_all "make is not on PATH"
+
+g3_tmpdir
+version=$("$GPT3D" --version | sed -n '1s/^gpt3d //p')
+configured_prefix=$(sed -n 's/^prefix = //p' "$top_builddir/Makefile")
+# Make the nested make a plain one (no jobserver from the make running us).
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
+# Keep Lmod's caches and user files out of the real home directory.
+export HOME="$TMPD/home"
+mkdir -p "$HOME"
+unset MODULEPATH LOADEDMODULES _LMFILES_ GPT3D_ROOT MANPATH
+
+inst="$TMPD/inst"
+run make -C "$top_builddir" install prefix="$inst"
+is "$rc" 0 "make install prefix=DIR works"
+[ "$rc" -eq 0 ] || diag "$out"
+lua_file="$inst/share/modulefiles/gpt3d/$version.lua"
+tcl_file="$inst/share/modulefiles-tcl/gpt3d/$version"
+is "$( [ -f "$lua_file" ] && echo yes)" yes "the Lmod modulefile is installed as share/modulefiles/gpt3d/$version.lua"
+is "$( [ -f "$tcl_file" ] && echo yes)" yes "the Tcl modulefile is installed as share/modulefiles-tcl/gpt3d/$version"
+is "$(head -1 "$tcl_file")" "#%Module1.0" "the Tcl modulefile starts with the magic cookie"
+is "$(cat "$lua_file" "$tcl_file" | grep -c '@[a-zA-Z_]*@')" 0 \
+    "no @placeholder@ is left in either modulefile"
+
+# load_with SETUP MODULEPATH-DIR: in a fresh bash, run the shell code SETUP
+# (which defines "module"), load gpt3d and print what a user would see, one
+# "key=value" line each.
+load_with() {
+    bash -c '
+        set -u
+        eval "$1" >/dev/null 2>&1
+        module use "$2"
+        echo "avail=$(module -t avail gpt3d 2>&1 | grep gpt3d | tr "\n" " ")"
+        module load gpt3d 2>&1 || echo "load failed"
+        echo "which=$(command -v gpt3d)"
+        echo "version=$(gpt3d --version 2>&1 | head -1)"
+        echo "root=${GPT3D_ROOT:-}"
+        echo "manpath=${MANPATH:-}"
+        echo "whatis=$(module whatis gpt3d 2>&1 | tr "\n" " ")"
+        echo "help=$(module help gpt3d 2>&1 | tr "\n" " ")"
+        module unload gpt3d 2>&1
+        echo "after_unload=$(command -v gpt3d || echo none) root=${GPT3D_ROOT:-unset}"
+    ' load_with "$1" "$2" 2>&1
+}
+field() { printf '%s\n' "$1" | sed -n "s/^$2=//p"; }
+
+check_load() {  # check_load LABEL OUTPUT
+    local label=$1 o=$2
+    like "$(field "$o" avail)" "gpt3d/$version" "$label: module avail lists gpt3d/$version"
+    is "$(field "$o" which)" "$inst/bin/gpt3d" "$label: module load gpt3d puts the installed gpt3d first on PATH"
+    is "$(field "$o" version)" "gpt3d $version" "$label: gpt3d --version runs after module load"
+    is "$(field "$o" root)" "$inst" "$label: GPT3D_ROOT is the install prefix"
+    like "$(field "$o" manpath)" "^$inst/share/man(:|$)" "$label: MANPATH starts with the manual directory"
+    like "$(field "$o" whatis)" "Version: $version" "$label: module whatis gives the version"
+    like "$(field "$o" help)" "GPT3D_ROOT +$inst" "$label: module help names the prefix"
+    is "$(field "$o" after_unload)" "none root=unset" "$label: module unload removes gpt3d and GPT3D_ROOT"
+}
+
+lmod_setup=". '$lmod_init'"
+out=$(load_with "$lmod_setup" "$inst/share/modulefiles")
+check_load "Lmod, Lua modulefile" "$out"
+out=$(load_with "$lmod_setup" "$inst/share/modulefiles-tcl")
+check_load "Lmod, Tcl modulefile" "$out"
+
+# Environment Modules (the Tcl implementation), when installed; or name its
+# modulecmd.tcl in GPT3D_TEST_MODULECMD_TCL (an unpacked .deb will do).
+em_cmd=
+for f in ${GPT3D_TEST_MODULECMD_TCL:-} /usr/lib/x86_64-linux-gnu/modulecmd.tcl \
+         /usr/lib/modulecmd.tcl /usr/share/Modules/libexec/modulecmd.tcl; do
+    if [ -r "$f" ]; then em_cmd=$f; break; fi
+done
+if [ -n "$em_cmd" ] && command -v tclsh >/dev/null; then
+    em_setup="module() { eval \"\$(tclsh '$em_cmd' bash \"\$@\")\"; }"
+    out=$(load_with "$em_setup" "$inst/share/modulefiles-tcl")
+    check_load "Environment Modules, Tcl modulefile" "$out"
+else
+    skip "Environment Modules is not installed (apt-get install environment-modules); the Tcl modulefile was loaded with Lmod only"
+fi
+
+# A staged install (DESTDIR) must name the configured prefix, never the stage.
+stage="$TMPD/stage"
+run make -C "$top_builddir" install DESTDIR="$stage"
+is "$rc" 0 "make install DESTDIR=DIR works"
+staged="$stage$configured_prefix/share/modulefiles/gpt3d/$version.lua"
+like "$(grep GPT3D_ROOT "$staged" 2>&1)" "setenv\(\"GPT3D_ROOT\", \"$configured_prefix\"\)" \
+    "a DESTDIR install writes the configured prefix into the modulefile"
+staged_tcl="$stage$configured_prefix/share/modulefiles-tcl/gpt3d/$version"
+is "$(cat "$staged" "$staged_tcl" | grep -c "$stage")" 0 \
+    "the staging directory appears in neither modulefile"
+like "$(grep GPT3D_ROOT "$staged_tcl" 2>&1)" "setenv +GPT3D_ROOT \"$configured_prefix\"" \
+    "the Tcl modulefile from a DESTDIR install names the configured prefix"
+
+done_testing
