@@ -1,0 +1,304 @@
+/* gpt3d CPU backend: open/close, memory, threads, the parallel sgemm and the peak FLOP/s.
+ * The ops themselves are in cpu_ops.c (elementwise, norms, losses, optimizer) and
+ * cpu_matmul.c (linear layers and attention). */
+#include "config.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "backend/cpu_internal.h"
+#include "core/log.h"
+
+static int g3_cpu_max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* ---- memory --------------------------------------------------------------------------- */
+
+static g3_status_t g3_cpu_alloc(g3_backend_t *be, size_t bytes, const char *what, void **ptr_p)
+{
+    void *p = NULL;
+    /* Large buffers on 2 MiB boundaries and transparent huge pages: fewer TLB misses when
+     * sgemm streams through vocabulary-sized matrices. */
+    size_t align = bytes >= (4u << 20) ? (2u << 20) : 64;
+    int rc;
+
+    (void)be;
+    if (bytes == 0)
+        bytes = 64;
+    rc = posix_memalign(&p, align, bytes);
+    if (rc != 0) {
+        g3_error("CPU backend: cannot allocate %.1f MiB for %s: %s; use a smaller model, "
+                 "micro batch or sequence, or --recompute-activations",
+                 (double)bytes / 1048576.0, what ? what : "a tensor", strerror(rc));
+        return G3_ERR_NO_MEMORY;
+    }
+#ifdef MADV_HUGEPAGE
+    if (align > 64)
+        (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    *ptr_p = p;
+    return G3_OK;
+}
+
+static void g3_cpu_free(g3_backend_t *be, void *ptr)
+{
+    (void)be;
+    free(ptr);
+}
+
+static void g3_cpu_copy(g3_backend_t *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    if (bytes)
+        memcpy(dst, src, bytes);
+}
+
+static void g3_cpu_zero(g3_backend_t *be, void *ptr, size_t bytes)
+{
+    (void)be;
+    /* Parallel memset: gradient buffers are hundreds of MiB. */
+    if (bytes < (1u << 20)) {
+        memset(ptr, 0, bytes);
+        return;
+    }
+#pragma omp parallel
+    {
+#ifdef _OPENMP
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+#else
+        int t = 0, n = 1;
+#endif
+        size_t chunk = (bytes / (size_t)n + 63) & ~(size_t)63;
+        size_t lo = (size_t)t * chunk, hi = lo + chunk > bytes ? bytes : lo + chunk;
+        if (lo < hi)
+            memset((char *)ptr + lo, 0, hi - lo);
+    }
+}
+
+static g3_status_t g3_cpu_sync(g3_backend_t *be)
+{
+    (void)be;
+    return G3_OK;
+}
+
+/* ---- sgemm ----------------------------------------------------------------------------- */
+
+void g3_cpu_sgemm1(int trans_a, int trans_b, int M, int N, int K, float alpha,
+                   const float *A, int lda, const float *B, int ldb, float beta,
+                   float *C, int ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0) {   /* sgemm would still scale C by beta; keep that meaning */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++)
+                C[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb,
+                beta, C, ldc);
+}
+
+void g3_cpu_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, float beta,
+                  float *C, int ldc)
+{
+    int nt = g3_cpu_max_threads();
+    int split_m = M >= N;
+
+#ifdef _OPENMP
+    if (omp_in_parallel())
+        nt = 1;
+#endif
+    /* Below ~4 MFLOP the fork costs more than it saves. */
+    if (nt <= 1 || 2.0 * M * N * (double)K < 4e6 || (split_m ? M : N) < 32) {
+        g3_cpu_sgemm1(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+#ifdef _OPENMP
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+#else
+        int t = 0, n = 1;
+#endif
+        int dim = split_m ? M : N;
+        int chunk = ((dim + n - 1) / n + 15) & ~15;   /* slabs of whole cache lines */
+        int lo = t * chunk, hi = lo + chunk > dim ? dim : lo + chunk;
+
+        g3_cpu_ftz();
+        if (lo < hi) {
+            if (split_m)
+                g3_cpu_sgemm1(trans_a, trans_b, hi - lo, N, K, alpha,
+                              trans_a ? A + lo : A + (size_t)lo * lda, lda, B, ldb, beta,
+                              C + (size_t)lo * ldc, ldc);
+            else
+                g3_cpu_sgemm1(trans_a, trans_b, M, hi - lo, K, alpha, A, lda,
+                              trans_b ? B + (size_t)lo * ldb : B + lo, ldb, beta, C + lo, ldc);
+        }
+    }
+}
+
+/* ---- peak FLOP/s -------------------------------------------------------------------------- */
+
+/* Theoretical fp32 peak: threads x clock x FLOPs per cycle per core, where the clock is the
+ * nominal one in /proc/cpuinfo's model name ("@ 2.80GHz", else "cpu MHz") and FLOPs per cycle
+ * are 2 FMA ports x vector lanes x 2 (AVX-512: 64, AVX2+FMA: 32, else SSE: 8).  Turbo and
+ * parts with one AVX-512 FMA port make it approximate; GPT3D_CPU_PEAK_GFLOPS overrides it. */
+static void g3_cpu_peak(g3_backend_t *be)
+{
+    const char *env = getenv("GPT3D_CPU_PEAK_GFLOPS");
+    double ghz = 0.0, mhz = 0.0;
+    int flops_cycle = 8;
+    const char *isa = "sse";
+    char line[512], model[128] = "unknown CPU";
+    FILE *f;
+
+    if (env && *env) {
+        char *end;
+        double g = strtod(env, &end);
+        if (*end == '\0' && g > 0.0 && isfinite(g)) {
+            be->peak_flops = g * 1e9;
+            snprintf(be->peak_how, sizeof(be->peak_how), "GPT3D_CPU_PEAK_GFLOPS=%s", env);
+            return;
+        }
+        g3_warn("GPT3D_CPU_PEAK_GFLOPS='%s' is not a positive number; ignoring it", env);
+    }
+    f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        while (fgets(line, sizeof(line), f)) {
+            char *colon = strchr(line, ':');
+            if (!colon)
+                continue;
+            if (!strncmp(line, "model name", 10) && !strcmp(model, "unknown CPU")) {
+                char *at;
+                snprintf(model, sizeof(model), "%s", colon + 2);
+                model[strcspn(model, "\n")] = '\0';
+                at = strstr(model, "@ ");
+                if (at)
+                    ghz = strtod(at + 2, NULL);
+            } else if (!strncmp(line, "cpu MHz", 7) && mhz == 0.0) {
+                mhz = strtod(colon + 1, NULL);
+            }
+        }
+        fclose(f);
+    }
+    if (ghz <= 0.0)
+        ghz = mhz > 0.0 ? mhz / 1000.0 : 2.0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) {
+        flops_cycle = 64;
+        isa = "avx512";
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        flops_cycle = 32;
+        isa = "avx2+fma";
+    }
+#endif
+    be->peak_flops = (double)be->nthreads * ghz * 1e9 * flops_cycle;
+    snprintf(be->device, sizeof(be->device), "%d x %s (%s)", be->nthreads, model, isa);
+    snprintf(be->peak_how, sizeof(be->peak_how),
+             "%d threads x %.2f GHz x %d FLOP/cycle (%s, 2 FMA ports)", be->nthreads, ghz,
+             flops_cycle, isa);
+}
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+static void g3_cpu_close(g3_backend_t *be)
+{
+    free(be->priv);
+    free(be);
+}
+
+static const g3_backend_ops_t g3_cpu_ops = {
+    .close = g3_cpu_close,
+    .alloc = g3_cpu_alloc,
+    .free = g3_cpu_free,
+    .upload = g3_cpu_copy,
+    .download = g3_cpu_copy,
+    .zero = g3_cpu_zero,
+    .sync = g3_cpu_sync,
+    .embedding_fwd = g3_cpu_embedding_fwd,
+    .embedding_bwd = g3_cpu_embedding_bwd,
+    .layernorm_fwd = g3_cpu_layernorm_fwd,
+    .layernorm_bwd = g3_cpu_layernorm_bwd,
+    .matmul_fwd = g3_cpu_matmul_fwd,
+    .matmul_bwd = g3_cpu_matmul_bwd,
+    .attention_fwd = g3_cpu_attention_fwd,
+    .attention_bwd = g3_cpu_attention_bwd,
+    .gelu_fwd = g3_cpu_gelu_fwd,
+    .gelu_bwd = g3_cpu_gelu_bwd,
+    .residual_fwd = g3_cpu_residual_fwd,
+    .scale = g3_cpu_scale,
+    .xent_fwd = g3_cpu_xent_fwd,
+    .xent_bwd = g3_cpu_xent_bwd,
+    .adamw = g3_cpu_adamw,
+    .sumsq = g3_cpu_sumsq,
+};
+
+g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p)
+{
+    g3_backend_t *be;
+    g3_cpu_t *cpu;
+
+    be = calloc(1, sizeof(*be));
+    cpu = calloc(1, sizeof(*cpu));
+    if (!be || !cpu) {
+        free(be);
+        free(cpu);
+        g3_error("CPU backend: out of memory opening the backend");
+        return G3_ERR_NO_MEMORY;
+    }
+#ifdef _OPENMP
+    if (nthreads > 0)
+        omp_set_num_threads(nthreads);
+#endif
+    cpu->nthreads = g3_cpu_max_threads();
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+    /* OpenMP owns the cores; each slab's sgemm runs on the thread that calls it. */
+    openblas_set_num_threads(1);
+#endif
+    g3_cpu_ftz();
+#pragma omp parallel num_threads(cpu->nthreads)
+    g3_cpu_ftz();
+
+    be->ops = &g3_cpu_ops;
+    be->name = "cpu";
+    be->nthreads = cpu->nthreads;
+    be->priv = cpu;
+    g3_cpu_peak(be);
+    g3_debug("CPU backend: %s; peak %.1f GFLOP/s (%s)", be->device, be->peak_flops / 1e9,
+             be->peak_how);
+    *be_p = be;
+    return G3_OK;
+}
+
+
+g3_status_t g3_be_open(const char *name, int nthreads, g3_backend_t **be_p)
+{
+    if (name == NULL || strcmp(name, "cpu") == 0)
+        return g3_be_cpu_open(nthreads, be_p);
+    g3_error("compute backend '%s' is not built into this gpt3d (available: cpu)", name);
+    return G3_ERR_UNSUPPORTED;
+}
+
+void g3_be_close(g3_backend_t *be)
+{
+    if (be != NULL)
+        be->ops->close(be);
+}

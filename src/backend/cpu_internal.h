@@ -1,0 +1,129 @@
+/* gpt3d CPU backend internals: thread setup, SIMD clones, a vectorisable expf, and the
+ * parallel sgemm every matrix product goes through.  Private to src/backend/cpu*.c.
+ *
+ * Threading model: ONE thread pool, OpenMP's.  OpenBLAS is told to use one thread, and each
+ * large product is split into per-thread slabs that call single-threaded sgemm, so the BLAS
+ * pool and the OpenMP pool never fight over the cores.  Every parallel region starts with
+ * g3_cpu_ftz(): flush-to-zero and denormals-are-zero, because denormal gradients (the
+ * vocabulary-sized ones especially) make x86 arithmetic tens of times slower.
+ *
+ * Hot loops live in functions marked G3_CPU_CLONES: GCC compiles them for AVX-512, AVX2+FMA
+ * and the baseline and picks one at load time, so one binary runs everywhere and still uses
+ * the widest vectors the node has.  Loops carry "#pragma omp simd" so they vectorise at -O2. */
+#ifndef G3_BACKEND_CPU_INTERNAL_H
+#define G3_BACKEND_CPU_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+/* Let the vectoriser if-convert the clamps in the loops below (comparisons cannot trap once
+ * the FP exception flags are ignored, which gpt3d never reads). */
+#pragma GCC optimize("no-trapping-math")
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define G3_CPU_CLONES \
+    __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#define G3_CPU_INLINE static inline __attribute__((always_inline))
+#else
+#define G3_CPU_CLONES
+#define G3_CPU_INLINE static inline
+#endif
+
+/* Private state of the CPU backend. */
+typedef struct {
+    int nthreads;
+} g3_cpu_t;
+
+/* Flush-to-zero + denormals-are-zero for the calling thread (MXCSR bits 15 and 6). */
+static inline void g3_cpu_ftz(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_setcsr(_mm_getcsr() | 0x8040u);
+#endif
+}
+
+/* exp(x) in fp32 that vectorises: Cephes' expf range reduction and degree-6 polynomial, about
+ * 1 ulp on [-87, 88].  Inputs are clamped to that range: below it the result is ~1.6e-38
+ * instead of a denormal or 0 (harmless where it is used: softmax terms, tanh), above it
+ * exp(88). */
+G3_CPU_INLINE float g3_cpu_expf(float x)
+{
+    union { float f; int32_t i; } s;
+    float t, fn, r, p;
+
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    t = x * 1.44269504088896341f;
+    fn = (t + 12582912.0f) - 12582912.0f;          /* round to nearest: 1.5 * 2^23 trick */
+    r = x - fn * 0.693359375f;
+    r = r - fn * -2.12194440e-4f;
+    p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    s.i = ((int32_t)fn + 127) << 23;
+    return p * s.f;
+}
+
+/* tanh(u) = 1 - 2 / (exp(2u) + 1); |u| >= 9 saturates to +-1 in fp32 anyway. */
+G3_CPU_INLINE float g3_cpu_tanhf(float u)
+{
+    u = u < -9.0f ? -9.0f : u;
+    u = u > 9.0f ? 9.0f : u;
+    return 1.0f - 2.0f / (g3_cpu_expf(2.0f * u) + 1.0f);
+}
+
+/* C (M,N) = alpha op(A) op(B) + beta C, row-major, split across the OpenMP threads along
+ * the larger of M and N (single-threaded sgemm per slab).  trans_a: A is stored (K,M);
+ * trans_b: B is stored (N,K).  Safe to call inside a parallel region (runs on this thread). */
+void g3_cpu_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, float beta,
+                  float *C, int ldc);
+/* The same on the calling thread only. */
+void g3_cpu_sgemm1(int trans_a, int trans_b, int M, int N, int K, float alpha,
+                   const float *A, int lda, const float *B, int ldb, float beta,
+                   float *C, int ldc);
+
+/* Op entry points (cpu_ops.c, cpu_matmul.c). */
+void g3_cpu_embedding_fwd(g3_backend_t *be, float *out, const int32_t *tokens, const float *wte,
+                          const float *wpe, int B, int T, int C, int v0, int V);
+void g3_cpu_embedding_bwd(g3_backend_t *be, float *dwte, float *dwpe, const float *dout,
+                          const int32_t *tokens, int B, int T, int C, int v0, int V);
+void g3_cpu_layernorm_fwd(g3_backend_t *be, float *out, float *mean, float *rstd,
+                          const float *inp, const float *w, const float *b, int N, int C,
+                          float eps);
+void g3_cpu_layernorm_bwd(g3_backend_t *be, float *dinp, float *dw, float *db,
+                          const float *dout, const float *inp, const float *w,
+                          const float *mean, const float *rstd, int N, int C);
+void g3_cpu_matmul_fwd(g3_backend_t *be, float *out, const float *inp, const float *w,
+                       const float *bias, int N, int IC, int OC);
+void g3_cpu_matmul_bwd(g3_backend_t *be, float *dinp, float *dw, float *dbias,
+                       const float *dout, const float *inp, const float *w,
+                       int N, int IC, int OC);
+void g3_cpu_attention_fwd(g3_backend_t *be, float *out, float *att, const float *qkv,
+                          int B, int T, int NH, int HS);
+void g3_cpu_attention_bwd(g3_backend_t *be, float *dqkv, float *scratch, const float *dout,
+                          const float *qkv, const float *att, int B, int T, int NH, int HS);
+void g3_cpu_gelu_fwd(g3_backend_t *be, float *out, const float *inp, size_t n);
+void g3_cpu_gelu_bwd(g3_backend_t *be, float *dinp, const float *inp, const float *dout,
+                     size_t n);
+void g3_cpu_residual_fwd(g3_backend_t *be, float *out, const float *a, const float *b, size_t n);
+void g3_cpu_scale(g3_backend_t *be, float *x, size_t n, float s);
+void g3_cpu_xent_fwd(g3_backend_t *be, float *losses, float *lse, const float *logits,
+                     const int32_t *targets, int N, int V);
+void g3_cpu_xent_bwd(g3_backend_t *be, float *dlogits, const float *logits, const float *lse,
+                     const int32_t *targets, float dloss, int N, int V);
+void g3_cpu_adamw(g3_backend_t *be, float *p, const float *g, float *m, float *v, size_t n,
+                  float lr, float beta1, float beta2, float eps, float wd, int64_t step);
+void g3_cpu_sumsq(g3_backend_t *be, const float *x, size_t n, double *host_out);
+
+#endif

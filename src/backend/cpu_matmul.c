@@ -1,0 +1,233 @@
+/* gpt3d CPU backend: linear layers and causal attention, all products through CBLAS sgemm.
+ * Shapes: N rows (B*T tokens), IC/OC in/out features, B micro-batch, T sequence, NH heads,
+ * HS head size, C = NH*HS, C3 = 3*C (the fused q/k/v row). */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "backend/cpu_internal.h"
+
+/* Attention works on row blocks of this many queries, so the causal upper triangle is
+ * skipped a block at a time (about 40% of the products at T = 256). */
+#define G3_ATT_RB 64
+
+static void g3_cpu_thread(int *t, int *n)
+{
+#ifdef _OPENMP
+    *t = omp_get_thread_num();
+    *n = omp_get_num_threads();
+#else
+    *t = 0;
+    *n = 1;
+#endif
+}
+
+/* ---- linear layers ------------------------------------------------------------------------ */
+
+/* out (N,OC) = inp (N,IC) . w (OC,IC)^T + bias (OC,).  Each thread takes a slab of rows (or,
+ * for few rows and many outputs, like the vocabulary projection of a short sequence, a slab
+ * of output columns), writes the bias into it and accumulates its own sgemm on top. */
+void g3_cpu_matmul_fwd(g3_backend_t *be, float *out, const float *inp, const float *w,
+                       const float *bias, int N, int IC, int OC)
+{
+    int split_rows = N >= OC;
+    int par = 2.0 * N * (double)OC * IC >= 4e6;
+    (void)be;
+#pragma omp parallel if (par)
+    {
+        int t, n, dim, chunk, lo, hi;
+        g3_cpu_thread(&t, &n);
+        g3_cpu_ftz();
+        dim = split_rows ? N : OC;
+        chunk = ((dim + n - 1) / n + 15) & ~15;
+        lo = t * chunk < dim ? t * chunk : dim;
+        hi = lo + chunk < dim ? lo + chunk : dim;
+        if (lo < hi) {
+            if (split_rows) {
+                if (bias)
+                    for (int r = lo; r < hi; r++)
+                        memcpy(out + (size_t)r * OC, bias, sizeof(float) * (size_t)OC);
+                g3_cpu_sgemm1(0, 1, hi - lo, OC, IC, 1.0f, inp + (size_t)lo * IC, IC, w, IC,
+                              bias ? 1.0f : 0.0f, out + (size_t)lo * OC, OC);
+            } else {
+                if (bias)
+                    for (int r = 0; r < N; r++)
+                        memcpy(out + (size_t)r * OC + lo, bias + lo,
+                               sizeof(float) * (size_t)(hi - lo));
+                g3_cpu_sgemm1(0, 1, N, hi - lo, IC, 1.0f, inp, IC, w + (size_t)lo * IC, IC,
+                              bias ? 1.0f : 0.0f, out + lo, OC);
+            }
+        }
+    }
+}
+
+G3_CPU_CLONES
+static void g3_cpu_colsum_add(float *dst, const float *src, int n)
+{
+#pragma omp simd
+    for (int c = 0; c < n; c++)
+        dst[c] += src[c];
+}
+
+/* dinp (N,IC) = dout (N,OC) . w (OC,IC);  dw (OC,IC) += dout^T . inp (N,IC);
+ * dbias (OC,) += sum over rows of dout. */
+void g3_cpu_matmul_bwd(g3_backend_t *be, float *dinp, float *dw, float *dbias,
+                       const float *dout, const float *inp, const float *w,
+                       int N, int IC, int OC)
+{
+    (void)be;
+    if (dinp)
+        g3_cpu_sgemm(0, 0, N, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
+    g3_cpu_sgemm(1, 0, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
+    if (dbias) {
+#pragma omp parallel
+        {
+            int t, n, chunk, lo, hi;
+            g3_cpu_thread(&t, &n);
+            g3_cpu_ftz();
+            chunk = ((OC + n - 1) / n + 15) & ~15;
+            lo = t * chunk < OC ? t * chunk : OC;
+            hi = lo + chunk < OC ? lo + chunk : OC;
+            if (lo < hi)
+                for (int r = 0; r < N; r++)
+                    g3_cpu_colsum_add(dbias + lo, dout + (size_t)r * OC + lo, hi - lo);
+        }
+    }
+}
+
+/* ---- attention ------------------------------------------------------------------------------ */
+
+/* In place: a[0..valid) = softmax(a[0..valid)), a[valid..end) = 0.  a (end,) */
+G3_CPU_CLONES
+static void g3_cpu_att_softmax_row(float *a, int valid, int end)
+{
+    float m = -INFINITY, s = 0.0f, inv;
+#pragma omp simd reduction(max:m)
+    for (int j = 0; j < valid; j++)
+        m = a[j] > m ? a[j] : m;
+#pragma omp simd reduction(+:s)
+    for (int j = 0; j < valid; j++) {
+        float e = g3_cpu_expf(a[j] - m);
+        a[j] = e;
+        s += e;
+    }
+    inv = 1.0f / s;
+#pragma omp simd
+    for (int j = 0; j < valid; j++)
+        a[j] *= inv;
+    for (int j = valid; j < end; j++)
+        a[j] = 0.0f;
+}
+
+/* One (batch, head): att (T,T), q/k/v rows of stride C3, out rows of stride C. */
+static void g3_cpu_att_fwd_one(float *out, float *att, const float *q, int T, int C3, int C,
+                               int HS, float scale)
+{
+    const float *k = q + HS, *v = q + 2 * HS;
+
+    for (int r0 = 0; r0 < T; r0 += G3_ATT_RB) {
+        int r1 = r0 + G3_ATT_RB < T ? r0 + G3_ATT_RB : T;
+        /* S[r0:r1, 0:r1] = scale q[r0:r1] k[0:r1]^T: later keys are masked anyway */
+        g3_cpu_sgemm1(0, 1, r1 - r0, r1, HS, scale, q + (size_t)r0 * C3, C3, k, C3, 0.0f,
+                      att + (size_t)r0 * T, T);
+        for (int i = r0; i < r1; i++)
+            g3_cpu_att_softmax_row(att + (size_t)i * T, i + 1, T);
+        /* y[r0:r1] = P[r0:r1, 0:r1] v[0:r1] */
+        g3_cpu_sgemm1(0, 0, r1 - r0, HS, r1, 1.0f, att + (size_t)r0 * T, T, v, C3, 0.0f,
+                      out + (size_t)r0 * C, C);
+    }
+}
+
+/* out (B,T,C)  att (B,NH,T,T)  qkv (B,T,3C) */
+void g3_cpu_attention_fwd(g3_backend_t *be, float *out, float *att, const float *qkv,
+                          int B, int T, int NH, int HS)
+{
+    int C = NH * HS, C3 = 3 * C;
+    float scale = 1.0f / sqrtf((float)HS);
+    (void)be;
+#pragma omp parallel
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (int bh = 0; bh < B * NH; bh++) {
+            int b = bh / NH, h = bh % NH;
+            g3_cpu_att_fwd_one(out + (size_t)b * T * C + (size_t)h * HS,
+                               att + (size_t)bh * T * T,
+                               qkv + (size_t)b * T * C3 + (size_t)h * 3 * HS, T, C3, C, HS,
+                               scale);
+        }
+    }
+}
+
+/* ds[j] = p[j] (dp[j] - sum_k p[k] dp[k]) scale for j < valid, 0 for valid <= j < end.
+ * ds may alias dp.  ds, dp, p (end,) */
+G3_CPU_CLONES
+static void g3_cpu_att_softmax_bwd_row(float *ds, const float *dp, const float *p, int valid,
+                                       int end, float scale)
+{
+    float s = 0.0f;
+#pragma omp simd reduction(+:s)
+    for (int j = 0; j < valid; j++)
+        s += p[j] * dp[j];
+#pragma omp simd
+    for (int j = 0; j < valid; j++)
+        ds[j] = p[j] * (dp[j] - s) * scale;
+    for (int j = valid; j < end; j++)
+        ds[j] = 0.0f;
+}
+
+/* One (batch, head).  With S = scale q k^T, P = softmax(S) (causal), y = P v:
+ *   dP = dy v^T;  dS = P o (dP - rowsum(P o dP)) scale;
+ *   dq = dS k;  dk = dS^T q;  dv = P^T dy.
+ * ds (T,T) work space; p (T,T); q/k/v and dq/dk/dv rows of stride C3; dy rows of stride C. */
+static void g3_cpu_att_bwd_one(float *dq, float *ds, const float *dy, const float *q,
+                               const float *p, int T, int C3, int C, int HS, float scale)
+{
+    const float *k = q + HS, *v = q + 2 * HS;
+    float *dk = dq + HS, *dv = dq + 2 * HS;
+
+    for (int r0 = 0; r0 < T; r0 += G3_ATT_RB) {
+        int r1 = r0 + G3_ATT_RB < T ? r0 + G3_ATT_RB : T;
+        g3_cpu_sgemm1(0, 1, r1 - r0, r1, HS, 1.0f, dy + (size_t)r0 * C, C, v, C3, 0.0f,
+                      ds + (size_t)r0 * T, T);
+        for (int i = r0; i < r1; i++)
+            g3_cpu_att_softmax_bwd_row(ds + (size_t)i * T, ds + (size_t)i * T,
+                                       p + (size_t)i * T, i + 1, r1, scale);
+        g3_cpu_sgemm1(0, 0, r1 - r0, HS, r1, 1.0f, ds + (size_t)r0 * T, T, k, C3, 0.0f,
+                      dq + (size_t)r0 * C3, C3);
+    }
+    /* Key/value block [c0, c1) receives from queries c0..T-1 only; every dS entry read here
+     * lies left of its row block's end, so it was written above. */
+    for (int c0 = 0; c0 < T; c0 += G3_ATT_RB) {
+        int c1 = c0 + G3_ATT_RB < T ? c0 + G3_ATT_RB : T;
+        g3_cpu_sgemm1(1, 0, c1 - c0, HS, T - c0, 1.0f, ds + (size_t)c0 * T + c0, T,
+                      q + (size_t)c0 * C3, C3, 0.0f, dk + (size_t)c0 * C3, C3);
+        g3_cpu_sgemm1(1, 0, c1 - c0, HS, T - c0, 1.0f, p + (size_t)c0 * T + c0, T,
+                      dy + (size_t)c0 * C, C, 0.0f, dv + (size_t)c0 * C3, C3);
+    }
+}
+
+/* dqkv (B,T,3C)  scratch (B,NH,T,T)  dout (B,T,C)  qkv (B,T,3C)  att (B,NH,T,T) */
+void g3_cpu_attention_bwd(g3_backend_t *be, float *dqkv, float *scratch, const float *dout,
+                          const float *qkv, const float *att, int B, int T, int NH, int HS)
+{
+    int C = NH * HS, C3 = 3 * C;
+    float scale = 1.0f / sqrtf((float)HS);
+    (void)be;
+#pragma omp parallel
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (int bh = 0; bh < B * NH; bh++) {
+            int b = bh / NH, h = bh % NH;
+            size_t qo = (size_t)b * T * C3 + (size_t)h * 3 * HS;
+            g3_cpu_att_bwd_one(dqkv + qo, scratch + (size_t)bh * T * T,
+                               dout + (size_t)b * T * C + (size_t)h * HS, qkv + qo,
+                               att + (size_t)bh * T * T, T, C3, C, HS, scale);
+        }
+    }
+}

@@ -1,0 +1,427 @@
+/* gpt3d CPU backend: embedding, layer norm, GELU, residual, softmax cross-entropy, AdamW and
+ * the sum of squares, in plain C with OpenMP over rows (or columns where rows would race).
+ * Shapes: N rows, B micro-batch, T sequence, C hidden, V (local, padded) vocabulary. */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "backend/cpu_internal.h"
+
+/* Column ranges for the ops that parallelise over columns: thread t of n gets [*lo, *hi),
+ * whole cache lines wide. */
+static void g3_cpu_cols(int C, int *lo, int *hi)
+{
+#ifdef _OPENMP
+    int t = omp_get_thread_num(), n = omp_get_num_threads();
+#else
+    int t = 0, n = 1;
+#endif
+    int chunk = ((C + n - 1) / n + 15) & ~15;
+    *lo = t * chunk < C ? t * chunk : C;
+    *hi = *lo + chunk < C ? *lo + chunk : C;
+}
+
+/* ---- embedding ---------------------------------------------------------------------------- */
+
+G3_CPU_CLONES
+static void g3_cpu_embed_row(float *out, const float *wte_row, const float *wpe_row, int C)
+{
+    if (wte_row && wpe_row) {
+#pragma omp simd
+        for (int c = 0; c < C; c++)
+            out[c] = wte_row[c] + wpe_row[c];
+    } else if (wte_row) {
+        memcpy(out, wte_row, sizeof(float) * (size_t)C);
+    } else if (wpe_row) {
+        memcpy(out, wpe_row, sizeof(float) * (size_t)C);
+    } else {
+        memset(out, 0, sizeof(float) * (size_t)C);
+    }
+}
+
+/* out (B,T,C)  tokens (B,T)  wte (V,C)  wpe (P,C) or NULL */
+void g3_cpu_embedding_fwd(g3_backend_t *be, float *out, const int32_t *tokens, const float *wte,
+                          const float *wpe, int B, int T, int C, int v0, int V)
+{
+    (void)be;
+#pragma omp parallel
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (int r = 0; r < B * T; r++) {
+            int tok = tokens[r] - v0;
+            const float *wte_row = tok >= 0 && tok < V ? wte + (size_t)tok * C : NULL;
+            const float *wpe_row = wpe ? wpe + (size_t)(r % T) * C : NULL;
+            g3_cpu_embed_row(out + (size_t)r * C, wte_row, wpe_row, C);
+        }
+    }
+}
+
+G3_CPU_CLONES
+static void g3_cpu_add_slice(float *dst, const float *src, int n)
+{
+#pragma omp simd
+    for (int c = 0; c < n; c++)
+        dst[c] += src[c];
+}
+
+/* dwte (V,C)  dwpe (P,C) or NULL  dout (B,T,C)  tokens (B,T).  Split over columns so two
+ * rows with the same token never race. */
+void g3_cpu_embedding_bwd(g3_backend_t *be, float *dwte, float *dwpe, const float *dout,
+                          const int32_t *tokens, int B, int T, int C, int v0, int V)
+{
+    (void)be;
+#pragma omp parallel
+    {
+        int lo, hi;
+        g3_cpu_ftz();
+        g3_cpu_cols(C, &lo, &hi);
+        if (lo < hi) {
+            for (int r = 0; r < B * T; r++) {
+                int tok = tokens[r] - v0;
+                if (tok >= 0 && tok < V)
+                    g3_cpu_add_slice(dwte + (size_t)tok * C + lo, dout + (size_t)r * C + lo,
+                                     hi - lo);
+                if (dwpe)
+                    g3_cpu_add_slice(dwpe + (size_t)(r % T) * C + lo,
+                                     dout + (size_t)r * C + lo, hi - lo);
+            }
+        }
+    }
+}
+
+/* ---- layer norm ----------------------------------------------------------------------------- */
+
+/* out, x (C,)  w, b (C,) */
+G3_CPU_CLONES
+static void g3_cpu_ln_fwd_row(float *out, float *mean_p, float *rstd_p, const float *x,
+                              const float *w, const float *b, int C, float eps)
+{
+    float s = 0.0f, v = 0.0f, m, rs;
+#pragma omp simd reduction(+:s)
+    for (int c = 0; c < C; c++)
+        s += x[c];
+    m = s / (float)C;
+#pragma omp simd reduction(+:v)
+    for (int c = 0; c < C; c++)
+        v += (x[c] - m) * (x[c] - m);
+    rs = 1.0f / sqrtf(v / (float)C + eps);
+#pragma omp simd
+    for (int c = 0; c < C; c++)
+        out[c] = (x[c] - m) * rs * w[c] + b[c];
+    *mean_p = m;
+    *rstd_p = rs;
+}
+
+void g3_cpu_layernorm_fwd(g3_backend_t *be, float *out, float *mean, float *rstd,
+                          const float *inp, const float *w, const float *b, int N, int C,
+                          float eps)
+{
+    (void)be;
+#pragma omp parallel
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (int r = 0; r < N; r++)
+            g3_cpu_ln_fwd_row(out + (size_t)r * C, mean + r, rstd + r, inp + (size_t)r * C,
+                              w, b, C, eps);
+    }
+}
+
+/* With xhat = (x - mean) rstd and g = dout * w:
+ *   dx = rstd (g - mean(g) - xhat mean(g xhat)).
+ * dinp, dout, x (C,) */
+G3_CPU_CLONES
+static void g3_cpu_ln_bwd_row(float *dinp, const float *dout, const float *x, const float *w,
+                              float m, float rs, int C)
+{
+    float sg = 0.0f, sgx = 0.0f, mg, mgx;
+#pragma omp simd reduction(+:sg, sgx)
+    for (int c = 0; c < C; c++) {
+        float g = dout[c] * w[c];
+        sg += g;
+        sgx += g * (x[c] - m) * rs;
+    }
+    mg = sg / (float)C;
+    mgx = sgx / (float)C;
+#pragma omp simd
+    for (int c = 0; c < C; c++)
+        dinp[c] += rs * (dout[c] * w[c] - mg - (x[c] - m) * rs * mgx);
+}
+
+/* dw[c] += dout[c] xhat[c]; db[c] += dout[c] over one row's column slice. */
+G3_CPU_CLONES
+static void g3_cpu_ln_bwd_params(float *dw, float *db, const float *dout, const float *x,
+                                 float m, float rs, int n)
+{
+#pragma omp simd
+    for (int c = 0; c < n; c++) {
+        dw[c] += dout[c] * (x[c] - m) * rs;
+        db[c] += dout[c];
+    }
+}
+
+void g3_cpu_layernorm_bwd(g3_backend_t *be, float *dinp, float *dw, float *db,
+                          const float *dout, const float *inp, const float *w,
+                          const float *mean, const float *rstd, int N, int C)
+{
+    (void)be;
+#pragma omp parallel
+    {
+        int lo, hi;
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (int r = 0; r < N; r++)
+            g3_cpu_ln_bwd_row(dinp + (size_t)r * C, dout + (size_t)r * C, inp + (size_t)r * C,
+                              w, mean[r], rstd[r], C);
+        /* Parameter gradients: each thread owns a column slice, so no partial sums. */
+        g3_cpu_cols(C, &lo, &hi);
+        if (lo < hi)
+            for (int r = 0; r < N; r++)
+                g3_cpu_ln_bwd_params(dw + lo, db + lo, dout + (size_t)r * C + lo,
+                                     inp + (size_t)r * C + lo, mean[r], rstd[r], hi - lo);
+    }
+}
+
+/* ---- elementwise ----------------------------------------------------------------------------- */
+
+#define G3_GELU_K0 0.7978845608028654f   /* sqrt(2/pi) */
+#define G3_GELU_K1 0.044715f
+#define G3_CPU_BLOCK 4096                /* elements per work item in the flat loops */
+
+G3_CPU_CLONES
+static void g3_cpu_gelu_fwd_blk(float *out, const float *x, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float u = G3_GELU_K0 * (x[i] + G3_GELU_K1 * x[i] * x[i] * x[i]);
+        out[i] = 0.5f * x[i] * (1.0f + g3_cpu_tanhf(u));
+    }
+}
+
+/* d/dx 0.5 x (1 + tanh u) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx,
+ * du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2). */
+G3_CPU_CLONES
+static void g3_cpu_gelu_bwd_blk(float *dinp, const float *x, const float *dout, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float x2 = x[i] * x[i];
+        float u = G3_GELU_K0 * (x[i] + G3_GELU_K1 * x2 * x[i]);
+        float t = g3_cpu_tanhf(u);
+        float du = G3_GELU_K0 * (1.0f + 3.0f * G3_GELU_K1 * x2);
+        dinp[i] = (0.5f * (1.0f + t) + 0.5f * x[i] * (1.0f - t * t) * du) * dout[i];
+    }
+}
+
+G3_CPU_CLONES
+static void g3_cpu_add_blk(float *out, const float *a, const float *b, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        out[i] = a[i] + b[i];
+}
+
+G3_CPU_CLONES
+static void g3_cpu_scale_blk(float *x, size_t n, float s)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        x[i] *= s;
+}
+
+/* out, inp (n,) */
+void g3_cpu_gelu_fwd(g3_backend_t *be, float *out, const float *inp, size_t n)
+{
+    long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
+    (void)be;
+#pragma omp parallel
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (long k = 0; k < nb; k++) {
+            size_t o = (size_t)k * G3_CPU_BLOCK, len = n - o < G3_CPU_BLOCK ? n - o : G3_CPU_BLOCK;
+            g3_cpu_gelu_fwd_blk(out + o, inp + o, len);
+        }
+    }
+}
+
+/* dinp, inp, dout (n,) */
+void g3_cpu_gelu_bwd(g3_backend_t *be, float *dinp, const float *inp, const float *dout,
+                     size_t n)
+{
+    long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
+    (void)be;
+#pragma omp parallel
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (long k = 0; k < nb; k++) {
+            size_t o = (size_t)k * G3_CPU_BLOCK, len = n - o < G3_CPU_BLOCK ? n - o : G3_CPU_BLOCK;
+            g3_cpu_gelu_bwd_blk(dinp + o, inp + o, dout + o, len);
+        }
+    }
+}
+
+/* out, a, b (n,) */
+void g3_cpu_residual_fwd(g3_backend_t *be, float *out, const float *a, const float *b, size_t n)
+{
+    long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
+    (void)be;
+#pragma omp parallel
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (long k = 0; k < nb; k++) {
+            size_t o = (size_t)k * G3_CPU_BLOCK, len = n - o < G3_CPU_BLOCK ? n - o : G3_CPU_BLOCK;
+            g3_cpu_add_blk(out + o, a + o, b + o, len);
+        }
+    }
+}
+
+/* x (n,) */
+void g3_cpu_scale(g3_backend_t *be, float *x, size_t n, float s)
+{
+    long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
+    (void)be;
+#pragma omp parallel
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (long k = 0; k < nb; k++) {
+            size_t o = (size_t)k * G3_CPU_BLOCK, len = n - o < G3_CPU_BLOCK ? n - o : G3_CPU_BLOCK;
+            g3_cpu_scale_blk(x + o, len, s);
+        }
+    }
+}
+
+/* ---- softmax cross-entropy ---------------------------------------------------------------- */
+
+/* RET: log sum_j exp(x[j]).  x (V,) */
+G3_CPU_CLONES
+static float g3_cpu_lse_row(const float *x, int V)
+{
+    float m = -INFINITY, s = 0.0f;
+#pragma omp simd reduction(max:m)
+    for (int j = 0; j < V; j++)
+        m = x[j] > m ? x[j] : m;
+#pragma omp simd reduction(+:s)
+    for (int j = 0; j < V; j++)
+        s += g3_cpu_expf(x[j] - m);
+    return m + logf(s);
+}
+
+/* losses, lse (N,)  logits (N,V)  targets (N,) */
+void g3_cpu_xent_fwd(g3_backend_t *be, float *losses, float *lse, const float *logits,
+                     const int32_t *targets, int N, int V)
+{
+    (void)be;
+#pragma omp parallel
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (int i = 0; i < N; i++) {
+            const float *x = logits + (size_t)i * V;
+            float l = g3_cpu_lse_row(x, V);
+            lse[i] = l;
+            losses[i] = l - x[targets[i]];
+        }
+    }
+}
+
+/* d (V,) may alias x (V,) */
+G3_CPU_CLONES
+static void g3_cpu_xent_bwd_row(float *d, const float *x, float lse, float dloss, int V)
+{
+#pragma omp simd
+    for (int j = 0; j < V; j++)
+        d[j] = g3_cpu_expf(x[j] - lse) * dloss;
+}
+
+/* dlogits, logits (N,V)  lse, targets (N,) */
+void g3_cpu_xent_bwd(g3_backend_t *be, float *dlogits, const float *logits, const float *lse,
+                     const int32_t *targets, float dloss, int N, int V)
+{
+    (void)be;
+#pragma omp parallel
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (int i = 0; i < N; i++) {
+            float *d = dlogits + (size_t)i * V;
+            g3_cpu_xent_bwd_row(d, logits + (size_t)i * V, lse[i], dloss, V);
+            d[targets[i]] -= dloss;
+        }
+    }
+}
+
+/* ---- optimizer ---------------------------------------------------------------------------- */
+
+G3_CPU_CLONES
+static void g3_cpu_adamw_blk(float *p, const float *g, float *m, float *v, size_t n,
+                             float decay, float b1, float b2, float step_size,
+                             float bc2_sqrt, float eps)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float mi = b1 * m[i] + (1.0f - b1) * g[i];
+        float vi = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+        float pi = p[i] * decay;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = pi - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+    }
+}
+
+/* p, g, m, v (n,) */
+void g3_cpu_adamw(g3_backend_t *be, float *p, const float *g, float *m, float *v, size_t n,
+                  float lr, float beta1, float beta2, float eps, float wd, int64_t step)
+{
+    long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
+    double bc1 = 1.0 - pow(beta1, (double)step), bc2 = 1.0 - pow(beta2, (double)step);
+    float step_size = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+    float decay = 1.0f - lr * wd;
+    (void)be;
+#pragma omp parallel
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (long k = 0; k < nb; k++) {
+            size_t o = (size_t)k * G3_CPU_BLOCK, len = n - o < G3_CPU_BLOCK ? n - o : G3_CPU_BLOCK;
+            g3_cpu_adamw_blk(p + o, g + o, m + o, v + o, len, decay, beta1, beta2, step_size,
+                             bc2_sqrt, eps);
+        }
+    }
+}
+
+G3_CPU_CLONES
+static float g3_cpu_sumsq_blk(const float *x, size_t n)
+{
+    float s = 0.0f;
+#pragma omp simd reduction(+:s)
+    for (size_t i = 0; i < n; i++)
+        s += x[i] * x[i];
+    return s;
+}
+
+/* x (n,) */
+void g3_cpu_sumsq(g3_backend_t *be, const float *x, size_t n, double *host_out)
+{
+    long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
+    double total = 0.0;
+    (void)be;
+#pragma omp parallel reduction(+:total)
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (long k = 0; k < nb; k++) {
+            size_t o = (size_t)k * G3_CPU_BLOCK, len = n - o < G3_CPU_BLOCK ? n - o : G3_CPU_BLOCK;
+            total += (double)g3_cpu_sumsq_blk(x + o, len);
+        }
+    }
+    *host_out = total;
+}
