@@ -1,0 +1,390 @@
+#!/bin/bash
+# tests/slurm/cluster.sh: a private Slurm cluster on this one machine, for
+# gpt3d's tests and for trying the batch suite without a real cluster.
+#
+# It starts, as root, one munged (own key and socket), one slurmctld and N
+# slurmd, each slurmd as its own node ("slurmd -N nK", one port per node) in
+# its own mount namespace with a private /tmp (Slurm's PMIx plugin and the
+# PMIx library keep per-node files there).  Configuration, state, spool, logs
+# and a shared work directory live in one private directory outside /tmp;
+# ports are derived from that directory's unique name and checked to be free,
+# so two clusters on one machine do not collide.  Stopping kills every
+# process it started, by process id (and every process left in a node's mount
+# namespace: job steps and their tasks), then removes the directory.
+#
+# Sourced (tests):
+#   . "$top_srcdir/tests/slurm/cluster.sh"
+#   g3c_start 4 || skip_all "$g3c_why"   # exports SLURM_CONF; stops on EXIT
+#   srun -N 2 hostname; ...; g3c_stop    # (g3c_stop also runs from the trap)
+# Run (a session by hand; see docs/slurm.md):
+#   tests/slurm/cluster.sh start [-n NODES]   # prints the directory and SLURM_CONF
+#   tests/slurm/cluster.sh stop DIR
+#   tests/slurm/cluster.sh check              # can a private cluster start here?
+#
+# Settings (environment): G3C_BASE (parent of the cluster directory, default
+# /var/tmp; must not be under /tmp), G3C_NODES_PER_SWITCH (2), G3C_CPUS (CPUs
+# per node, 2), G3C_SLURMD_TIMEOUT (6 s), G3C_CRED_EXPIRE (5 s: how long a
+# requeued job waits before it may start again), G3C_START_TIMEOUT (60 s).
+#
+# Functions for tests: g3c_start N, g3c_stop, g3c_check, g3c_kill_node NODE,
+# g3c_start_node NODE, g3c_wait SECONDS CMD..., g3c_job_field JOBID FIELD,
+# g3c_wait_job JOBID REGEX SECONDS, g3c_node_state NODE.  After g3c_start:
+# G3C_DIR, G3C_WORK (shared scratch visible on every node), G3C_NODE_NAMES
+# (array), SLURM_CONF (exported).
+
+g3c_why=""
+
+g3c_log() { printf '# cluster: %s\n' "$*" >&2; }
+
+# g3c_check: can a private cluster start here?  0 if yes; else 1 with the
+# reason in $g3c_why.
+g3c_check() {
+    local p
+    if [ "$(id -u)" -ne 0 ]; then
+        g3c_why="a private Slurm cluster needs root (slurmd runs jobs as any user and bind-mounts /tmp); run the tests as root"
+        return 1
+    fi
+    for p in slurmctld slurmd munged munge srun sbatch scontrol sinfo squeue scancel unshare mount; do
+        if ! command -v "$p" >/dev/null 2>&1 && ! [ -x "/usr/sbin/$p" ]; then
+            g3c_why="$p is not installed (apt-get install slurmctld slurmd slurm-client munge)"
+            return 1
+        fi
+    done
+    if ! unshare -m true 2>/dev/null; then
+        g3c_why="unshare -m fails here (no mount namespaces, e.g. an unprivileged container): each slurmd needs its own /tmp"
+        return 1
+    fi
+    return 0
+}
+
+g3c_bin() {  # g3c_bin NAME: the path of a daemon or command
+    if command -v "$1" 2>/dev/null; then return 0; fi
+    if [ -x "/usr/sbin/$1" ]; then echo "/usr/sbin/$1"; return 0; fi
+    return 1
+}
+
+# g3c_wait SECONDS CMD...: run CMD every 0.2 s until it succeeds; 1 on timeout.
+g3c_wait() {
+    local deadline=$((SECONDS + $1))
+    shift
+    while ! "$@" >/dev/null 2>&1; do
+        if [ "$SECONDS" -ge "$deadline" ]; then return 1; fi
+        sleep 0.2
+    done
+    return 0
+}
+
+g3c_port_free() {  # g3c_port_free PORT
+    ! ss -Htan "( sport = :$1 )" 2>/dev/null | grep -q .
+}
+
+# g3c_pick_ports COUNT: set G3C_PORT0 to the first of COUNT consecutive free
+# ports, derived from the cluster directory's name.
+g3c_pick_ports() {
+    local count=$1 tries=0 h base i ok
+    h=$(printf '%s' "$G3C_DIR" | cksum | cut -d' ' -f1)
+    while [ "$tries" -lt 50 ]; do
+        base=$((20000 + ((h + tries * 7919) % 2000) * 16))
+        ok=1
+        for ((i = 0; i < count; i++)); do
+            if ! g3c_port_free $((base + i)); then ok=0; break; fi
+        done
+        if [ "$ok" -eq 1 ]; then G3C_PORT0=$base; return 0; fi
+        tries=$((tries + 1))
+    done
+    g3c_why="no $count consecutive free TCP ports found between 20000 and 52000"
+    return 1
+}
+
+# g3c_spawn NAME CMD...: start a daemon in the background, its output in
+# logs/NAME.out, and record its pid in pids/NAME.  (Started from a subshell,
+# so it is not one of the caller's jobs: stopping it later prints nothing.)
+g3c_spawn() {
+    local name=$1
+    shift
+    ( "$@" </dev/null >>"$G3C_DIR/logs/$name.out" 2>&1 &
+      echo $! >"$G3C_DIR/pids/$name" )
+}
+
+g3c_pid_alive() {  # g3c_pid_alive NAME: the recorded daemon still runs (and is ours)
+    local f="$G3C_DIR/pids/$1" pid
+    [ -s "$f" ] || return 1
+    pid=$(cat "$f")
+    [ -d "/proc/$pid" ] || return 1
+    # Guard against a reused pid: the command line names our directory.
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$G3C_DIR"
+}
+
+g3c_write_config() {
+    local n=$1 i name switches="" leaf=0 members
+    local per=${G3C_NODES_PER_SWITCH:-2} cpus=${G3C_CPUS:-2}
+    local ctld_port=$G3C_PORT0
+    local names=()
+    for ((i = 1; i <= n; i++)); do names+=("n$i"); done
+    {
+        echo "# Private gpt3d test cluster, written by tests/slurm/cluster.sh."
+        echo "ClusterName=g3c$(basename "$G3C_DIR" | tr -dc 'a-z0-9' | cut -c1-20)"
+        echo "SlurmctldHost=localhost(127.0.0.1)"
+        echo "SlurmctldPort=$ctld_port"
+        echo "SlurmUser=root"
+        echo "SlurmdUser=root"
+        echo "AuthType=auth/munge"
+        echo "CredType=cred/munge"
+        echo "AuthInfo=socket=$G3C_DIR/munge/munge.socket,cred_expire=${G3C_CRED_EXPIRE:-5}"
+        echo "StateSaveLocation=$G3C_DIR/state"
+        echo "SlurmdSpoolDir=$G3C_DIR/spool/%n"
+        echo "SlurmctldPidFile=$G3C_DIR/run/slurmctld.pid"
+        echo "SlurmdPidFile=$G3C_DIR/run/slurmd-%n.pid"
+        echo "SlurmctldLogFile=$G3C_DIR/logs/slurmctld.log"
+        echo "SlurmdLogFile=$G3C_DIR/logs/slurmd-%n.log"
+        echo "SlurmctldDebug=info"
+        echo "SlurmdDebug=info"
+        echo "ProctrackType=proctrack/linuxproc"
+        echo "TaskPlugin=task/none"
+        echo "JobAcctGatherType=jobacct_gather/none"
+        echo "AccountingStorageType=accounting_storage/none"
+        echo "JobCompType=jobcomp/none"
+        echo "SwitchType=switch/none"
+        echo "MpiDefault=none"
+        echo "SelectType=select/cons_tres"
+        echo "SelectTypeParameters=CR_CPU"
+        echo "SchedulerType=sched/backfill"
+        echo "SchedulerParameters=bf_interval=1,sched_min_interval=100000"
+        echo "TopologyPlugin=topology/tree"
+        echo "SlurmdParameters=config_overrides"
+        echo "ReturnToService=2"
+        echo "SlurmdTimeout=${G3C_SLURMD_TIMEOUT:-6}"
+        echo "SlurmctldTimeout=10"
+        echo "MessageTimeout=5"
+        echo "TCPTimeout=2"
+        echo "KillWait=2"
+        echo "InactiveLimit=0"
+        echo "MinJobAge=600"
+        echo "TmpFS=/tmp"
+        echo "JobRequeue=1"
+        for ((i = 0; i < n; i++)); do
+            echo "NodeName=${names[i]} NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((ctld_port + 1 + i)) CPUs=$cpus RealMemory=1000 State=UNKNOWN"
+        done
+        echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+    } >"$G3C_DIR/etc/slurm.conf"
+    {
+        echo "# Leaf switches of $per nodes under one top switch."
+        for ((i = 0; i < n; i += per)); do
+            leaf=$((leaf + 1))
+            members=$(IFS=,; echo "${names[*]:i:per}")
+            echo "SwitchName=leaf$leaf Nodes=$members"
+            switches="$switches${switches:+,}leaf$leaf"
+        done
+        echo "SwitchName=top Switches=$switches"
+    } >"$G3C_DIR/etc/topology.conf"
+    G3C_NODE_NAMES=("${names[@]}")
+}
+
+# g3c_start_node NODE: start (or restart) the slurmd of NODE in its own mount
+# namespace with a private /tmp.
+g3c_start_node() {
+    local node=$1 slurmd
+    slurmd=$(g3c_bin slurmd)
+    mkdir -p "$G3C_DIR/spool/$node" "$G3C_DIR/nodes/$node/tmp"
+    chmod 1777 "$G3C_DIR/nodes/$node/tmp"
+    # unshare(1) makes the new namespace's mounts private, so the bind mount
+    # stays inside it; exec keeps the recorded pid the slurmd's own.
+    # shellcheck disable=SC2016  # $1 and $@ belong to the inner sh
+    g3c_spawn "slurmd-$node" unshare -m /bin/sh -c \
+        'mount --bind "$1" /tmp && shift && exec "$@"' sh \
+        "$G3C_DIR/nodes/$node/tmp" "$slurmd" -D -N "$node" -f "$G3C_DIR/etc/slurm.conf"
+    # Remember the namespace, to find the node's job steps when stopping.
+    local pid
+    pid=$(cat "$G3C_DIR/pids/slurmd-$node")
+    if g3c_wait 5 g3c_own_ns "$pid"; then
+        readlink "/proc/$pid/ns/mnt" >"$G3C_DIR/pids/ns-$node"
+    fi
+}
+
+g3c_own_ns() {  # g3c_own_ns PID: PID runs in a mount namespace other than ours
+    local ns
+    ns=$(readlink "/proc/$1/ns/mnt" 2>/dev/null) || return 1
+    [ -n "$ns" ] && [ "$ns" != "$(readlink /proc/self/ns/mnt)" ]
+}
+
+# g3c_kill_node NODE: kill NODE's slurmd (SIGKILL, as a crash would), leaving
+# its running job steps alone.
+g3c_kill_node() {
+    local pid
+    if g3c_pid_alive "slurmd-$1"; then
+        pid=$(cat "$G3C_DIR/pids/slurmd-$1")
+        kill -KILL "$pid" 2>/dev/null || true
+        g3c_wait 10 g3c_not_running "$pid" || true
+    fi
+}
+
+g3c_not_running() { ! [ -d "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+
+# g3c_node_state NODE: the node's state as scontrol prints it (IDLE, DOWN*, ...).
+g3c_node_state() {
+    scontrol show node "$1" 2>/dev/null | sed -n 's/.*State=\([^ ]*\).*/\1/p' | head -1
+}
+
+# g3c_job_field JOBID FIELD: one field of "scontrol show job" (JobState, NodeList, ...).
+g3c_job_field() {
+    scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+}
+
+g3c_job_state_is() { g3c_job_field "$1" JobState | grep -Eqx -- "$2"; }
+
+# g3c_wait_job JOBID REGEX SECONDS: wait until the job's state matches REGEX.
+g3c_wait_job() {
+    g3c_wait "$3" g3c_job_state_is "$1" "$2"
+}
+
+g3c_all_idle() {
+    local idle
+    idle=$(sinfo -h -N -o '%N %t' 2>/dev/null | awk '$2 == "idle" {n++} END {print n + 0}')
+    [ "$idle" -eq "${#G3C_NODE_NAMES[@]}" ]
+}
+
+# g3c_start N: start a private cluster of N nodes.  0 on success; 1 with the
+# reason in $g3c_why (the tests skip on it when g3c_check failed, fail otherwise).
+g3c_start() {
+    local n=${1:-4} base=${G3C_BASE:-/var/tmp} node munged munge
+    g3c_check || return 1
+    base=$(cd "$base" && pwd -P) || { g3c_why="G3C_BASE=$base is not a directory"; return 1; }
+    case "$base/" in
+        /tmp/*) g3c_why="G3C_BASE=$base is under /tmp, which every node replaces with its own; choose another directory"; return 1 ;;
+    esac
+    G3C_DIR=$(mktemp -d "$base/gpt3d-slurm.XXXXXX") || { g3c_why="cannot create a directory in $base"; return 1; }
+    chmod 700 "$G3C_DIR"
+    mkdir -p "$G3C_DIR"/{etc,state,spool,logs,pids,run,munge,nodes,work}
+    chmod 1777 "$G3C_DIR/work"
+    G3C_WORK=$G3C_DIR/work
+    if [ -z "${G3C_NO_TRAP:-}" ]; then
+        trap 'g3c_stop' EXIT
+        trap 'exit 130' INT
+        trap 'exit 143' TERM
+    fi
+    g3c_pick_ports $((n + 1)) || return 1
+    g3c_write_config "$n"
+    export SLURM_CONF=$G3C_DIR/etc/slurm.conf
+
+    # MUNGE with its own key and socket.
+    munged=$(g3c_bin munged)
+    munge=$(g3c_bin munge)
+    dd if=/dev/urandom of="$G3C_DIR/munge/munge.key" bs=1024 count=1 status=none
+    chmod 400 "$G3C_DIR/munge/munge.key"
+    g3c_spawn munged "$munged" -F --force --socket="$G3C_DIR/munge/munge.socket" \
+        --key-file="$G3C_DIR/munge/munge.key" --pid-file="$G3C_DIR/run/munged.pid" \
+        --log-file="$G3C_DIR/logs/munged.log" --seed-file="$G3C_DIR/munge/munged.seed"
+    if ! g3c_wait 10 "$munge" -S "$G3C_DIR/munge/munge.socket" -n; then
+        g3c_why="munged did not start; see $G3C_DIR/logs/munged.out"
+        g3c_dump_logs
+        return 1
+    fi
+
+    g3c_spawn slurmctld "$(g3c_bin slurmctld)" -D -c -f "$SLURM_CONF"
+    if ! g3c_wait "${G3C_START_TIMEOUT:-60}" g3c_ctld_up; then
+        g3c_why="slurmctld did not answer; see $G3C_DIR/logs/slurmctld.log"
+        g3c_dump_logs
+        return 1
+    fi
+    for node in "${G3C_NODE_NAMES[@]}"; do g3c_start_node "$node"; done
+    if ! g3c_wait "${G3C_START_TIMEOUT:-60}" g3c_all_idle; then
+        g3c_why="the nodes did not all come up idle: $(sinfo -h -N -o '%N=%t' 2>&1 | tr '\n' ' ')"
+        g3c_dump_logs
+        return 1
+    fi
+    return 0
+}
+
+g3c_ctld_up() {
+    g3c_pid_alive slurmctld && scontrol ping 2>/dev/null | grep -q 'is UP'
+}
+
+g3c_dump_logs() {  # the tail of every log, as TAP comments
+    local f
+    for f in "$G3C_DIR"/logs/*; do
+        [ -s "$f" ] || continue
+        echo "# ---- $f"
+        tail -n 15 "$f" | sed 's/^/#   /'
+    done >&2
+}
+
+# g3c_kill_ns NSID: kill every process in mount namespace NSID (never ours).
+g3c_kill_ns() {
+    local ns=$1 p pids=()
+    [ -n "$ns" ] && [ "$ns" != "$(readlink /proc/self/ns/mnt)" ] || return 0
+    for p in /proc/[0-9]*; do
+        if [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ]; then pids+=("${p#/proc/}"); fi
+    done
+    [ "${#pids[@]}" -gt 0 ] || return 0
+    kill -KILL "${pids[@]}" 2>/dev/null || true
+    for p in "${pids[@]}"; do g3c_wait 5 g3c_not_running "$p" || true; done
+}
+
+# g3c_stop [DIR]: stop every daemon of the cluster (by pid), every process
+# left in its nodes' namespaces, and remove its directory.
+g3c_stop() {
+    local rc=$? f name pid
+    [ -n "${1:-}" ] && G3C_DIR=$1
+    if [ -z "${G3C_DIR:-}" ] || ! [ -d "$G3C_DIR/pids" ]; then return "$rc"; fi
+    if [ -n "${G3C_KEEP:-}" ]; then
+        g3c_log "G3C_KEEP is set: leaving $G3C_DIR; stop it with: $0 stop $G3C_DIR"
+        return "$rc"
+    fi
+    # slurmd first (so nothing restarts steps), then what runs in their
+    # namespaces, then slurmctld and munged.
+    for f in "$G3C_DIR"/pids/slurmd-* "$G3C_DIR"/pids/slurmctld "$G3C_DIR"/pids/munged; do
+        [ -e "$f" ] || continue
+        name=${f##*/}
+        if g3c_pid_alive "$name"; then
+            pid=$(cat "$f")
+            kill -TERM "$pid" 2>/dev/null || true
+            if ! g3c_wait 10 g3c_not_running "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+            g3c_wait 5 g3c_not_running "$pid" || true
+        fi
+        if [ "${name#slurmd-}" != "$name" ] && [ -s "$G3C_DIR/pids/ns-${name#slurmd-}" ]; then
+            g3c_kill_ns "$(cat "$G3C_DIR/pids/ns-${name#slurmd-}")"
+        fi
+    done
+    rm -rf "$G3C_DIR"
+    G3C_DIR=""
+    return "$rc"
+}
+
+# Run as a command.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -euo pipefail
+    case "${1:-}" in
+        start)
+            shift
+            nodes=4
+            while [ $# -gt 0 ]; do
+                case "$1" in
+                    -n|--nodes) nodes=$2; shift 2 ;;
+                    *) echo "cluster.sh start: unknown option '$1' (use -n NODES)" >&2; exit 2 ;;
+                esac
+            done
+            G3C_NO_TRAP=1
+            if ! g3c_start "$nodes"; then
+                echo "cluster.sh: cannot start a private cluster: $g3c_why" >&2
+                G3C_KEEP="" g3c_stop || true
+                exit 1
+            fi
+            echo "Private Slurm cluster of $nodes nodes in $G3C_DIR"
+            echo "Shared scratch directory (visible on every node): $G3C_WORK"
+            echo "Use it with:   export SLURM_CONF=$SLURM_CONF"
+            echo "Stop it with:  $0 stop $G3C_DIR"
+            ;;
+        stop)
+            [ $# -eq 2 ] || { echo "usage: cluster.sh stop DIR" >&2; exit 2; }
+            [ -d "$2/pids" ] || { echo "cluster.sh stop: $2 is not a private cluster directory (no pids/ in it)" >&2; exit 1; }
+            g3c_stop "$2"
+            ;;
+        check)
+            if g3c_check; then echo "a private Slurm cluster can start here"; else echo "cannot start: $g3c_why"; exit 1; fi
+            ;;
+        *)
+            echo "usage: cluster.sh start [-n NODES] | stop DIR | check" >&2
+            exit 2
+            ;;
+    esac
+fi
