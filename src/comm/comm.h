@@ -1,0 +1,185 @@
+/* gpt3d comm: ranks, blob exchange and collectives on groups of ranks.
+ *
+ * Glossary: world = every rank of the job (PMIx namespace); group = an
+ * ordered subset of world ranks with its own communicator; grank = a rank's
+ * index inside a group; n = element count per rank; TP/PP/DP = the tensor,
+ * pipeline and data-parallel sizes whose groups the trainer builds here.
+ *
+ * Layers: core <- comm.  The world (g3_comm_world_t) is the PMIx client:
+ * who am I, how many are we, which node, and a blob exchange
+ * (put / commit / fence / get under a fresh key each time).  A group
+ * communicator (g3_comm_t) runs collectives through an ops table filled by
+ * one backend, chosen when the group is created:
+ *   G3_COMM_BACKEND_HOST  UCX ucp tag messages, host memory buffers;
+ *   G3_COMM_BACKEND_NCCL  NCCL, device memory buffers (builds with NCCL).
+ *
+ * Every blocking call waits at most the communicator's timeout (seconds;
+ * set from --distributed-timeout-minutes by the drivers).  On expiry it logs
+ * the group, the operation and the peer it was waiting for, and returns
+ * G3_ERR_TIMEOUT; the driver then exits with G3_EXIT_COMM_TIMEOUT (76).  A
+ * communicator that timed out or failed is broken: every later call on it
+ * returns the same status at once.
+ *
+ * Ownership: g3_comm_world_init() gives a world the caller frees with
+ * g3_comm_world_free() after every group made from it was freed with
+ * g3_comm_free().  Not thread safe: one thread per process drives comm. */
+#ifndef G3_COMM_COMM_H
+#define G3_COMM_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+typedef enum {
+    G3_DTYPE_FLOAT32 = 0,
+    G3_DTYPE_FLOAT64,
+    G3_DTYPE_INT64,
+    G3_DTYPE_COUNT
+} g3_comm_dtype_t;
+
+typedef enum {
+    G3_COMM_SUM = 0,
+    G3_COMM_MAX,
+    G3_COMM_REDUCE_COUNT
+} g3_comm_reduce_t;
+
+typedef enum {
+    G3_COMM_BACKEND_HOST = 0,   /* UCX, host buffers   */
+    G3_COMM_BACKEND_NCCL,       /* NCCL, device buffers */
+    G3_COMM_BACKEND_COUNT
+} g3_comm_backend_t;
+
+/* Default timeout of a blocking operation, in seconds (Megatron-LM's
+ * --distributed-timeout-minutes defaults to 10). */
+#define G3_COMM_DEFAULT_TIMEOUT_S 600.0
+
+/* RET: element size in bytes, or 0 for an invalid dtype. */
+size_t g3_comm_dtype_size(g3_comm_dtype_t dtype);
+const char *g3_comm_dtype_name(g3_comm_dtype_t dtype);
+const char *g3_comm_reduce_name(g3_comm_reduce_t op);
+const char *g3_comm_backend_name(g3_comm_backend_t backend);
+/* RET: 1 when this build has the backend (HOST always, NCCL with HAVE_NCCL). */
+int g3_comm_backend_available(g3_comm_backend_t backend);
+
+/* ---- world: PMIx bootstrap and blob exchange -------------------------- */
+
+typedef struct {
+    int  rank;            /* world rank, 0..size-1                          */
+    int  size;            /* world size                                     */
+    int  local_rank;      /* rank among the processes of this node          */
+    int  local_size;      /* processes of this job on this node             */
+    int  node_id;         /* 0..num_nodes-1 as the launcher numbers nodes    */
+    int  num_nodes;
+    int  singleton;       /* 1: no PMIx server, this process is the job     */
+    char hostname[256];
+    char nspace[256];     /* PMIx namespace ("singleton" when alone)        */
+} g3_comm_proc_t;
+
+typedef struct g3_comm_world g3_comm_world_t;
+
+/* Connect to the PMIx server (srun --mpi=pmix, mpirun) and read rank, size,
+ * local rank, node id and hostname.  Without a server (no PMIX_* variables
+ * in the environment) the process runs as a one-rank singleton; with the
+ * variables set but the server unreachable it fails with G3_ERR_COMM.
+ * timeout_s: initial timeout for blocking calls (<= 0: the default).
+ * OUT: *world_p, only on G3_OK. */
+g3_status_t g3_comm_world_init(double timeout_s, g3_comm_world_t **world_p);
+void g3_comm_world_free(g3_comm_world_t *world);
+
+/* RET: this process's identity (owned by world). */
+const g3_comm_proc_t *g3_comm_world_proc(const g3_comm_world_t *world);
+
+/* Timeout in seconds for later blocking world calls and the groups created
+ * after it (<= 0: the default).  Groups keep their own copy. */
+void g3_comm_world_set_timeout(g3_comm_world_t *world, double timeout_s);
+double g3_comm_world_timeout(const g3_comm_world_t *world);
+
+/* Blob exchange.  Collective over the world: every rank publishes blob
+ * (len may be 0) under a fresh key, commits and fences (with data
+ * collection), then may read any rank's blob.  Use for UCX worker
+ * addresses, NCCL unique ids, topology addresses.
+ * OUT: *xchg_p, only on G3_OK; free with g3_comm_exchange_free(). */
+typedef struct g3_comm_exchange g3_comm_exchange_t;
+g3_status_t g3_comm_world_exchange(g3_comm_world_t *world, const char *what,
+                                   const void *blob, size_t len,
+                                   g3_comm_exchange_t **xchg_p);
+/* Fetch rank's blob (cached after the first get).
+ * OUT: *blob_p (owned by xchg, valid until it is freed), *len_p. */
+g3_status_t g3_comm_exchange_get(g3_comm_exchange_t *xchg, int rank,
+                                 const void **blob_p, size_t *len_p);
+void g3_comm_exchange_free(g3_comm_exchange_t *xchg);
+
+/* Barrier over the whole world through PMIx (no data), with the timeout. */
+g3_status_t g3_comm_world_fence(g3_comm_world_t *world, const char *what);
+
+/* ---- groups ------------------------------------------------------------ */
+
+typedef struct g3_comm g3_comm_t;
+
+/* Create the communicator of this rank's group.  Collective over the WHOLE
+ * world: every world rank calls it in the same order (one call creates one
+ * "layer" of disjoint groups, e.g. all TP groups at once), passing the
+ * members of its own group as world ranks in group-rank order; the list
+ * must contain the caller and be identical on every member (checked: a
+ * mismatch is an error naming the rank that disagrees).  name is used in
+ * logs ("tp", "pp", "dp", "world").  The NCCL backend uses the CUDA device
+ * that is current at the call.
+ * OUT: *comm_p, only on G3_OK. */
+g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
+                                 g3_comm_backend_t backend,
+                                 const int *members, int nmembers,
+                                 g3_comm_t **comm_p);
+/* The group of all world ranks in world-rank order (collective). */
+g3_status_t g3_comm_world_group(g3_comm_world_t *world, g3_comm_backend_t backend,
+                                g3_comm_t **comm_p);
+void g3_comm_free(g3_comm_t *comm);
+
+int g3_comm_rank(const g3_comm_t *comm);             /* grank of this process */
+int g3_comm_size(const g3_comm_t *comm);
+int g3_comm_world_rank_of(const g3_comm_t *comm, int grank);
+const char *g3_comm_name(const g3_comm_t *comm);
+g3_comm_backend_t g3_comm_backend(const g3_comm_t *comm);
+void g3_comm_set_timeout(g3_comm_t *comm, double timeout_s);
+double g3_comm_timeout(const g3_comm_t *comm);
+
+/* ---- collectives (blocking; every member calls them in the same order) --
+ * Buffers are host memory for HOST groups and device memory for NCCL
+ * groups.  send == recv means in place where allowed. */
+
+/* recv[i] = op over ranks of send[i].  send, recv: (n,); in place allowed.
+ * Every member gets bitwise the same result. */
+g3_status_t g3_comm_allreduce(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                              g3_comm_dtype_t dtype, g3_comm_reduce_t op);
+/* send: (size, n) blocks; rank r gets recv = op over ranks of block r.
+ * recv: (n,); must not overlap send. */
+g3_status_t g3_comm_reduce_scatter(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                                   g3_comm_dtype_t dtype, g3_comm_reduce_t op);
+/* send: (n,), recv: (size, n) with block r = rank r's send.  send may be
+ * recv + rank * n (in place). */
+g3_status_t g3_comm_allgather(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                              g3_comm_dtype_t dtype);
+/* buf: (n,); root's values land on every rank. */
+g3_status_t g3_comm_broadcast(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtype_t dtype,
+                              int root);
+/* Point to point inside the group; tag in [0, G3_COMM_MAX_TAG].  Messages
+ * between a pair with the same tag arrive in order.  (NCCL matches in call
+ * order and ignores the tag.)  buf: (n,) */
+#define G3_COMM_MAX_TAG 0x7fffff
+g3_status_t g3_comm_send(g3_comm_t *comm, const void *buf, size_t n, g3_comm_dtype_t dtype,
+                         int peer, int tag);
+g3_status_t g3_comm_recv(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtype_t dtype,
+                         int peer, int tag);
+g3_status_t g3_comm_barrier(g3_comm_t *comm);
+
+/* ---- serial reference (tests) ------------------------------------------
+ * dst[i] = op(dst[i], src[i]) for i < n.  dst, src: (n,) host memory. */
+void g3_comm_reduce_local(void *dst, const void *src, size_t n, g3_comm_dtype_t dtype,
+                          g3_comm_reduce_t op);
+
+/* ---- tuning (host backend) ---------------------------------------------
+ * All-reduces of at most this many bytes use recursive doubling, larger
+ * ones a ring (reduce-scatter + all-gather).  Also GPT3D_COMM_RING_BYTES. */
+void g3_comm_set_ring_threshold(g3_comm_t *comm, size_t bytes);
+
+#endif

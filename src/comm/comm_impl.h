@@ -1,0 +1,85 @@
+/* gpt3d comm internals shared by the world (PMIx), the group layer and the
+ * backends (UCX, NCCL).  Not for use outside src/comm. */
+#ifndef G3_COMM_IMPL_H
+#define G3_COMM_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+
+typedef struct g3_ucx_world g3_ucx_world_t;
+
+struct g3_comm_world {
+    g3_comm_proc_t   proc;
+    double           timeout_s;
+    int              pmix_up;       /* PMIx_Init succeeded (not a singleton)   */
+    void            *pmix_me;       /* pmix_proc_t of this process             */
+    uint32_t         exchange_seq;  /* fresh key per exchange                  */
+    uint32_t         group_seq;     /* group layers created: context ids       */
+    int              broken;        /* a fence failed or timed out             */
+    g3_ucx_world_t  *ucx;           /* host transport, made by the first HOST group */
+};
+
+/* The backend interface.  Arguments are validated by comm.c before a call
+ * reaches the backend; n > 0 and size > 1 are guaranteed except for send,
+ * recv and barrier. */
+typedef struct {
+    const char *name;
+    g3_status_t (*allreduce)(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                             g3_comm_dtype_t dtype, g3_comm_reduce_t op);
+    g3_status_t (*reduce_scatter)(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                                  g3_comm_dtype_t dtype, g3_comm_reduce_t op);
+    g3_status_t (*allgather)(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                             g3_comm_dtype_t dtype);
+    g3_status_t (*broadcast)(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtype_t dtype,
+                             int root);
+    g3_status_t (*send)(g3_comm_t *comm, const void *buf, size_t n, g3_comm_dtype_t dtype,
+                        int peer, int tag);
+    g3_status_t (*recv)(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtype_t dtype,
+                        int peer, int tag);
+    g3_status_t (*barrier)(g3_comm_t *comm);
+    void        (*destroy)(g3_comm_t *comm);
+} g3_comm_ops_t;
+
+struct g3_comm {
+    const g3_comm_ops_t *ops;
+    g3_comm_world_t     *world;
+    g3_comm_backend_t    backend;
+    char                 name[32];
+    int                  rank;           /* grank of this process            */
+    int                  size;
+    int                 *members;        /* (size) world rank of each grank  */
+    uint16_t             context_id;     /* same on every member             */
+    double               timeout_s;
+    size_t               ring_threshold; /* bytes; all-reduce algorithm pick */
+    g3_status_t          broken;         /* G3_OK until an op fails          */
+    uint32_t             coll_seq;       /* collectives started on this group */
+    const char          *cur_op;         /* op in progress, for messages     */
+    void                *be;             /* backend state                    */
+};
+
+/* Monotonic clock in seconds. */
+double g3_comm_now(void);
+
+/* Log "what timed out" once, in one greppable line:
+ * "<op> on group <name> (rank g of n, world ranks ...) timed out after T s waiting for
+ *  group rank p (world rank w) to <verb>". peer_grank < 0: peer unknown. */
+void g3_comm_log_timeout(const g3_comm_t *comm, int peer_grank, const char *verb);
+
+/* Write the group's world ranks compactly ("0-3,8,10-11") into buf. */
+void g3_comm_format_members(const int *members, int n, char *buf, size_t len);
+
+/* Backends. */
+g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world);
+void g3_comm_ucx_world_free(g3_comm_world_t *world);
+g3_status_t g3_comm_ucx_group_init(g3_comm_t *comm);
+
+#ifdef HAVE_NCCL
+/* G3_COMM_NCCL_ID_BYTES: size of ncclUniqueId (checked in nccl.c). */
+#define G3_COMM_NCCL_ID_BYTES 128
+g3_status_t g3_comm_nccl_unique_id(void *id /* (G3_COMM_NCCL_ID_BYTES,) */);
+g3_status_t g3_comm_nccl_group_init(g3_comm_t *comm, const void *id);
+#endif
+
+#endif
