@@ -78,15 +78,15 @@ typedef struct g3_backend_ops {
                        int N, int IC, int OC);
 
     /* ---- causal self-attention ---------------------------------------------------------- */
-    /* qkv rows use Megatron's per-head layout: for head h the columns
-     * [h*3*HS, h*3*HS+HS) are q, the next HS are k, the next HS are v, so a tensor-parallel
-     * rank's heads are one contiguous block.  att = softmax(q k^T / sqrt(HS) + causal mask),
-     * out[b,t,h*HS:(h+1)*HS] = att . v.
-     * out (B,T,NH*HS)  att (B,NH,T,T) saved for backward  qkv (B,T,3*NH*HS) */
+    /* qkv rows are [q | k | v] (the order of Hugging Face GPT-2's c_attn and of gpt3d
+     * checkpoints): columns [0, C) are the queries, [C, 2C) the keys, [2C, 3C) the values,
+     * head h owning [h*HS, (h+1)*HS) of each block (C = NH*HS: the local heads under tensor
+     * parallelism).  att = softmax(q k^T / sqrt(HS) + causal mask), out[b,t,h] = att . v.
+     * out (B,T,C)  att (B,NH,T,T) saved for backward  qkv (B,T,3C) */
     void (*attention_fwd)(g3_backend_t *be, float *out, float *att, const float *qkv,
                           int B, int T, int NH, int HS);
     /* dqkv overwritten.  scratch (B,NH,T,T) is work space.
-     * dqkv (B,T,3*NH*HS)  dout (B,T,NH*HS)  qkv (B,T,3*NH*HS)  att (B,NH,T,T) */
+     * dqkv (B,T,3C)  dout (B,T,C)  qkv (B,T,3C)  att (B,NH,T,T) */
     void (*attention_bwd)(g3_backend_t *be, float *dqkv, float *scratch, const float *dout,
                           const float *qkv, const float *att, int B, int T, int NH, int HS);
 

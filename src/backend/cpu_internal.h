@@ -50,7 +50,7 @@ static inline void g3_cpu_ftz(void)
 
 /* exp(x) in fp32 that vectorises: Cephes' expf range reduction and degree-6 polynomial, about
  * 1 ulp on [-87, 88].  Inputs are clamped to that range: below it the result is ~1.6e-38
- * instead of a denormal or 0 (harmless where it is used: softmax terms, tanh), above it
+ * instead of a denormal or 0 (harmless where it is used: softmax terms, sigmoids), above it
  * exp(88). */
 G3_CPU_INLINE float g3_cpu_expf(float x)
 {
@@ -72,14 +72,6 @@ G3_CPU_INLINE float g3_cpu_expf(float x)
     p = p * r * r + r + 1.0f;
     s.i = ((int32_t)fn + 127) << 23;
     return p * s.f;
-}
-
-/* tanh(u) = 1 - 2 / (exp(2u) + 1); |u| >= 9 saturates to +-1 in fp32 anyway. */
-G3_CPU_INLINE float g3_cpu_tanhf(float u)
-{
-    u = u < -9.0f ? -9.0f : u;
-    u = u > 9.0f ? 9.0f : u;
-    return 1.0f - 2.0f / (g3_cpu_expf(2.0f * u) + 1.0f);
 }
 
 /* C (M,N) = alpha op(A) op(B) + beta C, row-major, split across the OpenMP threads along

@@ -123,11 +123,12 @@ static void g3_cpu_att_softmax_row(float *a, int valid, int end)
         a[j] = 0.0f;
 }
 
-/* One (batch, head): att (T,T), q/k/v rows of stride C3, out rows of stride C. */
+/* One (batch, head): att (T,T); q points at the head's query columns, its keys and values
+ * are C and 2C columns further; q/k/v rows have stride C3, out rows stride C. */
 static void g3_cpu_att_fwd_one(float *out, float *att, const float *q, int T, int C3, int C,
                                int HS, float scale)
 {
-    const float *k = q + HS, *v = q + 2 * HS;
+    const float *k = q + C, *v = q + 2 * C;
 
     for (int r0 = 0; r0 < T; r0 += G3_ATT_RB) {
         int r1 = r0 + G3_ATT_RB < T ? r0 + G3_ATT_RB : T;
@@ -157,7 +158,7 @@ void g3_cpu_attention_fwd(g3_backend_t *be, float *out, float *att, const float 
             int b = bh / NH, h = bh % NH;
             g3_cpu_att_fwd_one(out + (size_t)b * T * C + (size_t)h * HS,
                                att + (size_t)bh * T * T,
-                               qkv + (size_t)b * T * C3 + (size_t)h * 3 * HS, T, C3, C, HS,
+                               qkv + (size_t)b * T * C3 + (size_t)h * HS, T, C3, C, HS,
                                scale);
         }
     }
@@ -183,12 +184,13 @@ static void g3_cpu_att_softmax_bwd_row(float *ds, const float *dp, const float *
 /* One (batch, head).  With S = scale q k^T, P = softmax(S) (causal), y = P v:
  *   dP = dy v^T;  dS = P o (dP - rowsum(P o dP)) scale;
  *   dq = dS k;  dk = dS^T q;  dv = P^T dy.
- * ds (T,T) work space; p (T,T); q/k/v and dq/dk/dv rows of stride C3; dy rows of stride C. */
+ * ds (T,T) work space; p (T,T); q/k/v and dq/dk/dv rows of stride C3 (k, v at +C, +2C);
+ * dy rows of stride C. */
 static void g3_cpu_att_bwd_one(float *dq, float *ds, const float *dy, const float *q,
                                const float *p, int T, int C3, int C, int HS, float scale)
 {
-    const float *k = q + HS, *v = q + 2 * HS;
-    float *dk = dq + HS, *dv = dq + 2 * HS;
+    const float *k = q + C, *v = q + 2 * C;
+    float *dk = dq + C, *dv = dq + 2 * C;
 
     for (int r0 = 0; r0 < T; r0 += G3_ATT_RB) {
         int r1 = r0 + G3_ATT_RB < T ? r0 + G3_ATT_RB : T;
@@ -224,7 +226,7 @@ void g3_cpu_attention_bwd(g3_backend_t *be, float *dqkv, float *scratch, const f
 #pragma omp for schedule(static)
         for (int bh = 0; bh < B * NH; bh++) {
             int b = bh / NH, h = bh % NH;
-            size_t qo = (size_t)b * T * C3 + (size_t)h * 3 * HS;
+            size_t qo = (size_t)b * T * C3 + (size_t)h * HS;
             g3_cpu_att_bwd_one(dqkv + qo, scratch + (size_t)bh * T * T,
                                dout + (size_t)b * T * C + (size_t)h * HS, qkv + qo,
                                att + (size_t)bh * T * T, T, C3, C, HS, scale);

@@ -193,28 +193,34 @@ void g3_cpu_layernorm_bwd(g3_backend_t *be, float *dinp, float *dw, float *db,
 #define G3_GELU_K1 0.044715f
 #define G3_CPU_BLOCK 4096                /* elements per work item in the flat loops */
 
+/* 0.5 (1 + tanh u) = sigmoid(2u): no cancellation where tanh u is near -1. */
+G3_CPU_INLINE float g3_cpu_gelu_sig(float x)
+{
+    float u = G3_GELU_K0 * (x + G3_GELU_K1 * x * x * x);
+    return 1.0f / (1.0f + g3_cpu_expf(-2.0f * u));
+}
+
 G3_CPU_CLONES
 static void g3_cpu_gelu_fwd_blk(float *out, const float *x, size_t n)
 {
 #pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        float u = G3_GELU_K0 * (x[i] + G3_GELU_K1 * x[i] * x[i] * x[i]);
-        out[i] = 0.5f * x[i] * (1.0f + g3_cpu_tanhf(u));
-    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = x[i] * g3_cpu_gelu_sig(x[i]);
 }
 
-/* d/dx 0.5 x (1 + tanh u) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx,
- * du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2). */
+/* With e = exp(-2u), s = 1 / (1 + e) = 0.5 (1 + tanh u) and 1 - s = e s (no cancellation):
+ *   d/dx (x s) = s + 2 x s (1 - s) du/dx,  du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+ * (0.5 (1 - tanh^2 u) = 2 s (1 - s)). */
 G3_CPU_CLONES
 static void g3_cpu_gelu_bwd_blk(float *dinp, const float *x, const float *dout, size_t n)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
-        float x2 = x[i] * x[i];
-        float u = G3_GELU_K0 * (x[i] + G3_GELU_K1 * x2 * x[i]);
-        float t = g3_cpu_tanhf(u);
-        float du = G3_GELU_K0 * (1.0f + 3.0f * G3_GELU_K1 * x2);
-        dinp[i] = (0.5f * (1.0f + t) + 0.5f * x[i] * (1.0f - t * t) * du) * dout[i];
+        float u = G3_GELU_K0 * (x[i] + G3_GELU_K1 * x[i] * x[i] * x[i]);
+        float e = g3_cpu_expf(-2.0f * u);
+        float s = 1.0f / (1.0f + e);
+        float du = G3_GELU_K0 * (1.0f + 3.0f * G3_GELU_K1 * x[i] * x[i]);
+        dinp[i] = (s + 2.0f * x[i] * s * (e * s) * du) * dout[i];
     }
 }
 
@@ -301,18 +307,35 @@ void g3_cpu_scale(g3_backend_t *be, float *x, size_t n, float s)
 
 /* ---- softmax cross-entropy ---------------------------------------------------------------- */
 
-/* RET: log sum_j exp(x[j]).  x (V,) */
 G3_CPU_CLONES
-static float g3_cpu_lse_row(const float *x, int V)
+static float g3_cpu_max_row(const float *x, int V)
 {
-    float m = -INFINITY, s = 0.0f;
+    float m = -INFINITY;
 #pragma omp simd reduction(max:m)
     for (int j = 0; j < V; j++)
         m = x[j] > m ? x[j] : m;
+    return m;
+}
+
+G3_CPU_CLONES
+static float g3_cpu_sumexp_blk(const float *x, int n, float m)
+{
+    float s = 0.0f;
 #pragma omp simd reduction(+:s)
-    for (int j = 0; j < V; j++)
+    for (int j = 0; j < n; j++)
         s += g3_cpu_expf(x[j] - m);
-    return m + logf(s);
+    return s;
+}
+
+/* RET: log sum_j exp(x[j]), the sum kept in double across blocks of 256 (a 50k vocabulary
+ * summed in float would lose ~1e-6 relative).  x (V,) */
+static float g3_cpu_lse_row(const float *x, int V)
+{
+    float m = g3_cpu_max_row(x, V);
+    double s = 0.0;
+    for (int j = 0; j < V; j += 256)
+        s += g3_cpu_sumexp_blk(x + j, V - j < 256 ? V - j : 256, m);
+    return (float)(m + log(s));
 }
 
 /* losses, lse (N,)  logits (N,V)  targets (N,) */

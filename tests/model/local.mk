@@ -1,1 +1,6 @@
-# tests/model
+# tests/model: the CPU backend's ops and the GPT model (the PyTorch reference check is in
+# tests/train/test_reference.sh).
+check_PROGRAMS += tests/model/test_backend_cpu
+TESTS += tests/model/test_backend_cpu
+tests_model_test_backend_cpu_SOURCES = tests/model/test_backend_cpu.c tests/tap.h
+tests_model_test_backend_cpu_LDADD = $(G3_TEST_LDADD)

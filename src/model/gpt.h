@@ -1,0 +1,168 @@
+/* gpt3d model: a GPT-2 (token + learned position embeddings, pre-LayerNorm blocks of causal
+ * multi-head attention and a GELU MLP, final LayerNorm, output layer tied to the token
+ * embedding), computed through a backend's ops table (backend/backend.h).
+ *
+ * Glossary: B micro-batch, T sequence length, C hidden size, F ffn hidden size, L layers,
+ * NH heads, HS = C/NH head size, V vocabulary, Vp padded vocabulary, P positions,
+ * TP/PP tensor/pipeline-parallel sizes.  "_l" marks a tensor-parallel local size
+ * (C_l = C/TP, F_l = F/TP, NH_l = NH/TP, Vp_l = Vp/TP).
+ *
+ * Layout.  A g3_gpt_t is the part of the model one rank holds: pipeline stage pp_rank of
+ * pp_size (layers [layer_begin, layer_end), the embeddings on the first stage, the final
+ * LayerNorm and loss on the last) and tensor-parallel rank tp_rank of tp_size.  Every
+ * parameter has a canonical name, a global shape and a local shard (docs/checkpoint-format.md
+ * lists them); initial values are drawn from core/rng.h keyed by (seed, stream of the
+ * name, global element index), so every layout starts from the same model.  This build
+ * runs tp_size = pp_size = 1; the structure is there for the 3D-parallel trainer.
+ *
+ * Memory.  Parameters and gradients are two flat backend buffers (params in table order);
+ * activations of one micro-batch live in a g3_gpt_acts_t, so a pipeline schedule can keep
+ * several in flight. */
+#ifndef G3_MODEL_GPT_H
+#define G3_MODEL_GPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "core/status.h"
+
+typedef struct {
+    int      num_layers;                 /* L (whole model)                    --num-layers */
+    int      hidden_size;                /* C                                  --hidden-size */
+    int      num_attention_heads;        /* NH                         --num-attention-heads */
+    int      ffn_hidden_size;            /* F; 0 means 4C                  --ffn-hidden-size */
+    int      seq_length;                 /* T, the longest sequence run       --seq-length */
+    int      max_position_embeddings;    /* P; 0 means T         --max-position-embeddings */
+    int      vocab_size;                 /* V from the tokenizer                             */
+    int      make_vocab_size_divisible_by; /* Vp is a multiple of this x TP (Megatron)      */
+    float    init_method_std;            /* 0.02                           --init-method-std */
+    float    layernorm_epsilon;          /* 1e-5                          --layernorm-epsilon */
+    uint64_t seed;                       /* --seed                                           */
+    int      recompute_activations;      /* keep only layer inputs; recompute in backward    */
+    int      tp_rank, tp_size;           /* tensor-parallel position (size 1 in this build)  */
+    int      pp_rank, pp_size;           /* pipeline stage (size 1 in this build)            */
+    int      head_chunk_tokens;          /* tokens per output-layer chunk; 0: automatic      */
+} g3_gpt_config_t;
+
+/* Fill cfg with the defaults above (sizes 0: the caller sets them). */
+void g3_gpt_config_defaults(g3_gpt_config_t *cfg);
+
+/* Check a configuration before anything is allocated.  Each problem is logged once, naming
+ * the flag and the fix.  RET: G3_ERR_INVALID_ARG (bad sizes), G3_ERR_UNSUPPORTED (a valid
+ * layout this build cannot run). */
+g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg);
+
+/* RET: V padded the way Megatron does: up to a multiple of divisible_by x tp_size. */
+int g3_gpt_padded_vocab(int vocab_size, int divisible_by, int tp_size);
+
+typedef enum {
+    G3_GPT_INIT_NORMAL = 0,   /* N(0, init_std^2)                                        */
+    G3_GPT_INIT_ZEROS,
+    G3_GPT_INIT_ONES
+} g3_gpt_init_t;
+
+/* One parameter tensor as this rank holds it. */
+typedef struct {
+    char          name[64];      /* canonical name: "layers.3.attention.qkv.weight"      */
+    int           ndim;          /* 1 or 2                                                */
+    int64_t       shape[2];      /* global shape (ndim entries)                           */
+    int           tp_dim;        /* dimension split by TP; -1: replicated                 */
+    int           tp_parts;      /* the split dimension is (tp_parts, size/tp_parts), each
+                                  * part split by TP (3 for the fused q/k/v)              */
+    int64_t       local_shape[2];
+    size_t        offset;        /* first element in the flat parameter/gradient buffers   */
+    size_t        numel;         /* local elements                                        */
+    g3_gpt_init_t init;
+    float         init_std;      /* for G3_GPT_INIT_NORMAL                                */
+    int           weight_decay;  /* 0 for biases and LayerNorm (Megatron)                 */
+    int           layer;         /* -1 embeddings (first stage), -2 final LN (last), N    */
+} g3_gpt_param_t;
+
+/* Pointers to one layer's tensors inside a flat buffer (parameters or gradients). */
+typedef struct {
+    float *ln1_w, *ln1_b;        /* (C,) (C,)          input_layernorm                    */
+    float *qkv_w, *qkv_b;        /* (3C_l, C) (3C_l,)  attention.qkv: rows [q; k; v]      */
+    float *proj_w, *proj_b;      /* (C, C_l) (C,)      attention.dense (row-parallel)     */
+    float *ln2_w, *ln2_b;        /* (C,) (C,)          post_attention_layernorm           */
+    float *fc1_w, *fc1_b;        /* (F_l, C) (F_l,)    mlp.fc1 (column-parallel)          */
+    float *fc2_w, *fc2_b;        /* (C, F_l) (C,)      mlp.fc2 (row-parallel)             */
+} g3_gpt_layer_t;
+
+typedef struct {
+    float          *wte;         /* (Vp_l, C)  embedding.word_embeddings (first/last stage) */
+    float          *wpe;         /* (P, C)     embedding.position_embeddings (first stage)  */
+    g3_gpt_layer_t *layers;      /* this stage's layers, [0, layer_end - layer_begin)       */
+    float          *lnf_w, *lnf_b; /* (C,)     final_layernorm (last stage)                 */
+} g3_gpt_tensors_t;
+
+typedef struct g3_gpt {
+    g3_gpt_config_t  cfg;
+    g3_backend_t    *be;
+    /* derived sizes */
+    int              C, F, NH, HS, P, Vp;       /* global                                  */
+    int              C_l, F_l, NH_l, Vp_l, v0;  /* local; v0 first vocabulary row held     */
+    int              layer_begin, layer_end;    /* this stage's layers                      */
+    int              has_embedding, has_head;
+    /* parameters */
+    int              nparams;
+    g3_gpt_param_t  *params;                    /* (nparams,)                               */
+    size_t           numel;                     /* local parameter count                    */
+    float           *w;                         /* (numel,) backend memory                  */
+    float           *g;                         /* (numel,) gradients, backend memory       */
+    g3_gpt_tensors_t pt;                        /* views into w                             */
+    g3_gpt_tensors_t gt;                        /* views into g                             */
+} g3_gpt_t;
+
+/* Build the model for cfg on be and initialise its parameters (zero gradients).
+ * OUT: *model_p.  RET: errors of g3_gpt_config_check, G3_ERR_NO_MEMORY. */
+g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t **model_p);
+void g3_gpt_free(g3_gpt_t *model);
+
+/* RET: the parameter named name, or NULL. */
+const g3_gpt_param_t *g3_gpt_param_find(const g3_gpt_t *model, const char *name);
+/* Copy a parameter (or its gradient) between the backend and host memory.
+ * host: (param->numel,) */
+void g3_gpt_param_read(const g3_gpt_t *model, const g3_gpt_param_t *param, int grad, float *host);
+void g3_gpt_param_write(g3_gpt_t *model, const g3_gpt_param_t *param, const float *host);
+void g3_gpt_zero_grad(g3_gpt_t *model);
+
+/* Model FLOPs of one training pass (forward + backward) over B sequences of T tokens of the
+ * WHOLE model, recompute not counted (docs/model.md):
+ *   3 * (L * (2*B*T*(4*C^2 + 2*C*F) + 4*B*T^2*C) + 2*B*T*C*Vp),
+ * which is Megatron's 72*B*T*L*C^2*(1 + T/(6C) + Vp/(12*L*C)) for F = 4C. */
+double g3_gpt_flops_per_step(const g3_gpt_config_t *cfg, int64_t B, int T);
+
+/* RET: the number of parameters of the whole model (the tied output layer counted once). */
+int64_t g3_gpt_num_parameters(const g3_gpt_config_t *cfg);
+
+/* ---- activations and passes --------------------------------------------------------------- */
+
+typedef struct g3_gpt_acts g3_gpt_acts_t;
+
+/* Activation memory for micro-batches of up to B sequences of up to T tokens.
+ * OUT: *acts_p.  RET: G3_ERR_NO_MEMORY. */
+g3_status_t g3_gpt_acts_init(g3_gpt_t *model, int B, int T, g3_gpt_acts_t **acts_p);
+void g3_gpt_acts_free(g3_gpt_t *model, g3_gpt_acts_t *acts);
+/* RET: bytes of backend memory the activations hold. */
+size_t g3_gpt_acts_bytes(const g3_gpt_acts_t *acts);
+
+/* Forward pass over tokens (B,T) (host memory).  With targets (B,T) it computes the loss:
+ * *loss_sum_p = sum of the B*T per-token losses (double, host).  When dloss != 0 the output
+ * layer's backward runs at once, chunk by chunk, while its logits are in cache: the gradient
+ * of (dloss * loss_sum) is accumulated into the output layer's parameters and kept for
+ * g3_gpt_backward, which must follow before the next forward on these activations.
+ * RET: G3_ERR_INVALID_ARG for a token outside [0, V) (logged with its position), backend
+ * errors. */
+g3_status_t g3_gpt_forward(g3_gpt_t *model, g3_gpt_acts_t *acts, const int32_t *tokens,
+                           const int32_t *targets, int B, int T, float dloss,
+                           double *loss_sum_p);
+/* Backward pass of the last forward (which had dloss != 0): accumulates every gradient. */
+g3_status_t g3_gpt_backward(g3_gpt_t *model, g3_gpt_acts_t *acts);
+
+/* Logits for tokens (B,T) (host).  last_only: only position T-1 of each sequence.
+ * OUT: logits (B, T, Vp) or (B, Vp) host memory. */
+g3_status_t g3_gpt_logits(g3_gpt_t *model, g3_gpt_acts_t *acts, const int32_t *tokens, int B,
+                          int T, int last_only, float *logits);
+
+#endif

@@ -1,0 +1,381 @@
+/* gpt3d model: activations, forward and backward passes, logits.  Glossary in gpt.h;
+ * N = B*T tokens of the current micro-batch. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "model/gpt.h"
+
+/* Activations of one layer for the current micro-batch. */
+typedef struct {
+    float *ln1, *ln1_mean, *ln1_rstd;  /* (B,T,C) (B,T) (B,T)  input_layernorm output, stats */
+    float *qkv;                        /* (B,T,3C_l)                                         */
+    float *att;                        /* (B,NH_l,T,T)  attention probabilities              */
+    float *atty;                       /* (B,T,C_l)     attention output before dense        */
+    float *xmid;                       /* (B,T,C)       residual after attention             */
+    float *ln2, *ln2_mean, *ln2_rstd;  /* (B,T,C) (B,T) (B,T)                                */
+    float *fch;                        /* (B,T,F_l)     fc1 output (GELU input)              */
+    float *fcg;                        /* (B,T,F_l)     GELU output                          */
+} g3_gpt_layer_acts_t;
+
+struct g3_gpt_acts {
+    int                  B, T;        /* capacity                                            */
+    int                  cur_B, cur_T;
+    int                  head_grad;   /* the last forward ran the output layer's backward    */
+    void                *base;        /* the one backend allocation everything is carved from */
+    size_t               bytes;
+    int32_t             *tokens;      /* (B,T) inputs                                        */
+    int32_t             *targets;     /* (B,T) labels                                        */
+    float               *resid;       /* (nl+1, B,T,C) residual stream at layer boundaries    */
+    int                  nsets;       /* nl, or 1 with recompute                             */
+    g3_gpt_layer_acts_t *layer;       /* (nsets,)                                            */
+    float *lnf, *lnf_mean, *lnf_rstd; /* (B,T,C) (B,T) (B,T)  final_layernorm                */
+    float               *dlnf;        /* (B,T,C) gradient at the final LayerNorm's output    */
+    float               *losses;      /* (B,T) per-token loss                                */
+    float               *lse;         /* (B,T) log-sum-exp of the logits                     */
+    int                  Nc;          /* tokens per output-layer chunk                       */
+    float               *logits;      /* (Nc, Vp_l) one chunk of logits / their gradient     */
+    float               *tmp;         /* (B,T,C) a projection before its residual add        */
+    float               *dres;        /* (B,T,C) gradient of the residual stream             */
+    float               *d1;          /* (B,T,max(3C_l, F_l)) gradient work space            */
+    float               *d2;          /* (B,T,max(C, C_l))    gradient work space            */
+    float               *datt;        /* (B,NH_l,T,T) attention backward work space          */
+    float               *host_losses; /* (B,T) host copy                                     */
+};
+
+/* Carving one allocation: pass 1 (base NULL) only counts, pass 2 assigns. */
+typedef struct {
+    char  *base;
+    size_t used;
+} g3_carve_t;
+
+static void *g3_carve(g3_carve_t *cv, size_t bytes)
+{
+    void *p = cv->base ? cv->base + cv->used : NULL;
+    cv->used += (bytes + 63) & ~(size_t)63;
+    return p;
+}
+
+static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *cv)
+{
+    size_t N = (size_t)a->B * a->T, f = sizeof(float);
+    size_t att = (size_t)a->B * m->NH_l * a->T * a->T;
+    size_t d1 = 3 * (size_t)m->C_l > (size_t)m->F_l ? 3 * (size_t)m->C_l : (size_t)m->F_l;
+    size_t d2 = m->C > m->C_l ? m->C : m->C_l;
+    int nl = m->layer_end - m->layer_begin;
+
+    a->tokens = g3_carve(cv, N * sizeof(int32_t));
+    a->targets = g3_carve(cv, N * sizeof(int32_t));
+    a->resid = g3_carve(cv, (size_t)(nl + 1) * N * m->C * f);
+    for (int s = 0; s < a->nsets; s++) {
+        g3_gpt_layer_acts_t *L = &a->layer[s];
+        L->ln1 = g3_carve(cv, N * m->C * f);
+        L->ln1_mean = g3_carve(cv, N * f);
+        L->ln1_rstd = g3_carve(cv, N * f);
+        L->qkv = g3_carve(cv, N * 3 * m->C_l * f);
+        L->att = g3_carve(cv, att * f);
+        L->atty = g3_carve(cv, N * m->C_l * f);
+        L->xmid = g3_carve(cv, N * m->C * f);
+        L->ln2 = g3_carve(cv, N * m->C * f);
+        L->ln2_mean = g3_carve(cv, N * f);
+        L->ln2_rstd = g3_carve(cv, N * f);
+        L->fch = g3_carve(cv, N * m->F_l * f);
+        L->fcg = g3_carve(cv, N * m->F_l * f);
+    }
+    if (m->has_head) {
+        a->lnf = g3_carve(cv, N * m->C * f);
+        a->lnf_mean = g3_carve(cv, N * f);
+        a->lnf_rstd = g3_carve(cv, N * f);
+        a->dlnf = g3_carve(cv, N * m->C * f);
+        a->losses = g3_carve(cv, N * f);
+        a->lse = g3_carve(cv, N * f);
+        a->logits = g3_carve(cv, (size_t)a->Nc * m->Vp_l * f);
+    }
+    a->tmp = g3_carve(cv, N * m->C * f);
+    a->dres = g3_carve(cv, N * m->C * f);
+    a->d1 = g3_carve(cv, N * d1 * f);
+    a->d2 = g3_carve(cv, N * d2 * f);
+    a->datt = g3_carve(cv, att * f);
+}
+
+g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
+{
+    g3_backend_t *be = m->be;
+    g3_gpt_acts_t *a;
+    g3_carve_t cv = { NULL, 0 };
+    g3_status_t st;
+    int nl = m->layer_end - m->layer_begin;
+    int chunk;
+
+    if (B < 1 || T < 1 || T > m->P) {
+        g3_error("model: activations for %d sequences of %d tokens: need B >= 1 and "
+                 "1 <= T <= %d positions", B, T, m->P);
+        return G3_ERR_INVALID_ARG;
+    }
+    a = calloc(1, sizeof(*a));
+    if (!a)
+        goto err_no_memory;
+    a->B = B;
+    a->T = T;
+    a->nsets = m->cfg.recompute_activations ? 1 : nl;
+    a->layer = calloc((size_t)(a->nsets ? a->nsets : 1), sizeof(*a->layer));
+    a->host_losses = malloc(sizeof(float) * (size_t)B * T);
+    if (!a->layer || !a->host_losses)
+        goto err_free_acts;
+    /* Output-layer chunks of ~8M logits (32 MiB): big enough for efficient sgemm, small
+     * enough to stay in the last-level cache between the product and the softmax. */
+    chunk = m->cfg.head_chunk_tokens > 0 ? m->cfg.head_chunk_tokens
+                                         : (int)((8u << 20) / (unsigned)m->Vp_l) & ~15;
+    if (chunk < 16)
+        chunk = 16;
+    a->Nc = chunk < B * T ? chunk : B * T;
+
+    g3_gpt_acts_layout(m, a, &cv);
+    a->bytes = cv.used;
+    st = be->ops->alloc(be, cv.used, "the activations", &a->base);
+    if (st != G3_OK) {
+        free(a->layer);
+        free(a->host_losses);
+        free(a);
+        return st;
+    }
+    cv.base = a->base;
+    cv.used = 0;
+    g3_gpt_acts_layout(m, a, &cv);
+    *acts_p = a;
+    return G3_OK;
+
+err_free_acts:
+    free(a->layer);
+    free(a->host_losses);
+    free(a);
+err_no_memory:
+    g3_error("model: out of memory for the activation tables");
+    return G3_ERR_NO_MEMORY;
+}
+
+void g3_gpt_acts_free(g3_gpt_t *m, g3_gpt_acts_t *a)
+{
+    if (!a)
+        return;
+    m->be->ops->free(m->be, a->base);
+    free(a->layer);
+    free(a->host_losses);
+    free(a);
+}
+
+size_t g3_gpt_acts_bytes(const g3_gpt_acts_t *a)
+{
+    return a->bytes;
+}
+
+/* ---- passes ---------------------------------------------------------------------------------- */
+
+/* Check ids against the real (unpadded) vocabulary before they index anything. */
+static g3_status_t g3_gpt_check_ids(const g3_gpt_t *m, const int32_t *ids, int B, int T,
+                                    const char *what)
+{
+    for (int i = 0; i < B * T; i++) {
+        if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size) {
+            g3_error("model: %s id %d at sequence %d position %d is outside the vocabulary "
+                     "[0, %d): the data was tokenized with another vocabulary than "
+                     "--vocab-file", what, ids[i], i / T, i % T, m->cfg.vocab_size);
+            return G3_ERR_INVALID_ARG;
+        }
+    }
+    return G3_OK;
+}
+
+/* Layer li (local index) forward: resid[li] -> resid[li+1], activations in set s. */
+static void g3_gpt_layer_fwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li, g3_gpt_layer_acts_t *s)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+    g3_backend_t *be = m->be;
+    const g3_gpt_layer_t *w = &m->pt.layers[li];
+    int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
+    float eps = m->cfg.layernorm_epsilon;
+    float *x = a->resid + (size_t)li * N * C, *y = x + (size_t)N * C;
+
+    op->layernorm_fwd(be, s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1_w, w->ln1_b, N, C, eps);
+    op->matmul_fwd(be, s->qkv, s->ln1, w->qkv_w, w->qkv_b, N, C, 3 * m->C_l);
+    op->attention_fwd(be, s->atty, s->att, s->qkv, B, T, m->NH_l, m->HS);
+    op->matmul_fwd(be, a->tmp, s->atty, w->proj_w, w->proj_b, N, m->C_l, C);
+    op->residual_fwd(be, s->xmid, x, a->tmp, (size_t)N * C);
+    op->layernorm_fwd(be, s->ln2, s->ln2_mean, s->ln2_rstd, s->xmid, w->ln2_w, w->ln2_b, N, C,
+                      eps);
+    op->matmul_fwd(be, s->fch, s->ln2, w->fc1_w, w->fc1_b, N, C, m->F_l);
+    op->gelu_fwd(be, s->fcg, s->fch, (size_t)N * m->F_l);
+    op->matmul_fwd(be, a->tmp, s->fcg, w->fc2_w, w->fc2_b, N, m->F_l, C);
+    op->residual_fwd(be, y, s->xmid, a->tmp, (size_t)N * C);
+}
+
+/* Layer li backward: a->dres holds d resid[li+1] on entry and d resid[li] on return. */
+static void g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li, g3_gpt_layer_acts_t *s)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+    g3_backend_t *be = m->be;
+    const g3_gpt_layer_t *w = &m->pt.layers[li];
+    g3_gpt_layer_t *g = &m->gt.layers[li];
+    int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
+    float *x = a->resid + (size_t)li * N * C;
+
+    /* MLP: y = xmid + fc2(gelu(fc1(ln2(xmid)))) */
+    op->matmul_bwd(be, a->d1, g->fc2_w, g->fc2_b, a->dres, s->fcg, w->fc2_w, N, m->F_l, C);
+    op->gelu_bwd(be, a->d1, s->fch, a->d1, (size_t)N * m->F_l);
+    op->matmul_bwd(be, a->d2, g->fc1_w, g->fc1_b, a->d1, s->ln2, w->fc1_w, N, C, m->F_l);
+    op->layernorm_bwd(be, a->dres, g->ln2_w, g->ln2_b, a->d2, s->xmid, w->ln2_w, s->ln2_mean,
+                      s->ln2_rstd, N, C);
+    /* attention: xmid = x + dense(attn(qkv(ln1(x)))) */
+    op->matmul_bwd(be, a->d2, g->proj_w, g->proj_b, a->dres, s->atty, w->proj_w, N, m->C_l, C);
+    op->attention_bwd(be, a->d1, a->datt, a->d2, s->qkv, s->att, B, T, m->NH_l, m->HS);
+    op->matmul_bwd(be, a->d2, g->qkv_w, g->qkv_b, a->d1, s->ln1, w->qkv_w, N, C, 3 * m->C_l);
+    op->layernorm_bwd(be, a->dres, g->ln1_w, g->ln1_b, a->d2, x, w->ln1_w, s->ln1_mean,
+                      s->ln1_rstd, N, C);
+}
+
+static g3_gpt_layer_acts_t *g3_gpt_set(g3_gpt_acts_t *a, int li)
+{
+    return &a->layer[a->nsets == 1 ? 0 : li];
+}
+
+/* Embeddings and layers: resid[0..nl] for tokens already uploaded. */
+static void g3_gpt_trunk_fwd(g3_gpt_t *m, g3_gpt_acts_t *a)
+{
+    int nl = m->layer_end - m->layer_begin;
+    if (m->has_embedding)
+        m->be->ops->embedding_fwd(m->be, a->resid, a->tokens, m->pt.wte, m->pt.wpe, a->cur_B,
+                                  a->cur_T, m->C, m->v0, m->Vp_l);
+    for (int li = 0; li < nl; li++)
+        g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));
+}
+
+static g3_status_t g3_gpt_upload_tokens(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
+                                        const int32_t *targets, int B, int T)
+{
+    g3_status_t st;
+    if (B < 1 || T < 1 || B > a->B || T > a->T || (size_t)B * T > (size_t)a->B * a->T) {
+        g3_error("model: a micro-batch of %d x %d tokens does not fit activations for %d x %d",
+                 B, T, a->B, a->T);
+        return G3_ERR_INVALID_ARG;
+    }
+    st = g3_gpt_check_ids(m, tokens, B, T, "input token");
+    if (st == G3_OK && targets)
+        st = g3_gpt_check_ids(m, targets, B, T, "target token");
+    if (st != G3_OK)
+        return st;
+    a->cur_B = B;
+    a->cur_T = T;
+    m->be->ops->upload(m->be, a->tokens, tokens, sizeof(int32_t) * (size_t)B * T);
+    if (targets)
+        m->be->ops->upload(m->be, a->targets, targets, sizeof(int32_t) * (size_t)B * T);
+    return G3_OK;
+}
+
+g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
+                           const int32_t *targets, int B, int T, float dloss,
+                           double *loss_sum_p)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+    g3_backend_t *be = m->be;
+    int N = B * T, nl = m->layer_end - m->layer_begin;
+    g3_status_t st;
+    double sum = 0.0;
+
+    if (dloss != 0.0f && !targets) {
+        g3_error("model: a training forward pass (dloss %g) needs targets", (double)dloss);
+        return G3_ERR_INTERNAL;
+    }
+    st = g3_gpt_upload_tokens(m, a, tokens, targets, B, T);
+    if (st != G3_OK)
+        return st;
+    a->head_grad = 0;
+    g3_gpt_trunk_fwd(m, a);
+    if (!m->has_head)
+        return op->sync(be);
+
+    op->layernorm_fwd(be, a->lnf, a->lnf_mean, a->lnf_rstd, a->resid + (size_t)nl * N * m->C,
+                      m->pt.lnf_w, m->pt.lnf_b, N, m->C, m->cfg.layernorm_epsilon);
+    if (!targets)
+        return op->sync(be);
+    /* Output layer, chunk by chunk: logits = lnf . wte^T, loss, and (training) at once
+     * dlogits = (softmax - onehot) dloss, dlnf = dlogits . wte, dwte += dlogits^T . lnf. */
+    for (int r0 = 0; r0 < N; r0 += a->Nc) {
+        int n = N - r0 < a->Nc ? N - r0 : a->Nc;
+        const float *x = a->lnf + (size_t)r0 * m->C;
+        op->matmul_fwd(be, a->logits, x, m->pt.wte, NULL, n, m->C, m->Vp_l);
+        op->xent_fwd(be, a->losses + r0, a->lse + r0, a->logits, a->targets + r0, n, m->Vp_l);
+        if (dloss != 0.0f) {
+            op->xent_bwd(be, a->logits, a->logits, a->lse + r0, a->targets + r0, dloss, n,
+                         m->Vp_l);
+            op->matmul_bwd(be, a->dlnf + (size_t)r0 * m->C, m->gt.wte, NULL, a->logits, x,
+                           m->pt.wte, n, m->C, m->Vp_l);
+        }
+    }
+    a->head_grad = dloss != 0.0f;
+    op->download(be, a->host_losses, a->losses, sizeof(float) * (size_t)N);
+    st = op->sync(be);
+    if (st != G3_OK)
+        return st;
+    for (int i = 0; i < N; i++)
+        sum += a->host_losses[i];
+    if (loss_sum_p)
+        *loss_sum_p = sum;
+    return G3_OK;
+}
+
+g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+    g3_backend_t *be = m->be;
+    int N = a->cur_B * a->cur_T, nl = m->layer_end - m->layer_begin;
+
+    if (!a->head_grad) {
+        g3_error("model: backward without a training forward pass (one with dloss != 0)");
+        return G3_ERR_INTERNAL;
+    }
+    a->head_grad = 0;
+    op->zero(be, a->dres, sizeof(float) * (size_t)N * m->C);
+    op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf,
+                      a->resid + (size_t)nl * N * m->C, m->pt.lnf_w, a->lnf_mean, a->lnf_rstd,
+                      N, m->C);
+    for (int li = nl - 1; li >= 0; li--) {
+        if (a->nsets == 1 && li != nl - 1)   /* the set still holds the last layer's */
+            g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));   /* recompute */
+        g3_gpt_layer_bwd(m, a, li, g3_gpt_set(a, li));
+    }
+    if (m->has_embedding)
+        op->embedding_bwd(be, m->gt.wte, m->gt.wpe, a->dres, a->tokens, a->cur_B, a->cur_T,
+                          m->C, m->v0, m->Vp_l);
+    return op->sync(be);
+}
+
+g3_status_t g3_gpt_logits(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens, int B, int T,
+                          int last_only, float *logits)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+    g3_backend_t *be = m->be;
+    size_t Vp = (size_t)m->Vp_l;
+    g3_status_t st;
+    int N = B * T;
+
+    st = g3_gpt_forward(m, a, tokens, NULL, B, T, 0.0f, NULL);
+    if (st != G3_OK)
+        return st;
+    if (last_only) {
+        for (int b = 0; b < B; b++) {
+            op->matmul_fwd(be, a->logits, a->lnf + ((size_t)b * T + T - 1) * m->C, m->pt.wte,
+                           NULL, 1, m->C, m->Vp_l);
+            op->download(be, logits + (size_t)b * Vp, a->logits, sizeof(float) * Vp);
+        }
+    } else {
+        for (int r0 = 0; r0 < N; r0 += a->Nc) {
+            int n = N - r0 < a->Nc ? N - r0 : a->Nc;
+            op->matmul_fwd(be, a->logits, a->lnf + (size_t)r0 * m->C, m->pt.wte, NULL, n, m->C,
+                           m->Vp_l);
+            op->download(be, logits + (size_t)r0 * Vp, a->logits, sizeof(float) * n * Vp);
+        }
+    }
+    return op->sync(be);
+}
