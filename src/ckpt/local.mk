@@ -1,1 +1,11 @@
-# src/ckpt: see docs/design.md for what this layer owns.
+# src/ckpt: sharded HDF5 checkpoints (docs/checkpoint-format.md).  Depends on core only.
+src_libgpt3d_a_SOURCES += \
+	src/ckpt/ckpt.h src/ckpt/ckpt_internal.h \
+	src/ckpt/crc32c.c \
+	src/ckpt/ckpt_util.c \
+	src/ckpt/ckpt_h5.c \
+	src/ckpt/ckpt_state.c \
+	src/ckpt/ckpt_dir.c \
+	src/ckpt/ckpt_save.c \
+	src/ckpt/ckpt_load.c
+src_libgpt3d_a_SOURCES += src/ckpt/ckpt_async.c

@@ -1,1 +1,5 @@
-# tests/ckpt
+# tests/ckpt: checkpoint library and `gpt3d ckpt` tools.
+check_PROGRAMS += tests/ckpt/test_ckpt_roundtrip
+TESTS += tests/ckpt/test_ckpt_roundtrip
+tests_ckpt_test_ckpt_roundtrip_SOURCES = tests/ckpt/test_ckpt_roundtrip.c tests/ckpt/synth.h tests/tap.h
+tests_ckpt_test_ckpt_roundtrip_LDADD = $(G3_TEST_LDADD)

@@ -1,0 +1,124 @@
+/* Checkpoint directories: `latest`, the list of committed checkpoints, pruning. */
+#include "ckpt/ckpt_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/log.h"
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+g3_status_t g3_ckpt_list(const char *dir, int64_t **iters_p, int *n_p)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int64_t *iters = NULL;
+    int n = 0, cap = 0;
+
+    if (d == NULL) {
+        g3_error("cannot read checkpoint directory %s: %s", dir, strerror(errno));
+        return errno == ENOENT ? G3_ERR_NOT_FOUND : G3_ERR_IO;
+    }
+    while ((e = readdir(d)) != NULL) {
+        int64_t it;
+        char p[PATH_MAX];
+        struct stat sb;
+
+        if (!g3_ckpt_parse_iter_name(e->d_name, &it))
+            continue;
+        snprintf(p, sizeof(p), "%s/%s/%s", dir, e->d_name, G3_CKPT_INDEX_NAME);
+        if (stat(p, &sb) != 0)
+            continue;
+        if (n == cap) {
+            int64_t *a;
+            cap = cap ? 2 * cap : 16;
+            a = realloc(iters, (size_t)cap * sizeof(*a));
+            if (a == NULL) {
+                free(iters);
+                closedir(d);
+                return G3_ERR_NO_MEMORY;
+            }
+            iters = a;
+        }
+        iters[n++] = it;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(iters, (size_t)n, sizeof(*iters), cmp_i64);
+    *iters_p = iters;
+    *n_p = n;
+    return G3_OK;
+}
+
+g3_status_t g3_ckpt_latest(const char *dir, int64_t *iteration_p)
+{
+    char p[PATH_MAX], line[128];
+    FILE *f;
+    size_t len;
+    int64_t it;
+
+    snprintf(p, sizeof(p), "%s/latest", dir);
+    f = fopen(p, "r");
+    if (f == NULL)
+        return errno == ENOENT ? G3_ERR_NOT_FOUND : G3_ERR_IO;
+    len = fread(line, 1, sizeof(line) - 1, f);
+    fclose(f);
+    line[len] = '\0';
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
+        line[--len] = '\0';
+    if (!g3_ckpt_parse_iter_name(line, &it)) {
+        g3_error("%s does not name a checkpoint (it holds '%.40s', expected a line like iter_0000100): it was damaged; rewrite it or load with --load-fallback",
+                 p, line);
+        return G3_ERR_FORMAT;
+    }
+    *iteration_p = it;
+    return G3_OK;
+}
+
+g3_status_t g3_ckpt_prune(const char *dir, int keep_last, const char *save_id)
+{
+    int64_t *iters = NULL, latest = -1;
+    int n = 0, remove;
+    g3_status_t st;
+
+    if (keep_last <= 0)
+        return G3_OK;
+    st = g3_ckpt_list(dir, &iters, &n);
+    if (st != G3_OK)
+        return st;
+    if (g3_ckpt_latest(dir, &latest) != G3_OK)
+        latest = -1;
+    remove = n - keep_last;
+    for (int i = 0; i < n && remove > 0; i++) {
+        char from[PATH_MAX], to[PATH_MAX + 80];
+
+        if (iters[i] == latest)
+            continue;
+        g3_ckpt_iter_path(dir, iters[i], from, sizeof(from));
+        snprintf(to, sizeof(to), "%s.deleting-%s", from, save_id ? save_id : "0");
+        /* Rename first: a half-removed directory never carries a committed name. */
+        if (rename(from, to) != 0) {
+            g3_error("--keep-last: cannot rename %s to %s: %s", from, to, strerror(errno));
+            st = G3_ERR_IO;
+            break;
+        }
+        g3_ckpt_fault("pruning");
+        st = g3_ckpt_rmdir_flat(to);
+        if (st != G3_OK)
+            break;
+        g3_info("--keep-last %d: removed checkpoint %s", keep_last, from);
+        remove--;
+    }
+    free(iters);
+    if (st == G3_OK)
+        st = g3_ckpt_fsync_path(dir, 1);
+    return st;
+}

@@ -1,0 +1,513 @@
+/* HDF5 plumbing for checkpoints: error messages, types, files, attributes and
+ * the compound tables of the index and shard files. */
+#include "ckpt/ckpt_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/log.h"
+
+static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
+static hid_t h5_types[G3_CKPT_DTYPE_COUNT];
+
+/* A float type from field positions (bf16 and f16 do not exist natively). */
+static hid_t h5_make_float(size_t spos, size_t epos, size_t esize, size_t mpos, size_t msize,
+                           size_t ebias)
+{
+    hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+    H5Tset_fields(t, spos, epos, esize, mpos, msize);
+    H5Tset_offset(t, 0);
+    H5Tset_precision(t, 16);
+    H5Tset_size(t, 2);
+    H5Tset_ebias(t, ebias);
+    return t;
+}
+
+static void h5_init_once(void)
+{
+    H5open();
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5_types[G3_CKPT_F32]  = H5T_IEEE_F32LE;
+    h5_types[G3_CKPT_BF16] = h5_make_float(15, 7, 8, 0, 7, 127);
+    h5_types[G3_CKPT_F16]  = h5_make_float(15, 10, 5, 0, 10, 15);
+    h5_types[G3_CKPT_F64]  = H5T_IEEE_F64LE;
+    h5_types[G3_CKPT_I32]  = H5T_STD_I32LE;
+    h5_types[G3_CKPT_I64]  = H5T_STD_I64LE;
+    h5_types[G3_CKPT_U8]   = H5T_STD_U8LE;
+}
+
+void g3_ckpt_h5_init(void)
+{
+    pthread_once(&h5_once, h5_init_once);
+}
+
+hid_t g3_ckpt_h5_type(g3_ckpt_dtype_t dtype)
+{
+    g3_ckpt_h5_init();
+    return h5_types[dtype];
+}
+
+typedef struct {
+    char  *buf;
+    size_t size;
+    int    n;
+} h5_err_walk_t;
+
+static herr_t h5_err_walk_cb(unsigned n, const H5E_error2_t *err, void *data)
+{
+    h5_err_walk_t *w = data;
+    size_t len = strlen(w->buf);
+
+    (void)n;
+    if (w->n >= 3 || err->desc == NULL || err->desc[0] == '\0')
+        return 0;
+    snprintf(w->buf + len, w->size - len, "%s%s", len ? "; " : "", err->desc);
+    w->n++;
+    return 0;
+}
+
+const char *g3_ckpt_h5_errmsg(char *buf, size_t size)
+{
+    h5_err_walk_t w = { buf, size, 0 };
+
+    buf[0] = '\0';
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5_err_walk_cb, &w);
+    if (buf[0] == '\0')
+        snprintf(buf, size, "no HDF5 error detail");
+    return buf;
+}
+
+static hid_t h5_fapl(void)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+    return fapl;
+}
+
+static void h5_lock_hint(const char *msg)
+{
+    if (strstr(msg, "lock") != NULL)
+        g3_error("this file system does not support HDF5 file locking: set HDF5_USE_FILE_LOCKING=FALSE (see docs/checkpoint-format.md, section 9)");
+}
+
+g3_status_t g3_ckpt_h5_open(const char *path, hid_t *file_p)
+{
+    char msg[512];
+    hid_t fapl, file;
+    struct stat st;
+
+    g3_ckpt_h5_init();
+    if (stat(path, &st) != 0) {
+        g3_error("checkpoint file %s: %s", path, strerror(errno));
+        return errno == ENOENT ? G3_ERR_NOT_FOUND : G3_ERR_IO;
+    }
+    if (H5Fis_hdf5(path) <= 0) {
+        g3_error("checkpoint file %s is not an HDF5 file (%lld bytes): it is foreign or was overwritten; restore it or load another checkpoint",
+                 path, (long long)st.st_size);
+        return G3_ERR_FORMAT;
+    }
+    fapl = h5_fapl();
+    file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    H5Pclose(fapl);
+    if (file < 0) {
+        g3_ckpt_h5_errmsg(msg, sizeof(msg));
+        g3_error("cannot open checkpoint file %s: %s (truncated or damaged?)", path, msg);
+        h5_lock_hint(msg);
+        return G3_ERR_FORMAT;
+    }
+    *file_p = file;
+    return G3_OK;
+}
+
+g3_status_t g3_ckpt_h5_create(const char *path, hid_t *file_p)
+{
+    char msg[512];
+    hid_t fapl, file;
+
+    g3_ckpt_h5_init();
+    fapl = h5_fapl();
+    file = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    if (file < 0) {
+        g3_ckpt_h5_errmsg(msg, sizeof(msg));
+        g3_error("cannot create checkpoint file %s: %s", path, msg);
+        h5_lock_hint(msg);
+        return G3_ERR_IO;
+    }
+    *file_p = file;
+    return G3_OK;
+}
+
+g3_status_t g3_ckpt_fsync_path(const char *path, int is_dir)
+{
+    int fd = open(path, (is_dir ? O_DIRECTORY : 0) | O_RDONLY);
+
+    if (fd < 0) {
+        g3_error("cannot open %s to sync it to disk: %s", path, strerror(errno));
+        return G3_ERR_IO;
+    }
+    if (fsync(fd) != 0 && !(is_dir && (errno == EINVAL || errno == EBADF))) {
+        g3_error("fsync %s failed: %s; the disk may be full or failing", path, strerror(errno));
+        close(fd);
+        return G3_ERR_IO;
+    }
+    close(fd);
+    return G3_OK;
+}
+
+/* ---- attributes ---------------------------------------------------------------- */
+
+static g3_status_t attr_write(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
+                              hid_t space, const void *v)
+{
+    hid_t a;
+    herr_t rc;
+
+    if (H5Aexists(obj, name) > 0)
+        H5Adelete(obj, name);
+    a = H5Acreate2(obj, name, ftype, space, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0)
+        return G3_ERR_IO;
+    rc = H5Awrite(a, mtype, v);
+    H5Aclose(a);
+    return rc < 0 ? G3_ERR_IO : G3_OK;
+}
+
+g3_status_t g3_ckpt_attr_write_str(hid_t obj, const char *name, const char *value)
+{
+    hid_t t = H5Tcopy(H5T_C_S1), s = H5Screate(H5S_SCALAR);
+    g3_status_t st;
+
+    H5Tset_size(t, strlen(value) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    st = attr_write(obj, name, t, t, s, value);
+    H5Sclose(s);
+    H5Tclose(t);
+    return st;
+}
+
+g3_status_t g3_ckpt_attr_write_i64(hid_t obj, const char *name, const int64_t *v, int n)
+{
+    hsize_t dims = (hsize_t)n;
+    hid_t s = H5Screate_simple(1, &dims, NULL);
+    g3_status_t st = attr_write(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, s, v);
+    H5Sclose(s);
+    return st;
+}
+
+g3_status_t g3_ckpt_attr_write_i32(hid_t obj, const char *name, int32_t v)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    g3_status_t st = attr_write(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, s, &v);
+    H5Sclose(s);
+    return st;
+}
+
+g3_status_t g3_ckpt_attr_write_u32(hid_t obj, const char *name, uint32_t v)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    g3_status_t st = attr_write(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, s, &v);
+    H5Sclose(s);
+    return st;
+}
+
+static g3_status_t attr_open(hid_t obj, const char *name, H5T_class_t cls, hid_t *a_p,
+                             hssize_t *npoints_p, size_t *size_p)
+{
+    hid_t a, t, s;
+    H5T_class_t c;
+
+    if (H5Aexists(obj, name) <= 0)
+        return G3_ERR_NOT_FOUND;
+    a = H5Aopen(obj, name, H5P_DEFAULT);
+    if (a < 0)
+        return G3_ERR_FORMAT;
+    t = H5Aget_type(a);
+    c = H5Tget_class(t);
+    *size_p = H5Tget_size(t);
+    H5Tclose(t);
+    s = H5Aget_space(a);
+    *npoints_p = H5Sget_simple_extent_npoints(s);
+    H5Sclose(s);
+    if (c != cls) {
+        H5Aclose(a);
+        return G3_ERR_FORMAT;
+    }
+    *a_p = a;
+    return G3_OK;
+}
+
+g3_status_t g3_ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t size)
+{
+    hid_t a, t;
+    hssize_t np;
+    size_t sz;
+    g3_status_t st = attr_open(obj, name, H5T_STRING, &a, &np, &sz);
+    herr_t rc;
+
+    if (st != G3_OK)
+        return st;
+    t = H5Aget_type(a);
+    if (H5Tis_variable_str(t) > 0 || np != 1 || sz >= size) {
+        H5Tclose(t);
+        H5Aclose(a);
+        return G3_ERR_FORMAT;
+    }
+    memset(buf, 0, size);
+    rc = H5Aread(a, t, buf);
+    H5Tclose(t);
+    H5Aclose(a);
+    buf[sz] = '\0';
+    return rc < 0 ? G3_ERR_FORMAT : G3_OK;
+}
+
+static g3_status_t attr_read_num(hid_t obj, const char *name, hid_t mtype, void *v, int n)
+{
+    hid_t a;
+    hssize_t np;
+    size_t sz;
+    g3_status_t st = attr_open(obj, name, H5Tget_class(mtype), &a, &np, &sz);
+    herr_t rc;
+
+    if (st != G3_OK)
+        return st;
+    if (np != n) {
+        H5Aclose(a);
+        return G3_ERR_FORMAT;
+    }
+    rc = H5Aread(a, mtype, v);
+    H5Aclose(a);
+    return rc < 0 ? G3_ERR_FORMAT : G3_OK;
+}
+
+g3_status_t g3_ckpt_attr_read_i64(hid_t obj, const char *name, int64_t *v, int n)
+{
+    return attr_read_num(obj, name, H5T_NATIVE_INT64, v, n);
+}
+
+g3_status_t g3_ckpt_attr_read_i32(hid_t obj, const char *name, int32_t *v)
+{
+    return attr_read_num(obj, name, H5T_NATIVE_INT32, v, 1);
+}
+
+g3_status_t g3_ckpt_attr_read_u32(hid_t obj, const char *name, uint32_t *v)
+{
+    return attr_read_num(obj, name, H5T_NATIVE_UINT32, v, 1);
+}
+
+g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *format)
+{
+    char got[128];
+    int32_t version = 0;
+    g3_status_t st = g3_ckpt_attr_read_str(file, "format", got, sizeof(got));
+
+    if (st != G3_OK) {
+        g3_error("%s is an HDF5 file but not a gpt3d checkpoint file (no 'format' attribute; expected '%s')",
+                 path, format);
+        return G3_ERR_FORMAT;
+    }
+    if (strcmp(got, format) != 0) {
+        g3_error("%s is not a %s file: its format attribute is '%s'", path, format, got);
+        return G3_ERR_FORMAT;
+    }
+    if (g3_ckpt_attr_read_i32(file, "format_version", &version) != G3_OK) {
+        g3_error("%s has no readable 'format_version' attribute: the file is damaged", path);
+        return G3_ERR_FORMAT;
+    }
+    if (version != G3_CKPT_FORMAT_VERSION) {
+        g3_error("%s has %s format version %d; this gpt3d reads version %d only: use the gpt3d version that wrote it, or convert it with that version",
+                 path, format, (int)version, G3_CKPT_FORMAT_VERSION);
+        return G3_ERR_VERSION;
+    }
+    return G3_OK;
+}
+
+/* ---- tables ---------------------------------------------------------------------- */
+
+typedef enum { F_I32, F_U32, F_I64, F_I64x4, F_STR } field_kind_t;
+typedef struct {
+    const char  *name;
+    size_t       offset;
+    field_kind_t kind;
+    size_t       len;      /* F_STR: bytes */
+} field_t;
+
+#define FLD(T, m, k, l) { #m, offsetof(T, m), k, l }
+
+static const field_t manifest_fields[] = {
+    FLD(g3_ckpt_mrow_t, tensor, F_STR, G3_CKPT_NAME_MAX),
+    FLD(g3_ckpt_mrow_t, piece, F_I32, 0),
+    FLD(g3_ckpt_mrow_t, dtype, F_STR, 8),
+    FLD(g3_ckpt_mrow_t, kind, F_I32, 0),
+    FLD(g3_ckpt_mrow_t, ndim, F_I32, 0),
+    FLD(g3_ckpt_mrow_t, shape, F_I64x4, 0),
+    FLD(g3_ckpt_mrow_t, offset, F_I64x4, 0),
+    FLD(g3_ckpt_mrow_t, extent, F_I64x4, 0),
+    FLD(g3_ckpt_mrow_t, crc32c, F_U32, 0),
+    FLD(g3_ckpt_mrow_t, tp_dim, F_I32, 0),
+    FLD(g3_ckpt_mrow_t, tp_parts, F_I32, 0),
+    FLD(g3_ckpt_mrow_t, pp_layer, F_I32, 0),
+    FLD(g3_ckpt_mrow_t, pad_dim, F_I32, 0),
+    FLD(g3_ckpt_mrow_t, unpadded, F_I64, 0),
+    { NULL, 0, 0, 0 }
+};
+
+static const field_t files_fields[] = {
+    FLD(g3_ckpt_frow_t, name, F_STR, 64),
+    FLD(g3_ckpt_frow_t, kind, F_I32, 0),
+    FLD(g3_ckpt_frow_t, tp, F_I32, 0),
+    FLD(g3_ckpt_frow_t, pp, F_I32, 0),
+    FLD(g3_ckpt_frow_t, dp, F_I32, 0),
+    FLD(g3_ckpt_frow_t, npieces, F_I64, 0),
+    FLD(g3_ckpt_frow_t, nbytes, F_I64, 0),
+    { NULL, 0, 0, 0 }
+};
+
+static const field_t tensors_fields[] = {
+    FLD(g3_ckpt_trow_t, name, F_STR, G3_CKPT_NAME_MAX),
+    FLD(g3_ckpt_trow_t, dtype, F_STR, 8),
+    FLD(g3_ckpt_trow_t, kind, F_I32, 0),
+    FLD(g3_ckpt_trow_t, ndim, F_I32, 0),
+    FLD(g3_ckpt_trow_t, shape, F_I64x4, 0),
+    FLD(g3_ckpt_trow_t, tp_dim, F_I32, 0),
+    FLD(g3_ckpt_trow_t, tp_parts, F_I32, 0),
+    FLD(g3_ckpt_trow_t, pp_layer, F_I32, 0),
+    FLD(g3_ckpt_trow_t, pad_dim, F_I32, 0),
+    FLD(g3_ckpt_trow_t, unpadded, F_I64, 0),
+    FLD(g3_ckpt_trow_t, first_piece, F_I64, 0),
+    FLD(g3_ckpt_trow_t, npieces, F_I64, 0),
+    { NULL, 0, 0, 0 }
+};
+
+static const field_t pieces_fields[] = {
+    FLD(g3_ckpt_prow_t, tensor, F_I32, 0),
+    FLD(g3_ckpt_prow_t, file, F_I32, 0),
+    FLD(g3_ckpt_prow_t, piece, F_I32, 0),
+    FLD(g3_ckpt_prow_t, offset, F_I64x4, 0),
+    FLD(g3_ckpt_prow_t, extent, F_I64x4, 0),
+    FLD(g3_ckpt_prow_t, nbytes, F_I64, 0),
+    FLD(g3_ckpt_prow_t, crc32c, F_U32, 0),
+    { NULL, 0, 0, 0 }
+};
+
+static const field_t *table_fields(g3_ckpt_table_t table, size_t *size_p)
+{
+    switch (table) {
+    case G3_CKPT_TABLE_MANIFEST: *size_p = sizeof(g3_ckpt_mrow_t); return manifest_fields;
+    case G3_CKPT_TABLE_FILES:    *size_p = sizeof(g3_ckpt_frow_t); return files_fields;
+    case G3_CKPT_TABLE_TENSORS:  *size_p = sizeof(g3_ckpt_trow_t); return tensors_fields;
+    case G3_CKPT_TABLE_PIECES:   *size_p = sizeof(g3_ckpt_prow_t); return pieces_fields;
+    }
+    *size_p = 0;
+    return NULL;
+}
+
+hid_t g3_ckpt_table_type(g3_ckpt_table_t table, int file)
+{
+    size_t size, off = 0;
+    const field_t *f = table_fields(table, &size);
+    hsize_t four = G3_CKPT_MAX_DIMS;
+    hid_t t;
+
+    /* the file type is packed: first compute its size */
+    if (file) {
+        size = 0;
+        for (const field_t *g = f; g->name; g++)
+            size += g->kind == F_STR ? g->len : g->kind == F_I64 ? 8 : g->kind == F_I64x4 ? 32 : 4;
+    }
+    t = H5Tcreate(H5T_COMPOUND, size);
+    for (; f->name; f++) {
+        hid_t ft;
+        size_t fsz;
+        switch (f->kind) {
+        case F_I32:  ft = H5Tcopy(file ? H5T_STD_I32LE : H5T_NATIVE_INT32); break;
+        case F_U32:  ft = H5Tcopy(file ? H5T_STD_U32LE : H5T_NATIVE_UINT32); break;
+        case F_I64:  ft = H5Tcopy(file ? H5T_STD_I64LE : H5T_NATIVE_INT64); break;
+        case F_I64x4:
+            ft = H5Tarray_create2(file ? H5T_STD_I64LE : H5T_NATIVE_INT64, 1, &four);
+            break;
+        default:
+            ft = H5Tcopy(H5T_C_S1);
+            H5Tset_size(ft, f->len);
+            H5Tset_strpad(ft, H5T_STR_NULLTERM);
+            break;
+        }
+        fsz = H5Tget_size(ft);
+        H5Tinsert(t, f->name, file ? off : f->offset, ft);
+        off += fsz;
+        H5Tclose(ft);
+    }
+    return t;
+}
+
+g3_status_t g3_ckpt_table_write(hid_t loc, const char *name, g3_ckpt_table_t table,
+                                const void *rows, size_t nrows, const char *path)
+{
+    hid_t ft = g3_ckpt_table_type(table, 1), mt = g3_ckpt_table_type(table, 0);
+    hsize_t dims = nrows;
+    hid_t space = H5Screate_simple(1, &dims, NULL);
+    hid_t d = H5Dcreate2(loc, name, ft, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    g3_status_t st = G3_OK;
+    char msg[512];
+
+    if (d < 0 || (nrows > 0 && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0)) {
+        g3_error("cannot write table /%s of %s: %s", name, path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+        st = G3_ERR_IO;
+    }
+    if (d >= 0)
+        H5Dclose(d);
+    H5Sclose(space);
+    H5Tclose(ft);
+    H5Tclose(mt);
+    return st;
+}
+
+g3_status_t g3_ckpt_table_read(hid_t loc, const char *name, g3_ckpt_table_t table,
+                               void **rows_p, size_t *nrows_p, const char *path)
+{
+    size_t rowsize;
+    hid_t mt, d, space;
+    hssize_t n;
+    void *rows;
+    char msg[512];
+
+    table_fields(table, &rowsize);
+    if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) {
+        g3_error("%s has no /%s table: the file is damaged or not a complete checkpoint file", path, name);
+        return G3_ERR_FORMAT;
+    }
+    d = H5Dopen2(loc, name, H5P_DEFAULT);
+    if (d < 0) {
+        g3_error("cannot open table /%s of %s: %s", name, path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+        return G3_ERR_FORMAT;
+    }
+    space = H5Dget_space(d);
+    n = H5Sget_simple_extent_npoints(space);
+    H5Sclose(space);
+    rows = calloc(n > 0 ? (size_t)n : 1, rowsize);
+    if (rows == NULL) {
+        H5Dclose(d);
+        g3_error("out of memory reading table /%s of %s", name, path);
+        return G3_ERR_NO_MEMORY;
+    }
+    mt = g3_ckpt_table_type(table, 0);
+    if (n > 0 && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0) {
+        g3_error("cannot read table /%s of %s: %s (the file is damaged or from an incompatible writer)",
+                 name, path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+        H5Tclose(mt);
+        H5Dclose(d);
+        free(rows);
+        return G3_ERR_FORMAT;
+    }
+    H5Tclose(mt);
+    H5Dclose(d);
+    *rows_p = rows;
+    *nrows_p = (size_t)n;
+    return G3_OK;
+}

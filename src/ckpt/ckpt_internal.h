@@ -1,0 +1,178 @@
+/* gpt3d ckpt internals shared by the src/ckpt files (not for other layers). */
+#ifndef G3_CKPT_INTERNAL_H
+#define G3_CKPT_INTERNAL_H
+
+#include <hdf5.h>
+#include <limits.h>
+#include <stdint.h>
+
+#include "ckpt/ckpt.h"
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+#define G3_CKPT_INDEX_NAME "index.h5"
+
+/* ---- state ----------------------------------------------------------------- */
+
+typedef struct {
+    g3_ckpt_tensor_t desc;              /* desc.name points to name          */
+    char             name[G3_CKPT_NAME_MAX];
+    g3_ckpt_piece_t *pieces;
+    int              npieces, cap;
+} g3_ckpt_stensor_t;
+
+typedef enum { G3_CKPT_KV_I64 = 0, G3_CKPT_KV_F64 = 1, G3_CKPT_KV_STR = 2 } g3_ckpt_kv_type_t;
+
+typedef struct {
+    char             *key;
+    g3_ckpt_kv_type_t type;
+    int               n;        /* element count; string: length without NUL */
+    void             *values;   /* int64_t[n], double[n] or char[n + 1]       */
+} g3_ckpt_kv_t;
+
+struct g3_ckpt_state {
+    g3_ckpt_layout_t   layout;     /* layout.stage_first_layer -> stage_first */
+    int               *stage_first;             /* (pp_size + 1)             */
+    g3_ckpt_stensor_t *tensors;
+    int                ntensors, cap;
+    int64_t            iteration, consumed_samples, consumed_tokens;
+    char              *config;
+    g3_ckpt_kv_t      *kv;
+    int                nkv;
+    void             **owned;      /* snapshot copies freed with the state   */
+    int                nowned;
+};
+
+g3_ckpt_stensor_t *g3_ckpt_state_find(const g3_ckpt_state_t *state, const char *name);
+int64_t g3_ckpt_box_volume(int ndim, const int64_t *extent);
+/* RET: 1 when the boxes intersect; OUT: the intersection. */
+int g3_ckpt_box_intersect(int ndim, const int64_t *ao, const int64_t *ae,
+                          const int64_t *bo, const int64_t *be, int64_t *io, int64_t *ie);
+/* Does this rank write the tensor (ownership rules of the format, section 4)? */
+int g3_ckpt_rank_writes(const g3_ckpt_layout_t *layout, const g3_ckpt_tensor_t *t);
+
+/* ---- HDF5 helpers ------------------------------------------------------------ */
+
+/* Silence HDF5's own error printing (once per process). */
+void g3_ckpt_h5_init(void);
+/* The innermost messages of HDF5's error stack, into buf. */
+const char *g3_ckpt_h5_errmsg(char *buf, size_t size);
+/* HDF5 file type and memory type of a dtype (do not close them). */
+hid_t g3_ckpt_h5_type(g3_ckpt_dtype_t dtype);
+/* Open a file read-only / create it; errors logged with path and cause. */
+g3_status_t g3_ckpt_h5_open(const char *path, hid_t *file_p);
+g3_status_t g3_ckpt_h5_create(const char *path, hid_t *file_p);
+/* fsync a file or directory by path. */
+g3_status_t g3_ckpt_fsync_path(const char *path, int is_dir);
+
+g3_status_t g3_ckpt_attr_write_str(hid_t obj, const char *name, const char *value);
+g3_status_t g3_ckpt_attr_write_i64(hid_t obj, const char *name, const int64_t *v, int n);
+g3_status_t g3_ckpt_attr_write_i32(hid_t obj, const char *name, int32_t v);
+g3_status_t g3_ckpt_attr_write_u32(hid_t obj, const char *name, uint32_t v);
+/* Readers return G3_ERR_NOT_FOUND without logging when the attribute is absent,
+ * G3_ERR_FORMAT (not logged) when it has the wrong class/size. */
+g3_status_t g3_ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t size);
+g3_status_t g3_ckpt_attr_read_i64(hid_t obj, const char *name, int64_t *v, int n);
+g3_status_t g3_ckpt_attr_read_i32(hid_t obj, const char *name, int32_t *v);
+g3_status_t g3_ckpt_attr_read_u32(hid_t obj, const char *name, uint32_t *v);
+
+/* Check the format / format_version root attributes of an open file.
+ * what: "index" or "shard" (for messages).  Errors logged naming path. */
+g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *format);
+
+/* ---- tables -------------------------------------------------------------------- */
+
+typedef struct {            /* one row of a shard file's /manifest           */
+    char    tensor[G3_CKPT_NAME_MAX];
+    int32_t piece;
+    char    dtype[8];
+    int32_t kind, ndim;
+    int64_t shape[G3_CKPT_MAX_DIMS];
+    int64_t offset[G3_CKPT_MAX_DIMS];
+    int64_t extent[G3_CKPT_MAX_DIMS];
+    uint32_t crc32c;
+    int32_t tp_dim, tp_parts, pp_layer, pad_dim;
+    int64_t unpadded;
+} g3_ckpt_mrow_t;
+
+typedef struct {            /* /files                                        */
+    char    name[64];
+    int32_t kind, tp, pp, dp;
+    int64_t npieces, nbytes;
+} g3_ckpt_frow_t;
+
+typedef struct {            /* /tensors                                      */
+    char    name[G3_CKPT_NAME_MAX];
+    char    dtype[8];
+    int32_t kind, ndim;
+    int64_t shape[G3_CKPT_MAX_DIMS];
+    int32_t tp_dim, tp_parts, pp_layer, pad_dim;
+    int64_t unpadded, first_piece, npieces;
+} g3_ckpt_trow_t;
+
+typedef struct {            /* /pieces                                       */
+    int32_t tensor, file, piece;
+    int64_t offset[G3_CKPT_MAX_DIMS];
+    int64_t extent[G3_CKPT_MAX_DIMS];
+    int64_t nbytes;
+    uint32_t crc32c;
+} g3_ckpt_prow_t;
+
+typedef enum { G3_CKPT_TABLE_MANIFEST, G3_CKPT_TABLE_FILES, G3_CKPT_TABLE_TENSORS,
+               G3_CKPT_TABLE_PIECES } g3_ckpt_table_t;
+/* Compound types: file (packed, little-endian) or memory (native struct). */
+hid_t g3_ckpt_table_type(g3_ckpt_table_t table, int file);
+g3_status_t g3_ckpt_table_write(hid_t loc, const char *name, g3_ckpt_table_t table,
+                                const void *rows, size_t nrows, const char *path);
+/* OUT: *rows_p (malloc'd), *nrows_p.  Errors logged naming path. */
+g3_status_t g3_ckpt_table_read(hid_t loc, const char *name, g3_ckpt_table_t table,
+                               void **rows_p, size_t *nrows_p, const char *path);
+
+/* "model_tp00_pp000.h5" / "optim_tp00_pp000_dp000.h5" */
+void g3_ckpt_shard_name(g3_ckpt_kind_t kind, int tp, int pp, int dp, char *buf, size_t size);
+/* The dataset path of piece k of a tensor in a shard file: "<tensor>#<k>". */
+void g3_ckpt_piece_dataset(const char *tensor, int k, char *buf, size_t size);
+/* "DIR/iter_0000100.tmp-ID" */
+void g3_ckpt_tmp_path(const char *dir, int64_t iteration, const char *save_id, char *buf, size_t size);
+const char *g3_ckpt_save_id(const g3_ckpt_save_opts_t *opts);
+
+/* ---- reader -------------------------------------------------------------------- */
+
+struct g3_ckpt_reader {
+    char            dir[PATH_MAX];         /* the iter_ directory                */
+    int64_t         iteration, consumed_samples, consumed_tokens;
+    char           *config;
+    int             tp_size, pp_size, dp_size, num_layers;
+    int            *stage_first;           /* (pp_size + 1)                      */
+    g3_ckpt_frow_t *files;
+    size_t          nfiles;
+    g3_ckpt_trow_t *tensors;
+    size_t          ntensors;
+    g3_ckpt_prow_t *pieces;
+    size_t          npieces;
+    g3_ckpt_kv_t   *kv;
+    int             nkv;
+};
+
+/* Convert n elements between float types (f32 <-> bf16, or a plain copy). */
+void g3_ckpt_convert_elems(void *dst, g3_ckpt_dtype_t dt, const void *src, g3_ckpt_dtype_t st, size_t n);
+
+/* Copy the intersection box (io, ie) from src (a box at so, se) to dst (a box
+ * at dof, de), converting dtypes. */
+void g3_ckpt_copy_box(int ndim, const int64_t *io, const int64_t *ie,
+                      const void *src, const int64_t *so, const int64_t *se, g3_ckpt_dtype_t st,
+                      void *dst, const int64_t *dof, const int64_t *de, g3_ckpt_dtype_t dt);
+
+/* Directory helpers. */
+g3_status_t g3_ckpt_rmdir_flat(const char *path);
+int g3_ckpt_parse_iter_name(const char *name, int64_t *iteration_p);
+
+static inline void g3_ckpt_fault(const char *point)
+{
+    if (g3_ckpt_fault_hook)
+        g3_ckpt_fault_hook(point);
+}
+
+#endif

@@ -1,0 +1,895 @@
+/* Loading by global offsets: each rank asks for the boxes its state describes
+ * and gets them from whichever shard files hold them, whatever layout wrote
+ * them.  Every piece read is verified against its CRC-32C. */
+#include "ckpt/ckpt_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/log.h"
+
+#define LOAD_BLOCK_BYTES (64u << 20)   /* streaming buffer for partial reads */
+
+const char *const G3_CKPT_MODEL_KEYS[] = {
+    "num-layers", "hidden-size", "num-attention-heads", "ffn-hidden-size",
+    "max-position-embeddings", NULL
+};
+
+/* ---- opening an index ------------------------------------------------------------- */
+
+void g3_ckpt_reader_close(g3_ckpt_reader_t *r)
+{
+    if (r == NULL)
+        return;
+    free(r->config);
+    free(r->stage_first);
+    free(r->files);
+    free(r->tensors);
+    free(r->pieces);
+    for (int i = 0; i < r->nkv; i++) {
+        free(r->kv[i].key);
+        free(r->kv[i].values);
+    }
+    free(r->kv);
+    free(r);
+}
+
+typedef struct {
+    g3_ckpt_reader_t *r;
+    const char       *path;
+    g3_status_t       st;
+} kv_iter_t;
+
+static herr_t read_state_entry(hid_t g, const char *name, const H5L_info_t *info, void *data)
+{
+    kv_iter_t *it = data;
+    g3_ckpt_reader_t *r = it->r;
+    g3_ckpt_kv_t kv = { NULL, G3_CKPT_KV_I64, 0, NULL };
+    hid_t d = H5Dopen2(g, name, H5P_DEFAULT), t, s;
+    H5T_class_t cls;
+    size_t bytes = 0;
+    uint32_t crc = 0;
+    herr_t rc = -1;
+
+    (void)info;
+    if (d < 0)
+        goto err_report;
+    t = H5Dget_type(d);
+    cls = H5Tget_class(t);
+    s = H5Dget_space(d);
+    kv.n = (int)H5Sget_simple_extent_npoints(s);
+    H5Sclose(s);
+    if (cls == H5T_STRING && H5Tis_variable_str(t) <= 0) {
+        size_t sz = H5Tget_size(t);
+        kv.type = G3_CKPT_KV_STR;
+        kv.values = calloc(sz + 1, 1);
+        if (kv.values)
+            rc = H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, kv.values);
+        kv.n = (int)strlen(kv.values ? kv.values : "");
+        bytes = (size_t)kv.n;
+    } else if (cls == H5T_INTEGER || cls == H5T_FLOAT) {
+        kv.type = cls == H5T_INTEGER ? G3_CKPT_KV_I64 : G3_CKPT_KV_F64;
+        kv.values = malloc((size_t)kv.n * 8 + 1);
+        if (kv.values && kv.n > 0)
+            rc = H5Dread(d, cls == H5T_INTEGER ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
+                         H5P_DEFAULT, kv.values);
+        else if (kv.values)
+            rc = 0;
+        bytes = (size_t)kv.n * 8;
+    }
+    H5Tclose(t);
+    if (rc < 0 || g3_ckpt_attr_read_u32(d, "crc32c", &crc) != G3_OK)
+        goto err_close;
+    H5Dclose(d);
+    if (g3_crc32c(0, kv.values, bytes) != crc) {
+        g3_error("%s: state/%s fails its checksum (stored %08x, computed %08x): the index is corrupt; load another checkpoint (--load-fallback)",
+                 it->path, name, crc, g3_crc32c(0, kv.values, bytes));
+        free(kv.values);
+        it->st = G3_ERR_FORMAT;
+        return -1;
+    }
+    kv.key = strdup(name);
+    {
+        g3_ckpt_kv_t *a = realloc(r->kv, (size_t)(r->nkv + 1) * sizeof(*a));
+        if (a == NULL || kv.key == NULL) {
+            free(kv.key);
+            free(kv.values);
+            it->st = G3_ERR_NO_MEMORY;
+            return -1;
+        }
+        r->kv = a;
+        r->kv[r->nkv++] = kv;
+    }
+    return 0;
+
+err_close:
+    H5Dclose(d);
+err_report:
+    free(kv.values);
+    g3_error("%s: cannot read state/%s (an unsupported type or a damaged file)", it->path, name);
+    it->st = G3_ERR_FORMAT;
+    return -1;
+}
+
+static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
+{
+    hid_t f, g;
+    char msg[512];
+    int32_t v32;
+    int64_t *bounds = NULL;
+    void *rows;
+    size_t n;
+    g3_status_t st = g3_ckpt_h5_open(path, &f);
+
+    if (st != G3_OK)
+        return st;
+    st = g3_ckpt_check_format(f, path, G3_CKPT_FORMAT);
+    if (st != G3_OK)
+        goto err_close_file;
+    if (g3_ckpt_attr_read_i64(f, "iteration", &r->iteration, 1) != G3_OK ||
+        g3_ckpt_attr_read_i64(f, "consumed_samples", &r->consumed_samples, 1) != G3_OK ||
+        g3_ckpt_attr_read_i64(f, "consumed_tokens", &r->consumed_tokens, 1) != G3_OK) {
+        g3_error("%s lacks its iteration / consumed_samples / consumed_tokens attributes: the index is damaged", path);
+        st = G3_ERR_FORMAT;
+        goto err_close_file;
+    }
+    {   /* /config */
+        hid_t d = H5Dopen2(f, "config", H5P_DEFAULT), t;
+        size_t sz;
+        if (d < 0) {
+            g3_error("%s has no /config dataset: the index is damaged", path);
+            st = G3_ERR_FORMAT;
+            goto err_close_file;
+        }
+        t = H5Dget_type(d);
+        sz = H5Tget_size(t);
+        r->config = calloc(sz + 1, 1);
+        if (r->config == NULL || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) > 0 ||
+            H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, r->config) < 0) {
+            g3_error("%s: cannot read /config: %s", path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+            st = G3_ERR_FORMAT;
+        }
+        H5Tclose(t);
+        H5Dclose(d);
+        if (st != G3_OK)
+            goto err_close_file;
+    }
+    g = H5Gopen2(f, "layout", H5P_DEFAULT);
+    if (g < 0) {
+        g3_error("%s has no /layout group: the index is damaged", path);
+        st = G3_ERR_FORMAT;
+        goto err_close_file;
+    }
+    st = g3_ckpt_attr_read_i32(g, "tensor_model_parallel_size", &v32);
+    r->tp_size = v32;
+    if (st == G3_OK) st = g3_ckpt_attr_read_i32(g, "pipeline_model_parallel_size", &v32);
+    r->pp_size = v32;
+    if (st == G3_OK) st = g3_ckpt_attr_read_i32(g, "data_parallel_size", &v32);
+    r->dp_size = v32;
+    if (st == G3_OK) st = g3_ckpt_attr_read_i32(g, "num_layers", &v32);
+    r->num_layers = v32;
+    if (st == G3_OK && (r->pp_size < 1 || r->pp_size > 1 << 20 || r->tp_size < 1 || r->dp_size < 1))
+        st = G3_ERR_FORMAT;
+    if (st == G3_OK) {
+        bounds = malloc((size_t)(r->pp_size + 1) * sizeof(int64_t));
+        r->stage_first = malloc((size_t)(r->pp_size + 1) * sizeof(int));
+        if (bounds == NULL || r->stage_first == NULL)
+            st = G3_ERR_NO_MEMORY;
+        else
+            st = g3_ckpt_attr_read_i64(g, "pipeline_stage_first_layer", bounds, r->pp_size + 1);
+        for (int s = 0; st == G3_OK && s <= r->pp_size; s++)
+            r->stage_first[s] = (int)bounds[s];
+    }
+    free(bounds);
+    H5Gclose(g);
+    if (st != G3_OK) {
+        g3_error("%s: the /layout attributes are missing or damaged", path);
+        st = G3_ERR_FORMAT;
+        goto err_close_file;
+    }
+    st = g3_ckpt_table_read(f, "files", G3_CKPT_TABLE_FILES, &rows, &n, path);
+    if (st != G3_OK)
+        goto err_close_file;
+    r->files = rows;
+    r->nfiles = n;
+    st = g3_ckpt_table_read(f, "tensors", G3_CKPT_TABLE_TENSORS, &rows, &n, path);
+    if (st != G3_OK)
+        goto err_close_file;
+    r->tensors = rows;
+    r->ntensors = n;
+    st = g3_ckpt_table_read(f, "pieces", G3_CKPT_TABLE_PIECES, &rows, &n, path);
+    if (st != G3_OK)
+        goto err_close_file;
+    r->pieces = rows;
+    r->npieces = n;
+    /* The tables must be consistent before anything trusts them. */
+    for (size_t i = 0; i < r->nfiles; i++) {
+        r->files[i].name[sizeof(r->files[i].name) - 1] = '\0';
+        if (strchr(r->files[i].name, '/') != NULL || r->files[i].name[0] == '\0' || r->files[i].name[0] == '.')
+            st = G3_ERR_FORMAT;
+    }
+    for (size_t i = 0; st == G3_OK && i < r->ntensors; i++) {
+        g3_ckpt_trow_t *t = &r->tensors[i];
+        g3_ckpt_dtype_t dt;
+        t->name[sizeof(t->name) - 1] = '\0';
+        t->dtype[sizeof(t->dtype) - 1] = '\0';
+        if (g3_ckpt_dtype_parse(t->dtype, &dt) != G3_OK || t->ndim < 1 || t->ndim > G3_CKPT_MAX_DIMS ||
+            t->first_piece < 0 || t->npieces < 0 || (size_t)(t->first_piece + t->npieces) > r->npieces)
+            st = G3_ERR_FORMAT;
+    }
+    for (size_t i = 0; st == G3_OK && i < r->npieces; i++) {
+        const g3_ckpt_prow_t *p = &r->pieces[i];
+        if (p->tensor < 0 || (size_t)p->tensor >= r->ntensors || p->file < 0 || (size_t)p->file >= r->nfiles)
+            st = G3_ERR_FORMAT;
+    }
+    if (st != G3_OK) {
+        g3_error("%s: the /files, /tensors and /pieces tables contradict each other: the index is damaged", path);
+        goto err_close_file;
+    }
+    if (H5Lexists(f, "state", H5P_DEFAULT) > 0) {
+        kv_iter_t it = { r, path, G3_OK };
+        g = H5Gopen2(f, "state", H5P_DEFAULT);
+        if (g < 0 || H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, read_state_entry, &it) < 0) {
+            if (it.st == G3_OK)
+                g3_error("%s: cannot read /state", path);
+            st = it.st != G3_OK ? it.st : G3_ERR_FORMAT;
+        }
+        if (g >= 0)
+            H5Gclose(g);
+    }
+
+err_close_file:
+    H5Fclose(f);
+    return st;
+}
+
+g3_status_t g3_ckpt_reader_open(const char *path, g3_ckpt_reader_t **reader_p)
+{
+    g3_ckpt_reader_t *r;
+    char index[PATH_MAX + 16];
+    struct stat sb;
+    g3_status_t st;
+
+    r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return G3_ERR_NO_MEMORY;
+    snprintf(index, sizeof(index), "%s/%s", path, G3_CKPT_INDEX_NAME);
+    if (stat(index, &sb) == 0) {
+        snprintf(r->dir, sizeof(r->dir), "%s", path);
+    } else {
+        int64_t it;
+        st = g3_ckpt_latest(path, &it);
+        if (st == G3_ERR_NOT_FOUND) {
+            if (stat(path, &sb) != 0)
+                g3_error("checkpoint directory %s: %s", path, strerror(errno));
+            else
+                g3_error("%s holds no checkpoint: it has neither a 'latest' file nor an %s (pass the directory given to --save, or an iter_NNNNNNN directory in it)",
+                         path, G3_CKPT_INDEX_NAME);
+        }
+        if (st != G3_OK) {
+            free(r);
+            return st;
+        }
+        g3_ckpt_iter_path(path, it, r->dir, sizeof(r->dir));
+        snprintf(index, sizeof(index), "%s/%s", r->dir, G3_CKPT_INDEX_NAME);
+        if (stat(r->dir, &sb) != 0) {
+            g3_error("%s/latest names %s, which does not exist (removed by hand?); load with --load-fallback to use an older checkpoint",
+                     path, r->dir);
+            free(r);
+            return G3_ERR_NOT_FOUND;
+        }
+    }
+    st = read_index(r, index);
+    if (st != G3_OK) {
+        g3_ckpt_reader_close(r);
+        return st;
+    }
+    *reader_p = r;
+    return G3_OK;
+}
+
+/* ---- accessors --------------------------------------------------------------------- */
+
+const char *g3_ckpt_reader_path(const g3_ckpt_reader_t *r) { return r->dir; }
+int64_t g3_ckpt_reader_iteration(const g3_ckpt_reader_t *r) { return r->iteration; }
+int64_t g3_ckpt_reader_consumed_samples(const g3_ckpt_reader_t *r) { return r->consumed_samples; }
+int64_t g3_ckpt_reader_consumed_tokens(const g3_ckpt_reader_t *r) { return r->consumed_tokens; }
+const char *g3_ckpt_reader_config(const g3_ckpt_reader_t *r) { return r->config ? r->config : ""; }
+
+void g3_ckpt_reader_layout(const g3_ckpt_reader_t *r, g3_ckpt_layout_t *l)
+{
+    memset(l, 0, sizeof(*l));
+    l->tp_size = r->tp_size;
+    l->pp_size = r->pp_size;
+    l->dp_size = r->dp_size;
+    l->num_layers = r->num_layers;
+    l->stage_first_layer = r->stage_first;
+}
+
+int g3_ckpt_reader_tensor_count(const g3_ckpt_reader_t *r) { return (int)r->ntensors; }
+
+void g3_ckpt_reader_tensor(const g3_ckpt_reader_t *r, int i, g3_ckpt_tensor_t *t)
+{
+    const g3_ckpt_trow_t *row = &r->tensors[i];
+    memset(t, 0, sizeof(*t));
+    t->name = row->name;
+    t->kind = (g3_ckpt_kind_t)row->kind;
+    g3_ckpt_dtype_parse(row->dtype, &t->dtype);
+    t->ndim = row->ndim;
+    memcpy(t->shape, row->shape, sizeof(t->shape));
+    for (int k = t->ndim; k < G3_CKPT_MAX_DIMS; k++)
+        t->shape[k] = 1;
+    t->rule.tp_dim = row->tp_dim;
+    t->rule.tp_parts = row->tp_parts;
+    t->rule.pp_layer = row->pp_layer;
+    t->rule.pad_dim = row->pad_dim;
+    t->rule.unpadded = row->unpadded;
+}
+
+int g3_ckpt_reader_find(const g3_ckpt_reader_t *r, const char *name)
+{
+    for (size_t i = 0; i < r->ntensors; i++)
+        if (strcmp(r->tensors[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static const g3_ckpt_kv_t *kv_find(const g3_ckpt_reader_t *r, const char *key)
+{
+    for (int i = 0; i < r->nkv; i++)
+        if (strcmp(r->kv[i].key, key) == 0)
+            return &r->kv[i];
+    return NULL;
+}
+
+int g3_ckpt_reader_has(g3_ckpt_reader_t *r, const char *key)
+{
+    return kv_find(r, key) != NULL;
+}
+
+static g3_status_t kv_get(g3_ckpt_reader_t *r, const char *key, g3_ckpt_kv_type_t type, int n,
+                          const g3_ckpt_kv_t **kv_p)
+{
+    static const char *const tn[] = { "int64", "float64", "string" };
+    const g3_ckpt_kv_t *kv = kv_find(r, key);
+
+    if (kv == NULL) {
+        g3_error("checkpoint %s has no state entry '%s' (saved by an older gpt3d or another program?)",
+                 r->dir, key);
+        return G3_ERR_NOT_FOUND;
+    }
+    if (kv->type != type || (type != G3_CKPT_KV_STR && kv->n != n)) {
+        g3_error("checkpoint %s: state entry '%s' is %d x %s, expected %d x %s", r->dir, key, kv->n,
+                 tn[kv->type], n, tn[type]);
+        return G3_ERR_FORMAT;
+    }
+    *kv_p = kv;
+    return G3_OK;
+}
+
+g3_status_t g3_ckpt_reader_get_i64(g3_ckpt_reader_t *r, const char *key, int64_t *values, int n)
+{
+    const g3_ckpt_kv_t *kv;
+    g3_status_t st = kv_get(r, key, G3_CKPT_KV_I64, n, &kv);
+    if (st == G3_OK)
+        memcpy(values, kv->values, (size_t)n * sizeof(int64_t));
+    return st;
+}
+
+g3_status_t g3_ckpt_reader_get_f64(g3_ckpt_reader_t *r, const char *key, double *values, int n)
+{
+    const g3_ckpt_kv_t *kv;
+    g3_status_t st = kv_get(r, key, G3_CKPT_KV_F64, n, &kv);
+    if (st == G3_OK)
+        memcpy(values, kv->values, (size_t)n * sizeof(double));
+    return st;
+}
+
+g3_status_t g3_ckpt_reader_get_str(g3_ckpt_reader_t *r, const char *key, char *buf, size_t size)
+{
+    const g3_ckpt_kv_t *kv;
+    g3_status_t st = kv_get(r, key, G3_CKPT_KV_STR, 0, &kv);
+    if (st != G3_OK)
+        return st;
+    if ((size_t)kv->n + 1 > size) {
+        g3_error("checkpoint %s: state entry '%s' (%d bytes) does not fit a %zu-byte buffer", r->dir, key,
+                 kv->n, size);
+        return G3_ERR_INVALID_ARG;
+    }
+    memcpy(buf, kv->values, (size_t)kv->n + 1);
+    return G3_OK;
+}
+
+/* ---- loading tensors ---------------------------------------------------------------- */
+
+typedef struct {            /* one (stored piece, wanted piece) intersection */
+    size_t           src;   /* row in r->pieces                             */
+    g3_ckpt_dtype_t  sdt;
+    g3_ckpt_dtype_t  ddt;
+    int              ndim;
+    const g3_ckpt_piece_t *dst;
+    int64_t          io[G3_CKPT_MAX_DIMS], ie[G3_CKPT_MAX_DIMS];
+    const char      *tensor;
+} work_t;
+
+static int cmp_work(const void *a, const void *b)
+{
+    const work_t *x = a, *y = b;
+    return x->src < y->src ? -1 : x->src > y->src;
+}
+
+static int dtype_pair_ok(g3_ckpt_dtype_t a, g3_ckpt_dtype_t b)
+{
+    return a == b || (a == G3_CKPT_F32 && b == G3_CKPT_BF16) || (a == G3_CKPT_BF16 && b == G3_CKPT_F32);
+}
+
+static void shape_str(int ndim, const int64_t *s, char *buf, size_t size)
+{
+    size_t len = 0;
+    len += (size_t)snprintf(buf + len, size - len, "(");
+    for (int k = 0; k < ndim && len < size; k++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%lld", k ? ", " : "", (long long)s[k]);
+    if (len < size)
+        snprintf(buf + len, size - len, ")");
+}
+
+/* Match the state's tensors to the index and list the work.  No data is read. */
+static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const g3_ckpt_load_opts_t *opts,
+                             work_t **work_p, size_t *nwork_p)
+{
+    work_t *work = NULL;
+    size_t nwork = 0, cap = 0;
+    g3_status_t st = G3_OK;
+
+    for (int i = 0; i < state->ntensors; i++) {
+        g3_ckpt_stensor_t *s = &state->tensors[i];
+        const g3_ckpt_tensor_t *t = &s->desc;
+        const g3_ckpt_trow_t *row;
+        g3_ckpt_dtype_t sdt;
+        int ti;
+        char a[96], b[96];
+
+        if (s->npieces == 0 || (t->kind == G3_CKPT_OPTIM && opts && opts->no_load_optim))
+            continue;
+        ti = g3_ckpt_reader_find(r, s->name);
+        if (ti < 0) {
+            if (t->kind == G3_CKPT_OPTIM)
+                g3_error("checkpoint %s has no optimizer tensor %s (saved with --no-save-optim?): pass --no-load-optim to start the optimizer fresh",
+                         r->dir, s->name);
+            else
+                g3_error("checkpoint %s has no tensor %s: it was saved from a different model", r->dir, s->name);
+            st = G3_ERR_NOT_FOUND;
+            continue;
+        }
+        row = &r->tensors[ti];
+        g3_ckpt_dtype_parse(row->dtype, &sdt);
+        if (!dtype_pair_ok(sdt, t->dtype)) {
+            g3_error("checkpoint %s: tensor %s is stored as %s but the run wants %s (only f32 <-> bf16 is converted)",
+                     r->dir, s->name, row->dtype, g3_ckpt_dtype_name(t->dtype));
+            st = G3_ERR_INVALID_ARG;
+            continue;
+        }
+        {
+            int same = row->ndim == t->ndim;
+            for (int k = 0; same && k < t->ndim; k++) {
+                if (row->shape[k] == t->shape[k])
+                    continue;
+                /* a padded dimension may differ as long as the real rows agree */
+                if (!(k == t->rule.pad_dim && k == row->pad_dim && row->unpadded == t->rule.unpadded))
+                    same = 0;
+            }
+            if (!same) {
+                shape_str(row->ndim, row->shape, a, sizeof(a));
+                shape_str(t->ndim, t->shape, b, sizeof(b));
+                g3_error("checkpoint %s: tensor %s has shape %s but this run's model has %s: the model configuration differs from the checkpoint's",
+                         r->dir, s->name, a, b);
+                st = G3_ERR_INVALID_ARG;
+                continue;
+            }
+        }
+        for (int j = 0; j < s->npieces; j++) {
+            const g3_ckpt_piece_t *d = &s->pieces[j];
+            int64_t want = 1, got = 0;
+
+            /* elements of this piece that exist in the checkpoint */
+            for (int k = 0; k < t->ndim; k++) {
+                int64_t hi = d->offset[k] + d->extent[k];
+                if (hi > row->shape[k])
+                    hi = row->shape[k];
+                want *= hi > d->offset[k] ? hi - d->offset[k] : 0;
+            }
+            for (int64_t p = row->first_piece; p < row->first_piece + row->npieces; p++) {
+                const g3_ckpt_prow_t *sp = &r->pieces[p];
+                work_t w;
+                if (!g3_ckpt_box_intersect(t->ndim, sp->offset, sp->extent, d->offset, d->extent, w.io, w.ie))
+                    continue;
+                w.src = (size_t)p;
+                w.sdt = sdt;
+                w.ddt = t->dtype;
+                w.ndim = t->ndim;
+                w.dst = d;
+                w.tensor = s->name;
+                got += g3_ckpt_box_volume(t->ndim, w.ie);
+                if (nwork == cap) {
+                    work_t *n2;
+                    cap = cap ? 2 * cap : 256;
+                    n2 = realloc(work, cap * sizeof(*n2));
+                    if (n2 == NULL) {
+                        free(work);
+                        return G3_ERR_NO_MEMORY;
+                    }
+                    work = n2;
+                }
+                work[nwork++] = w;
+            }
+            if (got != want) {
+                g3_error("checkpoint %s: tensor %s: the stored pieces cover %lld of the %lld elements requested at offset [%lld, ...]: the checkpoint is incomplete; run 'gpt3d ckpt verify'",
+                         r->dir, s->name, (long long)got, (long long)want, (long long)d->offset[0]);
+                st = G3_ERR_FORMAT;
+            }
+        }
+    }
+    if (st != G3_OK) {
+        free(work);
+        return st;
+    }
+    if (nwork > 1)
+        qsort(work, nwork, sizeof(*work), cmp_work);
+    *work_p = work;
+    *nwork_p = nwork;
+    return G3_OK;
+}
+
+/* H5Lexists on "a/b/c" fails when "a/b" is missing: check component by component. */
+static int link_path_exists(hid_t f, const char *path)
+{
+    char p[G3_CKPT_NAME_MAX + 16];
+
+    snprintf(p, sizeof(p), "%s", path);
+    for (char *s = p; ; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (H5Lexists(f, p, H5P_DEFAULT) <= 0)
+                return 0;
+            if (c == '\0')
+                return 1;
+            *s = c;
+        }
+    }
+}
+
+/* Read one stored piece (all of it), check its CRC, scatter to the work items
+ * w[0..n) that need it. */
+static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, const work_t *w, size_t n,
+                              int verify)
+{
+    const g3_ckpt_prow_t *sp = &r->pieces[w[0].src];
+    const g3_ckpt_trow_t *t = &r->tensors[sp->tensor];
+    int ndim = t->ndim;
+    size_t esz = g3_ckpt_dtype_size(w[0].sdt);
+    hid_t type = g3_ckpt_h5_type(w[0].sdt);
+    char dname[G3_CKPT_NAME_MAX + 16], msg[512];
+    hsize_t dims[G3_CKPT_MAX_DIMS];
+    hid_t d, fspace;
+    uint32_t crc = 0;
+    g3_status_t st = G3_OK;
+    int direct;
+
+    g3_ckpt_piece_dataset(t->name, sp->piece, dname, sizeof(dname));
+    if (!link_path_exists(f, dname)) {
+        g3_error("%s has no dataset %s (tensor %s): the shard does not match the index; run 'gpt3d ckpt verify'",
+                 fpath, dname, t->name);
+        return G3_ERR_FORMAT;
+    }
+    d = H5Dopen2(f, dname, H5P_DEFAULT);
+    if (d < 0) {
+        g3_error("cannot open %s in %s: %s", dname, fpath, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+        return G3_ERR_FORMAT;
+    }
+    fspace = H5Dget_space(d);
+    {
+        int nd = H5Sget_simple_extent_ndims(fspace);
+        int ok = nd == ndim;
+        hid_t ft = H5Dget_type(d);
+        H5Sget_simple_extent_dims(fspace, dims, NULL);
+        for (int k = 0; ok && k < ndim; k++)
+            ok = (int64_t)dims[k] == sp->extent[k];
+        if (ok && H5Tequal(ft, type) <= 0)
+            ok = 0;
+        H5Tclose(ft);
+        if (!ok) {
+            g3_error("dataset %s in %s has another shape or type than the index says (%s): the file is foreign or damaged",
+                     dname, fpath, t->dtype);
+            st = G3_ERR_FORMAT;
+            goto err_close_dataset;
+        }
+    }
+    /* Direct read: one reader wants exactly this box in the same dtype. */
+    direct = n == 1 && w[0].sdt == w[0].ddt;
+    for (int k = 0; direct && k < ndim; k++)
+        direct = w[0].io[k] == sp->offset[k] && w[0].ie[k] == sp->extent[k] &&
+                 w[0].dst->offset[k] == sp->offset[k] && w[0].dst->extent[k] == sp->extent[k];
+    if (direct) {
+        if (H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, w[0].dst->data) < 0) {
+            g3_error("cannot read %s from %s: %s (truncated or damaged file?)", dname, fpath,
+                     g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+            st = G3_ERR_FORMAT;
+            goto err_close_dataset;
+        }
+        if (verify)
+            crc = g3_crc32c(0, w[0].dst->data, (size_t)sp->nbytes);
+    } else {
+        int64_t row_elems = g3_ckpt_box_volume(ndim, sp->extent) / sp->extent[0];
+        int64_t rows = (int64_t)(LOAD_BLOCK_BYTES / ((size_t)row_elems * esz));
+        void *buf;
+
+        if (rows < 1)
+            rows = 1;
+        if (rows > sp->extent[0])
+            rows = sp->extent[0];
+        buf = malloc((size_t)(rows * row_elems) * esz);
+        if (buf == NULL) {
+            g3_error("out of memory reading %s from %s", dname, fpath);
+            st = G3_ERR_NO_MEMORY;
+            goto err_close_dataset;
+        }
+        for (int64_t r0 = 0; st == G3_OK && r0 < sp->extent[0]; r0 += rows) {
+            int64_t nr = sp->extent[0] - r0 < rows ? sp->extent[0] - r0 : rows;
+            hsize_t off[G3_CKPT_MAX_DIMS] = { 0 }, cnt[G3_CKPT_MAX_DIMS];
+            int64_t bo[G3_CKPT_MAX_DIMS], be[G3_CKPT_MAX_DIMS];
+            hid_t mspace;
+
+            for (int k = 0; k < ndim; k++) {
+                cnt[k] = dims[k];
+                bo[k] = sp->offset[k];
+                be[k] = sp->extent[k];
+            }
+            off[0] = (hsize_t)r0;
+            cnt[0] = (hsize_t)nr;
+            bo[0] = sp->offset[0] + r0;
+            be[0] = nr;
+            H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL);
+            mspace = H5Screate_simple(ndim, cnt, NULL);
+            if (H5Dread(d, type, mspace, fspace, H5P_DEFAULT, buf) < 0) {
+                g3_error("cannot read %s from %s: %s (truncated or damaged file?)", dname, fpath,
+                         g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+                st = G3_ERR_FORMAT;
+            }
+            H5Sclose(mspace);
+            if (st != G3_OK)
+                break;
+            if (verify)
+                crc = g3_crc32c(crc, buf, (size_t)(nr * row_elems) * esz);
+            for (size_t i = 0; i < n; i++) {
+                int64_t io[G3_CKPT_MAX_DIMS], ie[G3_CKPT_MAX_DIMS];
+                if (!g3_ckpt_box_intersect(ndim, w[i].io, w[i].ie, bo, be, io, ie))
+                    continue;
+                g3_ckpt_copy_box(ndim, io, ie, buf, bo, be, w[i].sdt, w[i].dst->data, w[i].dst->offset,
+                                 w[i].dst->extent, w[i].ddt);
+            }
+        }
+        free(buf);
+    }
+    if (st == G3_OK && verify && crc != sp->crc32c) {
+        g3_error("checksum mismatch in %s, dataset %s (tensor %s): stored crc32c %08x, computed %08x: the file is corrupt; load another checkpoint (--load-fallback)",
+                 fpath, dname, t->name, sp->crc32c, crc);
+        st = G3_ERR_FORMAT;
+    }
+
+err_close_dataset:
+    H5Sclose(fspace);
+    H5Dclose(d);
+    return st;
+}
+
+static g3_status_t open_shard(g3_ckpt_reader_t *r, int file, hid_t *f_p, char *path, size_t size)
+{
+    const g3_ckpt_frow_t *fr = &r->files[file];
+    int64_t it = -1;
+    g3_status_t st;
+
+    snprintf(path, size, "%s/%s", r->dir, fr->name);
+    st = g3_ckpt_h5_open(path, f_p);
+    if (st == G3_ERR_NOT_FOUND)
+        g3_error("checkpoint %s is incomplete: shard file %s is missing", r->dir, fr->name);
+    if (st != G3_OK)
+        return st;
+    st = g3_ckpt_check_format(*f_p, path, G3_CKPT_SHARD_FORMAT);
+    if (st == G3_OK && (g3_ckpt_attr_read_i64(*f_p, "iteration", &it, 1) != G3_OK || it != r->iteration)) {
+        g3_error("shard file %s belongs to iteration %lld but the index is for iteration %lld: it was copied from another checkpoint",
+                 path, (long long)it, (long long)r->iteration);
+        st = G3_ERR_FORMAT;
+    }
+    if (st != G3_OK)
+        H5Fclose(*f_p);
+    return st;
+}
+
+g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const g3_ckpt_load_opts_t *opts)
+{
+    work_t *work = NULL;
+    size_t nwork = 0;
+    int verify = !(opts && opts->no_verify);
+    g3_status_t st = plan_load(r, state, opts, &work, &nwork);
+    hid_t f = -1;
+    int cur_file = -1;
+    char fpath[PATH_MAX + 80];
+
+    if (st != G3_OK)
+        return st;
+    /* Work is sorted by stored piece, and pieces are grouped by tensor; open each
+     * file once per run of pieces that live in it. */
+    for (size_t i = 0; st == G3_OK && i < nwork;) {
+        size_t j = i;
+        int file = r->pieces[work[i].src].file;
+
+        while (j < nwork && work[j].src == work[i].src)
+            j++;
+        if (file != cur_file) {
+            if (f >= 0)
+                H5Fclose(f);
+            f = -1;
+            cur_file = -1;
+            st = open_shard(r, file, &f, fpath, sizeof(fpath));
+            if (st != G3_OK)
+                break;
+            cur_file = file;
+        }
+        st = load_piece(r, f, fpath, &work[i], j - i, verify);
+        i = j;
+    }
+    if (f >= 0)
+        H5Fclose(f);
+    free(work);
+    return st;
+}
+
+/* ---- configuration check ------------------------------------------------------------- */
+
+const char *g3_ckpt_config_get(const char *config, const char *key, char *buf, size_t size)
+{
+    size_t klen = strlen(key);
+    const char *p = config;
+
+    while (p && *p) {
+        const char *eol = strchr(p, '\n'), *q = p, *v;
+        size_t len;
+
+        if (eol == NULL)
+            eol = p + strlen(p);
+        while (q < eol && (*q == ' ' || *q == '\t'))
+            q++;
+        if (q + 2 < eol && q[0] == '-' && q[1] == '-')
+            q += 2;
+        if ((size_t)(eol - q) > klen && strncmp(q, key, klen) == 0) {
+            v = q + klen;
+            while (v < eol && (*v == ' ' || *v == '\t'))
+                v++;
+            if (v < eol && *v == '=') {
+                v++;
+                while (v < eol && (*v == ' ' || *v == '\t'))
+                    v++;
+                len = (size_t)(eol - v);
+                while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == '\t' || v[len - 1] == '\r'))
+                    len--;
+                if (len >= size)
+                    len = size - 1;
+                memcpy(buf, v, len);
+                buf[len] = '\0';
+                return buf;
+            }
+        }
+        p = *eol ? eol + 1 : eol;
+    }
+    return NULL;
+}
+
+g3_status_t g3_ckpt_config_compare(const char *ckpt_config, const char *run_config,
+                                   const char *const *keys, const char *what)
+{
+    int bad = 0;
+
+    if (keys == NULL)
+        keys = G3_CKPT_MODEL_KEYS;
+    for (int i = 0; keys[i]; i++) {
+        char a[256], b[256];
+        const char *va = g3_ckpt_config_get(ckpt_config ? ckpt_config : "", keys[i], a, sizeof(a));
+        const char *vb = g3_ckpt_config_get(run_config ? run_config : "", keys[i], b, sizeof(b));
+        if ((va == NULL && vb == NULL) || (va && vb && strcmp(va, vb) == 0))
+            continue;
+        g3_error("model configuration mismatch: checkpoint %s has --%s %s but this run has --%s %s",
+                 what, keys[i], va ? va : "(unset)", keys[i], vb ? vb : "(unset)");
+        bad++;
+    }
+    if (bad)
+        g3_error("%d model setting%s differ from checkpoint %s: use the checkpoint's values, or start without --load",
+                 bad, bad > 1 ? "s" : "", what);
+    return bad ? G3_ERR_INVALID_ARG : G3_OK;
+}
+
+/* ---- the whole load ------------------------------------------------------------------ */
+
+g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_load_opts_t *opts,
+                         const g3_ckpt_comm_t *comm, g3_ckpt_reader_t **reader_p)
+{
+    int64_t *iters = NULL, latest = -1;
+    int n = 0, ncand = 0, is_ckpt_dir;
+    char (*cand)[PATH_MAX] = malloc(64 * sizeof(*cand));
+    char index[PATH_MAX + 16];
+    struct stat sb;
+    g3_status_t st = G3_ERR_NOT_FOUND;
+    int fallback = opts && opts->fallback;
+
+    if (cand == NULL)
+        return G3_ERR_NO_MEMORY;
+    snprintf(index, sizeof(index), "%s/%s", dir, G3_CKPT_INDEX_NAME);
+    is_ckpt_dir = stat(index, &sb) == 0;
+    /* Candidates: the checkpoint `latest` names (or dir itself), then with
+     * --load-fallback the older committed ones, newest first. */
+    if (is_ckpt_dir || !fallback) {
+        snprintf(cand[ncand++], PATH_MAX, "%s", dir);
+    } else {
+        int have_latest = g3_ckpt_latest(dir, &latest) == G3_OK;
+        if (g3_ckpt_list(dir, &iters, &n) != G3_OK)
+            n = 0;
+        if (have_latest)
+            snprintf(cand[ncand++], PATH_MAX, "%s", dir);
+        for (int i = n - 1; i >= 0 && ncand < 64; i--)
+            if (!have_latest || iters[i] < latest)
+                g3_ckpt_iter_path(dir, iters[i], cand[ncand++], PATH_MAX);
+        free(iters);
+        if (ncand == 0) {
+            g3_error("--load %s: no committed checkpoint found", dir);
+            free(cand);
+            return G3_ERR_NOT_FOUND;
+        }
+    }
+    for (int c = 0; c < ncand; c++) {
+        g3_ckpt_reader_t *r = NULL;
+        int ok;
+
+        st = g3_ckpt_reader_open(cand[c], &r);
+        if (st == G3_OK && opts && opts->config_text)
+            st = g3_ckpt_config_compare(r->config, opts->config_text, opts->model_keys, r->dir);
+        if (st == G3_OK)
+            st = g3_ckpt_reader_load(r, state, opts);
+        ok = st == G3_OK;
+        if (comm && comm->allreduce_min_int) {
+            g3_status_t cst = comm->allreduce_min_int(comm->ctx, &ok);
+            if (cst != G3_OK) {
+                g3_ckpt_reader_close(r);
+                free(cand);
+                return cst;
+            }
+            if (!ok && st == G3_OK)
+                st = G3_ERR_IO;   /* another rank failed; it logged why */
+        }
+        if (ok) {
+            g3_info("loaded checkpoint %s (iteration %lld)", r->dir, (long long)r->iteration);
+            if (reader_p)
+                *reader_p = r;
+            else
+                g3_ckpt_reader_close(r);
+            free(cand);
+            return G3_OK;
+        }
+        g3_ckpt_reader_close(r);
+        if (st == G3_ERR_INVALID_ARG)
+            break;       /* the run disagrees with the model: older checkpoints will too */
+        if (!fallback) {
+            g3_error("could not load the checkpoint in %s; pass --load-fallback to load the previous committed checkpoint instead",
+                     dir);
+            break;
+        }
+        if (c + 1 < ncand)
+            g3_warn("--load-fallback: checkpoint %s could not be loaded; trying %s", cand[c], cand[c + 1]);
+        else
+            g3_error("--load-fallback: no committed checkpoint in %s could be loaded", dir);
+    }
+    free(cand);
+    return st;
+}
