@@ -154,6 +154,8 @@ struct g3_ckpt_reader {
     size_t          npieces;
     g3_ckpt_kv_t   *kv;
     int             nkv;
+    int            *map;                   /* tensor-name hash (built on first find) */
+    size_t          mapcap;
 };
 
 /* Convert n elements between float types (f32 <-> bf16, or a plain copy). */

@@ -9,3 +9,4 @@ src_libgpt3d_a_SOURCES += \
 	src/ckpt/ckpt_save.c \
 	src/ckpt/ckpt_load.c
 src_libgpt3d_a_SOURCES += src/ckpt/ckpt_async.c
+src_libgpt3d_a_SOURCES += src/ckpt/ckpt_verify.c src/ckpt/ckpt_convert.c src/ckpt/ckpt_export.c

@@ -3,3 +3,6 @@ check_PROGRAMS += tests/ckpt/test_ckpt_roundtrip
 TESTS += tests/ckpt/test_ckpt_roundtrip
 tests_ckpt_test_ckpt_roundtrip_SOURCES = tests/ckpt/test_ckpt_roundtrip.c tests/ckpt/synth.h tests/tap.h
 tests_ckpt_test_ckpt_roundtrip_LDADD = $(G3_TEST_LDADD)
+check_PROGRAMS += tests/ckpt/ckpt_synth
+tests_ckpt_ckpt_synth_SOURCES = tests/ckpt/ckpt_synth.c tests/ckpt/synth.h
+tests_ckpt_ckpt_synth_LDADD = $(G3_TEST_LDADD)

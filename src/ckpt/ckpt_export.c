@@ -1,0 +1,354 @@
+/* gpt3d ckpt export --format hf-gpt2: model.safetensors + config.json for
+ * Hugging Face transformers' GPT2LMHeadModel (docs/checkpoint-format.md,
+ * section 10).  Each tensor is loaded whole by global offsets (any layout),
+ * transposed where HF's Conv1D wants [in, out], and streamed out. */
+#include "ckpt/ckpt_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/log.h"
+
+typedef struct {
+    char    hf[96];          /* Hugging Face name                           */
+    char    src[160];        /* gpt3d tensor path                           */
+    int     ndim;
+    int64_t rows, cols;      /* rows of the source to take (drops padding)  */
+    int     transpose;
+} exp_tensor_t;
+
+static void exp_add(exp_tensor_t *e, int *n, const char *hf, const char *src, int ndim, int64_t rows,
+                    int64_t cols, int transpose)
+{
+    exp_tensor_t *t = &e[(*n)++];
+    snprintf(t->hf, sizeof(t->hf), "%s", hf);
+    snprintf(t->src, sizeof(t->src), "model/%s", src);
+    t->ndim = ndim;
+    t->rows = rows;
+    t->cols = cols;
+    t->transpose = transpose;
+}
+
+static int config_int(const char *cfg, const char *key, long long *v)
+{
+    char buf[64], *end;
+    if (g3_ckpt_config_get(cfg, key, buf, sizeof(buf)) == NULL)
+        return 0;
+    *v = strtoll(buf, &end, 10);
+    return *end == '\0';
+}
+
+/* Load rows [0, rows) of a tensor as float32 (whole columns). */
+static g3_status_t load_f32(g3_ckpt_reader_t *r, const char *name, int ndim, int64_t rows, int64_t cols,
+                            float *dst)
+{
+    g3_ckpt_layout_t l = { 1, 1, 1, 0, 0, 0, r->num_layers, NULL };
+    g3_ckpt_state_t *st;
+    g3_ckpt_tensor_t t;
+    g3_ckpt_piece_t p;
+    int ti = g3_ckpt_reader_find(r, name);
+    g3_status_t s;
+
+    if (ti < 0) {
+        g3_error("export: checkpoint %s has no tensor %s, which GPT-2 needs", r->dir, name);
+        return G3_ERR_NOT_FOUND;
+    }
+    g3_ckpt_reader_tensor(r, ti, &t);
+    if (t.ndim != ndim || t.shape[0] < rows || (ndim == 2 && t.shape[1] != cols)) {
+        g3_error("export: tensor %s has shape (%lld, %lld) but GPT-2 with this configuration needs (%lld, %lld)",
+                 name, (long long)t.shape[0], (long long)(t.ndim > 1 ? t.shape[1] : 1), (long long)rows,
+                 (long long)(ndim > 1 ? cols : 1));
+        return G3_ERR_FORMAT;
+    }
+    if (t.dtype != G3_CKPT_F32 && t.dtype != G3_CKPT_BF16) {
+        g3_error("export: tensor %s is %s; only f32 and bf16 models can be exported", name,
+                 g3_ckpt_dtype_name(t.dtype));
+        return G3_ERR_UNSUPPORTED;
+    }
+    t.dtype = G3_CKPT_F32;
+    t.rule = g3_ckpt_rule_replicated(0);     /* a one-rank state: rules do not matter */
+    if (r->tensors[ti].pad_dim >= 0) {
+        t.rule.pad_dim = r->tensors[ti].pad_dim;
+        t.rule.unpadded = r->tensors[ti].unpadded;
+    }
+    memset(&p, 0, sizeof(p));
+    p.extent[0] = rows;
+    p.extent[1] = ndim > 1 ? cols : 1;
+    p.extent[2] = p.extent[3] = 1;
+    p.data = dst;
+    l.num_layers = 1;
+    s = g3_ckpt_state_init(&l, &st);
+    if (s == G3_OK)
+        s = g3_ckpt_state_add(st, &t, &p, 1);
+    if (s == G3_OK)
+        s = g3_ckpt_reader_load(r, st, NULL);
+    g3_ckpt_state_free(st);
+    return s;
+}
+
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+static g3_status_t write_all(int fd, const void *buf, size_t n, const char *path)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            g3_error("export: cannot write %s: %s", path, strerror(errno));
+            return G3_ERR_IO;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return G3_OK;
+}
+
+static g3_status_t write_text_file(const char *path, const char *text)
+{
+    char tmp[PATH_MAX + 64];
+    int fd;
+    g3_status_t st;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) {
+        g3_error("export: cannot create %s: %s", tmp, strerror(errno));
+        return G3_ERR_IO;
+    }
+    st = write_all(fd, text, strlen(text), tmp);
+    if (st == G3_OK && fsync(fd) != 0)
+        st = G3_ERR_IO;
+    close(fd);
+    if (st == G3_OK && rename(tmp, path) != 0) {
+        g3_error("export: cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        st = G3_ERR_IO;
+    }
+    return st;
+}
+
+g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out, const g3_ckpt_export_opts_t *opts)
+{
+    g3_ckpt_reader_t *r = NULL;
+    exp_tensor_t *e = NULL;
+    int n = 0, fd = -1, bf16 = opts && opts->dtype == G3_CKPT_BF16;
+    long long L = 0, heads = 0;
+    int64_t h, V, P, f;
+    char *header = NULL, path[PATH_MAX + 32], tmp[PATH_MAX + 48], cfg[2048], epsbuf[64];
+    size_t hlen = 0, hcap, esz = bf16 ? 2 : 4;
+    uint64_t off = 0, hsize;
+    float *buf = NULL, *tbuf = NULL;
+    g3_status_t st = g3_ckpt_reader_open(in, &r);
+    int wi, pi, fi;
+
+    if (st != G3_OK)
+        return st;
+    /* Shapes from the tensors; heads and layers from the configuration. */
+    wi = g3_ckpt_reader_find(r, "model/embedding.word_embeddings.weight");
+    pi = g3_ckpt_reader_find(r, "model/embedding.position_embeddings.weight");
+    fi = g3_ckpt_reader_find(r, "model/layers.0.mlp.fc1.weight");
+    if (wi < 0 || pi < 0 || fi < 0) {
+        g3_error("export: %s is not a gpt3d GPT checkpoint: it lacks model/embedding.word_embeddings.weight, model/embedding.position_embeddings.weight or model/layers.0.mlp.fc1.weight",
+                 r->dir);
+        st = G3_ERR_FORMAT;
+        goto err_close_reader;
+    }
+    h = r->tensors[wi].shape[1];
+    V = r->tensors[wi].pad_dim == 0 ? r->tensors[wi].unpadded : r->tensors[wi].shape[0];
+    P = r->tensors[pi].shape[0];
+    f = r->tensors[fi].shape[0];
+    if (!config_int(r->config, "num-layers", &L))
+        L = r->num_layers;
+    if (!config_int(r->config, "num-attention-heads", &heads) || heads <= 0 || h % heads != 0) {
+        g3_error("export: the configuration stored in %s has no usable num-attention-heads (hidden size %lld): GPT-2's config.json needs it",
+                 r->dir, (long long)h);
+        st = G3_ERR_FORMAT;
+        goto err_close_reader;
+    }
+    if (g3_ckpt_config_get(r->config, "layernorm-epsilon", epsbuf, sizeof(epsbuf)) == NULL)
+        snprintf(epsbuf, sizeof(epsbuf), "1e-05");
+    e = calloc((size_t)(4 + 12 * L), sizeof(*e));
+    if (e == NULL) {
+        st = G3_ERR_NO_MEMORY;
+        goto err_close_reader;
+    }
+    exp_add(e, &n, "transformer.wte.weight", "embedding.word_embeddings.weight", 2, V, h, 0);
+    exp_add(e, &n, "transformer.wpe.weight", "embedding.position_embeddings.weight", 2, P, h, 0);
+    for (long long l = 0; l < L; l++) {
+        char hf[96], src[128];
+#define E(hfs, srcs, nd, rows, cols, tr) \
+        snprintf(hf, sizeof(hf), "transformer.h.%lld.%s", l, hfs); \
+        snprintf(src, sizeof(src), "layers.%lld.%s", l, srcs); \
+        exp_add(e, &n, hf, src, nd, rows, cols, tr)
+        E("ln_1.weight", "input_layernorm.weight", 1, h, 1, 0);
+        E("ln_1.bias", "input_layernorm.bias", 1, h, 1, 0);
+        E("attn.c_attn.weight", "attention.qkv.weight", 2, 3 * h, h, 1);
+        E("attn.c_attn.bias", "attention.qkv.bias", 1, 3 * h, 1, 0);
+        E("attn.c_proj.weight", "attention.dense.weight", 2, h, h, 1);
+        E("attn.c_proj.bias", "attention.dense.bias", 1, h, 1, 0);
+        E("ln_2.weight", "post_attention_layernorm.weight", 1, h, 1, 0);
+        E("ln_2.bias", "post_attention_layernorm.bias", 1, h, 1, 0);
+        E("mlp.c_fc.weight", "mlp.fc1.weight", 2, f, h, 1);
+        E("mlp.c_fc.bias", "mlp.fc1.bias", 1, f, 1, 0);
+        E("mlp.c_proj.weight", "mlp.fc2.weight", 2, h, f, 1);
+        E("mlp.c_proj.bias", "mlp.fc2.bias", 1, h, 1, 0);
+#undef E
+    }
+    exp_add(e, &n, "transformer.ln_f.weight", "final_layernorm.weight", 1, h, 1, 0);
+    exp_add(e, &n, "transformer.ln_f.bias", "final_layernorm.bias", 1, h, 1, 0);
+    for (int i = 0; i < n; i++)
+        if (g3_ckpt_reader_find(r, e[i].src) < 0) {
+            g3_error("export: checkpoint %s has no tensor %s (for %s)", r->dir, e[i].src, e[i].hf);
+            st = G3_ERR_NOT_FOUND;
+            goto err_free_table;
+        }
+    /* The JSON header: names, dtypes, shapes (HF's), byte ranges. */
+    hcap = 256 + (size_t)n * 256;
+    header = malloc(hcap);
+    if (header == NULL) {
+        st = G3_ERR_NO_MEMORY;
+        goto err_free_table;
+    }
+    hlen += (size_t)snprintf(header + hlen, hcap - hlen, "{\"__metadata__\":{\"format\":\"pt\"}");
+    for (int i = 0; i < n; i++) {
+        uint64_t bytes = (uint64_t)(e[i].rows * (e[i].ndim > 1 ? e[i].cols : 1)) * esz;
+        int64_t d0 = e[i].transpose ? e[i].cols : e[i].rows, d1 = e[i].transpose ? e[i].rows : e[i].cols;
+        if (e[i].ndim == 2)
+            hlen += (size_t)snprintf(header + hlen, hcap - hlen,
+                                     ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld,%lld],\"data_offsets\":[%llu,%llu]}",
+                                     e[i].hf, bf16 ? "BF16" : "F32", (long long)d0, (long long)d1,
+                                     (unsigned long long)off, (unsigned long long)(off + bytes));
+        else
+            hlen += (size_t)snprintf(header + hlen, hcap - hlen,
+                                     ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld],\"data_offsets\":[%llu,%llu]}",
+                                     e[i].hf, bf16 ? "BF16" : "F32", (long long)d0, (unsigned long long)off,
+                                     (unsigned long long)(off + bytes));
+        off += bytes;
+    }
+    hlen += (size_t)snprintf(header + hlen, hcap - hlen, "}");
+    while (hlen % 8 != 0)                    /* pad with spaces: data 8-byte aligned */
+        header[hlen++] = ' ';
+    hsize = hlen;
+    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+        g3_error("export: cannot create %s: %s", out, strerror(errno));
+        st = G3_ERR_IO;
+        goto err_free_header;
+    }
+    snprintf(path, sizeof(path), "%s/model.safetensors", out);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) {
+        g3_error("export: cannot create %s: %s", tmp, strerror(errno));
+        st = G3_ERR_IO;
+        goto err_free_header;
+    }
+    {
+        unsigned char le[8];
+        for (int k = 0; k < 8; k++)
+            le[k] = (unsigned char)(hsize >> (8 * k));
+        st = write_all(fd, le, 8, tmp);
+        if (st == G3_OK)
+            st = write_all(fd, header, hlen, tmp);
+    }
+    for (int i = 0; st == G3_OK && i < n; i++) {
+        int64_t cnt = e[i].rows * (e[i].ndim > 1 ? e[i].cols : 1);
+        const float *src;
+        buf = malloc((size_t)cnt * 4);
+        tbuf = malloc((size_t)cnt * 4);
+        if (buf == NULL || tbuf == NULL) {
+            g3_error("export: out of memory for %s", e[i].src);
+            st = G3_ERR_NO_MEMORY;
+            break;
+        }
+        st = load_f32(r, e[i].src, e[i].ndim, e[i].rows, e[i].cols, buf);
+        if (st != G3_OK)
+            break;
+        src = buf;
+        if (e[i].transpose) {              /* (rows, cols) -> (cols, rows) */
+            for (int64_t a = 0; a < e[i].rows; a++)
+                for (int64_t b = 0; b < e[i].cols; b++)
+                    tbuf[b * e[i].rows + a] = buf[a * e[i].cols + b];
+            src = tbuf;
+        }
+        if (bf16) {
+            uint16_t *o = (uint16_t *)(e[i].transpose ? buf : tbuf);
+            for (int64_t k = 0; k < cnt; k++)
+                o[k] = to_bf16(src[k]);
+            st = write_all(fd, o, (size_t)cnt * 2, tmp);
+        } else {
+            st = write_all(fd, src, (size_t)cnt * 4, tmp);
+        }
+        free(buf);
+        free(tbuf);
+        buf = tbuf = NULL;
+    }
+    free(buf);
+    free(tbuf);
+    if (st == G3_OK && fsync(fd) != 0) {
+        g3_error("export: fsync %s: %s", tmp, strerror(errno));
+        st = G3_ERR_IO;
+    }
+    close(fd);
+    if (st == G3_OK && rename(tmp, path) != 0) {
+        g3_error("export: cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        st = G3_ERR_IO;
+    }
+    if (st != G3_OK) {
+        unlink(tmp);
+        goto err_free_header;
+    }
+    snprintf(cfg, sizeof(cfg),
+             "{\n"
+             "  \"architectures\": [\"GPT2LMHeadModel\"],\n"
+             "  \"model_type\": \"gpt2\",\n"
+             "  \"vocab_size\": %lld,\n"
+             "  \"n_positions\": %lld,\n"
+             "  \"n_ctx\": %lld,\n"
+             "  \"n_embd\": %lld,\n"
+             "  \"n_layer\": %lld,\n"
+             "  \"n_head\": %lld,\n"
+             "  \"n_inner\": %lld,\n"
+             "  \"activation_function\": \"gelu_new\",\n"
+             "  \"layer_norm_epsilon\": %s,\n"
+             "  \"initializer_range\": 0.02,\n"
+             "  \"resid_pdrop\": 0.0,\n"
+             "  \"embd_pdrop\": 0.0,\n"
+             "  \"attn_pdrop\": 0.0,\n"
+             "  \"scale_attn_weights\": true,\n"
+             "  \"tie_word_embeddings\": true,\n"
+             "  \"use_cache\": true,\n"
+             "  \"bos_token_id\": %lld,\n"
+             "  \"eos_token_id\": %lld,\n"
+             "  \"torch_dtype\": \"%s\"\n"
+             "}\n",
+             (long long)V, (long long)P, (long long)P, (long long)h, L, heads, (long long)f, epsbuf,
+             (long long)(V > 50256 ? 50256 : V - 1), (long long)(V > 50256 ? 50256 : V - 1),
+             bf16 ? "bfloat16" : "float32");
+    snprintf(path, sizeof(path), "%s/config.json", out);
+    st = write_text_file(path, cfg);
+    if (st == G3_OK)
+        g3_info("export: wrote %s/model.safetensors (%d tensors, %.1f MB, %s) and %s/config.json from %s",
+                out, n, (double)off / 1e6, bf16 ? "bf16" : "f32", out, r->dir);
+
+err_free_header:
+    free(header);
+err_free_table:
+    free(e);
+err_close_reader:
+    g3_ckpt_reader_close(r);
+    return st;
+}

@@ -1,0 +1,286 @@
+/* gpt3d ckpt verify: every file present and of this format, every piece's
+ * checksum, every tensor tiled exactly, the virtual datasets in place. */
+#include "ckpt/ckpt_internal.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+
+#define VERIFY_BLOCK_BYTES (64u << 20)
+
+/* CRC-32C of a dataset's raw bytes, read in row blocks.  RET: G3_OK or FORMAT. */
+static g3_status_t dataset_crc(hid_t d, hid_t type, int ndim, const int64_t *extent, size_t esz,
+                               uint32_t *crc_p)
+{
+    int64_t row = g3_ckpt_box_volume(ndim, extent) / extent[0];
+    int64_t rows = (int64_t)(VERIFY_BLOCK_BYTES / ((size_t)row * esz));
+    hid_t fspace = H5Dget_space(d);
+    void *buf;
+    uint32_t crc = 0;
+    g3_status_t st = G3_OK;
+
+    if (rows < 1)
+        rows = 1;
+    if (rows > extent[0])
+        rows = extent[0];
+    buf = malloc((size_t)(rows * row) * esz);
+    if (buf == NULL) {
+        H5Sclose(fspace);
+        return G3_ERR_NO_MEMORY;
+    }
+    for (int64_t r0 = 0; st == G3_OK && r0 < extent[0]; r0 += rows) {
+        hsize_t off[G3_CKPT_MAX_DIMS] = { 0 }, cnt[G3_CKPT_MAX_DIMS];
+        int64_t nr = extent[0] - r0 < rows ? extent[0] - r0 : rows;
+        hid_t mspace;
+        for (int k = 0; k < ndim; k++)
+            cnt[k] = (hsize_t)extent[k];
+        off[0] = (hsize_t)r0;
+        cnt[0] = (hsize_t)nr;
+        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL);
+        mspace = H5Screate_simple(ndim, cnt, NULL);
+        if (H5Dread(d, type, mspace, fspace, H5P_DEFAULT, buf) < 0)
+            st = G3_ERR_FORMAT;
+        else
+            crc = g3_crc32c(crc, buf, (size_t)(nr * row) * esz);
+        H5Sclose(mspace);
+    }
+    free(buf);
+    H5Sclose(fspace);
+    *crc_p = crc;
+    return st;
+}
+
+static int cmp_prow(const void *a, const void *b)
+{
+    const g3_ckpt_prow_t *x = *(const g3_ckpt_prow_t *const *)a, *y = *(const g3_ckpt_prow_t *const *)b;
+    for (int k = 0; k < G3_CKPT_MAX_DIMS; k++)
+        if (x->offset[k] != y->offset[k])
+            return x->offset[k] < y->offset[k] ? -1 : 1;
+    return 0;
+}
+
+static int verify_tiling(const g3_ckpt_reader_t *r, const g3_ckpt_trow_t *t)
+{
+    const g3_ckpt_prow_t **p = malloc((size_t)(t->npieces + 1) * sizeof(*p));
+    int64_t total = 0, want = g3_ckpt_box_volume(t->ndim, t->shape);
+    int faults = 0;
+
+    for (int64_t i = 0; i < t->npieces; i++)
+        p[i] = &r->pieces[t->first_piece + i];
+    qsort(p, (size_t)t->npieces, sizeof(*p), cmp_prow);
+    for (int64_t i = 0; i < t->npieces; i++) {
+        for (int k = 0; k < t->ndim; k++)
+            if (p[i]->offset[k] < 0 || p[i]->extent[k] <= 0 || p[i]->offset[k] + p[i]->extent[k] > t->shape[k]) {
+                g3_error("verify: tensor %s: a piece in %s lies outside the tensor's shape", t->name,
+                         r->files[p[i]->file].name);
+                faults++;
+                break;
+            }
+        total += g3_ckpt_box_volume(t->ndim, p[i]->extent);
+        for (int64_t j = i + 1; j < t->npieces && p[j]->offset[0] < p[i]->offset[0] + p[i]->extent[0]; j++) {
+            int64_t io[G3_CKPT_MAX_DIMS], ie[G3_CKPT_MAX_DIMS];
+            if (g3_ckpt_box_intersect(t->ndim, p[i]->offset, p[i]->extent, p[j]->offset, p[j]->extent, io, ie)) {
+                g3_error("verify: tensor %s: pieces in %s and %s overlap", t->name, r->files[p[i]->file].name,
+                         r->files[p[j]->file].name);
+                faults++;
+            }
+        }
+    }
+    if (total != want) {
+        g3_error("verify: tensor %s: its pieces hold %lld of %lld elements: the checkpoint is incomplete",
+                 t->name, (long long)total, (long long)want);
+        faults++;
+    }
+    free(p);
+    return faults;
+}
+
+/* Check one shard file: header, manifest against the index, every checksum. */
+static int verify_file(const g3_ckpt_reader_t *r, size_t fi, const size_t *pidx, size_t npidx,
+                       int64_t *bytes_p)
+{
+    const g3_ckpt_frow_t *fr = &r->files[fi];
+    char path[PATH_MAX + 80], kind[16] = "", msg[512];
+    int32_t tp = -1, pp = -1, dp = -1;
+    int64_t it = -1;
+    g3_ckpt_mrow_t *rows = NULL;
+    size_t nrows = 0, nidx = 0;
+    int faults = 0;
+    hid_t f;
+
+    snprintf(path, sizeof(path), "%s/%s", r->dir, fr->name);
+    if (g3_ckpt_h5_open(path, &f) != G3_OK)
+        return 1;
+    if (g3_ckpt_check_format(f, path, G3_CKPT_SHARD_FORMAT) != G3_OK) {
+        H5Fclose(f);
+        return 1;
+    }
+    g3_ckpt_attr_read_str(f, "kind", kind, sizeof(kind));
+    g3_ckpt_attr_read_i32(f, "tp", &tp);
+    g3_ckpt_attr_read_i32(f, "pp", &pp);
+    g3_ckpt_attr_read_i32(f, "dp", &dp);
+    g3_ckpt_attr_read_i64(f, "iteration", &it, 1);
+    if (tp != fr->tp || pp != fr->pp || dp != fr->dp || it != r->iteration ||
+        strcmp(kind, fr->kind == G3_CKPT_MODEL ? "model" : "optim") != 0) {
+        g3_error("verify: %s says it is %s (tp %d, pp %d, dp %d) of iteration %lld; the index expects tp %d, pp %d, dp %d of iteration %lld",
+                 path, kind, tp, pp, dp, (long long)it, fr->tp, fr->pp, fr->dp, (long long)r->iteration);
+        faults++;
+    }
+    if (g3_ckpt_table_read(f, "manifest", G3_CKPT_TABLE_MANIFEST, (void **)&rows, &nrows, path) != G3_OK)
+        faults++;
+    for (size_t q = 0; q < npidx; q++) {
+        const g3_ckpt_prow_t *sp = &r->pieces[pidx[q]];
+        const g3_ckpt_trow_t *t;
+        char dname[G3_CKPT_NAME_MAX + 16];
+        g3_ckpt_dtype_t dt;
+        uint32_t crc = 0, attr_crc = 0;
+        hid_t d;
+
+        nidx++;
+        t = &r->tensors[sp->tensor];
+        g3_ckpt_dtype_parse(t->dtype, &dt);
+        g3_ckpt_piece_dataset(t->name, sp->piece, dname, sizeof(dname));
+        d = H5Dopen2(f, dname, H5P_DEFAULT);
+        if (d < 0) {
+            g3_error("verify: %s: dataset %s (tensor %s) is missing or unreadable: %s", path, dname, t->name,
+                     g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+            faults++;
+            continue;
+        }
+        {
+            hid_t ft = H5Dget_type(d), fs = H5Dget_space(d);
+            hsize_t dims[G3_CKPT_MAX_DIMS];
+            int ok = H5Tequal(ft, g3_ckpt_h5_type(dt)) > 0 && H5Sget_simple_extent_ndims(fs) == t->ndim;
+            H5Sget_simple_extent_dims(fs, dims, NULL);
+            for (int k = 0; ok && k < t->ndim; k++)
+                ok = (int64_t)dims[k] == sp->extent[k];
+            H5Tclose(ft);
+            H5Sclose(fs);
+            if (!ok) {
+                g3_error("verify: %s: dataset %s has another type or shape than the index says (%s)", path,
+                         dname, t->dtype);
+                faults++;
+                H5Dclose(d);
+                continue;
+            }
+        }
+        if (dataset_crc(d, g3_ckpt_h5_type(dt), t->ndim, sp->extent, g3_ckpt_dtype_size(dt), &crc) != G3_OK) {
+            g3_error("verify: %s: cannot read dataset %s: %s (truncated?)", path, dname,
+                     g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+            faults++;
+        } else if (crc != sp->crc32c) {
+            g3_error("verify: checksum mismatch in %s, dataset %s (tensor %s): index says %08x, data gives %08x",
+                     path, dname, t->name, sp->crc32c, crc);
+            faults++;
+        } else if (g3_ckpt_attr_read_u32(d, "crc32c", &attr_crc) != G3_OK || attr_crc != crc) {
+            g3_error("verify: %s: dataset %s carries crc32c attribute %08x but its data gives %08x", path, dname,
+                     attr_crc, crc);
+            faults++;
+        }
+        *bytes_p += sp->nbytes;
+        H5Dclose(d);
+    }
+    if (rows != NULL && nrows != nidx) {
+        g3_error("verify: %s lists %zu pieces in its manifest but the index has %zu for it", path, nrows, nidx);
+        faults++;
+    }
+    free(rows);
+    H5Fclose(f);
+    return faults;
+}
+
+static int verify_vds(const g3_ckpt_reader_t *r)
+{
+    char path[PATH_MAX + 16];
+    hid_t f;
+    int faults = 0;
+
+    snprintf(path, sizeof(path), "%s/%s", r->dir, G3_CKPT_INDEX_NAME);
+    if (g3_ckpt_h5_open(path, &f) != G3_OK)
+        return 1;
+    for (size_t i = 0; i < r->ntensors; i++) {
+        const g3_ckpt_trow_t *t = &r->tensors[i];
+        hid_t d = H5Dopen2(f, t->name, H5P_DEFAULT), dcpl;
+        size_t count = 0;
+        if (d < 0) {
+            g3_error("verify: %s has no virtual dataset /%s", path, t->name);
+            faults++;
+            continue;
+        }
+        dcpl = H5Dget_create_plist(d);
+        if (H5Pget_layout(dcpl) != H5D_VIRTUAL || H5Pget_virtual_count(dcpl, &count) < 0 ||
+            count != (size_t)t->npieces) {
+            g3_error("verify: %s: /%s is not a virtual dataset over its %lld pieces", path, t->name,
+                     (long long)t->npieces);
+            faults++;
+        }
+        H5Pclose(dcpl);
+        H5Dclose(d);
+    }
+    H5Fclose(f);
+    return faults;
+}
+
+g3_status_t g3_ckpt_verify(const char *path, int *nfaults_p)
+{
+    g3_ckpt_reader_t *r = NULL;
+    int faults = 0;
+    int64_t bytes = 0;
+
+    if (g3_ckpt_reader_open(path, &r) != G3_OK) {
+        *nfaults_p = 1;
+        return G3_ERR_FORMAT;
+    }
+    for (size_t i = 0; i < r->ntensors; i++)
+        faults += verify_tiling(r, &r->tensors[i]);
+    {   /* pieces grouped by file (counting sort) */
+        size_t *start = calloc(r->nfiles + 1, sizeof(size_t)), *pidx = malloc((r->npieces + 1) * sizeof(size_t));
+        size_t *fill = calloc(r->nfiles + 1, sizeof(size_t));
+        if (start == NULL || pidx == NULL || fill == NULL) {
+            free(start);
+            free(pidx);
+            free(fill);
+            g3_ckpt_reader_close(r);
+            *nfaults_p = 1;
+            return G3_ERR_NO_MEMORY;
+        }
+        for (size_t p = 0; p < r->npieces; p++)
+            start[r->pieces[p].file + 1]++;
+        for (size_t i = 0; i < r->nfiles; i++)
+            start[i + 1] += start[i];
+        for (size_t p = 0; p < r->npieces; p++) {
+            size_t fi = (size_t)r->pieces[p].file;
+            pidx[start[fi] + fill[fi]++] = p;
+        }
+        for (size_t i = 0; i < r->nfiles; i++)
+            faults += verify_file(r, i, &pidx[start[i]], start[i + 1] - start[i], &bytes);
+        free(start);
+        free(pidx);
+        free(fill);
+    }
+    faults += verify_vds(r);
+    {   /* files on disk the index does not know are not faults, but worth a word */
+        DIR *d = opendir(r->dir);
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) {
+            int known = e->d_name[0] == '.' || strcmp(e->d_name, G3_CKPT_INDEX_NAME) == 0;
+            for (size_t i = 0; !known && i < r->nfiles; i++)
+                known = strcmp(e->d_name, r->files[i].name) == 0;
+            if (!known)
+                g3_warn("verify: %s/%s is not part of the checkpoint", r->dir, e->d_name);
+        }
+        if (d)
+            closedir(d);
+    }
+    if (faults == 0)
+        g3_info("verify: %s is complete and every checksum matches (%zu files, %zu tensors, %.1f MB)",
+                r->dir, r->nfiles, r->ntensors, (double)bytes / 1e6);
+    else
+        g3_error("verify: %s has %d fault%s", r->dir, faults, faults > 1 ? "s" : "");
+    g3_ckpt_reader_close(r);
+    *nfaults_p = faults;
+    return faults ? G3_ERR_FORMAT : G3_OK;
+}
