@@ -6,3 +6,5 @@ tests_ckpt_test_ckpt_roundtrip_LDADD = $(G3_TEST_LDADD)
 check_PROGRAMS += tests/ckpt/ckpt_synth
 tests_ckpt_ckpt_synth_SOURCES = tests/ckpt/ckpt_synth.c tests/ckpt/synth.h
 tests_ckpt_ckpt_synth_LDADD = $(G3_TEST_LDADD)
+TESTS += tests/ckpt/test_ckpt_cli.sh
+EXTRA_DIST += tests/ckpt/test_ckpt_cli.sh tests/ckpt/check_ckpt.py tests/ckpt/synth.py
