@@ -446,6 +446,46 @@ hid_t g3_ckpt_table_type(g3_ckpt_table_t table, int file)
     return t;
 }
 
+g3_status_t g3_ckpt_dataset_raw_crc(hid_t d, uint32_t *crc_p)
+{
+    hid_t t = H5Dget_type(d), s = H5Dget_space(d);
+    hssize_t n = H5Sget_simple_extent_npoints(s);
+    size_t bytes = n > 0 ? (size_t)n * H5Tget_size(t) : 0;
+    void *buf = malloc(bytes ? bytes : 1);
+    g3_status_t st = G3_OK;
+
+    if (buf == NULL)
+        st = G3_ERR_NO_MEMORY;
+    else if (bytes > 0 && H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+        st = G3_ERR_FORMAT;
+    if (st == G3_OK)
+        *crc_p = g3_crc32c(0, buf, bytes);
+    free(buf);
+    H5Sclose(s);
+    H5Tclose(t);
+    return st;
+}
+
+g3_status_t g3_ckpt_dataset_check_crc(hid_t d, const char *name, const char *path)
+{
+    uint32_t want = 0, got = 0;
+
+    if (g3_ckpt_attr_read_u32(d, "crc32c", &want) != G3_OK) {
+        g3_error("%s: /%s has no crc32c attribute: the file is damaged or was not written by gpt3d", path, name);
+        return G3_ERR_FORMAT;
+    }
+    if (g3_ckpt_dataset_raw_crc(d, &got) != G3_OK) {
+        g3_error("%s: cannot read /%s (truncated or damaged file?)", path, name);
+        return G3_ERR_FORMAT;
+    }
+    if (got != want) {
+        g3_error("checksum mismatch in %s, dataset /%s: stored crc32c %08x, computed %08x: the file is corrupt", path,
+                 name, want, got);
+        return G3_ERR_FORMAT;
+    }
+    return G3_OK;
+}
+
 g3_status_t g3_ckpt_table_write(hid_t loc, const char *name, g3_ckpt_table_t table,
                                 const void *rows, size_t nrows, const char *path)
 {
@@ -459,6 +499,13 @@ g3_status_t g3_ckpt_table_write(hid_t loc, const char *name, g3_ckpt_table_t tab
     if (d < 0 || (nrows > 0 && H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0)) {
         g3_error("cannot write table /%s of %s: %s", name, path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
         st = G3_ERR_IO;
+    } else {
+        uint32_t crc = 0;
+        st = g3_ckpt_dataset_raw_crc(d, &crc);
+        if (st == G3_OK)
+            st = g3_ckpt_attr_write_u32(d, "crc32c", crc);
+        if (st != G3_OK)
+            g3_error("cannot checksum table /%s of %s: %s", name, path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
     }
     if (d >= 0)
         H5Dclose(d);
@@ -485,6 +532,10 @@ g3_status_t g3_ckpt_table_read(hid_t loc, const char *name, g3_ckpt_table_t tabl
     d = H5Dopen2(loc, name, H5P_DEFAULT);
     if (d < 0) {
         g3_error("cannot open table /%s of %s: %s", name, path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+        return G3_ERR_FORMAT;
+    }
+    if (g3_ckpt_dataset_check_crc(d, name, path) != G3_OK) {
+        H5Dclose(d);
         return G3_ERR_FORMAT;
     }
     space = H5Dget_space(d);

@@ -82,6 +82,11 @@ g3_status_t g3_ckpt_attr_read_u32(hid_t obj, const char *name, uint32_t *v);
  * what: "index" or "shard" (for messages).  Errors logged naming path. */
 g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *format);
 
+/* CRC-32C of a dataset's bytes as stored (read with its file type). */
+g3_status_t g3_ckpt_dataset_raw_crc(hid_t d, uint32_t *crc_p);
+/* Compare with the dataset's crc32c attribute; errors logged naming path/name. */
+g3_status_t g3_ckpt_dataset_check_crc(hid_t d, const char *name, const char *path);
+
 /* ---- tables -------------------------------------------------------------------- */
 
 typedef struct {            /* one row of a shard file's /manifest           */

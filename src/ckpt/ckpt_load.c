@@ -145,6 +145,11 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
             st = G3_ERR_FORMAT;
             goto err_close_file;
         }
+        if (g3_ckpt_dataset_check_crc(d, "config", path) != G3_OK) {
+            H5Dclose(d);
+            st = G3_ERR_FORMAT;
+            goto err_close_file;
+        }
         t = H5Dget_type(d);
         sz = H5Tget_size(t);
         r->config = calloc(sz + 1, 1);

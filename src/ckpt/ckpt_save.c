@@ -516,6 +516,8 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
         d = H5Dcreate2(f, "config", t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         if (d < 0 || H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, cfg) < 0)
             st = G3_ERR_IO;
+        else
+            st = g3_ckpt_attr_write_u32(d, "crc32c", g3_crc32c(0, cfg, strlen(cfg) + 1));
         if (d >= 0)
             H5Dclose(d);
         H5Sclose(s);
