@@ -46,6 +46,16 @@ void g3_bpe_cache_free(g3_bpe_cache_t *cache);
 g3_status_t g3_bpe_encode(const g3_bpe_t *bpe, g3_bpe_cache_t *cache, const char *text,
                           size_t len, g3_bpe_ids_t *out, size_t *bad_offset_p);
 
+/* Like g3_bpe_encode, for any bytes: an ill-formed UTF-8 byte is taken as
+ * one "other" character (it never matches \s, \p{L} or \p{N}), so
+ * g3_bpe_decode(g3_bpe_encode_bytes(b)) == b for every byte string b. */
+g3_status_t g3_bpe_encode_bytes(const g3_bpe_t *bpe, g3_bpe_cache_t *cache, const char *text,
+                                size_t len, g3_bpe_ids_t *out);
+
+/* Read only the vocabulary file.  OUT: *vocab_size_p, *eod_id_p (-1 if the
+ * vocabulary has no "<|endoftext|>"). */
+g3_status_t g3_bpe_vocab_info(const char *vocab_file, int64_t *vocab_size_p, int64_t *eod_id_p);
+
 /* Replace invalid UTF-8 in text[0..len) by U+FFFD the way Python's
  * bytes.decode("utf-8", errors="replace") does (one U+FFFD per maximal
  * invalid subpart).  OUT: *out_p (malloc'd, NUL-terminated), *out_len_p,

@@ -1,1 +1,9 @@
-# src/data: see docs/design.md for what this layer owns.
+# src/data: the GPT-2 BPE tokenizer, Megatron indexed datasets (MMIDIDX v1),
+# the GPT sample index (Megatron semantics) and weighted blends.
+# Depends on core only.  See docs/data.md.
+src_libgpt3d_a_SOURCES += \
+	src/data/unicode_tables.c src/data/unicode_tables.h src/data/unicode.c \
+	src/data/json.c src/data/json.h \
+	src/data/bpe.c src/data/bpe.h
+EXTRA_DIST += scripts/data-gen-unicode.js
+src_libgpt3d_a_SOURCES += src/data/indexed.c src/data/indexed.h

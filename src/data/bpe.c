@@ -1,0 +1,1069 @@
+/* gpt3d data: the GPT-2 byte-level BPE tokenizer (see bpe.h).
+ *
+ * Tokens are kept as raw bytes: the GPT-2 files spell each byte as one
+ * printable code point (bytes_to_unicode), which is undone at load time, so
+ * a word starts as one symbol per byte and merges join adjacent symbols by
+ * rank.  Merging uses a heap ordered by (rank, position) and processes one
+ * rank at a time in left-to-right order, which is exactly GPT-2's "merge
+ * every occurrence of the lowest-ranked pair, left to right" loop in
+ * O(n log n) instead of O(n^2) (long words without spaces, e.g. CJK text,
+ * stay fast). */
+#include "data/bpe.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "data/json.h"
+#include "data/unicode_tables.h"
+
+/* ---- hashing ----------------------------------------------------------- */
+
+static inline uint64_t g3_hash_bytes(const unsigned char *p, size_t n)
+{
+    /* FNV-1a folded 8 bytes at a time, then mixed (splitmix64 finaliser). */
+    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0x100000001b3ULL;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+static inline uint64_t g3_hash_u64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* ---- the tokenizer ------------------------------------------------------ */
+
+typedef struct {
+    uint64_t key;      /* (left id << 32) | right id; UINT64_MAX = empty slot */
+    int32_t  rank;     /* line order in the merges file                       */
+    int32_t  merged;   /* id of left + right                                  */
+} g3_bpe_merge_t;
+
+struct g3_bpe {
+    int32_t         vocab_size;
+    int32_t         eod_id;
+    char           *tok_bytes;    /* all token byte strings back to back     */
+    size_t         *tok_off;      /* (V + 1,) offsets into tok_bytes         */
+    int32_t        *vocab_slots;  /* open-addressing bytes -> id, -1 = empty  */
+    size_t          vocab_mask;
+    int32_t         byte_id[256]; /* id of each single-byte token             */
+    g3_bpe_merge_t *merges;       /* open addressing, merge_mask + 1 slots    */
+    size_t          merge_mask;
+    int32_t         num_merges;
+};
+
+/* GPT-2's bytes_to_unicode(): printable Latin-1 bytes stand for themselves,
+ * the other 68 bytes are shifted to U+0100 + n in byte order.
+ * OUT: cp_of_byte[256]; byte_of_cp[324] (-1 where no byte). */
+static void g3_bpe_byte_table(unsigned cp_of_byte[256], int byte_of_cp[324])
+{
+    unsigned n = 0;
+    for (int i = 0; i < 324; i++)
+        byte_of_cp[i] = -1;
+    for (unsigned b = 0; b < 256; b++) {
+        int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+        cp_of_byte[b] = printable ? b : 256 + n++;
+        byte_of_cp[cp_of_byte[b]] = (int)b;
+    }
+}
+
+static const char *g3_bpe_tok(const g3_bpe_t *bpe, int32_t id, size_t *len)
+{
+    *len = bpe->tok_off[id + 1] - bpe->tok_off[id];
+    return bpe->tok_bytes + bpe->tok_off[id];
+}
+
+static int32_t g3_bpe_vocab_find(const g3_bpe_t *bpe, const char *p, size_t n)
+{
+    size_t i = g3_hash_bytes((const unsigned char *)p, n) & bpe->vocab_mask;
+    for (;; i = (i + 1) & bpe->vocab_mask) {
+        int32_t id = bpe->vocab_slots[i];
+        size_t len;
+        if (id < 0)
+            return -1;
+        const char *t = g3_bpe_tok(bpe, id, &len);
+        if (len == n && memcmp(t, p, n) == 0)
+            return id;
+    }
+}
+
+static inline const g3_bpe_merge_t *g3_bpe_merge_find(const g3_bpe_t *bpe, int32_t a, int32_t b)
+{
+    uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    size_t i = g3_hash_u64(key) & bpe->merge_mask;
+    for (;; i = (i + 1) & bpe->merge_mask) {
+        const g3_bpe_merge_t *m = &bpe->merges[i];
+        if (m->key == key)
+            return m;
+        if (m->key == UINT64_MAX)
+            return NULL;
+    }
+}
+
+static g3_status_t g3_read_file(const char *path, const char *what, char **data_p, size_t *len_p)
+{
+    FILE *f = fopen(path, "rb");
+    char *data = NULL;
+    size_t len = 0, cap = 0;
+    if (!f) {
+        g3_error("cannot open the %s '%s': %s", what, path, strerror(errno));
+        return errno == ENOENT ? G3_ERR_NOT_FOUND : G3_ERR_IO;
+    }
+    for (;;) {
+        if (cap - len < 65536) {
+            cap = cap ? cap * 2 : 1 << 20;
+            char *p = realloc(data, cap + 1);
+            if (!p) {
+                free(data);
+                fclose(f);
+                g3_error("out of memory reading the %s '%s'", what, path);
+                return G3_ERR_NO_MEMORY;
+            }
+            data = p;
+        }
+        size_t got = fread(data + len, 1, cap - len, f);
+        len += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        g3_error("cannot read the %s '%s': %s", what, path, strerror(errno));
+        free(data);
+        fclose(f);
+        return G3_ERR_IO;
+    }
+    fclose(f);
+    data[len] = '\0';
+    *data_p = data;
+    *len_p = len;
+    return G3_OK;
+}
+
+/* Undo bytes_to_unicode on a decoded JSON key / merges word.
+ * RET: 0 when some code point is not one of the 256 byte stand-ins. */
+static int g3_bpe_unbyte(const char *u8, size_t n, const int byte_of_cp[324], g3_buf_t *out)
+{
+    const unsigned char *s = (const unsigned char *)u8;
+    out->len = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned cp;
+        if (s[i] < 0x80) {
+            cp = s[i++];
+        } else if ((s[i] & 0xE0) == 0xC0 && i + 1 < n) {
+            cp = ((s[i] & 0x1Fu) << 6) | (s[i + 1] & 0x3Fu);
+            i += 2;
+        } else {
+            return 0;   /* all stand-ins are below U+0800 */
+        }
+        if (cp >= 324 || byte_of_cp[cp] < 0)
+            return 0;
+        unsigned char b = (unsigned char)byte_of_cp[cp];
+        if (g3_buf_append(out, &b, 1) != G3_OK)
+            return 0;
+    }
+    return 1;
+}
+
+static size_t g3_pow2_at_least(size_t n)
+{
+    size_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+/* Line number of byte offset pos in text (1-based). */
+static size_t g3_line_of(const char *text, size_t pos)
+{
+    size_t line = 1;
+    for (size_t i = 0; i < pos; i++)
+        line += text[i] == '\n';
+    return line;
+}
+
+static g3_status_t g3_bpe_load_vocab(g3_bpe_t *bpe, const char *path, const int byte_of_cp[324])
+{
+    char *text = NULL;
+    size_t len;
+    g3_status_t st = g3_read_file(path, "vocabulary file (--vocab-file)", &text, &len);
+    g3_buf_t key = { 0 }, raw = { 0 }, all = { 0 };
+    int32_t *ids = NULL;
+    size_t *offs = NULL, n = 0, cap = 0;
+    int first = 1;
+    g3_json_t j = { text, len, 0, NULL, 0 };
+
+    if (st != G3_OK)
+        return st;
+    /* Pass 1: collect (bytes, id) pairs in file order. */
+    for (;;) {
+        long long id;
+        st = g3_json_object_next(&j, &first, &key);
+        if (st == G3_ERR_NOT_FOUND) {
+            st = G3_OK;
+            break;
+        }
+        if (st != G3_OK)
+            goto err_syntax;
+        if ((st = g3_json_int(&j, &id)) != G3_OK)
+            goto err_syntax;
+        if (id < 0 || id > INT32_MAX - 1) {
+            g3_error("vocabulary file '%s' line %zu: token id %lld is out of range", path,
+                     g3_line_of(text, j.pos), id);
+            st = G3_ERR_FORMAT;
+            goto err_free;
+        }
+        if (!g3_bpe_unbyte(key.data ? key.data : "", key.len, byte_of_cp, &raw)) {
+            g3_error("vocabulary file '%s' line %zu: token %lld is not spelled in GPT-2's byte alphabet (is this a GPT-2 encoder.json / vocab.json?)",
+                     path, g3_line_of(text, j.pos), id);
+            st = G3_ERR_FORMAT;
+            goto err_free;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 65536;
+            int32_t *ni = realloc(ids, cap * sizeof(*ids));
+            if (ni) ids = ni;
+            size_t *no = ni ? realloc(offs, (cap + 1) * sizeof(*offs)) : NULL;
+            if (!no) {
+                st = G3_ERR_NO_MEMORY;
+                g3_error("out of memory loading the vocabulary '%s'", path);
+                goto err_free;
+            }
+            offs = no;
+        }
+        ids[n] = (int32_t)id;
+        offs[n] = all.len;
+        if ((st = g3_buf_append(&all, raw.data ? raw.data : "", raw.len)) != G3_OK) {
+            g3_error("out of memory loading the vocabulary '%s'", path);
+            goto err_free;
+        }
+        n++;
+    }
+    g3_json_skip_ws(&j);
+    if (j.pos != len) {
+        j.why = "trailing data after the JSON object";
+        st = G3_ERR_FORMAT;
+        goto err_syntax;
+    }
+    if (n == 0) {
+        g3_error("vocabulary file '%s' has no tokens", path);
+        st = G3_ERR_FORMAT;
+        goto err_free;
+    }
+    offs[n] = all.len;
+
+    /* Pass 2: place tokens by id; ids must be exactly 0..n-1. */
+    bpe->vocab_size = (int32_t)n;
+    bpe->tok_off = calloc(n + 1, sizeof(*bpe->tok_off));
+    bpe->tok_bytes = malloc(all.len + 1);
+    size_t *seen_len = calloc(n, sizeof(size_t));
+    size_t *seen_at = calloc(n, sizeof(size_t));
+    if (!bpe->tok_off || !bpe->tok_bytes || !seen_len || !seen_at) {
+        free(seen_len);
+        free(seen_at);
+        st = G3_ERR_NO_MEMORY;
+        g3_error("out of memory loading the vocabulary '%s'", path);
+        goto err_free;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((size_t)ids[i] >= n) {
+            g3_error("vocabulary file '%s': token id %d is >= the number of tokens (%zu); ids must be 0..%zu with no gaps",
+                     path, ids[i], n, n - 1);
+            st = G3_ERR_FORMAT;
+        } else if (seen_len[ids[i]]) {
+            g3_error("vocabulary file '%s': token id %d appears twice", path, ids[i]);
+            st = G3_ERR_FORMAT;
+        } else {
+            seen_len[ids[i]] = offs[i + 1] - offs[i] + 1;   /* +1: mark seen */
+            seen_at[ids[i]] = offs[i];
+        }
+        if (st != G3_OK) {
+            free(seen_len);
+            free(seen_at);
+            goto err_free;
+        }
+    }
+    size_t off = 0;
+    for (size_t id = 0; id < n; id++) {
+        size_t l = seen_len[id] - 1;
+        bpe->tok_off[id] = off;
+        memcpy(bpe->tok_bytes + off, all.data + seen_at[id], l);
+        off += l;
+    }
+    bpe->tok_off[n] = off;
+    free(seen_len);
+    free(seen_at);
+
+    /* Pass 3: the bytes -> id table, and the single-byte tokens. */
+    bpe->vocab_mask = g3_pow2_at_least(n * 2) - 1;
+    bpe->vocab_slots = malloc((bpe->vocab_mask + 1) * sizeof(int32_t));
+    if (!bpe->vocab_slots) {
+        st = G3_ERR_NO_MEMORY;
+        g3_error("out of memory loading the vocabulary '%s'", path);
+        goto err_free;
+    }
+    memset(bpe->vocab_slots, 0xff, (bpe->vocab_mask + 1) * sizeof(int32_t));
+    for (int32_t id = 0; id < (int32_t)n; id++) {
+        size_t l;
+        const char *t = g3_bpe_tok(bpe, id, &l);
+        if (g3_bpe_vocab_find(bpe, t, l) >= 0) {
+            g3_error("vocabulary file '%s': token id %d repeats the bytes of an earlier token", path, id);
+            st = G3_ERR_FORMAT;
+            goto err_free;
+        }
+        size_t i = g3_hash_bytes((const unsigned char *)t, l) & bpe->vocab_mask;
+        while (bpe->vocab_slots[i] >= 0)
+            i = (i + 1) & bpe->vocab_mask;
+        bpe->vocab_slots[i] = id;
+    }
+    for (int b = 0; b < 256; b++) {
+        char c = (char)b;
+        bpe->byte_id[b] = g3_bpe_vocab_find(bpe, &c, 1);
+        if (bpe->byte_id[b] < 0) {
+            g3_error("vocabulary file '%s' has no token for byte 0x%02x; a byte-level BPE vocabulary needs all 256", path, b);
+            st = G3_ERR_FORMAT;
+            goto err_free;
+        }
+    }
+    bpe->eod_id = g3_bpe_vocab_find(bpe, "<|endoftext|>", 13);
+    st = G3_OK;
+    goto err_free;   /* free the temporaries */
+
+err_syntax:
+    if (st == G3_ERR_FORMAT)
+        g3_error("vocabulary file '%s' line %zu: %s (expected a JSON object mapping token strings to ids, like GPT-2's encoder.json)",
+                 path, g3_line_of(text, j.pos), j.why ? j.why : "syntax error");
+    else
+        g3_error("out of memory loading the vocabulary '%s'", path);
+err_free:
+    free(ids);
+    free(offs);
+    g3_buf_free(&key);
+    g3_buf_free(&raw);
+    g3_buf_free(&all);
+    free(text);
+    return st;
+}
+
+static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const int byte_of_cp[324])
+{
+    char *text = NULL;
+    size_t len;
+    g3_status_t st = g3_read_file(path, "merges file (--merge-file)", &text, &len);
+    g3_buf_t a = { 0 }, b = { 0 }, ab = { 0 };
+    size_t lines = 0, line = 0;
+
+    if (st != G3_OK)
+        return st;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    bpe->merge_mask = g3_pow2_at_least((lines + 1) * 2 + 16) - 1;
+    bpe->merges = malloc((bpe->merge_mask + 1) * sizeof(*bpe->merges));
+    if (!bpe->merges) {
+        g3_error("out of memory loading the merges '%s'", path);
+        st = G3_ERR_NO_MEMORY;
+        goto err_free;
+    }
+    for (size_t i = 0; i <= bpe->merge_mask; i++)
+        bpe->merges[i].key = UINT64_MAX;
+
+    for (size_t pos = 0; pos < len;) {
+        size_t end = pos;
+        while (end < len && text[end] != '\n')
+            end++;
+        line++;
+        size_t e = end;
+        if (e > pos && text[e - 1] == '\r')
+            e--;
+        const char *l = text + pos;
+        size_t ll = e - pos;
+        pos = end + 1;
+        if (ll == 0 || (line == 1 && ll >= 8 && memcmp(l, "#version", 8) == 0))
+            continue;
+        const char *sp = memchr(l, ' ', ll);
+        if (!sp || sp == l || sp == l + ll - 1 || memchr(sp + 1, ' ', (size_t)(l + ll - sp - 1))) {
+            g3_error("merges file '%s' line %zu: expected two tokens separated by one space, like GPT-2's vocab.bpe / merges.txt",
+                     path, line);
+            st = G3_ERR_FORMAT;
+            goto err_free;
+        }
+        if (!g3_bpe_unbyte(l, (size_t)(sp - l), byte_of_cp, &a)
+            || !g3_bpe_unbyte(sp + 1, (size_t)(l + ll - sp - 1), byte_of_cp, &b)) {
+            g3_error("merges file '%s' line %zu: a token is not spelled in GPT-2's byte alphabet", path, line);
+            st = G3_ERR_FORMAT;
+            goto err_free;
+        }
+        ab.len = 0;
+        if (g3_buf_append(&ab, a.data, a.len) != G3_OK || g3_buf_append(&ab, b.data, b.len) != G3_OK) {
+            st = G3_ERR_NO_MEMORY;
+            goto err_free;
+        }
+        int32_t ia = g3_bpe_vocab_find(bpe, a.data, a.len);
+        int32_t ib = g3_bpe_vocab_find(bpe, b.data, b.len);
+        int32_t iab = g3_bpe_vocab_find(bpe, ab.data, ab.len);
+        if (ia < 0 || ib < 0 || iab < 0) {
+            g3_error("merges file '%s' line %zu: '%.*s' uses a token that is not in the vocabulary (do --vocab-file and --merge-file belong together?)",
+                     path, line, (int)ll, l);
+            st = G3_ERR_FORMAT;
+            goto err_free;
+        }
+        uint64_t key = ((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib;
+        size_t i = g3_hash_u64(key) & bpe->merge_mask;
+        while (bpe->merges[i].key != UINT64_MAX && bpe->merges[i].key != key)
+            i = (i + 1) & bpe->merge_mask;
+        if (bpe->merges[i].key == key)
+            continue;   /* a repeated merge: the first (lowest) rank wins, as in GPT-2 */
+        bpe->merges[i].key = key;
+        bpe->merges[i].rank = bpe->num_merges++;
+        bpe->merges[i].merged = iab;
+    }
+    if (bpe->num_merges == 0) {
+        g3_error("merges file '%s' has no merges", path);
+        st = G3_ERR_FORMAT;
+    }
+err_free:
+    g3_buf_free(&a);
+    g3_buf_free(&b);
+    g3_buf_free(&ab);
+    free(text);
+    return st;
+}
+
+g3_status_t g3_bpe_load(const char *vocab_file, const char *merge_file, g3_bpe_t **bpe_p)
+{
+    unsigned cp_of_byte[256];
+    int byte_of_cp[324];
+    g3_status_t st;
+    g3_bpe_t *bpe = calloc(1, sizeof(*bpe));
+
+    if (!bpe)
+        return G3_ERR_NO_MEMORY;
+    g3_bpe_byte_table(cp_of_byte, byte_of_cp);
+    if ((st = g3_bpe_load_vocab(bpe, vocab_file, byte_of_cp)) != G3_OK)
+        goto err_free_bpe;
+    if ((st = g3_bpe_load_merges(bpe, merge_file, byte_of_cp)) != G3_OK)
+        goto err_free_bpe;
+    g3_ucs_class(0x4E00);   /* build the class table now, not in the first encode */
+    *bpe_p = bpe;
+    return G3_OK;
+
+err_free_bpe:
+    g3_bpe_free(bpe);
+    return st;
+}
+
+void g3_bpe_free(g3_bpe_t *bpe)
+{
+    if (!bpe)
+        return;
+    free(bpe->tok_bytes);
+    free(bpe->tok_off);
+    free(bpe->vocab_slots);
+    free(bpe->merges);
+    free(bpe);
+}
+
+int32_t g3_bpe_vocab_size(const g3_bpe_t *bpe) { return bpe->vocab_size; }
+int32_t g3_bpe_eod_id(const g3_bpe_t *bpe) { return bpe->eod_id; }
+
+const char *g3_bpe_token_bytes(const g3_bpe_t *bpe, int32_t id, size_t *len_p)
+{
+    if (id < 0 || id >= bpe->vocab_size)
+        return NULL;
+    return g3_bpe_tok(bpe, id, len_p);
+}
+
+/* ---- UTF-8 -------------------------------------------------------------- */
+
+/* Length of the well-formed UTF-8 sequence at s[0..n) (Unicode Table 3-7),
+ * or 0 when it is ill-formed; *sub_p gets the length of its maximal
+ * ill-formed subpart then (>= 1), which is what one U+FFFD replaces. */
+static inline size_t g3_utf8_seq(const unsigned char *s, size_t n, size_t *sub_p)
+{
+    unsigned char c = s[0];
+    size_t need;
+    unsigned char lo = 0x80, hi = 0xBF;   /* range of the second byte */
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) need = 2;
+    else if (c == 0xE0) { need = 3; lo = 0xA0; }
+    else if (c >= 0xE1 && c <= 0xEC) need = 3;
+    else if (c == 0xED) { need = 3; hi = 0x9F; }
+    else if (c >= 0xEE && c <= 0xEF) need = 3;
+    else if (c == 0xF0) { need = 4; lo = 0x90; }
+    else if (c >= 0xF1 && c <= 0xF3) need = 4;
+    else if (c == 0xF4) { need = 4; hi = 0x8F; }
+    else {
+        *sub_p = 1;
+        return 0;
+    }
+    size_t k = 1;
+    for (; k < need; k++) {
+        if (k >= n)
+            break;
+        unsigned char x = s[k];
+        if (k == 1 ? (x < lo || x > hi) : (x < 0x80 || x > 0xBF))
+            break;
+    }
+    if (k == need)
+        return need;
+    *sub_p = k;
+    return 0;
+}
+
+size_t g3_utf8_validate(const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0, sub;
+    while (i < len) {
+        /* ASCII fast path, 8 bytes at a time. */
+        while (i + 8 <= len) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (w & 0x8080808080808080ULL)
+                break;
+            i += 8;
+        }
+        if (i >= len)
+            break;
+        size_t k = g3_utf8_seq(s + i, len - i, &sub);
+        if (k == 0)
+            return i;
+        i += k;
+    }
+    return len;
+}
+
+g3_status_t g3_utf8_sanitize(const char *text, size_t len, char **out_p, size_t *out_len_p,
+                             size_t *replaced_p)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t first_bad = g3_utf8_validate(text, len);
+    g3_buf_t out = { 0 };
+    size_t replaced = 0, i = first_bad, sub = 1;
+
+    *out_p = NULL;
+    *out_len_p = len;
+    *replaced_p = 0;
+    if (first_bad == len)
+        return G3_OK;
+    if (g3_buf_reserve(&out, len + len / 2 + 16) != G3_OK || g3_buf_append(&out, text, first_bad) != G3_OK)
+        goto err_no_memory;
+    while (i < len) {
+        size_t start = i;
+        while (i < len) {
+            size_t k = g3_utf8_seq(s + i, len - i, &sub);
+            if (k == 0)
+                break;
+            i += k;
+        }
+        if (i > start && g3_buf_append(&out, s + start, i - start) != G3_OK)
+            goto err_no_memory;
+        if (i < len) {
+            if (g3_buf_append(&out, "\xEF\xBF\xBD", 3) != G3_OK)
+                goto err_no_memory;
+            replaced++;
+            i += sub;
+        }
+    }
+    *out_p = out.data;
+    *out_len_p = out.len;
+    *replaced_p = replaced;
+    return G3_OK;
+
+err_no_memory:
+    g3_buf_free(&out);
+    return G3_ERR_NO_MEMORY;
+}
+
+/* ---- pre-tokenisation --------------------------------------------------- */
+
+/* Class of every ASCII byte (letters, digits, \t\n\v\f\r and space). */
+static const unsigned char g3_ascii_class[128] = {
+    ['\t'] = G3_UCS_SPACE, ['\n'] = G3_UCS_SPACE, ['\v'] = G3_UCS_SPACE, ['\f'] = G3_UCS_SPACE,
+    ['\r'] = G3_UCS_SPACE, [' '] = G3_UCS_SPACE,
+    ['0'] = G3_UCS_NUMBER, ['1'] = G3_UCS_NUMBER, ['2'] = G3_UCS_NUMBER, ['3'] = G3_UCS_NUMBER,
+    ['4'] = G3_UCS_NUMBER, ['5'] = G3_UCS_NUMBER, ['6'] = G3_UCS_NUMBER, ['7'] = G3_UCS_NUMBER,
+    ['8'] = G3_UCS_NUMBER, ['9'] = G3_UCS_NUMBER,
+#define L(c) [c] = G3_UCS_LETTER
+    L('A'), L('B'), L('C'), L('D'), L('E'), L('F'), L('G'), L('H'), L('I'), L('J'), L('K'),
+    L('L'), L('M'), L('N'), L('O'), L('P'), L('Q'), L('R'), L('S'), L('T'), L('U'), L('V'),
+    L('W'), L('X'), L('Y'), L('Z'),
+    L('a'), L('b'), L('c'), L('d'), L('e'), L('f'), L('g'), L('h'), L('i'), L('j'), L('k'),
+    L('l'), L('m'), L('n'), L('o'), L('p'), L('q'), L('r'), L('s'), L('t'), L('u'), L('v'),
+    L('w'), L('x'), L('y'), L('z'),
+#undef L
+};
+
+/* Class of the character at s[i] (i < n) and its byte length in *len.
+ * An ill-formed byte counts as one OTHER character of length 1, so any
+ * byte string can be pre-tokenised (valid text never takes that path). */
+static inline g3_ucs_class_t g3_class_at(const unsigned char *s, size_t i, size_t n, size_t *len)
+{
+    unsigned char c = s[i];
+    if (c < 0x80) {
+        *len = 1;
+        return (g3_ucs_class_t)g3_ascii_class[c];
+    }
+    size_t sub, k = g3_utf8_seq(s + i, n - i, &sub);
+    uint32_t cp;
+    if (k == 0) {
+        *len = 1;
+        return G3_UCS_OTHER;
+    }
+    *len = k;
+    if (k == 2)
+        cp = ((c & 0x1Fu) << 6) | (s[i + 1] & 0x3Fu);
+    else if (k == 3)
+        cp = ((c & 0x0Fu) << 12) | ((s[i + 1] & 0x3Fu) << 6) | (s[i + 2] & 0x3Fu);
+    else
+        cp = ((c & 0x07u) << 18) | ((s[i + 1] & 0x3Fu) << 12) | ((s[i + 2] & 0x3Fu) << 6)
+             | (s[i + 3] & 0x3Fu);
+    return g3_ucs_class(cp);
+}
+
+/* End of the run of characters of class cls starting at i. */
+static inline size_t g3_run_end(const unsigned char *s, size_t i, size_t n, g3_ucs_class_t cls)
+{
+    size_t len;
+    while (i < n && g3_class_at(s, i, n, &len) == cls)
+        i += len;
+    return i;
+}
+
+/* RET: the end of the regex match that starts at i (i < n), following
+ *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * alternative by alternative. */
+static size_t g3_piece_end(const unsigned char *s, size_t i, size_t n)
+{
+    size_t len0, len1;
+    g3_ucs_class_t c0 = g3_class_at(s, i, n, &len0);
+
+    if (s[i] == '\'' && i + 1 < n) {
+        unsigned char a = s[i + 1];
+        if (a == 's' || a == 't' || a == 'm' || a == 'd')
+            return i + 2;
+        if (i + 2 < n) {
+            unsigned char b = s[i + 2];
+            if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
+                return i + 3;
+        }
+    }
+    if (s[i] == ' ' && i + 1 < n) {
+        g3_ucs_class_t c1 = g3_class_at(s, i + 1, n, &len1);
+        if (c1 != G3_UCS_SPACE)   /* " ?" then a letter, number or other run */
+            return g3_run_end(s, i + 1 + len1, n, c1);
+    }
+    if (c0 != G3_UCS_SPACE)
+        return g3_run_end(s, i + len0, n, c0);
+    /* Whitespace: \s+(?!\S) leaves the last blank of a run that is followed
+     * by a non-blank for the next piece (" word"); a single blank before a
+     * non-blank is taken by the final \s+. */
+    size_t j = g3_run_end(s, i + len0, n, G3_UCS_SPACE);
+    if (j == n)
+        return n;
+    size_t last = i, k = i;   /* start of the last character of the run */
+    while (k < j) {
+        last = k;
+        g3_class_at(s, k, n, &len1);
+        k += len1;
+    }
+    return last > i ? last : j;
+}
+
+/* ---- merging ------------------------------------------------------------ */
+
+typedef struct {
+    int32_t rank;
+    int32_t pos;      /* symbol index of the left symbol (its first byte)   */
+    int32_t left;
+    int32_t right;
+    int32_t merged;
+} g3_bpe_cand_t;
+
+typedef struct {
+    uint64_t key_hash;   /* 0 = empty slot                                   */
+    uint32_t key_off;    /* into arena: key bytes, then ids                   */
+    uint16_t key_len;
+    uint16_t num_ids;
+} g3_bpe_slot_t;
+
+struct g3_bpe_cache {
+    g3_bpe_slot_t *slots;
+    size_t         mask;
+    size_t         used;
+    char          *arena;
+    size_t         arena_len, arena_cap;
+    /* scratch for merging one word */
+    int32_t       *tok, *next, *prev;   /* (m,) */
+    g3_bpe_cand_t *heap, *deferred;
+    size_t         scratch_cap;    /* symbols; heap: 3x, deferred: 2x */
+};
+
+#define G3_BPE_CACHE_SLOTS    (1u << 18)
+#define G3_BPE_CACHE_ARENA    (32u << 20)
+#define G3_BPE_CACHE_MAX_KEY  128
+
+g3_status_t g3_bpe_cache_init(g3_bpe_cache_t **cache_p)
+{
+    g3_bpe_cache_t *c = calloc(1, sizeof(*c));
+    if (!c)
+        return G3_ERR_NO_MEMORY;
+    c->mask = G3_BPE_CACHE_SLOTS - 1;
+    c->slots = calloc(G3_BPE_CACHE_SLOTS, sizeof(*c->slots));
+    c->arena_cap = 1 << 20;
+    c->arena = malloc(c->arena_cap);
+    if (!c->slots || !c->arena) {
+        g3_bpe_cache_free(c);
+        return G3_ERR_NO_MEMORY;
+    }
+    *cache_p = c;
+    return G3_OK;
+}
+
+void g3_bpe_cache_free(g3_bpe_cache_t *c)
+{
+    if (!c)
+        return;
+    free(c->slots);
+    free(c->arena);
+    free(c->tok);
+    free(c->next);
+    free(c->prev);
+    free(c->heap);
+    free(c->deferred);
+    free(c);
+}
+
+static inline int g3_cand_less(const g3_bpe_cand_t *a, const g3_bpe_cand_t *b)
+{
+    return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
+}
+
+static void g3_heap_push(g3_bpe_cand_t *h, size_t *n, g3_bpe_cand_t c)
+{
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!g3_cand_less(&c, &h[p]))
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = c;
+}
+
+static g3_bpe_cand_t g3_heap_pop(g3_bpe_cand_t *h, size_t *n)
+{
+    g3_bpe_cand_t top = h[0], last = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const g3_bpe_cand_t *best = &last;
+        if (l < *n && g3_cand_less(&h[l], best)) { m = l; best = &h[l]; }
+        if (r < *n && g3_cand_less(&h[r], best)) { m = r; best = &h[r]; }
+        if (m == i)
+            break;
+        h[i] = h[m];
+        i = m;
+    }
+    if (*n > 0)
+        h[i] = last;
+    return top;
+}
+
+static g3_status_t g3_bpe_scratch(g3_bpe_cache_t *c, size_t m)
+{
+    if (m <= c->scratch_cap)
+        return G3_OK;
+    size_t cap = g3_pow2_at_least(m);
+    int32_t *t = realloc(c->tok, cap * sizeof(int32_t));
+    if (t) c->tok = t;
+    int32_t *nx = t ? realloc(c->next, cap * sizeof(int32_t)) : NULL;
+    if (nx) c->next = nx;
+    int32_t *pv = nx ? realloc(c->prev, cap * sizeof(int32_t)) : NULL;
+    if (pv) c->prev = pv;
+    /* The heap holds the m - 1 first pairs plus at most two new pairs per
+     * merge (stale entries stay until popped): < 3m.  Deferred pairs: < 2m. */
+    g3_bpe_cand_t *h = pv ? realloc(c->heap, 3 * cap * sizeof(g3_bpe_cand_t)) : NULL;
+    if (h) c->heap = h;
+    g3_bpe_cand_t *d = h ? realloc(c->deferred, 2 * cap * sizeof(g3_bpe_cand_t)) : NULL;
+    if (!d)
+        return G3_ERR_NO_MEMORY;
+    c->deferred = d;
+    c->scratch_cap = cap;
+    return G3_OK;
+}
+
+/* Candidate for the pair (a, b) whose left symbol is at pos; RET 0 if the
+ * pair has no merge. */
+static inline int g3_bpe_cand(const g3_bpe_t *bpe, int32_t pos, int32_t a, int32_t b, g3_bpe_cand_t *c)
+{
+    const g3_bpe_merge_t *m = g3_bpe_merge_find(bpe, a, b);
+    if (!m)
+        return 0;
+    c->rank = m->rank;
+    c->pos = pos;
+    c->left = a;
+    c->right = b;
+    c->merged = m->merged;
+    return 1;
+}
+
+/* BPE-merge one pre-token of m bytes and append its ids to out. */
+static g3_status_t g3_bpe_word(const g3_bpe_t *bpe, g3_bpe_cache_t *c, const unsigned char *w,
+                               size_t m, g3_bpe_ids_t *out)
+{
+    g3_bpe_cand_t cand;
+    size_t nh = 0, nd = 0;
+    int32_t cur_rank = -1;
+
+    if (m > INT32_MAX / 2)
+        return G3_ERR_INVALID_ARG;
+    if (g3_bpe_scratch(c, m) != G3_OK)
+        return G3_ERR_NO_MEMORY;
+    int32_t *tok = c->tok, *next = c->next, *prev = c->prev;
+    int32_t n = (int32_t)m;
+    for (int32_t i = 0; i < n; i++) {
+        tok[i] = bpe->byte_id[w[i]];
+        next[i] = i + 1;      /* n = no next */
+        prev[i] = i - 1;      /* -1 = no prev */
+    }
+    for (int32_t i = 0; i + 1 < n; i++)
+        if (g3_bpe_cand(bpe, i, tok[i], tok[i + 1], &cand))
+            g3_heap_push(c->heap, &nh, cand);
+
+    for (;;) {
+        if (nh == 0 || c->heap[0].rank > cur_rank) {
+            /* The round of rank cur_rank is over: pairs it created with a
+             * lower rank join the heap only now, as in GPT-2's loop. */
+            for (size_t k = 0; k < nd; k++)
+                g3_heap_push(c->heap, &nh, c->deferred[k]);
+            nd = 0;
+            if (nh == 0)
+                break;
+            cur_rank = c->heap[0].rank;
+        }
+        cand = g3_heap_pop(c->heap, &nh);
+        int32_t p = cand.pos, q = next[p];
+        if (tok[p] != cand.left || q >= n || tok[q] != cand.right || prev[p] == -2)
+            continue;   /* stale: one side was merged since */
+        tok[p] = cand.merged;
+        next[p] = next[q];
+        if (next[q] < n)
+            prev[next[q]] = p;
+        prev[q] = -2;   /* dead */
+        tok[q] = -1;
+        g3_bpe_cand_t nc;
+        if (prev[p] >= 0 && g3_bpe_cand(bpe, prev[p], tok[prev[p]], tok[p], &nc)) {
+            if (nc.rank < cur_rank) c->deferred[nd++] = nc;
+            else g3_heap_push(c->heap, &nh, nc);
+        }
+        if (next[p] < n && g3_bpe_cand(bpe, p, tok[p], tok[next[p]], &nc)) {
+            if (nc.rank < cur_rank) c->deferred[nd++] = nc;
+            else g3_heap_push(c->heap, &nh, nc);
+        }
+    }
+    size_t count = 0;
+    for (int32_t i = 0; i < n; i = next[i])
+        count++;
+    if (out->len + count > out->cap) {
+        size_t cap = out->cap ? out->cap : 1024;
+        while (cap < out->len + count)
+            cap *= 2;
+        int32_t *ids = realloc(out->ids, cap * sizeof(int32_t));
+        if (!ids)
+            return G3_ERR_NO_MEMORY;
+        out->ids = ids;
+        out->cap = cap;
+    }
+    for (int32_t i = 0; i < n; i = next[i])
+        out->ids[out->len++] = tok[i];
+    return G3_OK;
+}
+
+static inline g3_status_t g3_ids_push(g3_bpe_ids_t *out, int32_t id)
+{
+    if (out->len == out->cap) {
+        size_t cap = out->cap ? out->cap * 2 : 1024;
+        int32_t *ids = realloc(out->ids, cap * sizeof(int32_t));
+        if (!ids)
+            return G3_ERR_NO_MEMORY;
+        out->ids = ids;
+        out->cap = cap;
+    }
+    out->ids[out->len++] = id;
+    return G3_OK;
+}
+
+/* Encode one pre-token through the cache. */
+static g3_status_t g3_bpe_piece(const g3_bpe_t *bpe, g3_bpe_cache_t *c, const unsigned char *w,
+                                size_t m, g3_bpe_ids_t *out)
+{
+    if (m == 1)
+        return g3_ids_push(out, bpe->byte_id[w[0]]);
+    if (m > G3_BPE_CACHE_MAX_KEY)
+        return g3_bpe_word(bpe, c, w, m, out);
+
+    uint64_t h = g3_hash_bytes(w, m) | 1;
+    size_t i = h & c->mask;
+    for (;; i = (i + 1) & c->mask) {
+        g3_bpe_slot_t *s = &c->slots[i];
+        if (s->key_hash == 0)
+            break;
+        if (s->key_hash == h && s->key_len == m && memcmp(c->arena + s->key_off, w, m) == 0) {
+            int32_t ids[G3_BPE_CACHE_MAX_KEY];
+            memcpy(ids, c->arena + s->key_off + ((m + 3) & ~(size_t)3), s->num_ids * sizeof(int32_t));
+            if (out->len + s->num_ids > out->cap) {
+                size_t cap = out->cap ? out->cap : 1024;
+                while (cap < out->len + s->num_ids)
+                    cap *= 2;
+                int32_t *p = realloc(out->ids, cap * sizeof(int32_t));
+                if (!p)
+                    return G3_ERR_NO_MEMORY;
+                out->ids = p;
+                out->cap = cap;
+            }
+            memcpy(out->ids + out->len, ids, s->num_ids * sizeof(int32_t));
+            out->len += s->num_ids;
+            return G3_OK;
+        }
+    }
+    size_t before = out->len;
+    g3_status_t st = g3_bpe_word(bpe, c, w, m, out);
+    if (st != G3_OK)
+        return st;
+    size_t nids = out->len - before;
+    size_t need = ((m + 3) & ~(size_t)3) + nids * sizeof(int32_t);
+    if (c->used >= c->mask / 2 || c->arena_len + need > G3_BPE_CACHE_ARENA) {
+        /* Full: start over (cheap, and keeps memory bounded). */
+        memset(c->slots, 0, (c->mask + 1) * sizeof(*c->slots));
+        c->used = 0;
+        c->arena_len = 0;
+        i = h & c->mask;
+    }
+    if (c->arena_len + need > c->arena_cap) {
+        size_t cap = c->arena_cap * 2;
+        while (cap < c->arena_len + need)
+            cap *= 2;
+        char *a = realloc(c->arena, cap);
+        if (!a)
+            return G3_OK;   /* not caching is fine */
+        c->arena = a;
+        c->arena_cap = cap;
+    }
+    g3_bpe_slot_t *s = &c->slots[i];
+    s->key_hash = h;
+    s->key_off = (uint32_t)c->arena_len;
+    s->key_len = (uint16_t)m;
+    s->num_ids = (uint16_t)nids;
+    memcpy(c->arena + c->arena_len, w, m);
+    memcpy(c->arena + c->arena_len + ((m + 3) & ~(size_t)3), out->ids + before, nids * sizeof(int32_t));
+    c->arena_len += need;
+    c->used++;
+    return G3_OK;
+}
+
+/* Encode any bytes (ill-formed ones as single OTHER characters). */
+static g3_status_t g3_bpe_encode_any(const g3_bpe_t *bpe, g3_bpe_cache_t *c, const char *text,
+                                     size_t len, g3_bpe_ids_t *out)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t i = 0; i < len;) {
+        size_t e = g3_piece_end(s, i, len);
+        g3_status_t st = g3_bpe_piece(bpe, c, s + i, e - i, out);
+        if (st != G3_OK)
+            return st;
+        i = e;
+    }
+    return G3_OK;
+}
+
+g3_status_t g3_bpe_encode(const g3_bpe_t *bpe, g3_bpe_cache_t *cache, const char *text,
+                          size_t len, g3_bpe_ids_t *out, size_t *bad_offset_p)
+{
+    size_t bad = g3_utf8_validate(text, len);
+    if (bad != len) {
+        if (bad_offset_p)
+            *bad_offset_p = bad;
+        return G3_ERR_FORMAT;
+    }
+    return g3_bpe_encode_any(bpe, cache, text, len, out);
+}
+
+g3_status_t g3_bpe_encode_bytes(const g3_bpe_t *bpe, g3_bpe_cache_t *cache, const char *text,
+                                size_t len, g3_bpe_ids_t *out)
+{
+    return g3_bpe_encode_any(bpe, cache, text, len, out);
+}
+
+g3_status_t g3_bpe_decode(const g3_bpe_t *bpe, const int32_t *ids, size_t n, char **out_p,
+                          size_t *out_len_p)
+{
+    g3_buf_t out = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        size_t l;
+        if (ids[i] < 0 || ids[i] >= bpe->vocab_size) {
+            g3_error("token id %d at position %zu is outside the vocabulary (0..%d)", ids[i], i,
+                     bpe->vocab_size - 1);
+            g3_buf_free(&out);
+            return G3_ERR_INVALID_ARG;
+        }
+        const char *t = g3_bpe_tok(bpe, ids[i], &l);
+        if (g3_buf_append(&out, t, l) != G3_OK) {
+            g3_buf_free(&out);
+            return G3_ERR_NO_MEMORY;
+        }
+    }
+    if (!out.data && g3_buf_append(&out, "", 0) != G3_OK)
+        return G3_ERR_NO_MEMORY;
+    *out_p = out.data;
+    *out_len_p = out.len;
+    return G3_OK;
+}
+
+void g3_bpe_ids_free(g3_bpe_ids_t *ids)
+{
+    free(ids->ids);
+    ids->ids = NULL;
+    ids->len = ids->cap = 0;
+}
+
+g3_status_t g3_bpe_vocab_info(const char *vocab_file, int64_t *vocab_size_p, int64_t *eod_id_p)
+{
+    unsigned cp_of_byte[256];
+    int byte_of_cp[324];
+    g3_bpe_t *bpe = calloc(1, sizeof(*bpe));
+    g3_status_t st;
+
+    if (!bpe)
+        return G3_ERR_NO_MEMORY;
+    g3_bpe_byte_table(cp_of_byte, byte_of_cp);
+    st = g3_bpe_load_vocab(bpe, vocab_file, byte_of_cp);
+    if (st == G3_OK) {
+        *vocab_size_p = bpe->vocab_size;
+        *eod_id_p = bpe->eod_id;
+    }
+    g3_bpe_free(bpe);
+    return st;
+}
