@@ -1,10 +1,593 @@
-/* gpt3d topo: topology-aware rank mapping.  Not implemented in this build yet; the entry exists
- * so that "gpt3d help" lists it, and it fails honestly with exit code 1. */
+/* gpt3d topo: print the rank-to-node plan for the current job or for one
+ * described on the command line.
+ *
+ *   gpt3d topo                                   the current job (srun, mpirun,
+ *                                                a batch script, or this host)
+ *   gpt3d topo --nodelist 'n[0-419]' --ranks-per-node 8 --topology-file topo.conf \
+ *              --tensor-model-parallel-size 8 --pipeline-model-parallel-size 35 --summary
+ *
+ * Per rank: host, local rank, tp, pp, dp, leaf switch.  Per group: its
+ * ranks, its hosts and the highest switch level its traffic crosses.  Then
+ * the estimated bytes per iteration that cross leaf switches under this
+ * plan and under two topology-blind orders (docs/topology.md). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli/commands.h"
+#include "comm/comm.h"
+#include "core/log.h"
+#include "core/opt.h"
+#include "topo/topo.h"
+
+static const g3_opt_spec_t g3_topo_specs[] = {
+    { "nodelist", G3_OPT_STRING, NULL, "Plan for a job on these nodes (a Slurm host list such as n[0-419]) instead of the current job.", NULL, 0, 0, "HOSTLIST" },
+    { "topology-file", G3_OPT_STRING, NULL, "Slurm topology.conf (tree format) describing the switches; default: the tasks' SLURM_TOPOLOGY_ADDR, else one flat switch.", NULL, 0, 0, "FILE" },
+    { "ranks-per-node", G3_OPT_INT, NULL, "Ranks (GPUs) per node; default: what the job runs, SLURM_NTASKS_PER_NODE, else 1.", NULL, 0, 0, NULL },
+    { "tensor-model-parallel-size", G3_OPT_INT, "1", "Tensor-parallel size TP (inside one node).", NULL, 0, 0, NULL },
+    { "pipeline-model-parallel-size", G3_OPT_INT, "1", "Pipeline-parallel size PP; DP = ranks / (TP x PP).", NULL, 0, 0, NULL },
+    { "summary", G3_OPT_BOOL, NULL, "Print totals and one line per kind of group instead of every rank and group.", NULL, 0, 0, NULL },
+    { "hidden-size", G3_OPT_INT, "20480", "Traffic model: hidden size (default: MT-NLG 530B).", NULL, 0, 0, NULL },
+    { "num-layers", G3_OPT_INT, "105", "Traffic model: transformer layers.", NULL, 0, 0, NULL },
+    { "seq-length", G3_OPT_INT, "2048", "Traffic model: sequence length.", NULL, 0, 0, NULL },
+    { "micro-batch-size", G3_OPT_INT, "1", "Traffic model: micro batch size.", NULL, 0, 0, NULL },
+    { "global-batch-size", G3_OPT_INT, "1920", "Traffic model: global batch size.", NULL, 0, 0, NULL },
+    { "vocab-size", G3_OPT_INT, "51200", "Traffic model: (padded) vocabulary size.", NULL, 0, 0, NULL },
+    { "distributed-timeout-minutes", G3_OPT_FLOAT, "10", "Give up gathering the job's hosts after this long (exit 76).", NULL, 0, 0, NULL },
+    { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
+};
+
+static const g3_opt_cmd_t g3_topo_cmd = {
+    "topo", "Print the rank-to-node mapping for a job or a described cluster.", NULL, 0, 0,
+    g3_topo_specs
+};
+
+/* What each task of the current job tells rank 0. */
+typedef struct {
+    int32_t local_rank;
+    char    host[256];
+    char    addr[512];     /* SLURM_TOPOLOGY_ADDR */
+    char    pattern[128];  /* SLURM_TOPOLOGY_ADDR_PATTERN */
+} g3_task_info_t;
+
+typedef struct {
+    char   **names;        /* (nnodes) allocated node names, in order */
+    int      nnodes;
+    int      rpn;
+    int     *rank_node;    /* (world) or NULL: block order */
+    int     *rank_local;   /* (world) or NULL */
+    char   **addrs;        /* (nnodes) SLURM_TOPOLOGY_ADDR per node or NULL */
+    char   **patterns;
+    char     what[256];    /* where the allocation came from */
+} g3_job_t;
+
+static void g3_job_free(g3_job_t *j)
+{
+    g3_topo_names_free(j->names, j->nnodes);
+    g3_topo_names_free(j->addrs, j->addrs ? j->nnodes : 0);
+    g3_topo_names_free(j->patterns, j->patterns ? j->nnodes : 0);
+    free(j->rank_node);
+    free(j->rank_local);
+}
+
+/* SLURM_TASKS_PER_NODE looks like "8(x4),4": RET the count if uniform, else -1. */
+static int g3_uniform_tasks_per_node(const char *s)
+{
+    int first = -1;
+    while (s && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 1)
+            return -1;
+        if (first < 0)
+            first = (int)v;
+        else if (first != (int)v)
+            return -1;
+        s = end;
+        if (*s == '(') {
+            s = strchr(s, ')');
+            if (s == NULL)
+                return -1;
+            s++;
+        }
+        if (*s == ',')
+            s++;
+    }
+    return first;
+}
+
+static g3_status_t g3_job_from_nodelist(g3_job_t *j, const char *list, const char *what)
+{
+    g3_status_t st = g3_topo_hostlist_expand(list, &j->names, &j->nnodes);
+    if (st != G3_OK)
+        return st;
+    snprintf(j->what, sizeof(j->what), "%s", what);
+    return G3_OK;
+}
+
+/* The current job, gathered over PMIx.  RET G3_OK with *is_root = 0 on
+ * every rank but 0, which alone gets the job filled in. */
+static g3_status_t g3_job_from_world(g3_comm_world_t *world, g3_job_t *j, int *is_root)
+{
+    const g3_comm_proc_t *me = g3_comm_world_proc(world);
+    g3_task_info_t mine;
+    g3_comm_exchange_t *x = NULL;
+    const char *v;
+    int *count = NULL, any_addr = 0;
+    g3_status_t st;
+
+    memset(&mine, 0, sizeof(mine));
+    mine.local_rank = me->local_rank;
+    snprintf(mine.host, sizeof(mine.host), "%s", me->hostname);
+    if ((v = getenv("SLURM_TOPOLOGY_ADDR")) != NULL)
+        snprintf(mine.addr, sizeof(mine.addr), "%s", v);
+    if ((v = getenv("SLURM_TOPOLOGY_ADDR_PATTERN")) != NULL)
+        snprintf(mine.pattern, sizeof(mine.pattern), "%s", v);
+    st = g3_comm_world_exchange(world, "task hosts and topology addresses", &mine,
+                                sizeof(mine), &x);
+    if (st != G3_OK)
+        return st;
+    *is_root = me->rank == 0;
+    if (!*is_root)
+        goto out;
+
+    j->names = calloc((size_t)me->size, sizeof(char *));
+    j->addrs = calloc((size_t)me->size, sizeof(char *));
+    j->patterns = calloc((size_t)me->size, sizeof(char *));
+    j->rank_node = malloc((size_t)me->size * sizeof(int));
+    j->rank_local = malloc((size_t)me->size * sizeof(int));
+    count = calloc((size_t)me->size, sizeof(int));
+    if (!j->names || !j->addrs || !j->patterns || !j->rank_node || !j->rank_local || !count) {
+        st = G3_ERR_NO_MEMORY;
+        goto out;
+    }
+    for (int r = 0; r < me->size && st == G3_OK; r++) {
+        const void *blob;
+        size_t len;
+        const g3_task_info_t *ti;
+        int node = -1;
+
+        st = g3_comm_exchange_get(x, r, &blob, &len);
+        if (st != G3_OK)
+            break;
+        if (len != sizeof(*ti)) {
+            g3_error("rank %d sent %zu bytes of task information, not %zu: is it running the "
+                     "same gpt3d?", r, len, sizeof(*ti));
+            st = G3_ERR_COMM;
+            break;
+        }
+        ti = blob;
+        for (int k = 0; k < j->nnodes; k++)
+            if (!strcmp(j->names[k], ti->host)) {
+                node = k;
+                break;
+            }
+        if (node < 0) {
+            node = j->nnodes++;
+            j->names[node] = strndup(ti->host, sizeof(ti->host) - 1);
+            j->addrs[node] = strndup(ti->addr, sizeof(ti->addr) - 1);
+            j->patterns[node] = strndup(ti->pattern, sizeof(ti->pattern) - 1);
+            if (!j->names[node] || !j->addrs[node] || !j->patterns[node]) {
+                st = G3_ERR_NO_MEMORY;
+                break;
+            }
+            any_addr |= strstr(ti->pattern, "switch") != NULL;
+        }
+        j->rank_node[r] = node;
+        j->rank_local[r] = ti->local_rank;
+        count[node]++;
+    }
+    if (st == G3_OK) {
+        j->rpn = count[0];
+        for (int k = 1; k < j->nnodes; k++)
+            if (count[k] != j->rpn) {
+                g3_error("the job runs %d ranks on %s but %d on %s; gpt3d needs the same number "
+                         "of ranks on every node (srun --ntasks-per-node, mpirun --map-by "
+                         "ppr:N:node)", j->rpn, j->names[0], count[k], j->names[k]);
+                st = G3_ERR_INVALID_ARG;
+                break;
+            }
+        snprintf(j->what, sizeof(j->what), "the current job (%d ranks over PMIx%s)", me->size,
+                 any_addr ? ", with SLURM_TOPOLOGY_ADDR" : "");
+    }
+    if (st == G3_OK && !any_addr) {
+        /* no switch information: forget the empty addresses */
+        g3_topo_names_free(j->addrs, j->nnodes);
+        g3_topo_names_free(j->patterns, j->nnodes);
+        j->addrs = j->patterns = NULL;
+    }
+out:
+    free(count);
+    g3_comm_exchange_free(x);
+    return st;
+}
+
+static const char *g3_level_name(const g3_topo_t *t, int level, char *buf, size_t len)
+{
+    if (level <= 0)
+        snprintf(buf, len, "node");
+    else if (level == 1)
+        snprintf(buf, len, "leaf");
+    else if (level > t->levels)
+        snprintf(buf, len, "none (no common switch)");
+    else
+        snprintf(buf, len, "level %d", level);
+    return buf;
+}
+
+static const char *g3_bytes(double b, char *buf, size_t len)
+{
+    static const char *const units[] = { "B", "kB", "MB", "GB", "TB", "PB", "EB" };
+    int u = 0;
+    while (b >= 1000 && u < 6) {
+        b /= 1000;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.3g %s" : "%.0f %s", b, units[u]);
+    return buf;
+}
+
+/* "0-7,16" for ranks; hosts compressed to host lists (unique, in order). */
+static void g3_format_ranks(const int *r, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && used + 24 < len;) {
+        int k = i;
+        while (k + 1 < n && r[k + 1] == r[k] + 1)
+            k++;
+        used += (size_t)snprintf(buf + used, len - used, k > i + 1 ? "%s%d-%d" : "%s%d",
+                                 i ? "," : "", r[i], r[k]);
+        if (k == i + 1)
+            used += (size_t)snprintf(buf + used, len - used, ",%d", r[k]);
+        i = k + 1;
+        if (i < n && used + 24 >= len)
+            snprintf(buf + used, len - used, ",...");
+    }
+}
+
+static void g3_format_hosts(const g3_topo_t *t, const g3_topo_plan_t *p, const int *r, int n,
+                            const char **tmp, char *buf, size_t len)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const char *h = t->node_names[p->rank_topo[r[i]]];
+        int dup = 0;
+        for (int m = 0; m < k && !dup; m++)
+            dup = tmp[m] == h;
+        if (!dup)
+            tmp[k++] = h;
+    }
+    g3_topo_hostlist_compress(tmp, k, buf, len);
+}
+
+static void g3_print_plan(const g3_topo_t *t, const g3_topo_plan_t *p, int summary)
+{
+    int maxn = p->tp > p->pp ? p->tp : p->pp;
+    int *members, *hist;
+    const char **tmp;
+    char lv[48], rbuf[200], hbuf[200];
+
+    maxn = maxn > p->dp ? maxn : p->dp;
+    members = malloc((size_t)maxn * sizeof(int));
+    tmp = malloc((size_t)maxn * sizeof(char *));
+    hist = calloc((size_t)t->levels + 2, sizeof(int));
+    if (!members || !tmp || !hist) {
+        g3_error("out of memory printing the plan");
+        goto out;
+    }
+    if (!summary) {
+        printf("\nranks:\n%6s  %-20s %5s %4s %4s %4s  %s\n", "rank", "host", "local", "tp",
+               "pp", "dp", "leaf switch");
+        for (int w = 0; w < p->world; w++)
+            printf("%6d  %-20s %5d %4d %4d %4d  %s\n", w, t->node_names[p->rank_topo[w]],
+                   p->rank_local[w], p->coord[G3_TOPO_TP][w], p->coord[G3_TOPO_PP][w],
+                   p->coord[G3_TOPO_DP][w], t->switch_names[t->node_switch[p->rank_topo[w]]]);
+        printf("\ngroups (ranks in group order; hosts; highest switch level its traffic "
+               "crosses):\n");
+    } else {
+        printf("\ngroups (how many cross up to each switch level):\n");
+    }
+    for (int a = 0; a < G3_TOPO_AXES; a++) {
+        int n = g3_topo_plan_axis_size(p, (g3_topo_axis_t)a), ngroups = p->world / n;
+        memset(hist, 0, ((size_t)t->levels + 2) * sizeof(int));
+        /* one group per combination of the other two coordinates: visit the
+         * rank whose coordinate on this axis is 0 */
+        for (int w = 0; w < p->world; w++) {
+            int level;
+            if (p->coord[a][w] != 0)
+                continue;
+            level = g3_topo_plan_group_level(t, p, w, (g3_topo_axis_t)a);
+            hist[level > t->levels + 1 ? t->levels + 1 : level]++;
+            if (summary)
+                continue;
+            g3_topo_plan_group(p, w, (g3_topo_axis_t)a, members);
+            g3_format_ranks(members, n, rbuf, sizeof(rbuf));
+            g3_format_hosts(t, p, members, n, tmp, hbuf, sizeof(hbuf));
+            if (a == G3_TOPO_TP)
+                printf("  tp group pp=%d dp=%d: ranks %s; hosts %s; %s\n",
+                       p->coord[G3_TOPO_PP][w], p->coord[G3_TOPO_DP][w], rbuf, hbuf,
+                       g3_level_name(t, level, lv, sizeof(lv)));
+            else if (a == G3_TOPO_PP)
+                printf("  pp group tp=%d dp=%d: ranks %s; hosts %s; %s\n",
+                       p->coord[G3_TOPO_TP][w], p->coord[G3_TOPO_DP][w], rbuf, hbuf,
+                       g3_level_name(t, level, lv, sizeof(lv)));
+            else
+                printf("  dp group tp=%d pp=%d: ranks %s; hosts %s; %s\n",
+                       p->coord[G3_TOPO_TP][w], p->coord[G3_TOPO_PP][w], rbuf, hbuf,
+                       g3_level_name(t, level, lv, sizeof(lv)));
+        }
+        if (summary) {
+            printf("  %s: %d groups of %d;", g3_topo_axis_name((g3_topo_axis_t)a), ngroups, n);
+            for (int l = 0; l <= t->levels + 1; l++)
+                if (hist[l])
+                    printf(" %d within %s;", hist[l], g3_level_name(t, l, lv, sizeof(lv)));
+            printf("\n");
+        }
+    }
+    if (summary && p->dp <= 64) {
+        /* one line per replica: its nodes and leaf switches, in stage order */
+        printf("\nreplicas (pipeline stages 0..%d in order):\n", p->pp - 1);
+        for (int d = 0; d < p->dp; d++) {
+            const char **leaves = malloc((size_t)p->pp * sizeof(char *));
+            int nl = 0;
+            for (int s = 0; s < p->pp; s++)
+                members[s] = g3_topo_plan_rank(p, 0, s, d);
+            g3_format_hosts(t, p, members, p->pp, tmp, hbuf, sizeof(hbuf));
+            if (leaves) {
+                for (int s = 0; s < p->pp; s++) {
+                    const char *l = t->switch_names[t->node_switch[p->rank_topo[members[s]]]];
+                    if (nl == 0 || leaves[nl - 1] != l)
+                        leaves[nl++] = l;
+                }
+                g3_topo_hostlist_compress(leaves, nl, rbuf, sizeof(rbuf));
+                free(leaves);
+            } else {
+                rbuf[0] = '\0';
+            }
+            printf("  dp=%d: hosts %s; leaf switches %s\n", d, hbuf, rbuf);
+        }
+    }
+out:
+    free(members);
+    free(tmp);
+    free(hist);
+}
+
+static void g3_print_traffic(const g3_topo_t *t, g3_topo_plan_t *const plans[3],
+                             const g3_topo_model_t *m)
+{
+    static const char *const heads[3] = { "this plan", "naive order", "Megatron order" };
+    g3_topo_traffic_t tr[3];
+    char b[3][32];
+    double sum[3] = { 0, 0, 0 }, net[3] = { 0, 0, 0 };
+
+    for (int i = 0; i < 3; i++) {
+        g3_topo_plan_traffic(t, plans[i], m, &tr[i]);
+        for (int a = 0; a < G3_TOPO_AXES; a++) {
+            sum[i] += tr[i].bytes[a];
+            net[i] += tr[i].total[a];
+        }
+    }
+    printf("\ntraffic per iteration (model: hidden %.0f, %.0f layers, seq %.0f, micro batch "
+           "%.0f, global batch %.0f, vocab %.0f; bf16 activations, fp32 gradients; see "
+           "docs/topology.md):\n", m->hidden, m->layers, m->seq, m->micro_batch,
+           m->global_batch, m->vocab);
+    printf("  %-38s %15s %15s %15s\n", "", heads[0], heads[1], heads[2]);
+    for (int a = 0; a < G3_TOPO_AXES; a++) {
+        char label[48];
+        snprintf(label, sizeof(label), "%s crossing leaf switches",
+                 a == G3_TOPO_TP ? "tensor-parallel" : a == G3_TOPO_PP ? "pipeline" : "data-parallel");
+        printf("  %-38s %15s %15s %15s\n", label, g3_bytes(tr[0].bytes[a], b[0], 32),
+               g3_bytes(tr[1].bytes[a], b[1], 32), g3_bytes(tr[2].bytes[a], b[2], 32));
+    }
+    printf("  %-38s %15s %15s %15s\n", "all crossing leaf switches", g3_bytes(sum[0], b[0], 32),
+           g3_bytes(sum[1], b[1], 32), g3_bytes(sum[2], b[2], 32));
+    printf("  %-38s %15s %15s %15s\n", "all between nodes", g3_bytes(net[0], b[0], 32),
+           g3_bytes(net[1], b[1], 32), g3_bytes(net[2], b[2], 32));
+    printf("  %-38s %8d / %4.1f %8d / %4.1f %8d / %4.1f\n", "leaf switches per replica max / mean",
+           tr[0].replica_leaves_max, tr[0].replica_leaves_mean, tr[1].replica_leaves_max,
+           tr[1].replica_leaves_mean, tr[2].replica_leaves_max, tr[2].replica_leaves_mean);
+    if (sum[1] > 0)
+        printf("  this plan / naive order: %.2fx the leaf-crossing bytes, %.2fx the pipeline "
+               "ones (on the critical path)\n", sum[0] / sum[1],
+               tr[1].bytes[G3_TOPO_PP] > 0 ? tr[0].bytes[G3_TOPO_PP] / tr[1].bytes[G3_TOPO_PP] : 1.0);
+}
 
 int g3_cmd_topo(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return g3_cmd_not_built("topo", "topology-aware rank mapping");
+    g3_opts_t *o = NULL;
+    g3_comm_world_t *world = NULL;
+    g3_topo_t *topo = NULL;
+    g3_topo_plan_t *plans[3] = { NULL, NULL, NULL };
+    g3_topo_model_t model;
+    g3_topo_alloc_t alloc;
+    g3_job_t job;
+    int *nodes = NULL, is_root = 1, rc = G3_EXIT_FAILURE;
+    int tp, pp;
+    const char *tfile;
+    char why[512];
+    g3_status_t st;
+
+    memset(&job, 0, sizeof(job));
+    if (g3_opts_parse(&g3_topo_cmd, argc, argv, &o) != G3_OK)
+        return G3_EXIT_USAGE;
+    if (g3_opts_help_shown(o)) {
+        g3_opts_free(o);
+        return G3_EXIT_OK;
+    }
+    tp = (int)g3_opts_int(o, "tensor-model-parallel-size");
+    pp = (int)g3_opts_int(o, "pipeline-model-parallel-size");
+    tfile = g3_opts_str(o, "topology-file");
+    g3_topo_model_default(&model);
+    model.hidden = (double)g3_opts_int(o, "hidden-size");
+    model.layers = (double)g3_opts_int(o, "num-layers");
+    model.seq = (double)g3_opts_int(o, "seq-length");
+    model.micro_batch = (double)g3_opts_int(o, "micro-batch-size");
+    model.global_batch = (double)g3_opts_int(o, "global-batch-size");
+    model.vocab = (double)g3_opts_int(o, "vocab-size");
+    if (model.hidden < 1 || model.layers < 1 || model.seq < 1 || model.micro_batch < 1 ||
+        model.global_batch < 1 || model.vocab < 1) {
+        g3_error("gpt3d topo: the traffic model's sizes (--hidden-size, --num-layers, "
+                 "--seq-length, --micro-batch-size, --global-batch-size, --vocab-size) must be "
+                 "positive");
+        rc = G3_EXIT_USAGE;
+        goto out;
+    }
+    if (g3_opts_is_set(o, "ranks-per-node") && g3_opts_int(o, "ranks-per-node") < 1) {
+        g3_error("gpt3d topo: --ranks-per-node must be at least 1");
+        rc = G3_EXIT_USAGE;
+        goto out;
+    }
+
+    /* 1. the allocation */
+    if (g3_opts_str(o, "nodelist")) {
+        st = g3_job_from_nodelist(&job, g3_opts_str(o, "nodelist"), "--nodelist");
+        if (st != G3_OK) {
+            rc = G3_EXIT_USAGE;
+            goto out;
+        }
+        job.rpn = g3_opts_is_set(o, "ranks-per-node") ? (int)g3_opts_int(o, "ranks-per-node") : 1;
+    } else {
+        st = g3_comm_world_init(g3_opts_float(o, "distributed-timeout-minutes") * 60, &world);
+        if (st != G3_OK) {
+            rc = g3_status_exit_code(st);
+            goto out;
+        }
+        if (g3_comm_world_proc(world)->size > 1) {
+            st = g3_job_from_world(world, &job, &is_root);
+            if (st != G3_OK) {
+                rc = g3_status_exit_code(st);
+                goto out;
+            }
+            if (!is_root) {
+                rc = G3_EXIT_OK;
+                goto out;
+            }
+            if (g3_opts_is_set(o, "ranks-per-node") && g3_opts_int(o, "ranks-per-node") != job.rpn) {
+                g3_error("gpt3d topo: --ranks-per-node %lld, but the job runs %d ranks per node; "
+                         "drop the flag to plan for the running job",
+                         (long long)g3_opts_int(o, "ranks-per-node"), job.rpn);
+                rc = G3_EXIT_USAGE;
+                goto out;
+            }
+        } else {
+            const char *nl = getenv("SLURM_JOB_NODELIST");
+            if (nl == NULL)
+                nl = getenv("SLURM_NODELIST");
+            if (nl && *nl) {
+                int tpn = g3_uniform_tasks_per_node(getenv("SLURM_TASKS_PER_NODE"));
+                const char *ntpn = getenv("SLURM_NTASKS_PER_NODE");
+                st = g3_job_from_nodelist(&job, nl, "SLURM_JOB_NODELIST");
+                if (st != G3_OK)
+                    goto out;
+                if (g3_opts_is_set(o, "ranks-per-node"))
+                    job.rpn = (int)g3_opts_int(o, "ranks-per-node");
+                else if (ntpn && atoi(ntpn) > 0)
+                    job.rpn = atoi(ntpn);
+                else if (tpn > 0)
+                    job.rpn = tpn;
+                else
+                    job.rpn = 1;
+            } else {
+                char *one = (char *)g3_comm_world_proc(world)->hostname;
+                st = g3_job_from_nodelist(&job, one, "this host (no Slurm allocation, no launcher)");
+                if (st != G3_OK)
+                    goto out;
+                job.rpn = g3_opts_is_set(o, "ranks-per-node") ? (int)g3_opts_int(o, "ranks-per-node") : 1;
+            }
+        }
+    }
+
+    /* 2. the switches */
+    if (tfile) {
+        st = g3_topo_read_file(tfile, &topo);
+        if (st != G3_OK) {
+            rc = st == G3_ERR_FORMAT ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
+            goto out;
+        }
+    } else if (job.addrs) {
+        st = g3_topo_from_addrs(job.nnodes, (const char *const *)job.names,
+                                (const char *const *)job.addrs,
+                                (const char *const *)job.patterns, &topo);
+    } else {
+        st = g3_topo_flat(job.nnodes, (const char *const *)job.names, &topo);
+    }
+    if (topo == NULL) {
+        rc = g3_status_exit_code(st);
+        goto out;
+    }
+    nodes = malloc((size_t)job.nnodes * sizeof(int));
+    if (nodes == NULL)
+        goto out;
+    for (int i = 0; i < job.nnodes; i++) {
+        nodes[i] = g3_topo_node_find(topo, job.names[i]);
+        for (int k = 0; k < i && nodes[i] >= 0; k++)
+            if (nodes[k] == nodes[i]) {
+                g3_error("gpt3d topo: node %s is listed twice in %s", job.names[i], job.what);
+                rc = G3_EXIT_USAGE;
+                goto out;
+            }
+        if (nodes[i] < 0) {
+            g3_error("gpt3d topo: node %s of %s is not in %s; give the cluster's full "
+                     "topology.conf", job.names[i], job.what, topo->source);
+            rc = G3_EXIT_USAGE;
+            goto out;
+        }
+    }
+
+    /* 3. the plan and the two references */
+    alloc = (g3_topo_alloc_t){ job.nnodes, nodes, job.rpn, job.rank_node, job.rank_local };
+    st = g3_topo_map(topo, &alloc, tp, pp, 0, &plans[0], why, sizeof(why));
+    if (st == G3_ERR_INVALID_ARG) {
+        g3_error("gpt3d topo: impossible layout: %s", why);
+        rc = G3_EXIT_USAGE;
+        goto out;
+    }
+    if (st == G3_OK)
+        st = g3_topo_map_order(topo, &alloc, tp, pp, 0, G3_TOPO_ORDER_NAIVE, &plans[1], why,
+                               sizeof(why));
+    if (st == G3_OK)
+        st = g3_topo_map_order(topo, &alloc, tp, pp, 0, G3_TOPO_ORDER_MEGATRON, &plans[2], why,
+                               sizeof(why));
+    if (st != G3_OK) {
+        g3_error("gpt3d topo: mapping failed: %s %s", g3_status_string(st), why);
+        goto out;
+    }
+
+    /* 4. print */
+    {
+        int used = 0;
+        char hl[300];
+        int *seen = calloc((size_t)topo->nswitches + 1, sizeof(int));
+        if (seen) {
+            for (int i = 0; i < job.nnodes; i++)
+                if (!seen[topo->node_switch[nodes[i]]]++)
+                    used++;
+            free(seen);
+        }
+        g3_topo_hostlist_compress((const char *const *)job.names, job.nnodes, hl, sizeof(hl));
+        printf("gpt3d topo: %d nodes x %d ranks = %d ranks; TP %d x PP %d x DP %d "
+               "(layout: %s)\n", job.nnodes, job.rpn, plans[0]->world, tp, pp, plans[0]->dp,
+               plans[0]->how);
+        printf("allocation: %s from %s\n", hl, job.what);
+        printf("topology: %s: %d switches, %d level%s, %d leaf switches in use\n", topo->source,
+               topo->nswitches, topo->levels, topo->levels == 1 ? "" : "s", used);
+    }
+    g3_print_plan(topo, plans[0], g3_opts_bool(o, "summary"));
+    g3_print_traffic(topo, plans, &model);
+    fflush(stdout);
+    rc = G3_EXIT_OK;
+
+out:
+    for (int i = 0; i < 3; i++)
+        g3_topo_plan_free(plans[i]);
+    free(nodes);
+    g3_topo_free(topo);
+    g3_job_free(&job);
+    g3_comm_world_free(world);
+    g3_opts_free(o);
+    return rc;
 }

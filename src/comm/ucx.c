@@ -555,6 +555,85 @@ static g3_status_t g3_ucx_allreduce_rd(g3_comm_t *comm, char *buf, size_t n,
     return st;
 }
 
+/* Rabenseifner: fold to a power of two p like recursive doubling, then a
+ * reduce-scatter by recursive halving (log2 p steps of n/2, n/4, ...) and
+ * an all-gather by recursive doubling (the same sizes back).  Moves as
+ * little data as the ring in 2 log2 p steps instead of 2 (N - 1): what
+ * matters when ranks outnumber cores and every step waits for a peer to be
+ * scheduled. */
+static g3_status_t g3_ucx_allreduce_rh(g3_comm_t *comm, char *buf, size_t n,
+                                       g3_comm_dtype_t dtype, g3_comm_reduce_t op, uint32_t seq)
+{
+    int N = comm->size, r = comm->rank;
+    size_t es = g3_comm_dtype_size(dtype), bytes = n * es;
+    int p = 1, rem, newr, lo, hi;
+    void *tmp;
+    g3_status_t st = G3_OK;
+
+    while (p * 2 <= N)
+        p *= 2;
+    rem = N - p;
+    st = g3_ucx_scratch(comm, 0, rem ? bytes : (g3_block_count(n, p, 0) * (size_t)p / 2 + 1) * es,
+                        &tmp);
+    if (st != G3_OK)
+        return st;
+    if (r < 2 * rem) {
+        if (r % 2 == 0) {
+            st = g3_ucx_send1(comm, r + 1, buf, bytes, 0, seq);
+            newr = -1;
+        } else {
+            st = g3_ucx_recv1(comm, r - 1, tmp, bytes, 0, seq);
+            if (st == G3_OK)
+                g3_comm_reduce_local(buf, tmp, n, dtype, op);
+            newr = r / 2;
+        }
+        if (st != G3_OK)
+            return st;
+    } else {
+        newr = r - rem;
+    }
+    if (newr >= 0) {
+        /* [lo, hi): the blocks (of p) this rank is responsible for. */
+        lo = 0;
+        hi = p;
+        for (int mask = p / 2; mask > 0; mask /= 2) {
+            int pn = newr ^ mask, peer = pn < rem ? pn * 2 + 1 : pn + rem;
+            int mid = lo + (hi - lo) / 2;
+            int klo = (newr & mask) ? mid : lo, khi = (newr & mask) ? hi : mid;
+            int glo = (newr & mask) ? lo : mid, ghi = (newr & mask) ? mid : hi;
+            size_t koff = g3_block_offset(n, p, klo), kcnt = g3_block_offset(n, p, khi) - koff;
+            size_t goff = g3_block_offset(n, p, glo), gcnt = g3_block_offset(n, p, ghi) - goff;
+            st = g3_ucx_sendrecv(comm, peer, buf + goff * es, gcnt * es, peer, tmp, kcnt * es,
+                                 seq);
+            if (st != G3_OK)
+                return st;
+            g3_comm_reduce_local(buf + koff * es, tmp, kcnt, dtype, op);
+            lo = klo;
+            hi = khi;
+        }
+        for (int mask = 1; mask < p; mask *= 2) {
+            int pn = newr ^ mask, peer = pn < rem ? pn * 2 + 1 : pn + rem;
+            int w = hi - lo;
+            int plo = (newr & mask) ? lo - w : hi, phi = plo + w;
+            size_t moff = g3_block_offset(n, p, lo), mcnt = g3_block_offset(n, p, hi) - moff;
+            size_t poff = g3_block_offset(n, p, plo), pcnt = g3_block_offset(n, p, phi) - poff;
+            st = g3_ucx_sendrecv(comm, peer, buf + moff * es, mcnt * es, peer, buf + poff * es,
+                                 pcnt * es, seq);
+            if (st != G3_OK)
+                return st;
+            lo = lo < plo ? lo : plo;
+            hi = hi > phi ? hi : phi;
+        }
+    }
+    if (r < 2 * rem) {
+        if (r % 2 == 0)
+            st = g3_ucx_recv1(comm, r + 1, buf, bytes, 0, seq);
+        else
+            st = g3_ucx_send1(comm, r - 1, buf, bytes, 0, seq);
+    }
+    return st;
+}
+
 static g3_status_t g3_ucx_allreduce_ring(g3_comm_t *comm, char *buf, size_t n,
                                          g3_comm_dtype_t dtype, g3_comm_reduce_t op,
                                          uint32_t seq)
@@ -603,6 +682,8 @@ static g3_status_t g3_ucx_allreduce(g3_comm_t *comm, const void *send, void *rec
         return G3_OK;
     if (bytes <= comm->ring_threshold || n < (size_t)comm->size)
         return g3_ucx_allreduce_rd(comm, recv, n, dtype, op, seq);
+    if (getenv("G3_RH"))
+        return g3_ucx_allreduce_rh(comm, recv, n, dtype, op, seq);
     return g3_ucx_allreduce_ring(comm, recv, n, dtype, op, seq);
 }
 

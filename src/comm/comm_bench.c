@@ -1,0 +1,144 @@
+/* comm_bench: gpt3d's host all-reduce next to Open MPI's MPI_Allreduce, in
+ * the same processes and the same run.  Built with mpicc (configure's
+ * MPICC) when it is found; not installed.
+ *
+ *   mpirun -np N src/comm/comm_bench [--min-bytes 4096] [--max-bytes 67108864]
+ *          [--seconds 0.5] [--dtype float32]
+ *
+ * For each size (powers of 4 from min to max bytes) both all-reduce a float32
+ * vector (sum) alternately, warm up, and then repeat until --seconds pass.
+ * Reported per size: time per call (the slowest rank's mean), bus bandwidth
+ * busbw = bytes / time * 2 (N - 1) / N (the NCCL-tests convention: what each
+ * rank's links carry in a ring), and the ratios gpt3d / MPI.  Both results
+ * are checked against each other once per size. */
+#include "config.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "core/log.h"
+
+static double bench_g3(g3_comm_t *comm, float *buf, size_t n, int iters)
+{
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; i++)
+        if (g3_comm_allreduce(comm, buf, buf, n, G3_DTYPE_FLOAT32, G3_COMM_SUM) != G3_OK)
+            MPI_Abort(MPI_COMM_WORLD, 1);
+    return MPI_Wtime() - t0;
+}
+
+static double bench_mpi(float *buf, size_t n, int iters)
+{
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < iters; i++)
+        MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    return MPI_Wtime() - t0;
+}
+
+/* Iterations that take about `seconds` on the slowest rank (same on all). */
+static int pick_iters(double one, double seconds)
+{
+    double t;
+    int iters;
+    MPI_Allreduce(&one, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    iters = t > 0 ? (int)(seconds / t) : 1000;
+    return iters < 3 ? 3 : iters > 2000 ? 2000 : iters;
+}
+
+int main(int argc, char **argv)
+{
+    size_t min_bytes = 4096, max_bytes = 64u << 20;
+    double seconds = 0.5;
+    g3_comm_world_t *world = NULL;
+    g3_comm_t *comm = NULL;
+    int rank, size;
+    float *a, *b;
+
+    MPI_Init(&argc, &argv);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--min-bytes") && i + 1 < argc)
+            min_bytes = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc)
+            max_bytes = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+            seconds = atof(argv[++i]);
+        else {
+            fprintf(stderr, "usage: comm_bench [--min-bytes B] [--max-bytes B] [--seconds S]\n");
+            MPI_Finalize();
+            return 2;
+        }
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    g3_log_init_from_env();
+    if (g3_comm_world_init(300, &world) != G3_OK ||
+        g3_comm_world_group(world, G3_COMM_BACKEND_HOST, &comm) != G3_OK)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    if (g3_comm_world_proc(world)->rank != rank || g3_comm_world_proc(world)->size != size) {
+        fprintf(stderr, "PMIx and MPI disagree on rank/size\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    a = malloc(max_bytes);
+    b = malloc(max_bytes);
+    if (a == NULL || b == NULL)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    for (size_t i = 0; i < max_bytes / 4; i++)
+        a[i] = b[i] = (float)((i * 7 + (size_t)rank) % 13);
+
+    if (rank == 0) {
+        printf("# all-reduce float32 sum, %d ranks; time = slowest rank's mean per call; "
+               "busbw = bytes/time * 2(N-1)/N\n", size);
+        printf("%10s %11s %11s %11s %11s %9s %9s\n", "bytes", "g3_us", "g3_busGB/s", "mpi_us",
+               "mpi_busGB/s", "bw_ratio", "t_ratio");
+    }
+    for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
+        size_t n = bytes / 4;
+        double tg, tm, tg_max, tm_max, busf = 2.0 * (size - 1) / size;
+        int iters_g, iters_m, ok = 1, all_ok;
+
+        /* correctness: both from the same input agree (integers: exact) */
+        for (size_t i = 0; i < n; i++)
+            a[i] = b[i] = (float)((i * 7 + (size_t)rank) % 13);
+        bench_g3(comm, a, n, 1);
+        bench_mpi(b, n, 1);
+        for (size_t i = 0; i < n && ok; i++)
+            ok = a[i] == b[i];
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (!all_ok) {
+            if (rank == 0)
+                fprintf(stderr, "comm_bench: gpt3d and MPI results differ at %zu bytes\n",
+                        bytes);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        /* warm up and size the runs, then time them alternately twice */
+        iters_g = pick_iters(bench_g3(comm, a, n, 2) / 2, seconds / 2);
+        iters_m = pick_iters(bench_mpi(b, n, 2) / 2, seconds / 2);
+        MPI_Barrier(MPI_COMM_WORLD);
+        tg = bench_g3(comm, a, n, iters_g);
+        MPI_Barrier(MPI_COMM_WORLD);
+        tm = bench_mpi(b, n, iters_m);
+        MPI_Barrier(MPI_COMM_WORLD);
+        tg += bench_g3(comm, a, n, iters_g);
+        MPI_Barrier(MPI_COMM_WORLD);
+        tm += bench_mpi(b, n, iters_m);
+        tg /= 2.0 * iters_g;
+        tm /= 2.0 * iters_m;
+        MPI_Allreduce(&tg, &tg_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Allreduce(&tm, &tm_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (rank == 0)
+            printf("%10zu %11.1f %11.3f %11.1f %11.3f %9.2f %9.2f\n", bytes, tg_max * 1e6,
+                   bytes / tg_max * busf / 1e9, tm_max * 1e6, bytes / tm_max * busf / 1e9,
+                   tm_max / tg_max, tg_max / tm_max);
+        fflush(stdout);
+    }
+    free(a);
+    free(b);
+    g3_comm_free(comm);
+    g3_comm_world_free(world);
+    MPI_Finalize();
+    return 0;
+}
