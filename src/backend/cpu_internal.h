@@ -7,7 +7,7 @@
  * g3_cpu_ftz(): flush-to-zero and denormals-are-zero, because denormal gradients (the
  * vocabulary-sized ones especially) make x86 arithmetic tens of times slower.
  *
- * Hot loops live in functions marked G3_CPU_CLONES: GCC compiles them for AVX-512, AVX2+FMA
+ * Hot loops live in functions marked G3_CPU_CLONES: GCC compiles them for AVX-512F, AVX2
  * and the baseline and picks one at load time, so one binary runs everywhere and still uses
  * the widest vectors the node has.  Loops carry "#pragma omp simd" so they vectorise at -O2. */
 #ifndef G3_BACKEND_CPU_INTERNAL_H
@@ -28,7 +28,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
 #define G3_CPU_CLONES \
-    __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+    __attribute__((target_clones("avx512f", "avx2", "default")))
 #define G3_CPU_INLINE static inline __attribute__((always_inline))
 #else
 #define G3_CPU_CLONES

@@ -124,10 +124,17 @@ g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
     a->host_losses = malloc(sizeof(float) * (size_t)B * T);
     if (!a->layer || !a->host_losses)
         goto err_free_acts;
-    /* Output-layer chunks of ~8M logits (32 MiB): big enough for efficient sgemm, small
-     * enough to stay in the last-level cache between the product and the softmax. */
-    chunk = m->cfg.head_chunk_tokens > 0 ? m->cfg.head_chunk_tokens
-                                         : (int)((8u << 20) / (unsigned)m->Vp_l) & ~15;
+    /* Output-layer chunks of at most ~16M logits (64 MiB), split evenly: big enough for
+     * efficient sgemm (K = chunk rows in the weight-gradient product), small enough that the
+     * logits never exist for the whole micro-batch at once. */
+    if (m->cfg.head_chunk_tokens > 0) {
+        chunk = m->cfg.head_chunk_tokens;
+    } else {
+        size_t total = (size_t)B * T * (size_t)m->Vp_l, target = (size_t)16 << 20;
+        size_t nchunks = (total + target - 1) / target;
+        chunk = (int)(((size_t)B * T + nchunks - 1) / nchunks);
+        chunk = (chunk + 15) & ~15;
+    }
     if (chunk < 16)
         chunk = 16;
     a->Nc = chunk < B * T ? chunk : B * T;

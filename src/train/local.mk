@@ -1,1 +1,6 @@
-# src/train: see docs/design.md for what this layer owns.
+# src/train: schedules, the optimizer and the training loop (g3_train_).
+src_libgpt3d_a_SOURCES += \
+	src/train/schedule.h \
+	src/train/schedule.c \
+	src/train/optim.h \
+	src/train/optim.c

@@ -1,1 +1,11 @@
-# tests/train
+# tests/train: schedules and ramp-up, the PyTorch reference check, the training command, and
+# the training-speed benchmark (tests/train/bench_train.sh: run by hand or by make check-long).
+check_PROGRAMS += tests/train/ref_dump
+tests_train_ref_dump_SOURCES = tests/train/ref_dump.c
+tests_train_ref_dump_LDADD = $(G3_TEST_LDADD)
+TESTS += tests/train/test_reference.sh
+EXTRA_DIST += tests/train/test_reference.sh tests/train/ref_check.py
+
+noinst_PROGRAMS += tests/train/bench_train
+tests_train_bench_train_SOURCES = tests/train/bench_train.c
+tests_train_bench_train_LDADD = $(G3_TEST_LDADD)

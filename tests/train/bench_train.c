@@ -1,0 +1,127 @@
+/* Benchmark: tokens/s of full training steps (forward, backward, gradient clipping, AdamW) of
+ * a GPT on the CPU backend, random tokens, no data loading.
+ *
+ *   bench_train [--layers L] [--hidden C] [--heads NH] [--seq T] [--batch B] [--vocab V]
+ *               [--steps N] [--warmup W] [--recompute] [--profile]
+ *
+ * Prints one line per step and a summary "tokens/s: X" (median over the timed steps).
+ * --profile adds a per-phase breakdown (forward+output layer / backward / optimizer). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "core/log.h"
+#include "core/rng.h"
+#include "model/gpt.h"
+#include "train/optim.h"
+
+static double g3_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    int L = 4, C = 256, NH = 4, T = 256, B = 4, V = 50257, steps = 10, warmup = 2;
+    int recompute = 0, profile = 0;
+    g3_backend_t *be;
+    g3_gpt_config_t cfg;
+    g3_gpt_t *m;
+    g3_gpt_acts_t *acts;
+    g3_train_adamw_t *opt;
+    g3_train_adamw_config_t ocfg = { 0.9, 0.95, 1e-8, 0.1, 1.0 };
+    int32_t *tok, *tgt;
+    double *times, tf = 0, tb = 0, to = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int *dst = !strcmp(a, "--layers") ? &L : !strcmp(a, "--hidden") ? &C
+                 : !strcmp(a, "--heads") ? &NH : !strcmp(a, "--seq") ? &T
+                 : !strcmp(a, "--batch") ? &B : !strcmp(a, "--vocab") ? &V
+                 : !strcmp(a, "--steps") ? &steps : !strcmp(a, "--warmup") ? &warmup : NULL;
+        if (!strcmp(a, "--recompute")) {
+            recompute = 1;
+        } else if (!strcmp(a, "--profile")) {
+            profile = 1;
+        } else if (dst && i + 1 < argc) {
+            *dst = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "bench_train: unknown or incomplete argument '%s'\n", a);
+            return 2;
+        }
+    }
+    if (steps < 1 || warmup < 0) {
+        fprintf(stderr, "bench_train: --steps must be >= 1 and --warmup >= 0\n");
+        return 2;
+    }
+    if (g3_be_open("cpu", 0, &be) != G3_OK)
+        return 1;
+    g3_gpt_config_defaults(&cfg);
+    cfg.num_layers = L;
+    cfg.hidden_size = C;
+    cfg.num_attention_heads = NH;
+    cfg.seq_length = T;
+    cfg.vocab_size = V;
+    cfg.recompute_activations = recompute;
+    if (g3_gpt_init(&cfg, be, &m) != G3_OK || g3_gpt_acts_init(m, B, T, &acts) != G3_OK
+        || g3_train_adamw_init(m, &ocfg, &opt) != G3_OK)
+        return 1;
+    tok = malloc(sizeof(int32_t) * (size_t)B * T);
+    tgt = malloc(sizeof(int32_t) * (size_t)B * T);
+    times = calloc((size_t)steps, sizeof(double));
+    printf("# gpt3d CPU backend: %s\n", be->device);
+    printf("# L=%d C=%d NH=%d T=%d B=%d V=%d (padded %d) params=%lld recompute=%d\n", L, C, NH,
+           T, B, V, m->Vp, (long long)g3_gpt_num_parameters(&cfg), recompute);
+    for (int s = 0; s < warmup + steps; s++) {
+        double t0, t1, t2, t3, loss = 0.0, norm = 0.0;
+        for (int i = 0; i < B * T; i++) {
+            tok[i] = (int32_t)(g3_rng_u64(1, 1, (uint64_t)s * B * T + i) % (uint64_t)V);
+            tgt[i] = (int32_t)(g3_rng_u64(1, 2, (uint64_t)s * B * T + i) % (uint64_t)V);
+        }
+        t0 = g3_now();
+        g3_gpt_zero_grad(m);
+        if (g3_gpt_forward(m, acts, tok, tgt, B, T, 1.0f / (float)(B * T), &loss) != G3_OK)
+            return 1;
+        t1 = g3_now();
+        if (g3_gpt_backward(m, acts) != G3_OK)
+            return 1;
+        t2 = g3_now();
+        if (g3_train_adamw_step(opt, 1e-4, &norm) != G3_OK)
+            return 1;
+        t3 = g3_now();
+        printf("step %2d%s: %.1f ms  loss %.4f  grad norm %.3f  %.0f tokens/s\n", s,
+               s < warmup ? " (warm-up)" : "", (t3 - t0) * 1e3, loss / (B * T), norm,
+               B * T / (t3 - t0));
+        if (s >= warmup) {
+            times[s - warmup] = t3 - t0;
+            tf += t1 - t0;
+            tb += t2 - t1;
+            to += t3 - t2;
+        }
+    }
+    qsort(times, (size_t)steps, sizeof(double), cmp_double);
+    if (profile)
+        printf("profile (mean ms): forward+output layer %.1f  backward %.1f  clip+adamw %.1f\n",
+               tf / steps * 1e3, tb / steps * 1e3, to / steps * 1e3);
+    printf("median step: %.1f ms\n", times[steps / 2] * 1e3);
+    printf("model TFLOP/s: %.3f\n", g3_gpt_flops_per_step(&cfg, B, T) / times[steps / 2] / 1e12);
+    printf("tokens/s: %.1f\n", B * T / times[steps / 2]);
+    g3_train_adamw_free(opt);
+    g3_gpt_acts_free(m, acts);
+    g3_gpt_free(m);
+    g3_be_close(be);
+    free(tok);
+    free(tgt);
+    free(times);
+    return 0;
+}
