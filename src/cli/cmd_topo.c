@@ -569,9 +569,9 @@ int g3_cmd_topo(int argc, char **argv)
             free(seen);
         }
         g3_topo_hostlist_compress((const char *const *)job.names, job.nnodes, hl, sizeof(hl));
-        printf("gpt3d topo: %d nodes x %d ranks = %d ranks; TP %d x PP %d x DP %d "
-               "(layout: %s)\n", job.nnodes, job.rpn, plans[0]->world, tp, pp, plans[0]->dp,
-               plans[0]->how);
+        printf("gpt3d topo: %d node%s x %d rank%s = %d ranks; TP %d x PP %d x DP %d "
+               "(layout: %s)\n", job.nnodes, job.nnodes == 1 ? "" : "s", job.rpn,
+               job.rpn == 1 ? "" : "s", plans[0]->world, tp, pp, plans[0]->dp, plans[0]->how);
         printf("allocation: %s from %s\n", hl, job.what);
         printf("topology: %s: %d switches, %d level%s, %d leaf switches in use\n", topo->source,
                topo->nswitches, topo->levels, topo->levels == 1 ? "" : "s", used);
