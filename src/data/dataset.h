@@ -95,7 +95,9 @@ uint64_t g3_data_num_samples(const g3_data_t *d, g3_split_t split);
 int64_t g3_data_seq_length(const g3_data_t *d);
 
 /* RET: one more than the largest token id stored in any opened dataset
- * (a lower bound on the vocabulary size the model needs). */
+ * (a lower bound on the vocabulary size the model needs).  The first call
+ * scans every .bin once (seconds per GB) and is not thread-safe; later
+ * calls return the cached value. */
 int64_t g3_data_max_token_bound(const g3_data_t *d);
 
 void g3_data_close(g3_data_t *d);

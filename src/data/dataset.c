@@ -1,0 +1,321 @@
+/* gpt3d data: GPT datasets over one or a blend of indexed datasets (see
+ * dataset.h for the contract, docs/data.md for the rules). */
+#include "data/dataset.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "data/bpe.h"
+#include "data/gpt_index.h"
+#include "data/indexed.h"
+
+typedef struct {
+    g3_idx_t    *idx;
+    double       weight;                       /* normalised to sum 1    */
+    g3_gptidx_t *split[G3_SPLIT_COUNT];        /* NULL: not built        */
+} g3_data_source_t;
+
+struct g3_data {
+    int               num_sources;
+    g3_data_source_t *sources;                 /* (num_sources,)          */
+    int64_t           seq_length;
+    uint64_t          num_samples[G3_SPLIT_COUNT];
+    /* Blends only: for global sample i of a split, the source and the
+     * sample within it.  (num_samples[s],) each. */
+    uint16_t         *blend_source[G3_SPLIT_COUNT];
+    uint64_t         *blend_sample[G3_SPLIT_COUNT];
+    int64_t           max_token_bound;
+};
+
+const char *g3_split_name(g3_split_t split)
+{
+    switch (split) {
+    case G3_SPLIT_TRAIN: return "train";
+    case G3_SPLIT_VALID: return "valid";
+    case G3_SPLIT_TEST:  return "test";
+    default:             return "unknown";
+    }
+}
+
+/* Parse the --data-path words.  OUT: *n_p, *prefixes_p (pointers into
+ * words), *weights_p (malloc'd, normalised). */
+static g3_status_t g3_data_parse_paths(int count, char *const *words, int *n_p,
+                                       const char ***prefixes_p, double **weights_p)
+{
+    const char **prefixes;
+    double *weights, sum = 0;
+    int n;
+
+    if (count < 1 || !words) {
+        g3_error("--data-path is required: a dataset prefix (PREFIX.bin/PREFIX.idx), or weight/prefix pairs like '0.3 A 0.7 B'");
+        return G3_ERR_INVALID_ARG;
+    }
+    if (count == 1) {
+        n = 1;
+    } else if (count % 2 != 0) {
+        g3_error("--data-path has %d words; a blend is weight/prefix pairs ('0.3 A 0.7 B'), a single dataset is one prefix",
+                 count);
+        return G3_ERR_INVALID_ARG;
+    } else {
+        n = count / 2;
+    }
+    if (n > 65535) {
+        g3_error("--data-path blends %d datasets; at most 65535 are supported", n);
+        return G3_ERR_INVALID_ARG;
+    }
+    prefixes = calloc((size_t)n, sizeof(*prefixes));
+    weights = calloc((size_t)n, sizeof(*weights));
+    if (!prefixes || !weights) {
+        free(prefixes);
+        free(weights);
+        return G3_ERR_NO_MEMORY;
+    }
+    if (count == 1) {
+        prefixes[0] = words[0];
+        weights[0] = 1;
+        sum = 1;
+    }
+    for (int i = 0; count > 1 && i < n; i++) {
+        char *end;
+        errno = 0;
+        weights[i] = strtod(words[2 * i], &end);
+        if (end == words[2 * i] || *end || errno || !isfinite(weights[i]) || weights[i] <= 0) {
+            g3_error("--data-path: '%s' (word %d) is not a positive weight; a blend is weight/prefix pairs like '0.3 A 0.7 B'",
+                     words[2 * i], 2 * i + 1);
+            free(prefixes);
+            free(weights);
+            return G3_ERR_INVALID_ARG;
+        }
+        prefixes[i] = words[2 * i + 1];
+        sum += weights[i];
+    }
+    for (int i = 0; i < n; i++)
+        weights[i] /= sum;
+    *n_p = n;
+    *prefixes_p = prefixes;
+    *weights_p = weights;
+    return G3_OK;
+}
+
+/* Megatron's build_blending_indices: sample i goes to the source whose
+ * realised count lags weight * i the most (ties: the lowest index). */
+static g3_status_t g3_data_blend(g3_data_t *d, g3_split_t s, const uint64_t *avail)
+{
+    uint64_t N = d->num_samples[s];
+    int K = d->num_sources;
+    uint64_t *count = calloc((size_t)K, sizeof(uint64_t));
+    d->blend_source[s] = malloc((N ? N : 1) * sizeof(uint16_t));
+    d->blend_sample[s] = malloc((N ? N : 1) * sizeof(uint64_t));
+    if (!count || !d->blend_source[s] || !d->blend_sample[s]) {
+        free(count);
+        g3_error("out of memory for the %s blend of %llu samples", g3_split_name(s), (unsigned long long)N);
+        return G3_ERR_NO_MEMORY;
+    }
+    for (uint64_t i = 0; i < N; i++) {
+        double t = i > 1 ? (double)i : 1.0;
+        int best = 0;
+        double best_err = d->sources[0].weight * t - (double)count[0];
+        for (int k = 1; k < K; k++) {
+            double err = d->sources[k].weight * t - (double)count[k];
+            if (err > best_err) {
+                best_err = err;
+                best = k;
+            }
+        }
+        d->blend_source[s][i] = (uint16_t)best;
+        d->blend_sample[s][i] = count[best]++;
+    }
+    for (int k = 0; k < K; k++) {
+        if (count[k] > avail[k]) {
+            g3_error("internal: the %s blend takes %llu samples from '%s', which has %llu",
+                     g3_split_name(s), (unsigned long long)count[k], g3_idx_prefix(d->sources[k].idx),
+                     (unsigned long long)avail[k]);
+            free(count);
+            return G3_ERR_INTERNAL;
+        }
+    }
+    free(count);
+    return G3_OK;
+}
+
+g3_status_t g3_data_open(const g3_data_config_t *cfg, g3_data_t **data_p)
+{
+    const char **prefixes = NULL;
+    double *weights = NULL;
+    const char *split = cfg->split ? cfg->split : "969,30,1";
+    g3_status_t st;
+    g3_data_t *d;
+    int n;
+
+    if (cfg->seq_length < 1) {
+        g3_error("--seq-length must be at least 1 (got %lld)", (long long)cfg->seq_length);
+        return G3_ERR_INVALID_ARG;
+    }
+    if (cfg->seed > 0xffffffffULL) {
+        g3_error("--seed %llu is too large: the data shuffles use numpy's 32-bit seeding (as Megatron does); give a seed below 4294967296",
+                 (unsigned long long)cfg->seed);
+        return G3_ERR_INVALID_ARG;
+    }
+    if ((st = g3_data_parse_paths(cfg->data_path_count, cfg->data_path, &n, &prefixes, &weights)) != G3_OK)
+        return st;
+    d = calloc(1, sizeof(*d));
+    if (!d) {
+        st = G3_ERR_NO_MEMORY;
+        goto err_free_parse;
+    }
+    d->seq_length = cfg->seq_length;
+    d->max_token_bound = -1;
+    d->sources = calloc((size_t)n, sizeof(*d->sources));
+    if (!d->sources) {
+        st = G3_ERR_NO_MEMORY;
+        goto err_close;
+    }
+    d->num_sources = n;
+    for (int i = 0; i < n; i++) {
+        d->sources[i].weight = weights[i];
+        if ((st = g3_idx_open(prefixes[i], &d->sources[i].idx)) != G3_OK)
+            goto err_close;
+    }
+
+    for (int s = 0; s < G3_SPLIT_COUNT; s++) {
+        uint64_t want = cfg->num_samples[s];
+        uint64_t *av = NULL;
+        int usable = 1;
+        if (want == 0)
+            continue;
+        av = calloc((size_t)n, sizeof(uint64_t));
+        if (!av) {
+            st = G3_ERR_NO_MEMORY;
+            goto err_close;
+        }
+        for (int i = 0; i < n && usable; i++) {
+            g3_idx_t *idx = d->sources[i].idx;
+            uint64_t b[4], T = 0;
+            if ((st = g3_split_parse(split, g3_idx_num_sequences(idx), b)) != G3_OK) {
+                free(av);
+                goto err_close;
+            }
+            for (uint64_t k = b[s]; k < b[s + 1]; k++)
+                T += (uint64_t)g3_idx_size(idx, k);
+            if (b[s + 1] <= b[s] || T < 2) {
+                g3_warn("the %s split of '%s' is empty (--split %s over %llu documents gives it %llu documents, %llu tokens); %s samples are not available",
+                        g3_split_name((g3_split_t)s), g3_idx_prefix(idx), split,
+                        (unsigned long long)g3_idx_num_sequences(idx),
+                        (unsigned long long)(b[s + 1] - b[s]), (unsigned long long)T,
+                        g3_split_name((g3_split_t)s));
+                usable = 0;
+                break;
+            }
+            /* Blends ask each source for its share plus 0.5% (Megatron). */
+            uint64_t ask = n == 1 ? want : (uint64_t)ceil((double)want * weights[i] * 1.005);
+            if (ask == 0)
+                ask = 1;
+            st = g3_gptidx_open(idx, g3_split_name((g3_split_t)s), b[s], b[s + 1], cfg->seq_length,
+                                cfg->seed, ask, cfg->cache_dir, &d->sources[i].split[s]);
+            if (st != G3_OK) {
+                free(av);
+                goto err_close;
+            }
+            av[i] = d->sources[i].split[s]->num_samples;
+        }
+        if (!usable) {
+            for (int i = 0; i < n; i++) {
+                g3_gptidx_free(d->sources[i].split[s]);
+                d->sources[i].split[s] = NULL;
+            }
+            free(av);
+            continue;
+        }
+        if (n == 1) {
+            d->num_samples[s] = av[0];
+        } else {
+            d->num_samples[s] = want;
+            if ((st = g3_data_blend(d, (g3_split_t)s, av)) != G3_OK) {
+                free(av);
+                goto err_close;
+            }
+        }
+        free(av);
+    }
+    free(prefixes);
+    free(weights);
+    *data_p = d;
+    return G3_OK;
+
+err_close:
+    g3_data_close(d);
+err_free_parse:
+    free(prefixes);
+    free(weights);
+    return st;
+}
+
+g3_status_t g3_data_get(const g3_data_t *d, g3_split_t split, uint64_t i, int32_t *tokens)
+{
+    if ((unsigned)split >= G3_SPLIT_COUNT || i >= d->num_samples[split]) {
+        g3_error("%s sample %llu requested, but the %s split has %llu samples%s",
+                 g3_split_name(split), (unsigned long long)i, g3_split_name(split),
+                 (unsigned long long)((unsigned)split < G3_SPLIT_COUNT ? d->num_samples[split] : 0),
+                 (unsigned)split < G3_SPLIT_COUNT && d->num_samples[split] == 0
+                     ? " (it was not built: ask g3_data_open for samples of it, and check --split)" : "");
+        return G3_ERR_INVALID_ARG;
+    }
+    if (d->num_sources == 1) {
+        g3_gptidx_get(d->sources[0].split[split], d->sources[0].idx, i, tokens);
+    } else {
+        const g3_data_source_t *src = &d->sources[d->blend_source[split][i]];
+        g3_gptidx_get(src->split[split], src->idx, d->blend_sample[split][i], tokens);
+    }
+    return G3_OK;
+}
+
+uint64_t g3_data_num_samples(const g3_data_t *d, g3_split_t split)
+{
+    return (unsigned)split < G3_SPLIT_COUNT ? d->num_samples[split] : 0;
+}
+
+int64_t g3_data_seq_length(const g3_data_t *d)
+{
+    return d->seq_length;
+}
+
+int64_t g3_data_max_token_bound(const g3_data_t *d)
+{
+    g3_data_t *m = (g3_data_t *)d;   /* a lazily filled cache */
+    if (m->max_token_bound < 0) {
+        int64_t mx = 0;
+        for (int i = 0; i < d->num_sources; i++) {
+            int64_t b = g3_idx_max_token_bound(d->sources[i].idx);
+            if (b > mx)
+                mx = b;
+        }
+        m->max_token_bound = mx;
+    }
+    return m->max_token_bound;
+}
+
+void g3_data_close(g3_data_t *d)
+{
+    if (!d)
+        return;
+    for (int i = 0; i < d->num_sources; i++) {
+        for (int s = 0; s < G3_SPLIT_COUNT; s++)
+            g3_gptidx_free(d->sources[i].split[s]);
+        g3_idx_close(d->sources[i].idx);
+    }
+    for (int s = 0; s < G3_SPLIT_COUNT; s++) {
+        free(d->blend_source[s]);
+        free(d->blend_sample[s]);
+    }
+    free(d->sources);
+    free(d);
+}
+
+g3_status_t g3_data_vocab_info(const char *vocab_file, int64_t *vocab_size_p, int64_t *eod_id_p)
+{
+    return g3_bpe_vocab_info(vocab_file, vocab_size_p, eod_id_p);
+}
