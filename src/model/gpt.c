@@ -159,8 +159,7 @@ static int g3_gpt_table_add(g3_gpt_table_t *t, const char *name, int ndim, int64
     return t->n++;
 }
 
-/* RET: the global element index of local element i of p (tensor-parallel rank tp_rank). */
-static uint64_t g3_gpt_global_index(const g3_gpt_param_t *p, int tp_rank, size_t i)
+uint64_t g3_gpt_param_global_index(const g3_gpt_param_t *p, int tp_rank, size_t i)
 {
     int64_t lc = p->local_shape[1];
     int64_t r = (int64_t)(i / (size_t)lc), c = (int64_t)(i % (size_t)lc);
@@ -192,7 +191,7 @@ static void g3_gpt_fill(const g3_gpt_param_t *p, uint64_t seed, int tp_rank, flo
 #pragma omp parallel for schedule(static)
         for (long i = 0; i < n; i++)
             host[i] = p->init_std *
-                      g3_rng_normal(seed, stream, g3_gpt_global_index(p, tp_rank, (size_t)i));
+                      g3_rng_normal(seed, stream, g3_gpt_param_global_index(p, tp_rank, (size_t)i));
         break;
     }
 }

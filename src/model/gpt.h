@@ -79,6 +79,12 @@ typedef struct {
     int           layer;         /* -1 embeddings (first stage), -2 final LN (last), N    */
 } g3_gpt_param_t;
 
+/* RET: the global (row-major, whole-tensor) element index of local element i of p as held by
+ * tensor-parallel rank tp_rank: the key of its initial value, and of its place in a
+ * checkpoint.  With tp_parts = 3 (qkv) the split dimension is (3, size/3) and rank r holds
+ * [r*size/(3 TP), (r+1)*size/(3 TP)) of each part, stored as [q_r; k_r; v_r]. */
+uint64_t g3_gpt_param_global_index(const g3_gpt_param_t *p, int tp_rank, size_t i);
+
 /* Pointers to one layer's tensors inside a flat buffer (parameters or gradients). */
 typedef struct {
     float *ln1_w, *ln1_b;        /* (C,) (C,)          input_layernorm                    */

@@ -3,4 +3,6 @@ src_libgpt3d_a_SOURCES += \
 	src/train/schedule.h \
 	src/train/schedule.c \
 	src/train/optim.h \
-	src/train/optim.c
+	src/train/optim.c \
+	src/train/train.h \
+	src/train/config.c

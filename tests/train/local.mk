@@ -1,6 +1,9 @@
 # tests/train: schedules and ramp-up, the PyTorch reference check, the training command, and
 # the training-speed benchmark (tests/train/bench_train.sh: run by hand or by make check-long).
-check_PROGRAMS += tests/train/ref_dump
+check_PROGRAMS += tests/train/test_schedule tests/train/ref_dump
+TESTS += tests/train/test_schedule
+tests_train_test_schedule_SOURCES = tests/train/test_schedule.c tests/tap.h
+tests_train_test_schedule_LDADD = $(G3_TEST_LDADD)
 tests_train_ref_dump_SOURCES = tests/train/ref_dump.c
 tests_train_ref_dump_LDADD = $(G3_TEST_LDADD)
 TESTS += tests/train/test_reference.sh

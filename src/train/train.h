@@ -1,0 +1,87 @@
+/* gpt3d train: the training loop (one model replica per rank in this build).
+ *
+ * An iteration consumes one global batch (possibly ramping up): the rank runs
+ * global_batch / (micro_batch x DP) micro-batches forward and backward, accumulating
+ * gradients of the mean token loss over the global batch, clips the global gradient norm and
+ * takes one AdamW step at the scheduled learning rate.  Progress goes to stdout (one line per
+ * --log-interval, Megatron's fields plus throughput) and to a JSON-lines metrics file;
+ * validation runs every --eval-interval iterations and at the end. */
+#ifndef G3_TRAIN_TRAIN_H
+#define G3_TRAIN_TRAIN_H
+
+#include <stdint.h>
+
+#include "core/status.h"
+#include "model/gpt.h"
+#include "train/optim.h"
+#include "train/schedule.h"
+
+typedef struct {
+    g3_gpt_config_t model;              /* vocab_size is read from vocab_file by g3_train_run */
+    /* batches */
+    int64_t  micro_batch_size;          /* --micro-batch-size                                 */
+    int64_t  global_batch_size;         /* --global-batch-size; 0: micro x DP                 */
+    int64_t  rampup[3];                 /* --rampup-batch-size START INCR SAMPLES; [0]=0: off */
+    int      dp_size;                   /* data-parallel replicas (1 in this build)           */
+    /* length: exactly one of the two */
+    int64_t  train_iters;               /* --train-iters                                      */
+    int64_t  train_samples;             /* --train-samples                                    */
+    /* learning rate; -1 marks "not given" for the optional counts */
+    double   lr, min_lr;                /* --lr --min-lr                                      */
+    int64_t  lr_warmup_iters;           /* --lr-warmup-iters (0)                              */
+    int64_t  lr_warmup_samples;         /* --lr-warmup-samples (0)                            */
+    double   lr_warmup_fraction;        /* --lr-warmup-fraction; < 0: not given               */
+    int64_t  lr_decay_iters;            /* --lr-decay-iters; -1: the training length          */
+    int64_t  lr_decay_samples;          /* --lr-decay-samples; -1: the training length        */
+    g3_lr_decay_t lr_decay_style;       /* --lr-decay-style                                   */
+    g3_train_adamw_config_t adamw;
+    /* evaluation and logging */
+    int64_t  eval_interval;             /* --eval-interval                                    */
+    int64_t  eval_iters;                /* --eval-iters (0: no validation)                    */
+    int64_t  log_interval;              /* --log-interval                                     */
+    const char *metrics_file;           /* --metrics-file; NULL: none                         */
+    /* data */
+    int          data_path_count;       /* --data-path words                                  */
+    char *const *data_path;
+    const char  *split;                 /* --split                                            */
+    const char  *vocab_file;            /* --vocab-file                                       */
+    const char  *merge_file;            /* --merge-file                                       */
+    const char  *data_cache_path;       /* --data-cache-path; NULL: beside the data           */
+    /* a text sample at the end */
+    int          sample_tokens;         /* --sample-tokens (0: none)                          */
+    int          top_k;                 /* --top-k (0: greedy)                                */
+    double       temperature;           /* --temperature                                      */
+    const char  *prompt;                /* --prompt                                           */
+    /* compute */
+    const char  *backend;               /* "cpu"                                              */
+    int          threads;               /* 0: OpenMP's default                                */
+} g3_train_config_t;
+
+/* Set every field to its default (the flag defaults in docs/training.md). */
+void g3_train_config_defaults(g3_train_config_t *cfg);
+
+/* What a configuration means in samples and iterations (Megatron's conversions). */
+typedef struct {
+    int64_t             train_iters;        /* iterations the run takes                       */
+    int64_t             global_batch_size;  /* the final global batch size                    */
+    g3_train_rampup_t   rampup;
+    g3_train_lr_sched_t lr;                 /* warm-up and decay in samples                   */
+} g3_train_plan_t;
+
+/* Check the training flags (the model's are checked by g3_gpt_config_check) and derive the
+ * plan.  Every problem is logged once, naming the flag.  RET: G3_ERR_INVALID_ARG. */
+g3_status_t g3_train_plan(const g3_train_config_t *cfg, g3_train_plan_t *plan);
+
+typedef struct {
+    int64_t iterations;          /* iterations completed                          */
+    int64_t consumed_samples;
+    double  last_loss;           /* training loss of the last iteration           */
+    double  valid_loss;          /* final validation loss; NaN if none was run    */
+} g3_train_result_t;
+
+/* Run the whole training.  RET: G3_ERR_NUMERIC when a loss or gradient norm becomes NaN or
+ * infinite (logged with the iteration; the parameters are not updated with it), data, model
+ * and I/O errors.  OUT: *result_p (may be NULL), filled as far as training got. */
+g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result_p);
+
+#endif
