@@ -1,1 +1,24 @@
-# sbatch/: Slurm job scripts (see issue "Slurm batch suite").
+# sbatch/: the Slurm batch suite: the job script of a training run and
+# gpt3d-submit, which makes run directories and submits chains of jobs.
+# See docs/slurm.md.
+bin_SCRIPTS += sbatch/gpt3d-submit
+sbatchdir = $(pkgdatadir)/sbatch
+dist_sbatch_DATA = sbatch/gpt3d-train.sbatch
+dist_doc_DATA += docs/slurm.md
+EXTRA_DIST += sbatch/gpt3d-submit.in
+CLEANFILES += sbatch/gpt3d-submit
+
+# gpt3d-submit names the installation's directories.  Like the modulefiles
+# (modules/local.mk) it is remade on every make run and replaced only when its
+# text changes, so "make install prefix=DIR" installs one that names DIR.
+sbatch/gpt3d-submit: $(srcdir)/sbatch/gpt3d-submit.in g3-sbatch-force
+	$(AM_V_GEN)$(MKDIR_P) sbatch && \
+	$(SED) -e 's|@VERSION[@]|$(VERSION)|g' \
+	       -e 's|@bindir[@]|$(bindir)|g' \
+	       -e 's|@pkgdatadir[@]|$(pkgdatadir)|g' \
+	       $(srcdir)/sbatch/gpt3d-submit.in >$@.tmp && \
+	chmod +x $@.tmp && \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
+g3-sbatch-force:
+.PHONY: g3-sbatch-force

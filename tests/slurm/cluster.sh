@@ -26,7 +26,7 @@
 # per node, 2), G3C_SLURMD_TIMEOUT (6 s), G3C_CRED_EXPIRE (5 s: how long a
 # requeued job waits before it may start again), G3C_START_TIMEOUT (60 s).
 #
-# Functions for tests: g3c_start N, g3c_stop, g3c_check, g3c_kill_node NODE,
+# Functions for tests: g3c_start N, g3c_stop, g3c_check, g3c_kill_node NODE [--crash],
 # g3c_start_node NODE, g3c_wait SECONDS CMD..., g3c_job_field JOBID FIELD,
 # g3c_wait_job JOBID REGEX SECONDS, g3c_node_state NODE.  After g3c_start:
 # G3C_DIR, G3C_WORK (shared scratch visible on every node), G3C_NODE_NAMES
@@ -207,14 +207,18 @@ g3c_own_ns() {  # g3c_own_ns PID: PID runs in a mount namespace other than ours
     [ -n "$ns" ] && [ "$ns" != "$(readlink /proc/self/ns/mnt)" ]
 }
 
-# g3c_kill_node NODE: kill NODE's slurmd (SIGKILL, as a crash would), leaving
-# its running job steps alone.
+# g3c_kill_node NODE [--crash]: kill NODE's slurmd (SIGKILL), leaving its
+# running job steps alone; with --crash also kill every process in the node's
+# mount namespace (its slurmstepd and tasks), as a node crash would.
 g3c_kill_node() {
     local pid
     if g3c_pid_alive "slurmd-$1"; then
         pid=$(cat "$G3C_DIR/pids/slurmd-$1")
         kill -KILL "$pid" 2>/dev/null || true
         g3c_wait 10 g3c_not_running "$pid" || true
+    fi
+    if [ "${2:-}" = "--crash" ] && [ -s "$G3C_DIR/pids/ns-$1" ]; then
+        g3c_kill_ns "$(cat "$G3C_DIR/pids/ns-$1")"
     fi
 }
 
@@ -345,7 +349,14 @@ g3c_stop() {
             g3c_kill_ns "$(cat "$G3C_DIR/pids/ns-${name#slurmd-}")"
         fi
     done
-    rm -rf "$G3C_DIR"
+    # A process that was still dying may write a file while rm runs: retry.
+    local _
+    for _ in 1 2 3 4 5; do
+        rm -rf "$G3C_DIR" 2>/dev/null || true
+        [ -e "$G3C_DIR" ] || break
+        sleep 1
+    done
+    if [ -e "$G3C_DIR" ]; then g3c_log "could not remove $G3C_DIR: $(find "$G3C_DIR" -maxdepth 2 | head -n 5 | tr '\n' ' ')"; fi
     G3C_DIR=""
     return "$rc"
 }

@@ -1,0 +1,90 @@
+#!/bin/bash
+# TEST DOUBLE for "gpt3d train", used only by tests/slurm/test_submit.sh (given
+# to gpt3d-submit with --train-command).  It is not part of gpt3d and is not
+# installed.  It follows the contract the batch suite expects from the real
+# trainer, and nothing more:
+#   * --save DIR / --load DIR: resume from DIR/latest ("iter_NNNNNNN", the
+#     checkpoint format of docs/checkpoint-format.md) and commit checkpoints
+#     there (a directory iter_NNNNNNN, then latest replaced by rename);
+#   * SIGUSR2: save a checkpoint at the current iteration and exit 75;
+#   * exit 0 when --train-iters iterations are done.
+# Every rank runs it; rank 0 writes.  Its own flags:
+#   --train-iters N          iterations of the run (required)
+#   --save-interval N        also save every N iterations (default: never)
+#   --seconds-per-iter S     time one iteration takes (default 0.1)
+#   --fail-at ITER           exit 1 when reaching ITER ...
+#   --fail-times K           ... on the first K attempts that reach it (default: always)
+#   --exit-code C            the code --fail-at exits with (default 1)
+# It appends "iter I job J nodes NODELIST ranks R" to DIR/../iterations.log for
+# every iteration it runs, and the node list of each start to
+# DIR/../fake-starts.log, so tests can check what ran where.
+set -euo pipefail
+
+save="" load="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --save) save=$2; shift 2 ;;
+        --load) load=$2; shift 2 ;;
+        --train-iters) iters=$2; shift 2 ;;
+        --save-interval) save_interval=$2; shift 2 ;;
+        --seconds-per-iter) spi=$2; shift 2 ;;
+        --fail-at) fail_at=$2; shift 2 ;;
+        --fail-times) fail_times=$2; shift 2 ;;
+        --exit-code) fail_code=$2; shift 2 ;;
+        *) echo "fake-train: unknown flag '$1'" >&2; exit 2 ;;
+    esac
+done
+if [ -z "$save" ] || [ -z "$load" ] || [ -z "$iters" ]; then echo "fake-train: --save, --load and --train-iters are required" >&2; exit 2; fi
+
+rank=${PMIX_RANK:-${SLURM_PROCID:-0}}
+ranks=${SLURM_NTASKS:-1}
+run=$(dirname "$save")
+
+iter=0
+if [ -f "$load/latest" ]; then
+    name=$(cat "$load/latest")
+    iter=$((10#${name#iter_}))
+fi
+
+checkpoint() {  # commit a checkpoint of iteration $iter (rank 0)
+    [ "$rank" -eq 0 ] || return 0
+    local d
+    d=$(printf 'iter_%07d' "$iter")
+    mkdir -p "$save/$d"
+    echo "$iter" >"$save/$d/iteration"
+    printf '%s\n' "$d" >"$save/latest.tmp"
+    mv "$save/latest.tmp" "$save/latest"
+}
+
+stop=0
+trap 'stop=1' USR2
+if [ "$rank" -eq 0 ]; then
+    echo "start iter $iter job ${SLURM_JOB_ID:-none} nodes ${SLURM_JOB_NODELIST:-none} ranks $ranks" >>"$run/fake-starts.log"
+fi
+
+while [ "$iter" -lt "$iters" ]; do
+    if [ "$stop" -eq 1 ]; then
+        checkpoint
+        echo "fake-train: rank $rank: USR2: saved iteration $iter, exiting 75" >&2
+        exit 75
+    fi
+    next=$((iter + 1))
+    if [ "$next" -eq "$fail_at" ]; then
+        count_file="$run/fake-failures"
+        n=$( [ -f "$count_file" ] && cat "$count_file" || echo 0)
+        if [ "$fail_times" -lt 0 ] || [ "$n" -lt "$fail_times" ]; then
+            if [ "$rank" -eq 0 ]; then echo $((n + 1)) >"$count_file"; fi
+            echo "fake-train: rank $rank: failing at iteration $next (exit $fail_code)" >&2
+            exit "$fail_code"
+        fi
+    fi
+    sleep "$spi" &
+    wait $! || true   # a trapped USR2 ends the wait early
+    iter=$next
+    if [ "$rank" -eq 0 ]; then
+        echo "iter $iter job ${SLURM_JOB_ID:-none} nodes ${SLURM_JOB_NODELIST:-none} ranks $ranks" >>"$run/iterations.log"
+    fi
+    if [ "$save_interval" -gt 0 ] && [ $((iter % save_interval)) -eq 0 ]; then checkpoint; fi
+done
+checkpoint
+exit 0

@@ -1,0 +1,178 @@
+#!/bin/bash
+# The batch suite (gpt3d-submit, gpt3d-train.sbatch) on a private Slurm
+# cluster, with tests/slurm/fake-train.sh -- a TEST DOUBLE that stands in for
+# "gpt3d train" (saves on SIGUSR2 and exits 75, counts iterations) -- given
+# through gpt3d-submit --train-command.  Scenarios: a run completes and the
+# rest of its chain is cancelled; the warning signal makes a checkpoint and the
+# next job continues; a failure after progress is retried; failures without
+# progress stop the chain, --retry resumes it; a usage error stops at once;
+# re-running gpt3d-submit never starts a second chain and mends a broken one;
+# a node crash: the job is requeued, the node excluded, the run completes.
+# (top_srcdir and top_builddir come from make check.)
+# shellcheck disable=SC2154
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# shellcheck source=tests/lib.sh
+. "$top_srcdir/tests/lib.sh"
+# shellcheck source=tests/slurm/cluster.sh
+. "$top_srcdir/tests/slurm/cluster.sh"
+set -e
+
+G3C_SLURMD_TIMEOUT=3
+g3c_check || skip_all "$g3c_why"
+if ! g3c_start 4; then
+    tap_result 1 "a private cluster of 4 nodes starts"
+    diag "$g3c_why"
+    done_testing
+    exit 1
+fi
+W=$G3C_WORK
+SUBMIT=$top_builddir/sbatch/gpt3d-submit
+FAKE=$top_srcdir/tests/slurm/fake-train.sh  # the test double for "gpt3d train"
+cd "$W"
+
+submit() {  # submit GPT3D-SUBMIT-ARGS...: gpt3d-submit with the test double
+    "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$FAKE" "$@"
+}
+# wait_end RUN SECONDS: until RUN has COMPLETE or FAILED.
+wait_end() { g3c_wait "$2" sh -c "[ -e '$1/COMPLETE' ] || [ -e '$1/FAILED' ]" || true; }
+outcomes() { tail -n +2 "$1/attempts.tsv" 2>/dev/null | cut -f10 | tr '\n' ' '; }
+# each_iteration_once RUN N: iterations.log holds 1..N, each exactly once.
+each_iteration_once() {
+    [ "$(awk '{print $2}' "$1/iterations.log" | sort -n | uniq | tr '\n' ' ')" = "$(seq 1 "$2" | tr '\n' ' ')" ] &&
+    [ "$(wc -l <"$1/iterations.log")" -eq "$2" ]
+}
+show_run() {  # on failure: what happened
+    diag "--- $1"
+    "$SUBMIT" --status "$1" 2>&1 | sed 's/^/#   /' || true
+    cat "$1"/logs/* 2>/dev/null | tail -n 20 | sed 's/^/#   /' || true
+}
+check() {  # check DESCRIPTION RUN CMD...: a TAP result; the run's state on failure
+    local what=$1 run=$2
+    shift 2
+    if "$@"; then tap_result 0 "$what"; else tap_result 1 "$what"; show_run "$run"; fi
+}
+
+# Start the scenarios that can run side by side (one or two nodes each).
+run_ok=$W/complete
+submit --chain 2 -N 2 "$run_ok" -- --train-iters 20 --seconds-per-iter 0.05 >"$W/complete.submit" 2>&1
+run_sig=$W/signal
+submit --chain 1 -N 1 "$run_sig" -- --train-iters 120 --seconds-per-iter 0.05 >"$W/signal.submit" 2>&1
+run_retry=$W/retry
+submit --chain 1 -N 1 "$run_retry" -- --train-iters 30 --seconds-per-iter 0.02 --save-interval 5 \
+    --fail-at 13 --fail-times 1 >/dev/null 2>&1
+run_stop=$W/stop
+submit --chain 3 -N 1 --max-failures 2 "$run_stop" -- --train-iters 30 --seconds-per-iter 0.02 --fail-at 3 >/dev/null 2>&1
+run_usage=$W/usage
+submit --chain 2 -N 1 "$run_usage" -- --train-iters 30 --fail-at 2 --exit-code 2 >/dev/null 2>&1
+
+# 1. A run that completes in its first job; its successor is cancelled.
+like "$(cat "$W/complete.submit")" "submitted a chain of 2 jobs" "gpt3d-submit submits a chain of 2 jobs"
+wait_end "$run_ok" 60
+check "the run completes (COMPLETE written)" "$run_ok" test -e "$run_ok/COMPLETE"
+is "$(outcomes "$run_ok")" "complete " "one attempt, complete"
+check "every iteration ran exactly once" "$run_ok" each_iteration_once "$run_ok" 20
+second=$(sed -n 2p "$run_ok/chain")
+g3c_wait 20 g3c_job_state_is "$second" CANCELLED || true
+is "$(g3c_job_field "$second" JobState)" CANCELLED "the chain's queued successor is cancelled"
+is "$(cat "$run_ok/checkpoints/latest")" iter_0000020 "checkpoints/latest names the final iteration"
+like "$(grep -c . "$run_ok/fake-starts.log") $(cat "$run_ok/fake-starts.log")" "^1 .*nodes n\[[0-9]-[0-9]\] ranks 2" \
+    "the trainer ran once, as 2 ranks on 2 nodes (srun --mpi=pmix)"
+
+# Re-running gpt3d-submit on a complete run submits nothing.
+run "$SUBMIT" "$run_ok"
+is "$rc" 0 "gpt3d-submit on a complete run exits 0"
+like "$out" "is complete" "... and says the run is complete"
+is "$(wc -l <"$run_ok/chain")" 2 "... and submits no job"
+
+# 2. The warning signal: the trainer saves and exits 75, the chain (of one
+# job) extends itself, the next job resumes from the checkpoint.
+g3c_wait 30 sh -c "[ \$(wc -l <'$run_sig/iterations.log' 2>/dev/null || echo 0) -ge 10 ]" || true
+first=$(head -n 1 "$run_sig/chain")
+# Re-running gpt3d-submit while the chain runs submits nothing.
+run "$SUBMIT" "$run_sig"
+like "$out" "already has a chain queued or running \(jobs $first\)" "gpt3d-submit leaves a running chain alone"
+is "$(wc -l <"$run_sig/chain")" 1 "... and submits no second chain"
+scancel --batch --signal=USR2 "$first"
+wait_end "$run_sig" 60
+check "after the warning signal the run completes" "$run_sig" test -e "$run_sig/COMPLETE"
+is "$(outcomes "$run_sig")" "checkpointed complete " "attempts: checkpointed (75), then complete"
+is "$(tail -n +2 "$run_sig/attempts.tsv" | cut -f9 | tr '\n' ' ')" "75 0 " "the history keeps the trainer's exit codes"
+is "$(wc -l <"$run_sig/chain")" 2 "the job extended the chain by one job"
+resumed=$(sed -n 2p "$run_sig/fake-starts.log" | awk '{print $3}')
+is "$resumed" "$(sed -n 2p "$run_sig/attempts.tsv" | cut -f8)" "the second job resumed from the checkpoint the first saved"
+check "every iteration ran exactly once across the two jobs (as in an uninterrupted run)" "$run_sig" \
+    each_iteration_once "$run_sig" 120
+like "$(cat "$run_sig"/logs/*)" "warning signal USR2" "the job log records the warning signal"
+
+# 3. A failure after progress is retried and the run completes.
+wait_end "$run_retry" 60
+check "a run that failed once after progress completes" "$run_retry" test -e "$run_retry/COMPLETE"
+is "$(outcomes "$run_retry")" "failed complete " "attempts: failed, complete"
+is "$(sed -n 2p "$run_retry/attempts.tsv" | cut -f8,9 | tr '\t' ' ')" "10 1" \
+    "the failed attempt reached the checkpoint of iteration 10 and exited 1"
+check "iterations 11 and 12 ran twice, all others once" "$run_retry" sh -c \
+    "[ \"\$(awk '{print \$2}' '$run_retry/iterations.log' | sort -n | uniq -d | tr '\n' ' ')\" = '11 12 ' ]"
+
+# 4. Failures without progress stop the chain; --retry resumes it.
+wait_end "$run_stop" 60
+check "two failures without progress stop the run (FAILED written)" "$run_stop" test -e "$run_stop/FAILED"
+is "$(outcomes "$run_stop")" "failed failed " "attempts: failed, failed"
+like "$(cat "$run_stop/FAILED")" "2 failed attempts in a row without progress \(limit 2\)" "FAILED says why"
+third=$(sed -n 3p "$run_stop/chain")
+g3c_wait 20 g3c_job_state_is "$third" CANCELLED || true
+is "$(g3c_job_field "$third" JobState)" CANCELLED "the rest of the chain is cancelled"
+run "$SUBMIT" "$run_stop"
+is "$rc" 1 "gpt3d-submit on a stopped run exits 1"
+like "$out" "resume with: gpt3d-submit --retry" "... and tells how to resume"
+run "$SUBMIT" --retry "$run_stop"
+is "$rc" 0 "gpt3d-submit --retry resubmits"
+like "$out" "submitted a chain of 3 jobs" "... a new chain"
+g3c_wait 60 sh -c "[ \$(tail -n +2 '$run_stop/attempts.tsv' | grep -c failed) -ge 4 ] && [ -e '$run_stop/FAILED' ]" || true
+is "$(outcomes "$run_stop")" "failed failed retry failed failed " \
+    "failures before --retry do not count: two more attempts, then it stops again"
+
+# 5. A usage error (exit 2) stops the chain at once.
+wait_end "$run_usage" 60
+check "a usage error stops the run after one attempt" "$run_usage" test -e "$run_usage/FAILED"
+is "$(outcomes "$run_usage")" "failed " "one attempt"
+like "$(cat "$run_usage/FAILED")" "usage error \(exit 2\)" "FAILED names the usage error"
+
+# 6. A broken chain (its jobs cancelled) is mended by re-running gpt3d-submit.
+run_broken=$W/broken
+submit --chain 2 -N 1 "$run_broken" -- --train-iters 150 --seconds-per-iter 0.05 --save-interval 5 >/dev/null 2>&1
+g3c_wait 30 sh -c "[ \$(wc -l <'$run_broken/iterations.log' 2>/dev/null || echo 0) -ge 20 ]" || true
+# shellcheck disable=SC2046
+scancel $(cat "$run_broken/chain")
+g3c_wait 30 sh -c "! squeue -h -o %i | grep -qxF -f '$run_broken/chain'" || true
+run "$SUBMIT" "$run_broken"
+is "$rc" 0 "gpt3d-submit on a run whose chain was cancelled exits 0"
+like "$out" "resuming .* from iteration [1-9][0-9]* with a new chain" "... and resumes it from its checkpoint"
+is "$(wc -l <"$run_broken/chain")" 4 "... with a new chain of 2 jobs"
+wait_end "$run_broken" 60
+check "the mended run completes" "$run_broken" test -e "$run_broken/COMPLETE"
+run "$SUBMIT" --nodes 2 "$run_broken"
+is "$rc" 1 "re-running with other settings is refused"
+like "$out" "created with other settings" "... with a message saying so"
+
+# 7. A node crashes during a 2-node job: Slurm requeues the job, the node is
+# excluded, the run resumes on other nodes from its checkpoint and completes.
+run_node=$W/node
+submit --chain 1 -N 2 "$run_node" -- --train-iters 400 --seconds-per-iter 0.05 --save-interval 5 >/dev/null 2>&1
+g3c_wait 30 sh -c "[ \$(wc -l <'$run_node/iterations.log' 2>/dev/null || echo 0) -ge 20 ]" || true
+job=$(head -n 1 "$run_node/chain")
+victim=$(scontrol show hostnames "$(g3c_job_field "$job" NodeList)" | sed -n 2p)
+g3c_kill_node "$victim" --crash
+wait_end "$run_node" 90
+check "after a node crash the run completes" "$run_node" test -e "$run_node/COMPLETE"
+is "$(sort -u "$run_node/excluded-nodes" 2>/dev/null | tr '\n' ' ')" "$victim " "the crashed node ($victim) is excluded from the run"
+last_nodes=$(tail -n 1 "$run_node/attempts.tsv" | cut -f6)
+check "the last attempt ran without $victim (on $last_nodes)" "$run_node" \
+    sh -c "! scontrol show hostnames '$last_nodes' | grep -qx '$victim'"
+is "$(tail -n 1 "$run_node/attempts.tsv" | cut -f3)" 1 "the job was requeued by Slurm (restart 1)"
+check "iterations continue from the checkpoint (no iteration lost)" "$run_node" sh -c \
+    "[ \"\$(awk '{print \$2}' '$run_node/iterations.log' | sort -un | wc -l)\" -eq 400 ]"
+run "$SUBMIT" --status "$run_node"
+like "$out" "excluded: +$victim" "gpt3d-submit --status lists the excluded node"
+like "$out" "state: +complete" "gpt3d-submit --status says complete"
+
+done_testing
