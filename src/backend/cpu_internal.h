@@ -40,6 +40,11 @@ typedef struct {
     int nthreads;
 } g3_cpu_t;
 
+/* Whether an op over `work` elements is worth a parallel region: below ~32K elements (a few
+ * microseconds) the fork/join costs more than it saves, and on a busy machine every region
+ * may wait for a descheduled thread. */
+#define G3_CPU_PAR(work) ((work) >= 32768)
+
 /* Flush-to-zero + denormals-are-zero for the calling thread (MXCSR bits 15 and 6). */
 static inline void g3_cpu_ftz(void)
 {

@@ -84,7 +84,7 @@ void g3_cpu_matmul_bwd(g3_backend_t *be, float *dinp, float *dw, float *dbias,
         g3_cpu_sgemm(0, 0, N, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
     g3_cpu_sgemm(1, 0, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
     if (dbias) {
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR((size_t)N * OC))
         {
             int t, n, chunk, lo, hi;
             g3_cpu_thread(&t, &n);
@@ -150,7 +150,7 @@ void g3_cpu_attention_fwd(g3_backend_t *be, float *out, float *att, const float 
     int C = NH * HS, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)HS);
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR((size_t)B * NH * T * T * HS / 8))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)
@@ -220,7 +220,7 @@ void g3_cpu_attention_bwd(g3_backend_t *be, float *dqkv, float *scratch, const f
     int C = NH * HS, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)HS);
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR((size_t)B * NH * T * T * HS / 4))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)

@@ -48,7 +48,7 @@ void g3_cpu_embedding_fwd(g3_backend_t *be, float *out, const int32_t *tokens, c
                           const float *wpe, int B, int T, int C, int v0, int V)
 {
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR((size_t)B * T * C))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)
@@ -75,7 +75,7 @@ void g3_cpu_embedding_bwd(g3_backend_t *be, float *dwte, float *dwpe, const floa
                           const int32_t *tokens, int B, int T, int C, int v0, int V)
 {
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR((size_t)B * T * C))
     {
         int lo, hi;
         g3_cpu_ftz();
@@ -122,7 +122,7 @@ void g3_cpu_layernorm_fwd(g3_backend_t *be, float *out, float *mean, float *rstd
                           float eps)
 {
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR((size_t)N * C))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)
@@ -170,7 +170,7 @@ void g3_cpu_layernorm_bwd(g3_backend_t *be, float *dinp, float *dw, float *db,
                           const float *mean, const float *rstd, int N, int C)
 {
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR((size_t)N * C))
     {
         int lo, hi;
         g3_cpu_ftz();
@@ -245,7 +245,7 @@ void g3_cpu_gelu_fwd(g3_backend_t *be, float *out, const float *inp, size_t n)
 {
     long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR(n))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)
@@ -262,7 +262,7 @@ void g3_cpu_gelu_bwd(g3_backend_t *be, float *dinp, const float *inp, const floa
 {
     long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR(n))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)
@@ -278,7 +278,7 @@ void g3_cpu_residual_fwd(g3_backend_t *be, float *out, const float *a, const flo
 {
     long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR(n))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)
@@ -294,7 +294,7 @@ void g3_cpu_scale(g3_backend_t *be, float *x, size_t n, float s)
 {
     long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR(n))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)
@@ -343,7 +343,7 @@ void g3_cpu_xent_fwd(g3_backend_t *be, float *losses, float *lse, const float *l
                      const int32_t *targets, int N, int V)
 {
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR((size_t)N * V))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)
@@ -370,7 +370,7 @@ void g3_cpu_xent_bwd(g3_backend_t *be, float *dlogits, const float *logits, cons
                      const int32_t *targets, float dloss, int N, int V)
 {
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR((size_t)N * V))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)
@@ -409,7 +409,7 @@ void g3_cpu_adamw(g3_backend_t *be, float *p, const float *g, float *m, float *v
     float step_size = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
     float decay = 1.0f - lr * wd;
     (void)be;
-#pragma omp parallel
+#pragma omp parallel if (G3_CPU_PAR(n))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)
@@ -437,7 +437,7 @@ void g3_cpu_sumsq(g3_backend_t *be, const float *x, size_t n, double *host_out)
     long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
     double total = 0.0;
     (void)be;
-#pragma omp parallel reduction(+:total)
+#pragma omp parallel reduction(+:total) if (G3_CPU_PAR(n))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)

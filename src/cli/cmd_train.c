@@ -1,10 +1,365 @@
-/* gpt3d train: training (CPU backend, 3D parallelism).  Not implemented in this build yet; the entry exists
- * so that "gpt3d help" lists it, and it fails honestly with exit code 1. */
+/* gpt3d train: pretrain a GPT (the driver: flags, checks before any work, exit codes).
+ * Flag names follow Megatron-LM; docs/training.md lists them with their defaults. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "cli/commands.h"
+#include "core/log.h"
+#include "core/opt.h"
+#include "core/status.h"
+#include "train/train.h"
+
+#define G3_NOOPT NULL, 0, 0, NULL
+
+static const g3_opt_spec_t g3_train_specs[] = {
+    /* model */
+    { "num-layers", G3_OPT_INT, "6", "Transformer layers.", G3_NOOPT },
+    { "hidden-size", G3_OPT_INT, "384", "Hidden size h.", G3_NOOPT },
+    { "num-attention-heads", G3_OPT_INT, "6", "Attention heads (must divide the hidden size).", G3_NOOPT },
+    { "ffn-hidden-size", G3_OPT_INT, NULL, "MLP hidden size (default 4 x hidden size).", G3_NOOPT },
+    { "seq-length", G3_OPT_INT, "256", "Tokens per training sequence.", G3_NOOPT },
+    { "max-position-embeddings", G3_OPT_INT, NULL, "Position embeddings (default: --seq-length).", G3_NOOPT },
+    { "make-vocab-size-divisible-by", G3_OPT_INT, "128", "Pad the vocabulary to a multiple of this x tensor-parallel size.", G3_NOOPT },
+    { "init-method-std", G3_OPT_FLOAT, "0.02", "Std of the normal initialisation; output projections use std/sqrt(2 x layers).", G3_NOOPT },
+    { "layernorm-epsilon", G3_OPT_FLOAT, "1e-5", "LayerNorm epsilon.", G3_NOOPT },
+    { "recompute-activations", G3_OPT_BOOL, NULL, "Keep only each layer's input and recompute the layer in backward.", G3_NOOPT },
+    /* batches and length */
+    { "micro-batch-size", G3_OPT_INT, "4", "Sequences per forward/backward pass.", G3_NOOPT },
+    { "global-batch-size", G3_OPT_INT, NULL, "Sequences per optimizer step (default: micro batch x data-parallel size); gradients accumulate over micro-batches.", G3_NOOPT },
+    { "rampup-batch-size", G3_OPT_LIST, NULL, "Grow the global batch from START by INCR over SAMPLES samples (needs --train-samples).", NULL, 3, 3, "START INCR SAMPLES" },
+    { "train-iters", G3_OPT_INT, NULL, "Iterations to train (or give --train-samples).", G3_NOOPT },
+    { "train-samples", G3_OPT_INT, NULL, "Samples to train on (or give --train-iters).", G3_NOOPT },
+    /* optimizer and schedule */
+    { "lr", G3_OPT_FLOAT, "6e-4", "Peak learning rate.", G3_NOOPT },
+    { "min-lr", G3_OPT_FLOAT, "0", "Learning rate at the end of the decay.", G3_NOOPT },
+    { "lr-decay-style", G3_OPT_CHOICE, "linear", "Learning-rate decay after the warm-up.", "cosine|linear|constant", 0, 0, NULL },
+    { "lr-warmup-iters", G3_OPT_INT, "0", "Linear warm-up iterations (with --train-iters).", G3_NOOPT },
+    { "lr-warmup-samples", G3_OPT_INT, "0", "Linear warm-up samples (with --train-samples).", G3_NOOPT },
+    { "lr-warmup-fraction", G3_OPT_FLOAT, NULL, "Warm-up as a fraction of the decay length.", G3_NOOPT },
+    { "lr-decay-iters", G3_OPT_INT, NULL, "Iterations to decay over (default: --train-iters).", G3_NOOPT },
+    { "lr-decay-samples", G3_OPT_INT, NULL, "Samples to decay over (default: --train-samples).", G3_NOOPT },
+    { "adam-beta1", G3_OPT_FLOAT, "0.9", "AdamW beta1.", G3_NOOPT },
+    { "adam-beta2", G3_OPT_FLOAT, "0.999", "AdamW beta2.", G3_NOOPT },
+    { "adam-eps", G3_OPT_FLOAT, "1e-8", "AdamW epsilon.", G3_NOOPT },
+    { "weight-decay", G3_OPT_FLOAT, "0.01", "Decoupled weight decay (not on biases or LayerNorm).", G3_NOOPT },
+    { "clip-grad", G3_OPT_FLOAT, "1.0", "Clip the global gradient norm to this (0: off).", G3_NOOPT },
+    { "seed", G3_OPT_INT, "1234", "Seed of the initial weights, data order and sampling.", G3_NOOPT },
+    /* evaluation, logging, output */
+    { "eval-interval", G3_OPT_INT, "1000", "Iterations between validation runs.", G3_NOOPT },
+    { "eval-iters", G3_OPT_INT, "100", "Global batches of the validation split per evaluation (0: none).", G3_NOOPT },
+    { "log-interval", G3_OPT_INT, "10", "Iterations between progress lines.", G3_NOOPT },
+    { "run-dir", G3_OPT_STRING, NULL, "Directory for this run's files (default: --save, else ./gpt3d-run).", NULL, 0, 0, "DIR" },
+    { "metrics-file", G3_OPT_STRING, NULL, "JSON-lines metrics (default: RUN_DIR/metrics.jsonl).", NULL, 0, 0, "FILE" },
+    /* data */
+    { "data-path", G3_OPT_LIST, NULL, "Dataset prefix(es) PREFIX or W1 PREFIX1 W2 PREFIX2... (default: the built-in KJV corpus).", NULL, 1, 0, "[W] PREFIX..." },
+    { "split", G3_OPT_STRING, "969,30,1", "Train,valid,test proportions of the documents.", G3_NOOPT },
+    { "vocab-file", G3_OPT_STRING, NULL, "GPT-2 vocabulary, encoder.json or vocab.json (default: the built-in corpus's).", NULL, 0, 0, "FILE" },
+    { "merge-file", G3_OPT_STRING, NULL, "GPT-2 merges, vocab.bpe or merges.txt (default: the built-in corpus's).", NULL, 0, 0, "FILE" },
+    { "data-cache-path", G3_OPT_STRING, NULL, "Where sample indices are cached (default: beside the data).", NULL, 0, 0, "DIR" },
+    /* parallel layout and checkpoints */
+    { "tensor-model-parallel-size", G3_OPT_INT, "1", "Tensor-parallel size.", G3_NOOPT },
+    { "pipeline-model-parallel-size", G3_OPT_INT, "1", "Pipeline-parallel size.", G3_NOOPT },
+    { "save", G3_OPT_STRING, NULL, "Checkpoint directory to save to.", NULL, 0, 0, "DIR" },
+    { "load", G3_OPT_STRING, NULL, "Checkpoint directory to resume from.", NULL, 0, 0, "DIR" },
+    /* the text sample at the end */
+    { "sample-tokens", G3_OPT_INT, "0", "After training, generate this many tokens after --prompt.", G3_NOOPT },
+    { "prompt", G3_OPT_STRING, "And God said", "Prompt of the text sample.", G3_NOOPT },
+    { "top-k", G3_OPT_INT, "0", "Sample among the k likeliest tokens (0: greedy).", G3_NOOPT },
+    { "temperature", G3_OPT_FLOAT, "1.0", "Softmax temperature for --top-k sampling.", G3_NOOPT },
+    { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
+};
+
+static const g3_opt_cmd_t g3_train_cmd = {
+    "train", "Pretrain a GPT model (single rank, mpirun or srun --mpi=pmix).", NULL, 0, 0,
+    g3_train_specs
+};
+
+/* The built-in corpus (gpt3d corpus) lives in ${GPT3D_DATA_DIR:-$HOME/.cache/gpt3d}/kjv. */
+#define G3_KJV_PREFIX "kjv_text_document"
+#define G3_KJV_VOCAB  "gpt2-vocab.json"
+#define G3_KJV_MERGES "gpt2-merges.txt"
+
+static int g3_kjv_path(char *buf, size_t len, const char *file)
+{
+    const char *dir = getenv("GPT3D_DATA_DIR"), *home = getenv("HOME");
+    int n;
+    if (dir && *dir)
+        n = snprintf(buf, len, "%s/kjv/%s", dir, file);
+    else
+        n = snprintf(buf, len, "%s/.cache/gpt3d/kjv/%s", home && *home ? home : ".", file);
+    return n > 0 && (size_t)n < len;
+}
+
+/* An int flag that must fit an int and be >= lo.  RET: 0 and logs when it does not. */
+static int g3_int_flag(const g3_opts_t *o, const char *name, int64_t lo, int *out)
+{
+    int64_t v = g3_opts_int(o, name);
+    if (v < lo || v > INT_MAX) {
+        g3_error("--%s %lld is out of range (%lld .. %d)", name, (long long)v, (long long)lo,
+                 INT_MAX);
+        return 0;
+    }
+    *out = (int)v;
+    return 1;
+}
+
+static int g3_file_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* Check that a file the run needs is there; RET 1 if so, else log (once) and RET 0. */
+static int g3_need_file(const char *path, const char *flag, int builtin)
+{
+    if (g3_file_exists(path))
+        return 1;
+    if (builtin)
+        g3_error("the built-in KJV corpus is missing (%s not found): run 'gpt3d corpus' to "
+                 "build it, or pass your own data with --data-path/--vocab-file/--merge-file",
+                 path);
+    else
+        g3_error("%s: %s does not exist or is not a file", flag, path);
+    return 0;
+}
+
+/* mkdir -p.  RET 0 with errno set on failure. */
+static int g3_mkdirs(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof(buf)) {
+        errno = ENAMETOOLONG;
+        return 0;
+    }
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return 0;
+            buf[i] = c;
+        }
+    }
+    return 1;
+}
 
 int g3_cmd_train(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return g3_cmd_not_built("train", "training (CPU backend, 3D parallelism)");
+    g3_opts_t *o = NULL;
+    g3_train_config_t cfg;
+    g3_train_plan_t plan;
+    g3_train_result_t res;
+    g3_status_t st;
+    char vocab_buf[4096], merge_buf[4096], prefix_buf[4096], metrics_buf[4200];
+    char *builtin_path[1] = { prefix_buf };
+    char *const *list;
+    int ok = 1, tp = 1, pp = 1, builtin_data, rc;
+    const char *run_dir;
+
+    st = g3_opts_parse(&g3_train_cmd, argc, argv, &o);
+    if (st != G3_OK)
+        return g3_status_exit_code(st);
+    if (g3_opts_help_shown(o)) {
+        g3_opts_free(o);
+        return G3_EXIT_OK;
+    }
+    g3_train_config_defaults(&cfg);
+
+    /* model flags */
+    ok &= g3_int_flag(o, "num-layers", 1, &cfg.model.num_layers);
+    ok &= g3_int_flag(o, "hidden-size", 1, &cfg.model.hidden_size);
+    ok &= g3_int_flag(o, "num-attention-heads", 1, &cfg.model.num_attention_heads);
+    if (g3_opts_is_set(o, "ffn-hidden-size"))
+        ok &= g3_int_flag(o, "ffn-hidden-size", 1, &cfg.model.ffn_hidden_size);
+    ok &= g3_int_flag(o, "seq-length", 1, &cfg.model.seq_length);
+    if (g3_opts_is_set(o, "max-position-embeddings"))
+        ok &= g3_int_flag(o, "max-position-embeddings", 1, &cfg.model.max_position_embeddings);
+    ok &= g3_int_flag(o, "make-vocab-size-divisible-by", 1,
+                      &cfg.model.make_vocab_size_divisible_by);
+    cfg.model.init_method_std = (float)g3_opts_float(o, "init-method-std");
+    cfg.model.layernorm_epsilon = (float)g3_opts_float(o, "layernorm-epsilon");
+    cfg.model.recompute_activations = g3_opts_bool(o, "recompute-activations");
+    cfg.model.seed = (uint64_t)g3_opts_int(o, "seed");
+    ok &= g3_int_flag(o, "tensor-model-parallel-size", 1, &tp);
+    ok &= g3_int_flag(o, "pipeline-model-parallel-size", 1, &pp);
+    cfg.model.vocab_size = 1;   /* checked against the vocabulary file later */
+
+    /* training flags */
+    cfg.micro_batch_size = g3_opts_int(o, "micro-batch-size");
+    cfg.global_batch_size = g3_opts_is_set(o, "global-batch-size")
+                                ? g3_opts_int(o, "global-batch-size") : 0;
+    if (g3_opts_is_set(o, "global-batch-size") && cfg.global_batch_size < 1) {
+        g3_error("--global-batch-size must be at least 1 (got %lld)",
+                 (long long)cfg.global_batch_size);
+        ok = 0;
+    }
+    if (cfg.micro_batch_size > INT_MAX) {
+        g3_error("--micro-batch-size %lld is too large", (long long)cfg.micro_batch_size);
+        ok = 0;
+    }
+    if (g3_opts_list(o, "rampup-batch-size", &list) == 3) {
+        for (int i = 0; i < 3; i++) {
+            char *end;
+            errno = 0;
+            cfg.rampup[i] = strtoll(list[i], &end, 10);
+            if (errno || *end || end == list[i]) {
+                g3_error("--rampup-batch-size: '%s' is not an integer (give START INCR SAMPLES)",
+                         list[i]);
+                ok = 0;
+            }
+        }
+        if (ok && cfg.rampup[0] < 1) {
+            g3_error("--rampup-batch-size: the start batch size must be at least 1 (got %lld)",
+                     (long long)cfg.rampup[0]);
+            ok = 0;
+        }
+    }
+    cfg.train_iters = g3_opts_is_set(o, "train-iters") ? g3_opts_int(o, "train-iters") : 0;
+    cfg.train_samples = g3_opts_is_set(o, "train-samples") ? g3_opts_int(o, "train-samples") : 0;
+    if ((g3_opts_is_set(o, "train-iters") && cfg.train_iters < 1) ||
+        (g3_opts_is_set(o, "train-samples") && cfg.train_samples < 1)) {
+        g3_error("--train-iters and --train-samples must be at least 1");
+        ok = 0;
+    }
+    cfg.lr = g3_opts_float(o, "lr");
+    cfg.min_lr = g3_opts_float(o, "min-lr");
+    g3_train_lr_decay_parse(g3_opts_str(o, "lr-decay-style"), &cfg.lr_decay_style);
+    cfg.lr_warmup_iters = g3_opts_int(o, "lr-warmup-iters");
+    cfg.lr_warmup_samples = g3_opts_int(o, "lr-warmup-samples");
+    if (g3_opts_is_set(o, "lr-warmup-fraction")) {
+        cfg.lr_warmup_fraction = g3_opts_float(o, "lr-warmup-fraction");
+        if (cfg.lr_warmup_fraction < 0.0) {
+            g3_error("--lr-warmup-fraction must be in [0, 1] (got %g)", cfg.lr_warmup_fraction);
+            ok = 0;
+        }
+    }
+    if (g3_opts_is_set(o, "lr-decay-iters")) {
+        cfg.lr_decay_iters = g3_opts_int(o, "lr-decay-iters");
+        if (cfg.lr_decay_iters < 1) {
+            g3_error("--lr-decay-iters must be at least 1");
+            ok = 0;
+        }
+    }
+    if (g3_opts_is_set(o, "lr-decay-samples")) {
+        cfg.lr_decay_samples = g3_opts_int(o, "lr-decay-samples");
+        if (cfg.lr_decay_samples < 1) {
+            g3_error("--lr-decay-samples must be at least 1");
+            ok = 0;
+        }
+    }
+    cfg.adamw.beta1 = g3_opts_float(o, "adam-beta1");
+    cfg.adamw.beta2 = g3_opts_float(o, "adam-beta2");
+    cfg.adamw.eps = g3_opts_float(o, "adam-eps");
+    cfg.adamw.weight_decay = g3_opts_float(o, "weight-decay");
+    cfg.adamw.clip_grad = g3_opts_float(o, "clip-grad");
+    cfg.eval_interval = g3_opts_int(o, "eval-interval");
+    cfg.eval_iters = g3_opts_int(o, "eval-iters");
+    cfg.log_interval = g3_opts_int(o, "log-interval");
+    ok &= g3_int_flag(o, "sample-tokens", 0, &cfg.sample_tokens);
+    ok &= g3_int_flag(o, "top-k", 0, &cfg.top_k);
+    cfg.temperature = g3_opts_float(o, "temperature");
+    cfg.prompt = g3_opts_str(o, "prompt");
+    if (!ok) {
+        rc = G3_EXIT_USAGE;
+        goto out;
+    }
+
+    /* what this build cannot do yet: say so before any work */
+    if (tp > 1 || pp > 1) {
+        g3_error("--tensor-model-parallel-size %d --pipeline-model-parallel-size %d: tensor "
+                 "and pipeline parallelism are not yet supported in this build of gpt3d; use "
+                 "1 and 1 (one model replica per rank)", tp, pp);
+        rc = G3_EXIT_FAILURE;
+        goto out;
+    }
+    if (g3_opts_str(o, "save") || g3_opts_str(o, "load")) {
+        g3_error("--%s: checkpoints are not built into this version of gpt3d yet; drop --save "
+                 "and --load (training runs, but nothing can be saved or resumed)",
+                 g3_opts_str(o, "save") ? "save" : "load");
+        rc = G3_EXIT_FAILURE;
+        goto out;
+    }
+
+    /* the model and the batch arithmetic, before touching any file */
+    st = g3_gpt_config_check(&cfg.model);
+    if (st == G3_OK)
+        st = g3_train_plan(&cfg, &plan);
+    if (st != G3_OK) {
+        rc = g3_status_exit_code(st);
+        goto out;
+    }
+
+    /* data files */
+    builtin_data = !g3_opts_is_set(o, "data-path");
+    if (builtin_data) {
+        if (!g3_kjv_path(prefix_buf, sizeof(prefix_buf), G3_KJV_PREFIX)) {
+            g3_error("the built-in corpus path is too long; set GPT3D_DATA_DIR shorter");
+            rc = G3_EXIT_USAGE;
+            goto out;
+        }
+        cfg.data_path_count = 1;
+        cfg.data_path = builtin_path;
+    } else {
+        cfg.data_path_count = g3_opts_list(o, "data-path", &list);
+        cfg.data_path = list;
+    }
+    cfg.vocab_file = g3_opts_str(o, "vocab-file");
+    if (!cfg.vocab_file) {
+        g3_kjv_path(vocab_buf, sizeof(vocab_buf), G3_KJV_VOCAB);
+        cfg.vocab_file = vocab_buf;
+    }
+    cfg.merge_file = g3_opts_str(o, "merge-file");
+    if (!cfg.merge_file) {
+        g3_kjv_path(merge_buf, sizeof(merge_buf), G3_KJV_MERGES);
+        cfg.merge_file = merge_buf;
+    }
+    cfg.split = g3_opts_str(o, "split");
+    cfg.data_cache_path = g3_opts_str(o, "data-cache-path");
+    ok = g3_need_file(cfg.vocab_file, "--vocab-file", !g3_opts_is_set(o, "vocab-file"));
+    if (ok)
+        ok = g3_need_file(cfg.merge_file, "--merge-file", !g3_opts_is_set(o, "merge-file"));
+    /* prefixes: a lone word, or the odd words of weight/prefix pairs */
+    for (int i = cfg.data_path_count == 1 ? 0 : 1; ok && i < cfg.data_path_count;
+         i += cfg.data_path_count == 1 ? 1 : 2) {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s.bin", cfg.data_path[i]);
+        ok = g3_need_file(path, "--data-path", builtin_data);
+        snprintf(path, sizeof(path), "%s.idx", cfg.data_path[i]);
+        ok = ok && g3_need_file(path, "--data-path", builtin_data);
+    }
+    if (!ok) {
+        rc = G3_EXIT_FAILURE;
+        goto out;
+    }
+
+    /* the run directory and the metrics file */
+    run_dir = g3_opts_str(o, "run-dir");
+    if (!run_dir)
+        run_dir = g3_opts_str(o, "save") ? g3_opts_str(o, "save") : "gpt3d-run";
+    cfg.metrics_file = g3_opts_str(o, "metrics-file");
+    if (!cfg.metrics_file) {
+        if (!g3_mkdirs(run_dir)) {
+            g3_error("cannot create the run directory %s: %s; pass a writable --run-dir",
+                     run_dir, strerror(errno));
+            rc = G3_EXIT_FAILURE;
+            goto out;
+        }
+        snprintf(metrics_buf, sizeof(metrics_buf), "%s/metrics.jsonl", run_dir);
+        cfg.metrics_file = metrics_buf;
+    }
+
+    st = g3_train_run(&cfg, &res);
+    rc = g3_status_exit_code(st);
+out:
+    g3_opts_free(o);
+    return rc;
 }

@@ -5,4 +5,5 @@ src_libgpt3d_a_SOURCES += \
 	src/train/optim.h \
 	src/train/optim.c \
 	src/train/train.h \
-	src/train/config.c
+	src/train/config.c \
+	src/train/train.c

@@ -6,9 +6,12 @@ tests_train_test_schedule_SOURCES = tests/train/test_schedule.c tests/tap.h
 tests_train_test_schedule_LDADD = $(G3_TEST_LDADD)
 tests_train_ref_dump_SOURCES = tests/train/ref_dump.c
 tests_train_ref_dump_LDADD = $(G3_TEST_LDADD)
-TESTS += tests/train/test_reference.sh
-EXTRA_DIST += tests/train/test_reference.sh tests/train/ref_check.py
+TESTS += tests/train/test_reference.sh tests/train/test_train_cli.sh
+EXTRA_DIST += tests/train/test_reference.sh tests/train/ref_check.py tests/train/test_train_cli.sh
 
 noinst_PROGRAMS += tests/train/bench_train
 tests_train_bench_train_SOURCES = tests/train/bench_train.c
 tests_train_bench_train_LDADD = $(G3_TEST_LDADD)
+check_PROGRAMS += tests/train/mkdata
+tests_train_mkdata_SOURCES = tests/train/mkdata.c
+tests_train_mkdata_LDADD = $(G3_TEST_LDADD)

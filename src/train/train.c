@@ -1,0 +1,473 @@
+/* gpt3d train: configuration checks, the training loop, evaluation, progress and metrics,
+ * and the text sample at the end.  Glossary: B micro-batch, T sequence length, GBS global
+ * batch, DP data-parallel size. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "core/log.h"
+#include "core/rng.h"
+#include "data/bpe.h"
+#include "data/dataset.h"
+#include "train/train.h"
+
+/* ---- the run ------------------------------------------------------------------------------- */
+
+typedef struct {
+    const g3_train_config_t *cfg;
+    g3_train_plan_t          plan;
+    g3_backend_t            *be;
+    g3_gpt_t                *model;
+    g3_gpt_acts_t           *acts;
+    g3_train_adamw_t        *opt;
+    g3_data_t               *data;
+    FILE                    *metrics;
+    int                      T, B;
+    int32_t                 *sample;    /* (T+1,) one token window                     */
+    int32_t                 *inputs;    /* (GBS/DP, T) this rank's part of a batch     */
+    int32_t                 *targets;   /* (GBS/DP, T)                                 */
+} g3_trainer_t;
+
+static double g3_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Load samples first..first+n-1 of split (modulo wrap when wrap > 0) into tr->inputs and
+ * tr->targets (n, T). */
+static g3_status_t g3_trainer_batch(g3_trainer_t *tr, g3_split_t split, uint64_t first,
+                                    int64_t n, uint64_t wrap)
+{
+    for (int64_t b = 0; b < n; b++) {
+        uint64_t idx = wrap ? (first + (uint64_t)b) % wrap : first + (uint64_t)b;
+        int32_t *s = tr->sample;
+        g3_status_t st = g3_data_get(tr->data, split, idx, s);
+        if (st != G3_OK)
+            return st;
+        memcpy(tr->inputs + (size_t)b * tr->T, s, sizeof(int32_t) * (size_t)tr->T);
+        memcpy(tr->targets + (size_t)b * tr->T, s + 1, sizeof(int32_t) * (size_t)tr->T);
+    }
+    return G3_OK;
+}
+
+/* Mean token loss over the first eval_iters global batches of the validation split (the same
+ * samples every time, so evaluations are comparable).  OUT: *loss_p */
+static g3_status_t g3_trainer_evaluate(g3_trainer_t *tr, double *loss_p)
+{
+    uint64_t avail = g3_data_num_samples(tr->data, G3_SPLIT_VALID);
+    uint64_t n = (uint64_t)tr->cfg->eval_iters * (uint64_t)tr->plan.global_batch_size;
+    double sum = 0.0;
+
+    for (uint64_t first = 0; first < n; first += (uint64_t)tr->B) {
+        double s = 0.0;
+        g3_status_t st = g3_trainer_batch(tr, G3_SPLIT_VALID, first, tr->B, avail);
+        if (st == G3_OK)
+            st = g3_gpt_forward(tr->model, tr->acts, tr->inputs, tr->targets, tr->B, tr->T, 0.0f,
+                                &s);
+        if (st != G3_OK)
+            return st;
+        sum += s;
+    }
+    *loss_p = sum / ((double)n * tr->T);
+    return G3_OK;
+}
+
+static void g3_trainer_report_eval(g3_trainer_t *tr, int64_t iter, double loss, int final)
+{
+    double ppl = loss < 700.0 ? exp(loss) : INFINITY;
+    printf("-----------------------------------------------------------------------------\n");
+    printf(" validation loss %s %lld | lm loss value: %.6E | lm loss PPL: %.6E |\n",
+           final ? "at the end of training, iteration" : "at iteration", (long long)iter, loss,
+           ppl);
+    printf("-----------------------------------------------------------------------------\n");
+    fflush(stdout);
+    if (tr->metrics) {
+        fprintf(tr->metrics, "{\"event\":\"eval\",\"split\":\"valid\",\"iteration\":%lld,"
+                "\"loss\":%.9g,\"ppl\":%.9g,\"final\":%s}\n", (long long)iter, loss, ppl,
+                final ? "true" : "false");
+        fflush(tr->metrics);
+    }
+}
+
+/* Pick the next token from logits (Vp,) restricted to the real vocabulary [0, V): greedy, or
+ * top-k with temperature, the uniform draw keyed by (seed, "generate", step). */
+typedef struct {
+    float   v;
+    int32_t id;
+} g3_cand_t;
+
+static int g3_cand_desc(const void *a, const void *b)
+{
+    float x = ((const g3_cand_t *)a)->v, y = ((const g3_cand_t *)b)->v;
+    return x > y ? -1 : x < y;
+}
+
+static int32_t g3_pick_token(const float *logits, int V, int top_k, double temperature,
+                             uint64_t seed, uint64_t step, g3_cand_t *cand)
+{
+    int32_t best = 0;
+    double z = 0.0, u, acc = 0.0;
+
+    if (top_k <= 1) {
+        for (int i = 1; i < V; i++)
+            if (logits[i] > logits[best])
+                best = i;
+        return best;
+    }
+    for (int i = 0; i < V; i++) {
+        cand[i].v = logits[i];
+        cand[i].id = i;
+    }
+    qsort(cand, (size_t)V, sizeof(*cand), g3_cand_desc);
+    if (top_k > V)
+        top_k = V;
+    for (int i = 0; i < top_k; i++)
+        z += exp(((double)cand[i].v - cand[0].v) / temperature);
+    u = g3_rng_uniform(seed, g3_rng_stream_from_name("generate"), step) * z;
+    for (int i = 0; i < top_k; i++) {
+        acc += exp(((double)cand[i].v - cand[0].v) / temperature);
+        if (u <= acc)
+            return cand[i].id;
+    }
+    return cand[top_k - 1].id;
+}
+
+/* Generate cfg->sample_tokens tokens after cfg->prompt and print the text. */
+static g3_status_t g3_trainer_sample(g3_trainer_t *tr)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    g3_bpe_t *bpe = NULL;
+    g3_bpe_cache_t *cache = NULL;
+    g3_bpe_ids_t ids = { 0 };
+    float *logits = NULL;
+    g3_cand_t *cand = NULL;
+    char *text = NULL, *clean = NULL;
+    size_t text_len = 0, clean_len = 0, replaced = 0, prompt_len;
+    int V = cfg->model.vocab_size;
+    g3_status_t st;
+
+    st = g3_bpe_load(cfg->vocab_file, cfg->merge_file, &bpe);
+    if (st != G3_OK)
+        return st;
+    st = g3_bpe_cache_init(&cache);
+    if (st != G3_OK)
+        goto out;
+    if (cfg->prompt && *cfg->prompt) {
+        size_t bad = 0;
+        st = g3_bpe_encode(bpe, cache, cfg->prompt, strlen(cfg->prompt), &ids, &bad);
+        if (st != G3_OK) {
+            g3_error("--prompt is not valid UTF-8 (byte %zu); pass UTF-8 text", bad);
+            goto out;
+        }
+    }
+    if (ids.len == 0) {   /* an empty prompt starts from end-of-document */
+        int32_t eod = g3_bpe_eod_id(bpe);
+        ids.ids = malloc(sizeof(int32_t) * 64);
+        if (!ids.ids) {
+            g3_error("sample: out of memory");
+            st = G3_ERR_NO_MEMORY;
+            goto out;
+        }
+        ids.cap = 64;
+        ids.ids[ids.len++] = eod >= 0 ? eod : 0;
+    }
+    prompt_len = ids.len;
+    logits = malloc(sizeof(float) * (size_t)tr->model->Vp);
+    cand = malloc(sizeof(g3_cand_t) * (size_t)V);
+    if (!logits || !cand) {
+        g3_error("sample: out of memory");
+        st = G3_ERR_NO_MEMORY;
+        goto out;
+    }
+    for (int step = 0; step < cfg->sample_tokens; step++) {
+        size_t ctx = ids.len < (size_t)tr->T ? ids.len : (size_t)tr->T;
+        int32_t next;
+        st = g3_gpt_logits(tr->model, tr->acts, ids.ids + ids.len - ctx, 1, (int)ctx, 1, logits);
+        if (st != G3_OK)
+            goto out;
+        next = g3_pick_token(logits, V, cfg->top_k, cfg->temperature, cfg->model.seed,
+                             (uint64_t)step, cand);
+        if (ids.len == ids.cap) {
+            size_t cap = ids.cap ? 2 * ids.cap : 64;
+            int32_t *grown = realloc(ids.ids, sizeof(int32_t) * cap);
+            if (!grown) {
+                g3_error("sample: out of memory");
+                st = G3_ERR_NO_MEMORY;
+                goto out;
+            }
+            ids.ids = grown;
+            ids.cap = cap;
+        }
+        ids.ids[ids.len++] = next;
+    }
+    st = g3_bpe_decode(bpe, ids.ids, ids.len, &text, &text_len);
+    if (st != G3_OK)
+        goto out;
+    st = g3_utf8_sanitize(text, text_len, &clean, &clean_len, &replaced);
+    if (st != G3_OK)
+        goto out;
+    if (cfg->top_k <= 1)
+        printf("sample (greedy, %d tokens after a %zu-token prompt):\n", cfg->sample_tokens,
+               prompt_len);
+    else
+        printf("sample (top-k %d, temperature %g, %d tokens after a %zu-token prompt):\n",
+               cfg->top_k, cfg->temperature, cfg->sample_tokens, prompt_len);
+    fwrite(clean ? clean : text, 1, clean ? clean_len : text_len, stdout);
+    printf("\n");
+    fflush(stdout);
+out:
+    free(clean);
+    free(text);
+    free(cand);
+    free(logits);
+    g3_bpe_ids_free(&ids);
+    g3_bpe_cache_free(cache);
+    g3_bpe_free(bpe);
+    return st;
+}
+
+static void g3_trainer_close(g3_trainer_t *tr)
+{
+    if (tr->metrics && fclose(tr->metrics) != 0)
+        g3_warn("could not finish writing the metrics file %s: %s", tr->cfg->metrics_file,
+                strerror(errno));
+    g3_data_close(tr->data);
+    g3_train_adamw_free(tr->opt);
+    if (tr->acts)
+        g3_gpt_acts_free(tr->model, tr->acts);
+    g3_gpt_free(tr->model);
+    g3_be_close(tr->be);
+    free(tr->sample);
+    free(tr->inputs);
+    free(tr->targets);
+}
+
+/* Everything before the first iteration: the order puts the cheap checks first. */
+static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cfg,
+                                   g3_gpt_config_t *mcfg)
+{
+    g3_data_config_t dcfg;
+    int64_t vocab = 0, eod = 0, bound;
+    g3_status_t st;
+
+    st = g3_train_plan(cfg, &tr->plan);
+    if (st != G3_OK)
+        return st;
+    st = g3_data_vocab_info(cfg->vocab_file, &vocab, &eod);
+    if (st != G3_OK)
+        return st;
+    mcfg->vocab_size = (int)vocab;
+    st = g3_gpt_config_check(mcfg);
+    if (st != G3_OK)
+        return st;
+    tr->T = mcfg->seq_length;
+    tr->B = (int)cfg->micro_batch_size;
+
+    memset(&dcfg, 0, sizeof(dcfg));
+    dcfg.data_path_count = cfg->data_path_count;
+    dcfg.data_path = cfg->data_path;
+    dcfg.split = cfg->split;
+    dcfg.seq_length = tr->T;
+    dcfg.seed = mcfg->seed;
+    dcfg.num_samples[G3_SPLIT_TRAIN] =
+        (uint64_t)(cfg->train_samples > 0 ? cfg->train_samples
+                                          : tr->plan.train_iters * tr->plan.global_batch_size);
+    dcfg.num_samples[G3_SPLIT_VALID] =
+        (uint64_t)(cfg->eval_iters * tr->plan.global_batch_size);
+    dcfg.cache_dir = cfg->data_cache_path;
+    st = g3_data_open(&dcfg, &tr->data);
+    if (st != G3_OK)
+        return st;
+    bound = g3_data_max_token_bound(tr->data);
+    if (bound > vocab) {
+        g3_error("the training data holds token ids up to %lld but --vocab-file %s has %lld "
+                 "entries: the data was tokenized with another vocabulary; pass the vocabulary "
+                 "it was made with", (long long)bound - 1, cfg->vocab_file, (long long)vocab);
+        return G3_ERR_INVALID_ARG;
+    }
+    if (g3_data_num_samples(tr->data, G3_SPLIT_TRAIN) < dcfg.num_samples[G3_SPLIT_TRAIN]) {
+        g3_error("the train split has %llu samples of %d tokens, fewer than the %llu the run "
+                 "needs; change --split or add data",
+                 (unsigned long long)g3_data_num_samples(tr->data, G3_SPLIT_TRAIN), tr->T,
+                 (unsigned long long)dcfg.num_samples[G3_SPLIT_TRAIN]);
+        return G3_ERR_INVALID_ARG;
+    }
+    {
+        size_t rows = (size_t)(tr->plan.global_batch_size / (cfg->dp_size > 0 ? cfg->dp_size : 1));
+        tr->sample = malloc(sizeof(int32_t) * (size_t)(tr->T + 1));
+        tr->inputs = malloc(sizeof(int32_t) * rows * (size_t)tr->T);
+        tr->targets = malloc(sizeof(int32_t) * rows * (size_t)tr->T);
+    }
+    if (!tr->sample || !tr->inputs || !tr->targets) {
+        g3_error("out of memory for the batch buffers");
+        return G3_ERR_NO_MEMORY;
+    }
+    if (cfg->metrics_file) {
+        tr->metrics = fopen(cfg->metrics_file, "w");
+        if (!tr->metrics) {
+            g3_error("cannot create the metrics file %s: %s; pass a writable --metrics-file",
+                     cfg->metrics_file, strerror(errno));
+            return G3_ERR_IO;
+        }
+    }
+    st = g3_be_open(cfg->backend, cfg->threads, &tr->be);
+    if (st != G3_OK)
+        return st;
+    st = g3_gpt_init(mcfg, tr->be, &tr->model);
+    if (st != G3_OK)
+        return st;
+    st = g3_gpt_acts_init(tr->model, tr->B, tr->T, &tr->acts);
+    if (st != G3_OK)
+        return st;
+    return g3_train_adamw_init(tr->model, &cfg->adamw, &tr->opt);
+}
+
+static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    size_t state = tr->model->numel * sizeof(float) * 4;   /* params, grads, m, v */
+
+    printf("gpt3d train: GPT %d layers, hidden %d, %d heads, ffn %d, sequence %d, vocabulary "
+           "%d (padded %d): %.2fM parameters\n", m->num_layers, m->hidden_size,
+           m->num_attention_heads, tr->model->F, m->seq_length, m->vocab_size, tr->model->Vp,
+           (double)g3_gpt_num_parameters(m) / 1e6);
+    printf("  batches: micro %lld, global %lld%s, %lld iterations; lr %g -> %g (%s decay over "
+           "%lld samples, warm-up %lld samples)\n", (long long)cfg->micro_batch_size,
+           (long long)tr->plan.global_batch_size,
+           tr->plan.rampup.start > 0 ? " (ramping up)" : "", (long long)tr->plan.train_iters,
+           tr->plan.lr.max_lr, tr->plan.lr.min_lr,
+           tr->plan.lr.style == G3_LR_DECAY_COSINE ? "cosine"
+           : tr->plan.lr.style == G3_LR_DECAY_LINEAR ? "linear" : "constant",
+           (long long)tr->plan.lr.decay_samples, (long long)tr->plan.lr.warmup_samples);
+    printf("  backend %s: %s; memory: %.1f MiB model state, %.1f MiB activations%s\n",
+           tr->be->name, tr->be->device, (double)state / 1048576.0,
+           (double)g3_gpt_acts_bytes(tr->acts) / 1048576.0,
+           m->recompute_activations ? " (recomputed per layer)" : "");
+    printf("  MFU is measured against %.1f GFLOP/s (%s)\n", tr->be->peak_flops / 1e9,
+           tr->be->peak_how);
+    fflush(stdout);
+    if (tr->metrics) {
+        fprintf(tr->metrics, "{\"event\":\"start\",\"num_layers\":%d,\"hidden_size\":%d,"
+                "\"num_attention_heads\":%d,\"ffn_hidden_size\":%d,\"seq_length\":%d,"
+                "\"vocab_size\":%d,\"padded_vocab_size\":%d,\"parameters\":%lld,"
+                "\"micro_batch_size\":%lld,\"global_batch_size\":%lld,\"train_iters\":%lld,"
+                "\"backend\":\"%s\",\"threads\":%d,\"peak_flops\":%.6g}\n", m->num_layers,
+                m->hidden_size, m->num_attention_heads, tr->model->F, m->seq_length,
+                m->vocab_size, tr->model->Vp, (long long)g3_gpt_num_parameters(m),
+                (long long)cfg->micro_batch_size, (long long)tr->plan.global_batch_size,
+                (long long)tr->plan.train_iters, tr->be->name, tr->be->nthreads,
+                tr->be->peak_flops);
+        fflush(tr->metrics);
+    }
+}
+
+g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result_p)
+{
+    g3_trainer_t tr;
+    g3_gpt_config_t mcfg = cfg->model;
+    g3_train_result_t res = { 0, 0, NAN, NAN };
+    int64_t consumed = 0, mdp = cfg->micro_batch_size * (cfg->dp_size > 0 ? cfg->dp_size : 1);
+    /* statistics since the last progress line */
+    double t_sum = 0.0, loss_sum = 0.0, flops_sum = 0.0;
+    int64_t n_iters = 0, tokens = 0;
+    int have_valid;
+    g3_status_t st;
+
+    memset(&tr, 0, sizeof(tr));
+    tr.cfg = cfg;
+    st = g3_trainer_open(&tr, cfg, &mcfg);
+    if (st != G3_OK)
+        goto out;
+    g3_trainer_banner(&tr, &mcfg);
+    have_valid = cfg->eval_iters > 0 && g3_data_num_samples(tr.data, G3_SPLIT_VALID) > 0;
+    if (cfg->eval_iters > 0 && !have_valid)
+        g3_warn("the validation split is empty (--split %s): no validation loss will be "
+                "reported", cfg->split ? cfg->split : "969,30,1");
+
+    for (int64_t it = 1; it <= tr.plan.train_iters; it++) {
+        int64_t gbs = g3_train_rampup_batch(&tr.plan.rampup, consumed);
+        int64_t nmicro = gbs / mdp;
+        double lr = g3_train_lr_at(&tr.plan.lr, consumed);
+        double t0 = g3_now(), iter_loss = 0.0, norm = 0.0, dt;
+
+        /* DP rank 0's part of the global batch (the only rank in this build) */
+        st = g3_trainer_batch(&tr, G3_SPLIT_TRAIN, (uint64_t)consumed, gbs, 0);
+        if (st == G3_OK)
+            st = g3_train_step(tr.opt, tr.acts, tr.inputs, tr.targets, nmicro * tr.B, tr.B,
+                               tr.T, lr, it, &iter_loss, &norm);
+        if (st != G3_OK)
+            goto out;
+        dt = g3_now() - t0;
+        consumed += gbs;
+        res.iterations = it;
+        res.consumed_samples = consumed;
+        res.last_loss = iter_loss;
+        t_sum += dt;
+        loss_sum += iter_loss;
+        flops_sum += g3_gpt_flops_per_step(&mcfg, gbs, tr.T);
+        tokens += gbs * tr.T;
+        n_iters++;
+
+        if (it % cfg->log_interval == 0 || it == tr.plan.train_iters) {
+            double ms = t_sum / n_iters * 1e3, tps = tokens / t_sum, fl = flops_sum / t_sum;
+            double mfu = fl / tr.be->peak_flops;
+            printf(" iteration %8lld/%8lld | consumed samples: %10lld | elapsed time per "
+                   "iteration (ms): %.1f | learning rate: %.6E | global batch size: %5lld | "
+                   "lm loss: %.6E | grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.4f | "
+                   "MFU: %.2f%% |\n", (long long)it, (long long)tr.plan.train_iters,
+                   (long long)consumed, ms, lr, (long long)gbs, loss_sum / n_iters, norm, tps,
+                   fl / 1e12, 100.0 * mfu);
+            fflush(stdout);
+            if (tr.metrics) {
+                fprintf(tr.metrics, "{\"event\":\"train\",\"iteration\":%lld,\"train_iters\":%lld,"
+                        "\"consumed_samples\":%lld,\"ms_per_iter\":%.3f,\"lr\":%.9g,"
+                        "\"global_batch_size\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,"
+                        "\"tokens_per_s\":%.3f,\"tflops\":%.6g,\"mfu\":%.6g}\n", (long long)it,
+                        (long long)tr.plan.train_iters, (long long)consumed, ms, lr,
+                        (long long)gbs, loss_sum / n_iters, norm, tps, fl / 1e12, mfu);
+                fflush(tr.metrics);
+            }
+            t_sum = loss_sum = flops_sum = 0.0;
+            n_iters = tokens = 0;
+        }
+        if (have_valid && it % cfg->eval_interval == 0 && it != tr.plan.train_iters) {
+            double vl;
+            st = g3_trainer_evaluate(&tr, &vl);
+            if (st != G3_OK)
+                goto out;
+            g3_trainer_report_eval(&tr, it, vl, 0);
+        }
+    }
+    if (have_valid) {
+        st = g3_trainer_evaluate(&tr, &res.valid_loss);
+        if (st != G3_OK)
+            goto out;
+        g3_trainer_report_eval(&tr, res.iterations, res.valid_loss, 1);
+    }
+    if (cfg->sample_tokens > 0) {
+        st = g3_trainer_sample(&tr);
+        if (st != G3_OK)
+            goto out;
+    }
+    if (tr.metrics) {
+        char vl[32] = "null";
+        if (!isnan(res.valid_loss))
+            snprintf(vl, sizeof(vl), "%.9g", res.valid_loss);
+        fprintf(tr.metrics, "{\"event\":\"end\",\"iteration\":%lld,\"consumed_samples\":%lld,"
+                "\"loss\":%.9g,\"valid_loss\":%s}\n", (long long)res.iterations,
+                (long long)res.consumed_samples, res.last_loss, vl);
+    }
+out:
+    g3_trainer_close(&tr);
+    if (result_p)
+        *result_p = res;
+    return st;
+}
