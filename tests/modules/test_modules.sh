@@ -2,7 +2,10 @@
 # The modulefiles: install gpt3d into a scratch prefix, then load the Lmod
 # (Lua) and the Tcl modulefile with Debian's Lmod, and the Tcl one with
 # Environment Modules when it is installed, and run "gpt3d --version".
+# (GPT3D, top_srcdir and top_builddir come from make check.)
+# shellcheck disable=SC2154
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# shellcheck source=tests/lib.sh
 . "$top_srcdir/tests/lib.sh"
 set -e
 

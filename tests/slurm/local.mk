@@ -4,10 +4,12 @@
 # used only here).  The cluster tests skip with the reason where a private
 # cluster cannot start.
 TESTS += \
+	tests/slurm/test_submit_cli.sh \
 	tests/slurm/test_cluster.sh \
 	tests/slurm/test_submit.sh
 EXTRA_DIST += \
 	tests/slurm/cluster.sh \
 	tests/slurm/fake-train.sh \
 	tests/slurm/test_cluster.sh \
-	tests/slurm/test_submit.sh
+	tests/slurm/test_submit.sh \
+	tests/slurm/test_submit_cli.sh

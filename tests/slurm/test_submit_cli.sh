@@ -1,0 +1,98 @@
+#!/bin/bash
+# gpt3d-submit and gpt3d-train.sbatch without a cluster: usage errors, help,
+# --dry-run, the run directory checks, and shellcheck on the suite's scripts.
+# (top_srcdir and top_builddir come from make check.)
+# shellcheck disable=SC2154
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# shellcheck source=tests/lib.sh
+. "$top_srcdir/tests/lib.sh"
+set -e
+
+SUBMIT=$top_builddir/sbatch/gpt3d-submit
+JOB=$top_srcdir/sbatch/gpt3d-train.sbatch
+g3_tmpdir
+submit() { "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" "$@"; }
+
+run "$SUBMIT" --help
+is "$rc" 0 "--help exits 0"
+like "$out" "Usage: gpt3d-submit \[OPTIONS\] RUN_DIR" "--help shows the usage"
+run "$SUBMIT" --version
+like "$out" "^gpt3d-submit \(gpt3d\) [0-9]+\.[0-9]+\.[0-9]+$" "--version names the version"
+
+run "$SUBMIT"
+is "$rc" 2 "no run directory is a usage error (exit 2)"
+like "$out" "no run directory given" "... and says so"
+run "$SUBMIT" --nodse 2 "$TMPD/r"
+is "$rc" 2 "an unknown option exits 2"
+like "$out" "unknown option '--nodse' \(did you mean '--nodes'\?\)" "... naming it, with a suggestion"
+run "$SUBMIT" --nodes two "$TMPD/r" -- --train-iters 1
+is "$rc" 2 "--nodes two exits 2"
+like "$out" "--nodes 'two' is not a node count" "... naming the value"
+run "$SUBMIT" --chain 0 "$TMPD/r"
+is "$rc" 2 "--chain 0 exits 2"
+run "$SUBMIT" --signal-seconds 70000 "$TMPD/r"
+is "$rc" 2 "--signal-seconds beyond 65535 exits 2"
+run "$SUBMIT" --time
+is "$rc" 2 "an option without its value exits 2"
+like "$out" "option --time needs a value" "... and names the option"
+run submit "$TMPD/r"
+is "$rc" 2 "a new run without gpt3d train flags exits 2"
+like "$out" "give the gpt3d train flags after '--'" "... and says how to give them"
+run submit "$TMPD/r" -- --train-iters 10 --save "$TMPD/ck"
+is "$rc" 2 "--save among the train flags is refused (exit 2)"
+like "$out" "leave --save and --load out" "... because the run directory holds the checkpoints"
+run submit "$TMPD/r" -- --config "$TMPD/missing.conf"
+is "$rc" 2 "a missing --config file is refused"
+like "$out" "config file '$TMPD/missing.conf' \(--config\) does not exist" "... naming the file"
+mkdir -p "$TMPD/notrun" && touch "$TMPD/notrun/data"
+run submit "$TMPD/notrun" -- --train-iters 10
+is "$rc" 1 "a non-empty directory that is not a run is refused"
+like "$out" "is not empty and is not a gpt3d run" "... with the reason"
+is "$(ls "$TMPD/notrun")" data "... and left as it was"
+run "$SUBMIT" --status "$TMPD/notrun"
+is "$rc" 1 "--status on a directory that is not a run exits 1"
+run "$SUBMIT" --job-script "$TMPD/none.sbatch" --train-command x "$TMPD/r2" -- --train-iters 1
+is "$rc" 1 "a missing job script is an error"
+like "$out" "job script '$TMPD/none.sbatch' is missing" "... naming it"
+
+# --dry-run creates nothing and prints the chain it would submit.
+printf 'train-iters = 10\n' >"$TMPD/train.conf"
+run submit --dry-run --chain 2 -N 4 -t 30 --signal-seconds 120 --sbatch-arg=--qos=high "$TMPD/dry" -- \
+    --config "$TMPD/train.conf" --micro-batch-size 4
+is "$rc" 0 "--dry-run exits 0"
+is "$( [ -e "$TMPD/dry" ] && echo exists || echo absent)" absent "--dry-run creates nothing"
+like "$out" "would create run $TMPD/dry" "--dry-run says what it would create"
+first=$(printf '%s\n' "$out" | grep '^sbatch' | sed -n 1p)
+second=$(printf '%s\n' "$out" | grep '^sbatch' | sed -n 2p)
+like "$first" "--nodes=4 --time=30 --signal=B:USR2@120 --qos=high $TMPD/dry/gpt3d-train.sbatch $TMPD/dry\s*$" \
+    "the first job gets the chain's options and the run directory"
+like "$first" "--job-name=gpt3d-dry --chdir=$TMPD/dry --output=$TMPD/dry/logs/%x-%j.out --open-mode=append" \
+    "jobs are named for the run and log into RUN/logs, appending"
+like "$second" "--dependency=afterany:JOB1 " "the second job depends on the first (afterany)"
+is "$(printf '%s\n' "$out" | grep -c '^sbatch')" 2 "--chain 2 gives two jobs"
+
+# The job script refuses to run outside a job or without a run directory.
+run bash "$JOB"
+is "$rc" 1 "gpt3d-train.sbatch without arguments exits 1"
+like "$out" "usage: sbatch \[OPTIONS\] gpt3d-train.sbatch RUN_DIR" "... with its usage"
+run bash "$JOB" "$TMPD/notrun"
+is "$rc" 1 "gpt3d-train.sbatch on a directory that is not a run exits 1"
+like "$out" "not a gpt3d run directory" "... and says so"
+run grep -c '^#SBATCH' "$JOB"
+sbatch_lines=$out
+run grep -Ec '^#SBATCH [^#]+ # [A-Za-z]' "$JOB"
+is "$out" "$sbatch_lines" "every #SBATCH line of the job script carries a comment"
+like "$(grep '^#SBATCH' "$JOB")" "--signal=B:USR2@[0-9]+" "the job script asks for the warning signal"
+like "$(grep '^#SBATCH' "$JOB")" "--requeue" "the job script is requeueable"
+like "$(grep '^#SBATCH' "$JOB")" "--open-mode=append" "the job script appends to its log"
+
+# shellcheck, where installed.
+if command -v shellcheck >/dev/null; then
+    run shellcheck -x "$JOB" "$SUBMIT" "$top_srcdir/tests/slurm/cluster.sh" "$top_srcdir/tests/slurm/fake-train.sh"
+    is "$rc" 0 "shellcheck finds nothing in the job script, gpt3d-submit and the cluster harness"
+    [ "$rc" -eq 0 ] || diag "$out"
+else
+    skip "shellcheck is not installed (apt-get install shellcheck)"
+fi
+
+done_testing
