@@ -83,8 +83,8 @@ static const g3_opt_cmd_t g3_train_cmd = {
 
 /* The built-in corpus (gpt3d corpus) lives in ${GPT3D_DATA_DIR:-$HOME/.cache/gpt3d}/kjv. */
 #define G3_KJV_PREFIX "kjv_text_document"
-#define G3_KJV_VOCAB  "gpt2-vocab.json"
-#define G3_KJV_MERGES "gpt2-merges.txt"
+#define G3_KJV_VOCAB  "encoder.json"
+#define G3_KJV_MERGES "vocab.bpe"
 
 static int g3_kjv_path(char *buf, size_t len, const char *file)
 {

@@ -9,6 +9,8 @@ tests_train_ref_dump_LDADD = $(G3_TEST_LDADD)
 TESTS += tests/train/test_reference.sh tests/train/test_train_cli.sh
 EXTRA_DIST += tests/train/test_reference.sh tests/train/ref_check.py tests/train/test_train_cli.sh
 
+LONG_TESTS += tests/train/bench_train.sh
+EXTRA_DIST += tests/train/bench_train.sh tests/train/bench_torch.py
 noinst_PROGRAMS += tests/train/bench_train
 tests_train_bench_train_SOURCES = tests/train/bench_train.c
 tests_train_bench_train_LDADD = $(G3_TEST_LDADD)
