@@ -3,6 +3,7 @@
 # to gpt3d-submit with --train-command).  It is not part of gpt3d and is not
 # installed.  It follows the contract the batch suite expects from the real
 # trainer, and nothing more:
+#   * --run-dir DIR: where the trainer's own files go;
 #   * --save DIR / --load DIR: resume from DIR/latest ("iter_NNNNNNN", the
 #     checkpoint format of docs/checkpoint-format.md) and commit checkpoints
 #     there (a directory iter_NNNNNNN, then latest replaced by rename);
@@ -15,16 +16,17 @@
 #   --fail-at ITER           exit 1 when reaching ITER ...
 #   --fail-times K           ... on the first K attempts that reach it (default: always)
 #   --exit-code C            the code --fail-at exits with (default 1)
-# It appends "iter I job J nodes NODELIST ranks R" to DIR/../iterations.log for
+# It appends "iter I job J nodes NODELIST ranks R" to RUN_DIR/iterations.log for
 # every iteration it runs, and the node list of each start to
-# DIR/../fake-starts.log, so tests can check what ran where.
+# RUN_DIR/fake-starts.log, so tests can check what ran where.
 set -euo pipefail
 
-save="" load="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1
+save="" load="" run="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --save) save=$2; shift 2 ;;
         --load) load=$2; shift 2 ;;
+        --run-dir) run=$2; shift 2 ;;
         --train-iters) iters=$2; shift 2 ;;
         --save-interval) save_interval=$2; shift 2 ;;
         --seconds-per-iter) spi=$2; shift 2 ;;
@@ -34,11 +36,10 @@ while [ $# -gt 0 ]; do
         *) echo "fake-train: unknown flag '$1'" >&2; exit 2 ;;
     esac
 done
-if [ -z "$save" ] || [ -z "$load" ] || [ -z "$iters" ]; then echo "fake-train: --save, --load and --train-iters are required" >&2; exit 2; fi
+if [ -z "$save" ] || [ -z "$load" ] || [ -z "$run" ] || [ -z "$iters" ]; then echo "fake-train: --save, --load, --run-dir and --train-iters are required" >&2; exit 2; fi
 
 rank=${PMIX_RANK:-${SLURM_PROCID:-0}}
 ranks=${SLURM_NTASKS:-1}
-run=$(dirname "$save")
 
 iter=0
 if [ -f "$load/latest" ]; then
