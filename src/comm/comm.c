@@ -245,10 +245,10 @@ g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
     comm->size = nmembers;
     comm->context_id = (uint16_t)(++world->group_seq);
     comm->timeout_s = world->timeout_s;
-    comm->ring_threshold = 64 * 1024;
-    env = getenv("GPT3D_COMM_RING_BYTES");
+    comm->small_bytes = 64 * 1024;
+    env = getenv("GPT3D_COMM_SMALL_BYTES");
     if (env && *env)
-        comm->ring_threshold = (size_t)strtoull(env, NULL, 10);
+        comm->small_bytes = (size_t)strtoull(env, NULL, 10);
 
     memset(&mine, 0, sizeof(mine));
     mine.magic = G3_GROUP_MAGIC;
@@ -385,10 +385,6 @@ void g3_comm_set_timeout(g3_comm_t *comm, double timeout_s)
     comm->timeout_s = timeout_s > 0 ? timeout_s : G3_COMM_DEFAULT_TIMEOUT_S;
 }
 
-void g3_comm_set_ring_threshold(g3_comm_t *comm, size_t bytes)
-{
-    comm->ring_threshold = bytes;
-}
 
 /* ---- dispatch ---------------------------------------------------------------- */
 

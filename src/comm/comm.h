@@ -110,6 +110,13 @@ g3_status_t g3_comm_exchange_get(g3_comm_exchange_t *xchg, int rank,
                                  const void **blob_p, size_t *len_p);
 void g3_comm_exchange_free(g3_comm_exchange_t *xchg);
 
+/* For drivers that are about to exit with a failure (e.g. 76 after a
+ * timeout): ask the launcher to end every rank of the job now, with
+ * exit_code as the job's status, instead of leaving the ranks that still
+ * wait (or are stuck) to run into their own timeouts.  Returns (the caller
+ * still returns its exit code); a no-op for a singleton. */
+void g3_comm_world_abort(g3_comm_world_t *world, int exit_code, const char *reason);
+
 /* Barrier over the whole world through PMIx (no data), with the timeout. */
 g3_status_t g3_comm_world_fence(g3_comm_world_t *world, const char *what);
 
@@ -176,10 +183,5 @@ g3_status_t g3_comm_barrier(g3_comm_t *comm);
  * dst[i] = op(dst[i], src[i]) for i < n.  dst, src: (n,) host memory. */
 void g3_comm_reduce_local(void *dst, const void *src, size_t n, g3_comm_dtype_t dtype,
                           g3_comm_reduce_t op);
-
-/* ---- tuning (host backend) ---------------------------------------------
- * All-reduces of at most this many bytes use recursive doubling, larger
- * ones a ring (reduce-scatter + all-gather).  Also GPT3D_COMM_RING_BYTES. */
-void g3_comm_set_ring_threshold(g3_comm_t *comm, size_t bytes);
 
 #endif

@@ -52,7 +52,7 @@ struct g3_comm {
     int                 *members;        /* (size) world rank of each grank  */
     uint16_t             context_id;     /* same on every member             */
     double               timeout_s;
-    size_t               ring_threshold; /* bytes; all-reduce algorithm pick */
+    size_t               small_bytes;    /* latency-bound below: RD / trees  */
     g3_status_t          broken;         /* G3_OK until an op fails          */
     uint32_t             coll_seq;       /* collectives started on this group */
     const char          *cur_op;         /* op in progress, for messages     */

@@ -16,22 +16,32 @@
  * on its event fd, waking at the latest at the operation's deadline.  When
  * there are at least as many cores as local ranks a short spin comes first.
  *
- * Algorithms (N ranks, n elements):
- *   all-reduce     <= ring_threshold bytes: recursive doubling (log2 N
- *                  steps, folding the ranks beyond a power of two);
- *                  larger: ring reduce-scatter + ring all-gather (2(N-1)
- *                  steps of n/N).  Both give every rank bitwise the same
- *                  result: partial sums meet as a+b / b+a, and IEEE
- *                  addition is commutative.
+ * Algorithms (N ranks, n elements, S = 64 KiB: GPT3D_COMM_SMALL_BYTES):
+ *   all-reduce     <= S bytes: recursive doubling (log2 N steps of n,
+ *                  folding the ranks beyond a power of two);
+ *                  up to 32 MiB and N <= 16: direct (every rank sends block
+ *                  j to rank j at once, reduces its block, sends it to all:
+ *                  2 rounds of concurrent messages);
+ *                  up to 1 MiB and N > 16: Rabenseifner (recursive halving
+ *                  reduce-scatter + recursive doubling all-gather);
+ *                  larger: ring reduce-scatter + ring all-gather (2 (N-1)
+ *                  steps of n / N).
+ *                  GPT3D_COMM_ALLREDUCE=rd|rh|direct|ring forces one.  All
+ *                  give every rank bitwise the same result: a block is
+ *                  reduced on one rank and copied, or partial sums meet as
+ *                  a+b / b+a (IEEE addition is commutative).
  *   reduce-scatter ring (N-1 steps).
  *   all-gather     recursive doubling for small power-of-two groups, ring
  *                  otherwise.
  *   broadcast      binomial tree when small, else scatter + ring all-gather.
- *   barrier        dissemination (ceil(log2 N) rounds of 1-byte messages). */
+ *   barrier        dissemination (ceil(log2 N) rounds of 1-byte messages).
+ * The size thresholds were picked from tools' comm_bench runs with 2 to 8
+ * ranks on 2 cores (docs/benchmarks.md); they are guesses for other machines. */
 #include "config.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,11 +52,19 @@
 #include "comm/comm_impl.h"
 #include "core/log.h"
 
+/* All-reduce algorithms; GPT3D_COMM_ALLREDUCE=rd|rh|direct|ring forces one
+ * (tests run every one of them; auto picks by size, see the top). */
+typedef enum { G3_UCX_AUTO = 0, G3_UCX_RD, G3_UCX_RH, G3_UCX_DIRECT, G3_UCX_RING } g3_ucx_algo_t;
+#define G3_UCX_DIRECT_MAX_BYTES ((size_t)32 << 20)
+#define G3_UCX_RH_MAX_BYTES     ((size_t)1 << 20)
+
 struct g3_ucx_world {
+    g3_ucx_algo_t        algo;      /* forced all-reduce algorithm or auto  */
     ucp_context_h        ctx;
     ucp_worker_h         worker;
     int                  efd;       /* worker event fd for poll()           */
     int                  spin;      /* progress rounds before sleeping      */
+    int                  yield;     /* give the core away between them      */
     g3_comm_exchange_t  *addrs;     /* worker address of every world rank   */
     ucp_ep_h            *eps;       /* (world size) created on first use    */
 };
@@ -91,7 +109,7 @@ g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
     size_t addr_len = 0;
     ucs_status_t us;
     g3_status_t st;
-    const char *spin_env;
+    const char *spin_env, *algo_env;
     long ncpu;
 
     if (world->proc.size >= (1 << 24)) {
@@ -157,16 +175,36 @@ g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
     if (st != G3_OK)
         goto err_destroy_worker;
 
+    /* Before sleeping on the event fd, a rank polls a few rounds: plain
+     * when every local rank has a core, with sched_yield() in between when
+     * they outnumber the cores (the peer we wait for may need this core). */
     ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    u->spin = (ncpu > 0 && world->proc.local_size <= ncpu) ? 64 : 0;
+    u->spin = (ncpu > 0 && world->proc.local_size <= ncpu) ? 64 : 16;
     spin_env = getenv("GPT3D_COMM_SPIN");
     if (spin_env && *spin_env)
         u->spin = atoi(spin_env);
-    g3_debug("UCX %s host backend: %d local ranks on %ld cores, %d progress rounds "
+    u->yield = ncpu > 0 && world->proc.local_size > ncpu;
+    algo_env = getenv("GPT3D_COMM_ALLREDUCE");
+    if (algo_env && *algo_env) {
+        static const char *const names[] = { "auto", "rd", "rh", "direct", "ring" };
+        u->algo = (g3_ucx_algo_t)-1;
+        for (int i = 0; i < 5; i++)
+            if (!strcmp(algo_env, names[i]))
+                u->algo = (g3_ucx_algo_t)i;
+        if ((int)u->algo < 0) {
+            g3_error("GPT3D_COMM_ALLREDUCE=%s: use auto, rd, rh, direct or ring", algo_env);
+            st = G3_ERR_INVALID_ARG;
+            goto err_free_addrs;
+        }
+    }
+    g3_debug("UCX %s host backend: %d local ranks on %ld cores, %d progress rounds%s "
              "before sleeping", ucp_get_version_string(), world->proc.local_size, ncpu,
-             u->spin);
+             u->spin, u->yield ? " (yielding)" : "");
     world->ucx = u;
     return G3_OK;
+
+err_free_addrs:
+    g3_comm_exchange_free(u->addrs);
 
 err_destroy_worker:
     ucp_worker_destroy(u->worker);
@@ -375,6 +413,8 @@ static g3_status_t g3_ucx_wait(g3_comm_t *comm, g3_ucx_op_t *ops, int nops)
             break;
         if (spins < u->spin) {
             spins++;
+            if (u->yield)
+                sched_yield();
             continue;
         }
         now = g3_comm_now();
@@ -634,6 +674,80 @@ static g3_status_t g3_ucx_allreduce_rh(g3_comm_t *comm, char *buf, size_t n,
     return st;
 }
 
+/* Direct (one-shot) all-reduce: every rank sends block j of its vector to
+ * rank j and receives its own block from everyone at once, reduces them in
+ * rank order, then sends the reduced block to everyone.  Two rounds of
+ * N - 1 concurrent messages instead of 2 (N - 1) dependent steps: the same
+ * bytes as the ring, but a rank that gets the core does all its work in
+ * one go, which is what counts when ranks outnumber cores.  Scratch: (n)
+ * elements for the N - 1 incoming blocks. */
+static g3_status_t g3_ucx_allreduce_direct(g3_comm_t *comm, char *buf, size_t n,
+                                           g3_comm_dtype_t dtype, g3_comm_reduce_t op,
+                                           uint32_t seq)
+{
+    int N = comm->size, r = comm->rank;
+    size_t es = g3_comm_dtype_size(dtype), mine = g3_block_count(n, N, r);
+    size_t moff = g3_block_offset(n, N, r);
+    g3_ucx_op_t *ops;
+    char *tmp;
+    int nops = 0;
+    g3_status_t st;
+
+    st = g3_ucx_scratch(comm, 0, (size_t)N * g3_block_count(n, N, 0) * es, (void **)&tmp);
+    if (st != G3_OK)
+        return st;
+    ops = malloc(2 * (size_t)N * sizeof(*ops));
+    if (ops == NULL)
+        return G3_ERR_NO_MEMORY;
+    /* round 1: blocks to their owners */
+    for (int k = 1; k < N && st == G3_OK; k++) {
+        int peer = (r + k) % N, from = (r - k + N) % N;
+        st = g3_ucx_post_recv(comm, &ops[nops], from, tmp + (size_t)from * mine * es, mine * es,
+                              0, seq);
+        if (st == G3_OK)
+            nops++;
+        if (st == G3_OK)
+            st = g3_ucx_post_send(comm, &ops[nops], peer, buf + g3_block_offset(n, N, peer) * es,
+                                  g3_block_count(n, N, peer) * es, 0, seq);
+        if (st == G3_OK)
+            nops++;
+    }
+    if (st == G3_OK)
+        st = g3_ucx_wait(comm, ops, nops);
+    else
+        g3_ucx_abandon(comm, ops, nops);
+    if (st == G3_OK) {
+        /* fold in rank order; this rank's own block stays in place */
+        char *dst = buf + moff * es;
+        if (r != 0) {
+            /* start from rank 0's block so that the order is 0, 1, ..., N-1 */
+            memcpy(tmp + (size_t)r * mine * es, dst, mine * es);
+            memcpy(dst, tmp, mine * es);
+        }
+        for (int j = 1; j < N; j++)
+            g3_comm_reduce_local(dst, tmp + (size_t)j * mine * es, mine, dtype, op);
+    }
+    /* round 2: the reduced block to everyone */
+    nops = 0;
+    for (int k = 1; k < N && st == G3_OK; k++) {
+        int peer = (r + k) % N, from = (r - k + N) % N;
+        st = g3_ucx_post_recv(comm, &ops[nops], from, buf + g3_block_offset(n, N, from) * es,
+                              g3_block_count(n, N, from) * es, 0, seq);
+        if (st == G3_OK)
+            nops++;
+        if (st == G3_OK)
+            st = g3_ucx_post_send(comm, &ops[nops], peer, buf + moff * es, mine * es, 0, seq);
+        if (st == G3_OK)
+            nops++;
+    }
+    if (st == G3_OK)
+        st = g3_ucx_wait(comm, ops, nops);
+    else
+        g3_ucx_abandon(comm, ops, nops);
+    free(ops);
+    return st;
+}
+
 static g3_status_t g3_ucx_allreduce_ring(g3_comm_t *comm, char *buf, size_t n,
                                          g3_comm_dtype_t dtype, g3_comm_reduce_t op,
                                          uint32_t seq)
@@ -675,16 +789,31 @@ static g3_status_t g3_ucx_allreduce(g3_comm_t *comm, const void *send, void *rec
 {
     size_t bytes = n * g3_comm_dtype_size(dtype);
     uint32_t seq = comm->coll_seq++;
+    g3_ucx_algo_t algo = comm->world->ucx->algo;
+    int N = comm->size;
 
     if (send != recv)
         memmove(recv, send, bytes);
-    if (comm->size == 1)
+    if (N == 1)
         return G3_OK;
-    if (bytes <= comm->ring_threshold || n < (size_t)comm->size)
-        return g3_ucx_allreduce_rd(comm, recv, n, dtype, op, seq);
-    if (getenv("G3_RH"))
-        return g3_ucx_allreduce_rh(comm, recv, n, dtype, op, seq);
-    return g3_ucx_allreduce_ring(comm, recv, n, dtype, op, seq);
+    if (algo == G3_UCX_AUTO) {
+        if (bytes <= comm->small_bytes)
+            algo = G3_UCX_RD;
+        else if (N <= 16 && bytes < G3_UCX_DIRECT_MAX_BYTES)
+            algo = G3_UCX_DIRECT;
+        else if (bytes < G3_UCX_RH_MAX_BYTES)
+            algo = G3_UCX_RH;
+        else
+            algo = G3_UCX_RING;
+    }
+    if (n < (size_t)N)
+        algo = G3_UCX_RD;   /* blocks would be empty */
+    switch (algo) {
+    case G3_UCX_RH:     return g3_ucx_allreduce_rh(comm, recv, n, dtype, op, seq);
+    case G3_UCX_DIRECT: return g3_ucx_allreduce_direct(comm, recv, n, dtype, op, seq);
+    case G3_UCX_RING:   return g3_ucx_allreduce_ring(comm, recv, n, dtype, op, seq);
+    default:            return g3_ucx_allreduce_rd(comm, recv, n, dtype, op, seq);
+    }
 }
 
 static g3_status_t g3_ucx_reduce_scatter(g3_comm_t *comm, const void *send, void *recv,
@@ -734,7 +863,7 @@ static g3_status_t g3_ucx_allgather(g3_comm_t *comm, const void *send, void *rec
         memmove(out + (size_t)r * bytes, send, bytes);
     if (N == 1)
         return G3_OK;
-    if ((N & (N - 1)) == 0 && bytes * (size_t)N <= comm->ring_threshold) {
+    if ((N & (N - 1)) == 0 && bytes * (size_t)N <= comm->small_bytes) {
         for (int mask = 1; mask < N; mask <<= 1) {
             int peer = r ^ mask;
             size_t mine = (size_t)(r & ~(mask - 1)), theirs = (size_t)(peer & ~(mask - 1));
@@ -768,7 +897,7 @@ static g3_status_t g3_ucx_broadcast(g3_comm_t *comm, void *buf, size_t n, g3_com
 
     if (N == 1)
         return G3_OK;
-    if (bytes <= comm->ring_threshold || n < (size_t)N) {
+    if (bytes <= comm->small_bytes || n < (size_t)N) {
         /* Binomial tree rooted at root, in ranks relative to it. */
         g3_ucx_op_t ops[32];
         int nops = 0, mask = 1;

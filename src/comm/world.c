@@ -217,6 +217,22 @@ void g3_comm_world_free(g3_comm_world_t *world)
     free(world);
 }
 
+void g3_comm_world_abort(g3_comm_world_t *world, int exit_code, const char *reason)
+{
+    pmix_status_t prc;
+
+    if (world == NULL || !world->pmix_up || world->proc.size < 2)
+        return;
+    world->broken = 1;
+    fflush(stdout);
+    fflush(stderr);
+    /* NULL procs: the whole namespace.  The server usually kills us too. */
+    prc = PMIx_Abort(exit_code, reason, NULL, 0);
+    if (prc != PMIX_SUCCESS)
+        g3_warn("PMIx_Abort (ending the job with status %d) failed: %s; the other ranks stop "
+                "at their own timeouts", exit_code, PMIx_Error_string(prc));
+}
+
 const g3_comm_proc_t *g3_comm_world_proc(const g3_comm_world_t *world)
 {
     return &world->proc;

@@ -487,6 +487,9 @@ int main(int argc, char **argv)
         if (st == G3_OK)
             st = g3_comm_allreduce(wcomm, x, x, 1000, G3_DTYPE_FLOAT32, G3_COMM_SUM);
         rc = g3_status_exit_code(st);
+        /* what a driver does: end the job with the timeout's exit code */
+        if (st == G3_ERR_TIMEOUT && argc > 3 && !strcmp(argv[3], "abort"))
+            g3_comm_world_abort(world, rc, "a distributed operation timed out");
     } else if (!strcmp(mode, "mismatch-group")) {
         int members[2] = { 0, 1 };
         g3_comm_t *bad = NULL;

@@ -35,10 +35,16 @@ for np in 2 4 8; do
         "$np ranks: checks ran and all passed"
 done
 
-# Force the ring everywhere (threshold 0) at an odd size.
-run env GPT3D_COMM_RING_BYTES=0 "$MPIRUN" --oversubscribe -x GPT3D_COMM_RING_BYTES -np 3 "$CHECK" collectives
-is "$rc" 0 "3 ranks, ring algorithm for every size"
-show_on_fail 0
+# Every all-reduce algorithm on its own, at sizes that are not powers of two.
+for case in "ring 3" "rh 6" "direct 5" "rd 7"; do
+    set -- $case
+    run env GPT3D_COMM_ALLREDUCE="$1" GPT3D_COMM_SMALL_BYTES=$([ "$1" = rd ] && echo 100000000 || echo 0) \
+        "$MPIRUN" --oversubscribe -x GPT3D_COMM_ALLREDUCE -x GPT3D_COMM_SMALL_BYTES -np "$2" "$CHECK" collectives
+    is "$rc" 0 "$2 ranks, all-reduce forced to $1$([ "$1" = rd ] && echo ', small-message paths everywhere')"
+    show_on_fail 0
+done
+run env GPT3D_COMM_ALLREDUCE=fastest "$MPIRUN" --oversubscribe -x GPT3D_COMM_ALLREDUCE -np 2 "$CHECK" collectives
+like "$out" "GPT3D_COMM_ALLREDUCE=fastest: use auto, rd, rh, direct or ring" "an unknown algorithm name is refused"
 
 start=$(date +%s)
 mpi 4 hang 3

@@ -8,3 +8,6 @@ TESTS += tests/topo/test_topo
 TESTS += tests/topo/test_topo_cli.sh
 EXTRA_DIST += tests/topo/test_topo_cli.sh
 EXTRA_DIST += docs/examples/mtnlg-topology.conf
+# Under srun --mpi=pmix on the private Slurm cluster (skips where none can start).
+TESTS += tests/topo/test_topo_slurm.sh
+EXTRA_DIST += tests/topo/test_topo_slurm.sh
