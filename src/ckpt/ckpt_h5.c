@@ -87,6 +87,10 @@ static hid_t h5_fapl(void)
 {
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+    /* Allocate metadata (object headers, attributes, B-trees) from 256 KiB
+     * blocks, so a file's metadata sits together instead of between the
+     * tensors: a reader with a cold cache then reads it in one sweep. */
+    H5Pset_meta_block_size(fapl, 256 << 10);
     return fapl;
 }
 

@@ -16,3 +16,7 @@ check_PROGRAMS += tests/ckpt/test_ckpt_corrupt
 TESTS += tests/ckpt/test_ckpt_corrupt
 tests_ckpt_test_ckpt_corrupt_SOURCES = tests/ckpt/test_ckpt_corrupt.c tests/ckpt/synth.h tests/tap.h
 tests_ckpt_test_ckpt_corrupt_LDADD = $(G3_TEST_LDADD)
+# The benchmark (docs/benchmarks.md, "Checkpoints"): built by make check, not run.
+check_PROGRAMS += tests/ckpt/bench_ckpt
+tests_ckpt_bench_ckpt_SOURCES = tests/ckpt/bench_ckpt.c tests/ckpt/synth.h
+tests_ckpt_bench_ckpt_LDADD = $(G3_TEST_LDADD)

@@ -1,0 +1,246 @@
+/* Checkpoint benchmark: save and load MB/s of a synthetic sharded GPT state
+ * (f32 model + Adam m and v as ZeRO-1 shards), next to a plain sequential
+ * write + fsync and read of the same number of bytes on the same disk.
+ *
+ *   bench_ckpt [DIR [TP PP DP [L [H]]]]     (defaults: $TMPDIR, 2 1 2, 2, 1024)
+ *
+ * All ranks of the layout are simulated one after another in this process, so
+ * both sides are one writer stream.  Page-cache pages of the files are dropped
+ * (posix_fadvise DONTNEED after fsync) before each read, so reads come from the
+ * disk where the kernel honours that.  Plain and checkpoint I/O alternate, and
+ * each figure is the median of BENCH_REPS (default 5) repetitions. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckpt/ckpt.h"
+#include "core/log.h"
+#include "synth.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void drop_cache_file(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd >= 0) {
+        fdatasync(fd);
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+    }
+}
+
+static void drop_cache_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[1024];
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+        drop_cache_file(p);
+    }
+    if (d)
+        closedir(d);
+}
+
+/* Plain sequential write of `bytes` from one buffer (16 MB write calls) +
+ * fsync, then read back into a buffer of the same size, as a restore would. */
+static void plain_io(const char *path, char *buf, size_t bytes, double *wsec, double *rsec)
+{
+    size_t chunk = 16u << 20, done = 0;
+    double t0;
+    int fd;
+
+    t0 = now();
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    while (done < bytes) {
+        size_t n = bytes - done < chunk ? bytes - done : chunk;
+        if (write(fd, buf + done, n) != (ssize_t)n)
+            break;
+        done += n;
+    }
+    fsync(fd);
+    close(fd);
+    *wsec = now() - t0;
+    drop_cache_file(path);
+    t0 = now();
+    fd = open(path, O_RDONLY);
+    done = 0;
+    while (done < bytes) {
+        ssize_t n = read(fd, buf + done, bytes - done < chunk ? bytes - done : chunk);
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    close(fd);
+    *rsec = now() - t0;
+    unlink(path);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int main(int argc, char **argv)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], plain[600], iter[700];
+    int tp = 2, pp = 1, dp = 2, L = 2, H = 1024;
+    synth_cfg_t c;
+    int world;
+    synth_rank_t *ranks;
+    double tsave[32], tload[32], tw[32], tr[32], best_save, best_load, best_w, best_r, reshard = 0;
+    int reps = getenv("BENCH_REPS") ? atoi(getenv("BENCH_REPS")) : 5;
+    size_t bytes = 0;
+    char *pbuf;
+    g3_ckpt_load_opts_t lo;
+
+    snprintf(dir, sizeof(dir), "%s/gpt3d-bench-ckpt", argc > 1 ? argv[1] : tmp ? tmp : "/tmp");
+    if (argc > 4) {
+        tp = atoi(argv[2]);
+        pp = atoi(argv[3]);
+        dp = atoi(argv[4]);
+    }
+    if (argc > 5)
+        L = atoi(argv[5]);
+    if (argc > 6)
+        H = atoi(argv[6]);
+    g3_log_set_level(G3_LOG_WARN);
+    memset(&lo, 0, sizeof(lo));
+    lo.no_verify = getenv("BENCH_NO_VERIFY") != NULL;
+    c = (synth_cfg_t){ L, H, 16, 4 * H, 50257, 50304, 1024, G3_CKPT_F32, 1, 1 };
+    world = tp * pp * dp;
+    ranks = calloc((size_t)world, sizeof(*ranks));
+    for (int r = 0; r < world; r++) {
+        g3_ckpt_layout_t l = synth_layout(tp, pp, dp, r, L);
+        synth_build(&ranks[r], &c, &l, 1);
+    }
+    /* bytes written = every piece a rank writes (model on dp 0, all optim) */
+    {
+        int64_t total = 0;
+        synth_params_t *ps = malloc(sizeof(*ps));
+        synth_model_params(&c, ps);
+        for (int i = 0; i < ps->n; i++) {
+            int64_t v = ps->t[i].shape[0] * ps->t[i].shape[1];
+            total += v * 4 * 3;             /* model + exp_avg + exp_avg_sq */
+        }
+        bytes = (size_t)total;
+        free(ps);
+    }
+    snprintf(plain, sizeof(plain), "%s.plain", dir);
+    pbuf = malloc(bytes);
+    memset(pbuf, 0x5a, bytes);
+    printf("checkpoint benchmark: %.1f MB of tensors in %s, TP %d x PP %d x DP %d (%d ranks simulated in one process), %d layers, hidden %d, f32 model + Adam m, v as ZeRO-1 shards\n",
+           (double)bytes / 1e6, dir, tp, pp, dp, world, L, H);
+    if (reps < 1 || reps > 32)
+        reps = 5;
+    for (int rep = 0; rep < reps; rep++) {
+        g3_ckpt_save_opts_t so = { "bench", 0, 0 };
+        double t0, ws, rs, t_shards;
+        g3_status_t st;
+
+        char cmd[1100];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            return 1;
+        sync();
+        plain_io(plain, pbuf, bytes, &ws, &rs);
+        tw[rep] = ws;
+        tr[rep] = rs;
+
+        t0 = now();
+        st = g3_ckpt_save_prepare(dir, c.iteration, &so);
+        for (int r = 0; st == G3_OK && r < world; r++)
+            st = g3_ckpt_write_shards(dir, ranks[r].state, &so);
+        t_shards = now() - t0;
+        if (st == G3_OK)
+            st = g3_ckpt_commit(dir, ranks[0].state, &so);
+        if (st != G3_OK) {
+            fprintf(stderr, "bench_ckpt: save failed: %s\n", g3_status_string(st));
+            return 1;
+        }
+        t0 = now() - t0;
+        tsave[rep] = t0;
+        printf("  rep %d: plain write %.2f s, read %.2f s; save %.2f s (shards %.2f s, commit %.2f s)\n", rep, ws, rs,
+               t0, t_shards, t0 - t_shards);
+
+        g3_ckpt_iter_path(dir, c.iteration, iter, sizeof(iter));
+        drop_cache_dir(iter);
+        t0 = now();
+        for (int r = 0; r < world; r++) {
+            /* each rank loads its own state (into the same buffers it saved) */
+            st = g3_ckpt_load(dir, ranks[r].state, &lo, NULL, NULL);
+            if (st != G3_OK) {
+                fprintf(stderr, "bench_ckpt: load failed: %s\n", g3_status_string(st));
+                return 1;
+            }
+        }
+        t0 = now() - t0;
+        tload[rep] = t0;
+    }
+    best_save = median(tsave, reps);
+    best_load = median(tload, reps);
+    best_w = median(tw, reps);
+    best_r = median(tr, reps);
+    {   /* correctness of what the benchmark loaded, and a re-sharded load */
+        g3_ckpt_layout_t l = synth_layout(tp, pp, dp, 0, L);
+        synth_rank_t want;
+        double t0;
+        int bad = 0;
+        synth_build(&want, &c, &l, 1);
+        bad = synth_compare(&ranks[0], &want);
+        synth_free(&want);
+        drop_cache_dir(iter);
+        t0 = now();
+        {
+            int tp2 = tp == 1 ? 2 : 1, dp2 = dp + 1, w2 = tp2 * pp * dp2;
+            for (int r = 0; r < w2; r++) {
+                g3_ckpt_layout_t l2 = synth_layout(tp2, pp, dp2, r, L);
+                synth_rank_t g;
+                synth_build(&g, &c, &l2, 0);
+                if (g3_ckpt_load(dir, g.state, NULL, NULL, NULL) != G3_OK)
+                    bad++;
+                synth_free(&g);
+            }
+            reshard = now() - t0;
+            printf("  (loaded values checked: %s; re-sharded load under TP %d x PP %d x DP %d: %.2f s including state setup)\n",
+                   bad ? "MISMATCH" : "bitwise equal", tp2, pp, dp2, reshard);
+        }
+    }
+    printf("  %-44s %8.1f MB/s  (%.2f s)\n", "save: shards + index + fsync + commit", bytes / 1e6 / best_save, best_save);
+    printf("  %-44s %8.1f MB/s  (%.2f s)\n", "plain sequential write + fsync, same bytes", bytes / 1e6 / best_w, best_w);
+    printf("  %-44s %8.2f\n", "save / plain write", best_w / best_save);
+    printf("  %-44s %8.1f MB/s  (%.2f s)\n", "load: same layout, CRC-32C verified", bytes / 1e6 / best_load, best_load);
+    printf("  %-44s %8.1f MB/s  (%.2f s)\n", "plain sequential read, same bytes", bytes / 1e6 / best_r, best_r);
+    printf("  %-44s %8.2f\n", "load / plain read", best_r / best_load);
+    {
+        char cmd[1100];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "cannot remove %s\n", dir);
+    }
+    for (int r = 0; r < world; r++)
+        synth_free(&ranks[r]);
+    free(ranks);
+    free(pbuf);
+    return 0;
+}
