@@ -12,9 +12,11 @@
  * Waiting: ranks often outnumber cores (8 ranks on 2 cores in tests), and
  * a rank that spins on ucp_worker_progress steals the core its peer needs
  * (a 256 KiB all-reduce at 4 ranks: 45 ms spinning, 0.7 ms waiting).  So
- * when nothing is left to progress we arm the worker and sleep in poll()
- * on its event fd, waking at the latest at the operation's deadline.  When
- * there are at least as many cores as local ranks a short spin comes first.
+ * when nothing is left to progress we poll a few rounds with sched_yield()
+ * between them (16 when ranks outnumber cores, 64 otherwise;
+ * GPT3D_COMM_SPIN), then arm the worker and sleep in poll() on its event
+ * fd, waking at the latest at the operation's deadline (and once a second
+ * to look at it).
  *
  * Algorithms (N ranks, n elements, S = 64 KiB: GPT3D_COMM_SMALL_BYTES):
  *   all-reduce     <= S bytes: recursive doubling (log2 N steps of n,
@@ -175,15 +177,19 @@ g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
     if (st != G3_OK)
         goto err_destroy_worker;
 
-    /* Before sleeping on the event fd, a rank polls a few rounds: plain
-     * when every local rank has a core, with sched_yield() in between when
-     * they outnumber the cores (the peer we wait for may need this core). */
+    /* Before sleeping on the event fd, a rank polls a few rounds with
+     * sched_yield() in between (the peer we wait for may need this core):
+     * 64 when every local rank has a core, 16 when they outnumber them. */
     ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     u->spin = (ncpu > 0 && world->proc.local_size <= ncpu) ? 64 : 16;
     spin_env = getenv("GPT3D_COMM_SPIN");
     if (spin_env && *spin_env)
         u->spin = atoi(spin_env);
-    u->yield = ncpu > 0 && world->proc.local_size > ncpu;
+    /* Yield even when ranks fit: other jobs may share the cores, and a
+     * yield with nothing else runnable costs well under a microsecond. */
+    u->yield = 1;
+    if (getenv("GPT3D_COMM_YIELD"))
+        u->yield = atoi(getenv("GPT3D_COMM_YIELD"));
     algo_env = getenv("GPT3D_COMM_ALLREDUCE");
     if (algo_env && *algo_env) {
         static const char *const names[] = { "auto", "rd", "rh", "direct", "ring" };
