@@ -706,8 +706,11 @@ err_join:
     free(threads);
     if (st == G3_OK) {
         double secs = g3_now() - t0;
-        for (int k = 0; k < p.num_keys; k++)
+        uint64_t written = 0;
+        for (int k = 0; k < p.num_keys; k++) {
             total_tokens += g3_idx_writer_num_tokens(writers[k]);
+            written += g3_idx_writer_num_documents(writers[k]);
+        }
         for (int k = 0; k < p.num_keys; k++) {
             g3_idx_writer_t *w = writers[k];
             writers[k] = NULL;
@@ -717,8 +720,9 @@ err_join:
                 g3_idx_writer_abort(w);
         }
         if (st == G3_OK) {
-            g3_info("preprocess: wrote %llu documents, %llu tokens from %.1f MB in %.2f s (%.2f MB/s); %llu empty documents skipped",
-                    (unsigned long long)total_docs, (unsigned long long)total_tokens,
+            g3_info("preprocess: wrote %llu documents, %llu tokens from %llu records, %.1f MB in %.2f s (%.2f MB/s); %llu empty documents skipped",
+                    (unsigned long long)written, (unsigned long long)total_tokens,
+                    (unsigned long long)total_docs,
                     (double)p.bytes_read / 1e6, secs, (double)p.bytes_read / 1e6 / (secs > 0 ? secs : 1e-9),
                     (unsigned long long)total_skipped);
             if (total_replaced)
