@@ -448,6 +448,7 @@ g3_status_t g3_ckpt_reader_get_str(g3_ckpt_reader_t *r, const char *key, char *b
 /* ---- loading tensors ---------------------------------------------------------------- */
 
 typedef struct {            /* one (stored piece, wanted piece) intersection */
+    int              file;  /* row in r->files (the sort key: one open per file) */
     size_t           src;   /* row in r->pieces                             */
     g3_ckpt_dtype_t  sdt;
     g3_ckpt_dtype_t  ddt;
@@ -460,6 +461,8 @@ typedef struct {            /* one (stored piece, wanted piece) intersection */
 static int cmp_work(const void *a, const void *b)
 {
     const work_t *x = a, *y = b;
+    if (x->file != y->file)
+        return x->file < y->file ? -1 : 1;
     return x->src < y->src ? -1 : x->src > y->src;
 }
 
@@ -549,6 +552,7 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const 
                 if (!g3_ckpt_box_intersect(t->ndim, sp->offset, sp->extent, d->offset, d->extent, w.io, w.ie))
                     continue;
                 w.src = (size_t)p;
+                w.file = sp->file;
                 w.sdt = sdt;
                 w.ddt = t->dtype;
                 w.ndim = t->ndim;
@@ -779,8 +783,7 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
             }
         }
     }
-    /* Work is sorted by stored piece, and pieces are grouped by tensor; open each
-     * file once per run of pieces that live in it. */
+    /* Work is sorted by file, then stored piece: each file is opened once. */
     for (size_t i = 0; st == G3_OK && i < nwork;) {
         size_t j = i;
         int file = r->pieces[work[i].src].file;
