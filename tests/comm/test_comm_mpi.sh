@@ -3,6 +3,9 @@
 # 8 ranks run every collective against a serial reference; a rank that stops
 # responding ends the job with exit code 76 within the timeout plus slack;
 # ranks that disagree on a group or a count get a clear error.
+# (top_srcdir, top_builddir, GPT3D, MPIRUN come from make check; run sets rc and out.)
+# shellcheck disable=SC2154
+# shellcheck source=tests/lib.sh
 . "$top_srcdir/tests/lib.sh"
 set -e
 CHECK="$top_builddir/tests/comm/comm_check"
@@ -36,11 +39,12 @@ for np in 2 4 8; do
 done
 
 # Every all-reduce algorithm on its own, at sizes that are not powers of two.
-for case in "ring 3" "rh 6" "direct 5" "rd 7"; do
-    set -- $case
-    run env GPT3D_COMM_ALLREDUCE="$1" GPT3D_COMM_SMALL_BYTES=$([ "$1" = rd ] && echo 100000000 || echo 0) \
-        "$MPIRUN" --oversubscribe -x GPT3D_COMM_ALLREDUCE -x GPT3D_COMM_SMALL_BYTES -np "$2" "$CHECK" collectives
-    is "$rc" 0 "$2 ranks, all-reduce forced to $1$([ "$1" = rd ] && echo ', small-message paths everywhere')"
+for case in ring:3 rh:6 direct:5 rd:7; do
+    algo=${case%:*} np=${case#*:} small=0 what=""
+    if [ "$algo" = rd ]; then small=100000000 what=", small-message paths everywhere"; fi
+    run env GPT3D_COMM_ALLREDUCE="$algo" GPT3D_COMM_SMALL_BYTES="$small" \
+        "$MPIRUN" --oversubscribe -x GPT3D_COMM_ALLREDUCE -x GPT3D_COMM_SMALL_BYTES -np "$np" "$CHECK" collectives
+    is "$rc" 0 "$np ranks, all-reduce forced to $algo$what"
     show_on_fail 0
 done
 run env GPT3D_COMM_ALLREDUCE=fastest "$MPIRUN" --oversubscribe -x GPT3D_COMM_ALLREDUCE -np 2 "$CHECK" collectives

@@ -2,6 +2,9 @@
 # src/comm without a launcher: a singleton world, its collectives, the
 # refusal of a multi-task launch without PMIx, and the NCCL backend on one
 # GPU (skipped without one).
+# (top_srcdir, top_builddir, GPT3D, MPIRUN come from make check; run sets rc and out.)
+# shellcheck disable=SC2154
+# shellcheck source=tests/lib.sh
 . "$top_srcdir/tests/lib.sh"
 set -e
 CHECK="$top_builddir/tests/comm/comm_check"

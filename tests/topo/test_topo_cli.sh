@@ -2,6 +2,9 @@
 # gpt3d topo: described jobs (--nodelist, --topology-file), MT-NLG in under a
 # second, impossible layouts, bad files, the current job alone, inside a
 # Slurm allocation's environment, and under mpirun.
+# (top_srcdir, top_builddir, GPT3D, MPIRUN come from make check; run sets rc and out.)
+# shellcheck disable=SC2154
+# shellcheck source=tests/lib.sh
 . "$top_srcdir/tests/lib.sh"
 set -e
 g3_tmpdir
@@ -86,6 +89,6 @@ if [ -n "${MPIRUN:-}" ] && command -v "$MPIRUN" >/dev/null 2>&1; then
     run "$MPIRUN" --oversubscribe -np 4 "$GPT3D" topo --ranks-per-node 2
     is "$rc" 2 "--ranks-per-node that contradicts the running job is refused"
 else
-    for i in 1 2 3 4 5; do skip "mpirun not found"; done
+    for _ in 1 2 3 4 5; do skip "mpirun not found"; done
 fi
 done_testing

@@ -5,7 +5,7 @@
 # srun, and gpt3d topo reading SLURM_TOPOLOGY_ADDR over PMIx, a
 # topology.conf, and an allocation seen from outside srun.
 # (top_srcdir and friends come from make check.)
-# shellcheck disable=SC2154
+# shellcheck disable=SC2154,SC2034
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 # shellcheck source=tests/lib.sh
 . "$top_srcdir/tests/lib.sh"
