@@ -37,7 +37,9 @@
 
 /* Private state of the CPU backend. */
 typedef struct {
-    int nthreads;
+    int     nthreads;
+    float  *kbuf;          /* (nthreads - 1, M, N) partial products of K-split sgemms */
+    size_t  kbuf_floats;
 } g3_cpu_t;
 
 /* Whether an op over `work` elements is worth a parallel region: below ~32K elements (a few
@@ -80,9 +82,10 @@ G3_CPU_INLINE float g3_cpu_expf(float x)
 }
 
 /* C (M,N) = alpha op(A) op(B) + beta C, row-major, split across the OpenMP threads along
- * the larger of M and N (single-threaded sgemm per slab).  trans_a: A is stored (K,M);
- * trans_b: B is stored (N,K).  Safe to call inside a parallel region (runs on this thread). */
-void g3_cpu_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha,
+ * the larger of M and N (single-threaded sgemm per slab), or along K for a long reduction
+ * into a small C.  trans_a: A is stored (K,M); trans_b: B is stored (N,K).  Inside a parallel
+ * region it runs on the calling thread. */
+void g3_cpu_sgemm(g3_backend_t *be, int trans_a, int trans_b, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb, float beta,
                   float *C, int ldc);
 /* The same on the calling thread only. */

@@ -79,10 +79,9 @@ void g3_cpu_matmul_bwd(g3_backend_t *be, float *dinp, float *dw, float *dbias,
                        const float *dout, const float *inp, const float *w,
                        int N, int IC, int OC)
 {
-    (void)be;
     if (dinp)
-        g3_cpu_sgemm(0, 0, N, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
-    g3_cpu_sgemm(1, 0, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
+        g3_cpu_sgemm(be, 0, 0, N, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
+    g3_cpu_sgemm(be, 1, 0, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
     if (dbias) {
 #pragma omp parallel if (G3_CPU_PAR((size_t)N * OC))
         {

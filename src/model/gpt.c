@@ -243,6 +243,15 @@ static g3_status_t g3_gpt_build_table(g3_gpt_t *m)
         g3_error("model: out of memory building the parameter table");
         return G3_ERR_NO_MEMORY;
     }
+    /* Lay the flat buffers out with every decayed tensor first, then the rest (biases,
+     * LayerNorm): the optimizer then updates each group in one pass. */
+    t.numel = 0;
+    for (int pass = 1; pass >= 0; pass--)
+        for (int i = 0; i < t.n; i++)
+            if (t.params[i].weight_decay == pass) {
+                t.params[i].offset = t.numel;
+                t.numel += (t.params[i].numel + 15) & ~(size_t)15;
+            }
     m->params = t.params;
     m->nparams = t.n;
     m->numel = t.numel;

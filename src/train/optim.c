@@ -7,6 +7,48 @@
 #include "core/log.h"
 #include "train/optim.h"
 
+static int g3_param_by_offset(const void *a, const void *b)
+{
+    size_t x = (*(const g3_gpt_param_t *const *)a)->offset;
+    size_t y = (*(const g3_gpt_param_t *const *)b)->offset;
+    return x < y ? -1 : x > y;
+}
+
+/* Group the tensors into runs that are adjacent in the flat buffers (up to the 16-float
+ * alignment gaps, which hold zeros that AdamW leaves at zero) and share the weight decay:
+ * the model lays decayed tensors out first, so there are two runs, two passes per step. */
+static g3_status_t g3_train_adamw_runs(g3_train_adamw_t *opt)
+{
+    const g3_gpt_t *m = opt->model;
+    const g3_gpt_param_t **order = malloc(sizeof(*order) * (size_t)(m->nparams ? m->nparams : 1));
+
+    opt->runs = calloc((size_t)(m->nparams ? m->nparams : 1), sizeof(*opt->runs));
+    if (!order || !opt->runs) {
+        free(order);
+        g3_error("optimizer: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < m->nparams; i++)
+        order[i] = &m->params[i];
+    qsort(order, (size_t)m->nparams, sizeof(*order), g3_param_by_offset);
+    opt->nruns = 0;
+    for (int i = 0; i < m->nparams; i++) {
+        const g3_gpt_param_t *p = order[i];
+        g3_train_adamw_run_t *last = opt->nruns ? &opt->runs[opt->nruns - 1] : NULL;
+        if (last && last->weight_decay == p->weight_decay &&
+            ((last->end + 15) & ~(size_t)15) == p->offset) {
+            last->end = p->offset + p->numel;
+        } else {
+            opt->runs[opt->nruns].begin = p->offset;
+            opt->runs[opt->nruns].end = p->offset + p->numel;
+            opt->runs[opt->nruns].weight_decay = p->weight_decay;
+            opt->nruns++;
+        }
+    }
+    free(order);
+    return G3_OK;
+}
+
 g3_status_t g3_train_adamw_init(g3_gpt_t *model, const g3_train_adamw_config_t *cfg,
                                 g3_train_adamw_t **opt_p)
 {
@@ -22,6 +64,9 @@ g3_status_t g3_train_adamw_init(g3_gpt_t *model, const g3_train_adamw_config_t *
     }
     opt->cfg = *cfg;
     opt->model = model;
+    st = g3_train_adamw_runs(opt);
+    if (st != G3_OK)
+        goto err_free_opt;
     st = be->ops->alloc(be, bytes, "the Adam first moments", (void **)&opt->m);
     if (st != G3_OK)
         goto err_free_opt;
@@ -36,6 +81,7 @@ g3_status_t g3_train_adamw_init(g3_gpt_t *model, const g3_train_adamw_config_t *
 err_free_m:
     be->ops->free(be, opt->m);
 err_free_opt:
+    free(opt->runs);
     free(opt);
     return st;
 }
@@ -46,6 +92,7 @@ void g3_train_adamw_free(g3_train_adamw_t *opt)
         return;
     opt->model->be->ops->free(opt->model->be, opt->v);
     opt->model->be->ops->free(opt->model->be, opt->m);
+    free(opt->runs);
     free(opt);
 }
 
@@ -72,12 +119,12 @@ g3_status_t g3_train_adamw_step(g3_train_adamw_t *opt, double lr, double *grad_n
             be->ops->scale(be, m->g, m->numel, (float)coeff);
     }
     opt->step++;
-    for (int i = 0; i < m->nparams; i++) {
-        const g3_gpt_param_t *p = &m->params[i];
-        be->ops->adamw(be, m->w + p->offset, m->g + p->offset, opt->m + p->offset,
-                       opt->v + p->offset, p->numel, (float)lr, (float)opt->cfg.beta1,
-                       (float)opt->cfg.beta2, (float)opt->cfg.eps,
-                       p->weight_decay ? (float)opt->cfg.weight_decay : 0.0f, opt->step);
+    for (int r = 0; r < opt->nruns; r++) {
+        size_t o = opt->runs[r].begin, n = opt->runs[r].end - o;
+        be->ops->adamw(be, m->w + o, m->g + o, opt->m + o, opt->v + o, n, (float)lr,
+                       (float)opt->cfg.beta1, (float)opt->cfg.beta2, (float)opt->cfg.eps,
+                       opt->runs[r].weight_decay ? (float)opt->cfg.weight_decay : 0.0f,
+                       opt->step);
     }
     return be->ops->sync(be);
 }

@@ -21,9 +21,17 @@ typedef struct {
     double clip_grad;      /* --clip-grad (1.0); 0 turns clipping off */
 } g3_train_adamw_config_t;
 
+/* Tensors adjacent in the flat buffers with the same weight decay, updated in one pass. */
+typedef struct {
+    size_t begin, end;     /* element range in the flat buffers */
+    int    weight_decay;
+} g3_train_adamw_run_t;
+
 typedef struct {
     g3_train_adamw_config_t cfg;
     g3_gpt_t *model;
+    g3_train_adamw_run_t *runs;   /* (nruns,) */
+    int       nruns;
     float    *m;           /* (model->numel,) first moments, backend memory  */
     float    *v;           /* (model->numel,) second moments, backend memory */
     int64_t   step;        /* updates done (bias correction)                 */

@@ -507,6 +507,8 @@ int main(void)
     test_matmul(130, 64, 200, 0);
     test_matmul(300, 96, 72, 1);       /* splits rows across threads */
     test_matmul(16, 64, 1000, 1);      /* splits output columns across threads */
+    test_matmul(50, 40, 3001, 0);      /* dinp: a long reduction, split along K */
+    test_matmul(64, 48, 5000, 1);
     test_layernorm(1, 5);
     test_layernorm(67, 129);
     test_layernorm(256, 384);
