@@ -926,8 +926,10 @@ g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_
                 free(cand);
                 return cst;
             }
-            if (!ok && st == G3_OK)
+            if (!ok && st == G3_OK) {
                 st = G3_ERR_IO;   /* another rank failed; it logged why */
+                g3_info("another rank could not load %s (it says why)", r ? r->dir : cand[c]);
+            }
         }
         if (ok) {
             g3_info("loaded checkpoint %s (iteration %lld)", r->dir, (long long)r->iteration);

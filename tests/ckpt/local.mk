@@ -20,3 +20,7 @@ tests_ckpt_test_ckpt_corrupt_LDADD = $(G3_TEST_LDADD)
 check_PROGRAMS += tests/ckpt/bench_ckpt
 tests_ckpt_bench_ckpt_SOURCES = tests/ckpt/bench_ckpt.c tests/ckpt/synth.h
 tests_ckpt_bench_ckpt_LDADD = $(G3_TEST_LDADD)
+check_PROGRAMS += tests/ckpt/test_ckpt_collective
+TESTS += tests/ckpt/test_ckpt_collective
+tests_ckpt_test_ckpt_collective_SOURCES = tests/ckpt/test_ckpt_collective.c tests/ckpt/synth.h tests/tap.h
+tests_ckpt_test_ckpt_collective_LDADD = $(G3_TEST_LDADD)
