@@ -9,13 +9,17 @@
  *                     SPLITSTR CACHE_DIR|- DATA_PATH...
  *       open the GPT dataset through the public g3_data API and print
  *       samples FIRST..FIRST+COUNT-1 of SPLIT (train|valid|test), one per
- *       line, then "N <samples in split>" */
+ *       line, then "N <samples in split>"
+ *   data_dump shuffle SEED N
+ *       g3_np_shuffle_i64 of 0..N-1 (numpy RandomState(SEED).shuffle), one
+ *       per line */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
 #include "data/dataset.h"
+#include "data/gpt_index.h"
 #include "data/indexed.h"
 
 static int cmd_check(const char *prefix)
@@ -101,6 +105,21 @@ static int cmd_samples(int argc, char **argv)
     return 0;
 }
 
+static int cmd_shuffle(const char *seed, const char *count)
+{
+    uint64_t n = strtoull(count, NULL, 10);
+    int64_t *a = malloc((n ? n : 1) * sizeof(int64_t));
+    g3_mt19937_t mt;
+    for (uint64_t i = 0; i < n; i++)
+        a[i] = (int64_t)i;
+    g3_mt19937_seed(&mt, (uint32_t)strtoul(seed, NULL, 10));
+    g3_np_shuffle_i64(&mt, a, n);
+    for (uint64_t i = 0; i < n; i++)
+        printf("%lld\n", (long long)a[i]);
+    free(a);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     g3_log_init_from_env();
@@ -108,6 +127,8 @@ int main(int argc, char **argv)
         return cmd_check(argv[2]);
     if (argc >= 4 && !strcmp(argv[1], "write"))
         return cmd_write(argv[2], argv[3]);
+    if (argc >= 4 && !strcmp(argv[1], "shuffle"))
+        return cmd_shuffle(argv[2], argv[3]);
     if (argc >= 2 && !strcmp(argv[1], "samples"))
         return cmd_samples(argc - 2, argv + 2);
     fprintf(stderr, "usage: data_dump check|write|samples ...\n");

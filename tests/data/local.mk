@@ -11,7 +11,9 @@ tests/data/kjv-corpus.stamp: src/gpt3d
 CLEANFILES += tests/data/kjv-corpus.stamp
 
 check_PROGRAMS += tests/data/data_dump tests/data/test_bpe tests/data/test_indexed \
-	tests/data/test_dataset tests/data/test_index_speed
+	tests/data/test_dataset tests/data/test_index_speed tests/data/bench_bpe
+tests_data_bench_bpe_SOURCES = tests/data/bench_bpe.c
+tests_data_bench_bpe_LDADD = $(G3_TEST_LDADD)
 tests_data_data_dump_SOURCES = tests/data/data_dump.c
 tests_data_data_dump_LDADD = $(G3_TEST_LDADD)
 tests_data_test_bpe_SOURCES = tests/data/test_bpe.c tests/tap.h

