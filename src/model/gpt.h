@@ -150,6 +150,8 @@ typedef struct g3_gpt_acts g3_gpt_acts_t;
  * OUT: *acts_p.  RET: G3_ERR_NO_MEMORY. */
 g3_status_t g3_gpt_acts_init(g3_gpt_t *model, int B, int T, g3_gpt_acts_t **acts_p);
 void g3_gpt_acts_free(g3_gpt_t *model, g3_gpt_acts_t *acts);
+/* RET: the bytes g3_gpt_acts_init(model, B, T) would allocate. */
+size_t g3_gpt_acts_estimate(const g3_gpt_t *model, int B, int T);
 /* RET: bytes of backend memory the activations hold. */
 size_t g3_gpt_acts_bytes(const g3_gpt_acts_t *acts);
 

@@ -100,6 +100,44 @@ static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *
     a->datt = g3_carve(cv, att * f);
 }
 
+/* Tokens per output-layer chunk: at most ~16M logits (64 MiB) per chunk, chunks of equal
+ * size: big enough for efficient sgemm (K = chunk rows in the weight-gradient product), small
+ * enough that the logits never exist for the whole micro-batch at once. */
+static int g3_gpt_head_chunk(const g3_gpt_t *m, int B, int T)
+{
+    int chunk;
+    if (m->cfg.head_chunk_tokens > 0) {
+        chunk = m->cfg.head_chunk_tokens;
+    } else {
+        size_t total = (size_t)B * T * (size_t)m->Vp_l, target = (size_t)16 << 20;
+        size_t nchunks = (total + target - 1) / target;
+        chunk = (int)(((size_t)B * T + nchunks - 1) / nchunks);
+        chunk = (chunk + 15) & ~15;
+    }
+    if (chunk < 16)
+        chunk = 16;
+    return chunk < B * T ? chunk : B * T;
+}
+
+size_t g3_gpt_acts_estimate(const g3_gpt_t *m, int B, int T)
+{
+    g3_gpt_acts_t a;
+    g3_carve_t cv = { NULL, 0 };
+    int nl = m->layer_end - m->layer_begin;
+
+    memset(&a, 0, sizeof(a));
+    a.B = B;
+    a.T = T;
+    a.nsets = m->cfg.recompute_activations ? 1 : nl;
+    a.Nc = g3_gpt_head_chunk(m, B, T);
+    a.layer = calloc((size_t)(a.nsets ? a.nsets : 1), sizeof(*a.layer));
+    if (!a.layer)
+        return (size_t)-1;
+    g3_gpt_acts_layout(m, &a, &cv);
+    free(a.layer);
+    return cv.used;
+}
+
 g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
 {
     g3_backend_t *be = m->be;
@@ -107,7 +145,6 @@ g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
     g3_carve_t cv = { NULL, 0 };
     g3_status_t st;
     int nl = m->layer_end - m->layer_begin;
-    int chunk;
 
     if (B < 1 || T < 1 || T > m->P) {
         g3_error("model: activations for %d sequences of %d tokens: need B >= 1 and "
@@ -124,21 +161,7 @@ g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
     a->host_losses = malloc(sizeof(float) * (size_t)B * T);
     if (!a->layer || !a->host_losses)
         goto err_free_acts;
-    /* Output-layer chunks of at most ~16M logits (64 MiB), split evenly: big enough for
-     * efficient sgemm (K = chunk rows in the weight-gradient product), small enough that the
-     * logits never exist for the whole micro-batch at once. */
-    if (m->cfg.head_chunk_tokens > 0) {
-        chunk = m->cfg.head_chunk_tokens;
-    } else {
-        size_t total = (size_t)B * T * (size_t)m->Vp_l, target = (size_t)16 << 20;
-        size_t nchunks = (total + target - 1) / target;
-        chunk = (int)(((size_t)B * T + nchunks - 1) / nchunks);
-        chunk = (chunk + 15) & ~15;
-    }
-    if (chunk < 16)
-        chunk = 16;
-    a->Nc = chunk < B * T ? chunk : B * T;
-
+    a->Nc = g3_gpt_head_chunk(m, B, T);
     g3_gpt_acts_layout(m, a, &cv);
     a->bytes = cv.used;
     st = be->ops->alloc(be, cv.used, "the activations", &a->base);

@@ -250,6 +250,39 @@ static void g3_trainer_close(g3_trainer_t *tr)
     free(tr->targets);
 }
 
+/* RET: MemAvailable of /proc/meminfo in bytes, 0 when unknown. */
+static size_t g3_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    size_t kb = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
+
+/* Before the big allocations, say clearly when they cannot fit (instead of being killed by
+ * the kernel later).  Only the CPU backend allocates host memory. */
+static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
+{
+    size_t acts = g3_gpt_acts_estimate(tr->model, tr->B, tr->T);
+    size_t adam = 2 * tr->model->numel * sizeof(float);
+    size_t avail = g3_mem_available();
+
+    if (strcmp(tr->be->name, "cpu") != 0 || avail == 0 || acts + adam <= avail)
+        return G3_OK;
+    g3_error("training needs %.2f GiB more memory (activations of %d x %d tokens: %.2f GiB, "
+             "Adam moments: %.2f GiB) but only %.2f GiB is available: lower "
+             "--micro-batch-size or --seq-length, or add --recompute-activations",
+             (double)(acts + adam) / 1073741824.0, tr->B, tr->T, (double)acts / 1073741824.0,
+             (double)adam / 1073741824.0, (double)avail / 1073741824.0);
+    return G3_ERR_NO_MEMORY;
+}
+
 /* Everything before the first iteration: the order puts the cheap checks first. */
 static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cfg,
                                    g3_gpt_config_t *mcfg)
@@ -322,6 +355,9 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     if (st != G3_OK)
         return st;
     st = g3_gpt_init(mcfg, tr->be, &tr->model);
+    if (st != G3_OK)
+        return st;
+    st = g3_trainer_check_memory(tr);
     if (st != G3_OK)
         return st;
     st = g3_gpt_acts_init(tr->model, tr->B, tr->T, &tr->acts);

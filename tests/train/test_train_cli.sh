@@ -109,6 +109,8 @@ expect 1 'tensor and pipeline parallelism are not yet supported' "TP > 1" \
 expect 1 'checkpoints are not built into this version' "--save" $data $model --train-iters 1 --save "$TMPD/ck"
 expect 2 'rampup-batch-size needs sample-based training' "ramp-up with --train-iters" \
     $data $model --train-iters 5 --rampup-batch-size 4 4 100
+expect 1 'training needs [0-9.]+ GiB more memory .* lower --micro-batch-size' "more memory than the machine has" \
+    $data $model --micro-batch-size 65536 --train-iters 1 --eval-iters 0 --run-dir "$TMPD/big"
 [ ! -e "$TMPD/ck" ] && tap_result 0 "nothing was written for the refused runs" || tap_result 1 "nothing was written for the refused runs"
 
 done_testing
