@@ -6,5 +6,5 @@ int g3_cmd_generate(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    return g3_cmd_not_built("generate", "text generation");
+    return g3_cmd_not_built("generate", "text generation from a checkpoint (generating from a checkpoint needs checkpoints, which are not built yet; 'gpt3d train --sample-tokens N --prompt TEXT' prints a sample from the model it has just trained)");
 }
