@@ -59,6 +59,7 @@
 typedef enum { G3_UCX_AUTO = 0, G3_UCX_RD, G3_UCX_RH, G3_UCX_DIRECT, G3_UCX_RING } g3_ucx_algo_t;
 #define G3_UCX_DIRECT_MAX_BYTES ((size_t)32 << 20)
 #define G3_UCX_RH_MAX_BYTES     ((size_t)1 << 20)
+#define G3_UCX_SEGMENT_BYTES    ((size_t)256 << 10)   /* fits the L2 with room */
 
 struct g3_ucx_world {
     g3_ucx_algo_t        algo;      /* forced all-reduce algorithm or auto  */
@@ -67,13 +68,14 @@ struct g3_ucx_world {
     int                  efd;       /* worker event fd for poll()           */
     int                  spin;      /* progress rounds before sleeping      */
     int                  yield;     /* give the core away between them      */
+    size_t               segment_bytes; /* ring reduce steps are cut in these */
     g3_comm_exchange_t  *addrs;     /* worker address of every world rank   */
     ucp_ep_h            *eps;       /* (world size) created on first use    */
 };
 
 typedef struct {
-    void   *scratch[2];            /* grown on demand, 64-byte aligned     */
-    size_t  scratch_bytes[2];
+    void   *scratch[3];            /* grown on demand, 64-byte aligned     */
+    size_t  scratch_bytes[3];
 } g3_ucx_comm_t;
 
 /* One outstanding message. */
@@ -190,6 +192,9 @@ g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
     u->yield = 1;
     if (getenv("GPT3D_COMM_YIELD"))
         u->yield = atoi(getenv("GPT3D_COMM_YIELD"));
+    u->segment_bytes = G3_UCX_SEGMENT_BYTES;
+    if (getenv("GPT3D_COMM_SEGMENT_BYTES") && atol(getenv("GPT3D_COMM_SEGMENT_BYTES")) > 0)
+        u->segment_bytes = (size_t)atol(getenv("GPT3D_COMM_SEGMENT_BYTES"));
     algo_env = getenv("GPT3D_COMM_ALLREDUCE");
     if (algo_env && *algo_env) {
         static const char *const names[] = { "auto", "rd", "rh", "direct", "ring" };
@@ -400,10 +405,12 @@ static void g3_ucx_abandon(g3_comm_t *comm, g3_ucx_op_t *ops, int nops)
     }
 }
 
-static g3_status_t g3_ucx_wait(g3_comm_t *comm, g3_ucx_op_t *ops, int nops)
+/* Wait until at least min_done of the ops are complete (all: nops).  A
+ * failure or the timeout abandons every op still outstanding. */
+static g3_status_t g3_ucx_wait_until(g3_comm_t *comm, g3_ucx_op_t *ops, int nops, int min_done,
+                                     double deadline)
 {
     g3_ucx_world_t *u = comm->world->ucx;
-    double deadline = g3_comm_now() + comm->timeout_s;
     g3_status_t st = G3_OK;
     int spins = 0;
 
@@ -415,7 +422,7 @@ static g3_status_t g3_ucx_wait(g3_comm_t *comm, g3_ucx_op_t *ops, int nops)
 
         while (ucp_worker_progress(u->worker) != 0) {
         }
-        if (g3_ucx_test(comm, ops, nops, &st) == 0 || st != G3_OK)
+        if (nops - g3_ucx_test(comm, ops, nops, &st) >= min_done || st != G3_OK)
             break;
         if (spins < u->spin) {
             spins++;
@@ -460,6 +467,11 @@ static g3_status_t g3_ucx_wait(g3_comm_t *comm, g3_ucx_op_t *ops, int nops)
     if (st != G3_OK)
         g3_ucx_abandon(comm, ops, nops);
     return st;
+}
+
+static g3_status_t g3_ucx_wait(g3_comm_t *comm, g3_ucx_op_t *ops, int nops)
+{
+    return g3_ucx_wait_until(comm, ops, nops, nops, g3_comm_now() + comm->timeout_s);
 }
 
 static g3_status_t g3_ucx_sendrecv(g3_comm_t *comm, int to, const void *sbuf, size_t sbytes,
@@ -546,6 +558,73 @@ static g3_status_t g3_ucx_ring_allgather_blocks(g3_comm_t *comm, char *buf, size
             return st;
     }
     return G3_OK;
+}
+
+/* One reduce step of a ring, pipelined in segments (G3_UCX_SEGMENT_BYTES,
+ * GPT3D_COMM_SEGMENT_BYTES): send scount elements
+ * of sbuf to `to` while receiving rcount elements from `from` into tmp, and
+ * as each segment lands (still in cache) fold it in:
+ *   dst = base op tmp   (base != NULL; base may equal dst)
+ *   dst = dst op tmp    (base == NULL).
+ * Sender and receiver cut the same chunk into the same segments, and UCX
+ * keeps one sender's equally tagged messages in order. */
+static g3_status_t g3_ucx_reduce_step(g3_comm_t *comm, int to, const char *sbuf, size_t scount,
+                                      int from, char *dst, const char *base, char *tmp,
+                                      size_t rcount, g3_comm_dtype_t dtype, g3_comm_reduce_t op,
+                                      uint32_t seq)
+{
+    size_t es = g3_comm_dtype_size(dtype);
+    size_t seg = comm->world->ucx->segment_bytes / es;
+    int nr, ns, nops = 0, folded = 0;
+    double deadline = g3_comm_now() + comm->timeout_s;
+    g3_ucx_op_t *ops;
+    g3_status_t st = G3_OK;
+
+    if (seg == 0)
+        seg = 1;
+    nr = rcount ? (int)((rcount + seg - 1) / seg) : 0;
+    ns = scount ? (int)((scount + seg - 1) / seg) : 0;
+    ops = malloc((size_t)(nr + ns + 1) * sizeof(*ops));
+    if (ops == NULL)
+        return G3_ERR_NO_MEMORY;
+    for (int k = 0; k < nr && st == G3_OK; k++) {
+        size_t off = (size_t)k * seg, cnt = rcount - off < seg ? rcount - off : seg;
+        st = g3_ucx_post_recv(comm, &ops[nops], from, tmp + off * es, cnt * es, 0, seq);
+        if (st == G3_OK)
+            nops++;
+    }
+    for (int k = 0; k < ns && st == G3_OK; k++) {
+        size_t off = (size_t)k * seg, cnt = scount - off < seg ? scount - off : seg;
+        st = g3_ucx_post_send(comm, &ops[nops], to, sbuf + off * es, cnt * es, 0, seq);
+        if (st == G3_OK)
+            nops++;
+    }
+    if (st != G3_OK) {
+        g3_ucx_abandon(comm, ops, nops);
+        free(ops);
+        return st;
+    }
+    /* receives are ops[0..nr) in segment order; fold them in that order */
+    while (folded < nr) {
+        if (!ops[folded].done) {
+            st = g3_ucx_wait_until(comm, ops, nr, folded + 1, deadline);
+            if (st != G3_OK)
+                break;
+        }
+        while (folded < nr && ops[folded].done) {
+            size_t off = (size_t)folded * seg, cnt = rcount - off < seg ? rcount - off : seg;
+            if (base && base != dst)
+                memcpy(dst + off * es, base + off * es, cnt * es);
+            g3_comm_reduce_local(dst + off * es, tmp + off * es, cnt, dtype, op);
+            folded++;
+        }
+    }
+    if (st == G3_OK)
+        st = g3_ucx_wait_until(comm, ops, nops, nops, deadline);
+    else
+        g3_ucx_abandon(comm, ops, nops);
+    free(ops);
+    return st;
 }
 
 /* ---- collectives ------------------------------------------------------------------ */
@@ -770,12 +849,12 @@ static g3_status_t g3_ucx_allreduce_ring(g3_comm_t *comm, char *buf, size_t n,
     /* Reduce-scatter: after N-1 steps rank r holds the full block r+1. */
     for (int s = 0; s < N - 1; s++) {
         int sb = (r - s + N) % N, rb = (r - s - 1 + N) % N;
-        size_t rc = g3_block_count(n, N, rb);
-        st = g3_ucx_sendrecv(comm, right, buf + g3_block_offset(n, N, sb) * es,
-                             g3_block_count(n, N, sb) * es, left, tmp, rc * es, seq);
+        st = g3_ucx_reduce_step(comm, right, buf + g3_block_offset(n, N, sb) * es,
+                                g3_block_count(n, N, sb), left,
+                                buf + g3_block_offset(n, N, rb) * es, NULL, tmp,
+                                g3_block_count(n, N, rb), dtype, op, seq);
         if (st != G3_OK)
             return st;
-        g3_comm_reduce_local(buf + g3_block_offset(n, N, rb) * es, tmp, rc, dtype, op);
     }
     /* All-gather, starting from block r+1. */
     for (int s = 0; s < N - 1; s++) {
@@ -829,7 +908,8 @@ static g3_status_t g3_ucx_reduce_scatter(g3_comm_t *comm, const void *send, void
     int right = (r + 1) % N, left = (r - 1 + N) % N;
     size_t es = g3_comm_dtype_size(dtype), bytes = n * es;
     const char *in = send;
-    void *acc, *tmp;
+    void *tmp;
+    char *acc[2];
     uint32_t seq = comm->coll_seq++;
     g3_status_t st;
 
@@ -839,20 +919,23 @@ static g3_status_t g3_ucx_reduce_scatter(g3_comm_t *comm, const void *send, void
     }
     st = g3_ucx_scratch(comm, 0, bytes, &tmp);
     if (st == G3_OK)
-        st = g3_ucx_scratch(comm, 1, bytes, &acc);
+        st = g3_ucx_scratch(comm, 1, bytes, (void **)&acc[0]);
+    if (st == G3_OK)
+        st = g3_ucx_scratch(comm, 2, bytes, (void **)&acc[1]);
     if (st != G3_OK)
         return st;
     /* Step s passes the partial of block r-s-1 right and folds this rank's
-     * block r-s-2 into what arrives from the left; block r ends here. */
+     * block r-s-2 into what arrives from the left; block r ends here.  The
+     * partials alternate between two buffers: one is still being sent
+     * while the next fills. */
     for (int s = 0; s < N - 1; s++) {
         int sb = (r - s - 1 + N) % N, rb = (r - s - 2 + 2 * N) % N;
-        const void *src = s == 0 ? in + (size_t)sb * bytes : acc;
-        void *dst = s == N - 2 ? recv : acc;
-        st = g3_ucx_sendrecv(comm, right, src, bytes, left, tmp, bytes, seq);
+        const char *src = s == 0 ? in + (size_t)sb * bytes : acc[(s - 1) % 2];
+        char *dst = s == N - 2 ? recv : acc[s % 2];
+        st = g3_ucx_reduce_step(comm, right, src, n, left, dst, in + (size_t)rb * bytes, tmp, n,
+                                dtype, op, seq);
         if (st != G3_OK)
             return st;
-        memcpy(dst, in + (size_t)rb * bytes, bytes);
-        g3_comm_reduce_local(dst, tmp, n, dtype, op);
     }
     return G3_OK;
 }
@@ -990,8 +1073,8 @@ static void g3_ucx_destroy(g3_comm_t *comm)
     g3_ucx_comm_t *c = comm->be;
     if (c == NULL)
         return;
-    free(c->scratch[0]);
-    free(c->scratch[1]);
+    for (int i = 0; i < 3; i++)
+        free(c->scratch[i]);
     free(c);
     comm->be = NULL;
 }
