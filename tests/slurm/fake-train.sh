@@ -16,12 +16,15 @@
 #   --fail-at ITER           exit 1 when reaching ITER ...
 #   --fail-times K           ... on the first K attempts that reach it (default: always)
 #   --exit-code C            the code --fail-at exits with (default 1)
+# and checks what the real trainer would: --global-batch-size G with
+# --micro-batch-size M (default 4), --tensor/pipeline-model-parallel-size must
+# give whole data-parallel groups and G a multiple of M x DP (exit 2 if not).
 # It appends "iter I job J nodes NODELIST ranks R" to RUN_DIR/iterations.log for
 # every iteration it runs, and the node list of each start to
 # RUN_DIR/fake-starts.log, so tests can check what ran where.
 set -euo pipefail
 
-save="" load="" run="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1
+gbs="" mbs=4 tp=1 pp=1 save="" load="" run="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --save) save=$2; shift 2 ;;
@@ -33,6 +36,10 @@ while [ $# -gt 0 ]; do
         --fail-at) fail_at=$2; shift 2 ;;
         --fail-times) fail_times=$2; shift 2 ;;
         --exit-code) fail_code=$2; shift 2 ;;
+        --global-batch-size) gbs=$2; shift 2 ;;
+        --micro-batch-size) mbs=$2; shift 2 ;;
+        --tensor-model-parallel-size) tp=$2; shift 2 ;;
+        --pipeline-model-parallel-size) pp=$2; shift 2 ;;
         *) echo "fake-train: unknown flag '$1'" >&2; exit 2 ;;
     esac
 done
@@ -40,6 +47,18 @@ if [ -z "$save" ] || [ -z "$load" ] || [ -z "$run" ] || [ -z "$iters" ]; then ec
 
 rank=${PMIX_RANK:-${SLURM_PROCID:-0}}
 ranks=${SLURM_NTASKS:-1}
+
+layout="dp $((ranks / (tp * pp)))"
+if [ $((ranks % (tp * pp))) -ne 0 ]; then
+    echo "fake-train: $ranks ranks do not split into TP $tp x PP $pp" >&2; exit 2
+fi
+if [ -n "$gbs" ]; then
+    dp=$((ranks / (tp * pp)))
+    if [ $((gbs % (mbs * dp))) -ne 0 ]; then
+        echo "fake-train: global batch $gbs is not a multiple of micro-batch $mbs x DP $dp" >&2; exit 2
+    fi
+    layout="$layout accum $((gbs / (mbs * dp)))"
+fi
 
 iter=0
 if [ -f "$load/latest" ]; then
@@ -60,7 +79,7 @@ checkpoint() {  # commit a checkpoint of iteration $iter (rank 0)
 stop=0
 trap 'stop=1' USR2
 if [ "$rank" -eq 0 ]; then
-    echo "start iter $iter job ${SLURM_JOB_ID:-none} nodes ${SLURM_JOB_NODELIST:-none} ranks $ranks" >>"$run/fake-starts.log"
+    echo "start iter $iter job ${SLURM_JOB_ID:-none} nodes ${SLURM_JOB_NODELIST:-none} ranks $ranks $layout" >>"$run/fake-starts.log"
 fi
 
 while [ "$iter" -lt "$iters" ]; do

@@ -73,6 +73,28 @@ like "$first" "--job-name=gpt3d-dry --chdir=$TMPD/dry --output=$TMPD/dry/logs/%x
 like "$second" "--dependency=afterany:JOB1 " "the second job depends on the first (afterany)"
 is "$(printf '%s\n' "$out" | grep -c '^sbatch')" 2 "--chain 2 gives two jobs"
 
+# Elastic sizes.
+run submit --dry-run --sizes 4,2 "$TMPD/el" -- --global-batch-size 8 --micro-batch-size 2
+is "$rc" 0 "--sizes 4,2 with a global batch that fits both sizes is accepted"
+like "$out" "--nodes=2-4 --exclusive " "--sizes asks each job for --nodes=MIN-MAX --exclusive"
+run submit --dry-run --sizes 2,3 "$TMPD/el" -- --global-batch-size 8 --micro-batch-size 4
+is "$rc" 2 "a size that cannot keep the global batch is refused (exit 2)"
+like "$out" "at 3 nodes DP = 3, and the global batch 8 is not a multiple of micro-batch 4 x DP 3" \
+    "... naming the size, DP and the batch"
+printf 'global-batch-size = 12   # from the config file\nmicro-batch-size = 2\n' >"$TMPD/el.conf"
+run submit --dry-run --sizes 2,3 "$TMPD/el" -- --config "$TMPD/el.conf"
+is "$rc" 0 "--sizes takes the batch sizes from the --config file"
+run submit --dry-run --sizes 2,4 --ntasks-per-node 4 "$TMPD/el" -- --config "$TMPD/el.conf" --tensor-model-parallel-size 3
+is "$rc" 2 "a size whose ranks do not split into TP x PP groups is refused"
+like "$out" "2 nodes x 4 ranks = 8 ranks" "... with the arithmetic"
+run submit --dry-run --sizes 2,4 "$TMPD/el" -- --train-iters 10
+is "$rc" 2 "--sizes without a global batch is refused"
+like "$out" "--sizes needs --global-batch-size" "... saying what is missing"
+run submit --dry-run --sizes 2,4 --nodes 4 "$TMPD/el" -- --global-batch-size 8
+is "$rc" 2 "--sizes with --nodes is a usage error"
+run submit --dry-run --sizes 2,x "$TMPD/el" -- --global-batch-size 8
+is "$rc" 2 "--sizes 2,x is a usage error"
+
 # The job script refuses to run outside a job or without a run directory.
 run bash "$JOB"
 is "$rc" 1 "gpt3d-train.sbatch without arguments exits 1"
@@ -88,7 +110,7 @@ like "$(grep '^#SBATCH' "$JOB")" "--signal=B:USR2@[0-9]+" "the job script asks f
 like "$(grep '^#SBATCH' "$JOB")" "--requeue" "the job script is requeueable"
 like "$(grep '^#SBATCH' "$JOB")" "--open-mode=append" "the job script appends to its log"
 
-# shellcheck, where installed.
+# Lint the scripts with shellcheck, where it is installed.
 if command -v shellcheck >/dev/null; then
     run shellcheck -x "$JOB" "$SUBMIT" "$top_srcdir/tests/slurm/cluster.sh" "$top_srcdir/tests/slurm/fake-train.sh"
     is "$rc" 0 "shellcheck finds nothing in the job script, gpt3d-submit and the cluster harness"
