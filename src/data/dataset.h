@@ -41,6 +41,7 @@
 #ifndef G3_DATA_DATASET_H
 #define G3_DATA_DATASET_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -107,5 +108,13 @@ void g3_data_close(g3_data_t *d);
  * OUT: *vocab_size_p (entries in the file: 50257 for GPT-2),
  *      *eod_id_p (id of "<|endoftext|>": 50256; -1 if absent). */
 g3_status_t g3_data_vocab_info(const char *vocab_file, int64_t *vocab_size_p, int64_t *eod_id_p);
+
+/* The built-in corpus directory 'gpt3d corpus' uses by default:
+ * ${GPT3D_DATA_DIR}/kjv if GPT3D_DATA_DIR is set and not empty, else
+ * $HOME/.cache/gpt3d/kjv.  Its files: kjv_text_document.bin/.idx (the
+ * --data-path prefix is DIR/kjv_text_document), encoder.json, vocab.bpe.
+ * OUT: buf (size bytes).  RET: G3_ERR_NOT_FOUND when neither variable is
+ * set, G3_ERR_INVALID_ARG when the path does not fit. */
+g3_status_t g3_data_corpus_dir(char *buf, size_t size);
 
 #endif
