@@ -3,6 +3,9 @@
 # encoder on the KJV text next to the npm gpt-3-encoder under node on the
 # same input, and their ratio (goal: >= 10x).  Both sides time encoding
 # only (no process start, no vocabulary load); see docs/benchmarks.md.
+# Environment (GPT3D, top_srcdir, ...) comes from tests/local.mk, $out/$rc from lib.sh's run;
+# $TOK and $V are word-split on purpose.
+# shellcheck disable=SC1091,SC2154,SC2086,SC2010
 . "$top_srcdir/tests/lib.sh"
 set -e
 K="$GPT3D_TEST_DATA/kjv"

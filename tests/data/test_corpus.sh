@@ -3,6 +3,9 @@
 # default directory, and the message a non-root user gets when a program is
 # missing.  The corpus itself was built by 'make check' (check_DATA) in
 # $GPT3D_TEST_DATA/kjv; a missing corpus is a failure.
+# Environment (GPT3D, top_srcdir, ...) comes from tests/local.mk, $out/$rc from lib.sh's run;
+# $TOK and $V are word-split on purpose.
+# shellcheck disable=SC1091,SC2154,SC2086,SC2010
 . "$top_srcdir/tests/lib.sh"
 set -e
 g3_tmpdir

@@ -6,6 +6,9 @@
 # its public API is compared with it.  Also: the cache falls back to a
 # per-user directory when the data directory is read-only, and
 # --data-cache-path is honoured.
+# Environment (GPT3D, top_srcdir, ...) comes from tests/local.mk, $out/$rc from lib.sh's run;
+# $TOK and $V are word-split on purpose.
+# shellcheck disable=SC1091,SC2154,SC2086,SC2010
 . "$top_srcdir/tests/lib.sh"
 set -e
 g3_tmpdir

@@ -4,6 +4,9 @@
 # errors='replace', errors that name the line, identical output for any
 # number of workers; every dataset is read back with an independent Python
 # reader (tests/data/mmidx.py, numpy) and compared with 'gpt3d tokenize'.
+# Environment (GPT3D, top_srcdir, ...) comes from tests/local.mk, $out/$rc from lib.sh's run;
+# $TOK and $V are word-split on purpose.
+# shellcheck disable=SC1091,SC2154,SC2086,SC2010
 . "$top_srcdir/tests/lib.sh"
 set -e
 g3_tmpdir

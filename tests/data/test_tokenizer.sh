@@ -4,6 +4,9 @@
 # both file namings; errors.  Needs the corpus that 'make check' builds
 # into $GPT3D_TEST_DATA/kjv (a missing corpus or node is a failure, not a
 # skip: CI must notice).
+# Environment (GPT3D, top_srcdir, ...) comes from tests/local.mk, $out/$rc from lib.sh's run;
+# $TOK and $V are word-split on purpose.
+# shellcheck disable=SC1091,SC2154,SC2086,SC2010
 . "$top_srcdir/tests/lib.sh"
 set -e
 g3_tmpdir
