@@ -19,7 +19,9 @@
 # and checks what the real trainer would: --global-batch-size G with
 # --micro-batch-size M (default 4), --tensor/pipeline-model-parallel-size must
 # give whole data-parallel groups and G a multiple of M x DP (exit 2 if not).
-# It appends "iter I job J nodes NODELIST ranks R" to RUN_DIR/iterations.log for
+# It writes RUN_DIR/metrics.jsonl lines like gpt3d train's ("start", "train"
+# events; loss = 10 / (1 + iteration)), and it appends "iter I job J nodes
+# NODELIST ranks R" to RUN_DIR/iterations.log for
 # every iteration it runs, and the node list of each start to
 # RUN_DIR/fake-starts.log, so tests can check what ran where.
 set -euo pipefail
@@ -79,6 +81,7 @@ checkpoint() {  # commit a checkpoint of iteration $iter (rank 0)
 stop=0
 trap 'stop=1' USR2
 if [ "$rank" -eq 0 ]; then
+    echo '{"event":"start","seq_length":64,"train_iters":'"$iters"'}' >>"$run/metrics.jsonl"
     echo "start iter $iter job ${SLURM_JOB_ID:-none} nodes ${SLURM_JOB_NODELIST:-none} ranks $ranks $layout" >>"$run/fake-starts.log"
 fi
 
@@ -91,7 +94,8 @@ while [ "$iter" -lt "$iters" ]; do
     next=$((iter + 1))
     if [ "$next" -eq "$fail_at" ]; then
         count_file="$run/fake-failures"
-        n=$( [ -f "$count_file" ] && cat "$count_file" || echo 0)
+        n=0
+        if [ -f "$count_file" ]; then read -r n <"$count_file"; fi
         if [ "$fail_times" -lt 0 ] || [ "$n" -lt "$fail_times" ]; then
             if [ "$rank" -eq 0 ]; then echo $((n + 1)) >"$count_file"; fi
             echo "fake-train: rank $rank: failing at iteration $next (exit $fail_code)" >&2
@@ -103,6 +107,13 @@ while [ "$iter" -lt "$iters" ]; do
     iter=$next
     if [ "$rank" -eq 0 ]; then
         echo "iter $iter job ${SLURM_JOB_ID:-none} nodes ${SLURM_JOB_NODELIST:-none} ranks $ranks" >>"$run/iterations.log"
+        # The trainer's metrics line (the fields gpt3d-submit --status reads);
+        # the loss is a fixed function of the iteration.
+        # (No $(...) in this loop: a USR2 that lands in a command substitution
+        # can make bash misparse it.)
+        awk -v i="$iter" -v n="$iters" -v b="${gbs:-1}" -v s="$spi" 'BEGIN {
+            printf "{\"event\":\"train\",\"iteration\":%d,\"train_iters\":%d,\"consumed_samples\":%d,\"ms_per_iter\":%.1f,\"loss\":%.6f}\n",
+                   i, n, i * b, s * 1000, 10 / (1 + i) }' >>"$run/metrics.jsonl"
     fi
     if [ "$save_interval" -gt 0 ] && [ $((iter % save_interval)) -eq 0 ]; then checkpoint; fi
 done

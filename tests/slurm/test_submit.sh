@@ -129,6 +129,10 @@ is "$resumed" "$(sed -n 2p "$run_sig/attempts.tsv" | cut -f8)" "the second job r
 check "every iteration ran exactly once across the two jobs (as in an uninterrupted run)" "$run_sig" \
     each_iteration_once "$run_sig" 120
 like "$(cat "$run_sig"/logs/*)" "warning signal USR2" "the job log records the warning signal"
+run "$SUBMIT" --status "$run_sig"
+like "$out" "training: +iteration 120 of 120, loss 0.082645, 50.0 ms/iteration, 7680 tokens, about 0h00m" \
+    "gpt3d-submit --status reads progress from the trainer's metrics.jsonl"
+like "$out" "checkpointed +checkpoint saved on request" "gpt3d-submit --status lists the attempts with their reasons"
 
 # 3. A failure after progress is retried and the run completes.
 wait_end "$run_retry" 60
