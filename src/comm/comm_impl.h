@@ -22,8 +22,9 @@ struct g3_comm_world {
 };
 
 /* The backend interface.  Arguments are validated by comm.c before a call
- * reaches the backend; n > 0 and size > 1 are guaranteed except for send,
- * recv and barrier. */
+ * reaches the backend: n > 0 for the collectives (send and recv may carry
+ * 0 elements), root and peer are valid group ranks; barrier is not called
+ * on a group of one, the other collectives are (the backend copies). */
 typedef struct {
     const char *name;
     g3_status_t (*allreduce)(g3_comm_t *comm, const void *send, void *recv, size_t n,

@@ -405,9 +405,9 @@ static void g3_ucx_abandon(g3_comm_t *comm, g3_ucx_op_t *ops, int nops)
     }
 }
 
-/* Wait until at least min_done of the ops are complete (all: nops).  A
- * failure or the timeout abandons every op still outstanding. */
-static g3_status_t g3_ucx_wait_until(g3_comm_t *comm, g3_ucx_op_t *ops, int nops, int min_done,
+/* Wait until ops[which] is complete (which < 0: all of them), progressing
+ * them all.  A failure or the timeout abandons every op still outstanding. */
+static g3_status_t g3_ucx_wait_until(g3_comm_t *comm, g3_ucx_op_t *ops, int nops, int which,
                                      double deadline)
 {
     g3_ucx_world_t *u = comm->world->ucx;
@@ -422,7 +422,8 @@ static g3_status_t g3_ucx_wait_until(g3_comm_t *comm, g3_ucx_op_t *ops, int nops
 
         while (ucp_worker_progress(u->worker) != 0) {
         }
-        if (nops - g3_ucx_test(comm, ops, nops, &st) >= min_done || st != G3_OK)
+        if (g3_ucx_test(comm, ops, nops, &st) == 0 || st != G3_OK ||
+            (which >= 0 && ops[which].done))
             break;
         if (spins < u->spin) {
             spins++;
@@ -471,7 +472,7 @@ static g3_status_t g3_ucx_wait_until(g3_comm_t *comm, g3_ucx_op_t *ops, int nops
 
 static g3_status_t g3_ucx_wait(g3_comm_t *comm, g3_ucx_op_t *ops, int nops)
 {
-    return g3_ucx_wait_until(comm, ops, nops, nops, g3_comm_now() + comm->timeout_s);
+    return g3_ucx_wait_until(comm, ops, nops, -1, g3_comm_now() + comm->timeout_s);
 }
 
 static g3_status_t g3_ucx_sendrecv(g3_comm_t *comm, int to, const void *sbuf, size_t sbytes,
@@ -607,7 +608,7 @@ static g3_status_t g3_ucx_reduce_step(g3_comm_t *comm, int to, const char *sbuf,
     /* receives are ops[0..nr) in segment order; fold them in that order */
     while (folded < nr) {
         if (!ops[folded].done) {
-            st = g3_ucx_wait_until(comm, ops, nr, folded + 1, deadline);
+            st = g3_ucx_wait_until(comm, ops, nops, folded, deadline);
             if (st != G3_OK)
                 break;
         }
@@ -620,9 +621,7 @@ static g3_status_t g3_ucx_reduce_step(g3_comm_t *comm, int to, const char *sbuf,
         }
     }
     if (st == G3_OK)
-        st = g3_ucx_wait_until(comm, ops, nops, nops, deadline);
-    else
-        g3_ucx_abandon(comm, ops, nops);
+        st = g3_ucx_wait_until(comm, ops, nops, -1, deadline);
     free(ops);
     return st;
 }
