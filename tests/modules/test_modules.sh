@@ -51,6 +51,7 @@ load_with() {
         module load gpt3d 2>&1 || echo "load failed"
         echo "which=$(command -v gpt3d)"
         echo "version=$(gpt3d --version 2>&1 | head -1)"
+        echo "submit=$(gpt3d-submit --version 2>&1)"
         echo "root=${GPT3D_ROOT:-}"
         echo "manpath=${MANPATH:-}"
         echo "whatis=$(module whatis gpt3d 2>&1 | tr "\n" " ")"
@@ -66,6 +67,7 @@ check_load() {  # check_load LABEL OUTPUT
     like "$(field "$o" avail)" "gpt3d/$version" "$label: module avail lists gpt3d/$version"
     is "$(field "$o" which)" "$inst/bin/gpt3d" "$label: module load gpt3d puts the installed gpt3d first on PATH"
     is "$(field "$o" version)" "gpt3d $version" "$label: gpt3d --version runs after module load"
+    is "$(field "$o" submit)" "gpt3d-submit (gpt3d) $version" "$label: gpt3d-submit is on PATH too"
     is "$(field "$o" root)" "$inst" "$label: GPT3D_ROOT is the install prefix"
     like "$(field "$o" manpath)" "^$inst/share/man(:|$)" "$label: MANPATH starts with the manual directory"
     like "$(field "$o" whatis)" "Version: $version" "$label: module whatis gives the version"
@@ -93,6 +95,13 @@ if [ -n "$em_cmd" ] && command -v tclsh >/dev/null; then
 else
     skip "Environment Modules is not installed (apt-get install environment-modules); the Tcl modulefile was loaded with Lmod only"
 fi
+
+# The installed gpt3d-submit finds the installed job script and gpt3d.
+run "$inst/bin/gpt3d-submit" --dry-run "$TMPD/run" -- --train-iters 10
+is "$rc" 0 "the installed gpt3d-submit finds its job script under the prefix"
+like "$out" "would create run $TMPD/run" "... and would create the run (dry run)"
+is "$( [ -f "$inst/share/gpt3d/sbatch/gpt3d-train.sbatch" ] && [ -f "$inst/share/doc/gpt3d/slurm.md" ] && echo yes)" yes \
+    "make install puts the job script in share/gpt3d/sbatch and slurm.md in the doc directory"
 
 # A staged install (DESTDIR) must name the configured prefix, never the stage.
 stage="$TMPD/stage"
