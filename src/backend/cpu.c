@@ -161,15 +161,14 @@ void g3_cpu_sgemm(g3_backend_t *be, int trans_a, int trans_b, int M, int N, int 
     if (K >= 8 * (M > N ? M : N) && (size_t)M * N * (size_t)(nt - 1) <= ((size_t)4 << 20))
         kbuf = g3_cpu_kbuf(be, (size_t)M * N * (size_t)(nt - 1));
     if (kbuf) {
-        int kchunk = ((K + nt - 1) / nt + 15) & ~15;
-        int parts = (K + kchunk - 1) / kchunk;
 #pragma omp parallel num_threads(nt)
         {
 #ifdef _OPENMP
-            int t = omp_get_thread_num(), n = omp_get_num_threads();
+            int t = omp_get_thread_num(), n = omp_get_num_threads();   /* n <= nt */
 #else
             int t = 0, n = 1;
 #endif
+            int kchunk = ((K + n - 1) / n + 15) & ~15, parts = (K + kchunk - 1) / kchunk;
             int k0 = t * kchunk, k1 = k0 + kchunk > K ? K : k0 + kchunk;
             int rows = (M + n - 1) / n, r0 = t * rows, r1 = r0 + rows > M ? M : r0 + rows;
 
@@ -182,7 +181,7 @@ void g3_cpu_sgemm(g3_backend_t *be, int trans_a, int trans_b, int M, int N, int 
                               t == 0 ? C : kbuf + (size_t)(t - 1) * M * N, t == 0 ? ldc : N);
 #pragma omp barrier
             for (int r = r0; r < r1; r++)
-                for (int p = 1; p < parts && p < n; p++)
+                for (int p = 1; p < parts; p++)
                     g3_cpu_add_rows(C + (size_t)r * ldc, kbuf + (size_t)(p - 1) * M * N + (size_t)r * N, N);
         }
         return;
