@@ -1,0 +1,58 @@
+/* Shared by attention_fwd.cu and attention_bwd.cu: tile sizes, shared-memory strides and the
+ * tile loader of the flash-style causal attention.
+ *
+ * A block owns one 64-row tile (queries in the forward and dQ kernels, keys in the dK/dV
+ * kernel) of one (batch, head) and walks the 64-row tiles of the other side; each of its 4
+ * warps owns 16 of the rows and does its products with 16x16x16 bf16 WMMA fragments (fp32
+ * accumulators).  Shared-memory rows are padded so that every WMMA pointer stays 32-byte
+ * aligned and the leading dimensions are multiples of 8 (bf16) or 4 (fp32), as WMMA requires.
+ * qkv rows: [q | k | v], head h at columns h*HS of each C block. */
+#ifndef G3_KERNELS_ATTENTION_TILE_CUH
+#define G3_KERNELS_ATTENTION_TILE_CUH
+
+#include <mma.h>
+
+#include "g3cuda_internal.cuh"
+
+#define G3_ATT_BR      64           /* rows of the block's own tile          */
+#define G3_ATT_BC      64           /* rows of the tiles it walks            */
+#define G3_ATT_WARPS   4            /* 16 rows each                          */
+#define G3_ATT_THREADS (32 * G3_ATT_WARPS)
+#define G3_ATT_LDS     (G3_ATT_BC + 4)   /* fp32 score rows                  */
+#define G3_ATT_LDP     (G3_ATT_BC + 8)   /* bf16 probability rows            */
+#define G3_LOG2E       1.4426950408889634f
+#define G3_LN2         0.6931471805599453f
+
+namespace wmma = nvcuda::wmma;
+
+template <int HS>
+struct g3_att_dims {
+    static constexpr int LDQ = HS + 8;   /* bf16 rows of Q, K, V, dO tiles */
+    static constexpr int LDO = HS + 4;   /* fp32 rows of an output tile    */
+};
+
+/* dst (64, LDQ) bf16 in shared memory <- rows [row0, row0+64) of a (T, ld) bf16 matrix whose
+ * first HS columns are the head's (src already offset to batch and head); rows >= T become 0.
+ * Called by the whole block; 16-byte loads (the launcher checks alignment). */
+template <int HS>
+__device__ __forceinline__ void g3_att_load_tile(bf16 *dst, const bf16 *src, int row0, int T,
+                                                 int ld)
+{
+    constexpr int CH = HS / 8;                 /* 16-byte chunks per row */
+    constexpr int LDQ = g3_att_dims<HS>::LDQ;
+    for (int i = threadIdx.x; i < 64 * CH; i += blockDim.x) {
+        int r = i / CH, c = i % CH;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (row0 + r < T)
+            v = *(const uint4 *)(src + (size_t)(row0 + r) * ld + c * 8);
+        *(uint4 *)(dst + r * LDQ + c * 8) = v;
+    }
+}
+
+/* The shapes the kernels are compiled for. */
+static inline bool g3_att_hs_supported(int HS)
+{
+    return HS == 32 || HS == 64 || HS == 80 || HS == 96 || HS == 128;
+}
+
+#endif

@@ -1,0 +1,261 @@
+/* Matrix products through cuBLASLt: bf16 A and B, fp32 accumulation (CUBLAS_COMPUTE_32F),
+ * bf16 or fp32 D, optional bias / GELU(+aux) / dGELU epilogues.
+ *
+ * Row-major to column-major: a row-major D (M,N) is the column-major D^T (N x M), and
+ * D^T = op(B)^T op(A)^T, so cuBLASLt is called with our B as its "A" and our A as its "B",
+ * m = N, n = M, k = K.  A bias over D's columns (N,) is a bias over cuBLASLt's rows, which is
+ * what its BIAS epilogue broadcasts.
+ *
+ * Plans (descriptors + the heuristic's algorithm) are cached in the context per shape,
+ * transposes, leading dimensions, D type, epilogue and pointer alignments (the heuristic
+ * depends on them); 64 entries, replaced round-robin.  A model has a dozen distinct shapes. */
+#include <string.h>
+
+#include "g3cuda_internal.cuh"
+
+#ifdef HAVE_CUBLAS
+
+/* Largest power of two (<= 256) dividing the address: what cuBLASLt may assume. */
+static int g3_gemm_align(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    int al = 256;
+    if (p == NULL)
+        return 256;
+    while (al > 1 && a % (uintptr_t)al != 0)
+        al >>= 1;
+    return al;
+}
+
+static cublasLtEpilogue_t g3_gemm_lt_epilogue(g3cuda_epilogue_t e)
+{
+    switch (e) {
+    case G3CUDA_EPI_BIAS:          return CUBLASLT_EPILOGUE_BIAS;
+    case G3CUDA_EPI_GELU_AUX:      return CUBLASLT_EPILOGUE_GELU_AUX;
+    case G3CUDA_EPI_BIAS_GELU_AUX: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case G3CUDA_EPI_DGELU:         return CUBLASLT_EPILOGUE_DGELU;
+    default:                       return CUBLASLT_EPILOGUE_DEFAULT;
+    }
+}
+
+static cublasStatus_t g3_desc_set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr,
+                                  const void *v, size_t n)
+{
+    return cublasLtMatmulDescSetAttribute(d, attr, v, n);
+}
+
+static cublasStatus_t g3_pref_set(cublasLtMatmulPreference_t p,
+                                  cublasLtMatmulPreferenceAttributes_t attr, const void *v,
+                                  size_t n)
+{
+    return cublasLtMatmulPreferenceSetAttribute(p, attr, v, n);
+}
+
+/* Point the epilogue at this call's bias and aux (a cached plan keeps the alignment, not the
+ * addresses). */
+static cublasStatus_t g3_gemm_set_pointers(cublasLtMatmulDesc_t op, const g3cuda_gemm_t *g)
+{
+    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    if (g->epilogue == G3CUDA_EPI_BIAS || g->epilogue == G3CUDA_EPI_BIAS_GELU_AUX)
+        s = g3_desc_set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias, sizeof(g->bias));
+    if (s == CUBLAS_STATUS_SUCCESS && g->epilogue >= G3CUDA_EPI_GELU_AUX)
+        s = g3_desc_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux, sizeof(g->aux));
+    return s;
+}
+
+/* Build the descriptors for g, ask the heuristic for the best algorithm.  OUT: *p on success.
+ * RET: 0 or an error recorded. */
+static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_gemm_plan_t *p)
+{
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res;
+    cublasOperation_t opa = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;   /* Lt's A is our B */
+    cublasOperation_t opb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;   /* Lt's B is our A */
+    cudaDataType_t dt = g->d_type == G3CUDA_F32 ? CUDA_R_32F : CUDA_R_16BF;
+    cublasLtEpilogue_t epi = g3_gemm_lt_epilogue(g->epilogue);
+    uint64_t ws = ctx->workspace_bytes;
+    uint32_t al_a = (uint32_t)g3_gemm_align(g->B), al_b = (uint32_t)g3_gemm_align(g->A);
+    uint32_t al_d = (uint32_t)g3_gemm_align(g->D);
+    int64_t ldaux = g->ldaux;
+    int count = 0;
+    cublasStatus_t s;
+    const char *what;
+
+    memset(p, 0, sizeof(*p));
+    what = "cublasLtMatmulDescCreate";
+    s = cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        goto err_lt;
+    what = "setting the transposes and the epilogue";
+    s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
+    if (s == CUBLAS_STATUS_SUCCESS && g->epilogue >= G3CUDA_EPI_GELU_AUX)
+        s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ldaux, sizeof(ldaux));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = g3_gemm_set_pointers(p->op, g);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        goto err_lt;
+
+    /* Lt's A is our B, stored (K,N) row-major = N x K column-major, or with trans_b (N,K) =
+     * K x N; Lt's B is our A, stored (M,K) = K x M, or with trans_a (K,M) = M x K. */
+    what = "cublasLtMatrixLayoutCreate";
+    s = cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, g->trans_b ? g->K : g->N,
+                                   g->trans_b ? g->N : g->K, g->ldb);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, g->trans_a ? g->M : g->K,
+                                       g->trans_a ? g->K : g->M, g->lda);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatrixLayoutCreate(&p->d, dt, g->N, g->M, g->ldd);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        goto err_lt;
+
+    what = "setting the heuristic's preferences";
+    s = cublasLtMatmulPreferenceCreate(&pref);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = g3_pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = g3_pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof(al_a));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = g3_pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = g3_pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d));
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = g3_pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d));
+    if (s != CUBLAS_STATUS_SUCCESS)
+        goto err_lt;
+    what = "cublasLtMatmulAlgoGetHeuristic";
+    s = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->op, p->a, p->b, p->d, p->d, pref, 1, &res,
+                                       &count);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        goto err_lt;
+    if (count == 0) {
+        g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS, "gemm M=%d N=%d K=%d (trans_a %d, trans_b %d, "
+                    "lda %d, ldb %d, ldd %d, epilogue %d): cuBLASLt has no algorithm for it on "
+                    "%s", g->M, g->N, g->K, g->trans_a, g->trans_b, g->lda, g->ldb, g->ldd,
+                    (int)g->epilogue, ctx->name);
+        goto err_destroy;
+    }
+    p->algo = res.algo;
+    cublasLtMatmulPreferenceDestroy(pref);
+    return 0;
+
+err_lt:
+    g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS, "gemm M=%d N=%d K=%d: %s: %s", g->M, g->N, g->K, what,
+                cublasLtGetStatusString(s));
+err_destroy:
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (p->d)
+        cublasLtMatrixLayoutDestroy(p->d);
+    if (p->b)
+        cublasLtMatrixLayoutDestroy(p->b);
+    if (p->a)
+        cublasLtMatrixLayoutDestroy(p->a);
+    if (p->op)
+        cublasLtMatmulDescDestroy(p->op);
+    memset(p, 0, sizeof(*p));
+    return ctx->err;
+}
+
+static void g3_gemm_key(const g3cuda_gemm_t *g, int key[G3CUDA_GEMM_KEY])
+{
+    int k = 0;
+    memset(key, 0, sizeof(int) * G3CUDA_GEMM_KEY);
+    key[k++] = g->M;
+    key[k++] = g->N;
+    key[k++] = g->K;
+    key[k++] = g->trans_a;
+    key[k++] = g->trans_b;
+    key[k++] = g->lda;
+    key[k++] = g->ldb;
+    key[k++] = g->ldd;
+    key[k++] = (int)g->d_type;
+    key[k++] = (int)g->epilogue;
+    key[k++] = g->epilogue >= G3CUDA_EPI_GELU_AUX ? g->ldaux : 0;
+    key[k++] = g3_gemm_align(g->A);
+    key[k++] = g3_gemm_align(g->B);
+    key[k++] = g3_gemm_align(g->D);
+    key[k++] = g3_gemm_align(g->bias);
+    key[k++] = g3_gemm_align(g->aux);
+}
+
+#endif /* HAVE_CUBLAS */
+
+extern "C" int g3cuda_gemm(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g)
+{
+    if (G3CUDA_PENDING(ctx))
+        return ctx->err;
+    if (g->M <= 0 || g->N <= 0 || g->K <= 0)
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm: bad shape M=%d N=%d K=%d", g->M, g->N,
+                           g->K);
+    if (g->A == NULL || g->B == NULL || g->D == NULL)
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: NULL matrix", g->M, g->N,
+                           g->K);
+    if (g->lda < (g->trans_a ? g->M : g->K) || g->ldb < (g->trans_b ? g->K : g->N) ||
+        g->ldd < g->N)
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: a leading dimension is "
+                           "shorter than its row (lda %d, ldb %d, ldd %d)", g->M, g->N, g->K,
+                           g->lda, g->ldb, g->ldd);
+    if (g->d_type != G3CUDA_F32 && g->d_type != G3CUDA_BF16)
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm: unknown D dtype %d", (int)g->d_type);
+    if (g->epilogue != G3CUDA_EPI_NONE && g->d_type != G3CUDA_BF16)
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: epilogue %d needs a bf16 "
+                           "D", g->M, g->N, g->K, (int)g->epilogue);
+    if ((g->epilogue == G3CUDA_EPI_BIAS || g->epilogue == G3CUDA_EPI_BIAS_GELU_AUX) &&
+        g->bias == NULL)
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: bias epilogue without a "
+                           "bias", g->M, g->N, g->K);
+    if (g->epilogue >= G3CUDA_EPI_GELU_AUX &&
+        (g->aux == NULL || g->ldaux < g->N || g->ldaux % 8 != 0))
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: GELU epilogue needs aux "
+                           "with ldaux >= N and a multiple of 8 (ldaux %d)", g->M, g->N, g->K,
+                           g->ldaux);
+#ifdef HAVE_CUBLAS
+    {
+        int key[G3CUDA_GEMM_KEY];
+        g3cuda_gemm_plan_t *p = NULL;
+        cublasStatus_t s;
+
+        g3_gemm_key(g, key);
+        for (int i = 0; i < G3CUDA_GEMM_CACHE && p == NULL; i++)
+            if (ctx->gemm_plans[i].used &&
+                memcmp(ctx->gemm_plans[i].key, key, sizeof(key)) == 0)
+                p = &ctx->gemm_plans[i];
+        if (p == NULL) {
+            g3cuda_gemm_plan_t fresh;
+            if (g3_gemm_plan_make(ctx, g, &fresh))
+                return ctx->err;
+            p = &ctx->gemm_plans[ctx->gemm_next];
+            ctx->gemm_next = (ctx->gemm_next + 1) % G3CUDA_GEMM_CACHE;
+            if (p->used) {
+                cublasLtMatrixLayoutDestroy(p->a);
+                cublasLtMatrixLayoutDestroy(p->b);
+                cublasLtMatrixLayoutDestroy(p->d);
+                cublasLtMatmulDescDestroy(p->op);
+            }
+            *p = fresh;
+            memcpy(p->key, key, sizeof(key));
+            p->used = 1;
+        } else {
+            s = g3_gemm_set_pointers(p->op, g);
+            if (s != CUBLAS_STATUS_SUCCESS)
+                return g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS, "gemm M=%d N=%d K=%d: setting the "
+                                   "epilogue pointers: %s", g->M, g->N, g->K,
+                                   cublasLtGetStatusString(s));
+        }
+        s = cublasLtMatmul(ctx->lt, p->op, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->D,
+                           p->d, g->D, p->d, &p->algo, ctx->workspace, ctx->workspace_bytes,
+                           ctx->stream);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            return g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS, "gemm M=%d N=%d K=%d: cublasLtMatmul: %s",
+                               g->M, g->N, g->K, cublasLtGetStatusString(s));
+        return 0;
+    }
+#else
+    return g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS, "gemm: this gpt3d was built without cuBLASLt "
+                       "(configure found no cublasLt.h / libcublasLt)");
+#endif
+}
