@@ -28,6 +28,11 @@ include tests/kernels/local.mk
 include tests/slurm/local.mk
 include tests/modules/local.mk
 
+# The test corpus (tests/data builds it into tests/_data) and other scratch
+# data go away with "make clean" so that distcleancheck passes.
+clean-local:
+	-rm -rf tests/_data
+
 check-long:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(LONG_TESTS)'
 .PHONY: check-long
