@@ -470,6 +470,49 @@ g3_status_t g3_ckpt_dataset_raw_crc(hid_t d, uint32_t *crc_p)
     return st;
 }
 
+g3_status_t g3_ckpt_dataset_io(hid_t d, hid_t type, int ndim, const int64_t *extent, size_t esz, void *buf,
+                              int write, uint32_t *crc_p)
+{
+    int64_t row = g3_ckpt_box_volume(ndim, extent) / extent[0];
+    int64_t rows = (int64_t)((4u << 20) / ((size_t)row * esz));
+    hid_t fspace = H5Dget_space(d);
+    uint32_t crc = crc_p ? *crc_p : 0;
+    g3_status_t st = G3_OK;
+
+    if (rows < 1)
+        rows = 1;
+    for (int64_t r0 = 0; st == G3_OK && r0 < extent[0]; r0 += rows) {
+        int64_t nr = extent[0] - r0 < rows ? extent[0] - r0 : rows;
+        hsize_t off[G3_CKPT_MAX_DIMS] = { 0 }, cnt[G3_CKPT_MAX_DIMS];
+        char *p = (char *)buf + (size_t)(r0 * row) * esz;
+        size_t n = (size_t)(nr * row) * esz;
+        hid_t mspace;
+
+        for (int k = 0; k < ndim; k++)
+            cnt[k] = (hsize_t)extent[k];
+        off[0] = (hsize_t)r0;
+        cnt[0] = (hsize_t)nr;
+        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL);
+        mspace = H5Screate_simple(ndim, cnt, NULL);
+        if (write) {
+            if (crc_p)
+                crc = g3_crc32c(crc, p, n);
+            if (H5Dwrite(d, type, mspace, fspace, H5P_DEFAULT, p) < 0)
+                st = G3_ERR_IO;
+        } else {
+            if (H5Dread(d, type, mspace, fspace, H5P_DEFAULT, p) < 0)
+                st = G3_ERR_FORMAT;
+            else if (crc_p)
+                crc = g3_crc32c(crc, p, n);
+        }
+        H5Sclose(mspace);
+    }
+    H5Sclose(fspace);
+    if (crc_p)
+        *crc_p = crc;
+    return st;
+}
+
 g3_status_t g3_ckpt_dataset_check_crc(hid_t d, const char *name, const char *path)
 {
     uint32_t want = 0, got = 0;

@@ -660,14 +660,12 @@ static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, c
         direct = w[0].io[k] == sp->offset[k] && w[0].ie[k] == sp->extent[k] &&
                  w[0].dst->offset[k] == sp->offset[k] && w[0].dst->extent[k] == sp->extent[k];
     if (direct) {
-        if (H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, w[0].dst->data) < 0) {
+        if (g3_ckpt_dataset_io(d, type, ndim, sp->extent, esz, w[0].dst->data, 0, verify ? &crc : NULL) != G3_OK) {
             g3_error("cannot read %s from %s: %s (truncated or damaged file?)", dname, fpath,
                      g3_ckpt_h5_errmsg(msg, sizeof(msg)));
             st = G3_ERR_FORMAT;
             goto err_close_dataset;
         }
-        if (verify)
-            crc = g3_crc32c(0, w[0].dst->data, (size_t)sp->nbytes);
     } else {
         int64_t row_elems = g3_ckpt_box_volume(ndim, sp->extent) / sp->extent[0];
         int64_t rows = (int64_t)(LOAD_BLOCK_BYTES / ((size_t)row_elems * esz));
@@ -767,22 +765,6 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
 
     if (st != G3_OK)
         return st;
-    /* Ask the kernel to start reading every shard file this rank needs, in
-     * the order they will be read: the reads then overlap the checksums and
-     * the per-file HDF5 work (readahead of one file at a time is slower). */
-    for (size_t i = 0; i < nwork; i++) {
-        int file = r->pieces[work[i].src].file;
-        if (i > 0 && file == r->pieces[work[i - 1].src].file)
-            continue;
-        snprintf(fpath, sizeof(fpath), "%s/%s", r->dir, r->files[file].name);
-        {
-            int fd = open(fpath, O_RDONLY);
-            if (fd >= 0) {
-                posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
-                close(fd);
-            }
-        }
-    }
     /* Work is sorted by file, then stored piece: each file is opened once. */
     for (size_t i = 0; st == G3_OK && i < nwork;) {
         size_t j = i;

@@ -136,7 +136,7 @@ static g3_status_t write_piece(hid_t f, const char *path, const g3_ckpt_stensor_
     size_t bytes = (size_t)g3_ckpt_box_volume(t->ndim, p->extent) * g3_ckpt_dtype_size(t->dtype);
     hid_t space, lcpl, dcpl, d;
     hid_t type = g3_ckpt_h5_type(t->dtype);
-    uint32_t crc = g3_crc32c(0, p->data, bytes);
+    uint32_t crc = 0;
     g3_status_t st = G3_OK;
 
     for (int i = 0; i < t->ndim; i++)
@@ -150,7 +150,8 @@ static g3_status_t write_piece(hid_t f, const char *path, const g3_ckpt_stensor_
     H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
     H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE);
     d = H5Dcreate2(f, dname, type, space, lcpl, dcpl, H5P_DEFAULT);
-    if (d < 0 || H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, p->data) < 0) {
+    if (d < 0 || g3_ckpt_dataset_io(d, type, t->ndim, p->extent, g3_ckpt_dtype_size(t->dtype), p->data, 1,
+                                     &crc) != G3_OK) {
         g3_error("cannot write tensor %s (piece %d, %zu bytes) to %s: %s; check free space and quota",
                  s->name, k, bytes, path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
         st = G3_ERR_IO;

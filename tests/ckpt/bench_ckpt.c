@@ -55,37 +55,69 @@ static void drop_cache_dir(const char *dir)
 }
 
 /* Plain sequential write of `bytes` from one buffer (16 MB write calls) +
- * fsync, then read back into a buffer of the same size, as a restore would. */
-static void plain_io(const char *path, char *buf, size_t bytes, double *wsec, double *rsec)
+ * fsync.  RET: seconds. */
+static double plain_write(const char *path, const char *buf, size_t bytes)
 {
     size_t chunk = 16u << 20, done = 0;
-    double t0;
-    int fd;
+    double t0 = now();
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
 
-    t0 = now();
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    while (done < bytes) {
+    while (fd >= 0 && done < bytes) {
         size_t n = bytes - done < chunk ? bytes - done : chunk;
         if (write(fd, buf + done, n) != (ssize_t)n)
             break;
         done += n;
     }
-    fsync(fd);
-    close(fd);
-    *wsec = now() - t0;
-    drop_cache_file(path);
-    t0 = now();
-    fd = open(path, O_RDONLY);
-    done = 0;
-    while (done < bytes) {
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    return now() - t0;
+}
+
+/* Read it back into a buffer of the same size, as a restore would.  RET: seconds. */
+static double plain_read(const char *path, char *buf, size_t bytes)
+{
+    size_t chunk = 16u << 20, done = 0;
+    double t0 = now();
+    int fd = open(path, O_RDONLY);
+
+    while (fd >= 0 && done < bytes) {
         ssize_t n = read(fd, buf + done, bytes - done < chunk ? bytes - done : chunk);
         if (n <= 0)
             break;
         done += (size_t)n;
     }
-    close(fd);
-    *rsec = now() - t0;
-    unlink(path);
+    if (fd >= 0)
+        close(fd);
+    return now() - t0;
+}
+
+/* Read every file of a directory (16 MB reads) into buf: the same files the
+ * load reads, without HDF5, checksums or scattering.  RET: seconds. */
+static double raw_read_dir(const char *dir, char *buf, size_t cap)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[1024];
+    size_t off = 0;
+    double t0 = now();
+
+    while (d && (e = readdir(d)) != NULL) {
+        int fd;
+        ssize_t n;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+        fd = open(p, O_RDONLY);
+        while (fd >= 0 && off < cap && (n = read(fd, buf + off, cap - off < (16u << 20) ? cap - off : (16u << 20))) > 0)
+            off += (size_t)n;
+        if (fd >= 0)
+            close(fd);
+    }
+    if (d)
+        closedir(d);
+    return now() - t0;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -108,7 +140,7 @@ int main(int argc, char **argv)
     synth_cfg_t c;
     int world;
     synth_rank_t *ranks;
-    double tsave[32], tload[32], tw[32], tr[32], best_save, best_load, best_w, best_r, reshard = 0;
+    double tsave[32], tload[32], tw[32], tr[32], traw[32], best_save, best_load, best_w, best_r, best_raw, reshard = 0;
     int reps = getenv("BENCH_REPS") ? atoi(getenv("BENCH_REPS")) : 5;
     size_t bytes = 0;
     char *pbuf;
@@ -147,8 +179,8 @@ int main(int argc, char **argv)
         free(ps);
     }
     snprintf(plain, sizeof(plain), "%s.plain", dir);
-    pbuf = malloc(bytes);
-    memset(pbuf, 0x5a, bytes);
+    pbuf = malloc(bytes + (64u << 20));
+    memset(pbuf, 0x5a, bytes + (64u << 20));
     printf("checkpoint benchmark: %.1f MB of tensors in %s, TP %d x PP %d x DP %d (%d ranks simulated in one process), %d layers, hidden %d, f32 model + Adam m, v as ZeRO-1 shards\n",
            (double)bytes / 1e6, dir, tp, pp, dp, world, L, H);
     if (reps < 1 || reps > 32)
@@ -156,6 +188,7 @@ int main(int argc, char **argv)
     for (int rep = 0; rep < reps; rep++) {
         g3_ckpt_save_opts_t so = { "bench", 0, 0 };
         double t0, ws, rs, t_shards;
+        (void)rs;
         g3_status_t st;
 
         char cmd[1100];
@@ -163,9 +196,8 @@ int main(int argc, char **argv)
         if (system(cmd) != 0)
             return 1;
         sync();
-        plain_io(plain, pbuf, bytes, &ws, &rs);
+        ws = plain_write(plain, pbuf, bytes);
         tw[rep] = ws;
-        tr[rep] = rs;
 
         t0 = now();
         st = g3_ckpt_save_prepare(dir, c.iteration, &so);
@@ -180,11 +212,16 @@ int main(int argc, char **argv)
         }
         t0 = now() - t0;
         tsave[rep] = t0;
-        printf("  rep %d: plain write %.2f s, read %.2f s; save %.2f s (shards %.2f s, commit %.2f s)\n", rep, ws, rs,
-               t0, t_shards, t0 - t_shards);
+        printf("  rep %d: plain write %.2f s; save %.2f s (shards %.2f s, commit %.2f s)\n", rep, ws, t0, t_shards,
+               t0 - t_shards);
 
+        /* reads: both files have the same age; caches dropped for both */
         g3_ckpt_iter_path(dir, c.iteration, iter, sizeof(iter));
+        drop_cache_file(plain);
         drop_cache_dir(iter);
+        rs = plain_read(plain, pbuf, bytes);
+        tr[rep] = rs;
+        unlink(plain);
         t0 = now();
         for (int r = 0; r < world; r++) {
             /* each rank loads its own state (into the same buffers it saved) */
@@ -196,7 +233,10 @@ int main(int argc, char **argv)
         }
         t0 = now() - t0;
         tload[rep] = t0;
+        drop_cache_dir(iter);
+        traw[rep] = raw_read_dir(iter, pbuf, bytes + (64u << 20));
     }
+    best_raw = median(traw, reps);
     best_save = median(tsave, reps);
     best_load = median(tload, reps);
     best_w = median(tw, reps);
@@ -232,6 +272,9 @@ int main(int argc, char **argv)
     printf("  %-44s %8.1f MB/s  (%.2f s)\n", "load: same layout, CRC-32C verified", bytes / 1e6 / best_load, best_load);
     printf("  %-44s %8.1f MB/s  (%.2f s)\n", "plain sequential read, same bytes", bytes / 1e6 / best_r, best_r);
     printf("  %-44s %8.2f\n", "load / plain read", best_r / best_load);
+    printf("  %-44s %8.1f MB/s  (%.2f s)\n", "reference: plain read of the shard files", bytes / 1e6 / best_raw,
+           best_raw);
+    printf("  %-44s %8.2f\n", "load / plain read of the shard files", best_raw / best_load);
     {
         char cmd[1100];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
