@@ -77,7 +77,8 @@ G3_CPU_INLINE float g3_cpu_expf(float x)
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    s.i = ((int32_t)fn + 127) << 23;
+    fn = fn == fn ? fn : 0.0f;   /* NaN in, NaN out (through p), without an undefined cast */
+    s.i = (int32_t)((uint32_t)((int32_t)fn + 127) << 23);
     return p * s.f;
 }
 

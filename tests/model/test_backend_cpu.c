@@ -489,6 +489,7 @@ static void test_expf(void)
     tap_ok(worst < 3e-7, "expf on [-87, 88]: max rel err %.2e (at %.4f) < 3e-7 (~2.5 ulp)", worst, at);
     tap_ok(g3_cpu_expf(-1000.0f) < 2e-38f && g3_cpu_expf(-1000.0f) >= 0.0f,
            "expf clamps far negative inputs to ~0");
+    tap_ok(isnan(g3_cpu_expf(NAN)), "expf(NaN) is NaN (a NaN loss must stay NaN)");
 }
 
 int main(void)
