@@ -4,6 +4,7 @@
 bin_SCRIPTS += sbatch/gpt3d-submit
 sbatchdir = $(pkgdatadir)/sbatch
 dist_sbatch_DATA = sbatch/gpt3d-train.sbatch
+dist_sbatch_SCRIPTS = sbatch/gpt3d-healthcheck
 dist_doc_DATA += docs/slurm.md
 EXTRA_DIST += sbatch/gpt3d-submit.in
 CLEANFILES += sbatch/gpt3d-submit

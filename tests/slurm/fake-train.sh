@@ -16,6 +16,14 @@
 #   --fail-at ITER           exit 1 when reaching ITER ...
 #   --fail-times K           ... on the first K attempts that reach it (default: always)
 #   --exit-code C            the code --fail-at exits with (default 1)
+#   --timeout-node NODE      with --fail-at: if a rank runs on NODE (as Slurm
+#                            placed it: SLURMD_NODENAME), act out gpt3d's
+#                            distributed timeout there: every other rank logs
+#                            the timeout line of src/comm/comm.c (docs/comm.md)
+#                            naming that rank W as the peer it waited for, W
+#                            logs nothing, all exit 76
+#   --lr X                   only shapes the fake loss (loss = 10 (1 + X) / (1 + iteration)),
+#                            so that ablation variants differ
 # and checks what the real trainer would: --global-batch-size G with
 # --micro-batch-size M (default 4), --tensor/pipeline-model-parallel-size must
 # give whole data-parallel groups and G a multiple of M x DP (exit 2 if not).
@@ -26,7 +34,7 @@
 # RUN_DIR/fake-starts.log, so tests can check what ran where.
 set -euo pipefail
 
-gbs="" mbs=4 tp=1 pp=1 save="" load="" run="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1
+gbs="" mbs=4 tp=1 pp=1 save="" load="" run="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1 timeout_node="" lr=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --save) save=$2; shift 2 ;;
@@ -38,6 +46,8 @@ while [ $# -gt 0 ]; do
         --fail-at) fail_at=$2; shift 2 ;;
         --fail-times) fail_times=$2; shift 2 ;;
         --exit-code) fail_code=$2; shift 2 ;;
+        --timeout-node) timeout_node=$2; shift 2 ;;
+        --lr) lr=$2; shift 2 ;;
         --global-batch-size) gbs=$2; shift 2 ;;
         --micro-batch-size) mbs=$2; shift 2 ;;
         --tensor-model-parallel-size) tp=$2; shift 2 ;;
@@ -78,6 +88,12 @@ checkpoint() {  # commit a checkpoint of iteration $iter (rank 0)
     mv "$save/latest.tmp" "$save/latest"
 }
 
+# Where Slurm placed each rank (for --timeout-node).
+rank_dir=$run/fake-ranks
+step_tag=${SLURM_JOB_ID:-none}.${SLURM_RESTART_COUNT:-0}
+mkdir -p "$rank_dir"
+echo "${SLURMD_NODENAME:-none}" >"$rank_dir/$step_tag.$rank"
+
 stop=0
 trap 'stop=1' USR2
 if [ "$rank" -eq 0 ]; then
@@ -92,7 +108,28 @@ while [ "$iter" -lt "$iters" ]; do
         exit 75
     fi
     next=$((iter + 1))
-    if [ "$next" -eq "$fail_at" ]; then
+    if [ "$next" -eq "$fail_at" ] && [ -n "$timeout_node" ]; then
+        # Which rank did Slurm place on the node?  (Every rank wrote its node.)
+        peer=""
+        for _ in $(seq 1 50); do
+            n=0
+            for f in "$rank_dir"/"$step_tag".*; do
+                [ -e "$f" ] || continue
+                n=$((n + 1))
+                read -r h <"$f"
+                if [ "$h" = "$timeout_node" ]; then peer=${f##*.}; fi
+            done
+            [ "$n" -lt "$ranks" ] || break
+            sleep 0.1
+        done
+        if [ -n "$peer" ]; then
+            # The real message, one line, as g3_comm_log_timeout writes it.
+            if [ "$rank" -ne "$peer" ]; then
+                echo "[rank $rank/$ranks] error: all-reduce on group world (rank $rank of $ranks, world ranks 0-$((ranks - 1))) timed out after 3 s waiting for group rank $peer (world rank $peer) to send its data; it stopped, crashed or is stuck elsewhere (raise --distributed-timeout-minutes if it is only slow)" >&2
+            fi
+            exit 76
+        fi
+    elif [ "$next" -eq "$fail_at" ]; then
         count_file="$run/fake-failures"
         n=0
         if [ -f "$count_file" ]; then read -r n <"$count_file"; fi
@@ -111,11 +148,17 @@ while [ "$iter" -lt "$iters" ]; do
         # the loss is a fixed function of the iteration.
         # (No $(...) in this loop: a USR2 that lands in a command substitution
         # can make bash misparse it.)
-        awk -v i="$iter" -v n="$iters" -v b="${gbs:-1}" -v s="$spi" 'BEGIN {
-            printf "{\"event\":\"train\",\"iteration\":%d,\"train_iters\":%d,\"consumed_samples\":%d,\"ms_per_iter\":%.1f,\"loss\":%.6f}\n",
-                   i, n, i * b, s * 1000, 10 / (1 + i) }' >>"$run/metrics.jsonl"
+        awk -v i="$iter" -v n="$iters" -v b="${gbs:-1}" -v s="$spi" -v lr="$lr" 'BEGIN {
+            printf "{\"event\":\"train\",\"iteration\":%d,\"train_iters\":%d,\"consumed_samples\":%d,\"ms_per_iter\":%.1f,\"loss\":%.6f,\"tokens_per_s\":%.3f}\n",
+                   i, n, i * b, s * 1000, 10 * (1 + lr) / (1 + i), b * 64 / s }' >>"$run/metrics.jsonl"
     fi
     if [ "$save_interval" -gt 0 ] && [ $((iter % save_interval)) -eq 0 ]; then checkpoint; fi
 done
 checkpoint
+if [ "$rank" -eq 0 ]; then
+    # The final validation, as gpt3d train's "eval" event.
+    awk -v i="$iter" -v lr="$lr" 'BEGIN {
+        printf "{\"event\":\"eval\",\"split\":\"valid\",\"iteration\":%d,\"loss\":%.6f,\"ppl\":1,\"final\":true}\n",
+               i, 11 * (1 + lr) / (1 + i) }' >>"$run/metrics.jsonl"
+fi
 exit 0
