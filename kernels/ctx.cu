@@ -82,7 +82,7 @@ extern "C" int g3cuda_ctx_create(int device, size_t workspace_bytes, g3cuda_ctx_
     g3cuda_ctx_t *ctx;
     cudaDeviceProp prop;
     cudaError_t e;
-    int optin = 0;
+    int optin = 0, err = G3CUDA_ERR_CUDA;
 
     ctx = (g3cuda_ctx_t *)calloc(1, sizeof(*ctx));
     if (ctx == NULL) {
@@ -110,6 +110,7 @@ extern "C" int g3cuda_ctx_create(int device, size_t workspace_bytes, g3cuda_ctx_
     if (prop.major < 8) {
         snprintf(why, why_len, "%s: the bf16 tensor-core kernels need compute capability 8.0 "
                  "(A100) or newer", ctx->name);
+        err = G3CUDA_ERR_ARG;
         goto err_free_ctx;
     }
     e = cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking);
@@ -144,7 +145,7 @@ err_destroy_stream:
     cudaStreamDestroy(ctx->stream);
 err_free_ctx:
     free(ctx);
-    return G3CUDA_ERR_CUDA;
+    return err;
 }
 
 extern "C" void g3cuda_ctx_destroy(g3cuda_ctx_t *ctx)

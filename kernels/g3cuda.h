@@ -52,7 +52,8 @@ int g3cuda_device_count(int *count_p, char *why, size_t why_len);
 
 /* Make device `device` current, create a stream, a cuBLASLt handle and a cuBLASLt workspace
  * of workspace_bytes (0: 32 MiB, what cuBLASLt wants on Hopper).
- * OUT: *ctx_p, freed with g3cuda_ctx_destroy.  RET: non-zero with the cause in why. */
+ * OUT: *ctx_p, freed with g3cuda_ctx_destroy.  RET: non-zero with the cause in why;
+ * G3CUDA_ERR_ARG when the device is older than compute capability 8.0 (no bf16 WMMA). */
 int g3cuda_ctx_create(int device, size_t workspace_bytes, g3cuda_ctx_t **ctx_p,
                       char *why, size_t why_len);
 void g3cuda_ctx_destroy(g3cuda_ctx_t *ctx);

@@ -1,1 +1,42 @@
-# tests/kernels
+# tests/kernels: the CUDA kernels (kernels/) against plain-C references (ref.c).
+# test_ref checks the references themselves on the CPU and runs everywhere; the kernel tests
+# are built whenever nvcc is found and print "1..0 # SKIP no CUDA device: ..." without a GPU.
+# G3_BENCH=1 makes each kernel test also print timings.  bench_gemm (the cuBLASLt ceiling) and
+# bench_gpu.sh are run by hand on a GPU machine (docs/cuda.md).
+check_PROGRAMS += tests/kernels/test_ref
+TESTS += tests/kernels/test_ref
+tests_kernels_test_ref_SOURCES = tests/kernels/test_ref.c tests/kernels/ref.c \
+	tests/kernels/ref.h tests/tap.h
+tests_kernels_test_ref_LDADD = $(G3_TEST_LDADD)
+
+if HAVE_CUDA
+G3_KT_SOURCES = tests/kernels/ref.c tests/kernels/ref.h tests/kernels/kt.h tests/tap.h
+check_PROGRAMS += tests/kernels/test_cast tests/kernels/test_embedding \
+	tests/kernels/test_layernorm tests/kernels/test_gelu tests/kernels/test_gemm \
+	tests/kernels/test_attention tests/kernels/test_xent tests/kernels/test_optim
+TESTS += tests/kernels/test_cast tests/kernels/test_embedding \
+	tests/kernels/test_layernorm tests/kernels/test_gelu tests/kernels/test_gemm \
+	tests/kernels/test_attention tests/kernels/test_xent tests/kernels/test_optim
+tests_kernels_test_cast_SOURCES = tests/kernels/test_cast.c $(G3_KT_SOURCES)
+tests_kernels_test_cast_LDADD = $(G3_TEST_LDADD)
+tests_kernels_test_embedding_SOURCES = tests/kernels/test_embedding.c $(G3_KT_SOURCES)
+tests_kernels_test_embedding_LDADD = $(G3_TEST_LDADD)
+tests_kernels_test_layernorm_SOURCES = tests/kernels/test_layernorm.c $(G3_KT_SOURCES)
+tests_kernels_test_layernorm_LDADD = $(G3_TEST_LDADD)
+tests_kernels_test_gelu_SOURCES = tests/kernels/test_gelu.c $(G3_KT_SOURCES)
+tests_kernels_test_gelu_LDADD = $(G3_TEST_LDADD)
+tests_kernels_test_gemm_SOURCES = tests/kernels/test_gemm.c $(G3_KT_SOURCES)
+tests_kernels_test_gemm_LDADD = $(G3_TEST_LDADD)
+tests_kernels_test_attention_SOURCES = tests/kernels/test_attention.c $(G3_KT_SOURCES)
+tests_kernels_test_attention_LDADD = $(G3_TEST_LDADD)
+tests_kernels_test_xent_SOURCES = tests/kernels/test_xent.c $(G3_KT_SOURCES)
+tests_kernels_test_xent_LDADD = $(G3_TEST_LDADD)
+tests_kernels_test_optim_SOURCES = tests/kernels/test_optim.c $(G3_KT_SOURCES)
+tests_kernels_test_optim_LDADD = $(G3_TEST_LDADD)
+if HAVE_CUBLAS
+check_PROGRAMS += tests/kernels/bench_gemm
+tests_kernels_bench_gemm_SOURCES = tests/kernels/bench_gemm.c
+tests_kernels_bench_gemm_LDADD = $(G3_TEST_LDADD)
+endif
+endif
+EXTRA_DIST += tests/kernels/kt.h tests/kernels/bench_gpu.sh tests/kernels/torch_gpt_bench.py

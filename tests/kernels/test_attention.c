@@ -1,0 +1,137 @@
+/* g3cuda_attention_fwd/bwd (flash style, WMMA) against ref_attention_* in double (the full
+ * T x T softmax), on bf16 q, k, v, dout ~ N(0,1).
+ * Tolerances, from the kernels' roundings (checked with a numpy emulation of the same tiled
+ * algorithm over these shapes, whose worst element used <= 26% of each allowance):
+ *   out (bf16): P is rounded to bf16 before P.V (2^-8 per term) and out once more:
+ *     rtol 2^-7, plus 4e-3 max|out| (outputs are averages of v and can be near zero);
+ *   lse (fp32): rtol 1e-5, plus 1e-5 max|lse|;
+ *   dq, dk, dv (bf16): P and dS = P (dP - D) are rounded to bf16 before their products and
+ *     D comes from the bf16 out: rtol 2^-6, plus 1e-2 max|want|.
+ * The backward must be deterministic (two runs, same bits).  Shapes: T = 1, a single
+ * partial tile, exactly one tile (64), one more than a tile (65), several tiles, every head
+ * size compiled (32, 64, 80, 96, 128), several batches and heads. */
+#include "kernels/kt.h"
+
+static void test_attention(int B, int T, int NH, int HS)
+{
+    int C = NH * HS;
+    size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, nl = (size_t)B * NH * T;
+    float *qkv = kt_fvec(nqkv), *dout = kt_fvec(nout), *out = kt_fvec(nout), *lse = kt_fvec(nl);
+    float *dqkv = kt_fvec(nqkv);
+    double *rout = kt_dvec(nout), *rlse = kt_dvec(nl), *rdqkv = kt_dvec(nqkv);
+    char what[96], w2[160];
+
+    ref_randn_bf(qkv, NULL, nqkv, 1.0f, 6, "qkv");
+    ref_randn_bf(dout, NULL, nout, 1.0f, 6, "dout");
+    ref_attention_fwd(rout, rlse, qkv, B, T, NH, HS);
+    ref_attention_bwd(rdqkv, dout, qkv, B, T, NH, HS);
+
+    g3cuda_bf16_t *d_qkv = kt_dev_bf(qkv, nqkv), *d_dout = kt_dev_bf(dout, nout);
+    g3cuda_bf16_t *d_out = kt_dev(2 * nout), *d_dqkv = kt_dev(2 * nqkv),
+                  *d_dqkv2 = kt_dev(2 * nqkv);
+    float *d_lse = kt_dev(4 * nl);
+
+    snprintf(what, sizeof(what), "B=%d T=%d NH=%d HS=%d", B, T, NH, HS);
+    g3cuda_attention_fwd(kt_ctx, d_out, d_lse, d_qkv, B, T, NH, HS);
+    g3cuda_attention_bwd(kt_ctx, d_dqkv, d_dout, d_out, d_qkv, d_lse, B, T, NH, HS);
+    g3cuda_attention_bwd(kt_ctx, d_dqkv2, d_dout, d_out, d_qkv, d_lse, B, T, NH, HS);
+    if (kt_sync(what) == 0) {
+        kt_get_bf(out, d_out, nout);
+        kt_get_f32(lse, d_lse, nl);
+        kt_get_bf(dqkv, d_dqkv, nqkv);
+        snprintf(w2, sizeof(w2), "attention_fwd out %s", what);
+        kt_check(w2, out, rout, nout, 1.0 / 128, 4e-3);
+        snprintf(w2, sizeof(w2), "attention_fwd lse %s", what);
+        kt_check(w2, lse, rlse, nl, 1e-5, 1e-5);
+        /* check dq, dk and dv separately: gather each block of C columns */
+        static const char *names[3] = { "dq", "dk", "dv" };
+        float *g = kt_fvec(nout);
+        double *r = kt_dvec(nout);
+        for (int part = 0; part < 3; part++) {
+            for (size_t row = 0; row < (size_t)B * T; row++)
+                for (int c = 0; c < C; c++) {
+                    g[row * C + c] = dqkv[row * 3 * C + part * C + c];
+                    r[row * C + c] = rdqkv[row * 3 * C + part * C + c];
+                }
+            snprintf(w2, sizeof(w2), "attention_bwd %s %s", names[part], what);
+            kt_check(w2, g, r, nout, 1.0 / 64, 1e-2);
+        }
+        free(g);
+        free(r);
+        tap_ok(kt_same_bytes(d_dqkv, d_dqkv2, 2 * nqkv),
+               "attention_bwd %s: deterministic (two runs, same bits)", what);
+    }
+    g3cuda_free(kt_ctx, d_qkv);
+    g3cuda_free(kt_ctx, d_dout);
+    g3cuda_free(kt_ctx, d_out);
+    g3cuda_free(kt_ctx, d_dqkv);
+    g3cuda_free(kt_ctx, d_dqkv2);
+    g3cuda_free(kt_ctx, d_lse);
+    free(qkv); free(dout); free(out); free(lse); free(dqkv); free(rout); free(rlse); free(rdqkv);
+}
+
+typedef struct {
+    g3cuda_bf16_t *qkv, *out, *dout, *dqkv;
+    float *lse;
+    int B, T, NH, HS;
+} att_bench_t;
+
+static int run_fwd(void *p)
+{
+    att_bench_t *a = p;
+    return g3cuda_attention_fwd(kt_ctx, a->out, a->lse, a->qkv, a->B, a->T, a->NH, a->HS);
+}
+
+static int run_bwd(void *p)
+{
+    att_bench_t *a = p;
+    return g3cuda_attention_bwd(kt_ctx, a->dqkv, a->dout, a->out, a->qkv, a->lse, a->B, a->T,
+                                a->NH, a->HS);
+}
+
+/* FLOPs counted like FlashAttention's benchmarks: the causal half of the 2 (fwd) or 5 (bwd)
+ * T x T x HS products: fwd 2 B NH T^2 HS, bwd 2.5x that.  Our backward recomputes S and dP a
+ * second time (for dQ); that work is not counted. */
+static void bench(int B, int T, int NH, int HS)
+{
+    size_t C = (size_t)NH * HS, n = (size_t)B * T;
+    att_bench_t a = { kt_dev(2 * n * 3 * C), kt_dev(2 * n * C), kt_dev(2 * n * C),
+                      kt_dev(2 * n * 3 * C), kt_dev(4 * (size_t)B * NH * T), B, T, NH, HS };
+    float *qkv = kt_fvec(n * 3 * C);
+    char what[128];
+    double fl = 2.0 * B * NH * (double)T * T * HS;
+    ref_randn(qkv, n * 3 * C, 1.0f, 7, "bench qkv");
+    g3cuda_bf16_t *tmp = kt_dev_bf(qkv, n * 3 * C);
+    g3cuda_cast(kt_ctx, a.qkv, G3CUDA_BF16, tmp, G3CUDA_BF16, n * 3 * C);
+    g3cuda_cast(kt_ctx, a.dout, G3CUDA_BF16, tmp, G3CUDA_BF16, n * C);
+    snprintf(what, sizeof(what), "attention_fwd B=%d T=%d NH=%d HS=%d", B, T, NH, HS);
+    kt_report(what, kt_time_ms(run_fwd, &a, 10), fl, 0.0);
+    snprintf(what, sizeof(what), "attention_bwd B=%d T=%d NH=%d HS=%d", B, T, NH, HS);
+    kt_report(what, kt_time_ms(run_bwd, &a, 10), 2.5 * fl, 0.0);
+    g3cuda_free(kt_ctx, tmp);
+    g3cuda_free(kt_ctx, a.qkv);
+    g3cuda_free(kt_ctx, a.out);
+    g3cuda_free(kt_ctx, a.dout);
+    g3cuda_free(kt_ctx, a.dqkv);
+    g3cuda_free(kt_ctx, a.lse);
+    free(qkv);
+}
+
+int main(void)
+{
+    static const int shapes[][4] = {
+        { 1, 1, 1, 64 }, { 2, 7, 3, 32 }, { 1, 64, 2, 64 }, { 2, 65, 2, 64 },
+        { 1, 200, 4, 64 }, { 1, 130, 2, 128 }, { 1, 100, 2, 80 }, { 1, 70, 1, 96 },
+        { 2, 256, 3, 64 }, { 1, 1024, 1, 64 },
+    };
+    kt_start();
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+        test_attention(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]);
+    if (kt_bench) {
+        bench(16, 1024, 12, 64);     /* GPT-2 124M */
+        bench(16, 1024, 25, 64);     /* GPT-2 1.5B */
+        bench(4, 4096, 16, 128);
+    }
+    kt_finish();
+    return tap_exit();
+}
