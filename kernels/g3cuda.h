@@ -82,6 +82,14 @@ int g3cuda_zero(g3cuda_ctx_t *ctx, void *ptr, size_t bytes);
 int g3cuda_cast(g3cuda_ctx_t *ctx, void *dst, g3cuda_dtype_t dst_type, const void *src,
                 g3cuda_dtype_t src_type, size_t n);
 
+/* ---- residual add and scaling (residual.cu, scale.cu) ------------------------------------ */
+
+/* out = bf16(a + b) (fp32 sum; out may alias a or b).  out, a, b (n,) bf16 */
+int g3cuda_residual_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *out, const g3cuda_bf16_t *a,
+                        const g3cuda_bf16_t *b, size_t n);
+/* x *= s (fp32 math; bf16 rounded once).  x (n,) fp32 or bf16 */
+int g3cuda_scale(g3cuda_ctx_t *ctx, void *x, g3cuda_dtype_t type, size_t n, float s);
+
 /* ---- embedding (embedding_fwd.cu, embedding_bwd.cu) ------------------------------------- */
 
 /* out[b,t,:] = wte[tokens[b,t] - v0, :] + wpe[t, :]; tokens outside [v0, v0+V) add zeros (a

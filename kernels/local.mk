@@ -16,6 +16,8 @@ kernels_libg3cuda_a_SOURCES = \
 	kernels/device.cu \
 	kernels/ctx.cu \
 	kernels/cast.cu \
+	kernels/residual.cu \
+	kernels/scale.cu \
 	kernels/embedding_fwd.cu \
 	kernels/embedding_bwd.cu \
 	kernels/layernorm_fwd.cu \

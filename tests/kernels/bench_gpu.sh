@@ -57,7 +57,7 @@ section "2. kernels (correctness, then timings)"
 if [ "${SKIP_KERNELS:-0}" = 1 ]; then
     echo "skipped (SKIP_KERNELS=1)"
 else
-    for t in cast embedding layernorm gelu gemm attention xent optim; do
+    for t in elementwise embedding layernorm gelu gemm attention xent optim; do
         if [ ! -x "$kt/test_$t" ]; then
             echo "test_$t: not built"
             continue

@@ -11,14 +11,14 @@ tests_kernels_test_ref_LDADD = $(G3_TEST_LDADD)
 
 if HAVE_CUDA
 G3_KT_SOURCES = tests/kernels/ref.c tests/kernels/ref.h tests/kernels/kt.h tests/tap.h
-check_PROGRAMS += tests/kernels/test_cast tests/kernels/test_embedding \
+check_PROGRAMS += tests/kernels/test_elementwise tests/kernels/test_embedding \
 	tests/kernels/test_layernorm tests/kernels/test_gelu tests/kernels/test_gemm \
 	tests/kernels/test_attention tests/kernels/test_xent tests/kernels/test_optim
-TESTS += tests/kernels/test_cast tests/kernels/test_embedding \
+TESTS += tests/kernels/test_elementwise tests/kernels/test_embedding \
 	tests/kernels/test_layernorm tests/kernels/test_gelu tests/kernels/test_gemm \
 	tests/kernels/test_attention tests/kernels/test_xent tests/kernels/test_optim
-tests_kernels_test_cast_SOURCES = tests/kernels/test_cast.c $(G3_KT_SOURCES)
-tests_kernels_test_cast_LDADD = $(G3_TEST_LDADD)
+tests_kernels_test_elementwise_SOURCES = tests/kernels/test_elementwise.c $(G3_KT_SOURCES)
+tests_kernels_test_elementwise_LDADD = $(G3_TEST_LDADD)
 tests_kernels_test_embedding_SOURCES = tests/kernels/test_embedding.c $(G3_KT_SOURCES)
 tests_kernels_test_embedding_LDADD = $(G3_TEST_LDADD)
 tests_kernels_test_layernorm_SOURCES = tests/kernels/test_layernorm.c $(G3_KT_SOURCES)

@@ -1,7 +1,10 @@
-/* g3cuda_cast against ref_f2bf / ref_bf2f: fp32 -> bf16 must give the same bits as the
- * reference's round-to-nearest-even (tolerance 0: the rounding is exact arithmetic), including
- * ties, subnormals, infinities and -0; NaN must stay NaN.  bf16 -> fp32 is exact.  Sizes 1, 7,
- * 1000 and 2^20 + 3 (grid-stride tails). */
+/* The elementwise kernels:
+ *   g3cuda_cast against ref_f2bf / ref_bf2f: fp32 -> bf16 must give the same bits as the
+ *     reference's round-to-nearest-even (tolerance 0: the rounding is exact arithmetic),
+ *     including ties, subnormals, infinities and -0; NaN must stay NaN; bf16 -> fp32 is exact;
+ *   g3cuda_residual_fwd: bf16(fp32 a + fp32 b), the same arithmetic as the reference: exact;
+ *   g3cuda_scale: fp32 x*s is one IEEE multiplication: exact; bf16: bf16(fp32 x*s): exact.
+ * Sizes 1, 7, 1000 and 2^20 + 3 (grid-stride tails, scalar and 16-byte paths). */
 #include "kernels/kt.h"
 
 static const float specials[] = {
@@ -61,6 +64,53 @@ static void test_cast(size_t n)
     free(want);
 }
 
+/* Exact checks: the device does the reference's fp32 arithmetic. */
+static void test_residual_scale(size_t n)
+{
+    float *a = kt_fvec(n), *b = kt_fvec(n), *x = kt_fvec(n), *got = kt_fvec(n);
+    double *want = kt_dvec(n);
+    char what[96];
+
+    ref_randn_bf(a, NULL, n, 1.0f, 13, "res a");
+    ref_randn_bf(b, NULL, n, 1.0f, 13, "res b");
+    ref_randn(x, n, 1.0f, 13, "scale x");
+    g3cuda_bf16_t *d_a = kt_dev_bf(a, n), *d_b = kt_dev_bf(b, n), *d_o = kt_dev(2 * n);
+    g3cuda_bf16_t *d_xb = kt_dev_bf(a, n);
+    float *d_x = kt_dev_f32(x, n);
+    g3cuda_residual_fwd(kt_ctx, d_o, d_a, d_b, n);
+    g3cuda_residual_fwd(kt_ctx, d_a, d_a, d_b, n);            /* in place */
+    g3cuda_scale(kt_ctx, d_x, G3CUDA_F32, n, 0.3f);
+    g3cuda_scale(kt_ctx, d_xb, G3CUDA_BF16, n, -1.7f);
+    snprintf(what, sizeof(what), "n=%zu", n);
+    if (kt_sync(what) == 0) {
+        char w2[128];
+        for (size_t i = 0; i < n; i++)
+            want[i] = ref_round_bf(a[i] + b[i]);
+        kt_get_bf(got, d_o, n);
+        snprintf(w2, sizeof(w2), "residual_fwd %s", what);
+        kt_check(w2, got, want, n, 0.0, 0.0);
+        kt_get_bf(got, d_a, n);
+        snprintf(w2, sizeof(w2), "residual_fwd in place %s", what);
+        kt_check(w2, got, want, n, 0.0, 0.0);
+        for (size_t i = 0; i < n; i++)
+            want[i] = x[i] * 0.3f;
+        kt_get_f32(got, d_x, n);
+        snprintf(w2, sizeof(w2), "scale fp32 %s", what);
+        kt_check(w2, got, want, n, 0.0, 0.0);
+        for (size_t i = 0; i < n; i++)
+            want[i] = ref_round_bf(a[i] * -1.7f);
+        kt_get_bf(got, d_xb, n);
+        snprintf(w2, sizeof(w2), "scale bf16 %s", what);
+        kt_check(w2, got, want, n, 0.0, 0.0);
+    }
+    g3cuda_free(kt_ctx, d_a);
+    g3cuda_free(kt_ctx, d_b);
+    g3cuda_free(kt_ctx, d_o);
+    g3cuda_free(kt_ctx, d_xb);
+    g3cuda_free(kt_ctx, d_x);
+    free(a); free(b); free(x); free(got); free(want);
+}
+
 typedef struct { void *dst; const void *src; size_t n; } cast_args_t;
 
 static int run_cast(void *p)
@@ -76,6 +126,10 @@ int main(void)
     test_cast(7);
     test_cast(1000);
     test_cast(((size_t)1 << 20) + 3);
+    test_residual_scale(1);
+    test_residual_scale(7);
+    test_residual_scale(1000);
+    test_residual_scale(((size_t)1 << 20) + 3);
     if (kt_bench) {
         size_t n = (size_t)64 << 20;
         cast_args_t a = { kt_dev(2 * n), kt_dev(4 * n), n };
