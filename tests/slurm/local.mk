@@ -6,10 +6,12 @@
 TESTS += \
 	tests/slurm/test_submit_cli.sh \
 	tests/slurm/test_cluster.sh \
-	tests/slurm/test_submit.sh
+	tests/slurm/test_submit.sh \
+	tests/slurm/test_faults.sh
 EXTRA_DIST += \
 	tests/slurm/cluster.sh \
 	tests/slurm/fake-train.sh \
 	tests/slurm/test_cluster.sh \
 	tests/slurm/test_submit.sh \
+	tests/slurm/test_faults.sh \
 	tests/slurm/test_submit_cli.sh
