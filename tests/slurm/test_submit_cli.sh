@@ -95,6 +95,50 @@ is "$rc" 2 "--sizes with --nodes is a usage error"
 run submit --dry-run --sizes 2,x "$TMPD/el" -- --global-batch-size 8
 is "$rc" 2 "--sizes 2,x is a usage error"
 
+# Ablation tables.
+printf '# name flags\nbase\nlr-high --lr 0.5  # comment\n\nshort --train-iters 10\n' >"$TMPD/abl.txt"
+run submit --dry-run --ablations "$TMPD/abl.txt" --array-throttle 3 -N 2 "$TMPD/abl" -- --train-iters 20
+is "$rc" 0 "--ablations --dry-run exits 0"
+like "$out" "would create run $TMPD/abl/lr-high with: --train-iters 20 --lr 0.5" "... one run per variant, its flags after the common ones"
+like "$out" "sbatch --parsable --array=0\\\\,1\\\\,2%3 --job-name=gpt3d-abl --chdir=$TMPD/abl --output=$TMPD/abl/logs/%x-%A_%a.out --open-mode=append --nodes=2 $TMPD/abl/gpt3d-train.sbatch $TMPD/abl" \
+    "... submitted as one job array, throttled with %N"
+is "$( [ -e "$TMPD/abl" ] && echo exists || echo absent)" absent "... and creates nothing"
+printf 'a --lr 1\na --lr 2\n' >"$TMPD/dup.txt"
+run submit --dry-run --ablations "$TMPD/dup.txt" "$TMPD/abl" -- --train-iters 20
+is "$rc" 2 "a table naming a variant twice is refused (exit 2)"
+like "$out" "names the variant 'a' twice" "... naming it"
+printf 'a/b --lr 1\n' >"$TMPD/bad.txt"
+run submit --dry-run --ablations "$TMPD/bad.txt" "$TMPD/abl" -- --train-iters 20
+is "$rc" 2 "a variant name with a slash is refused"
+like "$out" "variant name 'a/b' must be letters" "... with the rule"
+printf '# nothing\n\n' >"$TMPD/empty.txt"
+run submit --dry-run --ablations "$TMPD/empty.txt" "$TMPD/abl" -- --train-iters 20
+is "$rc" 2 "a table without variants is refused"
+run submit --ablations "$TMPD/missing.txt" "$TMPD/abl" -- --train-iters 20
+is "$rc" 2 "a missing table is refused"
+like "$out" "ablation table '$TMPD/missing.txt' \(--ablations\) cannot be read" "... naming it"
+run submit --dry-run --array-throttle 0 --ablations "$TMPD/abl.txt" "$TMPD/abl" -- --train-iters 20
+is "$rc" 2 "--array-throttle 0 is a usage error"
+run "$SUBMIT" --summary "$TMPD/notrun"
+is "$rc" 1 "--summary on a directory that is neither a study nor a run exits 1"
+like "$out" "neither an ablation directory" "... and says so"
+
+# The per-node health check, run here as a single task without Slurm.
+HC=$top_srcdir/sbatch/gpt3d-healthcheck
+run env SLURMD_NODENAME=nx bash "$HC" --node-check "exit 3" "$TMPD/hc1"
+is "$rc" 0 "gpt3d-healthcheck exits 0 even for a bad node (the job script reads its files)"
+is "$(cat "$TMPD/hc1/nx.local")" "bad: the node check 'exit 3' exited 3" "a failing --node-check marks the node bad, with the status"
+run env SLURMD_NODENAME=nx PATH=/usr/bin:/bin bash "$HC" --gpus 8 "$TMPD/hc2"
+if command -v nvidia-smi >/dev/null; then
+    skip "nvidia-smi is installed here: the missing-GPU case is not checked"
+else
+    is "$(cat "$TMPD/hc2/nx.local")" "bad: nvidia-smi is not installed, so no GPU can be seen (8 expected)" "--gpus without nvidia-smi marks the node bad"
+fi
+run env SLURMD_NODENAME=nx bash "$HC" --node-check true --gpt3d "$top_builddir/src/gpt3d" --timeout-minutes 0.1 "$TMPD/hc3"
+is "$(cat "$TMPD/hc3/nx.local") $(cat "$TMPD/hc3/nx.comm")" "ok ok" "a healthy node: local checks and gpt3d topo pass"
+run bash "$HC" --gpus x "$TMPD/hc4"
+is "$rc" 2 "gpt3d-healthcheck --gpus x is a usage error"
+
 # The job script refuses to run outside a job or without a run directory.
 run bash "$JOB"
 is "$rc" 1 "gpt3d-train.sbatch without arguments exits 1"
@@ -112,8 +156,9 @@ like "$(grep '^#SBATCH' "$JOB")" "--open-mode=append" "the job script appends to
 
 # Lint the scripts with shellcheck, where it is installed.
 if command -v shellcheck >/dev/null; then
-    run shellcheck -x "$JOB" "$SUBMIT" "$top_srcdir/tests/slurm/cluster.sh" "$top_srcdir/tests/slurm/fake-train.sh"
-    is "$rc" 0 "shellcheck finds nothing in the job script, gpt3d-submit and the cluster harness"
+    run shellcheck -x "$JOB" "$SUBMIT" "$HC" "$top_srcdir/tests/slurm/cluster.sh" "$top_srcdir/tests/slurm/fake-train.sh" \
+        "$top_srcdir/tests/slurm/demo.sh"
+    is "$rc" 0 "shellcheck finds nothing in the job script, gpt3d-submit, the health check, the cluster harness and the demo"
     [ "$rc" -eq 0 ] || diag "$out"
 else
     skip "shellcheck is not installed (apt-get install shellcheck)"
