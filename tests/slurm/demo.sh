@@ -19,6 +19,7 @@
 # --load checkpoints, save on SIGUSR2 and exit 75, metrics.jsonl) but trains
 # nothing.  "gpt3d train" does not save checkpoints yet; once it does, give
 # gpt3d-submit no --train-command and the same steps run the real trainer.
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd -P)
@@ -29,7 +30,7 @@ SUBMIT=$build/sbatch/gpt3d-submit
 [ -x "$SUBMIT" ] || { echo "demo: $SUBMIT is missing; run make in $build first" >&2; exit 2; }
 FAKE=$here/fake-train.sh
 
-# shellcheck source=tests/slurm/cluster.sh
+# shellcheck source=cluster.sh
 . "$here/cluster.sh"
 if ! g3c_check; then echo "demo: cannot start a private Slurm cluster here: $g3c_why" >&2; exit 1; fi
 # The health check's communication test runs this build's gpt3d.
