@@ -11,6 +11,7 @@ TESTS += \
 EXTRA_DIST += \
 	tests/slurm/cluster.sh \
 	tests/slurm/fake-train.sh \
+	tests/slurm/demo.sh \
 	tests/slurm/test_cluster.sh \
 	tests/slurm/test_submit.sh \
 	tests/slurm/test_faults.sh \
