@@ -1,9 +1,16 @@
 /* gpt3d train: pretrain a GPT (the driver: flags, checks before any work, exit codes).
- * Flag names follow Megatron-LM; docs/training.md lists them with their defaults. */
+ * Flag names follow Megatron-LM; docs/training.md lists them with their defaults.
+ *
+ * Alone, under mpirun or under srun --mpi=pmix.  Every rank runs the same checks before any
+ * work; only rank 0 shows their errors (the others keep theirs in a scratch file and show
+ * them only if rank 0 passed where they failed, e.g. a file missing on their node), and
+ * every rank exits with the same code.  docs/parallelism.md describes the layouts. */
+#define _GNU_SOURCE   /* sched_getaffinity */
 #include "config.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +18,11 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "comm/comm.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "core/status.h"
+#include "parallel/par.h"
 #include "train/train.h"
 
 #define G3_NOOPT NULL, 0, 0, NULL
@@ -64,8 +73,14 @@ static const g3_opt_spec_t g3_train_specs[] = {
     { "merge-file", G3_OPT_STRING, NULL, "GPT-2 merges, vocab.bpe or merges.txt (default: the built-in corpus's).", NULL, 0, 0, "FILE" },
     { "data-cache-path", G3_OPT_STRING, NULL, "Where sample indices are cached (default: beside the data).", NULL, 0, 0, "DIR" },
     /* parallel layout and checkpoints */
-    { "tensor-model-parallel-size", G3_OPT_INT, "1", "Tensor-parallel size.", G3_NOOPT },
-    { "pipeline-model-parallel-size", G3_OPT_INT, "1", "Pipeline-parallel size.", G3_NOOPT },
+    { "tensor-model-parallel-size", G3_OPT_INT, "1", "Tensor-parallel size (ranks splitting each layer; within a node).", G3_NOOPT },
+    { "pipeline-model-parallel-size", G3_OPT_INT, "1", "Pipeline-parallel size (stages of layers, 1F1B schedule); data-parallel size = ranks / (TP x PP).", G3_NOOPT },
+    { "decoder-first-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the first pipeline stage (uneven split); the other stages share the rest evenly.", G3_NOOPT },
+    { "decoder-last-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the last pipeline stage (uneven split); the other stages share the rest evenly.", G3_NOOPT },
+    { "use-distributed-optimizer", G3_OPT_BOOL, NULL, "Shard the Adam state and the reduced gradients over the data-parallel ranks (ZeRO-1).", G3_NOOPT },
+    { "distributed-timeout-minutes", G3_OPT_FLOAT, "10", "Give up a collective or pipeline transfer after this long (exit 76).", G3_NOOPT },
+    { "topology-file", G3_OPT_STRING, NULL, "Slurm topology.conf for placing the ranks (default: SLURM_TOPOLOGY_ADDR, else flat).", NULL, 0, 0, "FILE" },
+    { "debug-grad-dump", G3_OPT_STRING, NULL, "Tests: write the reduced gradients of iteration 1 to DIR/grads-rank<N>.bin.", NULL, 0, 0, "DIR" },
     { "save", G3_OPT_STRING, NULL, "Checkpoint directory to save to.", NULL, 0, 0, "DIR" },
     { "load", G3_OPT_STRING, NULL, "Checkpoint directory to resume from.", NULL, 0, 0, "DIR" },
     /* the text sample at the end */
@@ -152,6 +167,114 @@ static int g3_mkdirs(const char *path)
     return 1;
 }
 
+/* RET: this process's rank as the launcher tells it before the world exists (PMIX_RANK
+ * from mpirun and srun --mpi=pmix, else SLURM_PROCID or OMPI_COMM_WORLD_RANK), 0 alone. */
+static int g3_env_rank(void)
+{
+    const char *names[] = { "PMIX_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK" };
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v)
+            return atoi(v);
+    }
+    return 0;
+}
+
+/* While quiet, this rank's messages (stderr) go to a scratch file: every rank runs the
+ * checks before any work, rank 0 alone shows what fails. */
+typedef struct {
+    int   saved_fd;   /* the real stderr, -1 when not quiet */
+    FILE *scratch;
+} g3_quiet_t;
+
+static void g3_quiet_begin(g3_quiet_t *q, int quiet)
+{
+    q->saved_fd = -1;
+    q->scratch = NULL;
+    if (!quiet)
+        return;
+    fflush(stderr);
+    q->scratch = tmpfile();
+    if (!q->scratch)
+        return;
+    q->saved_fd = dup(STDERR_FILENO);
+    if (q->saved_fd < 0 || dup2(fileno(q->scratch), STDERR_FILENO) < 0) {
+        if (q->saved_fd >= 0)
+            close(q->saved_fd);
+        fclose(q->scratch);
+        q->saved_fd = -1;
+        q->scratch = NULL;
+    }
+}
+
+/* Back to the real stderr; replay: show what was said meanwhile. */
+static void g3_quiet_end(g3_quiet_t *q, int replay)
+{
+    char buf[4096];
+    size_t n;
+
+    if (q->saved_fd < 0)
+        return;
+    fflush(stderr);
+    dup2(q->saved_fd, STDERR_FILENO);
+    close(q->saved_fd);
+    q->saved_fd = -1;
+    if (replay) {
+        rewind(q->scratch);
+        while ((n = fread(buf, 1, sizeof(buf), q->scratch)) > 0)
+            fwrite(buf, 1, n, stderr);
+        fflush(stderr);
+    }
+    fclose(q->scratch);
+    q->scratch = NULL;
+}
+
+/* Every rank passes its exit code so far; RET: the job's (rank 0's if it failed, else the
+ * highest).  A rank that failed where rank 0 did not shows its own messages. */
+static int g3_agree(g3_comm_world_t *world, int rc, g3_quiet_t *q)
+{
+    const g3_comm_proc_t *me = g3_comm_world_proc(world);
+    g3_comm_exchange_t *x = NULL;
+    int32_t mine = rc, rc0 = rc, worst = rc;
+
+    if (me->size > 1 && g3_comm_world_exchange(world, "the checks before training", &mine,
+                                                sizeof(mine), &x) == G3_OK) {
+        for (int r = 0; r < me->size; r++) {
+            const void *blob;
+            size_t len;
+            int32_t v;
+            if (g3_comm_exchange_get(x, r, &blob, &len) != G3_OK || len != sizeof(v))
+                continue;
+            memcpy(&v, blob, sizeof(v));
+            if (r == 0)
+                rc0 = v;
+            if (v > worst)
+                worst = v;
+        }
+        g3_comm_exchange_free(x);
+    }
+    g3_quiet_end(q, rc != 0 && rc0 == 0);
+    if (rc0 == 0 && worst != 0 && me->rank == 0)
+        g3_error("some ranks failed the checks before training (exit %d); their messages say "
+                 "why (files missing on their nodes?)", worst);
+    return rc0 != 0 ? rc0 : worst;
+}
+
+/* Threads of the CPU backend per rank when OMP_NUM_THREADS is not set: the CPUs this
+ * process may run on, shared by the job's ranks on this node. */
+static int g3_threads_per_rank(int local_size)
+{
+    cpu_set_t set;
+    int ncpu = 0;
+    if (getenv("OMP_NUM_THREADS") || local_size <= 1)
+        return 0;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        ncpu = CPU_COUNT(&set);
+    if (ncpu <= 0)
+        ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return ncpu / local_size > 1 ? ncpu / local_size : 1;
+}
+
 int g3_cmd_train(int argc, char **argv)
 {
     g3_opts_t *o = NULL;
@@ -164,14 +287,29 @@ int g3_cmd_train(int argc, char **argv)
     char *const *list;
     int ok = 1, tp = 1, pp = 1, builtin_data, rc;
     const char *run_dir;
+    g3_quiet_t quiet;
+    g3_comm_world_t *world = NULL;
+    const g3_comm_proc_t *me;
+    g3_par_t *par = NULL;
+    char why[1024];
 
+    g3_quiet_begin(&quiet, g3_env_rank() != 0);
     st = g3_opts_parse(&g3_train_cmd, argc, argv, &o);
+    g3_quiet_end(&quiet, 0);
     if (st != G3_OK)
         return g3_status_exit_code(st);
     if (g3_opts_help_shown(o)) {
         g3_opts_free(o);
         return G3_EXIT_OK;
     }
+    /* the world: which rank this is (alone: a singleton), its errors on every rank */
+    st = g3_comm_world_init(g3_opts_float(o, "distributed-timeout-minutes") * 60.0, &world);
+    if (st != G3_OK) {
+        g3_opts_free(o);
+        return g3_status_exit_code(st);
+    }
+    me = g3_comm_world_proc(world);
+    g3_quiet_begin(&quiet, me->rank != 0);
     g3_train_config_defaults(&cfg);
 
     /* model flags */
@@ -191,6 +329,18 @@ int g3_cmd_train(int argc, char **argv)
     cfg.model.seed = (uint64_t)g3_opts_int(o, "seed");
     ok &= g3_int_flag(o, "tensor-model-parallel-size", 1, &tp);
     ok &= g3_int_flag(o, "pipeline-model-parallel-size", 1, &pp);
+    if (g3_opts_is_set(o, "decoder-first-pipeline-num-layers"))
+        ok &= g3_int_flag(o, "decoder-first-pipeline-num-layers", 1,
+                          &cfg.model.pp_first_layers);
+    if (g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
+        ok &= g3_int_flag(o, "decoder-last-pipeline-num-layers", 1, &cfg.model.pp_last_layers);
+    if (!(g3_opts_float(o, "distributed-timeout-minutes") > 0.0)) {
+        g3_error("--distributed-timeout-minutes must be positive (got %g)",
+                 g3_opts_float(o, "distributed-timeout-minutes"));
+        ok = 0;
+    }
+    cfg.distributed_optimizer = g3_opts_bool(o, "use-distributed-optimizer");
+    cfg.grad_dump_dir = g3_opts_str(o, "debug-grad-dump");
     cfg.model.vocab_size = 1;   /* checked against the vocabulary file later */
 
     /* training flags */
@@ -270,23 +420,32 @@ int g3_cmd_train(int argc, char **argv)
     cfg.prompt = g3_opts_str(o, "prompt");
     if (!ok) {
         rc = G3_EXIT_USAGE;
-        goto out;
+        goto agree;
     }
 
-    /* what this build cannot do yet: say so before any work */
-    if (tp > 1 || pp > 1) {
-        g3_error("--tensor-model-parallel-size %d --pipeline-model-parallel-size %d: tensor "
-                 "and pipeline parallelism are not yet supported in this build of gpt3d; use "
-                 "1 and 1 (one model replica per rank)", tp, pp);
-        rc = G3_EXIT_FAILURE;
-        goto out;
+    /* the layout: DP = ranks / (TP x PP) */
+    if (me->size % (tp * pp) != 0) {
+        g3_error("impossible layout: the job's %d rank%s cannot be split into "
+                 "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d ranks "
+                 "per model replica (the world size must be TP x PP x DP); start a multiple of "
+                 "%d ranks or change the sizes", me->size, me->size == 1 ? "" : "s", tp, pp,
+                 tp * pp, tp * pp);
+        rc = G3_EXIT_USAGE;
+        goto agree;
     }
+    cfg.dp_size = me->size / (tp * pp);
+    cfg.model.tp_size = tp;
+    cfg.model.pp_size = pp;
+    if (cfg.distributed_optimizer && cfg.dp_size == 1 && me->rank == 0)
+        g3_warn("--use-distributed-optimizer with data-parallel size 1 shards nothing");
+
+    /* what this build cannot do yet: say so before any work */
     if (g3_opts_str(o, "save") || g3_opts_str(o, "load")) {
         g3_error("--%s: checkpoints are not built into this version of gpt3d yet; drop --save "
                  "and --load (training runs, but nothing can be saved or resumed)",
                  g3_opts_str(o, "save") ? "save" : "load");
         rc = G3_EXIT_FAILURE;
-        goto out;
+        goto agree;
     }
 
     /* the model and the batch arithmetic, before touching any file */
@@ -295,7 +454,7 @@ int g3_cmd_train(int argc, char **argv)
         st = g3_train_plan(&cfg, &plan);
     if (st != G3_OK) {
         rc = g3_status_exit_code(st);
-        goto out;
+        goto agree;
     }
 
     /* data files */
@@ -304,7 +463,7 @@ int g3_cmd_train(int argc, char **argv)
         if (!g3_kjv_path(prefix_buf, sizeof(prefix_buf), G3_KJV_PREFIX)) {
             g3_error("the built-in corpus path is too long; set GPT3D_DATA_DIR shorter");
             rc = G3_EXIT_USAGE;
-            goto out;
+            goto agree;
         }
         cfg.data_path_count = 1;
         cfg.data_path = builtin_path;
@@ -338,10 +497,10 @@ int g3_cmd_train(int argc, char **argv)
     }
     if (!ok) {
         rc = G3_EXIT_FAILURE;
-        goto out;
+        goto agree;
     }
 
-    /* the run directory and the metrics file */
+    /* the run directory and the metrics file (rank 0 writes it) */
     run_dir = g3_opts_str(o, "run-dir");
     if (!run_dir)
         run_dir = g3_opts_str(o, "save") ? g3_opts_str(o, "save") : "gpt3d-run";
@@ -351,15 +510,58 @@ int g3_cmd_train(int argc, char **argv)
             g3_error("cannot create the run directory %s: %s; pass a writable --run-dir",
                      run_dir, strerror(errno));
             rc = G3_EXIT_FAILURE;
-            goto out;
+            goto agree;
         }
         snprintf(metrics_buf, sizeof(metrics_buf), "%s/metrics.jsonl", run_dir);
         cfg.metrics_file = metrics_buf;
     }
+    rc = G3_EXIT_OK;
+
+agree:
+    rc = g3_agree(world, rc, &quiet);
+    if (rc != G3_EXIT_OK)
+        goto out;
+
+    /* 3D parallelism: place the ranks (src/topo) and create the groups */
+    if (me->size > 1 || tp > 1 || pp > 1) {
+        st = g3_par_init(world, tp, pp, g3_opts_str(o, "topology-file"), &par, why,
+                         sizeof(why));
+        if (st == G3_ERR_INVALID_ARG && why[0]) {
+            if (me->rank == 0)
+                g3_error("impossible layout: %s", why);
+            rc = G3_EXIT_USAGE;
+            goto out;
+        }
+        if (st != G3_OK) {
+            rc = g3_status_exit_code(st);
+            goto out;
+        }
+        {
+            const g3_par_layout_t *l = g3_par_layout(par);
+            cfg.par = par;
+            cfg.dp_rank = l->dp_rank;
+            cfg.model.tp_rank = l->tp_rank;
+            cfg.model.pp_rank = l->pp_rank;
+            cfg.threads = g3_threads_per_rank(l->local_size);
+        }
+        if (me->rank != 0) {
+            /* one voice: rank 0 prints progress and writes the metrics */
+            cfg.metrics_file = NULL;
+            if (!freopen("/dev/null", "w", stdout))
+                g3_warn("could not silence this rank's standard output: %s", strerror(errno));
+        }
+    }
 
     st = g3_train_run(&cfg, &res);
     rc = g3_status_exit_code(st);
+    if (par && st != G3_OK && st != G3_ERR_NUMERIC) {
+        /* the other ranks may be waiting for this one: end the job now, with this code */
+        fflush(stdout);
+        g3_comm_world_abort(world, rc, g3_status_string(st));
+    }
 out:
+    g3_par_free(par);
+    g3_comm_world_free(world);
     g3_opts_free(o);
     return rc;
 }

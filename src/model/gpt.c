@@ -41,6 +41,51 @@ static int g3_gpt_positions(const g3_gpt_config_t *cfg)
     return cfg->max_position_embeddings > 0 ? cfg->max_position_embeddings : cfg->seq_length;
 }
 
+/* Layers per stage.  OUT: *first, *last (layers of the first and last stage), *mid (of
+ * each stage in between).  RET: 0 when the split does not work out. */
+static int g3_gpt_split(const g3_gpt_config_t *cfg, int *first, int *mid, int *last)
+{
+    int P = cfg->pp_size, L = cfg->num_layers;
+    int f = cfg->pp_first_layers, l = cfg->pp_last_layers;
+    int nmid = P - (f > 0) - (l > 0), rest = L - (f > 0 ? f : 0) - (l > 0 ? l : 0);
+
+    if (P < 1 || f < 0 || l < 0 || L < 1)
+        return 0;
+    if (P == 1) {
+        *first = *mid = *last = L;
+        return f == 0 && l == 0;
+    }
+    if (nmid == 0) {
+        if (rest != 0)
+            return 0;
+        *mid = 0;
+    } else {
+        if (rest < nmid || rest % nmid != 0)
+            return 0;
+        *mid = rest / nmid;
+    }
+    *first = f > 0 ? f : *mid;
+    *last = l > 0 ? l : *mid;
+    return 1;
+}
+
+int g3_gpt_stage_layers(const g3_gpt_config_t *cfg, int stage, int *begin, int *end)
+{
+    int first, mid, last, b;
+
+    if (stage < 0 || stage >= cfg->pp_size || !g3_gpt_split(cfg, &first, &mid, &last))
+        return 0;
+    if (cfg->pp_size == 1) {
+        *begin = 0;
+        *end = cfg->num_layers;
+        return 1;
+    }
+    b = stage == 0 ? 0 : first + (stage - 1) * mid;
+    *begin = b;
+    *end = b + (stage == 0 ? first : stage == cfg->pp_size - 1 ? last : mid);
+    return 1;
+}
+
 g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
 {
     g3_status_t st = G3_OK;
@@ -87,29 +132,51 @@ g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
                "position embedding beyond %d; raise --max-position-embeddings or shorten "
                "--seq-length", cfg->seq_length, P, P);
     G3_REQUIRE(cfg->num_attention_heads % cfg->tp_size == 0,
-               "--num-attention-heads %d is not divisible by --tensor-model-parallel-size %d",
-               cfg->num_attention_heads, cfg->tp_size);
+               "--num-attention-heads %d is not divisible by --tensor-model-parallel-size %d: "
+               "each tensor-parallel rank computes whole heads; use a tensor-parallel size that "
+               "divides the number of heads", cfg->num_attention_heads, cfg->tp_size);
+    G3_REQUIRE(cfg->hidden_size % cfg->tp_size == 0,
+               "--hidden-size %d is not divisible by --tensor-model-parallel-size %d: the "
+               "attention output projection is split by columns across the tensor-parallel "
+               "ranks; use a tensor-parallel size that divides the hidden size",
+               cfg->hidden_size, cfg->tp_size);
     G3_REQUIRE(F % cfg->tp_size == 0,
-               "--ffn-hidden-size %d is not divisible by --tensor-model-parallel-size %d", F,
-               cfg->tp_size);
-    G3_REQUIRE(cfg->num_layers % cfg->pp_size == 0,
-               "--num-layers %d is not divisible by --pipeline-model-parallel-size %d",
-               cfg->num_layers, cfg->pp_size);
+               "--ffn-hidden-size %d is not divisible by --tensor-model-parallel-size %d: the "
+               "MLP is split by columns across the tensor-parallel ranks; use a tensor-parallel "
+               "size that divides it", F, cfg->tp_size);
+    G3_REQUIRE(cfg->pp_first_layers >= 0 && cfg->pp_last_layers >= 0,
+               "--decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers "
+               "must be at least 1 when given");
+    if (st == G3_OK && cfg->pp_size == 1 && (cfg->pp_first_layers > 0 || cfg->pp_last_layers > 0)) {
+        g3_error("--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers "
+                 "split the layers between pipeline stages: they need "
+                 "--pipeline-model-parallel-size above 1; drop them");
+        st = G3_ERR_INVALID_ARG;
+    } else if (st == G3_OK && cfg->pp_first_layers == 0 && cfg->pp_last_layers == 0) {
+        G3_REQUIRE(cfg->num_layers % cfg->pp_size == 0 && cfg->num_layers >= cfg->pp_size,
+                   "--num-layers %d is not divisible by --pipeline-model-parallel-size %d: "
+                   "every stage gets the same number of layers; change one of them, or give "
+                   "the first/last stage its own count with --decoder-first-pipeline-num-layers "
+                   "/ --decoder-last-pipeline-num-layers", cfg->num_layers, cfg->pp_size);
+    } else if (st == G3_OK) {
+        int first, mid, last;
+        int given = (cfg->pp_first_layers > 0) + (cfg->pp_last_layers > 0);
+        G3_REQUIRE(g3_gpt_split(cfg, &first, &mid, &last),
+                   "--num-layers %d cannot be split over %d pipeline stages with "
+                   "--decoder-first-pipeline-num-layers %d and "
+                   "--decoder-last-pipeline-num-layers %d: the %d layers left must divide "
+                   "evenly, at least one each, over the %d other stage(s) (the rule of "
+                   "Megatron-LM); change the counts so they do", cfg->num_layers, cfg->pp_size,
+                   cfg->pp_first_layers, cfg->pp_last_layers,
+                   cfg->num_layers - cfg->pp_first_layers - cfg->pp_last_layers,
+                   cfg->pp_size - given);
+    }
     G3_REQUIRE(g3_gpt_padded_vocab(cfg->vocab_size, cfg->make_vocab_size_divisible_by,
                                    cfg->tp_size) > 0,
                "the padded vocabulary (%d rounded up to a multiple of %d x %d) is too large",
                cfg->vocab_size, cfg->make_vocab_size_divisible_by, cfg->tp_size);
 #undef G3_REQUIRE
-    if (st != G3_OK)
-        return st;
-    if (cfg->tp_size > 1 || cfg->pp_size > 1) {
-        g3_error("tensor-parallel size %d x pipeline-parallel size %d: this build of gpt3d "
-                 "trains one model replica per rank only (tensor and pipeline parallelism "
-                 "are not built yet); use --tensor-model-parallel-size 1 "
-                 "--pipeline-model-parallel-size 1", cfg->tp_size, cfg->pp_size);
-        return G3_ERR_UNSUPPORTED;
-    }
-    return G3_OK;
+    return st;
 }
 
 /* ---- parameter table ------------------------------------------------------------------------ */
@@ -319,9 +386,8 @@ g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t *
     m->NH_l = m->NH / cfg->tp_size;
     m->Vp_l = m->Vp / cfg->tp_size;
     m->v0 = cfg->tp_rank * m->Vp_l;
-    nl = cfg->num_layers / cfg->pp_size;
-    m->layer_begin = cfg->pp_rank * nl;
-    m->layer_end = m->layer_begin + nl;
+    g3_gpt_stage_layers(cfg, cfg->pp_rank, &m->layer_begin, &m->layer_end);
+    nl = m->layer_end - m->layer_begin;
     m->has_embedding = cfg->pp_rank == 0;
     m->has_head = cfg->pp_rank == cfg->pp_size - 1;
     m->cfg.ffn_hidden_size = m->F;
@@ -392,6 +458,11 @@ void g3_gpt_free(g3_gpt_t *m)
     free(m->gt.layers);
     free(m->params);
     free(m);
+}
+
+void g3_gpt_set_tp_comm(g3_gpt_t *m, const g3_gpt_tp_comm_t *comm)
+{
+    m->tp = *comm;
 }
 
 const g3_gpt_param_t *g3_gpt_param_find(const g3_gpt_t *m, const char *name)

@@ -12,8 +12,11 @@
  * LayerNorm and loss on the last) and tensor-parallel rank tp_rank of tp_size.  Every
  * parameter has a canonical name, a global shape and a local shard (docs/checkpoint-format.md
  * lists them); initial values are drawn from core/rng.h keyed by (seed, stream of the
- * name, global element index), so every layout starts from the same model.  This build
- * runs tp_size = pp_size = 1; the structure is there for the 3D-parallel trainer.
+ * name, global element index), so every layout starts from the same model.  With
+ * tp_size > 1 the passes call the tensor-parallel collectives of g3_gpt_tp_comm_t (set by
+ * the 3D-parallel trainer, src/parallel): Megatron's f/g pairs around the column- and
+ * row-parallel products, the vocabulary-parallel embedding and cross-entropy.  Pipeline
+ * stages exchange the residual stream through g3_gpt_acts_input/output/grad.
  *
  * Memory.  Parameters and gradients are two flat backend buffers (params in table order);
  * activations of one micro-batch live in a g3_gpt_acts_t, so a pipeline schedule can keep
@@ -40,8 +43,12 @@ typedef struct {
     float    layernorm_epsilon;          /* 1e-5                          --layernorm-epsilon */
     uint64_t seed;                       /* --seed                                           */
     int      recompute_activations;      /* keep only layer inputs; recompute in backward    */
-    int      tp_rank, tp_size;           /* tensor-parallel position (size 1 in this build)  */
-    int      pp_rank, pp_size;           /* pipeline stage (size 1 in this build)            */
+    int      tp_rank, tp_size;           /* tensor-parallel position                          */
+    int      pp_rank, pp_size;           /* pipeline stage                                    */
+    /* Uneven pipeline split (Megatron's --decoder-first/last-pipeline-num-layers): layers
+     * of the first / last stage; 0: not given.  The other stages share the rest evenly
+     * (g3_gpt_stage_layers). */
+    int      pp_first_layers, pp_last_layers;
     int      head_chunk_tokens;          /* tokens per output-layer chunk; 0: automatic      */
 } g3_gpt_config_t;
 
@@ -55,6 +62,13 @@ g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg);
 
 /* RET: V padded the way Megatron does: up to a multiple of divisible_by x tp_size. */
 int g3_gpt_padded_vocab(int vocab_size, int divisible_by, int tp_size);
+
+/* The layers of pipeline stage `stage` of cfg->pp_size: [*begin, *end).  Without
+ * pp_first_layers / pp_last_layers every stage gets num_layers / pp_size; with them the
+ * first (last) stage gets that many and the stages in between share the remaining layers
+ * evenly.  RET: 0 and nothing set when the split is impossible (g3_gpt_config_check says
+ * why), else 1. */
+int g3_gpt_stage_layers(const g3_gpt_config_t *cfg, int stage, int *begin, int *end);
 
 typedef enum {
     G3_GPT_INIT_NORMAL = 0,   /* N(0, init_std^2)                                        */
@@ -102,9 +116,22 @@ typedef struct {
     float          *lnf_w, *lnf_b; /* (C,)     final_layernorm (last stage)                 */
 } g3_gpt_tensors_t;
 
+/* The tensor-parallel collectives the passes need when tp_size > 1 (every TP rank of a
+ * stage calls them in the same order).  The model syncs its backend before each call.
+ * Each returns G3_OK or the communication error (G3_ERR_TIMEOUT, G3_ERR_COMM), already
+ * logged. */
+typedef struct {
+    void *ctx;
+    /* buf (n,) backend memory: summed over the TP group, in place. */
+    g3_status_t (*allreduce_sum)(void *ctx, float *buf, size_t n);
+    /* buf (n,) host memory: max (max != 0) or sum over the TP group, in place. */
+    g3_status_t (*allreduce_host)(void *ctx, double *buf, size_t n, int max);
+} g3_gpt_tp_comm_t;
+
 typedef struct g3_gpt {
     g3_gpt_config_t  cfg;
     g3_backend_t    *be;
+    g3_gpt_tp_comm_t tp;                        /* set by g3_gpt_set_tp_comm (TP > 1)      */
     /* derived sizes */
     int              C, F, NH, HS, P, Vp;       /* global                                  */
     int              C_l, F_l, NH_l, Vp_l, v0;  /* local; v0 first vocabulary row held     */
@@ -124,6 +151,10 @@ typedef struct g3_gpt {
  * OUT: *model_p.  RET: errors of g3_gpt_config_check, G3_ERR_NO_MEMORY. */
 g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t **model_p);
 void g3_gpt_free(g3_gpt_t *model);
+
+/* Give a tensor-parallel model (tp_size > 1) its collectives; copied.  Must be called
+ * before the first pass of such a model. */
+void g3_gpt_set_tp_comm(g3_gpt_t *model, const g3_gpt_tp_comm_t *comm);
 
 /* RET: the parameter named name, or NULL. */
 const g3_gpt_param_t *g3_gpt_param_find(const g3_gpt_t *model, const char *name);
@@ -155,13 +186,27 @@ size_t g3_gpt_acts_estimate(const g3_gpt_t *model, int B, int T);
 /* RET: bytes of backend memory the activations hold. */
 size_t g3_gpt_acts_bytes(const g3_gpt_acts_t *acts);
 
+/* Pipeline stages exchange the residual stream (backend memory, (B,T,C) of the current
+ * micro-batch, contiguous):
+ *   input:  a stage without the embedding reads its input here; fill it (B*T*C floats)
+ *           before g3_gpt_forward (which then takes tokens == NULL);
+ *   output: after g3_gpt_forward of a stage without the head, the stage's output;
+ *   grad:   a stage without the head: fill it with d(output) before g3_gpt_backward;
+ *           after g3_gpt_backward of a stage without the embedding: d(input). */
+float *g3_gpt_acts_input(g3_gpt_acts_t *acts);
+const float *g3_gpt_acts_output(const g3_gpt_t *model, const g3_gpt_acts_t *acts);
+float *g3_gpt_acts_grad(g3_gpt_acts_t *acts);
+
 /* Forward pass over tokens (B,T) (host memory).  With targets (B,T) it computes the loss:
  * *loss_sum_p = sum of the B*T per-token losses (double, host).  When dloss != 0 the output
  * layer's backward runs at once, chunk by chunk, while its logits are in cache: the gradient
  * of (dloss * loss_sum) is accumulated into the output layer's parameters and kept for
  * g3_gpt_backward, which must follow before the next forward on these activations.
+ * Pipeline stages: tokens are read only by the stage with the embedding (others pass NULL
+ * and fill g3_gpt_acts_input first), targets and the loss only by the stage with the head;
+ * a training forward of a stage without the head needs only dloss != 0.
  * RET: G3_ERR_INVALID_ARG for a token outside [0, V) (logged with its position), backend
- * errors. */
+ * and tensor-parallel communication errors. */
 g3_status_t g3_gpt_forward(g3_gpt_t *model, g3_gpt_acts_t *acts, const int32_t *tokens,
                            const int32_t *targets, int B, int T, float dloss,
                            double *loss_sum_p);
@@ -169,7 +214,8 @@ g3_status_t g3_gpt_forward(g3_gpt_t *model, g3_gpt_acts_t *acts, const int32_t *
 g3_status_t g3_gpt_backward(g3_gpt_t *model, g3_gpt_acts_t *acts);
 
 /* Logits for tokens (B,T) (host).  last_only: only position T-1 of each sequence.
- * OUT: logits (B, T, Vp) or (B, Vp) host memory. */
+ * Under tensor parallelism these are this rank's vocabulary rows [v0, v0 + Vp_l).
+ * OUT: logits (B, T, Vp_l) or (B, Vp_l) host memory. */
 g3_status_t g3_gpt_logits(g3_gpt_t *model, g3_gpt_acts_t *acts, const int32_t *tokens, int B,
                           int T, int last_only, float *logits);
 

@@ -2,6 +2,7 @@
  * N = B*T tokens of the current micro-batch. */
 #include "config.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,11 @@ struct g3_gpt_acts {
     float               *d2;          /* (B,T,max(C, C_l))    gradient work space            */
     float               *datt;        /* (B,NH_l,T,T) attention backward work space          */
     float               *host_losses; /* (B,T) host copy                                     */
+    /* vocabulary-parallel cross-entropy (TP > 1) */
+    int32_t             *targets_local; /* (B,T) target - v0 where this rank holds it, else 0 */
+    int32_t             *host_targets;  /* (B,T) host copy of the targets                     */
+    double              *host_ce;       /* (3, Nc) per-token lse, sums, target logits (host)  */
+    float               *host_lse;      /* (Nc,) combined log-sum-exp (host)                   */
 };
 
 /* Carving one allocation: pass 1 (base NULL) only counts, pass 2 assigns. */
@@ -92,6 +98,8 @@ static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *
         a->losses = g3_carve(cv, N * f);
         a->lse = g3_carve(cv, N * f);
         a->logits = g3_carve(cv, (size_t)a->Nc * m->Vp_l * f);
+        if (m->cfg.tp_size > 1)
+            a->targets_local = g3_carve(cv, N * sizeof(int32_t));
     }
     a->tmp = g3_carve(cv, N * m->C * f);
     a->dres = g3_carve(cv, N * m->C * f);
@@ -162,12 +170,22 @@ g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
     if (!a->layer || !a->host_losses)
         goto err_free_acts;
     a->Nc = g3_gpt_head_chunk(m, B, T);
+    if (m->cfg.tp_size > 1) {
+        a->host_targets = malloc(sizeof(int32_t) * (size_t)B * T);
+        a->host_ce = malloc(sizeof(double) * 3 * (size_t)a->Nc);
+        a->host_lse = malloc(sizeof(float) * (size_t)a->Nc);
+        if (!a->host_targets || !a->host_ce || !a->host_lse)
+            goto err_free_acts;
+    }
     g3_gpt_acts_layout(m, a, &cv);
     a->bytes = cv.used;
     st = be->ops->alloc(be, cv.used, "the activations", &a->base);
     if (st != G3_OK) {
         free(a->layer);
         free(a->host_losses);
+        free(a->host_targets);
+        free(a->host_ce);
+    free(a->host_lse);
         free(a);
         return st;
     }
@@ -180,6 +198,9 @@ g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
 err_free_acts:
     free(a->layer);
     free(a->host_losses);
+    free(a->host_targets);
+    free(a->host_ce);
+    free(a->host_lse);
     free(a);
 err_no_memory:
     g3_error("model: out of memory for the activation tables");
@@ -193,6 +214,9 @@ void g3_gpt_acts_free(g3_gpt_t *m, g3_gpt_acts_t *a)
     m->be->ops->free(m->be, a->base);
     free(a->layer);
     free(a->host_losses);
+    free(a->host_targets);
+    free(a->host_ce);
+    free(a->host_lse);
     free(a);
 }
 
@@ -201,7 +225,36 @@ size_t g3_gpt_acts_bytes(const g3_gpt_acts_t *a)
     return a->bytes;
 }
 
+float *g3_gpt_acts_input(g3_gpt_acts_t *a)
+{
+    return a->resid;
+}
+
+const float *g3_gpt_acts_output(const g3_gpt_t *m, const g3_gpt_acts_t *a)
+{
+    int nl = m->layer_end - m->layer_begin;
+    return a->resid + (size_t)nl * a->cur_B * a->cur_T * m->C;
+}
+
+float *g3_gpt_acts_grad(g3_gpt_acts_t *a)
+{
+    return a->dres;
+}
+
 /* ---- passes ---------------------------------------------------------------------------------- */
+
+/* Sum buf (n,) over the tensor-parallel group, in place (Megatron's g in forward after a
+ * row-parallel product, f in backward before a column-parallel input gradient leaves). */
+static g3_status_t g3_gpt_tp_sum(g3_gpt_t *m, float *buf, size_t n)
+{
+    g3_status_t st;
+    if (m->cfg.tp_size == 1)
+        return G3_OK;
+    st = m->be->ops->sync(m->be);
+    if (st == G3_OK)
+        st = m->tp.allreduce_sum(m->tp.ctx, buf, n);
+    return st;
+}
 
 /* Check ids against the real (unpadded) vocabulary before they index anything. */
 static g3_status_t g3_gpt_check_ids(const g3_gpt_t *m, const int32_t *ids, int B, int T,
@@ -218,8 +271,12 @@ static g3_status_t g3_gpt_check_ids(const g3_gpt_t *m, const int32_t *ids, int B
     return G3_OK;
 }
 
-/* Layer li (local index) forward: resid[li] -> resid[li+1], activations in set s. */
-static void g3_gpt_layer_fwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li, g3_gpt_layer_acts_t *s)
+/* Layer li (local index) forward: resid[li] -> resid[li+1], activations in set s.
+ * Tensor parallel: qkv and fc1 are column-parallel (local heads / MLP columns), dense and
+ * fc2 row-parallel: their partial products are summed over the TP group before the
+ * residual add, the bias added once (by TP rank 0) inside the sum. */
+static g3_status_t g3_gpt_layer_fwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
+                                    g3_gpt_layer_acts_t *s)
 {
     const g3_backend_ops_t *op = m->be->ops;
     g3_backend_t *be = m->be;
@@ -227,22 +284,36 @@ static void g3_gpt_layer_fwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li, g3_gpt_layer
     int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
     float eps = m->cfg.layernorm_epsilon;
     float *x = a->resid + (size_t)li * N * C, *y = x + (size_t)N * C;
+    int bias_here = m->cfg.tp_rank == 0;
+    g3_status_t st;
 
     op->layernorm_fwd(be, s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1_w, w->ln1_b, N, C, eps);
     op->matmul_fwd(be, s->qkv, s->ln1, w->qkv_w, w->qkv_b, N, C, 3 * m->C_l);
     op->attention_fwd(be, s->atty, s->att, s->qkv, B, T, m->NH_l, m->HS);
-    op->matmul_fwd(be, a->tmp, s->atty, w->proj_w, w->proj_b, N, m->C_l, C);
+    op->matmul_fwd(be, a->tmp, s->atty, w->proj_w, bias_here ? w->proj_b : NULL, N, m->C_l, C);
+    st = g3_gpt_tp_sum(m, a->tmp, (size_t)N * C);
+    if (st != G3_OK)
+        return st;
     op->residual_fwd(be, s->xmid, x, a->tmp, (size_t)N * C);
     op->layernorm_fwd(be, s->ln2, s->ln2_mean, s->ln2_rstd, s->xmid, w->ln2_w, w->ln2_b, N, C,
                       eps);
     op->matmul_fwd(be, s->fch, s->ln2, w->fc1_w, w->fc1_b, N, C, m->F_l);
     op->gelu_fwd(be, s->fcg, s->fch, (size_t)N * m->F_l);
-    op->matmul_fwd(be, a->tmp, s->fcg, w->fc2_w, w->fc2_b, N, m->F_l, C);
+    op->matmul_fwd(be, a->tmp, s->fcg, w->fc2_w, bias_here ? w->fc2_b : NULL, N, m->F_l, C);
+    st = g3_gpt_tp_sum(m, a->tmp, (size_t)N * C);
+    if (st != G3_OK)
+        return st;
     op->residual_fwd(be, y, s->xmid, a->tmp, (size_t)N * C);
+    return G3_OK;
 }
 
-/* Layer li backward: a->dres holds d resid[li+1] on entry and d resid[li] on return. */
-static void g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li, g3_gpt_layer_acts_t *s)
+/* Layer li backward: a->dres holds d resid[li+1] on entry and d resid[li] on return.
+ * Tensor parallel: the input gradients of the column-parallel qkv and fc1 are partial
+ * sums over the local columns; they are summed over the TP group before the LayerNorm
+ * backward, so the replicated parameters (LayerNorms, dense/fc2 biases) get the same
+ * gradient on every TP rank. */
+static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
+                                    g3_gpt_layer_acts_t *s)
 {
     const g3_backend_ops_t *op = m->be->ops;
     g3_backend_t *be = m->be;
@@ -250,19 +321,27 @@ static void g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li, g3_gpt_layer
     g3_gpt_layer_t *g = &m->gt.layers[li];
     int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
     float *x = a->resid + (size_t)li * N * C;
+    g3_status_t st;
 
     /* MLP: y = xmid + fc2(gelu(fc1(ln2(xmid)))) */
     op->matmul_bwd(be, a->d1, g->fc2_w, g->fc2_b, a->dres, s->fcg, w->fc2_w, N, m->F_l, C);
     op->gelu_bwd(be, a->d1, s->fch, a->d1, (size_t)N * m->F_l);
     op->matmul_bwd(be, a->d2, g->fc1_w, g->fc1_b, a->d1, s->ln2, w->fc1_w, N, C, m->F_l);
+    st = g3_gpt_tp_sum(m, a->d2, (size_t)N * C);
+    if (st != G3_OK)
+        return st;
     op->layernorm_bwd(be, a->dres, g->ln2_w, g->ln2_b, a->d2, s->xmid, w->ln2_w, s->ln2_mean,
                       s->ln2_rstd, N, C);
     /* attention: xmid = x + dense(attn(qkv(ln1(x)))) */
     op->matmul_bwd(be, a->d2, g->proj_w, g->proj_b, a->dres, s->atty, w->proj_w, N, m->C_l, C);
     op->attention_bwd(be, a->d1, a->datt, a->d2, s->qkv, s->att, B, T, m->NH_l, m->HS);
     op->matmul_bwd(be, a->d2, g->qkv_w, g->qkv_b, a->d1, s->ln1, w->qkv_w, N, C, 3 * m->C_l);
+    st = g3_gpt_tp_sum(m, a->d2, (size_t)N * C);
+    if (st != G3_OK)
+        return st;
     op->layernorm_bwd(be, a->dres, g->ln1_w, g->ln1_b, a->d2, x, w->ln1_w, s->ln1_mean,
                       s->ln1_rstd, N, C);
+    return G3_OK;
 }
 
 static g3_gpt_layer_acts_t *g3_gpt_set(g3_gpt_acts_t *a, int li)
@@ -270,15 +349,23 @@ static g3_gpt_layer_acts_t *g3_gpt_set(g3_gpt_acts_t *a, int li)
     return &a->layer[a->nsets == 1 ? 0 : li];
 }
 
-/* Embeddings and layers: resid[0..nl] for tokens already uploaded. */
-static void g3_gpt_trunk_fwd(g3_gpt_t *m, g3_gpt_acts_t *a)
+/* Embeddings and layers: resid[0..nl] for tokens already uploaded (or resid[0] received
+ * from the previous pipeline stage).  Vocabulary-parallel embedding: each TP rank looks up
+ * the tokens of its rows (zeros for the others), rank 0 adds the positions, and the sum
+ * over the TP group is the embedding. */
+static g3_status_t g3_gpt_trunk_fwd(g3_gpt_t *m, g3_gpt_acts_t *a)
 {
     int nl = m->layer_end - m->layer_begin;
-    if (m->has_embedding)
-        m->be->ops->embedding_fwd(m->be, a->resid, a->tokens, m->pt.wte, m->pt.wpe, a->cur_B,
-                                  a->cur_T, m->C, m->v0, m->Vp_l);
-    for (int li = 0; li < nl; li++)
-        g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));
+    g3_status_t st = G3_OK;
+    if (m->has_embedding) {
+        m->be->ops->embedding_fwd(m->be, a->resid, a->tokens, m->pt.wte,
+                                  m->cfg.tp_rank == 0 ? m->pt.wpe : NULL, a->cur_B, a->cur_T,
+                                  m->C, m->v0, m->Vp_l);
+        st = g3_gpt_tp_sum(m, a->resid, (size_t)a->cur_B * a->cur_T * m->C);
+    }
+    for (int li = 0; li < nl && st == G3_OK; li++)
+        st = g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));
+    return st;
 }
 
 static g3_status_t g3_gpt_upload_tokens(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
@@ -290,16 +377,91 @@ static g3_status_t g3_gpt_upload_tokens(g3_gpt_t *m, g3_gpt_acts_t *a, const int
                  B, T, a->B, a->T);
         return G3_ERR_INVALID_ARG;
     }
-    st = g3_gpt_check_ids(m, tokens, B, T, "input token");
+    if (!tokens && m->has_embedding) {
+        g3_error("model: the first pipeline stage needs the input tokens");
+        return G3_ERR_INTERNAL;
+    }
+    st = tokens ? g3_gpt_check_ids(m, tokens, B, T, "input token") : G3_OK;
     if (st == G3_OK && targets)
         st = g3_gpt_check_ids(m, targets, B, T, "target token");
     if (st != G3_OK)
         return st;
     a->cur_B = B;
     a->cur_T = T;
-    m->be->ops->upload(m->be, a->tokens, tokens, sizeof(int32_t) * (size_t)B * T);
+    if (tokens)
+        m->be->ops->upload(m->be, a->tokens, tokens, sizeof(int32_t) * (size_t)B * T);
     if (targets)
         m->be->ops->upload(m->be, a->targets, targets, sizeof(int32_t) * (size_t)B * T);
+    if (targets && m->cfg.tp_size > 1 && m->has_head) {
+        /* vocabulary-parallel cross-entropy: the local column of each target this rank
+         * holds; 0 (a placeholder, corrected in the backward) for the others */
+        int32_t *tl = a->host_targets;
+        memcpy(tl, targets, sizeof(int32_t) * (size_t)B * T);
+        for (int i = 0; i < B * T; i++)
+            tl[i] = tl[i] >= m->v0 && tl[i] < m->v0 + m->Vp_l ? tl[i] - m->v0 : 0;
+        m->be->ops->upload(m->be, a->targets_local, tl, sizeof(int32_t) * (size_t)B * T);
+        memcpy(tl, targets, sizeof(int32_t) * (size_t)B * T);
+    }
+    return G3_OK;
+}
+
+/* Vocabulary-parallel cross-entropy of one chunk of n tokens from row r0 (TP > 1): the
+ * logits (n, Vp_l) of this rank's vocabulary rows are in a->logits.  Each rank's
+ * log-sum-exp over its rows (xent_fwd) is combined over the TP group as
+ * lse = M + log sum_r exp(lse_r - M) with M the all-reduced max (the max and sum-exp
+ * all-reduces of Megatron's vocab_parallel_cross_entropy, on the per-row log-sum-exp), and
+ * the target's logit comes from the rank holding it (a sum with zeros elsewhere).  The full
+ * logits are never gathered.  With dloss != 0 the chunk's logits become their gradient
+ * (softmax - onehot) dloss, the softmax over the whole vocabulary.
+ * OUT: losses[r0 .. r0+n) (host). */
+static g3_status_t g3_gpt_xent_tp(g3_gpt_t *m, g3_gpt_acts_t *a, int r0, int n, float dloss,
+                                  float *losses)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+    g3_backend_t *be = m->be;
+    const int32_t *tg = a->host_targets + r0;
+    int Vl = m->Vp_l, v0 = m->v0;
+    double *lse = a->host_ce, *sum = lse + a->Nc, *xt = sum + a->Nc;
+    float *lse_f = a->host_lse;           /* (n,) this rank's, then the combined, lse */
+    g3_status_t st;
+
+    op->xent_fwd(be, a->losses + r0, a->lse + r0, a->logits, a->targets_local + r0, n, Vl);
+    op->download(be, lse_f, a->lse + r0, sizeof(float) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        float x = 0.0f;
+        if (tg[i] >= v0 && tg[i] < v0 + Vl)
+            op->download(be, &x, a->logits + (size_t)i * Vl + (tg[i] - v0), sizeof(float));
+        lse[i] = lse_f[i];
+        xt[i] = x;
+    }
+    st = op->sync(be);
+    if (st == G3_OK)
+        st = m->tp.allreduce_host(m->tp.ctx, lse, (size_t)n, 1);   /* M: the max over ranks */
+    for (int i = 0; st == G3_OK && i < n; i++)
+        sum[i] = exp((double)lse_f[i] - lse[i]);
+    if (st == G3_OK)   /* sum-exp and the target logits in one all-reduce */
+        st = m->tp.allreduce_host(m->tp.ctx, sum, 2 * (size_t)n, 0);
+    if (st != G3_OK)
+        return st;
+    for (int i = 0; i < n; i++) {
+        double l = lse[i] + log(sum[i]);
+        lse_f[i] = (float)l;
+        losses[r0 + i] = (float)(l - xt[i]);
+    }
+    if (dloss == 0.0f)
+        return G3_OK;
+    op->upload(be, a->lse + r0, lse_f, sizeof(float) * (size_t)n);
+    op->xent_bwd(be, a->logits, a->logits, a->lse + r0, a->targets_local + r0, dloss, n, Vl);
+    /* xent_bwd subtracted dloss at the placeholder column 0 of the rows whose target another
+     * rank holds: add it back (exact up to one rounding of a value in [-dloss, 0]) */
+    for (int i = 0; i < n; i++) {
+        if (tg[i] >= v0 && tg[i] < v0 + Vl)
+            continue;
+        float d;
+        op->download(be, &d, a->logits + (size_t)i * Vl, sizeof(float));
+        d += dloss;
+        op->upload(be, a->logits + (size_t)i * Vl, &d, sizeof(float));
+    }
     return G3_OK;
 }
 
@@ -313,17 +475,21 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
     g3_status_t st;
     double sum = 0.0;
 
-    if (dloss != 0.0f && !targets) {
+    if (dloss != 0.0f && !targets && m->has_head) {
         g3_error("model: a training forward pass (dloss %g) needs targets", (double)dloss);
         return G3_ERR_INTERNAL;
     }
-    st = g3_gpt_upload_tokens(m, a, tokens, targets, B, T);
+    st = g3_gpt_upload_tokens(m, a, tokens, m->has_head ? targets : NULL, B, T);
     if (st != G3_OK)
         return st;
     a->head_grad = 0;
-    g3_gpt_trunk_fwd(m, a);
-    if (!m->has_head)
+    st = g3_gpt_trunk_fwd(m, a);
+    if (st != G3_OK)
+        return st;
+    if (!m->has_head) {
+        a->head_grad = dloss != 0.0f;   /* backward starts from the gradient received */
         return op->sync(be);
+    }
 
     op->layernorm_fwd(be, a->lnf, a->lnf_mean, a->lnf_rstd, a->resid + (size_t)nl * N * m->C,
                       m->pt.lnf_w, m->pt.lnf_b, N, m->C, m->cfg.layernorm_epsilon);
@@ -335,16 +501,32 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
         int n = N - r0 < a->Nc ? N - r0 : a->Nc;
         const float *x = a->lnf + (size_t)r0 * m->C;
         op->matmul_fwd(be, a->logits, x, m->pt.wte, NULL, n, m->C, m->Vp_l);
-        op->xent_fwd(be, a->losses + r0, a->lse + r0, a->logits, a->targets + r0, n, m->Vp_l);
-        if (dloss != 0.0f) {
-            op->xent_bwd(be, a->logits, a->logits, a->lse + r0, a->targets + r0, dloss, n,
+        if (m->cfg.tp_size > 1) {
+            st = g3_gpt_xent_tp(m, a, r0, n, dloss, a->host_losses);
+            if (st != G3_OK)
+                return st;
+        } else {
+            op->xent_fwd(be, a->losses + r0, a->lse + r0, a->logits, a->targets + r0, n,
                          m->Vp_l);
+            if (dloss != 0.0f)
+                op->xent_bwd(be, a->logits, a->logits, a->lse + r0, a->targets + r0, dloss, n,
+                             m->Vp_l);
+        }
+        if (dloss != 0.0f)
             op->matmul_bwd(be, a->dlnf + (size_t)r0 * m->C, m->gt.wte, NULL, a->logits, x,
                            m->pt.wte, n, m->C, m->Vp_l);
-        }
     }
     a->head_grad = dloss != 0.0f;
-    op->download(be, a->host_losses, a->losses, sizeof(float) * (size_t)N);
+    if (m->cfg.tp_size > 1) {
+        /* the output layer is column-parallel over the vocabulary: sum its input gradient */
+        if (dloss != 0.0f) {
+            st = g3_gpt_tp_sum(m, a->dlnf, (size_t)N * m->C);
+            if (st != G3_OK)
+                return st;
+        }
+    } else {
+        op->download(be, a->host_losses, a->losses, sizeof(float) * (size_t)N);
+    }
     st = op->sync(be);
     if (st != G3_OK)
         return st;
@@ -360,21 +542,27 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
     const g3_backend_ops_t *op = m->be->ops;
     g3_backend_t *be = m->be;
     int N = a->cur_B * a->cur_T, nl = m->layer_end - m->layer_begin;
+    g3_status_t st = G3_OK;
 
     if (!a->head_grad) {
         g3_error("model: backward without a training forward pass (one with dloss != 0)");
         return G3_ERR_INTERNAL;
     }
     a->head_grad = 0;
-    op->zero(be, a->dres, sizeof(float) * (size_t)N * m->C);
-    op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf,
-                      a->resid + (size_t)nl * N * m->C, m->pt.lnf_w, a->lnf_mean, a->lnf_rstd,
-                      N, m->C);
-    for (int li = nl - 1; li >= 0; li--) {
+    if (m->has_head) {
+        op->zero(be, a->dres, sizeof(float) * (size_t)N * m->C);
+        op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf,
+                          a->resid + (size_t)nl * N * m->C, m->pt.lnf_w, a->lnf_mean,
+                          a->lnf_rstd, N, m->C);
+    }   /* else dres holds the gradient the next stage sent */
+    for (int li = nl - 1; li >= 0 && st == G3_OK; li--) {
         if (a->nsets == 1 && li != nl - 1)   /* the set still holds the last layer's */
-            g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));   /* recompute */
-        g3_gpt_layer_bwd(m, a, li, g3_gpt_set(a, li));
+            st = g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));   /* recompute */
+        if (st == G3_OK)
+            st = g3_gpt_layer_bwd(m, a, li, g3_gpt_set(a, li));
     }
+    if (st != G3_OK)
+        return st;
     if (m->has_embedding)
         op->embedding_bwd(be, m->gt.wte, m->gt.wpe, a->dres, a->tokens, a->cur_B, a->cur_T,
                           m->C, m->v0, m->Vp_l);

@@ -108,8 +108,14 @@ g3_status_t g3_train_adamw_step(g3_train_adamw_t *opt, double lr, double *grad_n
 {
     g3_gpt_t *m = opt->model;
     g3_backend_t *be = m->be;
-    double norm = g3_train_grad_norm(m);
+    double norm;
 
+    if (opt->grad_hook) {
+        g3_status_t st = opt->grad_hook(opt->grad_hook_ctx, m, opt->step + 1);
+        if (st != G3_OK)
+            return st;
+    }
+    norm = g3_train_grad_norm(m);
     *grad_norm_p = norm;
     if (!isfinite(norm))
         return G3_ERR_NUMERIC;

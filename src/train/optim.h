@@ -35,6 +35,10 @@ typedef struct {
     float    *m;           /* (model->numel,) first moments, backend memory  */
     float    *v;           /* (model->numel,) second moments, backend memory */
     int64_t   step;        /* updates done (bias correction)                 */
+    /* Called by g3_train_adamw_step with the complete gradients, before the norm and the
+     * clipping (tests dump them); NULL: none.  step: the update about to be done. */
+    g3_status_t (*grad_hook)(void *ctx, g3_gpt_t *model, int64_t step);
+    void     *grad_hook_ctx;
 } g3_train_adamw_t;
 
 /* OUT: *opt_p with zero moments.  RET: G3_ERR_NO_MEMORY. */

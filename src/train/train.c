@@ -15,6 +15,7 @@
 #include "core/rng.h"
 #include "data/bpe.h"
 #include "data/dataset.h"
+#include "parallel/par.h"
 #include "train/train.h"
 
 /* ---- the run ------------------------------------------------------------------------------- */
@@ -26,6 +27,7 @@ typedef struct {
     g3_gpt_t                *model;
     g3_gpt_acts_t           *acts;
     g3_train_adamw_t        *opt;
+    g3_par_engine_t         *eng;       /* 3D-parallel runs: schedule and optimizer    */
     g3_data_t               *data;
     FILE                    *metrics;
     int                      T, B;
@@ -41,13 +43,18 @@ static double g3_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Load samples first..first+n-1 of split (modulo wrap when wrap > 0) into tr->inputs and
- * tr->targets (n, T). */
+/* Load this rank's n samples of the global batch that starts at sample `first` of split
+ * (modulo wrap when wrap > 0) into tr->inputs and tr->targets (n, T).  Megatron's order:
+ * the batch is cut into groups of B x DP samples and DP rank d takes samples
+ * [d B, (d+1) B) of each group, so its row b is sample
+ * first + (b / B) B DP + d B + b % B (first + b with one replica). */
 static g3_status_t g3_trainer_batch(g3_trainer_t *tr, g3_split_t split, uint64_t first,
                                     int64_t n, uint64_t wrap)
 {
+    int64_t B = tr->B, DP = tr->cfg->dp_size > 0 ? tr->cfg->dp_size : 1, d = tr->cfg->dp_rank;
     for (int64_t b = 0; b < n; b++) {
-        uint64_t idx = wrap ? (first + (uint64_t)b) % wrap : first + (uint64_t)b;
+        uint64_t pos = (uint64_t)((b / B) * B * DP + d * B + b % B);
+        uint64_t idx = wrap ? (first + pos) % wrap : first + pos;
         int32_t *s = tr->sample;
         g3_status_t st = g3_data_get(tr->data, split, idx, s);
         if (st != G3_OK)
@@ -66,6 +73,20 @@ static g3_status_t g3_trainer_evaluate(g3_trainer_t *tr, double *loss_p)
     uint64_t n = (uint64_t)tr->cfg->eval_iters * (uint64_t)tr->plan.global_batch_size;
     double sum = 0.0;
 
+    if (tr->eng) {   /* each replica its slice of each batch, through the pipeline */
+        int64_t gbs = tr->plan.global_batch_size, rows = gbs / tr->cfg->dp_size;
+        for (uint64_t first = 0; first < n; first += (uint64_t)gbs) {
+            double s = 0.0;
+            g3_status_t st = g3_trainer_batch(tr, G3_SPLIT_VALID, first, rows, avail);
+            if (st == G3_OK)
+                st = g3_par_eval(tr->eng, tr->inputs, tr->targets, rows, &s);
+            if (st != G3_OK)
+                return st;
+            sum += s;
+        }
+        *loss_p = sum / ((double)n * tr->T);
+        return G3_OK;
+    }
     for (uint64_t first = 0; first < n; first += (uint64_t)tr->B) {
         double s = 0.0;
         g3_status_t st = g3_trainer_batch(tr, G3_SPLIT_VALID, first, tr->B, avail);
@@ -190,7 +211,11 @@ static g3_status_t g3_trainer_sample(g3_trainer_t *tr)
     for (int step = 0; step < cfg->sample_tokens; step++) {
         size_t ctx = ids.len < (size_t)tr->T ? ids.len : (size_t)tr->T;
         int32_t next;
-        st = g3_gpt_logits(tr->model, tr->acts, ids.ids + ids.len - ctx, 1, (int)ctx, 1, logits);
+        if (tr->eng)
+            st = g3_par_logits_last(tr->eng, ids.ids + ids.len - ctx, (int)ctx, logits);
+        else
+            st = g3_gpt_logits(tr->model, tr->acts, ids.ids + ids.len - ctx, 1, (int)ctx, 1,
+                               logits);
         if (st != G3_OK)
             goto out;
         next = g3_pick_token(logits, V, cfg->top_k, cfg->temperature, cfg->model.seed,
@@ -240,6 +265,7 @@ static void g3_trainer_close(g3_trainer_t *tr)
         g3_warn("could not finish writing the metrics file %s: %s", tr->cfg->metrics_file,
                 strerror(errno));
     g3_data_close(tr->data);
+    g3_par_engine_free(tr->eng);
     g3_train_adamw_free(tr->opt);
     if (tr->acts)
         g3_gpt_acts_free(tr->model, tr->acts);
@@ -273,6 +299,18 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
     size_t adam = 2 * tr->model->numel * sizeof(float);
     size_t avail = g3_mem_available();
 
+    if (tr->cfg->par) {
+        /* 1F1B keeps up to PP - pp micro-batches in flight; ZeRO-1 keeps m, v and the
+         * reduced gradient for 1/DP of the parameters.  Ranks on one node share it. */
+        const g3_par_layout_t *l = g3_par_layout(tr->cfg->par);
+        int64_t m = tr->plan.global_batch_size / (tr->B * (int64_t)l->dp);
+        int64_t sets = l->pp - l->pp_rank < m ? l->pp - l->pp_rank : m;
+        acts *= (size_t)(sets > 0 ? sets : 1);
+        if (tr->cfg->distributed_optimizer)
+            adam = 3 * tr->model->numel * sizeof(float) / (size_t)l->dp;
+        avail /= (size_t)(l->local_size > 0 ? l->local_size : 1);
+    }
+
     if (strcmp(tr->be->name, "cpu") != 0 || avail == 0 || acts + adam <= avail)
         return G3_OK;
     g3_error("training needs %.2f GiB more memory (activations of %d x %d tokens: %.2f GiB, "
@@ -281,6 +319,12 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
              (double)(acts + adam) / 1073741824.0, tr->B, tr->T, (double)acts / 1073741824.0,
              (double)adam / 1073741824.0, (double)avail / 1073741824.0);
     return G3_ERR_NO_MEMORY;
+}
+
+/* Tests: the gradients of the first update of a one-rank run (see --debug-grad-dump). */
+static g3_status_t g3_trainer_dump_hook(void *ctx, g3_gpt_t *model, int64_t step)
+{
+    return step == 1 ? g3_par_dump_model((const char *)ctx, model) : G3_OK;
 }
 
 /* Everything before the first iteration: the order puts the cheap checks first. */
@@ -360,10 +404,27 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     st = g3_trainer_check_memory(tr);
     if (st != G3_OK)
         return st;
+    if (cfg->par) {
+        g3_par_engine_config_t ecfg;
+        g3_gpt_tp_comm_t tpc;
+        memset(&ecfg, 0, sizeof(ecfg));
+        ecfg.adamw = cfg->adamw;
+        ecfg.distributed_optimizer = cfg->distributed_optimizer;
+        ecfg.max_micro = tr->plan.global_batch_size / (tr->B * (int64_t)cfg->dp_size);
+        ecfg.grad_dump_dir = cfg->grad_dump_dir;
+        g3_par_tp_comm(cfg->par, &tpc);
+        g3_gpt_set_tp_comm(tr->model, &tpc);
+        return g3_par_engine_init(cfg->par, tr->model, tr->B, tr->T, &ecfg, &tr->eng);
+    }
     st = g3_gpt_acts_init(tr->model, tr->B, tr->T, &tr->acts);
     if (st != G3_OK)
         return st;
-    return g3_train_adamw_init(tr->model, &cfg->adamw, &tr->opt);
+    st = g3_train_adamw_init(tr->model, &cfg->adamw, &tr->opt);
+    if (st == G3_OK && cfg->grad_dump_dir) {
+        tr->opt->grad_hook = g3_trainer_dump_hook;
+        tr->opt->grad_hook_ctx = (void *)cfg->grad_dump_dir;
+    }
+    return st;
 }
 
 static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
@@ -383,10 +444,26 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
            tr->plan.lr.style == G3_LR_DECAY_COSINE ? "cosine"
            : tr->plan.lr.style == G3_LR_DECAY_LINEAR ? "linear" : "constant",
            (long long)tr->plan.lr.decay_samples, (long long)tr->plan.lr.warmup_samples);
-    printf("  backend %s: %s; memory: %.1f MiB model state, %.1f MiB activations%s\n",
-           tr->be->name, tr->be->device, (double)state / 1048576.0,
-           (double)g3_gpt_acts_bytes(tr->acts) / 1048576.0,
-           m->recompute_activations ? " (recomputed per layer)" : "");
+    if (tr->eng) {
+        g3_par_memory_t mem;
+        g3_par_engine_memory(tr->eng, &mem);
+        g3_par_print_layout(cfg->par, m, stdout);
+        printf("  backend %s: %s\n", tr->be->name, tr->be->device);
+        printf("  memory on rank 0: %.3fM parameters held, %.2f bytes each = params 4 + grads "
+               "4 + %s (formula %.2f): %.1f MiB model state; %.1f MiB activations for %d "
+               "micro-batch%s in flight%s\n", (double)mem.numel / 1e6, mem.bytes_per_param,
+               cfg->distributed_optimizer ? "(Adam m 4 + v 4 + reduced gradient 4) / DP"
+                                          : "Adam m 4 + v 4",
+               mem.formula,
+               (double)(mem.param_bytes + mem.grad_bytes + mem.optim_bytes) / 1048576.0,
+               (double)mem.acts_bytes / 1048576.0, mem.acts_sets, mem.acts_sets == 1 ? "" : "es",
+               m->recompute_activations ? " (recomputed per layer)" : "");
+    } else {
+        printf("  backend %s: %s; memory: %.1f MiB model state, %.1f MiB activations%s\n",
+               tr->be->name, tr->be->device, (double)state / 1048576.0,
+               (double)g3_gpt_acts_bytes(tr->acts) / 1048576.0,
+               m->recompute_activations ? " (recomputed per layer)" : "");
+    }
     printf("  MFU is measured against %.1f GFLOP/s (%s)\n", tr->be->peak_flops / 1e9,
            tr->be->peak_how);
     fflush(stdout);
@@ -434,9 +511,12 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         double lr = g3_train_lr_at(&tr.plan.lr, consumed);
         double t0 = g3_now(), iter_loss = 0.0, norm = 0.0, dt;
 
-        /* DP rank 0's part of the global batch (the only rank in this build) */
-        st = g3_trainer_batch(&tr, G3_SPLIT_TRAIN, (uint64_t)consumed, gbs, 0);
-        if (st == G3_OK)
+        /* this replica's part of the global batch */
+        st = g3_trainer_batch(&tr, G3_SPLIT_TRAIN, (uint64_t)consumed, nmicro * tr.B, 0);
+        if (st == G3_OK && tr.eng)
+            st = g3_par_train_step(tr.eng, tr.inputs, tr.targets, nmicro, gbs, lr, it,
+                                   &iter_loss, &norm);
+        else if (st == G3_OK)
             st = g3_train_step(tr.opt, tr.acts, tr.inputs, tr.targets, nmicro * tr.B, tr.B,
                                tr.T, lr, it, &iter_loss, &norm);
         if (st != G3_OK)
@@ -487,6 +567,13 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         if (st != G3_OK)
             goto out;
         g3_trainer_report_eval(&tr, res.iterations, res.valid_loss, 1);
+    }
+    if (tr.eng && g3_par_layout(cfg->par)->pp > 1) {
+        double bubble, formula;
+        g3_par_engine_bubble(tr.eng, &bubble, &formula);
+        printf("pipeline bubble on rank 0 (stage 0): %.1f%% of the compute time idle or "
+               "passing activations; 1F1B's (p - 1) / m = %.1f%%\n", 100.0 * bubble,
+               100.0 * formula);
     }
     if (cfg->sample_tokens > 0) {
         st = g3_trainer_sample(&tr);

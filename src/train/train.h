@@ -1,4 +1,4 @@
-/* gpt3d train: the training loop (one model replica per rank in this build).
+/* gpt3d train: the training loop, on one rank or on a 3D-parallel layout (src/parallel).
  *
  * An iteration consumes one global batch (possibly ramping up): the rank runs
  * global_batch / (micro_batch x DP) micro-batches forward and backward, accumulating
@@ -22,7 +22,9 @@ typedef struct {
     int64_t  micro_batch_size;          /* --micro-batch-size                                 */
     int64_t  global_batch_size;         /* --global-batch-size; 0: micro x DP                 */
     int64_t  rampup[3];                 /* --rampup-batch-size START INCR SAMPLES; [0]=0: off */
-    int      dp_size;                   /* data-parallel replicas (1 in this build)           */
+    int      dp_size;                   /* data-parallel replicas                             */
+    int      dp_rank;                   /* this rank's replica: it reads its slice of every
+                                         * global batch (Megatron's order, see train.c)       */
     /* length: exactly one of the two */
     int64_t  train_iters;               /* --train-iters                                      */
     int64_t  train_samples;             /* --train-samples                                    */
@@ -55,6 +57,11 @@ typedef struct {
     /* compute */
     const char  *backend;               /* "cpu"                                              */
     int          threads;               /* 0: OpenMP's default                                */
+    /* 3D parallelism: the layout (src/parallel) or NULL for one rank alone; the model
+     * config carries this rank's tp/pp position */
+    struct g3_par *par;
+    int          distributed_optimizer; /* --use-distributed-optimizer (ZeRO-1 over DP)      */
+    const char  *grad_dump_dir;         /* tests: dump the gradients of iteration 1 here     */
 } g3_train_config_t;
 
 /* Set every field to its default (the flag defaults in docs/training.md). */

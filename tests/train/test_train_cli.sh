@@ -107,8 +107,8 @@ expect 1 "$D/novocab.json does not exist" "missing vocabulary" \
     --data-path "$D/verses" --vocab-file "$D/novocab.json" --merge-file "$D/merges.txt" $model --train-iters 1
 GPT3D_DATA_DIR="$TMPD/empty" expect 1 "built-in KJV corpus is missing .*run 'gpt3d corpus'" \
     "missing built-in corpus" $model --train-iters 1
-expect 1 'tensor and pipeline parallelism are not yet supported' "TP > 1" \
-    $data $model --train-iters 1 --tensor-model-parallel-size 2
+expect 2 "impossible layout: the job's 1 rank cannot be split into --tensor-model-parallel-size 2" \
+    "TP 2 on one rank" $data $model --train-iters 1 --tensor-model-parallel-size 2
 expect 1 'checkpoints are not built into this version' "--save" $data $model --train-iters 1 --save "$TMPD/ck"
 expect 2 'rampup-batch-size needs sample-based training' "ramp-up with --train-iters" \
     $data $model --train-iters 5 --rampup-batch-size 4 4 100

@@ -1,0 +1,393 @@
+/* gpt3d parallel: the training engine: activation sets, the 1F1B pipeline schedule,
+ * forward-only evaluation and generation through the pipeline.  Glossary in par.h.
+ *
+ * Point-to-point messages between neighbouring stages are blocking (a large send waits for
+ * its receive).  Megatron's combined "send forward, receive backward" and "send backward,
+ * receive forward" are two blocking calls here, ordered by the parity of the stage: even
+ * stages send first, odd stages receive first, so the two halves of every pair meet (a
+ * schedule where every stage sends first deadlocks as soon as two messages cross). */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "parallel/par_internal.h"
+
+#define G3_PAR_TAG_FWD 1   /* activations, stage s -> s+1        */
+#define G3_PAR_TAG_BWD 2   /* their gradients, stage s+1 -> s    */
+
+static double g3_par_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
+                               const g3_par_engine_config_t *cfg, g3_par_engine_t **eng_p)
+{
+    const g3_par_layout_t *l = &par->layout;
+    g3_par_engine_t *eng;
+    int64_t inflight = l->pp - l->pp_rank;   /* 1F1B: warm-up PP - pp - 1, plus one */
+    g3_status_t st;
+
+    if (model->cfg.tp_size != l->tp || model->cfg.pp_size != l->pp ||
+        model->cfg.tp_rank != l->tp_rank || model->cfg.pp_rank != l->pp_rank) {
+        g3_error("parallel engine: the model was built for tp %d/%d pp %d/%d but this rank is "
+                 "tp %d/%d pp %d/%d", model->cfg.tp_rank, model->cfg.tp_size,
+                 model->cfg.pp_rank, model->cfg.pp_size, l->tp_rank, l->tp, l->pp_rank, l->pp);
+        return G3_ERR_INTERNAL;
+    }
+    eng = calloc(1, sizeof(*eng));
+    if (!eng) {
+        g3_error("parallel engine: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    eng->par = par;
+    eng->model = model;
+    eng->B = B;
+    eng->T = T;
+    eng->grad_dump_dir = cfg->grad_dump_dir;
+    eng->nsets = (int)(cfg->max_micro < inflight ? cfg->max_micro : inflight);
+    if (eng->nsets < 1)
+        eng->nsets = 1;
+    eng->sets = calloc((size_t)eng->nsets, sizeof(*eng->sets));
+    if (!eng->sets) {
+        free(eng);
+        g3_error("parallel engine: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < eng->nsets; i++) {
+        st = g3_gpt_acts_init(model, B, T, &eng->sets[i]);
+        if (st != G3_OK)
+            goto err_free_sets;
+    }
+    st = g3_par_optim_init(eng, cfg);
+    if (st != G3_OK)
+        goto err_free_sets;
+    *eng_p = eng;
+    return G3_OK;
+
+err_free_sets:
+    for (int i = 0; i < eng->nsets; i++)
+        if (eng->sets[i])
+            g3_gpt_acts_free(model, eng->sets[i]);
+    free(eng->sets);
+    free(eng);
+    return st;
+}
+
+void g3_par_engine_free(g3_par_engine_t *eng)
+{
+    if (!eng)
+        return;
+    g3_par_optim_free(eng);
+    for (int i = 0; i < eng->nsets; i++)
+        if (eng->sets[i])
+            g3_gpt_acts_free(eng->model, eng->sets[i]);
+    free(eng->sets);
+    free(eng);
+}
+
+void g3_par_engine_memory(const g3_par_engine_t *eng, g3_par_memory_t *mem)
+{
+    const g3_par_optim_t *o = &eng->opt;
+    size_t f = sizeof(float);
+    int dp = eng->par->layout.dp;
+
+    memset(mem, 0, sizeof(*mem));
+    mem->numel = eng->model->numel;
+    mem->param_bytes = mem->numel * f;
+    mem->grad_bytes = mem->numel * f;
+    mem->optim_bytes = o->state_numel * f * (o->zero ? 3 : 2);
+    for (int i = 0; i < eng->nsets; i++)
+        mem->acts_bytes += g3_gpt_acts_bytes(eng->sets[i]);
+    mem->acts_sets = eng->nsets;
+    mem->bytes_per_param = mem->numel ? (double)(mem->param_bytes + mem->grad_bytes +
+                                                 mem->optim_bytes) / (double)mem->numel : 0.0;
+    mem->formula = o->zero ? 8.0 + 12.0 / dp : 16.0;
+}
+
+void g3_par_engine_bubble(const g3_par_engine_t *eng, double *measured, double *formula)
+{
+    int pp = eng->par->layout.pp;
+    *measured = eng->t_compute > 0.0 ? (eng->t_sched - eng->t_compute) / eng->t_compute : 0.0;
+    *formula = eng->last_m > 0 ? (double)(pp - 1) / (double)eng->last_m : 0.0;
+}
+
+/* ---- the pieces of a schedule ----------------------------------------------------------------- */
+
+typedef struct {
+    g3_par_engine_t *eng;
+    const int32_t   *inputs, *targets;   /* (m B, T) host                                    */
+    float            dloss;
+    double           loss_sum;           /* last stage: sum of its micro-batches' token losses */
+} g3_par_run_t;
+
+static g3_gpt_acts_t *g3_par_set(g3_par_engine_t *eng, int64_t k)
+{
+    return eng->sets[k % eng->nsets];
+}
+
+/* RET: elements of the residual stream of a B x T micro-batch (what stages exchange). */
+static size_t g3_par_act_numel(const g3_par_engine_t *eng, const g3_gpt_acts_t *a, int B, int T)
+{
+    (void)a;
+    return (size_t)B * T * eng->model->C;
+}
+
+static g3_status_t g3_par_fwd(g3_par_run_t *r, int64_t k)
+{
+    g3_par_engine_t *eng = r->eng;
+    g3_gpt_t *m = eng->model;
+    size_t off = (size_t)k * eng->B * eng->T;
+    double s = 0.0, t0 = g3_par_now();
+    g3_status_t st;
+
+    st = g3_gpt_forward(m, g3_par_set(eng, k), m->has_embedding ? r->inputs + off : NULL,
+                        m->has_head ? r->targets + off : NULL, eng->B, eng->T, r->dloss, &s);
+    eng->t_compute += g3_par_now() - t0;
+    if (m->has_head)
+        r->loss_sum += s;
+    return st;
+}
+
+static g3_status_t g3_par_bwd(g3_par_run_t *r, int64_t k)
+{
+    double t0 = g3_par_now();
+    g3_status_t st = g3_gpt_backward(r->eng->model, g3_par_set(r->eng, k));
+    r->eng->t_compute += g3_par_now() - t0;
+    return st;
+}
+
+static g3_status_t g3_par_send_fwd(g3_par_engine_t *eng, int64_t k)
+{
+    const g3_par_layout_t *l = &eng->par->layout;
+    g3_gpt_acts_t *a = g3_par_set(eng, k);
+    if (l->pp_rank == l->pp - 1)
+        return G3_OK;
+    return g3_comm_send(eng->par->pp, g3_gpt_acts_output(eng->model, a),
+                        g3_par_act_numel(eng, a, eng->B, eng->T), G3_DTYPE_FLOAT32,
+                        l->pp_rank + 1, G3_PAR_TAG_FWD);
+}
+
+static g3_status_t g3_par_recv_fwd(g3_par_engine_t *eng, int64_t k)
+{
+    const g3_par_layout_t *l = &eng->par->layout;
+    g3_gpt_acts_t *a = g3_par_set(eng, k);
+    if (l->pp_rank == 0)
+        return G3_OK;
+    return g3_comm_recv(eng->par->pp, g3_gpt_acts_input(a),
+                        g3_par_act_numel(eng, a, eng->B, eng->T), G3_DTYPE_FLOAT32,
+                        l->pp_rank - 1, G3_PAR_TAG_FWD);
+}
+
+static g3_status_t g3_par_send_bwd(g3_par_engine_t *eng, int64_t k)
+{
+    const g3_par_layout_t *l = &eng->par->layout;
+    g3_gpt_acts_t *a = g3_par_set(eng, k);
+    if (l->pp_rank == 0)
+        return G3_OK;
+    return g3_comm_send(eng->par->pp, g3_gpt_acts_grad(a),
+                        g3_par_act_numel(eng, a, eng->B, eng->T), G3_DTYPE_FLOAT32,
+                        l->pp_rank - 1, G3_PAR_TAG_BWD);
+}
+
+static g3_status_t g3_par_recv_bwd(g3_par_engine_t *eng, int64_t k)
+{
+    const g3_par_layout_t *l = &eng->par->layout;
+    g3_gpt_acts_t *a = g3_par_set(eng, k);
+    if (l->pp_rank == l->pp - 1)
+        return G3_OK;
+    return g3_comm_recv(eng->par->pp, g3_gpt_acts_grad(a),
+                        g3_par_act_numel(eng, a, eng->B, eng->T), G3_DTYPE_FLOAT32,
+                        l->pp_rank + 1, G3_PAR_TAG_BWD);
+}
+
+/* Send micro-batch kf's output forward and receive micro-batch kb's output gradient. */
+static g3_status_t g3_par_send_fwd_recv_bwd(g3_par_engine_t *eng, int64_t kf, int64_t kb)
+{
+    g3_status_t st;
+    if (eng->par->layout.pp_rank % 2 == 0) {
+        st = g3_par_send_fwd(eng, kf);
+        return st == G3_OK ? g3_par_recv_bwd(eng, kb) : st;
+    }
+    st = g3_par_recv_bwd(eng, kb);
+    return st == G3_OK ? g3_par_send_fwd(eng, kf) : st;
+}
+
+/* Send micro-batch kb's input gradient back and receive micro-batch kf's input. */
+static g3_status_t g3_par_send_bwd_recv_fwd(g3_par_engine_t *eng, int64_t kb, int64_t kf)
+{
+    g3_status_t st;
+    if (eng->par->layout.pp_rank % 2 == 0) {
+        st = g3_par_send_bwd(eng, kb);
+        return st == G3_OK ? g3_par_recv_fwd(eng, kf) : st;
+    }
+    st = g3_par_recv_fwd(eng, kf);
+    return st == G3_OK ? g3_par_send_bwd(eng, kb) : st;
+}
+
+/* Megatron's forward_backward_pipelining_without_interleaving over m micro-batches:
+ *   warm-up:    w = min(PP - pp - 1, m) forwards, each sent on;
+ *   steady:     m - w times one forward, then one backward (1F1B);
+ *   cool-down:  the w backwards left.
+ * At most w + 1 micro-batches are in flight on a stage; set k % nsets holds micro-batch k
+ * (its previous user, k - nsets, finished its backward before, in FIFO order). */
+static g3_status_t g3_par_1f1b(g3_par_run_t *r, int64_t m)
+{
+    g3_par_engine_t *eng = r->eng;
+    const g3_par_layout_t *l = &eng->par->layout;
+    int64_t w = l->pp - l->pp_rank - 1 < m ? l->pp - l->pp_rank - 1 : m, rem = m - w;
+    g3_status_t st = G3_OK;
+
+    for (int64_t i = 0; i < w && st == G3_OK; i++) {
+        st = g3_par_recv_fwd(eng, i);
+        if (st == G3_OK)
+            st = g3_par_fwd(r, i);
+        if (st == G3_OK)
+            st = g3_par_send_fwd(eng, i);
+    }
+    if (st == G3_OK && rem > 0)
+        st = g3_par_recv_fwd(eng, w);
+    for (int64_t i = 0; i < rem && st == G3_OK; i++) {
+        int64_t kf = w + i, kb = i;
+        st = g3_par_fwd(r, kf);
+        if (st == G3_OK)
+            st = g3_par_send_fwd_recv_bwd(eng, kf, kb);
+        if (st == G3_OK)
+            st = g3_par_bwd(r, kb);
+        if (st == G3_OK)
+            st = i == rem - 1 ? g3_par_send_bwd(eng, kb)
+                              : g3_par_send_bwd_recv_fwd(eng, kb, kf + 1);
+    }
+    for (int64_t i = 0; i < w && st == G3_OK; i++) {
+        int64_t kb = rem + i;
+        st = g3_par_recv_bwd(eng, kb);
+        if (st == G3_OK)
+            st = g3_par_bwd(r, kb);
+        if (st == G3_OK)
+            st = g3_par_send_bwd(eng, kb);
+    }
+    return st;
+}
+
+/* The sum of the last stages' token losses over the world (TP rank 0 of each last stage
+ * contributes, so each sequence counts once).  OUT: *sum_p */
+static g3_status_t g3_par_loss_sum(g3_par_engine_t *eng, double local, double *sum_p)
+{
+    const g3_par_layout_t *l = &eng->par->layout;
+    double v = l->pp_rank == l->pp - 1 && l->tp_rank == 0 ? local : 0.0;
+    g3_status_t st = g3_par_world_allreduce(eng->par, &v, 1, 0);
+    *sum_p = v;
+    return st;
+}
+
+g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
+                              const int32_t *targets, int64_t nmicro, int64_t gbs, double lr,
+                              int64_t iteration, double *loss_p, double *grad_norm_p)
+{
+    g3_par_run_t r = { eng, inputs, targets, (float)(1.0 / ((double)gbs * eng->T)), 0.0 };
+    double t0, loss = NAN, norm = NAN, sum;
+    g3_status_t st;
+
+    *loss_p = NAN;
+    *grad_norm_p = NAN;
+    g3_gpt_zero_grad(eng->model);
+    t0 = g3_par_now();
+    st = g3_par_1f1b(&r, nmicro);
+    eng->t_sched += g3_par_now() - t0;
+    eng->last_m = nmicro;
+    if (st == G3_OK)
+        st = g3_par_loss_sum(eng, r.loss_sum, &sum);
+    if (st != G3_OK)
+        return st;
+    loss = sum / ((double)gbs * eng->T);
+    *loss_p = loss;
+    if (!isfinite(loss)) {
+        if (eng->par->layout.world_rank == 0)
+            g3_error("iteration %lld: the training loss is %s; stopping before the update (no "
+                     "checkpoint was written: checkpoints are not built into this version). "
+                     "Lower --lr, raise the warm-up, or check the data", (long long)iteration,
+                     isnan(loss) ? "NaN" : "infinite");
+        return G3_ERR_NUMERIC;
+    }
+    st = g3_par_optim_step(eng, lr, iteration, &norm);
+    *grad_norm_p = norm;
+    if (st == G3_ERR_NUMERIC && eng->par->layout.world_rank == 0)
+        g3_error("iteration %lld: the gradient norm is %s (loss %.4f); stopping before the "
+                 "update (no checkpoint was written: checkpoints are not built into this "
+                 "version). Lower --lr or keep --clip-grad on", (long long)iteration,
+                 isnan(norm) ? "NaN" : "infinite", loss);
+    return st;
+}
+
+g3_status_t g3_par_eval(g3_par_engine_t *eng, const int32_t *inputs, const int32_t *targets,
+                        int64_t n, double *loss_sum_p)
+{
+    g3_par_run_t r = { eng, inputs, targets, 0.0f, 0.0 };
+    g3_status_t st = G3_OK;
+    int64_t m = n / eng->B;
+
+    /* forward only, one micro-batch at a time through the stages (set 0 each time) */
+    for (int64_t k = 0; k < m && st == G3_OK; k++) {
+        st = g3_par_recv_fwd(eng, 0);
+        if (st == G3_OK) {
+            size_t off = (size_t)k * eng->B * eng->T;
+            g3_gpt_t *md = eng->model;
+            double s = 0.0;
+            st = g3_gpt_forward(md, eng->sets[0], md->has_embedding ? inputs + off : NULL,
+                                md->has_head ? targets + off : NULL, eng->B, eng->T, 0.0f, &s);
+            if (md->has_head)
+                r.loss_sum += s;
+        }
+        if (st == G3_OK)
+            st = g3_par_send_fwd(eng, 0);
+    }
+    if (st == G3_OK)
+        st = g3_par_loss_sum(eng, r.loss_sum, loss_sum_p);
+    return st;
+}
+
+g3_status_t g3_par_logits_last(g3_par_engine_t *eng, const int32_t *tokens, int T,
+                               float *logits)
+{
+    const g3_par_layout_t *l = &eng->par->layout;
+    g3_gpt_t *m = eng->model;
+    g3_gpt_acts_t *a = eng->sets[0];
+    size_t nact = (size_t)T * m->C;
+    float *local = NULL;
+    g3_status_t st = G3_OK;
+
+    if (l->pp_rank > 0)
+        st = g3_comm_recv(eng->par->pp, g3_gpt_acts_input(a), nact, G3_DTYPE_FLOAT32,
+                          l->pp_rank - 1, G3_PAR_TAG_FWD);
+    if (st != G3_OK)
+        return st;
+    if (!m->has_head) {
+        st = g3_gpt_forward(m, a, m->has_embedding ? tokens : NULL, NULL, 1, T, 0.0f, NULL);
+        if (st == G3_OK)
+            st = g3_comm_send(eng->par->pp, g3_gpt_acts_output(m, a), nact, G3_DTYPE_FLOAT32,
+                              l->pp_rank + 1, G3_PAR_TAG_FWD);
+    } else {
+        /* this rank's vocabulary rows, gathered over TP in rank order: the whole row */
+        local = l->tp > 1 ? malloc(sizeof(float) * (size_t)m->Vp_l) : logits;
+        if (!local) {
+            g3_error("generate: out of memory");
+            return G3_ERR_NO_MEMORY;
+        }
+        st = g3_gpt_logits(m, a, m->has_embedding ? tokens : NULL, 1, T, 1, local);
+        if (st == G3_OK && l->tp > 1)
+            st = g3_comm_allgather(eng->par->tp, local, logits, (size_t)m->Vp_l,
+                                   G3_DTYPE_FLOAT32);
+        if (local != logits)
+            free(local);
+    }
+    if (st == G3_OK && l->pp > 1)
+        st = g3_comm_broadcast(eng->par->pp, logits, (size_t)m->Vp, G3_DTYPE_FLOAT32,
+                               l->pp - 1);
+    return st;
+}

@@ -1,0 +1,363 @@
+/* gpt3d parallel: the layout of a job's ranks on the TP x PP x DP grid and its groups.
+ * Glossary in par.h. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "parallel/par_internal.h"
+#include "topo/topo.h"
+
+/* What each task tells the others about where it runs. */
+typedef struct {
+    int32_t local_rank;
+    char    host[256];
+    char    addr[512];     /* SLURM_TOPOLOGY_ADDR         */
+    char    pattern[128];  /* SLURM_TOPOLOGY_ADDR_PATTERN */
+} g3_par_task_t;
+
+/* The allocation as seen by the tasks: nodes in order of their first rank. */
+typedef struct {
+    int     nnodes, rpn;
+    char  **names;         /* (nnodes)                      */
+    char  **addrs;         /* (nnodes)                      */
+    char  **patterns;      /* (nnodes)                      */
+    int     any_addr;      /* some task has a switch address */
+    int    *rank_node;     /* (world)                       */
+    int    *rank_local;    /* (world)                       */
+} g3_par_alloc_t;
+
+static void g3_par_alloc_free(g3_par_alloc_t *a)
+{
+    g3_topo_names_free(a->names, a->nnodes);
+    g3_topo_names_free(a->addrs, a->nnodes);
+    g3_topo_names_free(a->patterns, a->nnodes);
+    free(a->rank_node);
+    free(a->rank_local);
+}
+
+/* Gather every task's placement (collective).  RET: G3_ERR_INVALID_ARG with why[] when the
+ * nodes run different numbers of ranks. */
+static g3_status_t g3_par_gather(g3_comm_world_t *world, g3_par_alloc_t *a, char *why,
+                                 size_t why_len)
+{
+    const g3_comm_proc_t *me = g3_comm_world_proc(world);
+    g3_par_task_t mine;
+    g3_comm_exchange_t *x = NULL;
+    int *count = NULL, n = me->size;
+    const char *v;
+    g3_status_t st;
+
+    memset(a, 0, sizeof(*a));
+    memset(&mine, 0, sizeof(mine));
+    mine.local_rank = me->local_rank;
+    snprintf(mine.host, sizeof(mine.host), "%s", me->hostname);
+    if ((v = getenv("SLURM_TOPOLOGY_ADDR")) != NULL)
+        snprintf(mine.addr, sizeof(mine.addr), "%s", v);
+    if ((v = getenv("SLURM_TOPOLOGY_ADDR_PATTERN")) != NULL)
+        snprintf(mine.pattern, sizeof(mine.pattern), "%s", v);
+    st = g3_comm_world_exchange(world, "the ranks' hosts for the parallel layout", &mine,
+                                sizeof(mine), &x);
+    if (st != G3_OK)
+        return st;
+    a->names = calloc((size_t)n, sizeof(char *));
+    a->addrs = calloc((size_t)n, sizeof(char *));
+    a->patterns = calloc((size_t)n, sizeof(char *));
+    a->rank_node = malloc((size_t)n * sizeof(int));
+    a->rank_local = malloc((size_t)n * sizeof(int));
+    count = calloc((size_t)n, sizeof(int));
+    if (!a->names || !a->addrs || !a->patterns || !a->rank_node || !a->rank_local || !count) {
+        g3_error("parallel layout: out of memory for %d ranks", n);
+        st = G3_ERR_NO_MEMORY;
+        goto out;
+    }
+    for (int r = 0; r < n; r++) {
+        const g3_par_task_t *t;
+        const void *blob;
+        size_t len;
+        int node = -1;
+
+        st = g3_comm_exchange_get(x, r, &blob, &len);
+        if (st != G3_OK)
+            goto out;
+        if (len != sizeof(*t)) {
+            g3_error("rank %d sent %zu bytes of placement, not %zu: is every rank running the "
+                     "same gpt3d?", r, len, sizeof(*t));
+            st = G3_ERR_COMM;
+            goto out;
+        }
+        t = blob;
+        for (int k = 0; k < a->nnodes; k++)
+            if (strncmp(a->names[k], t->host, sizeof(t->host)) == 0) {
+                node = k;
+                break;
+            }
+        if (node < 0) {
+            node = a->nnodes++;
+            a->names[node] = strndup(t->host, sizeof(t->host) - 1);
+            a->addrs[node] = strndup(t->addr, sizeof(t->addr) - 1);
+            a->patterns[node] = strndup(t->pattern, sizeof(t->pattern) - 1);
+            if (!a->names[node] || !a->addrs[node] || !a->patterns[node]) {
+                g3_error("parallel layout: out of memory");
+                st = G3_ERR_NO_MEMORY;
+                goto out;
+            }
+            a->any_addr |= strstr(t->pattern, "switch") != NULL;
+        }
+        a->rank_node[r] = node;
+        a->rank_local[r] = t->local_rank;
+        count[node]++;
+    }
+    a->rpn = count[0];
+    for (int k = 1; k < a->nnodes; k++)
+        if (count[k] != a->rpn) {
+            snprintf(why, why_len, "the job runs %d ranks on %s but %d on %s; gpt3d needs the "
+                     "same number of ranks on every node (srun --ntasks-per-node, mpirun "
+                     "--map-by ppr:N:node)", a->rpn, a->names[0], count[k], a->names[k]);
+            st = G3_ERR_INVALID_ARG;
+            goto out;
+        }
+out:
+    free(count);
+    g3_comm_exchange_free(x);
+    return st;
+}
+
+/* Build the switch tree for the allocation.  OUT: *topo_p, *nodes_p (nnodes topo indices). */
+static g3_status_t g3_par_tree(const g3_par_alloc_t *a, const char *topology_file,
+                               g3_topo_t **topo_p, int **nodes_p, char *why, size_t why_len)
+{
+    g3_topo_t *topo = NULL;
+    int *nodes;
+    g3_status_t st;
+
+    if (topology_file)
+        st = g3_topo_read_file(topology_file, &topo);
+    else if (a->any_addr)
+        st = g3_topo_from_addrs(a->nnodes, (const char *const *)a->names,
+                                (const char *const *)a->addrs,
+                                (const char *const *)a->patterns, &topo);
+    else
+        st = g3_topo_flat(a->nnodes, (const char *const *)a->names, &topo);
+    if (st != G3_OK)
+        return st;
+    nodes = malloc((size_t)a->nnodes * sizeof(int));
+    if (!nodes) {
+        g3_topo_free(topo);
+        g3_error("parallel layout: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < a->nnodes; i++) {
+        nodes[i] = g3_topo_node_find(topo, a->names[i]);
+        if (nodes[i] < 0) {
+            snprintf(why, why_len, "node %s of this job is not in %s; give the cluster's full "
+                     "topology.conf with --topology-file", a->names[i], topo->source);
+            free(nodes);
+            g3_topo_free(topo);
+            return G3_ERR_INVALID_ARG;
+        }
+    }
+    *topo_p = topo;
+    *nodes_p = nodes;
+    return G3_OK;
+}
+
+/* Create one layer of groups along axis (collective). */
+static g3_status_t g3_par_group(g3_par_t *par, g3_topo_axis_t axis, const char *name,
+                                g3_comm_t **comm_p)
+{
+    int *members = malloc(sizeof(int) * (size_t)par->layout.world_size);
+    int n;
+    g3_status_t st;
+
+    if (!members) {
+        g3_error("parallel layout: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    n = g3_topo_plan_group(par->plan, par->layout.world_rank, axis, members);
+    st = g3_comm_group_create(par->world, name, G3_COMM_BACKEND_HOST, members, n, comm_p);
+    free(members);
+    return st;
+}
+
+g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topology_file,
+                        g3_par_t **par_p, char *why, size_t why_len)
+{
+    const g3_comm_proc_t *me = g3_comm_world_proc(world);
+    g3_par_alloc_t a;
+    g3_topo_t *topo = NULL;
+    int *nodes = NULL;
+    g3_par_t *par;
+    g3_status_t st;
+    int emb[2];
+
+    why[0] = '\0';
+    if (tp < 1 || pp < 1 || me->size % (tp * pp) != 0) {
+        int tpp = tp * pp;
+        snprintf(why, why_len, "the job's %d rank%s cannot be split into tensor-parallel size "
+                 "%d x pipeline-parallel size %d = %d ranks per model replica: the world size "
+                 "must be TP x PP x DP; start a multiple of %d ranks or change "
+                 "--tensor-model-parallel-size / --pipeline-model-parallel-size", me->size,
+                 me->size == 1 ? "" : "s", tp, pp, tpp, tpp);
+        return G3_ERR_INVALID_ARG;
+    }
+    par = calloc(1, sizeof(*par));
+    if (!par) {
+        g3_error("parallel layout: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    par->world = world;
+    st = g3_par_gather(world, &a, why, why_len);
+    if (st != G3_OK)
+        goto err_free_alloc;
+    st = g3_par_tree(&a, topology_file, &topo, &nodes, why, why_len);
+    if (st != G3_OK)
+        goto err_free_alloc;
+    {
+        g3_topo_alloc_t alloc = { a.nnodes, nodes, a.rpn, a.rank_node, a.rank_local };
+        st = g3_topo_map(topo, &alloc, tp, pp, 0, &par->plan, why, why_len);
+        if (st != G3_OK)
+            goto err_free_tree;
+    }
+    par->layout.world_rank = me->rank;
+    par->layout.world_size = me->size;
+    par->layout.tp = tp;
+    par->layout.pp = pp;
+    par->layout.dp = par->plan->dp;
+    par->layout.nnodes = a.nnodes;
+    par->layout.ranks_per_node = a.rpn;
+    par->layout.local_size = me->local_size;
+    snprintf(par->layout.how, sizeof(par->layout.how), "%s", par->plan->how);
+    g3_topo_hostlist_compress((const char *const *)a.names, a.nnodes, par->layout.hosts,
+                              sizeof(par->layout.hosts));
+    g3_topo_plan_coords(par->plan, me->rank, &par->layout.tp_rank, &par->layout.pp_rank,
+                        &par->layout.dp_rank);
+    par->hostnames = a.names;   /* kept for the rank table */
+    par->nhosts = a.nnodes;
+    a.names = NULL;
+    g3_topo_free(topo);
+    free(nodes);
+    topo = NULL;
+    nodes = NULL;
+
+    /* the groups, in the same order on every rank */
+    st = g3_par_group(par, G3_TOPO_TP, "tp", &par->tp);
+    if (st == G3_OK)
+        st = g3_par_group(par, G3_TOPO_PP, "pp", &par->pp);
+    if (st == G3_OK)
+        st = g3_par_group(par, G3_TOPO_DP, "dp", &par->dp);
+    if (st == G3_OK) {
+        /* the tied word embedding: first and last stage of the same (tp, dp) */
+        const g3_par_layout_t *l = &par->layout;
+        int n = 1;
+        emb[0] = l->world_rank;
+        if (pp > 1 && (l->pp_rank == 0 || l->pp_rank == pp - 1)) {
+            emb[0] = g3_topo_plan_rank(par->plan, l->tp_rank, 0, l->dp_rank);
+            emb[1] = g3_topo_plan_rank(par->plan, l->tp_rank, pp - 1, l->dp_rank);
+            n = 2;
+        }
+        st = g3_comm_group_create(world, "emb", G3_COMM_BACKEND_HOST, emb, n, &par->emb);
+    }
+    if (st == G3_OK)
+        st = g3_comm_world_group(world, G3_COMM_BACKEND_HOST, &par->all);
+    g3_par_alloc_free(&a);
+    if (st != G3_OK) {
+        g3_par_free(par);
+        return st;
+    }
+    *par_p = par;
+    return G3_OK;
+
+err_free_tree:
+    g3_topo_free(topo);
+    free(nodes);
+err_free_alloc:
+    g3_par_alloc_free(&a);
+    free(par);
+    return st;
+}
+
+void g3_par_free(g3_par_t *par)
+{
+    if (!par)
+        return;
+    g3_comm_free(par->all);
+    g3_comm_free(par->emb);
+    g3_comm_free(par->dp);
+    g3_comm_free(par->pp);
+    g3_comm_free(par->tp);
+    g3_topo_plan_free(par->plan);
+    g3_topo_names_free(par->hostnames, par->nhosts);
+    free(par);
+}
+
+const g3_par_layout_t *g3_par_layout(const g3_par_t *par)
+{
+    return &par->layout;
+}
+
+g3_comm_world_t *g3_par_world(const g3_par_t *par)
+{
+    return par->world;
+}
+
+/* ---- tensor-parallel collectives for the model ---------------------------------------------- */
+
+static g3_status_t g3_par_tp_sum(void *ctx, float *buf, size_t n)
+{
+    g3_par_t *par = ctx;
+    return g3_comm_allreduce(par->tp, buf, buf, n, G3_DTYPE_FLOAT32, G3_COMM_SUM);
+}
+
+static g3_status_t g3_par_tp_host(void *ctx, double *buf, size_t n, int max)
+{
+    g3_par_t *par = ctx;
+    return g3_comm_allreduce(par->tp, buf, buf, n, G3_DTYPE_FLOAT64,
+                             max ? G3_COMM_MAX : G3_COMM_SUM);
+}
+
+void g3_par_tp_comm(g3_par_t *par, g3_gpt_tp_comm_t *comm)
+{
+    comm->ctx = par;
+    comm->allreduce_sum = g3_par_tp_sum;
+    comm->allreduce_host = g3_par_tp_host;
+}
+
+g3_status_t g3_par_world_allreduce(g3_par_t *par, double *buf, size_t n, int max)
+{
+    return g3_comm_allreduce(par->all, buf, buf, n, G3_DTYPE_FLOAT64,
+                             max ? G3_COMM_MAX : G3_COMM_SUM);
+}
+
+/* ---- printing ----------------------------------------------------------------------------- */
+
+void g3_par_print_layout(const g3_par_t *par, const g3_gpt_config_t *cfg, FILE *out)
+{
+    const g3_par_layout_t *l = &par->layout;
+    g3_gpt_config_t c = *cfg;
+
+    fprintf(out, "  layout: TP %d x PP %d x DP %d = %d ranks on %d node%s x %d (%s; mapping: "
+            "%s)\n", l->tp, l->pp, l->dp, l->world_size, l->nnodes, l->nnodes == 1 ? "" : "s",
+            l->ranks_per_node, l->hosts, l->how);
+    fprintf(out, "  tensor parallel %d: heads %d, MLP columns %d and vocabulary rows per rank; "
+            "pipeline %d stage%s:", l->tp, cfg->num_attention_heads / l->tp,
+            (cfg->ffn_hidden_size > 0 ? cfg->ffn_hidden_size : 4 * cfg->hidden_size) / l->tp,
+            l->pp, l->pp == 1 ? "" : "s");
+    c.pp_size = l->pp;
+    for (int s = 0; s < l->pp; s++) {
+        int b = 0, e = 0;
+        g3_gpt_stage_layers(&c, s, &b, &e);
+        fprintf(out, " %d:[%d,%d)", s, b, e);
+    }
+    fprintf(out, "; data parallel %d\n", l->dp);
+    if (g3_log_enabled(G3_LOG_DEBUG)) {
+        for (int r = 0; r < l->world_size; r++) {
+            int tp, pp, dp;
+            g3_topo_plan_coords(par->plan, r, &tp, &pp, &dp);
+            g3_debug("rank table: world rank %d on %s local rank %d: tp %d pp %d dp %d", r,
+                     par->hostnames[par->plan->rank_node[r]], par->plan->rank_local[r], tp, pp,
+                     dp);
+        }
+    }
+}

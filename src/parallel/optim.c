@@ -1,0 +1,332 @@
+/* gpt3d parallel: gradient reduction, global-norm clipping and AdamW under a 3D layout,
+ * with the optimizer state replicated over DP or sharded (ZeRO-1).  Glossary in par.h.
+ *
+ * After the schedule each rank holds the gradients of its micro-batches for its tensors:
+ *   1. the tied word embedding: first and last stage sum their gradients (group emb);
+ *   2. DP: each segment of the flat buffer is all-reduced, or (ZeRO-1) reduce-scattered:
+ *      DP rank r receives the sum of block r; the len mod DP elements left at the end of a
+ *      segment are all-reduced and updated by every rank;
+ *   3. the global norm: every rank adds the squares of the reduced gradients it holds and
+ *      that no other rank counts (TP-replicated tensors on TP rank 0 only, the last stage's
+ *      copy of the word embedding never, replicated DP state on DP rank 0 only), summed
+ *      over the world;
+ *   4. clip by clip / (norm + 1e-6) when that is below 1, AdamW on what the rank updates;
+ *   5. ZeRO-1: all-gather the updated blocks over DP.
+ * The word embedding is a segment of its own, so its blocks, and the order of every sum,
+ * are the same on the first and on the last stage: both copies stay bitwise equal. */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "parallel/par_internal.h"
+
+#define G3_PAR_WTE "embedding.word_embeddings.weight"
+
+static int g3_par_by_offset(const void *a, const void *b)
+{
+    size_t x = (*(const g3_gpt_param_t *const *)a)->offset;
+    size_t y = (*(const g3_gpt_param_t *const *)b)->offset;
+    return x < y ? -1 : x > y;
+}
+
+/* RET: 1 when this rank counts p's gradient in the global norm (at the tensor level). */
+static int g3_par_counts(const g3_gpt_t *m, const g3_gpt_param_t *p)
+{
+    if (p->tp_dim < 0 && m->cfg.tp_rank != 0)
+        return 0;   /* replicated over TP: rank 0's copy */
+    if (!m->has_embedding && strcmp(p->name, G3_PAR_WTE) == 0)
+        return 0;   /* the last stage's copy of the tied embedding */
+    return 1;
+}
+
+/* Weight-decay runs tiling [0, numel): one AdamW call per run and piece. */
+static g3_status_t g3_par_runs(const g3_gpt_t *m, g3_train_adamw_run_t **runs_p, int *n_p)
+{
+    const g3_gpt_param_t **order = malloc(sizeof(*order) * (size_t)(m->nparams + 1));
+    g3_train_adamw_run_t *runs = calloc((size_t)m->nparams + 1, sizeof(*runs));
+    int n = 0;
+
+    if (!order || !runs) {
+        free(order);
+        free(runs);
+        g3_error("optimizer: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < m->nparams; i++)
+        order[i] = &m->params[i];
+    qsort(order, (size_t)m->nparams, sizeof(*order), g3_par_by_offset);
+    for (int i = 0; i < m->nparams; i++) {
+        if (n > 0 && runs[n - 1].weight_decay == order[i]->weight_decay)
+            continue;
+        if (n > 0)
+            runs[n - 1].end = order[i]->offset;
+        runs[n].begin = n == 0 ? 0 : order[i]->offset;
+        runs[n].weight_decay = order[i]->weight_decay;
+        n++;
+    }
+    if (n > 0)
+        runs[n - 1].end = m->numel;
+    free(order);
+    *runs_p = runs;
+    *n_p = n;
+    return G3_OK;
+}
+
+g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t *cfg)
+{
+    g3_par_optim_t *o = &eng->opt;
+    const g3_par_layout_t *l = &eng->par->layout;
+    g3_gpt_t *m = eng->model;
+    g3_backend_t *be = m->be;
+    const g3_gpt_param_t *wte = g3_gpt_param_find(m, G3_PAR_WTE);
+    size_t cut[4], ncut = 0;
+    g3_status_t st;
+
+    memset(o, 0, sizeof(*o));
+    o->cfg = cfg->adamw;
+    o->zero = cfg->distributed_optimizer;
+    /* segments: the word embedding alone when two stages hold it */
+    cut[ncut++] = 0;
+    if (wte && l->pp > 1) {
+        size_t b = wte->offset, e = (wte->offset + wte->numel + 15) & ~(size_t)15;
+        if (b > 0)
+            cut[ncut++] = b;
+        if (e < m->numel)
+            cut[ncut++] = e;
+    }
+    cut[ncut] = m->numel;
+    o->nseg = (int)ncut;
+    for (int i = 0; i < o->nseg; i++) {
+        g3_par_segment_t *s = &o->seg[i];
+        s->off = cut[i];
+        s->len = cut[i + 1] - cut[i];
+        s->q = o->zero ? s->len / (size_t)l->dp : 0;
+        s->rem = o->zero ? s->len - s->q * (size_t)l->dp : 0;
+        s->so = o->state_numel;
+        o->state_numel += o->zero ? s->q + s->rem : s->len;
+    }
+    st = g3_par_runs(m, &o->runs, &o->nruns);
+    if (st != G3_OK)
+        return st;
+    o->pieces = calloc(2 * (size_t)o->nseg, sizeof(*o->pieces));
+    if (!o->pieces) {
+        g3_error("optimizer: out of memory");
+        st = G3_ERR_NO_MEMORY;
+        goto err_free_runs;
+    }
+    st = be->ops->alloc(be, o->state_numel * sizeof(float), "the Adam first moments",
+                        (void **)&o->m);
+    if (st != G3_OK)
+        goto err_free_pieces;
+    st = be->ops->alloc(be, o->state_numel * sizeof(float), "the Adam second moments",
+                        (void **)&o->v);
+    if (st != G3_OK)
+        goto err_free_m;
+    if (o->zero) {
+        st = be->ops->alloc(be, o->state_numel * sizeof(float),
+                            "the reduced gradient shard (ZeRO-1)", (void **)&o->gshard);
+        if (st != G3_OK)
+            goto err_free_v;
+        be->ops->zero(be, o->gshard, o->state_numel * sizeof(float));
+    }
+    be->ops->zero(be, o->m, o->state_numel * sizeof(float));
+    be->ops->zero(be, o->v, o->state_numel * sizeof(float));
+
+    for (int i = 0; i < o->nseg; i++) {
+        const g3_par_segment_t *s = &o->seg[i];
+        size_t so = s->so;
+        g3_par_piece_t *p;
+        if (!o->zero) {
+            p = &o->pieces[o->npieces++];
+            *p = (g3_par_piece_t){ s->off, s->off + s->len, m->g + s->off, o->m + so, o->v + so,
+                                   l->dp_rank == 0 };
+            continue;
+        }
+        if (s->q > 0) {
+            size_t b = s->off + (size_t)l->dp_rank * s->q;
+            p = &o->pieces[o->npieces++];
+            *p = (g3_par_piece_t){ b, b + s->q, o->gshard + so, o->m + so, o->v + so, 1 };
+        }
+        if (s->rem > 0) {
+            size_t b = s->off + s->q * (size_t)l->dp;
+            p = &o->pieces[o->npieces++];
+            *p = (g3_par_piece_t){ b, s->off + s->len, m->g + b, o->m + so + s->q,
+                                   o->v + so + s->q, l->dp_rank == 0 };
+        }
+    }
+    return G3_OK;
+
+err_free_v:
+    be->ops->free(be, o->v);
+err_free_m:
+    be->ops->free(be, o->m);
+err_free_pieces:
+    free(o->pieces);
+err_free_runs:
+    free(o->runs);
+    return st;
+}
+
+void g3_par_optim_free(g3_par_engine_t *eng)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_backend_t *be = eng->model->be;
+    if (o->gshard)
+        be->ops->free(be, o->gshard);
+    if (o->v)
+        be->ops->free(be, o->v);
+    if (o->m)
+        be->ops->free(be, o->m);
+    free(o->pieces);
+    free(o->runs);
+}
+
+/* Steps 1 and 2: the embedding group, then DP. */
+static g3_status_t g3_par_reduce(g3_par_engine_t *eng)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_par_t *par = eng->par;
+    g3_gpt_t *m = eng->model;
+    const g3_gpt_param_t *wte = g3_gpt_param_find(m, G3_PAR_WTE);
+    int dp = par->layout.dp;
+    g3_status_t st = m->be->ops->sync(m->be);
+
+    if (st == G3_OK && wte && g3_comm_size(par->emb) > 1)
+        st = g3_comm_allreduce(par->emb, m->g + wte->offset, m->g + wte->offset, wte->numel,
+                               G3_DTYPE_FLOAT32, G3_COMM_SUM);
+    for (int i = 0; i < o->nseg && st == G3_OK; i++) {
+        const g3_par_segment_t *s = &o->seg[i];
+        if (dp == 1 && !o->zero)
+            break;
+        if (!o->zero) {
+            st = g3_comm_allreduce(par->dp, m->g + s->off, m->g + s->off, s->len,
+                                   G3_DTYPE_FLOAT32, G3_COMM_SUM);
+            continue;
+        }
+        if (s->q > 0)
+            st = g3_comm_reduce_scatter(par->dp, m->g + s->off, o->gshard + s->so, s->q,
+                                        G3_DTYPE_FLOAT32, G3_COMM_SUM);
+        if (st == G3_OK && s->rem > 0) {
+            float *r = m->g + s->off + s->q * (size_t)dp;
+            st = g3_comm_allreduce(par->dp, r, r, s->rem, G3_DTYPE_FLOAT32, G3_COMM_SUM);
+        }
+    }
+    return st;
+}
+
+/* Tests: write the reduced gradients this rank holds to DIR/grads-rank<r>.bin. */
+static g3_status_t g3_par_dump(g3_par_engine_t *eng)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_gpt_t *m = eng->model;
+    char path[4200];
+    float *host = malloc(sizeof(float) * (m->numel ? m->numel : 1));
+    FILE *f = NULL;
+    g3_status_t st;
+
+    if (!host) {
+        g3_error("gradient dump: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    st = g3_par_dump_open(eng->grad_dump_dir, eng->par->layout.world_rank, path, sizeof(path),
+                          &f);
+    for (int i = 0; i < o->npieces && st == G3_OK; i++) {
+        const g3_par_piece_t *p = &o->pieces[i];
+        m->be->ops->download(m->be, host, p->g, sizeof(float) * (p->end - p->begin));
+        st = g3_par_dump_range(f, path, m, p->begin, p->end, host);
+    }
+    if (f) {
+        g3_status_t cst = g3_par_dump_close(f, path);
+        if (st == G3_OK)
+            st = cst;
+    }
+    free(host);
+    return st;
+}
+
+/* Step 3.  OUT: *norm_p */
+static g3_status_t g3_par_norm(g3_par_engine_t *eng, double *norm_p)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_gpt_t *m = eng->model;
+    double ss = 0.0;
+    g3_status_t st;
+
+    for (int i = 0; i < o->npieces; i++) {
+        const g3_par_piece_t *pc = &o->pieces[i];
+        if (!pc->in_norm)
+            continue;
+        for (int k = 0; k < m->nparams; k++) {
+            const g3_gpt_param_t *p = &m->params[k];
+            size_t lo = p->offset > pc->begin ? p->offset : pc->begin;
+            size_t hi = p->offset + p->numel < pc->end ? p->offset + p->numel : pc->end;
+            double part = 0.0;
+            if (lo >= hi || !g3_par_counts(m, p))
+                continue;
+            m->be->ops->sumsq(m->be, pc->g + (lo - pc->begin), hi - lo, &part);
+            ss += part;
+        }
+    }
+    st = m->be->ops->sync(m->be);
+    if (st == G3_OK)
+        st = g3_par_world_allreduce(eng->par, &ss, 1, 0);
+    *norm_p = sqrt(ss);
+    return st;
+}
+
+g3_status_t g3_par_optim_step(g3_par_engine_t *eng, double lr, int64_t iteration,
+                              double *norm_p)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_par_t *par = eng->par;
+    g3_gpt_t *m = eng->model;
+    g3_backend_t *be = m->be;
+    double norm = NAN;
+    g3_status_t st;
+
+    *norm_p = NAN;
+    st = g3_par_reduce(eng);
+    if (st == G3_OK && eng->grad_dump_dir && iteration == 1)
+        st = g3_par_dump(eng);
+    if (st == G3_OK)
+        st = g3_par_norm(eng, &norm);
+    if (st != G3_OK)
+        return st;
+    *norm_p = norm;
+    if (!isfinite(norm))
+        return G3_ERR_NUMERIC;
+    if (o->cfg.clip_grad > 0.0) {
+        double coeff = o->cfg.clip_grad / (norm + 1e-6);
+        if (coeff < 1.0)
+            for (int i = 0; i < o->npieces; i++)
+                be->ops->scale(be, o->pieces[i].g, o->pieces[i].end - o->pieces[i].begin,
+                               (float)coeff);
+    }
+    o->step++;
+    for (int i = 0; i < o->npieces; i++) {
+        const g3_par_piece_t *pc = &o->pieces[i];
+        for (int r = 0; r < o->nruns; r++) {
+            size_t lo = o->runs[r].begin > pc->begin ? o->runs[r].begin : pc->begin;
+            size_t hi = o->runs[r].end < pc->end ? o->runs[r].end : pc->end;
+            size_t d = lo - pc->begin;
+            if (lo >= hi)
+                continue;
+            be->ops->adamw(be, m->w + lo, pc->g + d, pc->m + d, pc->v + d, hi - lo, (float)lr,
+                           (float)o->cfg.beta1, (float)o->cfg.beta2, (float)o->cfg.eps,
+                           o->runs[r].weight_decay ? (float)o->cfg.weight_decay : 0.0f,
+                           o->step);
+        }
+    }
+    st = be->ops->sync(be);
+    for (int i = 0; i < o->nseg && st == G3_OK && o->zero; i++) {
+        const g3_par_segment_t *s = &o->seg[i];
+        if (s->q == 0)
+            continue;
+        st = g3_comm_allgather(par->dp, m->w + s->off + (size_t)par->layout.dp_rank * s->q,
+                               m->w + s->off, s->q, G3_DTYPE_FLOAT32);
+    }
+    return st;
+}

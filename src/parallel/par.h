@@ -1,0 +1,152 @@
+/* gpt3d parallel: 3D-parallel training (TP x PP x DP) on top of the model and comm layers.
+ *
+ * Glossary: TP, PP, DP = tensor-, pipeline- and data-parallel sizes; tp, pp, dp = a rank's
+ * coordinates; B micro-batch, T sequence length, C hidden size, m micro-batches per
+ * iteration and DP rank, GBS global batch; "stage" = pipeline stage; "segment" = a range
+ * of the flat gradient buffer reduced over DP in one call; "shard" = a DP rank's part of a
+ * segment under ZeRO-1.
+ *
+ * Layers: core <- comm, topo <- backend <- model <- train/optim <- parallel <- train/train.c.
+ * The layout (g3_par_t) comes from the topology mapping (src/topo) of the ranks the
+ * launcher started; its groups are comm groups:
+ *   tp   the TP ranks of one stage of one replica (Megatron's f/g all-reduces, the
+ *        vocabulary-parallel embedding and cross-entropy: model/gpt_pass.c through
+ *        g3_gpt_tp_comm_t);
+ *   pp   the stages of one replica at one tp (activations and their gradients, 1F1B);
+ *   dp   the replicas of one (tp, pp) (gradient all-reduce or ZeRO-1 reduce-scatter +
+ *        all-gather);
+ *   emb  the first and last stage at one (tp, dp) when PP > 1 (the tied word embedding's
+ *        gradient); a group of one elsewhere;
+ *   world every rank (loss, gradient norm, agreement on errors).
+ * The engine (g3_par_engine_t) runs an iteration on a layout: the 1F1B schedule over the
+ * micro-batches, the gradient reductions, the global-norm clipping and the AdamW step
+ * (replicated, or ZeRO-1 with --use-distributed-optimizer).  docs/parallelism.md has the
+ * design and the arithmetic.
+ *
+ * Ownership: g3_par_init's layout borrows the world (freed by the caller after
+ * g3_par_free); the engine borrows the layout and the model.  Not thread safe. */
+#ifndef G3_PARALLEL_PAR_H
+#define G3_PARALLEL_PAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "comm/comm.h"
+#include "core/status.h"
+#include "model/gpt.h"
+#include "train/optim.h"
+
+/* ---- the layout ----------------------------------------------------------------------------- */
+
+typedef struct {
+    int  world_rank, world_size;
+    int  tp, pp, dp;                /* sizes                                              */
+    int  tp_rank, pp_rank, dp_rank; /* this rank's coordinates                            */
+    int  nnodes, ranks_per_node;
+    int  local_size;                /* ranks of this job on this rank's node              */
+    char how[64];                   /* which mapping won (src/topo)                       */
+    char hosts[256];                /* the nodes, compressed ("n[0-3]")                   */
+} g3_par_layout_t;
+
+typedef struct g3_par g3_par_t;
+
+/* Place every rank of the world on a TP x PP x DP grid and create the groups.  Collective
+ * over the world.  The placement of the ranks (host, local rank, SLURM_TOPOLOGY_ADDR) is
+ * exchanged over PMIx; the switch tree is topology_file (a Slurm topology.conf) when given,
+ * else the tasks' SLURM_TOPOLOGY_ADDR, else one flat switch; every rank computes the same
+ * plan with g3_topo_map.
+ * RET: G3_ERR_INVALID_ARG when the layout is impossible (the world is not a multiple of
+ * TP x PP, TP does not fit in a node, nodes run different numbers of ranks): nothing is
+ * logged, why[] holds one sentence saying what would fit (the same on every rank); comm
+ * errors (logged).  OUT: *par_p, only on G3_OK. */
+g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topology_file,
+                        g3_par_t **par_p, char *why, size_t why_len);
+void g3_par_free(g3_par_t *par);
+
+const g3_par_layout_t *g3_par_layout(const g3_par_t *par);
+g3_comm_world_t *g3_par_world(const g3_par_t *par);
+
+/* The tensor-parallel collectives for g3_gpt_set_tp_comm.  OUT: *comm */
+void g3_par_tp_comm(g3_par_t *par, g3_gpt_tp_comm_t *comm);
+
+/* Print the layout (rank 0 calls it: one line per axis and the stages' layers) to out, and
+ * the rank table (host, local rank, tp, pp, dp of every rank) at debug level. */
+void g3_par_print_layout(const g3_par_t *par, const g3_gpt_config_t *cfg, FILE *out);
+
+/* buf (n,) host doubles: summed (max = 0) or maxed over the world, in place. */
+g3_status_t g3_par_world_allreduce(g3_par_t *par, double *buf, size_t n, int max);
+
+/* ---- the training engine ---------------------------------------------------------------------- */
+
+typedef struct g3_par_engine g3_par_engine_t;
+
+typedef struct {
+    g3_train_adamw_config_t adamw;
+    int         distributed_optimizer;  /* ZeRO-1 over DP (--use-distributed-optimizer) */
+    int64_t     max_micro;              /* most micro-batches an iteration runs (m)      */
+    const char *grad_dump_dir;          /* tests: dump the reduced gradients of step 1  */
+} g3_par_engine_config_t;
+
+/* Memory one rank holds for its model state (see docs/parallelism.md). */
+typedef struct {
+    size_t numel;             /* local parameter elements (flat buffer, with alignment gaps) */
+    size_t param_bytes;       /* fp32 parameters: they are the master weights (CPU)      */
+    size_t grad_bytes;        /* fp32 gradient accumulation buffer                        */
+    size_t optim_bytes;       /* Adam m and v, and (ZeRO-1) the reduced gradient shard    */
+    size_t acts_bytes;        /* activations of the micro-batches in flight              */
+    int    acts_sets;         /* micro-batches in flight at most (1F1B: PP - pp)          */
+    double bytes_per_param;   /* (param + grad + optim) / numel                           */
+    double formula;           /* 4 + 4 + 8 = 16, or 4 + 4 + 12 / DP with ZeRO-1           */
+} g3_par_memory_t;
+
+/* Activations for the in-flight micro-batches of B x T, the optimizer state and the
+ * communication plan for model (already built for this rank's tp/pp and given its TP
+ * collectives).  OUT: *eng_p.  RET: G3_ERR_NO_MEMORY. */
+g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
+                               const g3_par_engine_config_t *cfg, g3_par_engine_t **eng_p);
+void g3_par_engine_free(g3_par_engine_t *eng);
+void g3_par_engine_memory(const g3_par_engine_t *eng, g3_par_memory_t *mem);
+
+/* One training iteration, collective over the world.  inputs, targets: (nmicro * B, T)
+ * host, this DP rank's part of the global batch (micro-batch k = rows [k B, (k+1) B)).
+ * Gradients are of the mean token loss over the global batch of gbs sequences.
+ * OUT: *loss_p (that mean, the same on every rank), *grad_norm_p (global, before clipping).
+ * RET: G3_ERR_NUMERIC when the loss or the norm is NaN or infinite (on every rank, logged
+ * by rank 0 with `iteration`; parameters untouched), model and comm errors. */
+g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
+                              const int32_t *targets, int64_t nmicro, int64_t gbs, double lr,
+                              int64_t iteration, double *loss_p, double *grad_norm_p);
+
+/* Forward only over n sequences (this DP rank's part; n a multiple of B), collective.
+ * OUT: *loss_sum_p, the sum of the per-token losses over every DP rank's sequences. */
+g3_status_t g3_par_eval(g3_par_engine_t *eng, const int32_t *inputs, const int32_t *targets,
+                        int64_t n, double *loss_sum_p);
+
+/* Logits of the last of T tokens (one sequence) through the whole pipeline, gathered over
+ * TP and sent to every stage: every rank gets the same full row.  Collective.
+ * tokens (T,) host; OUT: logits (Vp,) host. */
+g3_status_t g3_par_logits_last(g3_par_engine_t *eng, const int32_t *tokens, int T,
+                               float *logits);
+
+/* The pipeline bubble measured over the iterations so far on this rank: (time in the
+ * schedule - time computing) / time computing, and the 1F1B formula (PP - 1) / m for the
+ * last iteration's m.  OUT: both (0 without pipeline parallelism). */
+void g3_par_engine_bubble(const g3_par_engine_t *eng, double *measured, double *formula);
+
+/* ---- gradient dumps (the equivalence tests) --------------------------------------------------- */
+
+/* Write the gradient elements [begin, end) of the flat buffer of model, whose values are
+ * at grad (host or backend memory, (end - begin,)), to the open dump file f as records
+ * (tensor name, global shape, global element index, value); tp_rank maps local to global
+ * indices.  RET: G3_ERR_IO (logged). */
+g3_status_t g3_par_dump_range(FILE *f, const char *path, const g3_gpt_t *model, size_t begin,
+                              size_t end, const float *grad);
+/* Open DIR/grads-rank<rank>.bin for writing, with its header.  OUT: *f_p */
+g3_status_t g3_par_dump_open(const char *dir, int rank, char *path, size_t path_len,
+                             FILE **f_p);
+g3_status_t g3_par_dump_close(FILE *f, const char *path);
+/* The single-rank trainer's dump of every gradient (rank 0 of 1). */
+g3_status_t g3_par_dump_model(const char *dir, const g3_gpt_t *model);
+
+#endif
