@@ -1,6 +1,7 @@
-/* gpt3d parallel: gradient dumps for the equivalence tests (tests/parallel/grad_check).
+/* gpt3d parallel: gradient (and parameter) dumps for the equivalence tests
+ * (tests/parallel/grad_check).
  *
- * File DIR/grads-rank<RRRRR>.bin, little-endian:
+ * File DIR/grads-rank<RRRRR>.bin (params-rank<RRRRR>.bin), little-endian:
  *   header   "gpt3d-grad-dump\n" (16 bytes), u32 version (1), u32 world rank
  *   records  u32 name length, name bytes, u32 ndim, i64 shape[2] (global),
  *            u64 count, u64 index[count] (global row-major element index), f32 value[count]
@@ -19,8 +20,8 @@
 #define G3_DUMP_MAGIC   "gpt3d-grad-dump\n"
 #define G3_DUMP_VERSION 1u
 
-g3_status_t g3_par_dump_open(const char *dir, int rank, char *path, size_t path_len,
-                             FILE **f_p)
+g3_status_t g3_par_dump_open(const char *dir, const char *what, int rank, char *path,
+                             size_t path_len, FILE **f_p)
 {
     uint32_t head[2] = { G3_DUMP_VERSION, (uint32_t)rank };
     FILE *f;
@@ -29,7 +30,7 @@ g3_status_t g3_par_dump_open(const char *dir, int rank, char *path, size_t path_
         g3_error("gradient dump: cannot create the directory %s: %s", dir, strerror(errno));
         return G3_ERR_IO;
     }
-    snprintf(path, path_len, "%s/grads-rank%05d.bin", dir, rank);
+    snprintf(path, path_len, "%s/%s-rank%05d.bin", dir, what, rank);
     f = fopen(path, "wb");
     if (!f) {
         g3_error("gradient dump: cannot create %s: %s; pass an existing, writable directory",
@@ -88,7 +89,7 @@ g3_status_t g3_par_dump_range(FILE *f, const char *path, const g3_gpt_t *m, size
     return G3_OK;
 }
 
-g3_status_t g3_par_dump_model(const char *dir, const g3_gpt_t *m)
+g3_status_t g3_par_dump_model(const char *dir, const g3_gpt_t *m, int params, int rank)
 {
     float *host = malloc(sizeof(float) * (m->numel ? m->numel : 1));
     char path[4200];
@@ -99,9 +100,9 @@ g3_status_t g3_par_dump_model(const char *dir, const g3_gpt_t *m)
         g3_error("gradient dump: out of memory");
         return G3_ERR_NO_MEMORY;
     }
-    st = g3_par_dump_open(dir, 0, path, sizeof(path), &f);
+    st = g3_par_dump_open(dir, params ? "params" : "grads", rank, path, sizeof(path), &f);
     if (st == G3_OK) {
-        m->be->ops->download(m->be, host, m->g, sizeof(float) * m->numel);
+        m->be->ops->download(m->be, host, params ? m->w : m->g, sizeof(float) * m->numel);
         st = g3_par_dump_range(f, path, m, 0, m->numel, host);
         if (g3_par_dump_close(f, path) != G3_OK && st == G3_OK)
             st = G3_ERR_IO;

@@ -231,8 +231,8 @@ static g3_status_t g3_par_dump(g3_par_engine_t *eng)
         g3_error("gradient dump: out of memory");
         return G3_ERR_NO_MEMORY;
     }
-    st = g3_par_dump_open(eng->grad_dump_dir, eng->par->layout.world_rank, path, sizeof(path),
-                          &f);
+    st = g3_par_dump_open(eng->grad_dump_dir, "grads", eng->par->layout.world_rank, path,
+                          sizeof(path), &f);
     for (int i = 0; i < o->npieces && st == G3_OK; i++) {
         const g3_par_piece_t *p = &o->pieces[i];
         m->be->ops->download(m->be, host, p->g, sizeof(float) * (p->end - p->begin));

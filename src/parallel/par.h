@@ -142,11 +142,13 @@ void g3_par_engine_bubble(const g3_par_engine_t *eng, double *measured, double *
  * indices.  RET: G3_ERR_IO (logged). */
 g3_status_t g3_par_dump_range(FILE *f, const char *path, const g3_gpt_t *model, size_t begin,
                               size_t end, const float *grad);
-/* Open DIR/grads-rank<rank>.bin for writing, with its header.  OUT: *f_p */
-g3_status_t g3_par_dump_open(const char *dir, int rank, char *path, size_t path_len,
-                             FILE **f_p);
+/* Open DIR/<what>-rank<rank>.bin for writing ("grads", "params"), with its header;
+ * DIR is created if missing.  OUT: *f_p, path (path_len). */
+g3_status_t g3_par_dump_open(const char *dir, const char *what, int rank, char *path,
+                             size_t path_len, FILE **f_p);
 g3_status_t g3_par_dump_close(FILE *f, const char *path);
-/* The single-rank trainer's dump of every gradient (rank 0 of 1). */
-g3_status_t g3_par_dump_model(const char *dir, const g3_gpt_t *model);
+/* Every gradient (params = 0) or parameter (params = 1) this rank holds in model, as
+ * DIR/grads-rank<rank>.bin or DIR/params-rank<rank>.bin. */
+g3_status_t g3_par_dump_model(const char *dir, const g3_gpt_t *model, int params, int rank);
 
 #endif

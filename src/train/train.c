@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "core/log.h"
@@ -34,6 +35,7 @@ typedef struct {
     int32_t                 *sample;    /* (T+1,) one token window                     */
     int32_t                 *inputs;    /* (GBS/DP, T) this rank's part of a batch     */
     int32_t                 *targets;   /* (GBS/DP, T)                                 */
+    double                   peak;      /* FLOP/s of every rank together (MFU)         */
 } g3_trainer_t;
 
 static double g3_now(void)
@@ -324,7 +326,7 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
 /* Tests: the gradients of the first update of a one-rank run (see --debug-grad-dump). */
 static g3_status_t g3_trainer_dump_hook(void *ctx, g3_gpt_t *model, int64_t step)
 {
-    return step == 1 ? g3_par_dump_model((const char *)ctx, model) : G3_OK;
+    return step == 1 ? g3_par_dump_model((const char *)ctx, model, 0, 0) : G3_OK;
 }
 
 /* Everything before the first iteration: the order puts the cheap checks first. */
@@ -427,6 +429,25 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     return st;
 }
 
+/* The peak of the whole job: the backend's per-thread peak times the threads of every rank,
+ * at most the CPUs of each node (ranks sharing cores do not add to it). */
+static double g3_trainer_peak(const g3_trainer_t *tr)
+{
+    const g3_par_layout_t *l;
+    double per_thread, threads;
+    long ncpu;
+
+    if (!tr->cfg->par || tr->be->nthreads < 1)
+        return tr->be->peak_flops;
+    l = g3_par_layout(tr->cfg->par);
+    per_thread = tr->be->peak_flops / tr->be->nthreads;
+    threads = (double)tr->be->nthreads * l->ranks_per_node;
+    ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu > 0 && threads > (double)ncpu)
+        threads = (double)ncpu;
+    return per_thread * threads * l->nnodes;
+}
+
 static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
 {
     const g3_train_config_t *cfg = tr->cfg;
@@ -464,8 +485,15 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
                (double)g3_gpt_acts_bytes(tr->acts) / 1048576.0,
                m->recompute_activations ? " (recomputed per layer)" : "");
     }
-    printf("  MFU is measured against %.1f GFLOP/s (%s)\n", tr->be->peak_flops / 1e9,
-           tr->be->peak_how);
+    tr->peak = g3_trainer_peak(tr);
+    if (cfg->par)
+        printf("  MFU is measured against %.1f GFLOP/s: %d node%s x %.1f GFLOP/s (per rank: "
+               "%s)\n", tr->peak / 1e9, g3_par_layout(cfg->par)->nnodes,
+               g3_par_layout(cfg->par)->nnodes == 1 ? "" : "s",
+               tr->peak / g3_par_layout(cfg->par)->nnodes / 1e9, tr->be->peak_how);
+    else
+        printf("  MFU is measured against %.1f GFLOP/s (%s)\n", tr->be->peak_flops / 1e9,
+               tr->be->peak_how);
     fflush(stdout);
     if (tr->metrics) {
         fprintf(tr->metrics, "{\"event\":\"start\",\"num_layers\":%d,\"hidden_size\":%d,"
@@ -477,7 +505,7 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
                 m->vocab_size, tr->model->Vp, (long long)g3_gpt_num_parameters(m),
                 (long long)cfg->micro_batch_size, (long long)tr->plan.global_batch_size,
                 (long long)tr->plan.train_iters, tr->be->name, tr->be->nthreads,
-                tr->be->peak_flops);
+                tr->peak);
         fflush(tr->metrics);
     }
 }
@@ -534,7 +562,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
 
         if (it % cfg->log_interval == 0 || it == tr.plan.train_iters) {
             double ms = t_sum / n_iters * 1e3, tps = tokens / t_sum, fl = flops_sum / t_sum;
-            double mfu = fl / tr.be->peak_flops;
+            double mfu = fl / tr.peak;
             printf(" iteration %8lld/%8lld | consumed samples: %10lld | elapsed time per "
                    "iteration (ms): %.1f | learning rate: %.6E | global batch size: %5lld | "
                    "lm loss: %.6E | grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.4f | "
@@ -567,6 +595,12 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         if (st != G3_OK)
             goto out;
         g3_trainer_report_eval(&tr, res.iterations, res.valid_loss, 1);
+    }
+    if (cfg->grad_dump_dir) {   /* tests: the parameters at the end, every rank */
+        st = g3_par_dump_model(cfg->grad_dump_dir, tr.model, 1,
+                               cfg->par ? g3_par_layout(cfg->par)->world_rank : 0);
+        if (st != G3_OK)
+            goto out;
     }
     if (tr.eng && g3_par_layout(cfg->par)->pp > 1) {
         double bubble, formula;

@@ -2,7 +2,7 @@
  * one file per rank, format in src/parallel/dump.c) into whole tensors by their global
  * element indices, and compare them with a reference run's.
  *
- *   grad_check [--tol T] REF_DIR RUN_DIR
+ *   grad_check [--tol T] [--what grads|params] REF_DIR RUN_DIR
  *
  * Checks, for the run: every element of every tensor of the reference is present; copies
  * of one element held by several ranks (replicated over TP or DP, the tied embedding on
@@ -120,6 +120,8 @@ static int read_file(set_t *s, const char *path)
     return rc;
 }
 
+static const char *what = "grads";
+
 static int read_dir(set_t *s, const char *dir)
 {
     DIR *d = opendir(dir);
@@ -132,7 +134,8 @@ static int read_dir(set_t *s, const char *dir)
     }
     while ((e = readdir(d)) != NULL) {
         char path[4200];
-        if (strncmp(e->d_name, "grads-rank", 10) != 0)
+        size_t wl = strlen(what);
+        if (strncmp(e->d_name, what, wl) != 0 || strncmp(e->d_name + wl, "-rank", 5) != 0)
             continue;
         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
         if (read_file(s, path) != 0) {
@@ -143,7 +146,7 @@ static int read_dir(set_t *s, const char *dir)
     }
     closedir(d);
     if (files == 0)
-        fprintf(stderr, "grad_check: no grads-rank*.bin in %s\n", dir);
+        fprintf(stderr, "grad_check: no %s-rank*.bin in %s\n", what, dir);
     return files ? 0 : -1;
 }
 
@@ -153,12 +156,17 @@ int main(int argc, char **argv)
     set_t ref = { 0 }, run = { 0 };
     int a = 1, bad = 0;
 
-    if (argc > 2 && strcmp(argv[1], "--tol") == 0) {
-        tol = atof(argv[2]);
-        a = 3;
+    while (argc - a > 2 && argv[a][0] == '-') {
+        if (strcmp(argv[a], "--tol") == 0)
+            tol = atof(argv[a + 1]);
+        else if (strcmp(argv[a], "--what") == 0)
+            what = argv[a + 1];
+        else
+            break;
+        a += 2;
     }
     if (argc - a != 2) {
-        fprintf(stderr, "usage: grad_check [--tol T] REF_DIR RUN_DIR\n");
+        fprintf(stderr, "usage: grad_check [--tol T] [--what grads|params] REF_DIR RUN_DIR\n");
         return 2;
     }
     if (read_dir(&ref, argv[a]) != 0 || read_dir(&run, argv[a + 1]) != 0)

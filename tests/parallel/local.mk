@@ -1,0 +1,11 @@
+# tests/parallel: 3D-parallel training under mpirun (src/parallel): every layout trains the
+# one-rank model (loss curves, gradients assembled from the ranks' dumps by grad_check),
+# layouts refused before any work, and the speed benchmark (tests/parallel/bench_parallel.sh:
+# by hand or make check-long).
+check_PROGRAMS += tests/parallel/grad_check
+tests_parallel_grad_check_SOURCES = tests/parallel/grad_check.c
+tests_parallel_grad_check_LDADD = -lm
+TESTS += tests/parallel/test_parallel_equiv.sh tests/parallel/test_parallel_errors.sh
+EXTRA_DIST += tests/parallel/test_parallel_equiv.sh tests/parallel/test_parallel_errors.sh
+LONG_TESTS += tests/parallel/bench_parallel.sh
+EXTRA_DIST += tests/parallel/bench_parallel.sh
