@@ -128,20 +128,24 @@ __device__ __forceinline__ float g3_block_max(float v, float *shm)
     return g3_warp_max(v);
 }
 
-/* GELU, tanh approximation, and its derivative (fp32). */
+/* GELU, tanh approximation, and its derivative (fp32), written with
+ * 0.5 (1 + tanh u) = sigmoid(2u) as the CPU backend does (docs/model.md): the same function
+ * without the cancellation of 1 + tanh u where tanh u ~ -1.
+ *   gelu(x)  = x s,   s = sigmoid(2u),   u = sqrt(2/pi) (x + 0.044715 x^3)
+ *   gelu'(x) = s + x * 2 s (1 - s) * du/dx,   du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2) */
 #define G3_GELU_K 0.7978845608028654f   /* sqrt(2/pi) */
 __device__ __forceinline__ float g3_gelu(float x)
 {
     float u = G3_GELU_K * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(u));
+    return x / (1.0f + expf(-2.0f * u));
 }
 
 __device__ __forceinline__ float g3_gelu_grad(float x)
 {
     float u = G3_GELU_K * (x + 0.044715f * x * x * x);
-    float t = tanhf(u);
+    float s = 1.0f / (1.0f + expf(-2.0f * u));
     float du = G3_GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+    return s + x * 2.0f * s * (1.0f - s) * du;
 }
 
 #endif
