@@ -102,6 +102,8 @@ is "$rc" 0 "the installed gpt3d-submit finds its job script under the prefix"
 like "$out" "would create run $TMPD/run" "... and would create the run (dry run)"
 is "$( [ -f "$inst/share/gpt3d/sbatch/gpt3d-train.sbatch" ] && [ -f "$inst/share/doc/gpt3d/slurm.md" ] && echo yes)" yes \
     "make install puts the job script in share/gpt3d/sbatch and slurm.md in the doc directory"
+is "$( [ -x "$inst/share/gpt3d/sbatch/gpt3d-healthcheck" ] && echo yes)" yes \
+    "make install puts the health check, executable, beside the job script"
 
 # A staged install (DESTDIR) must name the configured prefix, never the stage.
 stage="$TMPD/stage"
