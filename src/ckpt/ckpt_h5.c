@@ -474,7 +474,7 @@ g3_status_t g3_ckpt_dataset_io(hid_t d, hid_t type, int ndim, const int64_t *ext
                               int write, uint32_t *crc_p)
 {
     int64_t row = g3_ckpt_box_volume(ndim, extent) / extent[0];
-    int64_t rows = (int64_t)((4u << 20) / ((size_t)row * esz));
+    int64_t rows = (int64_t)((8u << 20) / ((size_t)row * esz));
     hid_t fspace = H5Dget_space(d);
     uint32_t crc = crc_p ? *crc_p : 0;
     g3_status_t st = G3_OK;

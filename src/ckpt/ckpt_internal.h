@@ -85,7 +85,7 @@ g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *forma
 /* CRC-32C of a dataset's bytes as stored (read with its file type). */
 g3_status_t g3_ckpt_dataset_raw_crc(hid_t d, uint32_t *crc_p);
 /* Whole-dataset read (write == 0) or write of buf, (extent...) row-major, in
- * row blocks of about 4 MiB; each block is folded into *crc_p (if not NULL)
+ * row blocks of about 8 MiB; each block is folded into *crc_p (if not NULL)
  * while it is in cache.  RET: G3_ERR_FORMAT (read) / G3_ERR_IO (write). */
 g3_status_t g3_ckpt_dataset_io(hid_t d, hid_t type, int ndim, const int64_t *extent, size_t esz, void *buf,
                               int write, uint32_t *crc_p);

@@ -742,6 +742,11 @@ static g3_status_t open_shard(g3_ckpt_reader_t *r, int file, hid_t *f_p, char *p
         g3_error("checkpoint %s is incomplete: shard file %s is missing", r->dir, fr->name);
     if (st != G3_OK)
         return st;
+    {   /* the pieces are read front to back: let the kernel read ahead further */
+        void *handle = NULL;
+        if (H5Fget_vfd_handle(*f_p, H5P_DEFAULT, &handle) >= 0 && handle != NULL)
+            posix_fadvise(*(int *)handle, 0, 0, POSIX_FADV_SEQUENTIAL);
+    }
     st = g3_ckpt_check_format(*f_p, path, G3_CKPT_SHARD_FORMAT);
     if (st == G3_OK && (g3_ckpt_attr_read_i64(*f_p, "iteration", &it, 1) != G3_OK || it != r->iteration)) {
         g3_error("shard file %s belongs to iteration %lld but the index is for iteration %lld: it was copied from another checkpoint",

@@ -156,6 +156,14 @@ static g3_status_t write_piece(hid_t f, const char *path, const g3_ckpt_stensor_
                  s->name, k, bytes, path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
         st = G3_ERR_IO;
     }
+    if (st == G3_OK && bytes >= (4u << 20)) {
+        /* Start writing this tensor to disk now, without waiting, so the disk
+         * works while the next tensors are copied; the fsync at the end of the
+         * file then has little left to do. */
+        void *handle = NULL;
+        if (H5Fget_vfd_handle(f, H5P_DEFAULT, &handle) >= 0 && handle != NULL)
+            sync_file_range(*(int *)handle, 0, 0, SYNC_FILE_RANGE_WRITE);
+    }
     if (st == G3_OK) {
         st = g3_ckpt_attr_write_u32(d, "crc32c", crc);
         if (st == G3_OK) st = g3_ckpt_attr_write_str(d, "dtype", g3_ckpt_dtype_name(t->dtype));
