@@ -24,6 +24,14 @@ tap_result 0 "a private cluster of 4 nodes starts"
 W=$G3C_WORK
 cd "$W"
 
+# 1. The nodes, the topology.
+run sinfo -h -N -o '%N %t'
+is "$(printf '%s\n' "$out" | sort -u | tr '\n' ' ')" "n1 idle n2 idle n3 idle n4 idle " "sinfo lists 4 nodes, all idle"
+run scontrol show topology
+like "$out" "SwitchName=leaf1 .*Nodes=n1,n2" "topology/tree: leaf1 holds n1,n2"
+like "$out" "SwitchName=top .*Switches=leaf1,leaf2" "topology/tree: a top switch above the leaves"
+
+# (Submitted after the idle check above, which it would disturb.)
 # The warning signal takes up to 30 s to come (slurmctld looks at time limits
 # every 30 s), so its job runs while the other checks do.
 cat >"$W/warn.sh" <<'EOF'
@@ -34,13 +42,6 @@ for _ in $(seq 1 240); do sleep 0.25; done
 echo "no signal came"
 EOF
 warn_job=$(sbatch --parsable -N 1 -n 1 --time=1 --signal=B:USR2@50 -o "$W/warn.out" "$W/warn.sh")
-
-# 1. The nodes, the topology.
-run sinfo -h -N -o '%N %t'
-is "$(printf '%s\n' "$out" | sort -u | tr '\n' ' ')" "n1 idle n2 idle n3 idle n4 idle " "sinfo lists 4 nodes, all idle"
-run scontrol show topology
-like "$out" "SwitchName=leaf1 .*Nodes=n1,n2" "topology/tree: leaf1 holds n1,n2"
-like "$out" "SwitchName=top .*Switches=leaf1,leaf2" "topology/tree: a top switch above the leaves"
 
 # 2. srun --mpi=pmix across two nodes.
 run srun --mpi=pmix -N 2 -n 4 bash -c 'echo "rank=${PMIX_RANK:-none} node=$SLURMD_NODENAME tmp=$(stat -c %d:%i /tmp)"'

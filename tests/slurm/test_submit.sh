@@ -23,32 +23,7 @@ g3c_check || skip_all "$g3c_why"
 if ! g3c_start 4; then
     tap_result 1 "a private cluster of 4 nodes starts"
     diag "$g3c_why"
-    # 8. Elastic sizes: --sizes 2,4 makes each job ask for --nodes=2-4.  With the
-# crashed node still down the first job gets 3 nodes and shrinks to 2; once the
-# node is back and the warning signal has ended that job, the next one gets 4:
-# DP doubles, the global batch stays (gradient accumulation halves).
-idle_count() { sinfo -h -N -t idle -o %N | sort -u | wc -l; }
-g3c_wait 30 sh -c "[ \$(sinfo -h -N -t idle -o %N | sort -u | wc -l) -eq 3 ]" || true
-is "$(idle_count)" 3 "3 nodes are idle while $victim is down"
-run_el=$W/elastic
-submit --chain 1 --sizes 2,4 "$run_el" -- --train-iters 300 --seconds-per-iter 0.05 --save-interval 5 \
-    --global-batch-size 8 --micro-batch-size 2 >/dev/null 2>&1
-g3c_wait 30 sh -c "[ \$(wc -l <'$run_el/iterations.log' 2>/dev/null || echo 0) -ge 10 ]" || true
-el_first=$(head -n 1 "$run_el/chain")
-is "$(g3c_job_field "$el_first" NumNodes)" 2 "the first job (given 3 of --nodes=2-4) shrank to 2 nodes"
-like "$(cat "$run_el"/logs/*)" "the job got 3 nodes; shrinking to 2" "its log says so"
-g3c_start_node "$victim"
-g3c_wait 30 sh -c "scontrol show node '$victim' | grep -q 'State=IDLE '" || true
-g3c_wait 30 sh -c "[ \$(sinfo -h -N -t idle -o %N | sort -u | wc -l) -eq 2 ]" || true
-scancel --batch --signal=USR2 "$el_first"
-wait_end "$run_el" 60
-check "the elastic run completes" "$run_el" test -e "$run_el/COMPLETE"
-is "$(outcomes "$run_el")" "checkpointed complete " "attempts: checkpointed on 2 nodes, complete on 4"
-like "$(sed -n 1p "$run_el/fake-starts.log")" "ranks 2 dp 2 accum 2\$" "the first job trained with DP 2, accumulating 2 micro-batches"
-like "$(sed -n 2p "$run_el/fake-starts.log")" "ranks 4 dp 4 accum 1\$" "the second job trained with DP 4 and the same global batch"
-check "every iteration ran exactly once across the sizes" "$run_el" each_iteration_once "$run_el" 300
-
-done_testing
+    done_testing
     exit 1
 fi
 W=$G3C_WORK
@@ -225,7 +200,7 @@ g3c_wait 30 sh -c "[ \$(sinfo -h -N -t idle -o %N | sort -u | wc -l) -eq 2 ]" ||
 scancel --batch --signal=USR2 "$el_first"
 wait_end "$run_el" 60
 check "the elastic run completes" "$run_el" test -e "$run_el/COMPLETE"
-is "$(outcomes "$run_el")" "checkpointed complete " "attempts: checkpointed on 2 nodes, complete on 4"
+check "attempts: checkpointed on 2 nodes, complete on 4" "$run_el" [ "$(outcomes "$run_el")" = "checkpointed complete " ]
 like "$(sed -n 1p "$run_el/fake-starts.log")" "ranks 2 dp 2 accum 2\$" "the first job trained with DP 2, accumulating 2 micro-batches"
 like "$(sed -n 2p "$run_el/fake-starts.log")" "ranks 4 dp 4 accum 1\$" "the second job trained with DP 4 and the same global batch"
 check "every iteration ran exactly once across the sizes" "$run_el" each_iteration_once "$run_el" 300
