@@ -117,6 +117,13 @@ like "$out" "submitted job array [0-9]+: variants 0,1,2 of 3, at most 2 at a tim
 array=$(head -n 1 "$W/abl/array-jobs")
 like "$(scontrol -o show job "$array" 2>/dev/null | head -n 1)" "ArrayTaskThrottle=2" "Slurm holds the array to 2 tasks at a time"
 
+# 5. The warning signal comes during the health check (a slow --node-check):
+# the job does not start the trainer and the next job continues.
+run_early=$W/early-warning
+submit --chain 1 -N 1 --node-check 'sleep 3' "$run_early" -- --train-iters 10 --seconds-per-iter 0.05 >/dev/null
+g3c_wait 30 sh -c "ls '$run_early'/health/*/step.out" || true
+scancel --batch --signal=USR2 "$(head -n 1 "$run_early/chain")"
+
 wait_end "$run_to" 60
 check "run with a timeout (exit 76) completes" "$run_to" test -e "$run_to/COMPLETE"
 is "$(outcomes "$run_to")" "failed complete " "attempts: failed (76), complete"
@@ -150,5 +157,12 @@ is "$(grep -c . "$W/abl/lr-high/iterations.log")" 20 "each variant trained in it
 run "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$FAKE" \
     --ablations "$W/ablations.txt" --array-throttle 2 -N 1 --no-health-check "$W/abl"
 like "$out" "no variant of .* needs a job" "re-running gpt3d-submit --ablations on a finished study submits nothing"
+
+wait_end "$run_early" 40
+check "a run warned during its health check completes" "$run_early" test -e "$run_early/COMPLETE"
+is "$(outcomes "$run_early")" "checkpointed complete " "attempts: the warned one (trainer not started), then complete"
+like "$(sed -n 2p "$run_early/attempts.tsv" | cut -f11)" "came before the trainer started" "the history says the trainer was not started"
+is "$(head -n 1 "$run_early/fake-starts.log" | awk '{print $3}') $(grep -c . "$run_early/fake-starts.log")" "0 1" \
+    "the trainer started once, in the second job, from iteration 0"
 
 done_testing
