@@ -135,6 +135,11 @@ check "the next job trained on 2 nodes without n3" "$run_to" sh -c \
     "[ \"\$(scontrol show hostnames '$(tail -n 1 "$run_to/attempts.tsv" | cut -f6)' | grep -vx n3 | wc -l)\" -eq 2 ]"
 check "iterations continue from the last checkpoint (iteration 5): 6 and 7 ran twice, every other once" "$run_to" sh -c \
     "[ \"\$(awk '{print \$2}' '$run_to/iterations.log' | sort -n | uniq -d | tr '\n' ' ')\" = '6 7 ' ] && [ \"\$(awk '{print \$2}' '$run_to/iterations.log' | sort -un | wc -l)\" -eq 40 ]"
+run "$SUBMIT" --status "$run_to"
+like "$out" "excluded: +n3" "gpt3d-submit --status lists the excluded node"
+like "$out" "  n3: world rank 2 on it did not answer: the trainer timed out waiting for it \(exit 76\) in attempt 1 \(job [0-9]+," \
+    "... and why it was excluded"
+like "$out" "summary: +$run_to/summary.txt" "... and where the summary is"
 run cat "$run_to/summary.txt"
 like "$out" "^gpt3d run summary \(format gpt3d-run-summary 1\)" "summary.txt: written when the run ends, with its format"
 like "$out" "state: +complete" "summary.txt: the end state"
