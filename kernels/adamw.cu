@@ -27,6 +27,8 @@ __global__ void g3_adamw_kernel(float *master, bf16 *param, const float *grad, f
     }
 }
 
+/* ---- host launcher (tests/kernels/emu cuts the file here) ---- */
+
 extern "C" int g3cuda_adamw(g3cuda_ctx_t *ctx, float *master, g3cuda_bf16_t *param,
                             const float *grad, float *m, float *v, size_t n, float lr,
                             float beta1, float beta2, float eps, float wd, int64_t step,

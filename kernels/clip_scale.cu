@@ -20,6 +20,8 @@ __global__ void g3_clip_scale_kernel(float *scale, float *norm, const double *su
         *norm = (float)nr;
 }
 
+/* ---- host launcher (tests/kernels/emu cuts the file here) ---- */
+
 extern "C" int g3cuda_clip_scale(g3cuda_ctx_t *ctx, float *scale, float *norm,
                                  const double *sumsq, float max_norm)
 {

@@ -141,22 +141,19 @@ static inline int kt_same_bytes(const void *dev_a, const void *dev_b, size_t byt
 
 /* ---- comparisons ----------------------------------------------------------------------------- */
 
-/* ok when every |got - want| <= rtol * |want| + atol_rel * max|want| (and got is finite).
- * Reports the worst element (largest error over its allowance) and the relative L2 error
- * ||got - want|| / ||want||. */
-static inline int kt_check(const char *what, const float *got, const double *want, size_t n,
-                    double rtol, double atol_rel)
+/* ok when every |got - want| <= rtol * |want| + atol (and got is finite).  Reports the worst
+ * element (largest error over its allowance) and the relative L2 error ||got - want|| /
+ * ||want||. */
+static inline int kt_check_abs(const char *what, const float *got, const double *want, size_t n,
+                               double rtol, double atol)
 {
-    double wmax = 0.0, num = 0.0, den = 0.0, worst = 0.0;
+    double num = 0.0, den = 0.0, worst = 0.0;
     size_t wi = 0;
     int ok = 1;
 
-    for (size_t i = 0; i < n; i++)
-        if (fabs(want[i]) > wmax)
-            wmax = fabs(want[i]);
     for (size_t i = 0; i < n; i++) {
         double d = fabs((double)got[i] - want[i]);
-        double allow = rtol * fabs(want[i]) + atol_rel * wmax;
+        double allow = rtol * fabs(want[i]) + atol;
         double ratio = allow > 0.0 ? d / allow : (d > 0.0 ? INFINITY : 0.0);
         if (!isfinite(got[i]))
             ratio = INFINITY;
@@ -169,10 +166,26 @@ static inline int kt_check(const char *what, const float *got, const double *wan
         num += d * d;
         den += want[i] * want[i];
     }
-    tap_ok(ok, "%s: worst [%zu] got %.6g want %.6g (%.2f of its allowance, rtol %.1e + "
-           "%.1e max|want|); rel L2 %.2e", what, wi, n ? got[wi] : 0.0, n ? want[wi] : 0.0,
-           worst, rtol, atol_rel, den > 0.0 ? sqrt(num / den) : sqrt(num));
+    tap_ok(ok, "%s: worst [%zu] got %.6g want %.6g (%.2f of its allowance, rtol %.1e + atol "
+           "%.1e); rel L2 %.2e", what, wi, n ? got[wi] : 0.0, n ? want[wi] : 0.0, worst, rtol,
+           atol, den > 0.0 ? sqrt(num / den) : sqrt(num));
     return ok;
+}
+
+static inline double kt_maxabs(const double *x, size_t n)
+{
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(x[i]) > m)
+            m = fabs(x[i]);
+    return m;
+}
+
+/* kt_check_abs with atol = atol_rel * max|want|. */
+static inline int kt_check(const char *what, const float *got, const double *want, size_t n,
+                           double rtol, double atol_rel)
+{
+    return kt_check_abs(what, got, want, n, rtol, atol_rel * kt_maxabs(want, n));
 }
 
 static inline double *kt_dvec(size_t n)

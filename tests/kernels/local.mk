@@ -1,8 +1,9 @@
 # tests/kernels: the CUDA kernels (kernels/) against plain-C references (ref.c).
 # test_ref checks the references themselves on the CPU and runs everywhere; the kernel tests
 # are built whenever nvcc is found and print "1..0 # SKIP no CUDA device: ..." without a GPU.
-# G3_BENCH=1 makes each kernel test also print timings.  bench_gemm (the cuBLASLt ceiling) and
-# bench_gpu.sh are run by hand on a GPU machine (docs/cuda.md).
+# G3_BENCH=1 makes each kernel test also print timings.  test_emulated.sh (make check-long)
+# runs the kernels' device code on the CPU under tests/kernels/emu/shim.h.  bench_gemm (the
+# cuBLASLt ceiling) and bench_gpu.sh are run by hand on a GPU machine (docs/cuda.md).
 check_PROGRAMS += tests/kernels/test_ref
 TESTS += tests/kernels/test_ref
 tests_kernels_test_ref_SOURCES = tests/kernels/test_ref.c tests/kernels/ref.c \
@@ -33,10 +34,13 @@ tests_kernels_test_xent_SOURCES = tests/kernels/test_xent.c $(G3_KT_SOURCES)
 tests_kernels_test_xent_LDADD = $(G3_TEST_LDADD)
 tests_kernels_test_optim_SOURCES = tests/kernels/test_optim.c $(G3_KT_SOURCES)
 tests_kernels_test_optim_LDADD = $(G3_TEST_LDADD)
+# The kernels' device code emulated on the CPU (about 2 minutes on 2 busy cores: check-long).
+LONG_TESTS += tests/kernels/test_emulated.sh
 if HAVE_CUBLAS
 check_PROGRAMS += tests/kernels/bench_gemm
 tests_kernels_bench_gemm_SOURCES = tests/kernels/bench_gemm.c
 tests_kernels_bench_gemm_LDADD = $(G3_TEST_LDADD)
 endif
 endif
-EXTRA_DIST += tests/kernels/kt.h tests/kernels/bench_gpu.sh tests/kernels/torch_gpt_bench.py
+EXTRA_DIST += tests/kernels/kt.h tests/kernels/bench_gpu.sh tests/kernels/torch_gpt_bench.py \
+	tests/kernels/test_emulated.sh tests/kernels/emu/shim.h tests/kernels/emu/emu_kernels.cc

@@ -1,12 +1,14 @@
 /* g3cuda_attention_fwd/bwd (flash style, WMMA) against ref_attention_* in double (the full
  * T x T softmax), on bf16 q, k, v, dout ~ N(0,1).
  * Tolerances, from the kernels' roundings (checked with a numpy emulation of the same tiled
- * algorithm over these shapes, whose worst element used <= 26% of each allowance):
+ * algorithm over these shapes, whose worst element used <= 26% of each allowance, and with a
+ * host emulation of these kernels' code, <= 44%):
  *   out (bf16): P is rounded to bf16 before P.V (2^-8 per term) and out once more:
  *     rtol 2^-7, plus 4e-3 max|out| (outputs are averages of v and can be near zero);
  *   lse (fp32): rtol 1e-5, plus 1e-5 max|lse|;
  *   dq, dk, dv (bf16): P and dS = P (dP - D) are rounded to bf16 before their products and
- *     D comes from the bf16 out: rtol 2^-6, plus 1e-2 max|want|.
+ *     D comes from the bf16 out: rtol 2^-6, plus 1e-2 max|want| (at least 1e-5 max|dqkv|:
+ *     with T = 1 the exact dq and dk are 0).
  * The backward must be deterministic (two runs, same bits).  Shapes: T = 1, a single
  * partial tile, exactly one tile (64), one more than a tile (65), several tiles, every head
  * size compiled (32, 64, 80, 96, 128), several batches and heads. */
@@ -53,8 +55,11 @@ static void test_attention(int B, int T, int NH, int HS)
                     g[row * C + c] = dqkv[row * 3 * C + part * C + c];
                     r[row * C + c] = rdqkv[row * 3 * C + part * C + c];
                 }
+            /* atol 1e-2 max|part|, but at least 1e-5 max|dqkv|: with T = 1, dq = dk = 0
+             * exactly (one key: dS = P (dP - D) = 0) and the kernel's are fp32 noise */
+            double scale = kt_maxabs(r, nout), floor = 1e-3 * kt_maxabs(rdqkv, nqkv);
             snprintf(w2, sizeof(w2), "attention_bwd %s %s", names[part], what);
-            kt_check(w2, g, r, nout, 1.0 / 64, 1e-2);
+            kt_check_abs(w2, g, r, nout, 1.0 / 64, 1e-2 * (scale > floor ? scale : floor));
         }
         free(g);
         free(r);
