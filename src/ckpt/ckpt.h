@@ -266,6 +266,10 @@ g3_status_t g3_ckpt_reader_get_i64(g3_ckpt_reader_t *reader, const char *key, in
 g3_status_t g3_ckpt_reader_get_f64(g3_ckpt_reader_t *reader, const char *key, double *values, int n);
 g3_status_t g3_ckpt_reader_get_str(g3_ckpt_reader_t *reader, const char *key, char *buf, size_t size);
 int         g3_ckpt_reader_has(g3_ckpt_reader_t *reader, const char *key);
+/* State entry i (0 <= i < count) as "key = v1, v2, ..." in buf (shortened
+ * with "..." when long).  RET: buf, or NULL when i is out of range. */
+int         g3_ckpt_reader_state_count(const g3_ckpt_reader_t *reader);
+const char *g3_ckpt_reader_state_text(const g3_ckpt_reader_t *reader, int i, char *buf, size_t size);
 
 /* Tensors stored in the checkpoint (for tools).  index in [0, count). */
 int         g3_ckpt_reader_tensor_count(const g3_ckpt_reader_t *reader);

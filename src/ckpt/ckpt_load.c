@@ -392,6 +392,39 @@ int g3_ckpt_reader_has(g3_ckpt_reader_t *r, const char *key)
     return kv_find(r, key) != NULL;
 }
 
+int g3_ckpt_reader_state_count(const g3_ckpt_reader_t *r)
+{
+    return r->nkv;
+}
+
+const char *g3_ckpt_reader_state_text(const g3_ckpt_reader_t *r, int i, char *buf, size_t size)
+{
+    const g3_ckpt_kv_t *kv;
+    size_t len;
+
+    if (i < 0 || i >= r->nkv || size < 16)
+        return NULL;
+    kv = &r->kv[i];
+    len = (size_t)snprintf(buf, size, "%s = ", kv->key);
+    if (kv->type == G3_CKPT_KV_STR) {
+        snprintf(buf + len, size - len, "\"%s\"", (const char *)kv->values);
+    } else {
+        for (int k = 0; k < kv->n && len + 24 < size; k++) {
+            if (kv->type == G3_CKPT_KV_I64)
+                len += (size_t)snprintf(buf + len, size - len, "%s%lld", k ? ", " : "",
+                                        (long long)((const int64_t *)kv->values)[k]);
+            else
+                len += (size_t)snprintf(buf + len, size - len, "%s%.17g", k ? ", " : "",
+                                        ((const double *)kv->values)[k]);
+            if (k + 1 < kv->n && len + 24 >= size) {
+                snprintf(buf + len, size - len, ", ...");
+                break;
+            }
+        }
+    }
+    return buf;
+}
+
 static g3_status_t kv_get(g3_ckpt_reader_t *r, const char *key, g3_ckpt_kv_type_t type, int n,
                           const g3_ckpt_kv_t **kv_p)
 {

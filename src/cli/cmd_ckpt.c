@@ -101,14 +101,9 @@ static int ckpt_inspect(const g3_opts_t *o)
         printf("\n");
     }
     free(iters);
-    {
-        static const char *const keys[] = { "optimizer.step", "lr", "lr_scheduler", "batch_rampup", "rng",
-                                            "data_sampler", NULL };
-        printf("state      ");
-        for (int i = 0; keys[i]; i++)
-            if (g3_ckpt_reader_has(r, keys[i]))
-                printf(" %s", keys[i]);
-        printf("\n");
+    for (int i = 0; i < g3_ckpt_reader_state_count(r); i++) {
+        char buf[160];
+        printf("%-11s %s\n", i == 0 ? "state" : "", g3_ckpt_reader_state_text(r, i, buf, sizeof(buf)));
     }
     if (!g3_opts_bool(o, "no-tensors")) {
         printf("\n%-64s %-5s %-18s %10s  %-15s %s\n", "tensor", "dtype", "shape", "MB", "TP split", "stage");

@@ -21,6 +21,7 @@ like "$out" "layout +TP 2 x PP 2 x DP 2 \(8 ranks\), 4 layers; stages start at l
 like "$out" "model/layers.3.attention.qkv.weight +f32 +\(48, 16\) +0.003 +dim 0, 3 parts +layer 3" "inspect: a tensor row with shape, size and rule"
 like "$out" "optim/exp_avg_sq/final_layernorm.bias +f32 +\(16\)" "inspect: optimizer tensors"
 like "$out" "hidden-size = 16" "inspect: the stored configuration"
+like "$out" "rng = 1234, 100" "inspect: the training state"
 
 run "$GPT3D" ckpt verify "$TMPD/a"
 is "$rc" 0 "verify: a good checkpoint passes"
