@@ -186,7 +186,11 @@ g3_status_t g3_ckpt_save(const char *dir, const g3_ckpt_state_t *state,
 
 /* Phase 1, rank 0 only: create dir, remove debris, create the temporary directory. */
 g3_status_t g3_ckpt_save_prepare(const char *dir, int64_t iteration, const g3_ckpt_save_opts_t *opts);
-/* Phase 2, every rank: write and fsync this rank's shard files. */
+/* Phase 2, every rank: write and fsync this rank's shard files: the model file
+ * of (tp, pp) when dp is 0, and the optim file of (tp, pp, dp) when the state
+ * describes at least one G3_CKPT_OPTIM tensor (rank 0's state decides whether
+ * the commit expects optim files from every rank, so every rank must describe
+ * its optimizer tensors, even those of which it holds no element). */
 g3_status_t g3_ckpt_write_shards(const char *dir, const g3_ckpt_state_t *state,
                                  const g3_ckpt_save_opts_t *opts);
 /* Phase 3, rank 0 only, after every rank's phase 2 succeeded: check the shards,

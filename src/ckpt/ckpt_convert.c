@@ -52,7 +52,10 @@ static g3_status_t build_rank(const g3_ckpt_reader_t *r, const g3_ckpt_layout_t 
         if (t.kind == G3_CKPT_OPTIM && !with_optim)
             continue;
         if (!g3_ckpt_rank_writes(l, &t)) {
-            /* rank 0 registers every tensor kind it may commit */
+            /* described without pieces: every rank then writes its optim file,
+             * even one that owns no optimizer element (the commit expects it) */
+            if (t.kind == G3_CKPT_OPTIM)
+                s = g3_ckpt_state_add(st, &t, NULL, 0);
             continue;
         }
         n = g3_ckpt_local_numel(&t, l->tp_size);
