@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,8 +82,16 @@ static const g3_opt_spec_t g3_train_specs[] = {
     { "distributed-timeout-minutes", G3_OPT_FLOAT, "10", "Give up a collective or pipeline transfer after this long (exit 76).", G3_NOOPT },
     { "topology-file", G3_OPT_STRING, NULL, "Slurm topology.conf for placing the ranks (default: SLURM_TOPOLOGY_ADDR, else flat).", NULL, 0, 0, "FILE" },
     { "debug-grad-dump", G3_OPT_STRING, NULL, "Tests: write the reduced gradients of iteration 1 to DIR/grads-rank<N>.bin.", NULL, 0, 0, "DIR" },
-    { "save", G3_OPT_STRING, NULL, "Checkpoint directory to save to.", NULL, 0, 0, "DIR" },
-    { "load", G3_OPT_STRING, NULL, "Checkpoint directory to resume from.", NULL, 0, 0, "DIR" },
+    { "save", G3_OPT_STRING, NULL, "Checkpoint directory to save to (at --save-interval, on request and at the end).", NULL, 0, 0, "DIR" },
+    { "load", G3_OPT_STRING, NULL, "Checkpoint directory to resume from (its latest checkpoint; none there yet: start from scratch).", NULL, 0, 0, "DIR" },
+    { "save-interval", G3_OPT_INT, "0", "Iterations between checkpoints (0: only at the end and on request).", G3_NOOPT },
+    { "keep-last", G3_OPT_INT, "0", "After each save keep only the newest N checkpoints (0: keep all).", G3_NOOPT },
+    { "load-fallback", G3_OPT_BOOL, NULL, "If the latest checkpoint cannot be loaded, load the previous committed one.", G3_NOOPT },
+    { "no-save-optim", G3_OPT_BOOL, NULL, "Save the model only (no Adam state: such a checkpoint cannot resume exactly).", G3_NOOPT },
+    { "no-load-optim", G3_OPT_BOOL, NULL, "Load the model only; the Adam state starts from zero.", G3_NOOPT },
+    { "exit-signal", G3_OPT_CHOICE, "SIGUSR2", "On this signal save a checkpoint at the next step boundary and exit 75 (requeue).", "SIGUSR2|SIGUSR1|SIGTERM", 0, 0, NULL },
+    { "exit-duration-in-mins", G3_OPT_FLOAT, "0", "After this many minutes of training save and exit 75 (0: never).", G3_NOOPT },
+    { "exit-interval", G3_OPT_INT, "0", "Save and exit 75 when the iteration is a multiple of this (0: never).", G3_NOOPT },
     /* the text sample at the end */
     { "sample-tokens", G3_OPT_INT, "0", "After training, generate this many tokens after --prompt.", G3_NOOPT },
     { "prompt", G3_OPT_STRING, "And God said", "Prompt of the text sample.", G3_NOOPT },
@@ -260,6 +269,55 @@ static int g3_agree(g3_comm_world_t *world, int rc, g3_quiet_t *q)
     return rc0 != 0 ? rc0 : worst;
 }
 
+/* --exit-signal: the handler only sets the flag; the training loop looks at it at each step
+ * boundary, where every rank agrees (train.c). */
+static volatile sig_atomic_t g3_exit_flag;
+
+static void g3_exit_handler(int sig)
+{
+    (void)sig;
+    g3_exit_flag = 1;
+}
+
+static int g3_exit_signal_install(const char *name)
+{
+    struct sigaction sa;
+    int sig = strcmp(name, "SIGUSR1") == 0 ? SIGUSR1 : strcmp(name, "SIGTERM") == 0 ? SIGTERM
+                                                                                  : SIGUSR2;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = g3_exit_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(sig, &sa, NULL) != 0) {
+        g3_error("--exit-signal %s: cannot install the handler: %s", name, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+/* The run's configuration as "name = value" lines (saved in checkpoints, compared on load),
+ * with the model sizes that default to others written out.  RET: malloc'd text or NULL. */
+static char *g3_config_text(const g3_opts_t *o, const g3_gpt_config_t *m)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return NULL;
+    g3_opts_write_config(o, f);
+    if (!g3_opts_is_set(o, "ffn-hidden-size"))
+        fprintf(f, "ffn-hidden-size = %d\n", m->ffn_hidden_size > 0 ? m->ffn_hidden_size
+                                                                     : 4 * m->hidden_size);
+    if (!g3_opts_is_set(o, "max-position-embeddings"))
+        fprintf(f, "max-position-embeddings = %d\n",
+                m->max_position_embeddings > 0 ? m->max_position_embeddings : m->seq_length);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
 /* Threads of the CPU backend per rank when OMP_NUM_THREADS is not set: the CPUs this
  * process may run on, shared by the job's ranks on this node. */
 static int g3_threads_per_rank(int local_size)
@@ -292,6 +350,7 @@ int g3_cmd_train(int argc, char **argv)
     const g3_comm_proc_t *me;
     g3_par_t *par = NULL;
     char why[1024];
+    char *config_text = NULL;
 
     g3_quiet_begin(&quiet, g3_env_rank() != 0);
     st = g3_opts_parse(&g3_train_cmd, argc, argv, &o);
@@ -439,12 +498,43 @@ int g3_cmd_train(int argc, char **argv)
     if (cfg.distributed_optimizer && cfg.dp_size == 1 && me->rank == 0)
         g3_warn("--use-distributed-optimizer with data-parallel size 1 shards nothing");
 
-    /* what this build cannot do yet: say so before any work */
-    if (g3_opts_str(o, "save") || g3_opts_str(o, "load")) {
-        g3_error("--%s: checkpoints are not built into this version of gpt3d yet; drop --save "
-                 "and --load (training runs, but nothing can be saved or resumed)",
-                 g3_opts_str(o, "save") ? "save" : "load");
-        rc = G3_EXIT_FAILURE;
+    /* checkpoints and stopping on request */
+    cfg.save_dir = g3_opts_str(o, "save");
+    cfg.load_dir = g3_opts_str(o, "load");
+    cfg.save_interval = g3_opts_int(o, "save-interval");
+    cfg.exit_interval = g3_opts_int(o, "exit-interval");
+    cfg.exit_duration_mins = g3_opts_float(o, "exit-duration-in-mins");
+    cfg.load_fallback = g3_opts_bool(o, "load-fallback");
+    cfg.no_save_optim = g3_opts_bool(o, "no-save-optim");
+    cfg.no_load_optim = g3_opts_bool(o, "no-load-optim");
+    cfg.save_id = getenv("SLURM_JOB_ID");
+    ok &= g3_int_flag(o, "keep-last", 0, &cfg.keep_last);
+    if (cfg.save_interval < 0 || cfg.exit_interval < 0 || !(cfg.exit_duration_mins >= 0.0)) {
+        g3_error("--save-interval, --exit-interval and --exit-duration-in-mins must not be "
+                 "negative");
+        ok = 0;
+    }
+    if (!cfg.save_dir && (cfg.save_interval > 0 || cfg.keep_last > 0 || cfg.no_save_optim)) {
+        g3_error("--save-interval, --keep-last and --no-save-optim need --save DIR");
+        ok = 0;
+    }
+    if (!cfg.load_dir && (cfg.load_fallback || cfg.no_load_optim)) {
+        g3_error("--load-fallback and --no-load-optim need --load DIR");
+        ok = 0;
+    }
+    if (ok && !g3_exit_signal_install(g3_opts_str(o, "exit-signal")))
+        ok = 0;
+    cfg.exit_flag = &g3_exit_flag;
+    if (ok) {
+        config_text = g3_config_text(o, &cfg.model);
+        if (!config_text) {
+            g3_error("out of memory recording the configuration");
+            ok = 0;
+        }
+        cfg.config_text = config_text;
+    }
+    if (!ok) {
+        rc = G3_EXIT_USAGE;
         goto agree;
     }
 
@@ -554,7 +644,7 @@ agree:
 
     st = g3_train_run(&cfg, &res);
     rc = g3_status_exit_code(st);
-    if (par && st != G3_OK && st != G3_ERR_NUMERIC) {
+    if (par && st != G3_OK && st != G3_ERR_NUMERIC && st != G3_ERR_INTERRUPTED) {
         /* the other ranks may be waiting for this one: end the job now, with this code */
         fflush(stdout);
         g3_comm_world_abort(world, rc, g3_status_string(st));
@@ -563,5 +653,6 @@ out:
     g3_par_free(par);
     g3_comm_world_free(world);
     g3_opts_free(o);
+    free(config_text);
     return rc;
 }

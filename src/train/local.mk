@@ -6,4 +6,6 @@ src_libgpt3d_a_SOURCES += \
 	src/train/optim.c \
 	src/train/train.h \
 	src/train/config.c \
-	src/train/train.c
+	src/train/train.c \
+	src/train/train_ckpt.h \
+	src/train/train_ckpt.c

@@ -18,6 +18,7 @@
 #include "data/dataset.h"
 #include "parallel/par.h"
 #include "train/train.h"
+#include "train/train_ckpt.h"
 
 /* ---- the run ------------------------------------------------------------------------------- */
 
@@ -390,7 +391,8 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         return G3_ERR_NO_MEMORY;
     }
     if (cfg->metrics_file) {
-        tr->metrics = fopen(cfg->metrics_file, "w");
+        /* a resumed run (--load) appends to the metrics of the runs before it */
+        tr->metrics = fopen(cfg->metrics_file, cfg->load_dir ? "a" : "w");
         if (!tr->metrics) {
             g3_error("cannot create the metrics file %s: %s; pass a writable --metrics-file",
                      cfg->metrics_file, strerror(errno));
@@ -510,6 +512,60 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
     }
 }
 
+/* Save a checkpoint after iteration `it` and say how long training stood still for it. */
+static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consumed, int64_t gbs,
+                                   double lr, const char *why)
+{
+    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
+    double t0 = g3_now(), dt;
+    g3_status_t st = g3_train_ckpt_save(&c, it, consumed, gbs, lr);
+
+    dt = g3_now() - t0;
+    if (st != G3_OK) {
+        g3_error("saving the checkpoint of iteration %lld to %s failed (see above); the "
+                 "previous checkpoints are intact", (long long)it, tr->cfg->save_dir);
+        return st;
+    }
+    printf(" saved checkpoint at iteration %8lld to %s (%s): training stalled %.3f s\n",
+           (long long)it, tr->cfg->save_dir, why, dt);
+    fflush(stdout);
+    if (tr->metrics) {
+        fprintf(tr->metrics, "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,"
+                "\"reason\":\"%s\",\"stall_s\":%.6f}\n", (long long)it, (long long)consumed, why,
+                dt);
+        fflush(tr->metrics);
+    }
+    return G3_OK;
+}
+
+/* At a step boundary: has a stop been asked for (signal, run time; every rank agrees
+ * through a max over the world), or does --exit-interval stop here?  OUT: *why_p */
+static g3_status_t g3_trainer_exit_requested(g3_trainer_t *tr, int64_t it, double t_start,
+                                             const char **why_p)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    double req[2] = { 0.0, 0.0 };
+    g3_status_t st = G3_OK;
+
+    *why_p = NULL;
+    if (!cfg->exit_flag && cfg->exit_duration_mins <= 0.0 && cfg->exit_interval <= 0)
+        return G3_OK;
+    req[0] = cfg->exit_flag && *cfg->exit_flag ? 1.0 : 0.0;
+    req[1] = cfg->exit_duration_mins > 0.0 &&
+             (g3_now() - t_start) / 60.0 >= cfg->exit_duration_mins ? 1.0 : 0.0;
+    if (cfg->par)
+        st = g3_par_world_allreduce(cfg->par, req, 2, 1);
+    if (st != G3_OK)
+        return st;
+    if (req[0] > 0.0)
+        *why_p = "exit signal";
+    else if (req[1] > 0.0)
+        *why_p = "exit duration";
+    else if (cfg->exit_interval > 0 && it % cfg->exit_interval == 0)
+        *why_p = "exit interval";
+    return G3_OK;
+}
+
 g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result_p)
 {
     g3_trainer_t tr;
@@ -520,6 +576,8 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
     double t_sum = 0.0, loss_sum = 0.0, flops_sum = 0.0;
     int64_t n_iters = 0, tokens = 0;
     int have_valid;
+    int64_t start_it = 0, saved_it = -1, last_gbs = 0;
+    double last_lr = 0.0, t_start = g3_now();
     g3_status_t st;
 
     memset(&tr, 0, sizeof(tr));
@@ -528,12 +586,37 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
     if (st != G3_OK)
         goto out;
     g3_trainer_banner(&tr, &mcfg);
+    if (cfg->load_dir) {
+        g3_train_ckpt_t c = { cfg, tr.model, tr.opt, tr.eng };
+        int loaded = 0;
+        st = g3_train_ckpt_load(&c, &start_it, &consumed, &loaded);
+        if (st != G3_OK)
+            goto out;
+        if (loaded) {
+            saved_it = start_it;
+            res.iterations = start_it;
+            res.consumed_samples = consumed;
+            printf(" resumed from the checkpoint of iteration %lld in %s (consumed samples "
+                   "%lld)\n", (long long)start_it, cfg->load_dir, (long long)consumed);
+            fflush(stdout);
+            if (tr.metrics) {
+                fprintf(tr.metrics, "{\"event\":\"load\",\"iteration\":%lld,"
+                        "\"consumed_samples\":%lld}\n", (long long)start_it,
+                        (long long)consumed);
+                fflush(tr.metrics);
+            }
+            if (start_it > tr.plan.train_iters)
+                g3_warn("the checkpoint is at iteration %lld, beyond --train-iters %lld: "
+                        "nothing to train", (long long)start_it,
+                        (long long)tr.plan.train_iters);
+        }
+    }
     have_valid = cfg->eval_iters > 0 && g3_data_num_samples(tr.data, G3_SPLIT_VALID) > 0;
     if (cfg->eval_iters > 0 && !have_valid)
         g3_warn("the validation split is empty (--split %s): no validation loss will be "
                 "reported", cfg->split ? cfg->split : "969,30,1");
 
-    for (int64_t it = 1; it <= tr.plan.train_iters; it++) {
+    for (int64_t it = start_it + 1; it <= tr.plan.train_iters; it++) {
         int64_t gbs = g3_train_rampup_batch(&tr.plan.rampup, consumed);
         int64_t nmicro = gbs / mdp;
         double lr = g3_train_lr_at(&tr.plan.lr, consumed);
@@ -551,6 +634,8 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
             goto out;
         dt = g3_now() - t0;
         consumed += gbs;
+        last_gbs = gbs;
+        last_lr = lr;
         res.iterations = it;
         res.consumed_samples = consumed;
         res.last_loss = iter_loss;
@@ -589,6 +674,45 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
                 goto out;
             g3_trainer_report_eval(&tr, it, vl, 0);
         }
+        if (cfg->save_dir && cfg->save_interval > 0 && it % cfg->save_interval == 0 &&
+            it != tr.plan.train_iters) {
+            st = g3_trainer_save(&tr, it, consumed, gbs, lr, "save interval");
+            if (st != G3_OK)
+                goto out;
+            saved_it = it;
+        }
+        if (it != tr.plan.train_iters) {
+            const char *why;
+            st = g3_trainer_exit_requested(&tr, it, t_start, &why);
+            if (st != G3_OK)
+                goto out;
+            if (why) {
+                if (cfg->save_dir && saved_it != it) {
+                    st = g3_trainer_save(&tr, it, consumed, gbs, lr, why);
+                    if (st != G3_OK)
+                        goto out;
+                } else if (!cfg->save_dir) {
+                    g3_warn("stopping at iteration %lld (%s) without --save: nothing was saved",
+                            (long long)it, why);
+                }
+                printf(" stopping at iteration %lld (%s): exit %d so that the job is "
+                       "requeued\n", (long long)it, why, g3_status_exit_code(G3_ERR_INTERRUPTED));
+                fflush(stdout);
+                if (tr.metrics) {
+                    fprintf(tr.metrics, "{\"event\":\"exit\",\"iteration\":%lld,"
+                            "\"consumed_samples\":%lld,\"reason\":\"%s\"}\n", (long long)it,
+                            (long long)consumed, why);
+                    fflush(tr.metrics);
+                }
+                st = G3_ERR_INTERRUPTED;
+                goto out;
+            }
+        }
+    }
+    if (cfg->save_dir && res.iterations > saved_it && res.iterations > start_it) {
+        st = g3_trainer_save(&tr, res.iterations, consumed, last_gbs, last_lr, "end of training");
+        if (st != G3_OK)
+            goto out;
     }
     if (have_valid) {
         st = g3_trainer_evaluate(&tr, &res.valid_loss);
@@ -599,6 +723,9 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
     if (cfg->grad_dump_dir) {   /* tests: the parameters at the end, every rank */
         st = g3_par_dump_model(cfg->grad_dump_dir, tr.model, 1,
                                cfg->par ? g3_par_layout(cfg->par)->world_rank : 0);
+        if (st == G3_OK)
+            st = tr.eng ? g3_par_engine_dump_adam(tr.eng, cfg->grad_dump_dir)
+                        : g3_par_dump_adam(cfg->grad_dump_dir, tr.model, tr.opt->m);
         if (st != G3_OK)
             goto out;
     }

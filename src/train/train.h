@@ -9,6 +9,7 @@
 #ifndef G3_TRAIN_TRAIN_H
 #define G3_TRAIN_TRAIN_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -62,6 +63,20 @@ typedef struct {
     struct g3_par *par;
     int          distributed_optimizer; /* --use-distributed-optimizer (ZeRO-1 over DP)      */
     const char  *grad_dump_dir;         /* tests: dump the gradients of iteration 1 here     */
+    /* checkpoints (src/train/train_ckpt.c, docs/checkpoints.md) */
+    const char  *save_dir;              /* --save; NULL: none                                */
+    const char  *load_dir;              /* --load; NULL: none; no checkpoint there: start    */
+    int64_t      save_interval;         /* --save-interval (0: only at the end)              */
+    int          keep_last;             /* --keep-last (0: keep all)                         */
+    int          load_fallback;         /* --load-fallback                                   */
+    int          no_save_optim;         /* --no-save-optim                                   */
+    int          no_load_optim;         /* --no-load-optim                                   */
+    const char  *save_id;               /* names save temporaries (Slurm job id); NULL: "0"  */
+    const char  *config_text;           /* the run's flags as "name = value" lines           */
+    /* stopping on request: save (with --save) and return G3_ERR_INTERRUPTED (exit 75) */
+    volatile sig_atomic_t *exit_flag;   /* set by the --exit-signal handler; NULL: none      */
+    double       exit_duration_mins;    /* --exit-duration-in-mins (0: none)                 */
+    int64_t      exit_interval;         /* --exit-interval (0: none)                         */
 } g3_train_config_t;
 
 /* Set every field to its default (the flag defaults in docs/training.md). */

@@ -1,0 +1,42 @@
+/* gpt3d train: saving and loading the training state through src/ckpt (internal to train).
+ *
+ * What a checkpoint of a training run holds (docs/checkpoints.md): every parameter this rank
+ * holds ("model/<name>", fp32, which on the CPU backend are the master weights), Adam's m and
+ * v ("optim/exp_avg/<name>", "optim/exp_avg_sq/<name>": the rank's ZeRO-1 shard or, replicated
+ * over DP, DP rank 0's copy), and in /state: optimizer.step, lr, lr_scheduler (consumed
+ * samples), batch_rampup (global batch, consumed samples), rng (seed), data_sampler
+ * (consumed train samples, seed).  Every random draw and every batch is a function of the
+ * seed and the consumed samples, so these scalars are the whole RNG and data state. */
+#ifndef G3_TRAIN_TRAIN_CKPT_H
+#define G3_TRAIN_TRAIN_CKPT_H
+
+#include <stdint.h>
+
+#include "core/status.h"
+#include "model/gpt.h"
+#include "parallel/par.h"
+#include "train/optim.h"
+#include "train/train.h"
+
+/* What is saved and loaded: the model and either the one-rank optimizer or the engine. */
+typedef struct {
+    const g3_train_config_t *cfg;
+    g3_gpt_t                *model;
+    g3_train_adamw_t        *opt;   /* one rank: m, v (model->numel,) and step, or NULL */
+    g3_par_engine_t         *eng;   /* 3D-parallel: its optimizer ranges, or NULL       */
+} g3_train_ckpt_t;
+
+/* Save the state after `iteration` (collective over the world).  gbs: the global batch of
+ * the last iteration; lr: its learning rate.  RET: G3_OK on every rank when committed. */
+g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
+                               int64_t consumed_samples, int64_t gbs, double lr);
+
+/* Load cfg->load_dir's latest checkpoint into the model and optimizer (collective).
+ * OUT: *iteration_p, *consumed_p (0 and *loaded_p = 0 when load_dir holds no checkpoint
+ * yet: the run starts from scratch, as the batch suite's first job does).
+ * RET: G3_ERR_INVALID_ARG for a model mismatch (logged by the library, naming the flags),
+ * load errors (naming the file and dataset). */
+g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
+                               int64_t *consumed_p, int *loaded_p);
+
+#endif
