@@ -110,3 +110,58 @@ g3_status_t g3_par_dump_model(const char *dir, const g3_gpt_t *m, int params, in
     free(host);
     return st;
 }
+
+g3_status_t g3_par_dump_adam(const char *dir, const g3_gpt_t *model, const float *m)
+{
+    float *host = malloc(sizeof(float) * (model->numel ? model->numel : 1));
+    char path[4200];
+    FILE *f;
+    g3_status_t st;
+
+    if (!host) {
+        g3_error("gradient dump: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    st = g3_par_dump_open(dir, "adam_m", 0, path, sizeof(path), &f);
+    if (st == G3_OK) {
+        model->be->ops->download(model->be, host, m, sizeof(float) * model->numel);
+        st = g3_par_dump_range(f, path, model, 0, model->numel, host);
+        if (g3_par_dump_close(f, path) != G3_OK && st == G3_OK)
+            st = G3_ERR_IO;
+    }
+    free(host);
+    return st;
+}
+
+g3_status_t g3_par_engine_dump_adam(const g3_par_engine_t *eng, const char *dir)
+{
+    const g3_gpt_t *model = g3_par_engine_model(eng);
+    int64_t step;
+    int n = g3_par_engine_optim_slices(eng, NULL, 0, &step);
+    g3_par_optim_slice_t *sl = malloc(sizeof(*sl) * (size_t)(n ? n : 1));
+    float *host = malloc(sizeof(float) * (model->numel ? model->numel : 1));
+    char path[4200];
+    FILE *f = NULL;
+    g3_status_t st;
+
+    if (!sl || !host) {
+        free(sl);
+        free(host);
+        g3_error("gradient dump: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    g3_par_engine_optim_slices(eng, sl, n, &step);
+    st = g3_par_dump_open(dir, "adam_m", g3_par_engine_rank(eng), path, sizeof(path), &f);
+    for (int i = 0; i < n && st == G3_OK; i++) {
+        size_t b = sl[i].param->offset + sl[i].local_start;
+        if (!sl[i].writer)
+            continue;
+        model->be->ops->download(model->be, host, sl[i].m, sizeof(float) * sl[i].count);
+        st = g3_par_dump_range(f, path, model, b, b + sl[i].count, host);
+    }
+    if (f && g3_par_dump_close(f, path) != G3_OK && st == G3_OK)
+        st = G3_ERR_IO;
+    free(sl);
+    free(host);
+    return st;
+}

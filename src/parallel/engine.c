@@ -111,6 +111,16 @@ void g3_par_engine_memory(const g3_par_engine_t *eng, g3_par_memory_t *mem)
     mem->formula = o->zero ? 8.0 + 12.0 / dp : 16.0;
 }
 
+const g3_gpt_t *g3_par_engine_model(const g3_par_engine_t *eng)
+{
+    return eng->model;
+}
+
+int g3_par_engine_rank(const g3_par_engine_t *eng)
+{
+    return eng->par->layout.world_rank;
+}
+
 void g3_par_engine_bubble(const g3_par_engine_t *eng, double *measured, double *formula)
 {
     int pp = eng->par->layout.pp;

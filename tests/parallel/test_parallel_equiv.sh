@@ -5,7 +5,8 @@
 # the same gradients after the first step within 1e-5 (whole tensors assembled from every
 # rank's shards by global index, replicated copies bitwise equal), the same validation
 # loss; parameters replicated over TP/DP (and the tied embedding on the first and last
-# stage) stay bitwise equal.  Also ZeRO-1, an uneven pipeline split, recomputation, the
+# stage) stay bitwise equal; the Adam state, read back tensor by tensor from the ranks'
+# slices (what checkpoints will save), covers every element.  Also ZeRO-1, an uneven pipeline split, recomputation, the
 # batch ramp-up under DP, the layout and bytes-per-parameter lines, and the text sample
 # through the pipeline.
 # (top_srcdir, top_builddir, GPT3D, MPIRUN come from make check; run sets rc and out.)
@@ -84,12 +85,14 @@ within() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'; }
 # validation loss
 compare() {
     name=$1 ref=$2
+    # shellcheck disable=SC2046
     set -- $(maxrel "$TMPD/$ref.jsonl" "$TMPD/$name.jsonl" loss train)
     if [ "$#" -eq 2 ] && [ "$2" -eq 20 ] && within "$1" 1e-5; then
         tap_result 0 "$name: loss curve within 1e-5 of one rank over 20 iterations (max $1)"
     else
         tap_result 1 "$name: loss curve within 1e-5 of one rank over 20 iterations ($*)"
     fi
+    # shellcheck disable=SC2046
     set -- $(maxrel "$TMPD/$ref.jsonl" "$TMPD/$name.jsonl" loss eval)
     if [ "$#" -eq 2 ] && within "$1" 1e-5; then
         tap_result 0 "$name: validation loss within 1e-5 ($1)"
@@ -101,6 +104,9 @@ compare() {
     [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -8 | sed 's/^/#   /'
     gout=$("$check" --what params --tol 1e-3 "$TMPD/$ref" "$TMPD/$name" 2>&1) && grc=0 || grc=$?
     is "$grc" 0 "$name: parameters after 20 steps: replicated copies bitwise equal, within 1e-3 of one rank"
+    [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -8 | sed 's/^/#   /'
+    gout=$("$check" --what adam_m --tol 1e-3 "$TMPD/$ref" "$TMPD/$name" 2>&1) && grc=0 || grc=$?
+    is "$grc" 0 "$name: Adam moments by tensor slice (the checkpoint view): every element, within 1e-3"
     [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -8 | sed 's/^/#   /'
 }
 
@@ -153,6 +159,7 @@ train ramp_ref 0 --train-samples 256 --rampup-batch-size 4 4 64
 is "$rc" 0 "ramp-up on one rank exits 0"
 train ramp_dp2 2 --train-samples 256 --rampup-batch-size 4 4 64
 is "$rc" 0 "ramp-up under DP 2 exits 0"
+# shellcheck disable=SC2046
 set -- $(maxrel "$TMPD/ramp_ref.jsonl" "$TMPD/ramp_dp2.jsonl" loss train)
 if [ "$#" -eq 2 ] && within "$1" 1e-5; then
     tap_result 0 "ramp-up under DP 2: the loss curve of one rank ($2 iterations, max rel $1)"
