@@ -1,0 +1,162 @@
+#!/bin/sh
+# Checkpoints in training (src/train/train_ckpt.c): a run stopped and resumed from its
+# checkpoint ends exactly like the uninterrupted run on the CPU (losses, final parameters and
+# Adam moments bitwise) on one rank, TP 2 x PP 2 and DP 2 with ZeRO-1; a checkpoint saved at
+# DP 2 (ZeRO-1 shards) resumes at TP 2 and at DP 4 with ZeRO-1 within 1e-5 of the
+# uninterrupted losses; the index's global view read by h5py equals the tensors gathered from
+# the ranks; SIGUSR2 mid-run saves and exits 75 and the resumed losses are the uninterrupted
+# ones; a model mismatch is refused naming the flag; --load of an empty directory starts
+# from scratch.  Fault injection is in test_resume_faults.sh.
+# (top_srcdir, top_builddir, GPT3D, MPIRUN, PYTHON_REF come from make check.)
+# shellcheck disable=SC2154
+# shellcheck source=tests/lib.sh
+. "$top_srcdir/tests/lib.sh"
+set -e
+
+g3_tmpdir
+mk="$top_builddir/tests/train/mkdata"
+check="$top_builddir/tests/parallel/grad_check"
+D="$TMPD/data"
+mkdir -p "$D"
+i=1
+while [ $i -le 300 ]; do
+    echo "And God said, Let there be light: and there was light. Verse $i. In the beginning $((i % 7))."
+    i=$((i + 1))
+done > "$D/text.txt"
+"$mk" --byte-vocab "$D/vocab.json" "$D/merges.txt"
+"$mk" "$D/vocab.json" "$D/merges.txt" "$D/text.txt" "$D/verses"
+
+# --make-vocab-size-divisible-by 6: the same padded vocabulary under TP 1 and TP 2
+flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
+ --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
+ --make-vocab-size-divisible-by 6 --micro-batch-size 2 --global-batch-size 8 --train-iters 10
+ --lr 3e-3 --lr-warmup-iters 2 --lr-decay-style cosine --log-interval 1 --eval-iters 1
+ --eval-interval 100 --distributed-timeout-minutes 1"
+export OMP_NUM_THREADS=1
+if [ "$(id -u)" = 0 ]; then
+    OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+fi
+have_mpi=0
+if [ -n "${MPIRUN:-}" ] && command -v "$MPIRUN" >/dev/null 2>&1; then have_mpi=1; fi
+py=${PYTHON_REF:-/usr/bin/python3}
+have_h5py=0
+if "$py" -c 'import h5py, numpy' 2>/dev/null; then have_h5py=1; fi
+
+# train RUN NP [FLAGS...]: run dir $TMPD/RUN (checkpoints in RUN/ck), one rank if NP is 0
+train() {
+    name=$1 np=$2
+    shift 2
+    # shellcheck disable=SC2086
+    if [ "$np" = 0 ]; then
+        run "$GPT3D" train $flags --save "$TMPD/$name/ck" --run-dir "$TMPD/$name" "$@"
+    else
+        run "$MPIRUN" --oversubscribe -x OMP_NUM_THREADS -np "$np" "$GPT3D" train $flags \
+            --save "$TMPD/$name/ck" --run-dir "$TMPD/$name" "$@"
+    fi
+    case "$rc" in 0|75) ;; *) printf '%s\n' "$out" | grep -v '^ *$' | tail -12 | sed 's/^/#   /' ;; esac
+}
+# losses RUN: the training losses of RUN's metrics, one line
+losses() {
+    grep '"event":"train"' "$TMPD/$1/metrics.jsonl" | sed 's/.*"loss":\([^,]*\),.*/\1/' | tr '\n' ' '
+}
+# maxrel A B: the largest relative difference between two loss lines
+maxrel() {
+    printf '%s\n%s\n' "$1" "$2" | awk 'NR == 1 { n = split($0, a, " ") } NR == 2 { m = split($0, b, " ") }
+        END { if (n != m || n == 0) { print "mismatch"; exit } w = 0
+              for (i = 1; i <= n; i++) { d = a[i] - b[i]; if (d < 0) d = -d; d /= (a[i] < 0 ? -a[i] : a[i]); if (d > w) w = d }
+              printf "%.3g\n", w }'
+}
+within() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "mismatch" && a + 0 <= b + 0) }'; }
+
+# exact LABEL NP [FLAGS...]: uninterrupted vs stopped at 4 (--exit-interval, exit 75) and
+# resumed: losses, parameters and Adam moments bitwise equal
+exact() {
+    label=$1 np=$2
+    shift 2
+    train "$label-a" "$np" --debug-grad-dump "$TMPD/$label-a/g" "$@"
+    is "$rc" 0 "$label: the uninterrupted run with --save"
+    train "$label-b" "$np" --load "$TMPD/$label-b/ck" --exit-interval 4 "$@"
+    is "$rc" 75 "$label: --exit-interval 4 saves and exits 75"
+    like "$out" 'saved checkpoint at iteration +4 .*stalled' "$label: the save is logged with the stall"
+    train "$label-b" "$np" --load "$TMPD/$label-b/ck" --debug-grad-dump "$TMPD/$label-b/g" "$@"
+    is "$rc" 0 "$label: the resumed run"
+    like "$out" 'resumed from the checkpoint of iteration 4' "$label: it resumed at iteration 4"
+    is "$(losses "$label-b")" "$(losses "$label-a")" "$label: the 10 losses are bitwise those of the uninterrupted run"
+    run "$check" --tol 0 --what params "$TMPD/$label-a/g" "$TMPD/$label-b/g"
+    is "$rc" 0 "$label: final parameters bitwise equal ($(printf '%s\n' "$out" | tail -n 1))"
+    run "$check" --tol 0 --what adam_m "$TMPD/$label-a/g" "$TMPD/$label-b/g"
+    is "$rc" 0 "$label: final Adam moments bitwise equal ($(printf '%s\n' "$out" | tail -n 1))"
+    if [ "$have_h5py" = 1 ]; then
+        run "$py" "$top_srcdir/tests/train/resume_h5check.py" \
+            "$TMPD/$label-b/ck/iter_0000010/index.h5" "$TMPD/$label-b/g"
+        is "$rc" 0 "$label: h5py's global view of the final checkpoint equals the gathered tensors"
+        [ "$rc" -eq 0 ] || printf '%s\n' "$out" | head -5 | sed 's/^/#   /'
+    else
+        skip "h5py not found in $py"
+    fi
+}
+
+exact one 0
+is "$(cat "$TMPD/one-b/ck/latest")" "iter_0000010" "one: latest names the final checkpoint"
+run "$GPT3D" ckpt verify "$TMPD/one-b/ck"
+is "$rc" 0 "one: gpt3d ckpt verify accepts the trainer's checkpoint"
+
+# model mismatch: named; --load of a directory without checkpoints: from scratch
+# shellcheck disable=SC2086
+run "$GPT3D" train $flags --hidden-size 64 --load "$TMPD/one-b/ck" --run-dir "$TMPD/mm"
+is "$rc" 2 "a model mismatch is refused (exit 2)"
+like "$out" 'hidden-size' "the mismatch names --hidden-size"
+# shellcheck disable=SC2086
+run "$GPT3D" train $flags --train-iters 3 --load "$TMPD/none" --save "$TMPD/none" --run-dir "$TMPD/none"
+is "$rc" 0 "--load of a directory without checkpoints starts from scratch"
+is "$(cat "$TMPD/none/latest" 2>/dev/null)" "iter_0000003" "and --save writes its first checkpoint there"
+
+# SIGUSR2 mid-run (one rank; the handler sets a flag, the save happens at the next step)
+slow="--train-iters 60 --eval-iters 0 --hidden-size 128"
+# shellcheck disable=SC2086
+"$GPT3D" train $flags $slow --save "$TMPD/sig/ck" --load "$TMPD/sig/ck" --run-dir "$TMPD/sig" \
+    > "$TMPD/sig.out" 2>&1 &
+pid=$!
+n=0
+while [ "$n" -lt 200 ] && ! grep -q '"iteration":3,' "$TMPD/sig/metrics.jsonl" 2>/dev/null; do
+    sleep 0.05; n=$((n + 1))
+done
+kill -USR2 "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+is "$rc" 75 "SIGUSR2: saved and exited 75"
+it=$(sed -n 's/^iter_0*//p' "$TMPD/sig/ck/latest" 2>/dev/null)
+like "$(cat "$TMPD/sig.out")" "stopping at iteration $it \\(exit signal\\)" "SIGUSR2: stopped at the saved iteration ($it)"
+# shellcheck disable=SC2086
+run "$GPT3D" train $flags $slow --save "$TMPD/sig/ck" --load "$TMPD/sig/ck" --run-dir "$TMPD/sig"
+is "$rc" 0 "SIGUSR2: the resumed run completes"
+# shellcheck disable=SC2086
+run "$GPT3D" train $flags $slow --run-dir "$TMPD/sigref"
+is "$(losses sig)" "$(losses sigref)" "SIGUSR2: losses of the interrupted and resumed run are the uninterrupted run's"
+
+if [ "$have_mpi" = 0 ]; then
+    skip "mpirun not found: no parallel layouts"
+    done_testing
+    exit $?
+fi
+exact tp2pp2 4 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2
+exact dp2z 2 --use-distributed-optimizer
+
+# layout changes: the DP 2 ZeRO-1 checkpoint of iteration 4 resumed at TP 2 and at DP 4 ZeRO-1
+for new in "tp2 2 --tensor-model-parallel-size 2" "dp4z 4 --use-distributed-optimizer"; do
+    # shellcheck disable=SC2086
+    set -- $new
+    lay=$1 np=$2
+    shift 2
+    mkdir -p "$TMPD/x$lay"
+    cp -r "$TMPD/dp2z-b/ck" "$TMPD/x$lay/ck"
+    rm -rf "$TMPD/x$lay/ck/iter_0000010"
+    echo iter_0000004 > "$TMPD/x$lay/ck/latest"
+    train "x$lay" "$np" --load "$TMPD/x$lay/ck" "$@"
+    is "$rc" 0 "DP 2 ZeRO-1 -> $lay: resumed"
+    d=$(maxrel "$(losses one-a | cut -d' ' -f5-)" "$(losses "x$lay")")
+    within "$d" 1e-5 && tap_result 0 "DP 2 ZeRO-1 -> $lay: losses 5..10 within 1e-5 of the uninterrupted run ($d)" \
+                     || { tap_result 1 "DP 2 ZeRO-1 -> $lay: losses 5..10 within 1e-5 of the uninterrupted run ($d)"
+                          diag "uninterrupted: $(losses one-a)"; diag "resumed: $(losses "x$lay")"; }
+done
+done_testing
