@@ -1,0 +1,122 @@
+#!/bin/sh
+# Fault injection for checkpoints in training: a DP 2 ZeRO-1 run under mpirun that saves
+# every iteration (--save-interval 1) is killed with SIGKILL (one rank, chosen at random, at
+# a random moment: before training, during an iteration or inside a save) several times and
+# resumed each time with --load.  Every time the checkpoint `latest` names passes
+# `gpt3d ckpt verify`, the resume loads exactly that checkpoint, and the run that finally
+# completes ends with losses, parameters and Adam moments bitwise equal to an uninterrupted
+# run.  G3_FAULT_SEED picks the random moments (printed).
+# (top_srcdir, top_builddir, GPT3D, MPIRUN come from make check.)
+# shellcheck disable=SC2154
+# shellcheck source=tests/lib.sh
+. "$top_srcdir/tests/lib.sh"
+set -e
+
+if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" >/dev/null 2>&1; then
+    skip_all "mpirun not found (configure: install Debian's openmpi-bin)"
+fi
+if [ "$(id -u)" = 0 ]; then
+    OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+fi
+g3_tmpdir
+mk="$top_builddir/tests/train/mkdata"
+check="$top_builddir/tests/parallel/grad_check"
+D="$TMPD/data"
+mkdir -p "$D"
+i=1
+while [ $i -le 300 ]; do
+    echo "And God said, Let there be light: and there was light. Verse $i. In the beginning $((i % 7))."
+    i=$((i + 1))
+done > "$D/text.txt"
+"$mk" --byte-vocab "$D/vocab.json" "$D/merges.txt"
+"$mk" "$D/vocab.json" "$D/merges.txt" "$D/text.txt" "$D/verses"
+
+flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
+ --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
+ --make-vocab-size-divisible-by 6 --micro-batch-size 2 --global-batch-size 8 --train-iters 40
+ --lr 3e-3 --lr-warmup-iters 2 --lr-decay-style cosine --log-interval 1 --eval-iters 1
+ --eval-interval 100 --distributed-timeout-minutes 1 --use-distributed-optimizer
+ --save-interval 1 --keep-last 3"
+export OMP_NUM_THREADS=1
+seed=${G3_FAULT_SEED:-$(date +%s)}
+diag "G3_FAULT_SEED=$seed"
+
+# the uninterrupted run
+# shellcheck disable=SC2086
+run "$MPIRUN" --oversubscribe -x OMP_NUM_THREADS -np 2 "$GPT3D" train $flags \
+    --save "$TMPD/ref/ck" --run-dir "$TMPD/ref" --debug-grad-dump "$TMPD/ref/g"
+is "$rc" 0 "the uninterrupted run"
+
+# the killed runs: each rank records its pid; a random rank dies at a random moment
+R="$TMPD/run"
+mkdir -p "$R"
+kills=0 inside=0 loads_ok=1 verify_ok=1 attempt=0 done_rc=1
+while [ "$attempt" -lt 12 ]; do
+    attempt=$((attempt + 1))
+    expect=$(sed -n 's/^iter_0*//p' "$R/ck/latest" 2>/dev/null || true)
+    rm -f "$R"/pid.*
+    before=$(ls -d "$R"/ck/iter_*.tmp-* 2>/dev/null || true)
+    # shellcheck disable=SC2086,SC2016
+    "$MPIRUN" --oversubscribe -x OMP_NUM_THREADS -np 2 sh -c \
+        'echo $$ > "$0/pid.${OMPI_COMM_WORLD_RANK:-$PMIX_RANK}"; exec "$@"' "$R" \
+        "$GPT3D" train $flags --save "$R/ck" --load "$R/ck" --run-dir "$R" \
+        --debug-grad-dump "$R/g" > "$R/out.$attempt" 2>&1 &
+    mpid=$!
+    if [ "$attempt" -le 2 ]; then
+        # inside a save: as soon as a save's temporary directory appears (saves take most of
+        # each iteration's time here: fsync), the rank of this attempt's parity dies
+        n=0
+        while [ "$n" -lt 400 ]; do
+            now=$(ls -d "$R"/ck/iter_*.tmp-* 2>/dev/null || true)
+            if [ -n "$now" ] && [ "$now" != "$before" ]; then break; fi
+            sleep 0.01; n=$((n + 1))
+        done
+        r=$((attempt % 2))
+        if [ -f "$R/pid.$r" ] && kill -KILL "$(cat "$R/pid.$r")" 2>/dev/null; then
+            kills=$((kills + 1))
+        fi
+    elif [ "$attempt" -le 6 ]; then
+        # a delay in [0.6, 1.6) s after the launch (mpirun itself takes ~0.5 s), a rank
+        # shellcheck disable=SC2046
+        set -- $(awk -v s="$seed" -v a="$attempt" 'BEGIN { srand(s + a); printf "%.2f %d\n", 0.6 + rand(), int(2 * rand()) }')
+        sleep "$1"
+        if [ -f "$R/pid.$2" ] && kill -KILL "$(cat "$R/pid.$2")" 2>/dev/null; then
+            kills=$((kills + 1))
+        fi
+    fi
+    set +e; wait "$mpid"; arc=$?; set -e
+    if [ -n "$expect" ] && ! grep -q "resumed from the checkpoint of iteration $expect " "$R/out.$attempt"; then
+        loads_ok=0
+        diag "attempt $attempt: expected to resume from iteration $expect: $(grep -h 'resumed\|error' "$R/out.$attempt" | head -3)"
+    fi
+    if ls -d "$R"/ck/iter_*.tmp-* >/dev/null 2>&1; then inside=$((inside + 1)); fi
+    if [ -f "$R/ck/latest" ]; then
+        if ! "$GPT3D" ckpt verify "$R/ck" > "$R/verify.$attempt" 2>&1; then
+            verify_ok=0
+            diag "attempt $attempt: gpt3d ckpt verify failed: $(tail -3 "$R/verify.$attempt")"
+        fi
+    fi
+    diag "attempt $attempt: exit $arc, latest $(cat "$R/ck/latest" 2>/dev/null || echo none)"
+    if [ "$arc" -eq 0 ]; then done_rc=0; break; fi
+done
+is "$done_rc" 0 "the killed run completed after $attempt attempts ($kills SIGKILLs)"
+is "$loads_ok" 1 "every resume loaded the checkpoint latest named when it started"
+is "$verify_ok" 1 "after every kill the checkpoint latest names passes gpt3d ckpt verify"
+if [ "$inside" -ge 1 ]; then
+    tap_result 0 "$inside of the kills hit a save (an unfinished iter_*.tmp-* was left)"
+else
+    tap_result 1 "no kill hit a save (no iter_*.tmp-* was left behind)"
+fi
+a=$(grep '"event":"train"' "$TMPD/ref/metrics.jsonl" | sed 's/.*"iteration":\([0-9]*\),.*"loss":\([^,]*\),.*/\1 \2/')
+# the last record of each iteration in the killed run's appended metrics
+b=$(grep '"event":"train"' "$R/metrics.jsonl" | sed 's/.*"iteration":\([0-9]*\),.*"loss":\([^,]*\),.*/\1 \2/' |
+    awk '{ v[$1] = $2 } END { for (i = 1; i in v; i++) print i, v[i] }')
+is "$b" "$a" "the losses of every iteration equal the uninterrupted run's"
+run "$check" --tol 0 --what params "$TMPD/ref/g" "$R/g"
+is "$rc" 0 "final parameters bitwise equal ($(printf '%s\n' "$out" | tail -n 1))"
+run "$check" --tol 0 --what adam_m "$TMPD/ref/g" "$R/g"
+is "$rc" 0 "final Adam moments bitwise equal ($(printf '%s\n' "$out" | tail -n 1))"
+n=$(find "$R/ck" -maxdepth 1 -name 'iter_???????' | wc -l)
+is "$n" 3 "--keep-last 3 left three checkpoints"
+done_testing
