@@ -89,6 +89,7 @@ static const g3_opt_spec_t g3_train_specs[] = {
     { "load-fallback", G3_OPT_BOOL, NULL, "If the latest checkpoint cannot be loaded, load the previous committed one.", G3_NOOPT },
     { "no-save-optim", G3_OPT_BOOL, NULL, "Save the model only (no Adam state: such a checkpoint cannot resume exactly).", G3_NOOPT },
     { "no-load-optim", G3_OPT_BOOL, NULL, "Load the model only; the Adam state starts from zero.", G3_NOOPT },
+    { "async-save", G3_OPT_BOOL, NULL, "Write the --save-interval checkpoints from a background thread while training goes on (the log reports the stall).", G3_NOOPT },
     { "exit-signal", G3_OPT_CHOICE, "SIGUSR2", "On this signal save a checkpoint at the next step boundary and exit 75 (requeue).", "SIGUSR2|SIGUSR1|SIGTERM", 0, 0, NULL },
     { "exit-duration-in-mins", G3_OPT_FLOAT, "0", "After this many minutes of training save and exit 75 (0: never).", G3_NOOPT },
     { "exit-interval", G3_OPT_INT, "0", "Save and exit 75 when the iteration is a multiple of this (0: never).", G3_NOOPT },
@@ -507,6 +508,7 @@ int g3_cmd_train(int argc, char **argv)
     cfg.load_fallback = g3_opts_bool(o, "load-fallback");
     cfg.no_save_optim = g3_opts_bool(o, "no-save-optim");
     cfg.no_load_optim = g3_opts_bool(o, "no-load-optim");
+    cfg.async_save = g3_opts_bool(o, "async-save");
     cfg.save_id = getenv("SLURM_JOB_ID");
     ok &= g3_int_flag(o, "keep-last", 0, &cfg.keep_last);
     if (cfg.save_interval < 0 || cfg.exit_interval < 0 || !(cfg.exit_duration_mins >= 0.0)) {
@@ -514,8 +516,9 @@ int g3_cmd_train(int argc, char **argv)
                  "negative");
         ok = 0;
     }
-    if (!cfg.save_dir && (cfg.save_interval > 0 || cfg.keep_last > 0 || cfg.no_save_optim)) {
-        g3_error("--save-interval, --keep-last and --no-save-optim need --save DIR");
+    if (!cfg.save_dir && (cfg.save_interval > 0 || cfg.keep_last > 0 || cfg.no_save_optim ||
+                          cfg.async_save)) {
+        g3_error("--save-interval, --keep-last, --no-save-optim and --async-save need --save DIR");
         ok = 0;
     }
     if (!cfg.load_dir && (cfg.load_fallback || cfg.no_load_optim)) {

@@ -538,6 +538,63 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
     return G3_OK;
 }
 
+/* --async-save: start writing the checkpoint of iteration `it` in the background (after the
+ * previous asynchronous save, if any, is committed) and say how long training stood still. */
+static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+                                         int64_t it, int64_t consumed, int64_t gbs, double lr)
+{
+    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
+    double t0 = g3_now(), dt;
+    int64_t done;
+    g3_status_t st = g3_train_ckpt_async_finish(&c, pending, 1, &done);
+
+    if (st == G3_OK)
+        st = g3_train_ckpt_save_async(&c, it, consumed, gbs, lr, pending);
+    dt = g3_now() - t0;
+    if (st != G3_OK) {
+        g3_error("the asynchronous save of iteration %lld to %s failed (see above); the "
+                 "previous checkpoints are intact", (long long)it, tr->cfg->save_dir);
+        return st;
+    }
+    if (done >= 0)
+        printf(" committed the asynchronous checkpoint of iteration %lld\n", (long long)done);
+    printf(" started an asynchronous save of iteration %8lld to %s: training stalled %.3f s "
+           "(host copy%s)\n", (long long)it, tr->cfg->save_dir, dt,
+           done >= 0 ? " and waiting for the previous save" : "");
+    fflush(stdout);
+    if (tr->metrics) {
+        fprintf(tr->metrics, "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,"
+                "\"reason\":\"save interval\",\"async\":true,\"stall_s\":%.6f}\n", (long long)it,
+                (long long)consumed, dt);
+        fflush(tr->metrics);
+    }
+    return G3_OK;
+}
+
+/* Commit a pending asynchronous save: block = 0 only if every rank's writer is done. */
+static g3_status_t g3_trainer_async_poll(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+                                         int block, int64_t *saved_it)
+{
+    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
+    int64_t done;
+    g3_status_t st;
+
+    if (!*pending)
+        return G3_OK;
+    st = g3_train_ckpt_async_finish(&c, pending, block, &done);
+    if (st != G3_OK) {
+        g3_error("the asynchronous save to %s failed (see above); the previous checkpoints "
+                 "are intact", tr->cfg->save_dir);
+        return st;
+    }
+    if (done >= 0) {
+        *saved_it = done;
+        printf(" committed the asynchronous checkpoint of iteration %lld\n", (long long)done);
+        fflush(stdout);
+    }
+    return G3_OK;
+}
+
 /* At a step boundary: has a stop been asked for (signal, run time; every rank agrees
  * through a max over the world), or does --exit-interval stop here?  OUT: *why_p */
 static g3_status_t g3_trainer_exit_requested(g3_trainer_t *tr, int64_t it, double t_start,
@@ -577,6 +634,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
     int64_t n_iters = 0, tokens = 0;
     int have_valid;
     int64_t start_it = 0, saved_it = -1, last_gbs = 0;
+    g3_train_ckpt_async_t *pending = NULL;
     double last_lr = 0.0, t_start = g3_now();
     g3_status_t st;
 
@@ -674,12 +732,19 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
                 goto out;
             g3_trainer_report_eval(&tr, it, vl, 0);
         }
+        st = g3_trainer_async_poll(&tr, &pending, 0, &saved_it);
+        if (st != G3_OK)
+            goto out;
         if (cfg->save_dir && cfg->save_interval > 0 && it % cfg->save_interval == 0 &&
             it != tr.plan.train_iters) {
-            st = g3_trainer_save(&tr, it, consumed, gbs, lr, "save interval");
+            if (cfg->async_save) {
+                st = g3_trainer_save_async(&tr, &pending, it, consumed, gbs, lr);
+            } else {
+                st = g3_trainer_save(&tr, it, consumed, gbs, lr, "save interval");
+                saved_it = it;
+            }
             if (st != G3_OK)
                 goto out;
-            saved_it = it;
         }
         if (it != tr.plan.train_iters) {
             const char *why;
@@ -687,6 +752,9 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
             if (st != G3_OK)
                 goto out;
             if (why) {
+                st = g3_trainer_async_poll(&tr, &pending, 1, &saved_it);
+                if (st != G3_OK)
+                    goto out;
                 if (cfg->save_dir && saved_it != it) {
                     st = g3_trainer_save(&tr, it, consumed, gbs, lr, why);
                     if (st != G3_OK)
@@ -709,6 +777,9 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
             }
         }
     }
+    st = g3_trainer_async_poll(&tr, &pending, 1, &saved_it);
+    if (st != G3_OK)
+        goto out;
     if (cfg->save_dir && res.iterations > saved_it && res.iterations > start_it) {
         st = g3_trainer_save(&tr, res.iterations, consumed, last_gbs, last_lr, "end of training");
         if (st != G3_OK)
@@ -750,6 +821,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
                 (long long)res.consumed_samples, res.last_loss, vl);
     }
 out:
+    g3_train_ckpt_async_drop(pending);   /* only after an error: not committed */
     g3_trainer_close(&tr);
     if (result_p)
         *result_p = res;

@@ -72,6 +72,7 @@ typedef struct {
     int          no_save_optim;         /* --no-save-optim                                   */
     int          no_load_optim;         /* --no-load-optim                                   */
     const char  *save_id;               /* names save temporaries (Slurm job id); NULL: "0"  */
+    int          async_save;            /* --async-save: interval saves written by a thread  */
     const char  *config_text;           /* the run's flags as "name = value" lines           */
     /* stopping on request: save (with --save) and return G3_ERR_INTERRUPTED (exit 75) */
     volatile sig_atomic_t *exit_flag;   /* set by the --exit-signal handler; NULL: none      */

@@ -185,31 +185,27 @@ static g3_status_t g3_tck_describe(const g3_train_ckpt_t *c, g3_tck_t *t, int sa
     return G3_OK;
 }
 
-g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
-                               int64_t consumed_samples, int64_t gbs, double lr)
+/* The whole state to save after `iteration`: the tensors (host copies in t) and the scalars. */
+static g3_status_t g3_tck_state(const g3_train_ckpt_t *c, g3_tck_t *t, int64_t iteration,
+                                int64_t consumed_samples, int64_t gbs, double lr,
+                                g3_ckpt_state_t **state_p)
 {
     const g3_train_config_t *cfg = c->cfg;
     g3_ckpt_state_t *state = NULL;
-    g3_ckpt_save_opts_t so;
-    g3_ckpt_comm_t comm = { cfg->par, g3_tck_allreduce_min };
-    g3_tck_t t;
     int64_t seed = (int64_t)c->model->cfg.seed, T = c->model->cfg.seq_length;
     int64_t sched[1] = { consumed_samples };
     int64_t ramp[2] = { gbs, consumed_samples };
     int64_t sampler[2] = { consumed_samples, seed };
     g3_status_t st;
 
-    st = g3_tck_init(c, &t);
+    st = g3_tck_describe(c, t, 1, !cfg->no_save_optim, &state);
     if (st != G3_OK)
         return st;
-    st = g3_tck_describe(c, &t, 1, !cfg->no_save_optim, &state);
-    if (st != G3_OK)
-        goto out_free_copies;
     g3_ckpt_state_set_progress(state, iteration, consumed_samples, consumed_samples * T);
     if (cfg->config_text)
         st = g3_ckpt_state_set_config(state, cfg->config_text);
     if (st == G3_OK)
-        st = g3_ckpt_state_set_i64(state, "optimizer.step", t.step, 1);
+        st = g3_ckpt_state_set_i64(state, "optimizer.step", t->step, 1);
     if (st == G3_OK)
         st = g3_ckpt_state_set_f64(state, "lr", &lr, 1);
     if (st == G3_OK)
@@ -220,18 +216,179 @@ g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
         st = g3_ckpt_state_set_i64(state, "rng", &seed, 1);
     if (st == G3_OK)
         st = g3_ckpt_state_set_i64(state, "data_sampler", sampler, 2);
+    if (st != G3_OK) {
+        g3_ckpt_state_free(state);
+        return st;
+    }
+    *state_p = state;
+    return G3_OK;
+}
+
+static void g3_tck_save_opts(const g3_train_config_t *cfg, g3_ckpt_save_opts_t *so)
+{
+    memset(so, 0, sizeof(*so));
+    so->save_id = cfg->save_id;
+    so->keep_last = cfg->keep_last;
+    so->no_save_optim = cfg->no_save_optim;
+}
+
+g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
+                               int64_t consumed_samples, int64_t gbs, double lr)
+{
+    const g3_train_config_t *cfg = c->cfg;
+    g3_ckpt_state_t *state = NULL;
+    g3_ckpt_save_opts_t so;
+    g3_ckpt_comm_t comm = { cfg->par, g3_tck_allreduce_min };
+    g3_tck_t t;
+    g3_status_t st;
+
+    st = g3_tck_init(c, &t);
     if (st != G3_OK)
-        goto out_free_state;
-    memset(&so, 0, sizeof(so));
-    so.save_id = cfg->save_id;
-    so.keep_last = cfg->keep_last;
-    so.no_save_optim = cfg->no_save_optim;
-    st = g3_ckpt_save(cfg->save_dir, state, &so, cfg->par ? &comm : NULL);
-out_free_state:
-    g3_ckpt_state_free(state);
-out_free_copies:
+        return st;
+    st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
+    if (st == G3_OK) {
+        g3_tck_save_opts(cfg, &so);
+        st = g3_ckpt_save(cfg->save_dir, state, &so, cfg->par ? &comm : NULL);
+        g3_ckpt_state_free(state);
+    }
     g3_tck_free(&t);
     return st;
+}
+
+/* ---- asynchronous saves ------------------------------------------------------------------ */
+
+struct g3_train_ckpt_async {
+    g3_ckpt_async_t *writer;
+    int64_t          iteration;
+    int              root;       /* this rank commits (tp = pp = dp = 0) */
+};
+
+/* RET: G3_OK with *ok the minimum over the world (single rank: unchanged). */
+static g3_status_t g3_tck_agree(const g3_train_config_t *cfg, int *ok)
+{
+    return cfg->par ? g3_tck_allreduce_min(cfg->par, ok) : G3_OK;
+}
+
+g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration,
+                                     int64_t consumed_samples, int64_t gbs, double lr,
+                                     g3_train_ckpt_async_t **pending_p)
+{
+    const g3_train_config_t *cfg = c->cfg;
+    g3_ckpt_state_t *state = NULL, *snap = NULL;
+    g3_train_ckpt_async_t *a;
+    g3_ckpt_save_opts_t so;
+    g3_tck_t t;
+    int ok, root;
+    g3_status_t st = G3_OK, cst;
+
+    root = c->model->cfg.tp_rank == 0 && c->model->cfg.pp_rank == 0 && cfg->dp_rank == 0;
+    g3_tck_save_opts(cfg, &so);
+    if (root)
+        st = g3_ckpt_save_prepare(cfg->save_dir, iteration, &so);
+    ok = st == G3_OK;
+    if ((cst = g3_tck_agree(cfg, &ok)) != G3_OK)
+        return cst;
+    if (!ok)
+        return st != G3_OK ? st : G3_ERR_IO;
+    /* the host copy is the stall; the writer thread owns the snapshot */
+    st = g3_tck_init(c, &t);
+    if (st == G3_OK) {
+        st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
+        if (st == G3_OK)
+            st = g3_ckpt_state_snapshot(state, &snap);
+        g3_ckpt_state_free(state);
+        g3_tck_free(&t);
+    }
+    a = calloc(1, sizeof(*a));
+    if (st == G3_OK && !a) {
+        g3_error("checkpoints: out of memory starting an asynchronous save");
+        st = G3_ERR_NO_MEMORY;
+    }
+    if (st == G3_OK) {
+        st = g3_ckpt_async_start(cfg->save_dir, snap, &so, &a->writer);
+        snap = NULL;   /* owned by the writer now, even on failure */
+    }
+    ok = st == G3_OK;
+    if ((cst = g3_tck_agree(cfg, &ok)) != G3_OK)
+        st = cst;
+    else if (!ok && st == G3_OK)
+        st = G3_ERR_IO;   /* another rank failed; it said why */
+    if (st != G3_OK) {
+        if (a && a->writer) {
+            g3_ckpt_async_wait(a->writer, NULL);
+            g3_ckpt_async_free(a->writer);
+        }
+        free(a);
+        g3_ckpt_state_free(snap);
+        if (root)
+            g3_ckpt_save_abort(cfg->save_dir, iteration, &so);
+        return st;
+    }
+    a->iteration = iteration;
+    a->root = root;
+    *pending_p = a;
+    return G3_OK;
+}
+
+g3_status_t g3_train_ckpt_async_finish(const g3_train_ckpt_t *c, g3_train_ckpt_async_t **pending_p,
+                                       int block, int64_t *iteration_p)
+{
+    const g3_train_config_t *cfg = c->cfg;
+    g3_train_ckpt_async_t *a = *pending_p;
+    const g3_ckpt_state_t *snap = NULL;
+    g3_ckpt_save_opts_t so;
+    int ok;
+    g3_status_t st, cst;
+
+    *iteration_p = -1;
+    if (!a)
+        return G3_OK;
+    if (!block) {   /* finish only when every rank's writer is done */
+        ok = g3_ckpt_async_done(a->writer);
+        if ((cst = g3_tck_agree(cfg, &ok)) != G3_OK)
+            return cst;
+        if (!ok)
+            return G3_OK;
+    }
+    g3_tck_save_opts(cfg, &so);
+    st = g3_ckpt_async_wait(a->writer, &snap);
+    ok = st == G3_OK;
+    if ((cst = g3_tck_agree(cfg, &ok)) != G3_OK) {
+        st = cst;
+        goto out_free;
+    }
+    if (!ok) {
+        if (a->root)
+            g3_ckpt_save_abort(cfg->save_dir, a->iteration, &so);
+        st = st != G3_OK ? st : G3_ERR_IO;
+        goto out_free;
+    }
+    if (a->root) {
+        st = g3_ckpt_commit(cfg->save_dir, snap, &so);
+        if (st != G3_OK)
+            g3_ckpt_save_abort(cfg->save_dir, a->iteration, &so);
+    }
+    ok = st == G3_OK;
+    if ((cst = g3_tck_agree(cfg, &ok)) != G3_OK)
+        st = cst;
+    else if (!ok && st == G3_OK)
+        st = G3_ERR_IO;
+    if (st == G3_OK)
+        *iteration_p = a->iteration;
+out_free:
+    g3_ckpt_async_free(a->writer);
+    free(a);
+    *pending_p = NULL;
+    return st;
+}
+
+void g3_train_ckpt_async_drop(g3_train_ckpt_async_t *pending)
+{
+    if (!pending)
+        return;
+    g3_ckpt_async_wait(pending->writer, NULL);
+    g3_ckpt_async_free(pending->writer);
+    free(pending);
 }
 
 /* RET: 1 when dir holds no checkpoint at all (no `latest`, no index, no iter_ directory). */

@@ -31,6 +31,24 @@ typedef struct {
 g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
                                int64_t consumed_samples, int64_t gbs, double lr);
 
+/* Asynchronous save (--async-save): rank 0 prepares the temporary directory, every rank copies
+ * its state to host memory (the stall) and a writer thread writes its shards while training
+ * goes on.  OUT: *pending_p.  Only one save may be pending. */
+typedef struct g3_train_ckpt_async g3_train_ckpt_async_t;
+g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration,
+                                     int64_t consumed_samples, int64_t gbs, double lr,
+                                     g3_train_ckpt_async_t **pending_p);
+/* Commit a pending save (collective): block = 0 does it only when every rank's writer has
+ * finished (else nothing, *iteration_p = -1); block = 1 waits.  *pending_p becomes NULL once
+ * finished.  OUT: *iteration_p, the iteration committed, or -1.  RET: the save's failure (the
+ * temporary directory is removed; the previous checkpoints are intact). */
+g3_status_t g3_train_ckpt_async_finish(const g3_train_ckpt_t *c, g3_train_ckpt_async_t **pending_p,
+                                       int block, int64_t *iteration_p);
+
+/* On an error: wait for the writer thread and forget the save (not committed; the next save
+ * removes its temporary directory).  Not collective.  NULL: nothing. */
+void g3_train_ckpt_async_drop(g3_train_ckpt_async_t *pending);
+
 /* Load cfg->load_dir's latest checkpoint into the model and optimizer (collective).
  * OUT: *iteration_p, *consumed_p (0 and *loaded_p = 0 when load_dir holds no checkpoint
  * yet: the run starts from scratch, as the batch suite's first job does).

@@ -142,6 +142,23 @@ fi
 exact tp2pp2 4 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2
 exact dp2z 2 --use-distributed-optimizer
 
+# --async-save: interval saves written by a thread; the run and a resume from one of its
+# checkpoints are bitwise the uninterrupted run
+train async 2 --use-distributed-optimizer --save-interval 3 --async-save --debug-grad-dump "$TMPD/async/g"
+is "$rc" 0 "async: a DP 2 ZeRO-1 run with --async-save --save-interval 3"
+like "$out" 'started an asynchronous save of iteration +3 .*training stalled [0-9.]+ s' "async: the stall is logged"
+like "$out" 'committed the asynchronous checkpoint of iteration 6' "async: the saves are committed"
+run "$check" --tol 0 --what params "$TMPD/dp2z-a/g" "$TMPD/async/g"
+is "$rc" 0 "async: final parameters bitwise those of the run without checkpoints in flight"
+mkdir -p "$TMPD/async2"
+cp -r "$TMPD/async/ck" "$TMPD/async2/ck"
+rm -rf "$TMPD/async2/ck/iter_0000010"
+echo iter_0000009 > "$TMPD/async2/ck/latest"
+train async2 2 --use-distributed-optimizer --load "$TMPD/async2/ck" --debug-grad-dump "$TMPD/async2/g"
+like "$out" 'resumed from the checkpoint of iteration 9' "async: resumed from the asynchronous checkpoint of iteration 9"
+run "$check" --tol 0 --what params "$TMPD/dp2z-a/g" "$TMPD/async2/g"
+is "$rc" 0 "async: the resumed run ends bitwise equal"
+
 # layout changes: the DP 2 ZeRO-1 checkpoint of iteration 4 resumed at TP 2 and at DP 4 ZeRO-1
 for new in "tp2 2 --tensor-model-parallel-size 2" "dp4z 4 --use-distributed-optimizer"; do
     # shellcheck disable=SC2086
