@@ -166,6 +166,44 @@ static inline int64_t synth_global_index(const g3_ckpt_tensor_t *t, int tp, int 
     return -1;
 }
 
+/* Fill out[0..count) with the values of local elements [start, start + count)
+ * of tensor t on TP rank tp (fill = 0: the 0xAB pattern instead). */
+static inline void synth_fill_local(const g3_ckpt_tensor_t *t, int tp, int tps, int64_t start, int64_t count,
+                                    int64_t iteration, int fill, void *out)
+{
+    g3_ckpt_piece_t b[3];
+    int nb;
+    size_t esz = g3_ckpt_dtype_size(t->dtype);
+    int64_t base = 0, done = 0;
+
+    if (!fill) {
+        memset(out, 0xAB, (size_t)count * esz);
+        return;
+    }
+    g3_ckpt_tp_boxes(t, tp, tps, b, &nb);
+    for (int k = 0; k < nb && done < count; k++) {
+        int64_t vol = 1, lo, hi;
+        for (int d = 0; d < t->ndim; d++)
+            vol *= b[k].extent[d];
+        lo = start > base ? start : base;
+        hi = start + count < base + vol ? start + count : base + vol;
+        for (int64_t i = lo; i < hi; i++) {
+            int64_t rem = i - base, g = 0, stride = 1, idx[G3_CKPT_MAX_DIMS];
+            for (int d = t->ndim - 1; d >= 0; d--) {
+                idx[d] = rem % b[k].extent[d];
+                rem /= b[k].extent[d];
+            }
+            for (int d = t->ndim - 1; d >= 0; d--) {
+                g += (b[k].offset[d] + idx[d]) * stride;
+                stride *= t->shape[d];
+            }
+            synth_value(t->name, iteration, g, t->dtype, (char *)out + (size_t)(i - start) * esz);
+            done++;
+        }
+        base += vol;
+    }
+}
+
 /* Build rank (l->tp, l->pp, l->dp)'s state.  fill: 1 = the values of
  * c->iteration, 0 = a 0xAB pattern (to be overwritten by a load). */
 static inline int synth_build(synth_rank_t *r, const synth_cfg_t *c, const g3_ckpt_layout_t *l, int fill)
@@ -190,12 +228,7 @@ static inline int synth_build(synth_rank_t *r, const synth_cfg_t *c, const g3_ck
         if (!synth_holds(l, t))
             continue;
         buf = synth_alloc(r, (size_t)n * esz);
-        for (int64_t k = 0; k < n; k++) {
-            if (fill)
-                synth_value(t->name, c->iteration, synth_global_index(t, l->tp, l->tp_size, k), t->dtype, buf + k * esz);
-            else
-                memset(buf + k * esz, 0xAB, esz);
-        }
+        synth_fill_local(t, l->tp, l->tp_size, 0, n, c->iteration, fill, buf);
         if (g3_ckpt_state_add_local(r->state, t, l->tp, l->tp_size, buf) != G3_OK) {
             free(ps);
             return -1;
@@ -232,13 +265,7 @@ static inline int synth_build(synth_rank_t *r, const synth_cfg_t *c, const g3_ck
                 a = base + n;
             if (b < a)
                 b = a;
-            for (int64_t k = a; k < b; k++) {
-                if (fill)
-                    synth_value(name, c->iteration, synth_global_index(&t, l->tp, l->tp_size, k - base),
-                                G3_CKPT_F32, &flat[k - lo]);
-                else
-                    memset(&flat[k - lo], 0xAB, 4);
-            }
+            synth_fill_local(&t, l->tp, l->tp_size, a - base, b - a, c->iteration, fill, &flat[a - lo]);
             if (g3_ckpt_state_add_local_flat(r->state, &t, l->tp, l->tp_size, a - base, b - a,
                                              &flat[a - lo]) != G3_OK) {
                 free(ps);
