@@ -209,7 +209,7 @@ g3_status_t g3_ckpt_state_snapshot(const g3_ckpt_state_t *state, g3_ckpt_state_t
 
 typedef struct g3_ckpt_async g3_ckpt_async_t;
 /* Start phase 2 (g3_ckpt_write_shards) of a snapshot in a background thread;
- * takes ownership of snapshot.  Phase 1 must have completed on rank 0 (and a
+ * takes ownership of snapshot (also when it fails: then it is freed).  Phase 1 must have completed on rank 0 (and a
  * barrier passed) before.  OUT: *async_p */
 g3_status_t g3_ckpt_async_start(const char *dir, g3_ckpt_state_t *snapshot,
                                 const g3_ckpt_save_opts_t *opts, g3_ckpt_async_t **async_p);
