@@ -139,6 +139,22 @@ if [ "$have_mpi" = 0 ]; then
     done_testing
     exit $?
 fi
+# SIGUSR2 to mpirun (it forwards the signal to every rank): all ranks stop at one iteration
+# with one save and exit 75
+# shellcheck disable=SC2086
+"$MPIRUN" --oversubscribe -x OMP_NUM_THREADS -np 2 "$GPT3D" train $flags $slow \
+    --tensor-model-parallel-size 2 --save "$TMPD/msig/ck" --run-dir "$TMPD/msig" > "$TMPD/msig.out" 2>&1 &
+pid=$!
+n=0
+while [ "$n" -lt 300 ] && ! grep -q '"iteration":3,' "$TMPD/msig/metrics.jsonl" 2>/dev/null; do
+    sleep 0.05; n=$((n + 1))
+done
+kill -USR2 "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+is "$rc" 75 "SIGUSR2 under mpirun (TP 2): every rank saved and the job exited 75"
+it=$(sed -n 's/^iter_0*//p' "$TMPD/msig/ck/latest" 2>/dev/null)
+like "$(cat "$TMPD/msig.out")" "stopping at iteration $it \\(exit signal\\)" "SIGUSR2 under mpirun: stopped at the saved iteration ($it)"
+
 exact tp2pp2 4 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2
 exact dp2z 2 --use-distributed-optimizer
 
