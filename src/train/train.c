@@ -175,7 +175,7 @@ static g3_status_t g3_trainer_sample(g3_trainer_t *tr)
     g3_cand_t *cand = NULL;
     char *text = NULL, *clean = NULL;
     size_t text_len = 0, clean_len = 0, replaced = 0, prompt_len;
-    int V = cfg->model.vocab_size;
+    int V = tr->model->cfg.vocab_size;   /* the real vocabulary: padded ids are never picked */
     g3_status_t st;
 
     st = g3_bpe_load(cfg->vocab_file, cfg->merge_file, &bpe);
@@ -468,19 +468,11 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
            : tr->plan.lr.style == G3_LR_DECAY_LINEAR ? "linear" : "constant",
            (long long)tr->plan.lr.decay_samples, (long long)tr->plan.lr.warmup_samples);
     if (tr->eng) {
-        g3_par_memory_t mem;
-        g3_par_engine_memory(tr->eng, &mem);
         g3_par_print_layout(cfg->par, m, stdout);
-        printf("  backend %s: %s\n", tr->be->name, tr->be->device);
-        printf("  memory on rank 0: %.3fM parameters held, %.2f bytes each = params 4 + grads "
-               "4 + %s (formula %.2f): %.1f MiB model state; %.1f MiB activations for %d "
-               "micro-batch%s in flight%s\n", (double)mem.numel / 1e6, mem.bytes_per_param,
-               cfg->distributed_optimizer ? "(Adam m 4 + v 4 + reduced gradient 4) / DP"
-                                          : "Adam m 4 + v 4",
-               mem.formula,
-               (double)(mem.param_bytes + mem.grad_bytes + mem.optim_bytes) / 1048576.0,
-               (double)mem.acts_bytes / 1048576.0, mem.acts_sets, mem.acts_sets == 1 ? "" : "es",
-               m->recompute_activations ? " (recomputed per layer)" : "");
+        printf("  backend %s: %s%s\n", tr->be->name, tr->be->device,
+               m->recompute_activations ? "; activations recomputed per layer" : "");
+        if (g3_par_print_memory(tr->eng, stdout) != G3_OK)
+            g3_warn("could not gather the memory of every stage");
     } else {
         printf("  backend %s: %s; memory: %.1f MiB model state, %.1f MiB activations%s\n",
                tr->be->name, tr->be->device, (double)state / 1048576.0,

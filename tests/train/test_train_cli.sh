@@ -41,7 +41,11 @@ like "$out" 'validation loss at iteration 20 \| lm loss value: ' "validation run
 like "$out" 'validation loss at the end of training, iteration 40 \| lm loss value: [0-9.E+-]+ \| lm loss PPL' \
     "the final validation loss is printed"
 like "$out" 'sample \(top-k 5, temperature 1, 24 tokens after a [0-9]+-token prompt\):' "a text sample follows"
-like "$out" 'And God' "the sample starts with the prompt"
+text=$(printf '%s\n' "$out" | sed -n '/^sample (/{n;p;}')
+like "$text" '^And God' "the sample starts with the prompt"
+distinct=$(printf '%s' "${text#And God}" | fold -w1 | sort -u | wc -l)
+ok=$([ "$distinct" -ge 5 ] && echo 0 || echo 1)
+is "$ok" 0 "the generated text is not one repeated token ($distinct distinct characters: '${text#And God}')"
 first=$(printf '%s\n' "$out" | sed -n 's/.*iteration  *10\/.*lm loss: \([0-9.E+-]*\) .*/\1/p')
 last=$(printf '%s\n' "$out" | sed -n 's/.*iteration  *40\/.*lm loss: \([0-9.E+-]*\) .*/\1/p')
 ok=$(awk -v a="$first" -v b="$last" 'BEGIN { print (b < a - 1.0) ? 0 : 1 }')
