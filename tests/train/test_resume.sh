@@ -112,6 +112,34 @@ run "$GPT3D" train $flags --train-iters 3 --load "$TMPD/none" --save "$TMPD/none
 is "$rc" 0 "--load of a directory without checkpoints starts from scratch"
 is "$(cat "$TMPD/none/latest" 2>/dev/null)" "iter_0000003" "and --save writes its first checkpoint there"
 
+# a damaged newest checkpoint: refused, or with --load-fallback the previous one is loaded
+mkdir -p "$TMPD/fb"
+cp -r "$TMPD/one-b/ck" "$TMPD/fb/ck"
+f="$TMPD/fb/ck/iter_0000010/model_tp00_pp000.h5"
+size=$(wc -c < "$f")
+# (the tensors sit after the metadata block, at the end of the file)
+printf 'XXXXXXXX' | dd of="$f" bs=1 seek=$((size - 20000)) conv=notrunc 2>/dev/null
+# shellcheck disable=SC2086
+run "$GPT3D" train $flags --train-iters 12 --load "$TMPD/fb/ck" --run-dir "$TMPD/fb"
+is "$rc" 1 "a corrupted newest checkpoint is refused (exit 1)"
+like "$out" 'load-fallback' "the message points to --load-fallback"
+# shellcheck disable=SC2086
+run "$GPT3D" train $flags --train-iters 12 --load "$TMPD/fb/ck" --load-fallback --run-dir "$TMPD/fb"
+is "$rc" 0 "--load-fallback: training goes on"
+like "$out" 'resumed from the checkpoint of iteration 4 ' "--load-fallback: from the previous committed checkpoint (iteration 4)"
+
+# --exit-duration-in-mins: stops at the first step boundary after the time, saved, exit 75
+# shellcheck disable=SC2086
+run "$GPT3D" train $flags --train-iters 60 --eval-iters 0 --hidden-size 128 --exit-duration-in-mins 0.004 \
+    --save "$TMPD/dur/ck" --run-dir "$TMPD/dur"
+is "$rc" 75 "--exit-duration-in-mins: exit 75"
+like "$out" 'stopping at iteration [0-9]+ \(exit duration\)' "--exit-duration-in-mins: the reason is logged"
+if [ -f "$TMPD/dur/ck/latest" ]; then
+    tap_result 0 "--exit-duration-in-mins: a checkpoint was committed"
+else
+    tap_result 1 "--exit-duration-in-mins: a checkpoint was committed"
+fi
+
 # SIGUSR2 mid-run (one rank; the handler sets a flag, the save happens at the next step)
 slow="--train-iters 60 --eval-iters 0 --hidden-size 128"
 # shellcheck disable=SC2086
