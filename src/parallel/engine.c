@@ -111,6 +111,43 @@ void g3_par_engine_memory(const g3_par_engine_t *eng, g3_par_memory_t *mem)
     mem->formula = o->zero ? 8.0 + 12.0 / dp : 16.0;
 }
 
+g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out)
+{
+    const g3_par_layout_t *l = &eng->par->layout;
+    g3_par_memory_t mem;
+    double *v = calloc(4 * (size_t)l->pp, sizeof(double));   /* per stage: numel, state, acts, sets */
+    g3_status_t st;
+
+    if (!v) {
+        g3_error("out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    g3_par_engine_memory(eng, &mem);
+    if (l->tp_rank == 0 && l->dp_rank == 0) {
+        double *s = v + 4 * l->pp_rank;
+        s[0] = (double)mem.numel;
+        s[1] = (double)(mem.param_bytes + mem.grad_bytes + mem.optim_bytes);
+        s[2] = (double)mem.acts_bytes;
+        s[3] = mem.acts_sets;
+    }
+    st = g3_par_world_allreduce(eng->par, v, 4 * (size_t)l->pp, 0);
+    if (st == G3_OK && l->world_rank == 0) {
+        fprintf(out, "  memory per rank: params 4 + grads 4 + %s = %.2f bytes per parameter held "
+                "(the fp32 parameters are the master weights)\n",
+                eng->opt.zero ? "(Adam m 4 + v 4 + reduced gradient 4) / DP" : "Adam m 4 + v 4",
+                mem.formula);
+        for (int s = 0; s < l->pp; s++) {
+            const double *x = v + 4 * s;
+            fprintf(out, "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model "
+                    "state; %.1f MiB activations for %d micro-batch%s in flight\n", s, x[0] / 1e6,
+                    x[0] > 0 ? x[1] / x[0] : 0.0, x[1] / 1048576.0, x[2] / 1048576.0, (int)x[3],
+                    (int)x[3] == 1 ? "" : "es");
+        }
+    }
+    free(v);
+    return st;
+}
+
 const g3_gpt_t *g3_par_engine_model(const g3_par_engine_t *eng)
 {
     return eng->model;
@@ -142,11 +179,10 @@ static g3_gpt_acts_t *g3_par_set(g3_par_engine_t *eng, int64_t k)
     return eng->sets[k % eng->nsets];
 }
 
-/* RET: elements of the residual stream of a B x T micro-batch (what stages exchange). */
-static size_t g3_par_act_numel(const g3_par_engine_t *eng, const g3_gpt_acts_t *a, int B, int T)
+/* RET: elements of the residual stream of a micro-batch (what stages exchange). */
+static size_t g3_par_act_numel(const g3_par_engine_t *eng)
 {
-    (void)a;
-    return (size_t)B * T * eng->model->C;
+    return (size_t)eng->B * eng->T * eng->model->C;
 }
 
 static g3_status_t g3_par_fwd(g3_par_run_t *r, int64_t k)
@@ -180,7 +216,7 @@ static g3_status_t g3_par_send_fwd(g3_par_engine_t *eng, int64_t k)
     if (l->pp_rank == l->pp - 1)
         return G3_OK;
     return g3_comm_send(eng->par->pp, g3_gpt_acts_output(eng->model, a),
-                        g3_par_act_numel(eng, a, eng->B, eng->T), G3_DTYPE_FLOAT32,
+                        g3_par_act_numel(eng), G3_DTYPE_FLOAT32,
                         l->pp_rank + 1, G3_PAR_TAG_FWD);
 }
 
@@ -191,7 +227,7 @@ static g3_status_t g3_par_recv_fwd(g3_par_engine_t *eng, int64_t k)
     if (l->pp_rank == 0)
         return G3_OK;
     return g3_comm_recv(eng->par->pp, g3_gpt_acts_input(a),
-                        g3_par_act_numel(eng, a, eng->B, eng->T), G3_DTYPE_FLOAT32,
+                        g3_par_act_numel(eng), G3_DTYPE_FLOAT32,
                         l->pp_rank - 1, G3_PAR_TAG_FWD);
 }
 
@@ -202,7 +238,7 @@ static g3_status_t g3_par_send_bwd(g3_par_engine_t *eng, int64_t k)
     if (l->pp_rank == 0)
         return G3_OK;
     return g3_comm_send(eng->par->pp, g3_gpt_acts_grad(a),
-                        g3_par_act_numel(eng, a, eng->B, eng->T), G3_DTYPE_FLOAT32,
+                        g3_par_act_numel(eng), G3_DTYPE_FLOAT32,
                         l->pp_rank - 1, G3_PAR_TAG_BWD);
 }
 
@@ -213,7 +249,7 @@ static g3_status_t g3_par_recv_bwd(g3_par_engine_t *eng, int64_t k)
     if (l->pp_rank == l->pp - 1)
         return G3_OK;
     return g3_comm_recv(eng->par->pp, g3_gpt_acts_grad(a),
-                        g3_par_act_numel(eng, a, eng->B, eng->T), G3_DTYPE_FLOAT32,
+                        g3_par_act_numel(eng), G3_DTYPE_FLOAT32,
                         l->pp_rank + 1, G3_PAR_TAG_BWD);
 }
 
@@ -319,8 +355,8 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
     *loss_p = loss;
     if (!isfinite(loss)) {
         if (eng->par->layout.world_rank == 0)
-            g3_error("iteration %lld: the training loss is %s; stopping before the update (no "
-                     "checkpoint was written: checkpoints are not built into this version). "
+            g3_error("iteration %lld: the training loss is %s; stopping before the update (the "
+                     "parameters are those of the previous iteration). "
                      "Lower --lr, raise the warm-up, or check the data", (long long)iteration,
                      isnan(loss) ? "NaN" : "infinite");
         return G3_ERR_NUMERIC;
@@ -329,8 +365,7 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
     *grad_norm_p = norm;
     if (st == G3_ERR_NUMERIC && eng->par->layout.world_rank == 0)
         g3_error("iteration %lld: the gradient norm is %s (loss %.4f); stopping before the "
-                 "update (no checkpoint was written: checkpoints are not built into this "
-                 "version). Lower --lr or keep --clip-grad on", (long long)iteration,
+                 "update (the parameters are those of the previous iteration). Lower --lr or keep --clip-grad on", (long long)iteration,
                  isnan(norm) ? "NaN" : "infinite", loss);
     return st;
 }

@@ -159,8 +159,8 @@ g3_status_t g3_train_step(g3_train_adamw_t *opt, g3_gpt_acts_t *acts, const int3
     *loss_p = loss;
     *grad_norm_p = NAN;
     if (!isfinite(loss)) {
-        g3_error("iteration %lld: the training loss is %s; stopping before the update (no "
-                 "checkpoint was written: checkpoints are not built into this version). Lower "
+        g3_error("iteration %lld: the training loss is %s; stopping before the update (the "
+                 "parameters are those of the previous iteration). Lower "
                  "--lr, raise the warm-up, or check the data", (long long)iteration,
                  isnan(loss) ? "NaN" : "infinite");
         return G3_ERR_NUMERIC;
@@ -169,8 +169,7 @@ g3_status_t g3_train_step(g3_train_adamw_t *opt, g3_gpt_acts_t *acts, const int3
     *grad_norm_p = norm;
     if (st == G3_ERR_NUMERIC)
         g3_error("iteration %lld: the gradient norm is %s (loss %.4f); stopping before the "
-                 "update (no checkpoint was written: checkpoints are not built into this "
-                 "version). Lower --lr or keep --clip-grad on", (long long)iteration,
+                 "update (the parameters are those of the previous iteration). Lower --lr or keep --clip-grad on", (long long)iteration,
                  isnan(norm) ? "NaN" : "infinite", loss);
     return st;
 }

@@ -18,6 +18,7 @@
 #include "data/dataset.h"
 #include "parallel/par.h"
 #include "train/train.h"
+#include "ckpt/ckpt.h"
 #include "train/train_ckpt.h"
 
 /* ---- the run ------------------------------------------------------------------------------- */
@@ -814,6 +815,16 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
     }
 out:
     g3_train_ckpt_async_drop(pending);   /* only after an error: not committed */
+    if (st == G3_ERR_NUMERIC && (cfg->save_dir || cfg->load_dir) &&
+        (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0)) {
+        const char *dir = cfg->save_dir ? cfg->save_dir : cfg->load_dir;
+        int64_t last;
+        if (g3_ckpt_latest(dir, &last) == G3_OK)
+            g3_info("the last committed checkpoint is iteration %lld in %s: resume from it "
+                    "with --load %s once the cause is fixed", (long long)last, dir, dir);
+        else
+            g3_info("no checkpoint was committed in %s", dir);
+    }
     g3_trainer_close(&tr);
     if (result_p)
         *result_p = res;

@@ -5,8 +5,10 @@
 # DP 2 (ZeRO-1 shards) resumes at TP 2 and at DP 4 with ZeRO-1 within 1e-5 of the
 # uninterrupted losses; the index's global view read by h5py equals the tensors gathered from
 # the ranks; SIGUSR2 mid-run saves and exits 75 and the resumed losses are the uninterrupted
-# ones; a model mismatch is refused naming the flag; --load of an empty directory starts
-# from scratch.  Fault injection is in test_resume_faults.sh.
+# ones (one rank, and under mpirun with TP 2); --async-save runs and resumes bitwise; a model
+# mismatch is refused naming the flag; --load of an empty directory starts from scratch; a
+# corrupted newest checkpoint is refused and --load-fallback loads the previous one;
+# --exit-duration-in-mins saves and exits 75.  Fault injection is in test_resume_faults.sh.
 # (top_srcdir, top_builddir, GPT3D, MPIRUN, PYTHON_REF come from make check.)
 # shellcheck disable=SC2154
 # shellcheck source=tests/lib.sh
