@@ -1,7 +1,7 @@
 #!/bin/sh
 # Checkpoints in training (src/train/train_ckpt.c): a run stopped and resumed from its
 # checkpoint ends exactly like the uninterrupted run on the CPU (losses, final parameters and
-# Adam moments bitwise) on one rank, TP 2 x PP 2 and DP 2 with ZeRO-1; a checkpoint saved at
+# Adam moments bitwise) on one rank, TP 2 x PP 2, DP 2 with ZeRO-1 and PP 2 x DP 2 with ZeRO-1; a checkpoint saved at
 # DP 2 (ZeRO-1 shards) resumes at TP 2 and at DP 4 with ZeRO-1 within 1e-5 of the
 # uninterrupted losses; the index's global view read by h5py equals the tensors gathered from
 # the ranks; SIGUSR2 mid-run saves and exits 75 and the resumed losses are the uninterrupted
@@ -187,6 +187,8 @@ like "$(cat "$TMPD/msig.out")" "stopping at iteration $it \\(exit signal\\)" "SI
 
 exact tp2pp2 4 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2
 exact dp2z 2 --use-distributed-optimizer
+# ZeRO-1 with two stages: the tied word embedding is a segment of its own on both stages
+exact pp2dp2z 4 --pipeline-model-parallel-size 2 --use-distributed-optimizer
 
 # --async-save: interval saves written by a thread; the run and a resume from one of its
 # checkpoints are bitwise the uninterrupted run
