@@ -340,10 +340,11 @@ void g3_par_print_layout(const g3_par_t *par, const g3_gpt_config_t *cfg, FILE *
     fprintf(out, "  layout: TP %d x PP %d x DP %d = %d ranks on %d node%s x %d (%s; mapping: "
             "%s)\n", l->tp, l->pp, l->dp, l->world_size, l->nnodes, l->nnodes == 1 ? "" : "s",
             l->ranks_per_node, l->hosts, l->how);
-    fprintf(out, "  tensor parallel %d: heads %d, MLP columns %d and vocabulary rows per rank; "
+    fprintf(out, "  tensor parallel %d: %d heads, %d MLP columns, %d vocabulary rows per rank; "
             "pipeline %d stage%s:", l->tp, cfg->num_attention_heads / l->tp,
             (cfg->ffn_hidden_size > 0 ? cfg->ffn_hidden_size : 4 * cfg->hidden_size) / l->tp,
-            l->pp, l->pp == 1 ? "" : "s");
+            g3_gpt_padded_vocab(cfg->vocab_size, cfg->make_vocab_size_divisible_by, l->tp) /
+                l->tp, l->pp, l->pp == 1 ? "" : "s");
     c.pp_size = l->pp;
     for (int s = 0; s < l->pp; s++) {
         int b = 0, e = 0;

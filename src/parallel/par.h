@@ -107,6 +107,10 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
                                const g3_par_engine_config_t *cfg, g3_par_engine_t **eng_p);
 void g3_par_engine_free(g3_par_engine_t *eng);
 void g3_par_engine_memory(const g3_par_engine_t *eng, g3_par_memory_t *mem);
+/* Collective: gather every stage's memory and print (rank 0, to out) one line per stage:
+ * the parameters each of its ranks holds and the bytes per parameter, measured and by the
+ * formula.  RET: comm errors. */
+g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out);
 const g3_gpt_t *g3_par_engine_model(const g3_par_engine_t *eng);
 int g3_par_engine_rank(const g3_par_engine_t *eng);   /* world rank */
 

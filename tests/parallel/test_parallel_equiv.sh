@@ -128,15 +128,20 @@ for layout in "tp2 2 $T 2" "pp2 2 $P 2" "dp2 2" "tp2pp2 4 $T 2 $P 2" "tp2dp2 4 $
 done
 like "$out" 'layout: TP 1 x PP 4 x DP 2 = 8 ranks on 1 node x 8' "the layout is printed at start"
 like "$out" 'pipeline 4 stages: 0:\[0,1\) 1:\[1,2\) 2:\[2,3\) 3:\[3,4\); data parallel 2' "... with the stages' layers"
-like "$out" '16\.00 bytes each = params 4 \+ grads 4 \+ Adam m 4 \+ v 4 \(formula 16\.00\)' \
+like "$out" 'memory per rank: params 4 \+ grads 4 \+ Adam m 4 \+ v 4 = 16\.00 bytes per parameter held' \
     "bytes per parameter without ZeRO: 16"
+like "$out" 'stage 3: 0\.[0-9]+M parameters held, 16\.00 bytes each: [0-9.]+ MiB model state; [0-9.]+ MiB activations for 1 micro-batch in flight' \
+    "... measured on every stage (the last keeps 1 micro-batch in flight)"
+like "$out" 'stage 0: 0\.[0-9]+M parameters held, 16\.00 bytes each: [0-9.]+ MiB model state; [0-9.]+ MiB activations for 4 micro-batches in flight' \
+    "... the first stage keeps PP = 4 micro-batches in flight"
 like "$out" "pipeline bubble on rank 0 \(stage 0\): [0-9.]+% .*\(p - 1\) / m = 75\.0%" "the pipeline bubble is reported against (p - 1)/m"
 
 # ---- ZeRO-1: the same model; bytes per parameter 4 + 4 + 12 / DP
 train zero_dp2 2 --use-distributed-optimizer
 is "$rc" 0 "zero_dp2: exits 0"
-like "$out" '14\.00 bytes each = params 4 \+ grads 4 \+ \(Adam m 4 \+ v 4 \+ reduced gradient 4\) / DP \(formula 14\.00\)' \
+like "$out" 'params 4 \+ grads 4 \+ \(Adam m 4 \+ v 4 \+ reduced gradient 4\) / DP = 14\.00 bytes per parameter held' \
     "ZeRO-1 over DP 2: 4 + 4 + 12/2 = 14 bytes per parameter"
+like "$out" 'stage 0: 0\.[0-9]+M parameters held, 14\.00 bytes each' "... as measured"
 compare zero_dp2 ref
 train zero_tp2pp2dp2 8 "$T" 2 "$P" 2 --use-distributed-optimizer --sample-tokens 12 --prompt "And God"
 is "$rc" 0 "zero_tp2pp2dp2: exits 0"
