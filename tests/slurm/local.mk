@@ -7,7 +7,8 @@ TESTS += \
 	tests/slurm/test_submit_cli.sh \
 	tests/slurm/test_cluster.sh \
 	tests/slurm/test_submit.sh \
-	tests/slurm/test_faults.sh
+	tests/slurm/test_faults.sh \
+	tests/slurm/test_scenarios.sh
 EXTRA_DIST += \
 	tests/slurm/cluster.sh \
 	tests/slurm/fake-train.sh \
@@ -15,4 +16,5 @@ EXTRA_DIST += \
 	tests/slurm/test_cluster.sh \
 	tests/slurm/test_submit.sh \
 	tests/slurm/test_faults.sh \
+	tests/slurm/test_scenarios.sh \
 	tests/slurm/test_submit_cli.sh
