@@ -796,9 +796,13 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
     if (tr.eng && g3_par_layout(cfg->par)->pp > 1) {
         double bubble, formula;
         g3_par_engine_bubble(tr.eng, &bubble, &formula);
+        const g3_par_layout_t *l = g3_par_layout(cfg->par);
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         printf("pipeline bubble on rank 0 (stage 0): %.1f%% of the compute time idle or "
-               "passing activations; 1F1B's (p - 1) / m = %.1f%%\n", 100.0 * bubble,
-               100.0 * formula);
+               "passing activations; 1F1B's (p - 1) / m = %.1f%%%s\n", 100.0 * bubble,
+               100.0 * formula,
+               ncpu > 0 && (long)tr.be->nthreads * l->ranks_per_node > ncpu
+                   ? " (more threads than CPUs here: waiting for a CPU counts as idle)" : "");
     }
     if (cfg->sample_tokens > 0) {
         st = g3_trainer_sample(&tr);
