@@ -14,11 +14,10 @@
 # --status after each step.  The cluster is stopped at the end (G3C_KEEP=1
 # leaves it running to look around).
 #
-# THE TRAINER IN THIS DEMO IS A STAND-IN: tests/slurm/fake-train.sh, a test
-# double that behaves like "gpt3d train" towards the batch suite (--save/
-# --load checkpoints, save on SIGUSR2 and exit 75, metrics.jsonl) but trains
-# nothing.  "gpt3d train" does not save checkpoints yet; once it does, give
-# gpt3d-submit no --train-command and the same steps run the real trainer.
+# The trainer is the real "gpt3d train" of BUILD_DIR: a tiny GPT (2 layers,
+# hidden size 32) on the test corpus that "make check" builds into
+# BUILD_DIR/tests/_data/kjv (or $GPT3D_TEST_DATA/kjv), one rank per node, DP 2
+# with ZeRO-1 (--use-distributed-optimizer).
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 
@@ -28,7 +27,11 @@ build=${1:-$top_srcdir/build}
 build=$(cd "$build" 2>/dev/null && pwd -P) || { echo "demo: build directory '${1:-$top_srcdir/build}' does not exist; build gpt3d first (or name its build directory)" >&2; exit 2; }
 SUBMIT=$build/sbatch/gpt3d-submit
 [ -x "$SUBMIT" ] || { echo "demo: $SUBMIT is missing; run make in $build first" >&2; exit 2; }
-FAKE=$here/fake-train.sh
+GPT3D=$build/src/gpt3d
+[ -x "$GPT3D" ] || { echo "demo: $GPT3D is missing; run make in $build first" >&2; exit 2; }
+K=${GPT3D_TEST_DATA:-$build/tests/_data}/kjv
+[ -f "$K/kjv_text_document.idx" ] || { echo "demo: the test corpus $K is missing; run 'make check' in $build once (it builds it), or set GPT3D_TEST_DATA" >&2; exit 2; }
+export OMP_NUM_THREADS=1
 
 # shellcheck source=cluster.sh
 . "$here/cluster.sh"
@@ -38,14 +41,13 @@ if [ -x "$build/src/gpt3d" ]; then PATH=$build/src:$PATH; fi
 
 step() { printf '\n==== %s\n' "$*"; }
 status() { "$SUBMIT" --status "$RUN" | sed 's/^/    /'; }
-iters() { if [ -f "$RUN/iterations.log" ]; then wc -l <"$RUN/iterations.log"; else echo 0; fi; }
+# iters: the last iteration in the run's metrics.jsonl
+iters() { { grep '"event":"train"' "$RUN/metrics.jsonl" 2>/dev/null || true; } | tail -n 1 | sed -n 's/.*"iteration":\([0-9]*\),.*/\1/p' | grep . || echo 0; }
 
 cat <<'EOF'
-NOTE: the trainer in this demo is tests/slurm/fake-train.sh, a STAND-IN for
-"gpt3d train" (which does not save checkpoints yet).  It follows the same
-contract towards the batch suite -- checkpoints in RUN/checkpoints, save on
-SIGUSR2 and exit 75, metrics.jsonl -- but trains no model.  Everything else
-(Slurm, gpt3d-submit, the job script, the health check) is real.
+The trainer is the real "gpt3d train" (a tiny GPT on the test corpus, CPU,
+one rank per node).  On a real cluster only the model, the data and the
+node counts change.
 EOF
 
 step "Starting a private Slurm cluster of 4 nodes"
@@ -54,12 +56,16 @@ echo "    directory $G3C_DIR (removed at the end); SLURM_CONF=$SLURM_CONF"
 sinfo | sed 's/^/    /'
 
 RUN=$G3C_WORK/demo-run
-step "gpt3d-submit --chain 2 -N 2 $RUN -- --train-iters 300 ..."
-"$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$FAKE" \
-    --chain 2 -N 2 "$RUN" -- --train-iters 300 --seconds-per-iter 0.05 --save-interval 10 | sed 's/^/    /'
+step "gpt3d-submit --chain 2 -N 2 $RUN -- --train-iters 200 --save-interval 10 ..."
+"$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$GPT3D train" \
+    --chain 2 -N 2 "$RUN" -- --data-path "$K/kjv_text_document" --vocab-file "$K/encoder.json" \
+    --merge-file "$K/vocab.bpe" --split "90,5,5" --num-layers 2 --hidden-size 32 --num-attention-heads 4 \
+    --seq-length 32 --micro-batch-size 2 --global-batch-size 8 --train-iters 200 --lr 3e-3 \
+    --lr-warmup-iters 10 --lr-decay-style cosine --log-interval 1 --eval-iters 2 --eval-interval 100 \
+    --use-distributed-optimizer --save-interval 10 | sed 's/^/    /'
 squeue | sed 's/^/    /'
 
-g3c_wait 60 sh -c "[ \$(wc -l <'$RUN/iterations.log' 2>/dev/null || echo 0) -ge 60 ]" || true
+g3c_wait 60 sh -c "grep -q '\"iteration\":30,' '$RUN/metrics.jsonl'" || true
 first=$(sed -n 1p "$RUN/chain")
 step "The first job ($first) is training ($(iters) iterations so far)"
 status
@@ -69,7 +75,7 @@ echo "    On a real cluster Slurm sends it itself, --signal=B:USR2@300 seconds b
 scancel --batch --signal=USR2 "$first"
 g3c_wait 30 sh -c "grep -q checkpointed '$RUN/attempts.tsv' 2>/dev/null" || true
 g3c_wait 30 sh -c "[ -s '$RUN/current-attempt' ]" || true
-g3c_wait 30 sh -c "[ \$(wc -l <'$RUN/iterations.log') -ge $(($(iters) + 40)) ]" || true
+g3c_wait 30 sh -c "grep -q '\"iteration\":$(($(iters) + 30)),' '$RUN/metrics.jsonl'" || true
 second=$(sed -n 2p "$RUN/chain")
 step "Job $first saved a checkpoint and ended (exit 75); job $second resumed from it"
 status
@@ -87,7 +93,6 @@ echo
 echo "    $RUN/summary.txt:"
 sed 's/^/    /' "$RUN/summary.txt" 2>/dev/null || echo "    (no summary: the run did not end in time)"
 echo
-echo "Again: the trainer above was the stand-in tests/slurm/fake-train.sh, not gpt3d train."
 if [ -n "${G3C_KEEP:-}" ]; then
     echo "The cluster keeps running (G3C_KEEP): export SLURM_CONF=$SLURM_CONF; stop it with: $here/cluster.sh stop $G3C_DIR"
 fi
