@@ -157,23 +157,26 @@ static g3_status_t g3_tck_describe(const g3_train_ckpt_t *c, g3_tck_t *t, int sa
     }
     for (int r = 0; with_optim && r < t->n && st == G3_OK; r++) {
         const g3_par_optim_range_t *rg = &t->r[r];
-        if (saving && !rg->owner)
-            continue;
+        /* A range this rank holds but does not own (plain data parallelism: every DP rank
+         * has the moments, DP rank 0 writes them) is described with no elements, so that
+         * the rank still writes its optimizer file, as the checkpoint protocol requires. */
+        int empty = saving && !rg->owner;
         for (int i = 0; i < m->nparams && st == G3_OK; i++) {
             const g3_gpt_param_t *p = &m->params[i];
             size_t lo = p->offset > rg->begin ? p->offset : rg->begin;
             size_t hi = p->offset + p->numel < rg->end ? p->offset + p->numel : rg->end;
             if (lo >= hi)
                 continue;   /* the range does not cover p (or only its alignment gap) */
+            int64_t count = empty ? 0 : (int64_t)(hi - lo);
             g3_tck_tensor(m, p, "optim/exp_avg", name, sizeof(name), &ten);
             st = g3_ckpt_state_add_local_flat(state, &ten, mc->tp_rank, mc->tp_size,
-                                              (int64_t)(lo - p->offset), (int64_t)(hi - lo),
+                                              (int64_t)(lo - p->offset), count,
                                               t->hm[r] + (lo - rg->begin));
             if (st != G3_OK)
                 break;
             g3_tck_tensor(m, p, "optim/exp_avg_sq", name, sizeof(name), &ten);
             st = g3_ckpt_state_add_local_flat(state, &ten, mc->tp_rank, mc->tp_size,
-                                              (int64_t)(lo - p->offset), (int64_t)(hi - lo),
+                                              (int64_t)(lo - p->offset), count,
                                               t->hv[r] + (lo - rg->begin));
         }
     }

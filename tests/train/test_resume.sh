@@ -187,6 +187,8 @@ like "$(cat "$TMPD/msig.out")" "stopping at iteration $it \\(exit signal\\)" "SI
 
 exact tp2pp2 4 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2
 exact dp2z 2 --use-distributed-optimizer
+# plain data parallelism: DP rank 1 holds the moments but DP rank 0 writes them
+exact dp2 2
 # ZeRO-1 with two stages: the tied word embedding is a segment of its own on both stages
 exact pp2dp2z 4 --pipeline-model-parallel-size 2 --use-distributed-optimizer
 
