@@ -185,14 +185,28 @@ g3c_write_config() {
 g3c_start_node() {
     local node=$1 slurmd
     slurmd=$(g3c_bin slurmd)
-    mkdir -p "$G3C_DIR/spool/$node" "$G3C_DIR/nodes/$node/tmp"
+    mkdir -p "$G3C_DIR/spool/$node" "$G3C_DIR/nodes/$node/tmp" "$G3C_DIR/nodes/$node/realtmp"
     chmod 1777 "$G3C_DIR/nodes/$node/tmp"
-    # unshare(1) makes the new namespace's mounts private, so the bind mount
-    # stays inside it; exec keeps the recorded pid the slurmd's own.
-    # shellcheck disable=SC2016  # $1 and $@ belong to the inner sh
+    # A build or source tree under /tmp (a clone in /tmp, say) must stay visible
+    # on the nodes: its top-level /tmp directory is bound back into the private
+    # /tmp.  Jobs' scratch lives in G3C_WORK, outside /tmp.
+    local keep="" p top
+    for p in "$PWD" "${top_builddir:-}" "${top_srcdir:-}" "${GPT3D:-}"; do
+        case "$p" in
+            /tmp/?*) top=${p#/tmp/}; top=${top%%/*}
+                     case " $keep " in *" $top "*) ;; *) keep="$keep $top" ;; esac ;;
+        esac
+    done
+    # unshare(1) makes the new namespace's mounts private, so the bind mounts
+    # stay inside it; exec keeps the recorded pid the slurmd's own.
+    # shellcheck disable=SC2016  # $1.. and $@ belong to the inner sh
     g3c_spawn "slurmd-$node" unshare -m /bin/sh -c \
-        'mount --bind "$1" /tmp && shift && exec "$@"' sh \
-        "$G3C_DIR/nodes/$node/tmp" "$slurmd" -D -N "$node" -f "$G3C_DIR/etc/slurm.conf"
+        'real=$1 priv=$2 keep=$3; shift 3
+         mount --bind /tmp "$real" && mount --bind "$priv" /tmp || exit 1
+         for k in $keep; do mkdir -p "/tmp/$k" && mount --bind "$real/$k" "/tmp/$k" || exit 1; done
+         exec "$@"' sh \
+        "$G3C_DIR/nodes/$node/realtmp" "$G3C_DIR/nodes/$node/tmp" "$keep" \
+        "$slurmd" -D -N "$node" -f "$G3C_DIR/etc/slurm.conf"
     # Remember the namespace, to find the node's job steps when stopping.
     local pid
     pid=$(cat "$G3C_DIR/pids/slurmd-$node")
