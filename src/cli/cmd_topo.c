@@ -20,6 +20,7 @@
 #include "comm/comm.h"
 #include "core/log.h"
 #include "core/opt.h"
+#include "parallel/par.h"
 #include "topo/topo.h"
 
 static const g3_opt_spec_t g3_topo_specs[] = {
@@ -44,33 +45,10 @@ static const g3_opt_cmd_t g3_topo_cmd = {
     g3_topo_specs
 };
 
-/* What each task of the current job tells rank 0. */
 typedef struct {
-    int32_t local_rank;
-    char    host[256];
-    char    addr[512];     /* SLURM_TOPOLOGY_ADDR */
-    char    pattern[128];  /* SLURM_TOPOLOGY_ADDR_PATTERN */
-} g3_task_info_t;
-
-typedef struct {
-    char   **names;        /* (nnodes) allocated node names, in order */
-    int      nnodes;
-    int      rpn;
-    int     *rank_node;    /* (world) or NULL: block order */
-    int     *rank_local;   /* (world) or NULL */
-    char   **addrs;        /* (nnodes) SLURM_TOPOLOGY_ADDR per node or NULL */
-    char   **patterns;
+    g3_par_alloc_t alloc;  /* the nodes; rank_node NULL: block order */
     char     what[256];    /* where the allocation came from */
 } g3_job_t;
-
-static void g3_job_free(g3_job_t *j)
-{
-    g3_topo_names_free(j->names, j->nnodes);
-    g3_topo_names_free(j->addrs, j->addrs ? j->nnodes : 0);
-    g3_topo_names_free(j->patterns, j->patterns ? j->nnodes : 0);
-    free(j->rank_node);
-    free(j->rank_local);
-}
 
 /* SLURM_TASKS_PER_NODE looks like "8(x4),4": RET the count if uniform, else -1. */
 static int g3_uniform_tasks_per_node(const char *s)
@@ -100,108 +78,25 @@ static int g3_uniform_tasks_per_node(const char *s)
 
 static g3_status_t g3_job_from_nodelist(g3_job_t *j, const char *list, const char *what)
 {
-    g3_status_t st = g3_topo_hostlist_expand(list, &j->names, &j->nnodes);
+    g3_status_t st = g3_topo_hostlist_expand(list, &j->alloc.names, &j->alloc.nnodes);
     if (st != G3_OK)
         return st;
     snprintf(j->what, sizeof(j->what), "%s", what);
     return G3_OK;
 }
 
-/* The current job, gathered over PMIx.  RET G3_OK with *is_root = 0 on
- * every rank but 0, which alone gets the job filled in. */
-static g3_status_t g3_job_from_world(g3_comm_world_t *world, g3_job_t *j, int *is_root)
+/* The current job, gathered over PMIx (collective). */
+static g3_status_t g3_job_from_world(g3_comm_world_t *world, g3_job_t *j, char *why,
+                                     size_t why_len)
 {
-    const g3_comm_proc_t *me = g3_comm_world_proc(world);
-    g3_task_info_t mine;
-    g3_comm_exchange_t *x = NULL;
-    const char *v;
-    int *count = NULL, any_addr = 0;
-    g3_status_t st;
-
-    memset(&mine, 0, sizeof(mine));
-    mine.local_rank = me->local_rank;
-    snprintf(mine.host, sizeof(mine.host), "%s", me->hostname);
-    if ((v = getenv("SLURM_TOPOLOGY_ADDR")) != NULL)
-        snprintf(mine.addr, sizeof(mine.addr), "%s", v);
-    if ((v = getenv("SLURM_TOPOLOGY_ADDR_PATTERN")) != NULL)
-        snprintf(mine.pattern, sizeof(mine.pattern), "%s", v);
-    st = g3_comm_world_exchange(world, "task hosts and topology addresses", &mine,
-                                sizeof(mine), &x);
+    g3_status_t st = g3_par_alloc_gather(world, "task hosts and topology addresses", &j->alloc,
+                                         why, why_len);
     if (st != G3_OK)
         return st;
-    *is_root = me->rank == 0;
-    if (!*is_root)
-        goto out;
-
-    j->names = calloc((size_t)me->size, sizeof(char *));
-    j->addrs = calloc((size_t)me->size, sizeof(char *));
-    j->patterns = calloc((size_t)me->size, sizeof(char *));
-    j->rank_node = malloc((size_t)me->size * sizeof(int));
-    j->rank_local = malloc((size_t)me->size * sizeof(int));
-    count = calloc((size_t)me->size, sizeof(int));
-    if (!j->names || !j->addrs || !j->patterns || !j->rank_node || !j->rank_local || !count) {
-        st = G3_ERR_NO_MEMORY;
-        goto out;
-    }
-    for (int r = 0; r < me->size && st == G3_OK; r++) {
-        const void *blob;
-        size_t len;
-        const g3_task_info_t *ti;
-        int node = -1;
-
-        st = g3_comm_exchange_get(x, r, &blob, &len);
-        if (st != G3_OK)
-            break;
-        if (len != sizeof(*ti)) {
-            g3_error("rank %d sent %zu bytes of task information, not %zu: is it running the "
-                     "same gpt3d?", r, len, sizeof(*ti));
-            st = G3_ERR_COMM;
-            break;
-        }
-        ti = blob;
-        for (int k = 0; k < j->nnodes; k++)
-            if (!strcmp(j->names[k], ti->host)) {
-                node = k;
-                break;
-            }
-        if (node < 0) {
-            node = j->nnodes++;
-            j->names[node] = strndup(ti->host, sizeof(ti->host) - 1);
-            j->addrs[node] = strndup(ti->addr, sizeof(ti->addr) - 1);
-            j->patterns[node] = strndup(ti->pattern, sizeof(ti->pattern) - 1);
-            if (!j->names[node] || !j->addrs[node] || !j->patterns[node]) {
-                st = G3_ERR_NO_MEMORY;
-                break;
-            }
-            any_addr |= strstr(ti->pattern, "switch") != NULL;
-        }
-        j->rank_node[r] = node;
-        j->rank_local[r] = ti->local_rank;
-        count[node]++;
-    }
-    if (st == G3_OK) {
-        j->rpn = count[0];
-        for (int k = 1; k < j->nnodes; k++)
-            if (count[k] != j->rpn) {
-                g3_error("the job runs %d ranks on %s but %d on %s; gpt3d needs the same number "
-                         "of ranks on every node (srun --ntasks-per-node, mpirun --map-by "
-                         "ppr:N:node)", j->rpn, j->names[0], count[k], j->names[k]);
-                st = G3_ERR_INVALID_ARG;
-                break;
-            }
-        snprintf(j->what, sizeof(j->what), "the current job (%d ranks over PMIx%s)", me->size,
-                 any_addr ? ", with SLURM_TOPOLOGY_ADDR" : "");
-    }
-    if (st == G3_OK && !any_addr) {
-        /* no switch information: forget the empty addresses */
-        g3_topo_names_free(j->addrs, j->nnodes);
-        g3_topo_names_free(j->patterns, j->nnodes);
-        j->addrs = j->patterns = NULL;
-    }
-out:
-    free(count);
-    g3_comm_exchange_free(x);
-    return st;
+    snprintf(j->what, sizeof(j->what), "the current job (%d ranks over PMIx%s)",
+             g3_comm_world_proc(world)->size,
+             j->alloc.addrs ? ", with SLURM_TOPOLOGY_ADDR" : "");
+    return G3_OK;
 }
 
 static const char *g3_level_name(const g3_topo_t *t, int level, char *buf, size_t len)
@@ -405,8 +300,8 @@ int g3_cmd_topo(int argc, char **argv)
     g3_topo_model_t model;
     g3_topo_alloc_t alloc;
     g3_job_t job;
-    int *nodes = NULL, is_root = 1, rc = G3_EXIT_FAILURE;
-    int tp, pp;
+    int *nodes = NULL, rc = G3_EXIT_FAILURE;
+    int tp, pp, rpn_flag;
     const char *tfile;
     char why[512];
     g3_status_t st;
@@ -441,6 +336,8 @@ int g3_cmd_topo(int argc, char **argv)
         rc = G3_EXIT_USAGE;
         goto out;
     }
+    /* 0: not given */
+    rpn_flag = g3_opts_is_set(o, "ranks-per-node") ? (int)g3_opts_int(o, "ranks-per-node") : 0;
 
     /* 1. the allocation */
     if (g3_opts_str(o, "nodelist")) {
@@ -449,7 +346,7 @@ int g3_cmd_topo(int argc, char **argv)
             rc = G3_EXIT_USAGE;
             goto out;
         }
-        job.rpn = g3_opts_is_set(o, "ranks-per-node") ? (int)g3_opts_int(o, "ranks-per-node") : 1;
+        job.alloc.rpn = rpn_flag ? rpn_flag : 1;
     } else {
         st = g3_comm_world_init(g3_opts_float(o, "distributed-timeout-minutes") * 60, &world);
         if (st != G3_OK) {
@@ -457,19 +354,21 @@ int g3_cmd_topo(int argc, char **argv)
             goto out;
         }
         if (g3_comm_world_proc(world)->size > 1) {
-            st = g3_job_from_world(world, &job, &is_root);
+            st = g3_job_from_world(world, &job, why, sizeof(why));
+            if (g3_comm_world_proc(world)->rank != 0 &&
+                (st == G3_OK || st == G3_ERR_INVALID_ARG)) {
+                rc = G3_EXIT_OK;   /* rank 0 alone plans, prints and reports a bad job */
+                goto out;
+            }
             if (st != G3_OK) {
+                if (st == G3_ERR_INVALID_ARG)
+                    g3_error("%s", why);
                 rc = g3_status_exit_code(st);
                 goto out;
             }
-            if (!is_root) {
-                rc = G3_EXIT_OK;
-                goto out;
-            }
-            if (g3_opts_is_set(o, "ranks-per-node") && g3_opts_int(o, "ranks-per-node") != job.rpn) {
-                g3_error("gpt3d topo: --ranks-per-node %lld, but the job runs %d ranks per node; "
-                         "drop the flag to plan for the running job",
-                         (long long)g3_opts_int(o, "ranks-per-node"), job.rpn);
+            if (rpn_flag && rpn_flag != job.alloc.rpn) {
+                g3_error("gpt3d topo: --ranks-per-node %d, but the job runs %d ranks per node; "
+                         "drop the flag to plan for the running job", rpn_flag, job.alloc.rpn);
                 rc = G3_EXIT_USAGE;
                 goto out;
             }
@@ -483,63 +382,38 @@ int g3_cmd_topo(int argc, char **argv)
                 st = g3_job_from_nodelist(&job, nl, "SLURM_JOB_NODELIST");
                 if (st != G3_OK)
                     goto out;
-                if (g3_opts_is_set(o, "ranks-per-node"))
-                    job.rpn = (int)g3_opts_int(o, "ranks-per-node");
+                if (rpn_flag)
+                    job.alloc.rpn = rpn_flag;
                 else if (ntpn && atoi(ntpn) > 0)
-                    job.rpn = atoi(ntpn);
+                    job.alloc.rpn = atoi(ntpn);
                 else if (tpn > 0)
-                    job.rpn = tpn;
+                    job.alloc.rpn = tpn;
                 else
-                    job.rpn = 1;
+                    job.alloc.rpn = 1;
             } else {
                 char *one = (char *)g3_comm_world_proc(world)->hostname;
                 st = g3_job_from_nodelist(&job, one, "this host (no Slurm allocation, no launcher)");
                 if (st != G3_OK)
                     goto out;
-                job.rpn = g3_opts_is_set(o, "ranks-per-node") ? (int)g3_opts_int(o, "ranks-per-node") : 1;
+                job.alloc.rpn = rpn_flag ? rpn_flag : 1;
             }
         }
     }
 
     /* 2. the switches */
-    if (tfile) {
-        st = g3_topo_read_file(tfile, &topo);
-        if (st != G3_OK) {
-            rc = st == G3_ERR_FORMAT ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
-            goto out;
-        }
-    } else if (job.addrs) {
-        st = g3_topo_from_addrs(job.nnodes, (const char *const *)job.names,
-                                (const char *const *)job.addrs,
-                                (const char *const *)job.patterns, &topo);
-    } else {
-        st = g3_topo_flat(job.nnodes, (const char *const *)job.names, &topo);
-    }
-    if (topo == NULL) {
-        rc = g3_status_exit_code(st);
+    why[0] = '\0';
+    st = g3_par_alloc_topo(&job.alloc, tfile, job.what, &topo, &nodes, why, sizeof(why));
+    if (st != G3_OK) {
+        if (why[0])
+            g3_error("gpt3d topo: %s", why);
+        /* a malformed --topology-file is a usage error too */
+        rc = tfile && st == G3_ERR_FORMAT ? G3_EXIT_USAGE : g3_status_exit_code(st);
         goto out;
-    }
-    nodes = malloc((size_t)job.nnodes * sizeof(int));
-    if (nodes == NULL)
-        goto out;
-    for (int i = 0; i < job.nnodes; i++) {
-        nodes[i] = g3_topo_node_find(topo, job.names[i]);
-        for (int k = 0; k < i && nodes[i] >= 0; k++)
-            if (nodes[k] == nodes[i]) {
-                g3_error("gpt3d topo: node %s is listed twice in %s", job.names[i], job.what);
-                rc = G3_EXIT_USAGE;
-                goto out;
-            }
-        if (nodes[i] < 0) {
-            g3_error("gpt3d topo: node %s of %s is not in %s; give the cluster's full "
-                     "topology.conf", job.names[i], job.what, topo->source);
-            rc = G3_EXIT_USAGE;
-            goto out;
-        }
     }
 
     /* 3. the plan and the two references */
-    alloc = (g3_topo_alloc_t){ job.nnodes, nodes, job.rpn, job.rank_node, job.rank_local };
+    alloc = (g3_topo_alloc_t){ job.alloc.nnodes, nodes, job.alloc.rpn, job.alloc.rank_node,
+                               job.alloc.rank_local };
     st = g3_topo_map(topo, &alloc, tp, pp, 0, &plans[0], why, sizeof(why));
     if (st == G3_ERR_INVALID_ARG) {
         g3_error("gpt3d topo: impossible layout: %s", why);
@@ -563,15 +437,16 @@ int g3_cmd_topo(int argc, char **argv)
         char hl[300];
         int *seen = calloc((size_t)topo->nswitches + 1, sizeof(int));
         if (seen) {
-            for (int i = 0; i < job.nnodes; i++)
+            for (int i = 0; i < job.alloc.nnodes; i++)
                 if (!seen[topo->node_switch[nodes[i]]]++)
                     used++;
             free(seen);
         }
-        g3_topo_hostlist_compress((const char *const *)job.names, job.nnodes, hl, sizeof(hl));
+        g3_topo_hostlist_compress((const char *const *)job.alloc.names, job.alloc.nnodes, hl,
+                                  sizeof(hl));
         printf("gpt3d topo: %d node%s x %d rank%s = %d ranks; TP %d x PP %d x DP %d "
-               "(layout: %s)\n", job.nnodes, job.nnodes == 1 ? "" : "s", job.rpn,
-               job.rpn == 1 ? "" : "s", plans[0]->world, tp, pp, plans[0]->dp, plans[0]->how);
+               "(layout: %s)\n", job.alloc.nnodes, job.alloc.nnodes == 1 ? "" : "s",
+               job.alloc.rpn, job.alloc.rpn == 1 ? "" : "s", plans[0]->world, tp, pp, plans[0]->dp, plans[0]->how);
         printf("allocation: %s from %s\n", hl, job.what);
         printf("topology: %s: %d switches, %d level%s, %d leaf switches in use\n", topo->source,
                topo->nswitches, topo->levels, topo->levels == 1 ? "" : "s", used);
@@ -586,7 +461,7 @@ out:
         g3_topo_plan_free(plans[i]);
     free(nodes);
     g3_topo_free(topo);
-    g3_job_free(&job);
+    g3_par_alloc_free(&job.alloc);
     g3_comm_world_free(world);
     g3_opts_free(o);
     return rc;

@@ -17,35 +17,23 @@ typedef struct {
     char    pattern[128];  /* SLURM_TOPOLOGY_ADDR_PATTERN */
 } g3_par_task_t;
 
-/* The allocation as seen by the tasks: nodes in order of their first rank. */
-typedef struct {
-    int     nnodes, rpn;
-    char  **names;         /* (nnodes)                      */
-    char  **addrs;         /* (nnodes)                      */
-    char  **patterns;      /* (nnodes)                      */
-    int     any_addr;      /* some task has a switch address */
-    int    *rank_node;     /* (world)                       */
-    int    *rank_local;    /* (world)                       */
-} g3_par_alloc_t;
-
-static void g3_par_alloc_free(g3_par_alloc_t *a)
+void g3_par_alloc_free(g3_par_alloc_t *a)
 {
     g3_topo_names_free(a->names, a->nnodes);
     g3_topo_names_free(a->addrs, a->nnodes);
     g3_topo_names_free(a->patterns, a->nnodes);
     free(a->rank_node);
     free(a->rank_local);
+    memset(a, 0, sizeof(*a));
 }
 
-/* Gather every task's placement (collective).  RET: G3_ERR_INVALID_ARG with why[] when the
- * nodes run different numbers of ranks. */
-static g3_status_t g3_par_gather(g3_comm_world_t *world, g3_par_alloc_t *a, char *why,
-                                 size_t why_len)
+g3_status_t g3_par_alloc_gather(g3_comm_world_t *world, const char *what, g3_par_alloc_t *a,
+                                char *why, size_t why_len)
 {
     const g3_comm_proc_t *me = g3_comm_world_proc(world);
     g3_par_task_t mine;
     g3_comm_exchange_t *x = NULL;
-    int *count = NULL, n = me->size;
+    int *count = NULL, n = me->size, any_addr = 0;
     const char *v;
     g3_status_t st;
 
@@ -57,8 +45,7 @@ static g3_status_t g3_par_gather(g3_comm_world_t *world, g3_par_alloc_t *a, char
         snprintf(mine.addr, sizeof(mine.addr), "%s", v);
     if ((v = getenv("SLURM_TOPOLOGY_ADDR_PATTERN")) != NULL)
         snprintf(mine.pattern, sizeof(mine.pattern), "%s", v);
-    st = g3_comm_world_exchange(world, "the ranks' hosts for the parallel layout", &mine,
-                                sizeof(mine), &x);
+    st = g3_comm_world_exchange(world, what, &mine, sizeof(mine), &x);
     if (st != G3_OK)
         return st;
     a->names = calloc((size_t)n, sizeof(char *));
@@ -68,9 +55,9 @@ static g3_status_t g3_par_gather(g3_comm_world_t *world, g3_par_alloc_t *a, char
     a->rank_local = malloc((size_t)n * sizeof(int));
     count = calloc((size_t)n, sizeof(int));
     if (!a->names || !a->addrs || !a->patterns || !a->rank_node || !a->rank_local || !count) {
-        g3_error("parallel layout: out of memory for %d ranks", n);
+        g3_error("%s: out of memory for %d ranks", what, n);
         st = G3_ERR_NO_MEMORY;
-        goto out;
+        goto err_free_alloc;
     }
     for (int r = 0; r < n; r++) {
         const g3_par_task_t *t;
@@ -80,12 +67,12 @@ static g3_status_t g3_par_gather(g3_comm_world_t *world, g3_par_alloc_t *a, char
 
         st = g3_comm_exchange_get(x, r, &blob, &len);
         if (st != G3_OK)
-            goto out;
+            goto err_free_alloc;
         if (len != sizeof(*t)) {
             g3_error("rank %d sent %zu bytes of placement, not %zu: is every rank running the "
                      "same gpt3d?", r, len, sizeof(*t));
             st = G3_ERR_COMM;
-            goto out;
+            goto err_free_alloc;
         }
         t = blob;
         for (int k = 0; k < a->nnodes; k++)
@@ -99,11 +86,11 @@ static g3_status_t g3_par_gather(g3_comm_world_t *world, g3_par_alloc_t *a, char
             a->addrs[node] = strndup(t->addr, sizeof(t->addr) - 1);
             a->patterns[node] = strndup(t->pattern, sizeof(t->pattern) - 1);
             if (!a->names[node] || !a->addrs[node] || !a->patterns[node]) {
-                g3_error("parallel layout: out of memory");
+                g3_error("%s: out of memory", what);
                 st = G3_ERR_NO_MEMORY;
-                goto out;
+                goto err_free_alloc;
             }
-            a->any_addr |= strstr(t->pattern, "switch") != NULL;
+            any_addr |= strstr(t->pattern, "switch") != NULL;
         }
         a->rank_node[r] = node;
         a->rank_local[r] = t->local_rank;
@@ -116,17 +103,28 @@ static g3_status_t g3_par_gather(g3_comm_world_t *world, g3_par_alloc_t *a, char
                      "same number of ranks on every node (srun --ntasks-per-node, mpirun "
                      "--map-by ppr:N:node)", a->rpn, a->names[0], count[k], a->names[k]);
             st = G3_ERR_INVALID_ARG;
-            goto out;
+            goto err_free_alloc;
         }
-out:
+    if (!any_addr) {
+        /* no switch information: forget the empty addresses */
+        g3_topo_names_free(a->addrs, a->nnodes);
+        g3_topo_names_free(a->patterns, a->nnodes);
+        a->addrs = a->patterns = NULL;
+    }
+    free(count);
+    g3_comm_exchange_free(x);
+    return G3_OK;
+
+err_free_alloc:
+    g3_par_alloc_free(a);
     free(count);
     g3_comm_exchange_free(x);
     return st;
 }
 
-/* Build the switch tree for the allocation.  OUT: *topo_p, *nodes_p (nnodes topo indices). */
-static g3_status_t g3_par_tree(const g3_par_alloc_t *a, const char *topology_file,
-                               g3_topo_t **topo_p, int **nodes_p, char *why, size_t why_len)
+g3_status_t g3_par_alloc_topo(const g3_par_alloc_t *a, const char *topology_file,
+                              const char *where, g3_topo_t **topo_p, int **nodes_p, char *why,
+                              size_t why_len)
 {
     g3_topo_t *topo = NULL;
     int *nodes;
@@ -134,7 +132,7 @@ static g3_status_t g3_par_tree(const g3_par_alloc_t *a, const char *topology_fil
 
     if (topology_file)
         st = g3_topo_read_file(topology_file, &topo);
-    else if (a->any_addr)
+    else if (a->addrs)
         st = g3_topo_from_addrs(a->nnodes, (const char *const *)a->names,
                                 (const char *const *)a->addrs,
                                 (const char *const *)a->patterns, &topo);
@@ -144,23 +142,34 @@ static g3_status_t g3_par_tree(const g3_par_alloc_t *a, const char *topology_fil
         return st;
     nodes = malloc((size_t)a->nnodes * sizeof(int));
     if (!nodes) {
-        g3_topo_free(topo);
-        g3_error("parallel layout: out of memory");
-        return G3_ERR_NO_MEMORY;
+        g3_error("%s: out of memory", where);
+        st = G3_ERR_NO_MEMORY;
+        goto err_free_topo;
     }
     for (int i = 0; i < a->nnodes; i++) {
         nodes[i] = g3_topo_node_find(topo, a->names[i]);
+        for (int k = 0; k < i && nodes[i] >= 0; k++)
+            if (nodes[k] == nodes[i]) {
+                snprintf(why, why_len, "node %s is listed twice in %s", a->names[i], where);
+                st = G3_ERR_INVALID_ARG;
+                goto err_free_nodes;
+            }
         if (nodes[i] < 0) {
-            snprintf(why, why_len, "node %s of this job is not in %s; give the cluster's full "
-                     "topology.conf with --topology-file", a->names[i], topo->source);
-            free(nodes);
-            g3_topo_free(topo);
-            return G3_ERR_INVALID_ARG;
+            snprintf(why, why_len, "node %s of %s is not in %s; give the cluster's full "
+                     "topology.conf with --topology-file", a->names[i], where, topo->source);
+            st = G3_ERR_INVALID_ARG;
+            goto err_free_nodes;
         }
     }
     *topo_p = topo;
     *nodes_p = nodes;
     return G3_OK;
+
+err_free_nodes:
+    free(nodes);
+err_free_topo:
+    g3_topo_free(topo);
+    return st;
 }
 
 /* Create one layer of groups along axis (collective). */
@@ -208,10 +217,11 @@ g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topo
         return G3_ERR_NO_MEMORY;
     }
     par->world = world;
-    st = g3_par_gather(world, &a, why, why_len);
+    st = g3_par_alloc_gather(world, "the ranks' hosts for the parallel layout", &a, why,
+                             why_len);
     if (st != G3_OK)
-        goto err_free_alloc;
-    st = g3_par_tree(&a, topology_file, &topo, &nodes, why, why_len);
+        goto err_free_par;
+    st = g3_par_alloc_topo(&a, topology_file, "this job", &topo, &nodes, why, why_len);
     if (st != G3_OK)
         goto err_free_alloc;
     {
@@ -274,6 +284,7 @@ err_free_tree:
     free(nodes);
 err_free_alloc:
     g3_par_alloc_free(&a);
+err_free_par:
     free(par);
     return st;
 }

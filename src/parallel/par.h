@@ -35,9 +35,40 @@
 #include "comm/comm.h"
 #include "core/status.h"
 #include "model/gpt.h"
+#include "topo/topo.h"
 #include "train/optim.h"
 
 /* ---- the layout ----------------------------------------------------------------------------- */
+
+/* Where the job's ranks run (the trainer's layout and gpt3d topo): nodes in the order of
+ * their first rank.  The caller owns the fields; g3_par_alloc_free frees them. */
+typedef struct {
+    int     nnodes, rpn;    /* nodes; ranks per node (the same on every node)               */
+    char  **names;          /* (nnodes) host names                                          */
+    char  **addrs;          /* (nnodes) SLURM_TOPOLOGY_ADDR, or NULL: no task has a switch
+                             * address (SLURM_TOPOLOGY_ADDR_PATTERN naming a switch)        */
+    char  **patterns;       /* (nnodes) SLURM_TOPOLOGY_ADDR_PATTERN, or NULL with addrs     */
+    int    *rank_node;      /* (world) node of each rank, or NULL: block order              */
+    int    *rank_local;     /* (world) local rank of each rank, or NULL                     */
+} g3_par_alloc_t;
+
+/* Gather every rank's host name, local rank and SLURM_TOPOLOGY_ADDR(_PATTERN) over PMIx
+ * (collective over the world; what names the exchange in errors and timeouts).  Every rank
+ * gets the whole allocation.  OUT: *a (zeroed on failure).  RET: G3_ERR_INVALID_ARG with
+ * why[] when the nodes run different numbers of ranks; comm errors (logged). */
+g3_status_t g3_par_alloc_gather(g3_comm_world_t *world, const char *what, g3_par_alloc_t *a,
+                                char *why, size_t why_len);
+void g3_par_alloc_free(g3_par_alloc_t *a);
+
+/* The switch tree for allocation a: topology_file (a Slurm topology.conf) when given, else
+ * the nodes' SLURM_TOPOLOGY_ADDR, else one flat switch; and each node's index in it.
+ * where names the allocation in messages ("this job", "--nodelist").
+ * OUT: *topo_p, *nodes_p ((a->nnodes) topo node indices; the caller frees both).
+ * RET: G3_ERR_INVALID_ARG with why[] when a node is missing from the tree or listed twice;
+ * the tree builders' errors (logged there). */
+g3_status_t g3_par_alloc_topo(const g3_par_alloc_t *a, const char *topology_file,
+                              const char *where, g3_topo_t **topo_p, int **nodes_p, char *why,
+                              size_t why_len);
 
 typedef struct {
     int  world_rank, world_size;
