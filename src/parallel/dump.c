@@ -133,35 +133,31 @@ g3_status_t g3_par_dump_adam(const char *dir, const g3_gpt_t *model, const float
     return st;
 }
 
-g3_status_t g3_par_engine_dump_adam(const g3_par_engine_t *eng, const char *dir)
+g3_status_t g3_par_engine_dump_adam(g3_par_engine_t *eng, const char *dir)
 {
     const g3_gpt_t *model = g3_par_engine_model(eng);
-    int64_t step;
-    int n = g3_par_engine_optim_slices(eng, NULL, 0, &step);
-    g3_par_optim_slice_t *sl = malloc(sizeof(*sl) * (size_t)(n ? n : 1));
+    g3_par_optim_range_t rg[G3_PAR_OPTIM_RANGES_MAX];
+    int64_t *step;
+    int n = g3_par_engine_optim_ranges(eng, rg, &step);
     float *host = malloc(sizeof(float) * (model->numel ? model->numel : 1));
     char path[4200];
     FILE *f = NULL;
     g3_status_t st;
 
-    if (!sl || !host) {
-        free(sl);
-        free(host);
+    if (!host) {
         g3_error("gradient dump: out of memory");
         return G3_ERR_NO_MEMORY;
     }
-    g3_par_engine_optim_slices(eng, sl, n, &step);
     st = g3_par_dump_open(dir, "adam_m", g3_par_engine_rank(eng), path, sizeof(path), &f);
     for (int i = 0; i < n && st == G3_OK; i++) {
-        size_t b = sl[i].param->offset + sl[i].local_start;
-        if (!sl[i].writer)
+        if (!rg[i].owner)
             continue;
-        model->be->ops->download(model->be, host, sl[i].m, sizeof(float) * sl[i].count);
-        st = g3_par_dump_range(f, path, model, b, b + sl[i].count, host);
+        model->be->ops->download(model->be, host, rg[i].m,
+                                 sizeof(float) * (rg[i].end - rg[i].begin));
+        st = g3_par_dump_range(f, path, model, rg[i].begin, rg[i].end, host);
     }
     if (f && g3_par_dump_close(f, path) != G3_OK && st == G3_OK)
         st = G3_ERR_IO;
-    free(sl);
     free(host);
     return st;
 }

@@ -184,34 +184,6 @@ void g3_par_optim_free(g3_par_engine_t *eng)
     free(o->runs);
 }
 
-int g3_par_engine_optim_slices(const g3_par_engine_t *eng, g3_par_optim_slice_t *slices,
-                               int cap, int64_t *step_p)
-{
-    const g3_par_optim_t *o = &eng->opt;
-    const g3_gpt_t *m = eng->model;
-    int n = 0;
-
-    for (int i = 0; i < o->npieces; i++) {
-        const g3_par_piece_t *pc = &o->pieces[i];
-        /* the piece is a shard (its own) or replicated state (DP rank 0 writes it) */
-        int writer = (o->zero && pc->g != m->g + pc->begin) || eng->par->layout.dp_rank == 0;
-        for (int k = 0; k < m->nparams; k++) {
-            const g3_gpt_param_t *p = &m->params[k];
-            size_t lo = p->offset > pc->begin ? p->offset : pc->begin;
-            size_t hi = p->offset + p->numel < pc->end ? p->offset + p->numel : pc->end;
-            if (lo >= hi)
-                continue;
-            if (n < cap)
-                slices[n] = (g3_par_optim_slice_t){ p, lo - p->offset, hi - lo,
-                                                    pc->m + (lo - pc->begin),
-                                                    pc->v + (lo - pc->begin), writer };
-            n++;
-        }
-    }
-    *step_p = o->step;
-    return n;
-}
-
 /* Steps 1 and 2: the embedding group, then DP. */
 static g3_status_t g3_par_reduce(g3_par_engine_t *eng)
 {
@@ -359,12 +331,14 @@ g3_status_t g3_par_optim_step(g3_par_engine_t *eng, double lr, int64_t iteration
     return st;
 }
 
-int g3_par_engine_optim_ranges(g3_par_engine_t *eng, g3_par_optim_range_t ranges[6],
+int g3_par_engine_optim_ranges(g3_par_engine_t *eng,
+                               g3_par_optim_range_t ranges[G3_PAR_OPTIM_RANGES_MAX],
                                int64_t **step_p)
 {
     g3_par_optim_t *o = &eng->opt;
     int n = 0;
-    for (int i = 0; i < o->npieces && n < 6; i++) {
+    /* a piece's in_norm is exactly "this rank saves it": each element counts once */
+    for (int i = 0; i < o->npieces && n < G3_PAR_OPTIM_RANGES_MAX; i++) {
         const g3_par_piece_t *p = &o->pieces[i];
         ranges[n++] = (g3_par_optim_range_t){ p->begin, p->end, p->m, p->v, p->in_norm };
     }

@@ -171,33 +171,21 @@ g3_status_t g3_par_logits_last(g3_par_engine_t *eng, const int32_t *tokens, int 
  * last iteration's m.  OUT: both (0 without pipeline parallelism). */
 void g3_par_engine_bubble(const g3_par_engine_t *eng, double *measured, double *formula);
 
-/* The optimizer state this rank holds, tensor by tensor (for checkpoints: a slice is the
- * ZeRO-1 range [local_start, local_start + count) of the rank-local array of param, as
- * g3_ckpt_state_add_local_flat takes it; without ZeRO-1 the whole local array). */
-typedef struct {
-    const g3_gpt_param_t *param;
-    size_t  local_start, count;   /* elements of the rank-local (TP-sharded) array          */
-    float  *m, *v;                /* (count,) backend memory                                */
-    int     writer;               /* 1 on the one DP rank that should save it (others hold
-                                   * identical copies: the replicated state, or the last
-                                   * len mod DP elements of a segment under ZeRO-1)          */
-} g3_par_optim_slice_t;
-
-/* OUT: slices[0 .. min(RET, cap)).  RET: the number of slices; *step_p: updates done. */
-int g3_par_engine_optim_slices(const g3_par_engine_t *eng, g3_par_optim_slice_t *slices,
-                               int cap, int64_t *step_p);
-
-/* The Adam state this rank holds, for checkpoints: ranges [begin, end) of the flat parameter
- * buffer whose moments are at m, v (backend memory, (end - begin,) each).  owner: 1 when this
- * rank is the one that saves the range (ZeRO-1 shards: every DP rank its own; state
- * replicated over DP: DP rank 0).  OUT: ranges[0 .. RET) (capacity 6), *step_p (the Adam
- * step counter, read and written by checkpoint loads). */
+/* The Adam state this rank holds, for checkpoints and the equivalence tests' dumps: ranges
+ * [begin, end) of the flat parameter buffer (they may span several tensors) whose moments
+ * are at m, v (backend memory, (end - begin,) each).  owner: 1 when this rank is the one
+ * that saves the range (ZeRO-1 shards: every DP rank its own; state replicated over DP, or
+ * the last len mod DP elements of a segment under ZeRO-1: DP rank 0), so that together the
+ * owners hold every element once.  OUT: ranges[0 .. RET), *step_p (the Adam step counter,
+ * read and written by checkpoint loads). */
+#define G3_PAR_OPTIM_RANGES_MAX 6
 typedef struct {
     size_t begin, end;
     float *m, *v;
     int    owner;
 } g3_par_optim_range_t;
-int g3_par_engine_optim_ranges(g3_par_engine_t *eng, g3_par_optim_range_t ranges[6],
+int g3_par_engine_optim_ranges(g3_par_engine_t *eng,
+                               g3_par_optim_range_t ranges[G3_PAR_OPTIM_RANGES_MAX],
                                int64_t **step_p);
 
 /* ---- gradient dumps (the equivalence tests) --------------------------------------------------- */
@@ -216,9 +204,9 @@ g3_status_t g3_par_dump_close(FILE *f, const char *path);
 /* Every gradient (params = 0) or parameter (params = 1) this rank holds in model, as
  * DIR/grads-rank<rank>.bin or DIR/params-rank<rank>.bin. */
 g3_status_t g3_par_dump_model(const char *dir, const g3_gpt_t *model, int params, int rank);
-/* The Adam first moments of the slices this rank writes (g3_par_engine_optim_slices), as
+/* The Adam first moments of the ranges this rank owns (g3_par_engine_optim_ranges), as
  * DIR/adam_m-rank<world rank>.bin: together the ranks' files hold every element once. */
-g3_status_t g3_par_engine_dump_adam(const g3_par_engine_t *eng, const char *dir);
+g3_status_t g3_par_engine_dump_adam(g3_par_engine_t *eng, const char *dir);
 /* The same for the one-rank optimizer: m (model->numel,) backend memory. */
 g3_status_t g3_par_dump_adam(const char *dir, const g3_gpt_t *model, const float *m);
 

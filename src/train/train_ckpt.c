@@ -14,7 +14,7 @@
 #include "core/log.h"
 #include "train/train_ckpt.h"
 
-#define G3_TCK_MAX_RANGES 6
+#define G3_TCK_MAX_RANGES G3_PAR_OPTIM_RANGES_MAX
 
 /* Host copies of what is saved or loaded (the backend's memory may be a device's). */
 typedef struct {
@@ -82,11 +82,11 @@ static g3_status_t g3_tck_init(const g3_train_ckpt_t *c, g3_tck_t *t)
 
     if (c->eng) {
         t->n = g3_par_engine_optim_ranges(c->eng, t->r, &t->step);
-    } else {
+    } else if (c->opt) {
         t->r[0] = (g3_par_optim_range_t){ 0, c->model->numel, c->opt->m, c->opt->v, 1 };
         t->n = 1;
         t->step = &c->opt->step;
-    }
+    }   /* neither: the model alone (gpt3d eval, generate), loaded with no_load_optim */
     st = be->ops->sync(be);
     if (st != G3_OK)
         return st;
@@ -471,7 +471,8 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     st = be->ops->sync(be);
     if (st != G3_OK)
         goto out_close;
-    *t.step = cfg->no_load_optim ? 0 : step;
+    if (t.step)
+        *t.step = cfg->no_load_optim ? 0 : step;
     *iteration_p = g3_ckpt_reader_iteration(r);
     *consumed_p = g3_ckpt_reader_consumed_samples(r);
     *loaded_p = 1;
