@@ -50,6 +50,28 @@ run() {
     set -e
 }
 
+# g3_have_mpirun: true when $MPIRUN (from configure) names a runnable mpirun.
+# As a side effect, lets Open MPI's mpirun run as root (containers, CI), which it
+# refuses otherwise.
+g3_have_mpirun() {
+    if [ "$(id -u)" = 0 ]; then
+        OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+        export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+    fi
+    [ -n "${MPIRUN:-}" ] && command -v "$MPIRUN" >/dev/null 2>&1
+}
+
+# g3_need_mpirun: skip the whole test when there is no mpirun (see g3_have_mpirun).
+g3_need_mpirun() {
+    g3_have_mpirun || skip_all "mpirun not found (configure: install Debian's openmpi-bin)"
+}
+
+# g3_mpirun ARGS...: $MPIRUN with the options every test uses (more ranks than
+# cores: --oversubscribe).
+g3_mpirun() {
+    "$MPIRUN" --oversubscribe "$@"
+}
+
 # g3_tmpdir: set $TMPD to a private scratch directory, removed on exit.
 # (Call it directly, not in $(...): the trap must live in the test's shell.)
 g3_tmpdir() {

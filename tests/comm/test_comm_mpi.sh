@@ -10,16 +10,10 @@
 set -e
 CHECK="$top_builddir/tests/comm/comm_check"
 
-if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" >/dev/null 2>&1; then
-    skip_all "mpirun not found (configure: install Debian's openmpi-bin)"
-fi
-if [ "$(id -u)" = 0 ]; then
-    OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-fi
+g3_need_mpirun
 mpi() {  # mpi NP ARGS...
     np=$1; shift
-    run "$MPIRUN" --oversubscribe -np "$np" "$CHECK" "$@"
+    run g3_mpirun -np "$np" "$CHECK" "$@"
 }
 show_on_fail() { [ "$rc" -eq "$1" ] || printf '%s\n' "$out" | grep -v '^ *$' | head -25 | sed 's/^/#   /'; }
 
@@ -42,12 +36,12 @@ done
 for case in ring:3 rh:6 direct:5 rd:7; do
     algo=${case%:*} np=${case#*:} small=0 what=""
     if [ "$algo" = rd ]; then small=100000000 what=", small-message paths everywhere"; fi
-    run env GPT3D_COMM_ALLREDUCE="$algo" GPT3D_COMM_SMALL_BYTES="$small" \
-        "$MPIRUN" --oversubscribe -x GPT3D_COMM_ALLREDUCE -x GPT3D_COMM_SMALL_BYTES -np "$np" "$CHECK" collectives
+    GPT3D_COMM_ALLREDUCE="$algo" GPT3D_COMM_SMALL_BYTES="$small" \
+        run g3_mpirun -x GPT3D_COMM_ALLREDUCE -x GPT3D_COMM_SMALL_BYTES -np "$np" "$CHECK" collectives
     is "$rc" 0 "$np ranks, all-reduce forced to $algo$what"
     show_on_fail 0
 done
-run env GPT3D_COMM_ALLREDUCE=fastest "$MPIRUN" --oversubscribe -x GPT3D_COMM_ALLREDUCE -np 2 "$CHECK" collectives
+GPT3D_COMM_ALLREDUCE=fastest run g3_mpirun -x GPT3D_COMM_ALLREDUCE -np 2 "$CHECK" collectives
 like "$out" "GPT3D_COMM_ALLREDUCE=fastest: use auto, rd, rh, direct or ring" "an unknown algorithm name is refused"
 
 start=$(date +%s)

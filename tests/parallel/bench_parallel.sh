@@ -12,13 +12,7 @@
 . "$top_srcdir/tests/lib.sh"
 set -e
 
-if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" >/dev/null 2>&1; then
-    skip_all "mpirun not found (configure: install Debian's openmpi-bin)"
-fi
-if [ "$(id -u)" = 0 ]; then
-    OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-fi
+g3_need_mpirun
 g3_tmpdir
 mk="$top_builddir/tests/train/mkdata"
 [ -x "$mk" ] || skip_all "$mk is not built (make tests/train/mkdata)"
@@ -51,7 +45,7 @@ bench() {
         run env OMP_NUM_THREADS="$th" "$GPT3D" train $flags --global-batch-size "$gbs" \
             --metrics-file "$TMPD/$name.jsonl" "$@"
     else
-        run env OMP_NUM_THREADS="$th" "$MPIRUN" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
+        OMP_NUM_THREADS="$th" run g3_mpirun --bind-to none -x OMP_NUM_THREADS \
             -np "$np" "$GPT3D" train $flags --global-batch-size "$gbs" \
             --metrics-file "$TMPD/$name.jsonl" "$@"
     fi

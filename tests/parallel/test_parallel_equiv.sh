@@ -15,13 +15,7 @@
 . "$top_srcdir/tests/lib.sh"
 set -e
 
-if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" >/dev/null 2>&1; then
-    skip_all "mpirun not found (configure: install Debian's openmpi-bin)"
-fi
-if [ "$(id -u)" = 0 ]; then
-    OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-fi
+g3_need_mpirun
 g3_tmpdir
 mk="$top_builddir/tests/train/mkdata"
 check="$top_builddir/tests/parallel/grad_check"
@@ -61,7 +55,7 @@ train() {
         run "$GPT3D" train $flags --metrics-file "$TMPD/$name.jsonl" \
             --debug-grad-dump "$TMPD/$name" "$@"
     else
-        run "$MPIRUN" --oversubscribe -x OMP_NUM_THREADS -np "$np" "$GPT3D" train $flags \
+        run g3_mpirun -x OMP_NUM_THREADS -np "$np" "$GPT3D" train $flags \
             --metrics-file "$TMPD/$name.jsonl" --debug-grad-dump "$TMPD/$name" "$@"
     fi
     [ "$rc" -eq 0 ] || printf '%s\n' "$out" | grep -v '^ *$' | tail -15 | sed 's/^/#   /'

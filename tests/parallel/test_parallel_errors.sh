@@ -9,13 +9,7 @@
 . "$top_srcdir/tests/lib.sh"
 set -e
 
-if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" >/dev/null 2>&1; then
-    skip_all "mpirun not found (configure: install Debian's openmpi-bin)"
-fi
-if [ "$(id -u)" = 0 ]; then
-    OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-fi
+g3_need_mpirun
 g3_tmpdir
 mk="$top_builddir/tests/train/mkdata"
 D="$TMPD/data"
@@ -35,7 +29,7 @@ export OMP_NUM_THREADS=1
 expect() {
     np=$1 code=$2 re=$3 what=$4
     shift 4
-    run "$MPIRUN" --oversubscribe -x OMP_NUM_THREADS -np "$np" "$GPT3D" train --run-dir "$TMPD/run" "$@"
+    run g3_mpirun -x OMP_NUM_THREADS -np "$np" "$GPT3D" train --run-dir "$TMPD/run" "$@"
     is "$rc" "$code" "$what: exit $code"
     like "$out" "\\[rank 0/$np\\] error: $re" "$what: rank 0 says what to fix"
     is "$(printf '%s\n' "$out" | grep -c 'error:')" 1 "$what: exactly one error in the job"

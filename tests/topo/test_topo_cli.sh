@@ -76,17 +76,13 @@ run env SLURM_JOB_NODELIST='gpu[1-4]' SLURM_TASKS_PER_NODE='2(x4)' "$GPT3D" topo
 is "$rc" 0 "inside a Slurm allocation (a batch script): its nodes"
 like "$out" "^gpt3d topo: 4 nodes x 2 ranks = 8 ranks; TP 1 x PP 4 x DP 2" "SLURM_JOB_NODELIST and SLURM_TASKS_PER_NODE"
 
-if [ -n "${MPIRUN:-}" ] && command -v "$MPIRUN" >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ]; then
-        OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-        export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-    fi
-    run "$MPIRUN" --oversubscribe -np 4 "$GPT3D" topo --tensor-model-parallel-size 2
+if g3_have_mpirun; then
+    run g3_mpirun -np 4 "$GPT3D" topo --tensor-model-parallel-size 2
     is "$rc" 0 "under mpirun -np 4: the running job"
     is "$(printf '%s\n' "$out" | grep -c '^gpt3d topo:')" 1 "only rank 0 prints"
     like "$out" "1 node x 4 ranks = 4 ranks; TP 2 x PP 1 x DP 2" "the job's 4 ranks on this host, gathered over PMIx"
     like "$out" "current job \(4 ranks over PMIx\)" "the allocation came from PMIx"
-    run "$MPIRUN" --oversubscribe -np 4 "$GPT3D" topo --ranks-per-node 2
+    run g3_mpirun -np 4 "$GPT3D" topo --ranks-per-node 2
     is "$rc" 2 "--ranks-per-node that contradicts the running job is refused"
 else
     for _ in 1 2 3 4 5; do skip "mpirun not found"; done

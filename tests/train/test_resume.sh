@@ -35,12 +35,8 @@ flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.t
  --lr 3e-3 --lr-warmup-iters 2 --lr-decay-style cosine --log-interval 1 --eval-iters 1
  --eval-interval 100 --distributed-timeout-minutes 1"
 export OMP_NUM_THREADS=1
-if [ "$(id -u)" = 0 ]; then
-    OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-fi
 have_mpi=0
-if [ -n "${MPIRUN:-}" ] && command -v "$MPIRUN" >/dev/null 2>&1; then have_mpi=1; fi
+if g3_have_mpirun; then have_mpi=1; fi
 py=${PYTHON_REF:-/usr/bin/python3}
 have_h5py=0
 if "$py" -c 'import h5py, numpy' 2>/dev/null; then have_h5py=1; fi
@@ -53,7 +49,7 @@ train() {
     if [ "$np" = 0 ]; then
         run "$GPT3D" train $flags --save "$TMPD/$name/ck" --run-dir "$TMPD/$name" "$@"
     else
-        run "$MPIRUN" --oversubscribe -x OMP_NUM_THREADS -np "$np" "$GPT3D" train $flags \
+        run g3_mpirun -x OMP_NUM_THREADS -np "$np" "$GPT3D" train $flags \
             --save "$TMPD/$name/ck" --run-dir "$TMPD/$name" "$@"
     fi
     case "$rc" in 0|75) ;; *) printf '%s\n' "$out" | grep -v '^ *$' | tail -12 | sed 's/^/#   /' ;; esac
@@ -171,6 +167,7 @@ if [ "$have_mpi" = 0 ]; then
 fi
 # SIGUSR2 to mpirun (it forwards the signal to every rank): all ranks stop at one iteration
 # with one save and exit 75
+# (not g3_mpirun: $! must be mpirun itself, not a subshell running a function)
 # shellcheck disable=SC2086
 "$MPIRUN" --oversubscribe -x OMP_NUM_THREADS -np 2 "$GPT3D" train $flags $slow \
     --tensor-model-parallel-size 2 --save "$TMPD/msig/ck" --run-dir "$TMPD/msig" > "$TMPD/msig.out" 2>&1 &

@@ -12,13 +12,7 @@
 . "$top_srcdir/tests/lib.sh"
 set -e
 
-if [ -z "${MPIRUN:-}" ] || ! command -v "$MPIRUN" >/dev/null 2>&1; then
-    skip_all "mpirun not found (configure: install Debian's openmpi-bin)"
-fi
-if [ "$(id -u)" = 0 ]; then
-    OMPI_ALLOW_RUN_AS_ROOT=1; OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
-fi
+g3_need_mpirun
 g3_tmpdir
 mk="$top_builddir/tests/train/mkdata"
 check="$top_builddir/tests/parallel/grad_check"
@@ -44,7 +38,7 @@ diag "G3_FAULT_SEED=$seed"
 
 # the uninterrupted run
 # shellcheck disable=SC2086
-run "$MPIRUN" --oversubscribe -x OMP_NUM_THREADS -np 2 "$GPT3D" train $flags \
+run g3_mpirun -x OMP_NUM_THREADS -np 2 "$GPT3D" train $flags \
     --save "$TMPD/ref/ck" --run-dir "$TMPD/ref" --debug-grad-dump "$TMPD/ref/g"
 is "$rc" 0 "the uninterrupted run"
 
@@ -58,7 +52,7 @@ while [ "$attempt" -lt 12 ]; do
     rm -f "$R"/pid.*
     before=$(ls -d "$R"/ck/iter_*.tmp-* 2>/dev/null || true)
     # shellcheck disable=SC2086,SC2016
-    "$MPIRUN" --oversubscribe -x OMP_NUM_THREADS -np 2 sh -c \
+    g3_mpirun -x OMP_NUM_THREADS -np 2 sh -c \
         'echo $$ > "$0/pid.${OMPI_COMM_WORLD_RANK:-$PMIX_RANK}"; exec "$@"' "$R" \
         "$GPT3D" train $flags --save "$R/ck" --load "$R/ck" --run-dir "$R" \
         --debug-grad-dump "$R/g" > "$R/out.$attempt" 2>&1 &
