@@ -1,14 +1,17 @@
 # tests/slurm: a private Slurm 22.05 cluster on the test machine
 # (tests/slurm/cluster.sh; root, munge, slurmctld, slurmd, unshare) and the
-# batch suite run on it with a stand-in trainer (fake-train.sh, a test double
-# used only here).  The cluster tests skip with the reason where a private
-# cluster cannot start.
+# batch suite run on it: with a stand-in trainer (fake-train.sh, a test double
+# used only here) for the many fault cases, and with the real trainer for the
+# four scenarios of docs/slurm.md (test_scenarios.sh, test_recovery.sh, helpers
+# in real.sh).  The cluster tests skip with the reason where a private cluster
+# cannot start.
 TESTS += \
 	tests/slurm/test_submit_cli.sh \
 	tests/slurm/test_cluster.sh \
 	tests/slurm/test_submit.sh \
 	tests/slurm/test_faults.sh \
-	tests/slurm/test_scenarios.sh
+	tests/slurm/test_scenarios.sh \
+	tests/slurm/test_recovery.sh
 EXTRA_DIST += \
 	tests/slurm/cluster.sh \
 	tests/slurm/fake-train.sh \
@@ -17,4 +20,6 @@ EXTRA_DIST += \
 	tests/slurm/test_submit.sh \
 	tests/slurm/test_faults.sh \
 	tests/slurm/test_scenarios.sh \
+	tests/slurm/test_recovery.sh \
+	tests/slurm/real.sh \
 	tests/slurm/test_submit_cli.sh

@@ -1,0 +1,95 @@
+#!/bin/bash
+# tests/slurm/real.sh: helpers for the scenarios that run the REAL trainer
+# ("$GPT3D train": a tiny model on the test corpus $GPT3D_TEST_DATA/kjv)
+# through gpt3d-submit on a private Slurm cluster (tests/slurm/cluster.sh).
+# Sourced after tests/lib.sh and cluster.sh, once g3c_start has succeeded.
+#
+#   real_setup                 SUBMIT, K, the common training flags (real_flags)
+#   real_submit ARGS... RUN [-- MORE-TRAIN-FLAGS...]
+#   real_wait_end RUN SECONDS  until RUN has COMPLETE or FAILED
+#   real_outcomes RUN          the attempts' outcomes, one line
+#   real_losses RUN            the training losses of RUN's metrics.jsonl, one line
+#   real_iters RUN             the iterations of those train events, one line
+#   real_last_losses RUN       per iteration the LAST loss recorded (a re-run
+#                              iteration after a failure counts once), one line
+#   real_maxrel A B            the largest relative difference of two loss lines
+#   real_within D LIMIT        D is a number <= LIMIT
+#   real_check WHAT RUN CMD... a TAP result; the run's state on failure
+#   real_signal_during_training RUN JOB [ITER]
+# (top_srcdir, top_builddir, GPT3D and GPT3D_TEST_DATA come from make check.)
+# shellcheck disable=SC2154
+
+real_setup() {
+    K=${GPT3D_TEST_DATA:-$top_builddir/tests/_data}/kjv
+    SUBMIT=$top_builddir/sbatch/gpt3d-submit
+    export OMP_NUM_THREADS=1
+    # A tiny model on the KJV corpus: iterations of 80-300 ms on this machine.
+    real_flags=(--data-path "$K/kjv_text_document" --vocab-file "$K/encoder.json" --merge-file "$K/vocab.bpe"
+        --split "90,5,5" --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
+        --micro-batch-size 2 --global-batch-size 8 --train-iters 12 --lr 3e-3 --lr-warmup-iters 2
+        --lr-decay-style cosine --log-interval 1 --eval-iters 0 --eval-interval 1000
+        --distributed-timeout-minutes 1)
+}
+
+real_submit() {
+    local a=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do a+=("$1"); shift; done
+    [ $# -eq 0 ] || shift
+    "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$GPT3D train" \
+        "${a[@]}" -- "${real_flags[@]}" "$@"
+}
+
+real_wait_end() { g3c_wait "$2" sh -c "[ -e '$1/COMPLETE' ] || [ -e '$1/FAILED' ]" || true; }
+real_outcomes() { tail -n +2 "$1/attempts.tsv" 2>/dev/null | cut -f10 | tr '\n' ' '; }
+
+real_losses() {
+    grep '"event":"train"' "$1/metrics.jsonl" 2>/dev/null | sed 's/.*"loss":\([^,]*\),.*/\1/' | tr '\n' ' '
+}
+real_iters() {
+    grep '"event":"train"' "$1/metrics.jsonl" 2>/dev/null | sed 's/.*"iteration":\([0-9]*\),.*/\1/' | tr '\n' ' '
+}
+real_last_losses() {
+    grep '"event":"train"' "$1/metrics.jsonl" 2>/dev/null |
+        sed 's/.*"iteration":\([0-9]*\),.*"loss":\([^,]*\),.*/\1 \2/' |
+        awk '{ l[$1] = $2; if ($1 > n) n = $1 } END { for (i = 1; i <= n; i++) printf "%s ", (i in l ? l[i] : "missing") }'
+}
+
+real_maxrel() {
+    printf '%s\n%s\n' "$1" "$2" | awk 'NR == 1 { n = split($0, a, " ") } NR == 2 { m = split($0, b, " ") }
+        END { if (n != m || n == 0) { print "mismatch"; exit } w = 0
+              for (i = 1; i <= n; i++) { d = a[i] - b[i]; if (d < 0) d = -d; d /= (a[i] < 0 ? -a[i] : a[i]); if (d > w) w = d }
+              printf "%.3g\n", w }'
+}
+real_within() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "mismatch" && a + 0 <= b + 0) }'; }
+
+real_show_run() {
+    diag "--- $1"
+    "$SUBMIT" --status "$1" 2>&1 | sed 's/^/#   /' || true
+    cat "$1"/logs/* 2>/dev/null | grep -v '^ *$' | tail -n 25 | sed 's/^/#   /' || true
+}
+real_check() {
+    local what=$1 run=$2
+    shift 2
+    if "$@"; then tap_result 0 "$what"; else tap_result 1 "$what"; real_show_run "$run"; fi
+}
+# real_within_check WHAT RUN A B LIMIT: a TAP result for loss lines A and B
+# within LIMIT; both lines and the run's state on failure.
+real_within_check() {
+    local d
+    d=$(real_maxrel "$3" "$4")
+    if real_within "$d" "$5"; then
+        tap_result 0 "$1 ($d)"
+    else
+        tap_result 1 "$1 ($d)"
+        diag "expected: $3"; diag "got:      $4"
+        real_show_run "$2"
+    fi
+}
+
+# real_signal_during_training RUN JOB [ITER]: once RUN's metrics show
+# iteration ITER (3), send JOB's batch script the warning signal (as Slurm
+# does before the time limit).
+real_signal_during_training() {
+    g3c_wait 90 sh -c "grep -q '\"iteration\":${3:-3},' '$1/metrics.jsonl'" || true
+    scancel --batch --signal=USR2 "$2" || true
+}
