@@ -1,4 +1,5 @@
-/* gpt3d backend: the compute ops table every backend fills (CPU here, CUDA in kernels/).
+/* gpt3d backend: the compute ops table every backend fills (CPU: cpu*.c, CUDA: cuda.c over the
+ * kernels of kernels/).
  *
  * The model and training code call only through g3_backend_ops_t, so they never know which
  * backend runs.  Pointers passed to ops are backend memory (from ->alloc); host memory moves in
@@ -6,10 +7,19 @@
  * asynchronously (CUDA) keeps the first error and reports it from ->sync, which the model calls
  * at the end of every forward and backward pass.
  *
+ * Precision.  Each backend declares act_dtype, the type of its ACTIVATIONS (every tensor an op
+ * reads or writes that is not a parameter gradient, a statistic or an optimizer buffer) and of
+ * the PARAMETERS as the forward and backward passes read them (a working copy cast from the
+ * fp32 master weights).  In the signatures below such tensors are `void *` and have act_dtype
+ * elements ("act" in the shape comments).  Parameter gradients, master weights, Adam moments,
+ * LayerNorm statistics, log-sum-exps and losses are always fp32 (`float *`).
+ *   CPU:  act_dtype F32: every tensor is fp32, the working copy IS the master copy.
+ *   CUDA: act_dtype BF16 (docs/cuda.md, "Precision policy").
+ *
  * Conventions shared by every op:
- *   - fp32 tensors, row-major, contiguous unless a leading dimension says otherwise;
- *   - gradients of parameters (dw, dbias, dwte, dwpe) are ACCUMULATED (+=), so micro-batches add
- *     up; gradients of activations are OVERWRITTEN unless the op says "+=";
+ *   - row-major, contiguous unless a leading dimension says otherwise;
+ *   - gradients of parameters (dw, dbias, dwte, dwpe) are ACCUMULATED (+=) in fp32, so
+ *     micro-batches add up; gradients of activations are OVERWRITTEN unless the op says "+=";
  *   - shape glossary: N rows (tokens, B*T), B micro-batch, T sequence length, C hidden size,
  *     NH heads, HS head size (C = NH*HS for the local heads), IC/OC in/out features, V (padded,
  *     local) vocabulary, P positions.
@@ -25,6 +35,21 @@
 #include "core/status.h"
 
 typedef struct g3_backend g3_backend_t;
+
+/* Element types of backend tensors. */
+typedef enum {
+    G3_BE_F32 = 0,
+    G3_BE_BF16 = 1
+} g3_be_dtype_t;
+
+/* RET: bytes per element of t (4 or 2). */
+size_t g3_be_dtype_size(g3_be_dtype_t t);
+/* RET: "fp32" or "bf16". */
+const char *g3_be_dtype_name(g3_be_dtype_t t);
+/* Host conversions: dst = src converted (fp32 -> bf16 rounds to nearest even, NaN stays NaN;
+ * the same type copies).  dst (n,) of dst_t  src (n,) of src_t, host memory. */
+void g3_be_convert(void *dst, g3_be_dtype_t dst_t, const void *src, g3_be_dtype_t src_t,
+                   size_t n);
 
 typedef struct g3_backend_ops {
     /* Free the backend (g3_be_close calls it). */
@@ -45,36 +70,37 @@ typedef struct g3_backend_ops {
     /* out[b,t,:] = wte[tokens[b,t] - v0, :] + wpe[t, :]   (wte row 0 holds token v0).
      * Tokens outside [v0, v0+V) contribute zeros (vocabulary-parallel shards); wpe may be NULL
      * (added by another shard).
-     * out (B,T,C)  tokens (B,T)  wte (V,C)  wpe (P>=T,C) */
-    void (*embedding_fwd)(g3_backend_t *be, float *out, const int32_t *tokens, const float *wte,
-                          const float *wpe, int B, int T, int C, int v0, int V);
+     * out (B,T,C) act  tokens (B,T)  wte (V,C) act  wpe (P>=T,C) act */
+    void (*embedding_fwd)(g3_backend_t *be, void *out, const int32_t *tokens, const void *wte,
+                          const void *wpe, int B, int T, int C, int v0, int V);
     /* dwte[tokens[b,t]-v0] += dout[b,t]; dwpe[t] += sum_b dout[b,t] (dwpe may be NULL).
-     * dwte (V,C)  dwpe (P,C)  dout (B,T,C)  tokens (B,T) */
-    void (*embedding_bwd)(g3_backend_t *be, float *dwte, float *dwpe, const float *dout,
+     * dwte (V,C)  dwpe (P,C)  dout (B,T,C) act  tokens (B,T) */
+    void (*embedding_bwd)(g3_backend_t *be, float *dwte, float *dwpe, const void *dout,
                           const int32_t *tokens, int B, int T, int C, int v0, int V);
 
     /* ---- layer norm (biased variance, eps inside the square root) --------------------- */
     /* out = (inp - mean) * rstd * w + b, per row.
-     * out, inp (N,C)  mean, rstd (N,) saved for backward  w, b (C,) */
-    void (*layernorm_fwd)(g3_backend_t *be, float *out, float *mean, float *rstd,
-                          const float *inp, const float *w, const float *b, int N, int C,
+     * out, inp (N,C) act  mean, rstd (N,) saved for backward  w, b (C,) act */
+    void (*layernorm_fwd)(g3_backend_t *be, void *out, float *mean, float *rstd,
+                          const void *inp, const void *w, const void *b, int N, int C,
                           float eps);
     /* dinp += d(out)/d(inp)^T dout  (accumulates: the residual stream's gradient),
      * dw += sum_rows dout*xhat, db += sum_rows dout.
-     * dinp, dout, inp (N,C)  dw, db, w (C,)  mean, rstd (N,) */
-    void (*layernorm_bwd)(g3_backend_t *be, float *dinp, float *dw, float *db,
-                          const float *dout, const float *inp, const float *w,
+     * dinp, dout, inp (N,C) act  dw, db (C,)  w (C,) act  mean, rstd (N,) */
+    void (*layernorm_bwd)(g3_backend_t *be, void *dinp, float *dw, float *db,
+                          const void *dout, const void *inp, const void *w,
                           const float *mean, const float *rstd, int N, int C);
 
     /* ---- matmul (a linear layer: out = inp . w^T + bias) ------------------------------- */
-    /* out (N,OC)  inp (N,IC)  w (OC,IC)  bias (OC,) or NULL */
-    void (*matmul_fwd)(g3_backend_t *be, float *out, const float *inp, const float *w,
-                       const float *bias, int N, int IC, int OC);
+    /* out (N,OC) act  inp (N,IC) act  w (OC,IC) act  bias (OC,) act or NULL */
+    void (*matmul_fwd)(g3_backend_t *be, void *out, const void *inp, const void *w,
+                       const void *bias, int N, int IC, int OC);
     /* dinp = dout . w (overwritten; skipped when dinp is NULL), dw += dout^T . inp,
      * dbias += sum_rows dout (skipped when NULL).
-     * dinp (N,IC)  dw (OC,IC)  dbias (OC,)  dout (N,OC)  inp (N,IC)  w (OC,IC) */
-    void (*matmul_bwd)(g3_backend_t *be, float *dinp, float *dw, float *dbias,
-                       const float *dout, const float *inp, const float *w,
+     * dinp (N,IC) act  dw (OC,IC)  dbias (OC,)  dout (N,OC) act  inp (N,IC) act
+     * w (OC,IC) act */
+    void (*matmul_bwd)(g3_backend_t *be, void *dinp, float *dw, float *dbias,
+                       const void *dout, const void *inp, const void *w,
                        int N, int IC, int OC);
 
     /* ---- causal self-attention ---------------------------------------------------------- */
@@ -82,65 +108,95 @@ typedef struct g3_backend_ops {
      * checkpoints): columns [0, C) are the queries, [C, 2C) the keys, [2C, 3C) the values,
      * head h owning [h*HS, (h+1)*HS) of each block (C = NH*HS: the local heads under tensor
      * parallelism).  att = softmax(q k^T / sqrt(HS) + causal mask), out[b,t,h] = att . v.
-     * out (B,T,C)  att (B,NH,T,T) saved for backward  qkv (B,T,3C) */
-    void (*attention_fwd)(g3_backend_t *be, float *out, float *att, const float *qkv,
+     * What forward saves for backward is the backend's: `state` of attention_state_bytes
+     * (CPU: the probabilities, (B,NH,T,T) fp32; CUDA: the log-sum-exps, (B,NH,T) fp32).
+     * out (B,T,C) act  state  qkv (B,T,3C) act */
+    void (*attention_fwd)(g3_backend_t *be, void *out, void *state, const void *qkv,
                           int B, int T, int NH, int HS);
-    /* dqkv overwritten.  scratch (B,NH,T,T) is work space.
-     * dqkv (B,T,3C)  dout (B,T,C)  qkv (B,T,3C)  att (B,NH,T,T) */
-    void (*attention_bwd)(g3_backend_t *be, float *dqkv, float *scratch, const float *dout,
-                          const float *qkv, const float *att, int B, int T, int NH, int HS);
+    /* dqkv overwritten.  scratch (attention_scratch_bytes) is work space; out is forward's.
+     * dqkv (B,T,3C) act  dout, out (B,T,C) act  qkv (B,T,3C) act  state from forward */
+    void (*attention_bwd)(g3_backend_t *be, void *dqkv, void *scratch, const void *dout,
+                          const void *out, const void *qkv, const void *state, int B, int T,
+                          int NH, int HS);
+    /* RET: bytes of attention_fwd's state and of attention_bwd's scratch for these sizes. */
+    size_t (*attention_state_bytes)(g3_backend_t *be, int B, int T, int NH, int HS);
+    size_t (*attention_scratch_bytes)(g3_backend_t *be, int B, int T, int NH, int HS);
 
     /* ---- elementwise -------------------------------------------------------------------- */
     /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-     * out, inp (n,) */
-    void (*gelu_fwd)(g3_backend_t *be, float *out, const float *inp, size_t n);
-    /* dinp = gelu'(inp) * dout (dinp may alias dout).  dinp, inp, dout (n,) */
-    void (*gelu_bwd)(g3_backend_t *be, float *dinp, const float *inp, const float *dout,
+     * out, inp (n,) act */
+    void (*gelu_fwd)(g3_backend_t *be, void *out, const void *inp, size_t n);
+    /* dinp = gelu'(inp) * dout (dinp may alias dout).  dinp, inp, dout (n,) act */
+    void (*gelu_bwd)(g3_backend_t *be, void *dinp, const void *inp, const void *dout,
                      size_t n);
-    /* out = a + b (out may alias a or b).  out, a, b (n,) */
-    void (*residual_fwd)(g3_backend_t *be, float *out, const float *a, const float *b, size_t n);
-    /* x *= s.  x (n,) */
+    /* out = a + b (out may alias a or b).  out, a, b (n,) act */
+    void (*residual_fwd)(g3_backend_t *be, void *out, const void *a, const void *b, size_t n);
+    /* x *= s (gradients).  x (n,) fp32 */
     void (*scale)(g3_backend_t *be, float *x, size_t n, float s);
+    /* dst = src converted (fp32 -> bf16 rounds to nearest even); the same type copies.
+     * dst (n,) of dst_t  src (n,) of src_t */
+    void (*cast)(g3_backend_t *be, void *dst, g3_be_dtype_t dst_t, const void *src,
+                 g3_be_dtype_t src_t, size_t n);
 
     /* ---- softmax cross-entropy over logits ---------------------------------------------- */
     /* lse[i] = log sum_j exp(logits[i,j]); losses[i] = lse[i] - logits[i, targets[i]].
-     * losses, lse (N,)  logits (N,V)  targets (N,) in [0, V) */
-    void (*xent_fwd)(g3_backend_t *be, float *losses, float *lse, const float *logits,
+     * losses, lse (N,)  logits (N,V) act  targets (N,) in [0, V) */
+    void (*xent_fwd)(g3_backend_t *be, float *losses, float *lse, const void *logits,
                      const int32_t *targets, int N, int V);
     /* dlogits[i,j] = (softmax(logits[i])_j - [j == targets[i]]) * dloss; dlogits may alias
-     * logits (computed in place).  dlogits, logits (N,V)  lse (N,) from xent_fwd */
-    void (*xent_bwd)(g3_backend_t *be, float *dlogits, const float *logits, const float *lse,
+     * logits (computed in place).  dlogits, logits (N,V) act  lse (N,) from xent_fwd */
+    void (*xent_bwd)(g3_backend_t *be, void *dlogits, const void *logits, const float *lse,
                      const int32_t *targets, float dloss, int N, int V);
 
     /* ---- optimizer ------------------------------------------------------------------------ */
     /* One AdamW step (decoupled weight decay, PyTorch / apex adam_w_mode order):
      *   p *= 1 - lr*wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
      *   p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps), bc1 = 1-b1^step, bc2 = 1-b2^step.
-     * p, g, m, v (n,) */
+     * p (the fp32 master weights), g, m, v (n,) fp32.  A backend whose act_dtype is not fp32
+     * does not refresh its working copy here: the model does (g3_gpt_params_refresh). */
     void (*adamw)(g3_backend_t *be, float *p, const float *g, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd, int64_t step);
     /* OUT: *host_out = sum x^2 accumulated in double (the grad-norm building block).
-     * x (n,) */
+     * x (n,) fp32 */
     void (*sumsq)(g3_backend_t *be, const float *x, size_t n, double *host_out);
+
+    /* ---- limits ------------------------------------------------------------------------------ */
+    /* Optional (NULL: every size works).  RET: G3_OK, or G3_ERR_UNSUPPORTED after logging which
+     * model size this backend cannot run and what to change. */
+    g3_status_t (*check_model)(g3_backend_t *be, int C, int NH, int HS, int F, int V);
 } g3_backend_ops_t;
 
 struct g3_backend {
     const g3_backend_ops_t *ops;
     const char *name;          /* "cpu", "cuda"                                          */
+    g3_be_dtype_t act_dtype;   /* activations and the passes' parameters (see the top)    */
     char        device[128];   /* human-readable device: "2 x Intel(R) Xeon(R) ... (avx512)" */
     int         nthreads;      /* compute threads (CPU)                                  */
-    double      peak_flops;    /* fp32 peak FLOP/s used for MFU (see docs/model.md)       */
+    double      peak_flops;    /* peak FLOP/s of act_dtype used for MFU (docs/model.md)   */
     char        peak_how[160]; /* how peak_flops was obtained                              */
     void       *priv;          /* backend-private state                                   */
 };
 
-/* Open a backend by name ("cpu").  nthreads <= 0: the OpenMP default (OMP_NUM_THREADS, else
- * the CPUs this process may run on).
- * OUT: *be_p.  RET: G3_ERR_UNSUPPORTED (logged) for a name this build does not have. */
+/* Open a backend by name ("cpu", "cuda").  nthreads <= 0: the OpenMP default (OMP_NUM_THREADS,
+ * else the CPUs this process may run on); the CUDA backend's host threads likewise.
+ * OUT: *be_p.  RET (logged): G3_ERR_UNSUPPORTED for an unknown name and for "cuda" in a build
+ * without CUDA, G3_ERR_DEVICE when no usable GPU is visible. */
 g3_status_t g3_be_open(const char *name, int nthreads, g3_backend_t **be_p);
 void g3_be_close(g3_backend_t *be);
 
+/* Whether g3_be_open(name) can work here, without opening it (no GPU context is created).
+ * RET: G3_OK, or the status g3_be_open would return, with the reason and the fix in why
+ * (nothing is logged). */
+g3_status_t g3_be_probe(const char *name, char *why, size_t why_len);
+
 /* The CPU backend (fp32, CBLAS + OpenMP).  See g3_be_open. */
 g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p);
+
+/* Only in builds with CUDA (HAVE_CUDA): the CUDA backend (bf16 activations, kernels/): device `device`, or, when device < 0, the
+ * node-local rank (LOCAL_RANK, SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK, else 0) modulo the
+ * visible devices.  See g3_be_open. */
+g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p);
+/* RET: the backend's g3cuda_ctx_t (kernels/g3cuda.h), for NCCL calls on its stream. */
+void *g3_be_cuda_ctx(g3_backend_t *be);
 
 #endif

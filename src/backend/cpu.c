@@ -299,10 +299,13 @@ static const g3_backend_ops_t g3_cpu_ops = {
     .matmul_bwd = g3_cpu_matmul_bwd,
     .attention_fwd = g3_cpu_attention_fwd,
     .attention_bwd = g3_cpu_attention_bwd,
+    .attention_state_bytes = g3_cpu_attention_bytes,
+    .attention_scratch_bytes = g3_cpu_attention_bytes,
     .gelu_fwd = g3_cpu_gelu_fwd,
     .gelu_bwd = g3_cpu_gelu_bwd,
     .residual_fwd = g3_cpu_residual_fwd,
     .scale = g3_cpu_scale,
+    .cast = g3_cpu_cast,
     .xent_fwd = g3_cpu_xent_fwd,
     .xent_bwd = g3_cpu_xent_bwd,
     .adamw = g3_cpu_adamw,
@@ -337,6 +340,7 @@ g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p)
 
     be->ops = &g3_cpu_ops;
     be->name = "cpu";
+    be->act_dtype = G3_BE_F32;
     be->nthreads = cpu->nthreads;
     be->priv = cpu;
     g3_cpu_peak(be);
@@ -346,17 +350,3 @@ g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p)
     return G3_OK;
 }
 
-
-g3_status_t g3_be_open(const char *name, int nthreads, g3_backend_t **be_p)
-{
-    if (name == NULL || strcmp(name, "cpu") == 0)
-        return g3_be_cpu_open(nthreads, be_p);
-    g3_error("compute backend '%s' is not built into this gpt3d (available: cpu)", name);
-    return G3_ERR_UNSUPPORTED;
-}
-
-void g3_be_close(g3_backend_t *be)
-{
-    if (be != NULL)
-        be->ops->close(be);
-}

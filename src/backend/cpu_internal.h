@@ -94,34 +94,39 @@ void g3_cpu_sgemm1(int trans_a, int trans_b, int M, int N, int K, float alpha,
                    const float *A, int lda, const float *B, int ldb, float beta,
                    float *C, int ldc);
 
-/* Op entry points (cpu_ops.c, cpu_matmul.c). */
-void g3_cpu_embedding_fwd(g3_backend_t *be, float *out, const int32_t *tokens, const float *wte,
-                          const float *wpe, int B, int T, int C, int v0, int V);
-void g3_cpu_embedding_bwd(g3_backend_t *be, float *dwte, float *dwpe, const float *dout,
+/* Op entry points (cpu_ops.c, cpu_matmul.c): the signatures of backend.h; every `void *`
+ * tensor is fp32 here (act_dtype F32). */
+void g3_cpu_embedding_fwd(g3_backend_t *be, void *out, const int32_t *tokens, const void *wte,
+                          const void *wpe, int B, int T, int C, int v0, int V);
+void g3_cpu_embedding_bwd(g3_backend_t *be, float *dwte, float *dwpe, const void *dout,
                           const int32_t *tokens, int B, int T, int C, int v0, int V);
-void g3_cpu_layernorm_fwd(g3_backend_t *be, float *out, float *mean, float *rstd,
-                          const float *inp, const float *w, const float *b, int N, int C,
+void g3_cpu_layernorm_fwd(g3_backend_t *be, void *out, float *mean, float *rstd,
+                          const void *inp, const void *w, const void *b, int N, int C,
                           float eps);
-void g3_cpu_layernorm_bwd(g3_backend_t *be, float *dinp, float *dw, float *db,
-                          const float *dout, const float *inp, const float *w,
+void g3_cpu_layernorm_bwd(g3_backend_t *be, void *dinp, float *dw, float *db,
+                          const void *dout, const void *inp, const void *w,
                           const float *mean, const float *rstd, int N, int C);
-void g3_cpu_matmul_fwd(g3_backend_t *be, float *out, const float *inp, const float *w,
-                       const float *bias, int N, int IC, int OC);
-void g3_cpu_matmul_bwd(g3_backend_t *be, float *dinp, float *dw, float *dbias,
-                       const float *dout, const float *inp, const float *w,
+void g3_cpu_matmul_fwd(g3_backend_t *be, void *out, const void *inp, const void *w,
+                       const void *bias, int N, int IC, int OC);
+void g3_cpu_matmul_bwd(g3_backend_t *be, void *dinp, float *dw, float *dbias,
+                       const void *dout, const void *inp, const void *w,
                        int N, int IC, int OC);
-void g3_cpu_attention_fwd(g3_backend_t *be, float *out, float *att, const float *qkv,
+void g3_cpu_attention_fwd(g3_backend_t *be, void *out, void *att, const void *qkv,
                           int B, int T, int NH, int HS);
-void g3_cpu_attention_bwd(g3_backend_t *be, float *dqkv, float *scratch, const float *dout,
-                          const float *qkv, const float *att, int B, int T, int NH, int HS);
-void g3_cpu_gelu_fwd(g3_backend_t *be, float *out, const float *inp, size_t n);
-void g3_cpu_gelu_bwd(g3_backend_t *be, float *dinp, const float *inp, const float *dout,
+void g3_cpu_attention_bwd(g3_backend_t *be, void *dqkv, void *scratch, const void *dout,
+                          const void *out, const void *qkv, const void *att, int B, int T,
+                          int NH, int HS);
+size_t g3_cpu_attention_bytes(g3_backend_t *be, int B, int T, int NH, int HS);
+void g3_cpu_gelu_fwd(g3_backend_t *be, void *out, const void *inp, size_t n);
+void g3_cpu_gelu_bwd(g3_backend_t *be, void *dinp, const void *inp, const void *dout,
                      size_t n);
-void g3_cpu_residual_fwd(g3_backend_t *be, float *out, const float *a, const float *b, size_t n);
+void g3_cpu_residual_fwd(g3_backend_t *be, void *out, const void *a, const void *b, size_t n);
 void g3_cpu_scale(g3_backend_t *be, float *x, size_t n, float s);
-void g3_cpu_xent_fwd(g3_backend_t *be, float *losses, float *lse, const float *logits,
+void g3_cpu_cast(g3_backend_t *be, void *dst, g3_be_dtype_t dst_t, const void *src,
+                 g3_be_dtype_t src_t, size_t n);
+void g3_cpu_xent_fwd(g3_backend_t *be, float *losses, float *lse, const void *logits,
                      const int32_t *targets, int N, int V);
-void g3_cpu_xent_bwd(g3_backend_t *be, float *dlogits, const float *logits, const float *lse,
+void g3_cpu_xent_bwd(g3_backend_t *be, void *dlogits, const void *logits, const float *lse,
                      const int32_t *targets, float dloss, int N, int V);
 void g3_cpu_adamw(g3_backend_t *be, float *p, const float *g, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd, int64_t step);

@@ -31,9 +31,11 @@ static void g3_cpu_thread(int *t, int *n)
 /* out (N,OC) = inp (N,IC) . w (OC,IC)^T + bias (OC,).  Each thread takes a slab of rows (or,
  * for few rows and many outputs, like the vocabulary projection of a short sequence, a slab
  * of output columns), writes the bias into it and accumulates its own sgemm on top. */
-void g3_cpu_matmul_fwd(g3_backend_t *be, float *out, const float *inp, const float *w,
-                       const float *bias, int N, int IC, int OC)
+void g3_cpu_matmul_fwd(g3_backend_t *be, void *out_, const void *inp_, const void *w_,
+                       const void *bias_, int N, int IC, int OC)
 {
+    float *out = out_;
+    const float *inp = inp_, *w = w_, *bias = bias_;
     int split_rows = N >= OC;
     int par = 2.0 * N * (double)OC * IC >= 4e6;
     (void)be;
@@ -75,10 +77,12 @@ static void g3_cpu_colsum_add(float *dst, const float *src, int n)
 
 /* dinp (N,IC) = dout (N,OC) . w (OC,IC);  dw (OC,IC) += dout^T . inp (N,IC);
  * dbias (OC,) += sum over rows of dout. */
-void g3_cpu_matmul_bwd(g3_backend_t *be, float *dinp, float *dw, float *dbias,
-                       const float *dout, const float *inp, const float *w,
+void g3_cpu_matmul_bwd(g3_backend_t *be, void *dinp_, float *dw, float *dbias,
+                       const void *dout_, const void *inp_, const void *w_,
                        int N, int IC, int OC)
 {
+    float *dinp = dinp_;
+    const float *dout = dout_, *inp = inp_, *w = w_;
     if (dinp)
         g3_cpu_sgemm(be, 0, 0, N, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
     g3_cpu_sgemm(be, 1, 0, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);
@@ -143,9 +147,11 @@ static void g3_cpu_att_fwd_one(float *out, float *att, const float *q, int T, in
 }
 
 /* out (B,T,C)  att (B,NH,T,T)  qkv (B,T,3C) */
-void g3_cpu_attention_fwd(g3_backend_t *be, float *out, float *att, const float *qkv,
+void g3_cpu_attention_fwd(g3_backend_t *be, void *out_, void *att_, const void *qkv_,
                           int B, int T, int NH, int HS)
 {
+    float *out = out_, *att = att_;
+    const float *qkv = qkv_;
     int C = NH * HS, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)HS);
     (void)be;
@@ -212,10 +218,23 @@ static void g3_cpu_att_bwd_one(float *dq, float *ds, const float *dy, const floa
     }
 }
 
-/* dqkv (B,T,3C)  scratch (B,NH,T,T)  dout (B,T,C)  qkv (B,T,3C)  att (B,NH,T,T) */
-void g3_cpu_attention_bwd(g3_backend_t *be, float *dqkv, float *scratch, const float *dout,
-                          const float *qkv, const float *att, int B, int T, int NH, int HS)
+/* RET: bytes of the saved probabilities (B,NH,T,T), and of attention_bwd's scratch (the same
+ * shape: dP, then dS). */
+size_t g3_cpu_attention_bytes(g3_backend_t *be, int B, int T, int NH, int HS)
 {
+    (void)be;
+    (void)HS;
+    return (size_t)B * NH * T * T * sizeof(float);
+}
+
+/* dqkv (B,T,3C)  scratch (B,NH,T,T)  dout (B,T,C)  qkv (B,T,3C)  att (B,NH,T,T); the
+ * forward's out is not needed (the probabilities are saved). */
+void g3_cpu_attention_bwd(g3_backend_t *be, void *dqkv_, void *scratch_, const void *dout_,
+                          const void *out, const void *qkv_, const void *att_, int B, int T,
+                          int NH, int HS)
+{
+    float *dqkv = dqkv_, *scratch = scratch_;
+    const float *dout = dout_, *qkv = qkv_, *att = att_;
     int C = NH * HS, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)HS);
     (void)be;

@@ -44,9 +44,11 @@ static void g3_cpu_embed_row(float *out, const float *wte_row, const float *wpe_
 }
 
 /* out (B,T,C)  tokens (B,T)  wte (V,C)  wpe (P,C) or NULL */
-void g3_cpu_embedding_fwd(g3_backend_t *be, float *out, const int32_t *tokens, const float *wte,
-                          const float *wpe, int B, int T, int C, int v0, int V)
+void g3_cpu_embedding_fwd(g3_backend_t *be, void *out_, const int32_t *tokens, const void *wte_,
+                          const void *wpe_, int B, int T, int C, int v0, int V)
 {
+    float *out = out_;
+    const float *wte = wte_, *wpe = wpe_;
     (void)be;
 #pragma omp parallel if (G3_CPU_PAR((size_t)B * T * C))
     {
@@ -71,9 +73,10 @@ static void g3_cpu_add_slice(float *dst, const float *src, int n)
 
 /* dwte (V,C)  dwpe (P,C) or NULL  dout (B,T,C)  tokens (B,T).  Split over columns so two
  * rows with the same token never race. */
-void g3_cpu_embedding_bwd(g3_backend_t *be, float *dwte, float *dwpe, const float *dout,
+void g3_cpu_embedding_bwd(g3_backend_t *be, float *dwte, float *dwpe, const void *dout_,
                           const int32_t *tokens, int B, int T, int C, int v0, int V)
 {
+    const float *dout = dout_;
     (void)be;
 #pragma omp parallel if (G3_CPU_PAR((size_t)B * T * C))
     {
@@ -117,10 +120,12 @@ static void g3_cpu_ln_fwd_row(float *out, float *mean_p, float *rstd_p, const fl
     *rstd_p = rs;
 }
 
-void g3_cpu_layernorm_fwd(g3_backend_t *be, float *out, float *mean, float *rstd,
-                          const float *inp, const float *w, const float *b, int N, int C,
+void g3_cpu_layernorm_fwd(g3_backend_t *be, void *out_, float *mean, float *rstd,
+                          const void *inp_, const void *w_, const void *b_, int N, int C,
                           float eps)
 {
+    float *out = out_;
+    const float *inp = inp_, *w = w_, *b = b_;
     (void)be;
 #pragma omp parallel if (G3_CPU_PAR((size_t)N * C))
     {
@@ -165,10 +170,12 @@ static void g3_cpu_ln_bwd_params(float *dw, float *db, const float *dout, const 
     }
 }
 
-void g3_cpu_layernorm_bwd(g3_backend_t *be, float *dinp, float *dw, float *db,
-                          const float *dout, const float *inp, const float *w,
+void g3_cpu_layernorm_bwd(g3_backend_t *be, void *dinp_, float *dw, float *db,
+                          const void *dout_, const void *inp_, const void *w_,
                           const float *mean, const float *rstd, int N, int C)
 {
+    float *dinp = dinp_;
+    const float *dout = dout_, *inp = inp_, *w = w_;
     (void)be;
 #pragma omp parallel if (G3_CPU_PAR((size_t)N * C))
     {
@@ -240,69 +247,94 @@ static void g3_cpu_scale_blk(float *x, size_t n, float s)
         x[i] *= s;
 }
 
-/* out, inp (n,) */
-void g3_cpu_gelu_fwd(g3_backend_t *be, float *out, const float *inp, size_t n)
+/* The flat ops below run blk(ctx, o, len) on the blocks [o, o + len) of G3_CPU_BLOCK elements
+ * that cover [0, n), spread over the OpenMP threads in a static schedule (so each element is
+ * computed by the same code wherever the block boundaries fall). */
+typedef void (*g3_cpu_blk_fn_t)(void *ctx, size_t o, size_t len);
+
+static void g3_cpu_blocks(size_t n, g3_cpu_blk_fn_t blk, void *ctx)
 {
     long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
-    (void)be;
 #pragma omp parallel if (G3_CPU_PAR(n))
     {
         g3_cpu_ftz();
 #pragma omp for schedule(static)
         for (long k = 0; k < nb; k++) {
             size_t o = (size_t)k * G3_CPU_BLOCK, len = n - o < G3_CPU_BLOCK ? n - o : G3_CPU_BLOCK;
-            g3_cpu_gelu_fwd_blk(out + o, inp + o, len);
+            blk(ctx, o, len);
         }
     }
+}
+
+/* Operands of the flat ops: out = f(a, b) elementwise; s a scalar. */
+typedef struct {
+    float       *out;
+    const float *a, *b;
+    float        s;
+} g3_cpu_flat_t;
+
+static void g3_cpu_gelu_fwd_at(void *ctx, size_t o, size_t len)
+{
+    g3_cpu_flat_t *f = ctx;
+    g3_cpu_gelu_fwd_blk(f->out + o, f->a + o, len);
+}
+
+static void g3_cpu_gelu_bwd_at(void *ctx, size_t o, size_t len)
+{
+    g3_cpu_flat_t *f = ctx;
+    g3_cpu_gelu_bwd_blk(f->out + o, f->a + o, f->b + o, len);
+}
+
+static void g3_cpu_add_at(void *ctx, size_t o, size_t len)
+{
+    g3_cpu_flat_t *f = ctx;
+    g3_cpu_add_blk(f->out + o, f->a + o, f->b + o, len);
+}
+
+static void g3_cpu_scale_at(void *ctx, size_t o, size_t len)
+{
+    g3_cpu_flat_t *f = ctx;
+    g3_cpu_scale_blk(f->out + o, len, f->s);
+}
+
+/* out, inp (n,) */
+void g3_cpu_gelu_fwd(g3_backend_t *be, void *out, const void *inp, size_t n)
+{
+    g3_cpu_flat_t f = { out, inp, NULL, 0.0f };
+    (void)be;
+    g3_cpu_blocks(n, g3_cpu_gelu_fwd_at, &f);
 }
 
 /* dinp, inp, dout (n,) */
-void g3_cpu_gelu_bwd(g3_backend_t *be, float *dinp, const float *inp, const float *dout,
-                     size_t n)
+void g3_cpu_gelu_bwd(g3_backend_t *be, void *dinp, const void *inp, const void *dout, size_t n)
 {
-    long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
+    g3_cpu_flat_t f = { dinp, inp, dout, 0.0f };
     (void)be;
-#pragma omp parallel if (G3_CPU_PAR(n))
-    {
-        g3_cpu_ftz();
-#pragma omp for schedule(static)
-        for (long k = 0; k < nb; k++) {
-            size_t o = (size_t)k * G3_CPU_BLOCK, len = n - o < G3_CPU_BLOCK ? n - o : G3_CPU_BLOCK;
-            g3_cpu_gelu_bwd_blk(dinp + o, inp + o, dout + o, len);
-        }
-    }
+    g3_cpu_blocks(n, g3_cpu_gelu_bwd_at, &f);
 }
 
 /* out, a, b (n,) */
-void g3_cpu_residual_fwd(g3_backend_t *be, float *out, const float *a, const float *b, size_t n)
+void g3_cpu_residual_fwd(g3_backend_t *be, void *out, const void *a, const void *b, size_t n)
 {
-    long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
+    g3_cpu_flat_t f = { out, a, b, 0.0f };
     (void)be;
-#pragma omp parallel if (G3_CPU_PAR(n))
-    {
-        g3_cpu_ftz();
-#pragma omp for schedule(static)
-        for (long k = 0; k < nb; k++) {
-            size_t o = (size_t)k * G3_CPU_BLOCK, len = n - o < G3_CPU_BLOCK ? n - o : G3_CPU_BLOCK;
-            g3_cpu_add_blk(out + o, a + o, b + o, len);
-        }
-    }
+    g3_cpu_blocks(n, g3_cpu_add_at, &f);
 }
 
 /* x (n,) */
 void g3_cpu_scale(g3_backend_t *be, float *x, size_t n, float s)
 {
-    long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
+    g3_cpu_flat_t f = { x, NULL, NULL, s };
     (void)be;
-#pragma omp parallel if (G3_CPU_PAR(n))
-    {
-        g3_cpu_ftz();
-#pragma omp for schedule(static)
-        for (long k = 0; k < nb; k++) {
-            size_t o = (size_t)k * G3_CPU_BLOCK, len = n - o < G3_CPU_BLOCK ? n - o : G3_CPU_BLOCK;
-            g3_cpu_scale_blk(x + o, len, s);
-        }
-    }
+    g3_cpu_blocks(n, g3_cpu_scale_at, &f);
+}
+
+/* dst (n,) of dst_t  src (n,) of src_t: host memory on this backend. */
+void g3_cpu_cast(g3_backend_t *be, void *dst, g3_be_dtype_t dst_t, const void *src,
+                 g3_be_dtype_t src_t, size_t n)
+{
+    (void)be;
+    g3_be_convert(dst, dst_t, src, src_t, n);
 }
 
 /* ---- softmax cross-entropy ---------------------------------------------------------------- */
@@ -339,9 +371,10 @@ static float g3_cpu_lse_row(const float *x, int V)
 }
 
 /* losses, lse (N,)  logits (N,V)  targets (N,) */
-void g3_cpu_xent_fwd(g3_backend_t *be, float *losses, float *lse, const float *logits,
+void g3_cpu_xent_fwd(g3_backend_t *be, float *losses, float *lse, const void *logits_,
                      const int32_t *targets, int N, int V)
 {
+    const float *logits = logits_;
     (void)be;
 #pragma omp parallel if (G3_CPU_PAR((size_t)N * V))
     {
@@ -366,9 +399,11 @@ static void g3_cpu_xent_bwd_row(float *d, const float *x, float lse, float dloss
 }
 
 /* dlogits, logits (N,V)  lse, targets (N,) */
-void g3_cpu_xent_bwd(g3_backend_t *be, float *dlogits, const float *logits, const float *lse,
+void g3_cpu_xent_bwd(g3_backend_t *be, void *dlogits_, const void *logits_, const float *lse,
                      const int32_t *targets, float dloss, int N, int V)
 {
+    float *dlogits = dlogits_;
+    const float *logits = logits_;
     (void)be;
 #pragma omp parallel if (G3_CPU_PAR((size_t)N * V))
     {
@@ -400,25 +435,28 @@ static void g3_cpu_adamw_blk(float *p, const float *g, float *m, float *v, size_
     }
 }
 
+typedef struct {
+    float       *p, *m, *v;
+    const float *g;
+    float        decay, b1, b2, step_size, bc2_sqrt, eps;
+} g3_cpu_adamw_t;
+
+static void g3_cpu_adamw_at(void *ctx, size_t o, size_t len)
+{
+    g3_cpu_adamw_t *a = ctx;
+    g3_cpu_adamw_blk(a->p + o, a->g + o, a->m + o, a->v + o, len, a->decay, a->b1, a->b2,
+                     a->step_size, a->bc2_sqrt, a->eps);
+}
+
 /* p, g, m, v (n,) */
 void g3_cpu_adamw(g3_backend_t *be, float *p, const float *g, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd, int64_t step)
 {
-    long nb = (long)((n + G3_CPU_BLOCK - 1) / G3_CPU_BLOCK);
     double bc1 = 1.0 - pow(beta1, (double)step), bc2 = 1.0 - pow(beta2, (double)step);
-    float step_size = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
-    float decay = 1.0f - lr * wd;
+    g3_cpu_adamw_t a = { p, m, v, g, 1.0f - lr * wd, beta1, beta2, (float)(lr / bc1),
+                         (float)sqrt(bc2), eps };
     (void)be;
-#pragma omp parallel if (G3_CPU_PAR(n))
-    {
-        g3_cpu_ftz();
-#pragma omp for schedule(static)
-        for (long k = 0; k < nb; k++) {
-            size_t o = (size_t)k * G3_CPU_BLOCK, len = n - o < G3_CPU_BLOCK ? n - o : G3_CPU_BLOCK;
-            g3_cpu_adamw_blk(p + o, g + o, m + o, v + o, len, decay, beta1, beta2, step_size,
-                             bc2_sqrt, eps);
-        }
-    }
+    g3_cpu_blocks(n, g3_cpu_adamw_at, &a);
 }
 
 G3_CPU_CLONES

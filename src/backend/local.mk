@@ -1,8 +1,13 @@
 # src/backend: compute ops tables (g3_be_).  The CPU backend: fp32, CBLAS + OpenMP.
-# The CUDA backend lives in kernels/ and fills the same table (backend/backend.h).
+# The CUDA backend (cuda.c, bf16 activations) calls the kernels of kernels/ and is compiled
+# only when configure found CUDA (HAVE_CUDA).
 src_libgpt3d_a_SOURCES += \
 	src/backend/backend.h \
+	src/backend/backend.c \
 	src/backend/cpu_internal.h \
 	src/backend/cpu.c \
 	src/backend/cpu_ops.c \
 	src/backend/cpu_matmul.c
+if HAVE_CUDA
+src_libgpt3d_a_SOURCES += src/backend/cuda.c
+endif

@@ -40,6 +40,8 @@ static const g3_opt_spec_t g3_train_specs[] = {
     { "init-method-std", G3_OPT_FLOAT, "0.02", "Std of the normal initialisation; output projections use std/sqrt(2 x layers).", G3_NOOPT },
     { "layernorm-epsilon", G3_OPT_FLOAT, "1e-5", "LayerNorm epsilon.", G3_NOOPT },
     { "recompute-activations", G3_OPT_BOOL, NULL, "Keep only each layer's input and recompute the layer in backward.", G3_NOOPT },
+    { "recompute-granularity", G3_OPT_CHOICE, NULL, "Recompute in backward: full (each layer from its input, = --recompute-activations) or selective (the attention core only).", "full|selective", 0, 0, NULL },
+    { "device", G3_OPT_CHOICE, "cpu", "Compute backend: cpu (fp32) or cuda (bf16 activations, fp32 master weights; one GPU).", "cpu|cuda", 0, 0, NULL },
     /* batches and length */
     { "micro-batch-size", G3_OPT_INT, "4", "Sequences per forward/backward pass.", G3_NOOPT },
     { "global-batch-size", G3_OPT_INT, NULL, "Sequences per optimizer step (default: micro batch x data-parallel size); gradients accumulate over micro-batches.", G3_NOOPT },
@@ -386,6 +388,10 @@ int g3_cmd_train(int argc, char **argv)
     cfg.model.init_method_std = (float)g3_opts_float(o, "init-method-std");
     cfg.model.layernorm_epsilon = (float)g3_opts_float(o, "layernorm-epsilon");
     cfg.model.recompute_activations = g3_opts_bool(o, "recompute-activations");
+    if (g3_opts_is_set(o, "recompute-granularity"))
+        cfg.model.recompute_granularity =
+            strcmp(g3_opts_str(o, "recompute-granularity"), "full") == 0
+                ? G3_GPT_RECOMPUTE_FULL : G3_GPT_RECOMPUTE_SELECTIVE;
     cfg.model.seed = (uint64_t)g3_opts_int(o, "seed");
     ok &= g3_int_flag(o, "tensor-model-parallel-size", 1, &tp);
     ok &= g3_int_flag(o, "pipeline-model-parallel-size", 1, &pp);
@@ -496,6 +502,24 @@ int g3_cmd_train(int argc, char **argv)
     cfg.dp_size = me->size / (tp * pp);
     cfg.model.tp_size = tp;
     cfg.model.pp_size = pp;
+
+    /* the compute backend: one this build and this node cannot run is refused before any work
+     * (built without CUDA: a usage error, 2; no usable GPU: 1) */
+    cfg.backend = g3_opts_str(o, "device");
+    st = g3_be_probe(cfg.backend, why, sizeof(why));
+    if (st != G3_OK) {
+        g3_error("%s", why);
+        rc = st == G3_ERR_UNSUPPORTED ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
+        goto agree;
+    }
+    if (strcmp(cfg.backend, "cpu") != 0 && me->size > 1) {
+        g3_error("--device %s trains on one rank (one GPU) in this version: the tensor-, "
+                 "pipeline- and data-parallel groups over NCCL on device buffers are not "
+                 "implemented yet; start one rank, or use --device cpu for %d ranks",
+                 cfg.backend, me->size);
+        rc = G3_EXIT_USAGE;
+        goto agree;
+    }
     if (cfg.distributed_optimizer && cfg.dp_size == 1 && me->rank == 0)
         g3_warn("--use-distributed-optimizer with data-parallel size 1 shards nothing");
 

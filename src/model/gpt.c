@@ -325,11 +325,12 @@ static g3_status_t g3_gpt_build_table(g3_gpt_t *m)
     return G3_OK;
 }
 
-/* Point the tensor views of one flat buffer (params or grads) at its tensors. */
-static void g3_gpt_bind(g3_gpt_t *m, float *base, g3_gpt_tensors_t *v)
+/* Point the tensor views of one flat buffer (working params or grads) at its tensors; the
+ * buffer has esize-byte elements. */
+static void g3_gpt_bind(g3_gpt_t *m, void *base, size_t esize, g3_gpt_tensors_t *v)
 {
     int i = 0, nl = m->layer_end - m->layer_begin;
-#define G3_NEXT() (base + m->params[i++].offset)
+#define G3_NEXT() ((char *)base + m->params[i++].offset * esize)
     if (m->has_embedding || m->has_head)
         v->wte = G3_NEXT();
     if (m->has_embedding)
@@ -393,6 +394,19 @@ g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t *
     m->cfg.ffn_hidden_size = m->F;
     m->cfg.max_position_embeddings = m->P;
 
+    m->esize = g3_be_dtype_size(be->act_dtype);
+    if (be->act_dtype != G3_BE_F32 && cfg->tp_size > 1) {
+        g3_error("model: tensor parallelism on the %s backend (%s activations) is not "
+                 "implemented yet; use --tensor-model-parallel-size 1 or --device cpu",
+                 be->name, g3_be_dtype_name(be->act_dtype));
+        st = G3_ERR_UNSUPPORTED;
+        goto err_free_model;
+    }
+    if (be->ops->check_model) {
+        st = be->ops->check_model(be, m->C, m->NH, m->HS, m->F, m->Vp_l);
+        if (st != G3_OK)
+            goto err_free_model;
+    }
     st = g3_gpt_build_table(m);
     if (st != G3_OK)
         goto err_free_model;
@@ -410,8 +424,16 @@ g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t *
                         (void **)&m->g);
     if (st != G3_OK)
         goto err_free_w;
-    g3_gpt_bind(m, m->w, &m->pt);
-    g3_gpt_bind(m, m->g, &m->gt);
+    if (be->act_dtype == G3_BE_F32) {
+        m->wa = m->w;
+    } else {
+        st = be->ops->alloc(be, m->numel * m->esize, "the working copy of the parameters",
+                            &m->wa);
+        if (st != G3_OK)
+            goto err_free_g;
+    }
+    g3_gpt_bind(m, m->wa, m->esize, &m->pt);
+    g3_gpt_bind(m, m->g, sizeof(float), &m->gt);
 
     for (int i = 0; i < m->nparams; i++)
         if (m->params[i].numel > host_n)
@@ -420,7 +442,7 @@ g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t *
     if (!host) {
         g3_error("model: out of memory for %zu floats of initialisation buffer", host_n);
         st = G3_ERR_NO_MEMORY;
-        goto err_free_g;
+        goto err_free_wa;
     }
     be->ops->zero(be, m->w, m->numel * sizeof(float));  /* alignment gaps too */
     for (int i = 0; i < m->nparams; i++) {
@@ -428,13 +450,17 @@ g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t *
         be->ops->upload(be, m->w + m->params[i].offset, host, sizeof(float) * m->params[i].numel);
     }
     free(host);
+    g3_gpt_params_refresh(m);
     g3_gpt_zero_grad(m);
     st = be->ops->sync(be);
     if (st != G3_OK)
-        goto err_free_g;
+        goto err_free_wa;
     *model_p = m;
     return G3_OK;
 
+err_free_wa:
+    if (m->wa != m->w)
+        be->ops->free(be, m->wa);
 err_free_g:
     be->ops->free(be, m->g);
 err_free_w:
@@ -452,6 +478,8 @@ void g3_gpt_free(g3_gpt_t *m)
 {
     if (!m)
         return;
+    if (m->wa != m->w)
+        m->be->ops->free(m->be, m->wa);
     m->be->ops->free(m->be, m->g);
     m->be->ops->free(m->be, m->w);
     free(m->pt.layers);
@@ -481,6 +509,15 @@ void g3_gpt_param_read(const g3_gpt_t *m, const g3_gpt_param_t *p, int grad, flo
 void g3_gpt_param_write(g3_gpt_t *m, const g3_gpt_param_t *p, const float *host)
 {
     m->be->ops->upload(m->be, m->w + p->offset, host, sizeof(float) * p->numel);
+    if (m->wa != m->w)
+        m->be->ops->cast(m->be, (char *)m->wa + p->offset * m->esize, m->be->act_dtype,
+                         m->w + p->offset, G3_BE_F32, p->numel);
+}
+
+void g3_gpt_params_refresh(g3_gpt_t *m)
+{
+    if (m->wa != m->w)
+        m->be->ops->cast(m->be, m->wa, m->be->act_dtype, m->w, G3_BE_F32, m->numel);
 }
 
 void g3_gpt_zero_grad(g3_gpt_t *m)

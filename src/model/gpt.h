@@ -20,7 +20,14 @@
  *
  * Memory.  Parameters and gradients are two flat backend buffers (params in table order);
  * activations of one micro-batch live in a g3_gpt_acts_t, so a pipeline schedule can keep
- * several in flight. */
+ * several in flight.
+ *
+ * Precision.  The parameters `w` are the fp32 master weights (what the optimizer updates and
+ * checkpoints store) and the gradients `g` are fp32 on every backend.  The passes read the
+ * parameters as `wa`, in the backend's act_dtype (backend.h): on an fp32 backend (CPU) `wa`
+ * IS `w`; on a bf16 backend (CUDA) it is a bf16 working copy that g3_gpt_params_refresh casts
+ * from `w` after every change of `w` (optimizer step, checkpoint load).  Activations are
+ * act_dtype ("act" in shape comments); LayerNorm statistics and losses are fp32. */
 #ifndef G3_MODEL_GPT_H
 #define G3_MODEL_GPT_H
 
@@ -42,7 +49,9 @@ typedef struct {
     float    init_method_std;            /* 0.02                           --init-method-std */
     float    layernorm_epsilon;          /* 1e-5                          --layernorm-epsilon */
     uint64_t seed;                       /* --seed                                           */
-    int      recompute_activations;      /* keep only layer inputs; recompute in backward    */
+    int      recompute_activations;      /* keep only layer inputs; recompute in backward
+                                          * (--recompute-activations, or granularity full)  */
+    int      recompute_granularity;      /* G3_GPT_RECOMPUTE_*       --recompute-granularity */
     int      tp_rank, tp_size;           /* tensor-parallel position                          */
     int      pp_rank, pp_size;           /* pipeline stage                                    */
     /* Uneven pipeline split (Megatron's --decoder-first/last-pipeline-num-layers): layers
@@ -51,6 +60,17 @@ typedef struct {
     int      pp_first_layers, pp_last_layers;
     int      head_chunk_tokens;          /* tokens per output-layer chunk; 0: automatic      */
 } g3_gpt_config_t;
+
+/* What the backward pass recomputes instead of keeping from the forward (Megatron's
+ * --recompute-granularity): FULL keeps only each layer's input and reruns the layer (the same
+ * as recompute_activations); SELECTIVE keeps everything but the attention core's saved state
+ * (on the CPU backend the (B, NH, T, T) probabilities, the largest activation at long
+ * sequences), which one buffer holds for all layers and backward recomputes per layer. */
+enum {
+    G3_GPT_RECOMPUTE_NONE = 0,
+    G3_GPT_RECOMPUTE_FULL = 1,
+    G3_GPT_RECOMPUTE_SELECTIVE = 2
+};
 
 /* Fill cfg with the defaults above (sizes 0: the caller sets them). */
 void g3_gpt_config_defaults(g3_gpt_config_t *cfg);
@@ -99,21 +119,22 @@ typedef struct {
  * [r*size/(3 TP), (r+1)*size/(3 TP)) of each part, stored as [q_r; k_r; v_r]. */
 uint64_t g3_gpt_param_global_index(const g3_gpt_param_t *p, int tp_rank, size_t i);
 
-/* Pointers to one layer's tensors inside a flat buffer (parameters or gradients). */
+/* Pointers to one layer's tensors inside a flat buffer: the parameters as the passes read them
+ * (act_dtype, inside wa) or the gradients (fp32, inside g). */
 typedef struct {
-    float *ln1_w, *ln1_b;        /* (C,) (C,)          input_layernorm                    */
-    float *qkv_w, *qkv_b;        /* (3C_l, C) (3C_l,)  attention.qkv: rows [q; k; v]      */
-    float *proj_w, *proj_b;      /* (C, C_l) (C,)      attention.dense (row-parallel)     */
-    float *ln2_w, *ln2_b;        /* (C,) (C,)          post_attention_layernorm           */
-    float *fc1_w, *fc1_b;        /* (F_l, C) (F_l,)    mlp.fc1 (column-parallel)          */
-    float *fc2_w, *fc2_b;        /* (C, F_l) (C,)      mlp.fc2 (row-parallel)             */
+    void  *ln1_w, *ln1_b;        /* (C,) (C,)          input_layernorm                    */
+    void  *qkv_w, *qkv_b;        /* (3C_l, C) (3C_l,)  attention.qkv: rows [q; k; v]      */
+    void  *proj_w, *proj_b;      /* (C, C_l) (C,)      attention.dense (row-parallel)     */
+    void  *ln2_w, *ln2_b;        /* (C,) (C,)          post_attention_layernorm           */
+    void  *fc1_w, *fc1_b;        /* (F_l, C) (F_l,)    mlp.fc1 (column-parallel)          */
+    void  *fc2_w, *fc2_b;        /* (C, F_l) (C,)      mlp.fc2 (row-parallel)             */
 } g3_gpt_layer_t;
 
 typedef struct {
-    float          *wte;         /* (Vp_l, C)  embedding.word_embeddings (first/last stage) */
-    float          *wpe;         /* (P, C)     embedding.position_embeddings (first stage)  */
+    void           *wte;         /* (Vp_l, C)  embedding.word_embeddings (first/last stage) */
+    void           *wpe;         /* (P, C)     embedding.position_embeddings (first stage)  */
     g3_gpt_layer_t *layers;      /* this stage's layers, [0, layer_end - layer_begin)       */
-    float          *lnf_w, *lnf_b; /* (C,)     final_layernorm (last stage)                 */
+    void           *lnf_w, *lnf_b; /* (C,)     final_layernorm (last stage)                 */
 } g3_gpt_tensors_t;
 
 /* The tensor-parallel collectives the passes need when tp_size > 1 (every TP rank of a
@@ -141,9 +162,11 @@ typedef struct g3_gpt {
     int              nparams;
     g3_gpt_param_t  *params;                    /* (nparams,)                               */
     size_t           numel;                     /* local parameter count                    */
-    float           *w;                         /* (numel,) backend memory                  */
-    float           *g;                         /* (numel,) gradients, backend memory       */
-    g3_gpt_tensors_t pt;                        /* views into w                             */
+    float           *w;                         /* (numel,) fp32 master weights, backend mem */
+    float           *g;                         /* (numel,) fp32 gradients, backend memory  */
+    void            *wa;                        /* (numel,) act_dtype working copy, or w    */
+    size_t           esize;                     /* bytes per act_dtype element              */
+    g3_gpt_tensors_t pt;                        /* views into wa                            */
     g3_gpt_tensors_t gt;                        /* views into g                             */
 } g3_gpt_t;
 
@@ -158,11 +181,15 @@ void g3_gpt_set_tp_comm(g3_gpt_t *model, const g3_gpt_tp_comm_t *comm);
 
 /* RET: the parameter named name, or NULL. */
 const g3_gpt_param_t *g3_gpt_param_find(const g3_gpt_t *model, const char *name);
-/* Copy a parameter (or its gradient) between the backend and host memory.
- * host: (param->numel,) */
+/* Copy a parameter (its fp32 master value, or its gradient) between the backend and host
+ * memory; writing refreshes the working copy of that parameter.  host: (param->numel,) */
 void g3_gpt_param_read(const g3_gpt_t *model, const g3_gpt_param_t *param, int grad, float *host);
 void g3_gpt_param_write(g3_gpt_t *model, const g3_gpt_param_t *param, const float *host);
 void g3_gpt_zero_grad(g3_gpt_t *model);
+/* Cast the master weights w into the passes' working copy wa after w changed (an optimizer
+ * step, a checkpoint load); nothing to do when wa is w (fp32 backends).  Queued on the backend
+ * (the next sync reports its errors). */
+void g3_gpt_params_refresh(g3_gpt_t *model);
 
 /* Model FLOPs of one training pass (forward + backward) over B sequences of T tokens of the
  * WHOLE model, recompute not counted (docs/model.md):
@@ -188,14 +215,14 @@ size_t g3_gpt_acts_bytes(const g3_gpt_acts_t *acts);
 
 /* Pipeline stages exchange the residual stream (backend memory, (B,T,C) of the current
  * micro-batch, contiguous):
- *   input:  a stage without the embedding reads its input here; fill it (B*T*C floats)
- *           before g3_gpt_forward (which then takes tokens == NULL);
+ *   input:  a stage without the embedding reads its input here; fill it (B*T*C elements of
+ *           act_dtype) before g3_gpt_forward (which then takes tokens == NULL);
  *   output: after g3_gpt_forward of a stage without the head, the stage's output;
  *   grad:   a stage without the head: fill it with d(output) before g3_gpt_backward;
  *           after g3_gpt_backward of a stage without the embedding: d(input). */
-float *g3_gpt_acts_input(g3_gpt_acts_t *acts);
-const float *g3_gpt_acts_output(const g3_gpt_t *model, const g3_gpt_acts_t *acts);
-float *g3_gpt_acts_grad(g3_gpt_acts_t *acts);
+void *g3_gpt_acts_input(g3_gpt_acts_t *acts);
+const void *g3_gpt_acts_output(const g3_gpt_t *model, const g3_gpt_acts_t *acts);
+void *g3_gpt_acts_grad(g3_gpt_acts_t *acts);
 
 /* Forward pass over tokens (B,T) (host memory).  With targets (B,T) it computes the loss:
  * *loss_sum_p = sum of the B*T per-token losses (double, host).  When dloss != 0 the output
@@ -215,7 +242,7 @@ g3_status_t g3_gpt_backward(g3_gpt_t *model, g3_gpt_acts_t *acts);
 
 /* Logits for tokens (B,T) (host).  last_only: only position T-1 of each sequence.
  * Under tensor parallelism these are this rank's vocabulary rows [v0, v0 + Vp_l).
- * OUT: logits (B, T, Vp_l) or (B, Vp_l) host memory. */
+ * OUT: logits (B, T, Vp_l) or (B, Vp_l) host memory, fp32 (converted from act_dtype). */
 g3_status_t g3_gpt_logits(g3_gpt_t *model, g3_gpt_acts_t *acts, const int32_t *tokens, int B,
                           int T, int last_only, float *logits);
 

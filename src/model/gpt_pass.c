@@ -1,5 +1,6 @@
 /* gpt3d model: activations, forward and backward passes, logits.  Glossary in gpt.h;
- * N = B*T tokens of the current micro-batch. */
+ * N = B*T tokens of the current micro-batch.  Activations ("act") have the backend's
+ * act_dtype (m->esize bytes each): they are `void *` and offsets go through g3_gpt_at. */
 #include "config.h"
 
 #include <math.h>
@@ -11,14 +12,18 @@
 
 /* Activations of one layer for the current micro-batch. */
 typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd;  /* (B,T,C) (B,T) (B,T)  input_layernorm output, stats */
-    float *qkv;                        /* (B,T,3C_l)                                         */
-    float *att;                        /* (B,NH_l,T,T)  attention probabilities              */
-    float *atty;                       /* (B,T,C_l)     attention output before dense        */
-    float *xmid;                       /* (B,T,C)       residual after attention             */
-    float *ln2, *ln2_mean, *ln2_rstd;  /* (B,T,C) (B,T) (B,T)                                */
-    float *fch;                        /* (B,T,F_l)     fc1 output (GELU input)              */
-    float *fcg;                        /* (B,T,F_l)     GELU output                          */
+    void  *ln1;                        /* (B,T,C) act   input_layernorm output               */
+    float *ln1_mean, *ln1_rstd;        /* (B,T) (B,T)   its statistics                       */
+    void  *qkv;                        /* (B,T,3C_l) act                                     */
+    void  *att;                        /* attention state for backward (the backend's: CPU
+                                        * (B,NH_l,T,T) probabilities); with selective
+                                        * recompute one buffer shared by every layer         */
+    void  *atty;                       /* (B,T,C_l) act attention output before dense        */
+    void  *xmid;                       /* (B,T,C) act   residual after attention             */
+    void  *ln2;                        /* (B,T,C) act                                        */
+    float *ln2_mean, *ln2_rstd;        /* (B,T) (B,T)                                        */
+    void  *fch;                        /* (B,T,F_l) act fc1 output (GELU input)              */
+    void  *fcg;                        /* (B,T,F_l) act GELU output                          */
 } g3_gpt_layer_acts_t;
 
 struct g3_gpt_acts {
@@ -29,20 +34,22 @@ struct g3_gpt_acts {
     size_t               bytes;
     int32_t             *tokens;      /* (B,T) inputs                                        */
     int32_t             *targets;     /* (B,T) labels                                        */
-    float               *resid;       /* (nl+1, B,T,C) residual stream at layer boundaries    */
-    int                  nsets;       /* nl, or 1 with recompute                             */
+    void                *resid;       /* (nl+1, B,T,C) act residual stream at layer boundaries */
+    int                  nsets;       /* nl, or 1 with full recompute                        */
+    int                  selective;   /* recompute the attention core in backward            */
     g3_gpt_layer_acts_t *layer;       /* (nsets,)                                            */
-    float *lnf, *lnf_mean, *lnf_rstd; /* (B,T,C) (B,T) (B,T)  final_layernorm                */
-    float               *dlnf;        /* (B,T,C) gradient at the final LayerNorm's output    */
+    void                *lnf;         /* (B,T,C) act final_layernorm output                  */
+    float *lnf_mean, *lnf_rstd;       /* (B,T) (B,T)                                         */
+    void                *dlnf;        /* (B,T,C) act gradient at the final LayerNorm's output */
     float               *losses;      /* (B,T) per-token loss                                */
     float               *lse;         /* (B,T) log-sum-exp of the logits                     */
     int                  Nc;          /* tokens per output-layer chunk                       */
-    float               *logits;      /* (Nc, Vp_l) one chunk of logits / their gradient     */
-    float               *tmp;         /* (B,T,C) a projection before its residual add        */
-    float               *dres;        /* (B,T,C) gradient of the residual stream             */
-    float               *d1;          /* (B,T,max(3C_l, F_l)) gradient work space            */
-    float               *d2;          /* (B,T,max(C, C_l))    gradient work space            */
-    float               *datt;        /* (B,NH_l,T,T) attention backward work space          */
+    void                *logits;      /* (Nc, Vp_l) act one chunk of logits / their gradient */
+    void                *tmp;         /* (B,T,C) act a projection before its residual add    */
+    void                *dres;        /* (B,T,C) act gradient of the residual stream         */
+    void                *d1;          /* (B,T,max(3C_l, F_l)) act gradient work space        */
+    void                *d2;          /* (B,T,max(C, C_l)) act    gradient work space        */
+    void                *datt;        /* attention backward scratch (CPU: (B,NH_l,T,T))      */
     float               *host_losses; /* (B,T) host copy                                     */
     /* vocabulary-parallel cross-entropy (TP > 1) */
     int32_t             *targets_local; /* (B,T) target - v0 where this rank holds it, else 0 */
@@ -64,48 +71,67 @@ static void *g3_carve(g3_carve_t *cv, size_t bytes)
     return p;
 }
 
+/* RET: the act_dtype element `elems` elements after p. */
+static void *g3_gpt_at(const g3_gpt_t *m, const void *p, size_t elems)
+{
+    return (char *)p + elems * m->esize;
+}
+
 static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *cv)
 {
-    size_t N = (size_t)a->B * a->T, f = sizeof(float);
-    size_t att = (size_t)a->B * m->NH_l * a->T * a->T;
+    g3_backend_t *be = m->be;
+    size_t N = (size_t)a->B * a->T, f = sizeof(float), e = m->esize;
+    size_t att = be->ops->attention_state_bytes(be, a->B, a->T, m->NH_l, m->HS);
+    size_t datt = be->ops->attention_scratch_bytes(be, a->B, a->T, m->NH_l, m->HS);
     size_t d1 = 3 * (size_t)m->C_l > (size_t)m->F_l ? 3 * (size_t)m->C_l : (size_t)m->F_l;
     size_t d2 = m->C > m->C_l ? m->C : m->C_l;
     int nl = m->layer_end - m->layer_begin;
+    void *att_shared = a->selective ? g3_carve(cv, att) : NULL;
 
     a->tokens = g3_carve(cv, N * sizeof(int32_t));
     a->targets = g3_carve(cv, N * sizeof(int32_t));
-    a->resid = g3_carve(cv, (size_t)(nl + 1) * N * m->C * f);
+    a->resid = g3_carve(cv, (size_t)(nl + 1) * N * m->C * e);
     for (int s = 0; s < a->nsets; s++) {
         g3_gpt_layer_acts_t *L = &a->layer[s];
-        L->ln1 = g3_carve(cv, N * m->C * f);
+        L->ln1 = g3_carve(cv, N * m->C * e);
         L->ln1_mean = g3_carve(cv, N * f);
         L->ln1_rstd = g3_carve(cv, N * f);
-        L->qkv = g3_carve(cv, N * 3 * m->C_l * f);
-        L->att = g3_carve(cv, att * f);
-        L->atty = g3_carve(cv, N * m->C_l * f);
-        L->xmid = g3_carve(cv, N * m->C * f);
-        L->ln2 = g3_carve(cv, N * m->C * f);
+        L->qkv = g3_carve(cv, N * 3 * m->C_l * e);
+        L->att = a->selective ? att_shared : g3_carve(cv, att);
+        L->atty = g3_carve(cv, N * m->C_l * e);
+        L->xmid = g3_carve(cv, N * m->C * e);
+        L->ln2 = g3_carve(cv, N * m->C * e);
         L->ln2_mean = g3_carve(cv, N * f);
         L->ln2_rstd = g3_carve(cv, N * f);
-        L->fch = g3_carve(cv, N * m->F_l * f);
-        L->fcg = g3_carve(cv, N * m->F_l * f);
+        L->fch = g3_carve(cv, N * m->F_l * e);
+        L->fcg = g3_carve(cv, N * m->F_l * e);
     }
     if (m->has_head) {
-        a->lnf = g3_carve(cv, N * m->C * f);
+        a->lnf = g3_carve(cv, N * m->C * e);
         a->lnf_mean = g3_carve(cv, N * f);
         a->lnf_rstd = g3_carve(cv, N * f);
-        a->dlnf = g3_carve(cv, N * m->C * f);
+        a->dlnf = g3_carve(cv, N * m->C * e);
         a->losses = g3_carve(cv, N * f);
         a->lse = g3_carve(cv, N * f);
-        a->logits = g3_carve(cv, (size_t)a->Nc * m->Vp_l * f);
+        a->logits = g3_carve(cv, (size_t)a->Nc * m->Vp_l * e);
         if (m->cfg.tp_size > 1)
             a->targets_local = g3_carve(cv, N * sizeof(int32_t));
     }
-    a->tmp = g3_carve(cv, N * m->C * f);
-    a->dres = g3_carve(cv, N * m->C * f);
-    a->d1 = g3_carve(cv, N * d1 * f);
-    a->d2 = g3_carve(cv, N * d2 * f);
-    a->datt = g3_carve(cv, att * f);
+    a->tmp = g3_carve(cv, N * m->C * e);
+    a->dres = g3_carve(cv, N * m->C * e);
+    a->d1 = g3_carve(cv, N * d1 * e);
+    a->d2 = g3_carve(cv, N * d2 * e);
+    a->datt = g3_carve(cv, datt);
+}
+
+/* How activations are kept: OUT: *nsets (layer sets), *selective. */
+static void g3_gpt_recompute_mode(const g3_gpt_t *m, int *nsets, int *selective)
+{
+    int nl = m->layer_end - m->layer_begin;
+    int full = m->cfg.recompute_activations ||
+               m->cfg.recompute_granularity == G3_GPT_RECOMPUTE_FULL;
+    *nsets = full ? 1 : nl;
+    *selective = !full && m->cfg.recompute_granularity == G3_GPT_RECOMPUTE_SELECTIVE;
 }
 
 /* Tokens per output-layer chunk: at most ~16M logits (64 MiB) per chunk, chunks of equal
@@ -131,12 +157,11 @@ size_t g3_gpt_acts_estimate(const g3_gpt_t *m, int B, int T)
 {
     g3_gpt_acts_t a;
     g3_carve_t cv = { NULL, 0 };
-    int nl = m->layer_end - m->layer_begin;
 
     memset(&a, 0, sizeof(a));
     a.B = B;
     a.T = T;
-    a.nsets = m->cfg.recompute_activations ? 1 : nl;
+    g3_gpt_recompute_mode(m, &a.nsets, &a.selective);
     a.Nc = g3_gpt_head_chunk(m, B, T);
     a.layer = calloc((size_t)(a.nsets ? a.nsets : 1), sizeof(*a.layer));
     if (!a.layer)
@@ -152,7 +177,6 @@ g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
     g3_gpt_acts_t *a;
     g3_carve_t cv = { NULL, 0 };
     g3_status_t st;
-    int nl = m->layer_end - m->layer_begin;
 
     if (B < 1 || T < 1 || T > m->P) {
         g3_error("model: activations for %d sequences of %d tokens: need B >= 1 and "
@@ -164,7 +188,7 @@ g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
         goto err_no_memory;
     a->B = B;
     a->T = T;
-    a->nsets = m->cfg.recompute_activations ? 1 : nl;
+    g3_gpt_recompute_mode(m, &a->nsets, &a->selective);
     a->layer = calloc((size_t)(a->nsets ? a->nsets : 1), sizeof(*a->layer));
     a->host_losses = malloc(sizeof(float) * (size_t)B * T);
     if (!a->layer || !a->host_losses)
@@ -225,18 +249,18 @@ size_t g3_gpt_acts_bytes(const g3_gpt_acts_t *a)
     return a->bytes;
 }
 
-float *g3_gpt_acts_input(g3_gpt_acts_t *a)
+void *g3_gpt_acts_input(g3_gpt_acts_t *a)
 {
     return a->resid;
 }
 
-const float *g3_gpt_acts_output(const g3_gpt_t *m, const g3_gpt_acts_t *a)
+const void *g3_gpt_acts_output(const g3_gpt_t *m, const g3_gpt_acts_t *a)
 {
     int nl = m->layer_end - m->layer_begin;
-    return a->resid + (size_t)nl * a->cur_B * a->cur_T * m->C;
+    return g3_gpt_at(m, a->resid, (size_t)nl * a->cur_B * a->cur_T * m->C);
 }
 
-float *g3_gpt_acts_grad(g3_gpt_acts_t *a)
+void *g3_gpt_acts_grad(g3_gpt_acts_t *a)
 {
     return a->dres;
 }
@@ -245,7 +269,7 @@ float *g3_gpt_acts_grad(g3_gpt_acts_t *a)
 
 /* Sum buf (n,) over the tensor-parallel group, in place (Megatron's g in forward after a
  * row-parallel product, f in backward before a column-parallel input gradient leaves). */
-static g3_status_t g3_gpt_tp_sum(g3_gpt_t *m, float *buf, size_t n)
+static g3_status_t g3_gpt_tp_sum(g3_gpt_t *m, void *buf, size_t n)
 {
     g3_status_t st;
     if (m->cfg.tp_size == 1)
@@ -283,7 +307,7 @@ static g3_status_t g3_gpt_layer_fwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     const g3_gpt_layer_t *w = &m->pt.layers[li];
     int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
     float eps = m->cfg.layernorm_epsilon;
-    float *x = a->resid + (size_t)li * N * C, *y = x + (size_t)N * C;
+    void *x = g3_gpt_at(m, a->resid, (size_t)li * N * C), *y = g3_gpt_at(m, x, (size_t)N * C);
     int bias_here = m->cfg.tp_rank == 0;
     g3_status_t st;
 
@@ -320,7 +344,7 @@ static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     const g3_gpt_layer_t *w = &m->pt.layers[li];
     g3_gpt_layer_t *g = &m->gt.layers[li];
     int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
-    float *x = a->resid + (size_t)li * N * C;
+    void *x = g3_gpt_at(m, a->resid, (size_t)li * N * C);
     g3_status_t st;
 
     /* MLP: y = xmid + fc2(gelu(fc1(ln2(xmid)))) */
@@ -334,7 +358,10 @@ static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
                       s->ln2_rstd, N, C);
     /* attention: xmid = x + dense(attn(qkv(ln1(x)))) */
     op->matmul_bwd(be, a->d2, g->proj_w, g->proj_b, a->dres, s->atty, w->proj_w, N, m->C_l, C);
-    op->attention_bwd(be, a->d1, a->datt, a->d2, s->qkv, s->att, B, T, m->NH_l, m->HS);
+    if (a->selective)   /* the shared state holds another layer's: recompute this one's */
+        op->attention_fwd(be, s->atty, s->att, s->qkv, B, T, m->NH_l, m->HS);
+    op->attention_bwd(be, a->d1, a->datt, a->d2, s->atty, s->qkv, s->att, B, T, m->NH_l,
+                      m->HS);
     op->matmul_bwd(be, a->d2, g->qkv_w, g->qkv_b, a->d1, s->ln1, w->qkv_w, N, C, 3 * m->C_l);
     st = g3_gpt_tp_sum(m, a->d2, (size_t)N * C);
     if (st != G3_OK)
@@ -423,14 +450,18 @@ static g3_status_t g3_gpt_xent_tp(g3_gpt_t *m, g3_gpt_acts_t *a, int r0, int n, 
     int Vl = m->Vp_l, v0 = m->v0;
     double *lse = a->host_ce, *sum = lse + a->Nc, *xt = sum + a->Nc;
     float *lse_f = a->host_lse;           /* (n,) this rank's, then the combined, lse */
+    unsigned char elem[8];                /* one act_dtype element */
     g3_status_t st;
 
     op->xent_fwd(be, a->losses + r0, a->lse + r0, a->logits, a->targets_local + r0, n, Vl);
     op->download(be, lse_f, a->lse + r0, sizeof(float) * (size_t)n);
     for (int i = 0; i < n; i++) {
         float x = 0.0f;
-        if (tg[i] >= v0 && tg[i] < v0 + Vl)
-            op->download(be, &x, a->logits + (size_t)i * Vl + (tg[i] - v0), sizeof(float));
+        if (tg[i] >= v0 && tg[i] < v0 + Vl) {
+            op->download(be, elem, g3_gpt_at(m, a->logits, (size_t)i * Vl + (tg[i] - v0)),
+                         m->esize);
+            g3_be_convert(&x, G3_BE_F32, elem, be->act_dtype, 1);
+        }
         lse[i] = lse_f[i];
         xt[i] = x;
     }
@@ -458,9 +489,12 @@ static g3_status_t g3_gpt_xent_tp(g3_gpt_t *m, g3_gpt_acts_t *a, int r0, int n, 
         if (tg[i] >= v0 && tg[i] < v0 + Vl)
             continue;
         float d;
-        op->download(be, &d, a->logits + (size_t)i * Vl, sizeof(float));
+        void *at = g3_gpt_at(m, a->logits, (size_t)i * Vl);
+        op->download(be, elem, at, m->esize);
+        g3_be_convert(&d, G3_BE_F32, elem, be->act_dtype, 1);
         d += dloss;
-        op->upload(be, a->logits + (size_t)i * Vl, &d, sizeof(float));
+        g3_be_convert(elem, be->act_dtype, &d, G3_BE_F32, 1);
+        op->upload(be, at, elem, m->esize);
     }
     return G3_OK;
 }
@@ -491,15 +525,15 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
         return op->sync(be);
     }
 
-    op->layernorm_fwd(be, a->lnf, a->lnf_mean, a->lnf_rstd, a->resid + (size_t)nl * N * m->C,
-                      m->pt.lnf_w, m->pt.lnf_b, N, m->C, m->cfg.layernorm_epsilon);
+    op->layernorm_fwd(be, a->lnf, a->lnf_mean, a->lnf_rstd,
+                      g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w, m->pt.lnf_b, N, m->C, m->cfg.layernorm_epsilon);
     if (!targets)
         return op->sync(be);
     /* Output layer, chunk by chunk: logits = lnf . wte^T, loss, and (training) at once
      * dlogits = (softmax - onehot) dloss, dlnf = dlogits . wte, dwte += dlogits^T . lnf. */
     for (int r0 = 0; r0 < N; r0 += a->Nc) {
         int n = N - r0 < a->Nc ? N - r0 : a->Nc;
-        const float *x = a->lnf + (size_t)r0 * m->C;
+        const void *x = g3_gpt_at(m, a->lnf, (size_t)r0 * m->C);
         op->matmul_fwd(be, a->logits, x, m->pt.wte, NULL, n, m->C, m->Vp_l);
         if (m->cfg.tp_size > 1) {
             st = g3_gpt_xent_tp(m, a, r0, n, dloss, a->host_losses);
@@ -513,7 +547,7 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
                              m->Vp_l);
         }
         if (dloss != 0.0f)
-            op->matmul_bwd(be, a->dlnf + (size_t)r0 * m->C, m->gt.wte, NULL, a->logits, x,
+            op->matmul_bwd(be, g3_gpt_at(m, a->dlnf, (size_t)r0 * m->C), m->gt.wte, NULL, a->logits, x,
                            m->pt.wte, n, m->C, m->Vp_l);
     }
     a->head_grad = dloss != 0.0f;
@@ -550,9 +584,9 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
     }
     a->head_grad = 0;
     if (m->has_head) {
-        op->zero(be, a->dres, sizeof(float) * (size_t)N * m->C);
+        op->zero(be, a->dres, m->esize * (size_t)N * m->C);
         op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf,
-                          a->resid + (size_t)nl * N * m->C, m->pt.lnf_w, a->lnf_mean,
+                          g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w, a->lnf_mean,
                           a->lnf_rstd, N, m->C);
     }   /* else dres holds the gradient the next stage sent */
     for (int li = nl - 1; li >= 0 && st == G3_OK; li--) {
@@ -569,6 +603,31 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
     return op->sync(be);
 }
 
+/* Download n x Vp act_dtype logits from the backend into fp32 host memory (through a
+ * staging buffer when act_dtype is not fp32).  RET: G3_ERR_NO_MEMORY. */
+static g3_status_t g3_gpt_logits_download(g3_gpt_t *m, float *host, const void *src, size_t n)
+{
+    g3_backend_t *be = m->be;
+    void *stage;
+    g3_status_t st;
+
+    if (be->act_dtype == G3_BE_F32) {
+        be->ops->download(be, host, src, sizeof(float) * n);
+        return G3_OK;
+    }
+    stage = malloc(m->esize * (n ? n : 1));
+    if (!stage) {
+        g3_error("model: out of memory for %zu logits", n);
+        return G3_ERR_NO_MEMORY;
+    }
+    be->ops->download(be, stage, src, m->esize * n);
+    st = be->ops->sync(be);
+    if (st == G3_OK)
+        g3_be_convert(host, G3_BE_F32, stage, be->act_dtype, n);
+    free(stage);
+    return st;
+}
+
 g3_status_t g3_gpt_logits(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens, int B, int T,
                           int last_only, float *logits)
 {
@@ -582,18 +641,20 @@ g3_status_t g3_gpt_logits(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens, 
     if (st != G3_OK)
         return st;
     if (last_only) {
-        for (int b = 0; b < B; b++) {
-            op->matmul_fwd(be, a->logits, a->lnf + ((size_t)b * T + T - 1) * m->C, m->pt.wte,
-                           NULL, 1, m->C, m->Vp_l);
-            op->download(be, logits + (size_t)b * Vp, a->logits, sizeof(float) * Vp);
+        for (int b = 0; b < B && st == G3_OK; b++) {
+            op->matmul_fwd(be, a->logits, g3_gpt_at(m, a->lnf, ((size_t)b * T + T - 1) * m->C),
+                           m->pt.wte, NULL, 1, m->C, m->Vp_l);
+            st = g3_gpt_logits_download(m, logits + (size_t)b * Vp, a->logits, Vp);
         }
     } else {
-        for (int r0 = 0; r0 < N; r0 += a->Nc) {
+        for (int r0 = 0; r0 < N && st == G3_OK; r0 += a->Nc) {
             int n = N - r0 < a->Nc ? N - r0 : a->Nc;
-            op->matmul_fwd(be, a->logits, a->lnf + (size_t)r0 * m->C, m->pt.wte, NULL, n, m->C,
-                           m->Vp_l);
-            op->download(be, logits + (size_t)r0 * Vp, a->logits, sizeof(float) * n * Vp);
+            op->matmul_fwd(be, a->logits, g3_gpt_at(m, a->lnf, (size_t)r0 * m->C), m->pt.wte,
+                           NULL, n, m->C, m->Vp_l);
+            st = g3_gpt_logits_download(m, logits + (size_t)r0 * Vp, a->logits, (size_t)n * Vp);
         }
     }
+    if (st != G3_OK)
+        return st;
     return op->sync(be);
 }

@@ -328,6 +328,8 @@ g3_status_t g3_par_optim_step(g3_par_engine_t *eng, double lr, int64_t iteration
         st = g3_comm_allgather(par->dp, m->w + s->off + (size_t)par->layout.dp_rank * s->q,
                                m->w + s->off, s->q, G3_DTYPE_FLOAT32);
     }
+    if (st == G3_OK)
+        g3_gpt_params_refresh(m);   /* the passes' bf16 copy on CUDA; nothing on the CPU */
     return st;
 }
 

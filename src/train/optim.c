@@ -132,6 +132,7 @@ g3_status_t g3_train_adamw_step(g3_train_adamw_t *opt, double lr, double *grad_n
                        opt->runs[r].weight_decay ? (float)opt->cfg.weight_decay : 0.0f,
                        opt->step);
     }
+    g3_gpt_params_refresh(m);   /* the passes' bf16 copy on CUDA; nothing on the CPU */
     return be->ops->sync(be);
 }
 

@@ -463,6 +463,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
                 (long long)seed, (unsigned long long)c->model->cfg.seed);
     /* into the backend's buffers */
     be->ops->upload(be, c->model->w, t.hw, sizeof(float) * c->model->numel);
+    g3_gpt_params_refresh(c->model);   /* the passes' bf16 copy on CUDA */
     for (int i = 0; i < t.n && !cfg->no_load_optim; i++) {
         size_t len = t.r[i].end - t.r[i].begin;
         be->ops->upload(be, t.r[i].m, t.hm[i], sizeof(float) * len);

@@ -286,7 +286,7 @@ static void test_attention(int B, int T, int NH, int HS)
     for (size_t i = 0; i < nq; i++) dqkv[i] = 1e30f;   /* must be overwritten entirely */
     att_ref(rout, rdqkv, qkv, dout, B, T, NH, HS);
     be->ops->attention_fwd(be, out, att, qkv, B, T, NH, HS);
-    be->ops->attention_bwd(be, dqkv, scratch, dout, qkv, att, B, T, NH, HS);
+    be->ops->attention_bwd(be, dqkv, scratch, dout, out, qkv, att, B, T, NH, HS);
     snprintf(what, sizeof(what), "attention B=%d T=%d NH=%d HS=%d fwd", B, T, NH, HS);
     check(what, out, rout, no, 1e-5);
     snprintf(what, sizeof(what), "attention B=%d T=%d NH=%d HS=%d dqkv", B, T, NH, HS);
@@ -306,7 +306,7 @@ static void test_attention_fd(void)
     randn(qkv, nq, 1.0f);
     randn(dout, no, 1.0f);
     be->ops->attention_fwd(be, out, att, qkv, B, T, NH, HS);
-    be->ops->attention_bwd(be, dqkv, scratch, dout, qkv, att, B, T, NH, HS);
+    be->ops->attention_bwd(be, dqkv, scratch, dout, out, qkv, att, B, T, NH, HS);
     for (int k = 0; k < 24; k++) {
         size_t i = (size_t)(k * 7907 + 13) % nq;
         float save = qkv[i], h = 1e-2f;

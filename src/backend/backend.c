@@ -1,0 +1,117 @@
+/* gpt3d backend: opening a backend by name, and the element types' host conversions. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#ifdef HAVE_CUDA
+#include "g3cuda.h"
+#endif
+#include "core/log.h"
+
+size_t g3_be_dtype_size(g3_be_dtype_t t)
+{
+    return t == G3_BE_BF16 ? 2 : 4;
+}
+
+const char *g3_be_dtype_name(g3_be_dtype_t t)
+{
+    return t == G3_BE_BF16 ? "bf16" : "fp32";
+}
+
+/* fp32 -> bf16, round to nearest even; a NaN stays a (quiet) NaN. */
+static uint16_t g3_be_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static float g3_be_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+void g3_be_convert(void *dst, g3_be_dtype_t dst_t, const void *src, g3_be_dtype_t src_t,
+                   size_t n)
+{
+    if (dst_t == src_t) {
+        if (n && dst != src)
+            memmove(dst, src, n * g3_be_dtype_size(dst_t));
+    } else if (dst_t == G3_BE_BF16) {
+        const float *s = src;
+        uint16_t *d = dst;
+        for (size_t i = 0; i < n; i++)
+            d[i] = g3_be_f32_to_bf16(s[i]);
+    } else {
+        const uint16_t *s = src;
+        float *d = dst;
+        for (size_t i = 0; i < n; i++)
+            d[i] = g3_be_bf16_to_f32(s[i]);
+    }
+}
+
+g3_status_t g3_be_probe(const char *name, char *why, size_t why_len)
+{
+    if (name == NULL || strcmp(name, "cpu") == 0)
+        return G3_OK;
+    if (strcmp(name, "cuda") != 0) {
+        snprintf(why, why_len, "compute backend '%s' is not built into this gpt3d (available: "
+#ifdef HAVE_CUDA
+                 "cpu, cuda"
+#else
+                 "cpu"
+#endif
+                 ")", name);
+        return G3_ERR_UNSUPPORTED;
+    }
+#ifdef HAVE_CUDA
+    {
+        char reason[512];
+        int count = 0;
+        if (g3cuda_device_count(&count, reason, sizeof(reason)) != 0 || count < 1) {
+            snprintf(why, why_len, "--device cuda: no usable CUDA device: %s. Run on a node with "
+                     "an NVIDIA GPU (check nvidia-smi, CUDA_VISIBLE_DEVICES and that the driver "
+                     "supports this CUDA toolkit) or use --device cpu", reason);
+            return G3_ERR_DEVICE;
+        }
+    }
+    return G3_OK;
+#else
+    snprintf(why, why_len, "this gpt3d was built without CUDA; reconfigure with --with-cuda "
+             "(on a machine with the CUDA toolkit) and rebuild, or use --device cpu");
+    return G3_ERR_UNSUPPORTED;
+#endif
+}
+
+g3_status_t g3_be_open(const char *name, int nthreads, g3_backend_t **be_p)
+{
+    char why[768];
+    g3_status_t st;
+
+    if (name == NULL || strcmp(name, "cpu") == 0)
+        return g3_be_cpu_open(nthreads, be_p);
+    st = g3_be_probe(name, why, sizeof(why));
+    if (st != G3_OK) {
+        g3_error("%s", why);
+        return st;
+    }
+#ifdef HAVE_CUDA
+    return g3_be_cuda_open(-1, nthreads, be_p);
+#else
+    return G3_ERR_INTERNAL;   /* g3_be_probe refused every other name */
+#endif
+}
+
+void g3_be_close(g3_backend_t *be)
+{
+    if (be != NULL)
+        be->ops->close(be);
+}

@@ -1,0 +1,484 @@
+/* gpt3d CUDA backend: the ops table of backend.h over the kernels of kernels/ (g3cuda.h).
+ * Compiled only when configure found CUDA (HAVE_CUDA).
+ *
+ * Precision (docs/cuda.md, "Precision policy"): act_dtype is bf16, so activations and the
+ * passes' parameters (the model's working copy) are bf16 in device memory; parameter gradients,
+ * master weights, Adam moments, LayerNorm statistics, log-sum-exps and losses are fp32.
+ * Every op queues work on the context's stream and returns; the first failure is kept by the
+ * context (with the op's name and cause) and reported by ->sync, as backend.h requires.
+ *
+ * Shapes: N rows (B*T tokens), B micro-batch, T sequence, C hidden, NH heads, HS head size,
+ * IC/OC in/out features, V (padded) vocabulary. */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/log.h"
+#include "g3cuda.h"
+
+/* Private state of the CUDA backend. */
+typedef struct {
+    g3cuda_ctx_t *ctx;
+    int           device;
+    double       *sumsq;   /* (1,) device: sumsq's accumulator */
+} g3_cuda_t;
+
+static g3cuda_ctx_t *g3_cuda_ctx_of(g3_backend_t *be)
+{
+    return ((g3_cuda_t *)be->priv)->ctx;
+}
+
+void *g3_be_cuda_ctx(g3_backend_t *be)
+{
+    return g3_cuda_ctx_of(be);
+}
+
+/* ---- memory ------------------------------------------------------------------------------- */
+
+static g3_status_t g3_cuda_alloc(g3_backend_t *be, size_t bytes, const char *what, void **ptr_p)
+{
+    g3cuda_ctx_t *ctx = g3_cuda_ctx_of(be);
+    char why[512];
+    void *p = NULL;
+
+    if (g3cuda_malloc(ctx, bytes ? bytes : 64, what ? what : "a tensor", &p) != 0) {
+        g3cuda_ctx_sync(ctx, why, sizeof(why));   /* report and clear the recorded cause */
+        g3_error("CUDA backend: cannot allocate %.1f MiB of device memory for %s: %s; use a "
+                 "smaller model, micro batch or sequence, or --recompute-granularity full",
+                 (double)bytes / 1048576.0, what ? what : "a tensor", why);
+        return G3_ERR_NO_MEMORY;
+    }
+    *ptr_p = p;
+    return G3_OK;
+}
+
+static void g3_cuda_free(g3_backend_t *be, void *ptr)
+{
+    if (ptr)
+        g3cuda_free(g3_cuda_ctx_of(be), ptr);
+}
+
+static void g3_cuda_upload(g3_backend_t *be, void *dst, const void *host_src, size_t bytes)
+{
+    if (bytes)
+        g3cuda_upload(g3_cuda_ctx_of(be), dst, host_src, bytes);
+}
+
+static void g3_cuda_download(g3_backend_t *be, void *host_dst, const void *src, size_t bytes)
+{
+    if (bytes)
+        g3cuda_download(g3_cuda_ctx_of(be), host_dst, src, bytes);
+}
+
+static void g3_cuda_zero(g3_backend_t *be, void *ptr, size_t bytes)
+{
+    if (bytes)
+        g3cuda_zero(g3_cuda_ctx_of(be), ptr, bytes);
+}
+
+static g3_status_t g3_cuda_sync(g3_backend_t *be)
+{
+    g3_cuda_t *cu = be->priv;
+    char why[1024];
+    int rc = g3cuda_ctx_sync(cu->ctx, why, sizeof(why));
+
+    if (rc == 0)
+        return G3_OK;
+    g3_error("CUDA backend (device %d, %s): %s", cu->device, be->device, why);
+    return rc == G3CUDA_ERR_NOMEM ? G3_ERR_NO_MEMORY : G3_ERR_DEVICE;
+}
+
+/* ---- embedding, layer norm ------------------------------------------------------------------ */
+
+static void g3_cuda_embedding_fwd(g3_backend_t *be, void *out, const int32_t *tokens,
+                                  const void *wte, const void *wpe, int B, int T, int C, int v0,
+                                  int V)
+{
+    g3cuda_embedding_fwd(g3_cuda_ctx_of(be), out, tokens, wte, wpe, B, T, C, v0, V);
+}
+
+static void g3_cuda_embedding_bwd(g3_backend_t *be, float *dwte, float *dwpe, const void *dout,
+                                  const int32_t *tokens, int B, int T, int C, int v0, int V)
+{
+    g3cuda_embedding_bwd(g3_cuda_ctx_of(be), dwte, dwpe, dout, tokens, B, T, C, v0, V);
+}
+
+static void g3_cuda_layernorm_fwd(g3_backend_t *be, void *out, float *mean, float *rstd,
+                                  const void *inp, const void *w, const void *b, int N, int C,
+                                  float eps)
+{
+    /* without the fused residual add: x = inp */
+    g3cuda_layernorm_fwd(g3_cuda_ctx_of(be), NULL, out, mean, rstd, inp, NULL, w, b, N, C, eps);
+}
+
+static void g3_cuda_layernorm_bwd(g3_backend_t *be, void *dinp, float *dw, float *db,
+                                  const void *dout, const void *inp, const void *w,
+                                  const float *mean, const float *rstd, int N, int C)
+{
+    g3cuda_layernorm_bwd(g3_cuda_ctx_of(be), dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+
+/* ---- linear layers: the three products of g3cuda.h's gemm comment ---------------------------- */
+
+/* out (N,OC) = inp (N,IC) . w (OC,IC)^T + bias (OC,) */
+static void g3_cuda_matmul_fwd(g3_backend_t *be, void *out, const void *inp, const void *w,
+                               const void *bias, int N, int IC, int OC)
+{
+    g3cuda_gemm_t g;
+
+    memset(&g, 0, sizeof(g));
+    g.M = N;
+    g.N = OC;
+    g.K = IC;
+    g.A = inp;
+    g.lda = IC;
+    g.B = w;
+    g.trans_b = 1;
+    g.ldb = IC;
+    g.D = out;
+    g.d_type = G3CUDA_BF16;
+    g.ldd = OC;
+    g.alpha = 1.0f;
+    g.epilogue = bias ? G3CUDA_EPI_BIAS : G3CUDA_EPI_NONE;
+    g.bias = bias;
+    g3cuda_gemm(g3_cuda_ctx_of(be), &g);
+}
+
+/* dinp (N,IC) = dout (N,OC) . w (OC,IC);  dw (OC,IC) += dout^T . inp (N,IC) in fp32;
+ * dbias (OC,) += sum over rows of dout. */
+static void g3_cuda_matmul_bwd(g3_backend_t *be, void *dinp, float *dw, float *dbias,
+                               const void *dout, const void *inp, const void *w, int N, int IC,
+                               int OC)
+{
+    g3cuda_ctx_t *ctx = g3_cuda_ctx_of(be);
+    g3cuda_gemm_t g;
+
+    if (dinp) {
+        memset(&g, 0, sizeof(g));
+        g.M = N;
+        g.N = IC;
+        g.K = OC;
+        g.A = dout;
+        g.lda = OC;
+        g.B = w;
+        g.ldb = IC;
+        g.D = dinp;
+        g.d_type = G3CUDA_BF16;
+        g.ldd = IC;
+        g.alpha = 1.0f;
+        g3cuda_gemm(ctx, &g);
+    }
+    memset(&g, 0, sizeof(g));
+    g.M = OC;
+    g.N = IC;
+    g.K = N;
+    g.A = dout;
+    g.trans_a = 1;
+    g.lda = OC;
+    g.B = inp;
+    g.ldb = IC;
+    g.D = dw;
+    g.d_type = G3CUDA_F32;
+    g.ldd = IC;
+    g.alpha = 1.0f;
+    g.beta = 1.0f;
+    g3cuda_gemm(ctx, &g);
+    if (dbias)
+        g3cuda_bias_bwd(ctx, dbias, dout, N, OC);
+}
+
+/* ---- attention: flash style, the state is the (B,NH,T) fp32 log-sum-exp ------------------- */
+
+static size_t g3_cuda_attention_state_bytes(g3_backend_t *be, int B, int T, int NH, int HS)
+{
+    (void)be;
+    (void)HS;
+    return (size_t)B * NH * T * sizeof(float);
+}
+
+static size_t g3_cuda_attention_scratch_bytes(g3_backend_t *be, int B, int T, int NH, int HS)
+{
+    (void)be;
+    (void)B;
+    (void)T;
+    (void)NH;
+    (void)HS;
+    return 0;   /* the backward recomputes the probabilities tile by tile */
+}
+
+static void g3_cuda_attention_fwd(g3_backend_t *be, void *out, void *state, const void *qkv,
+                                  int B, int T, int NH, int HS)
+{
+    g3cuda_attention_fwd(g3_cuda_ctx_of(be), out, state, qkv, B, T, NH, HS);
+}
+
+static void g3_cuda_attention_bwd(g3_backend_t *be, void *dqkv, void *scratch, const void *dout,
+                                  const void *out, const void *qkv, const void *state, int B,
+                                  int T, int NH, int HS)
+{
+    (void)scratch;
+    g3cuda_attention_bwd(g3_cuda_ctx_of(be), dqkv, dout, out, qkv, state, B, T, NH, HS);
+}
+
+/* ---- elementwise ------------------------------------------------------------------------------ */
+
+static void g3_cuda_gelu_fwd(g3_backend_t *be, void *out, const void *inp, size_t n)
+{
+    g3cuda_gelu_fwd(g3_cuda_ctx_of(be), out, inp, n);
+}
+
+static void g3_cuda_gelu_bwd(g3_backend_t *be, void *dinp, const void *inp, const void *dout,
+                             size_t n)
+{
+    g3cuda_gelu_bwd(g3_cuda_ctx_of(be), dinp, inp, dout, n);
+}
+
+static void g3_cuda_residual_fwd(g3_backend_t *be, void *out, const void *a, const void *b,
+                                 size_t n)
+{
+    g3cuda_residual_fwd(g3_cuda_ctx_of(be), out, a, b, n);
+}
+
+static void g3_cuda_scale(g3_backend_t *be, float *x, size_t n, float s)
+{
+    g3cuda_scale(g3_cuda_ctx_of(be), x, G3CUDA_F32, n, s);
+}
+
+static g3cuda_dtype_t g3_cuda_dtype(g3_be_dtype_t t)
+{
+    return t == G3_BE_BF16 ? G3CUDA_BF16 : G3CUDA_F32;
+}
+
+static void g3_cuda_cast(g3_backend_t *be, void *dst, g3_be_dtype_t dst_t, const void *src,
+                         g3_be_dtype_t src_t, size_t n)
+{
+    g3cuda_cast(g3_cuda_ctx_of(be), dst, g3_cuda_dtype(dst_t), src, g3_cuda_dtype(src_t), n);
+}
+
+/* ---- cross-entropy over one shard (v0 = 0; the model combines shards itself) --------------- */
+
+static void g3_cuda_xent_fwd(g3_backend_t *be, float *losses, float *lse, const void *logits,
+                             const int32_t *targets, int N, int V)
+{
+    g3cuda_xent_fused(g3_cuda_ctx_of(be), losses, lse, NULL, logits, V, targets, 0.0f, N, V);
+}
+
+static void g3_cuda_xent_bwd(g3_backend_t *be, void *dlogits, const void *logits,
+                             const float *lse, const int32_t *targets, float dloss, int N, int V)
+{
+    g3cuda_xent_grad(g3_cuda_ctx_of(be), dlogits, logits, V, lse, targets, dloss, N, V, 0);
+}
+
+/* ---- optimizer -------------------------------------------------------------------------------- */
+
+static void g3_cuda_adamw(g3_backend_t *be, float *p, const float *g, float *m, float *v,
+                          size_t n, float lr, float beta1, float beta2, float eps, float wd,
+                          int64_t step)
+{
+    /* the bf16 working copy is refreshed by the model (g3_gpt_params_refresh) after the whole
+     * update, including the ZeRO-1 all-gather of the master weights */
+    g3cuda_adamw(g3_cuda_ctx_of(be), p, NULL, g, m, v, n, lr, beta1, beta2, eps, wd, step, NULL);
+}
+
+static void g3_cuda_sumsq(g3_backend_t *be, const float *x, size_t n, double *host_out)
+{
+    g3_cuda_t *cu = be->priv;
+    double total = 0.0;
+
+    g3cuda_zero(cu->ctx, cu->sumsq, sizeof(double));
+    if (n)
+        g3cuda_sumsq(cu->ctx, cu->sumsq, x, G3CUDA_F32, n);
+    g3cuda_download(cu->ctx, &total, cu->sumsq, sizeof(double));   /* waits */
+    *host_out = total;   /* NaN-free 0 after an error; ->sync reports it */
+}
+
+/* ---- limits ---------------------------------------------------------------------------------- */
+
+static g3_status_t g3_cuda_check_model(g3_backend_t *be, int C, int NH, int HS, int F, int V)
+{
+    g3_status_t st = G3_OK;
+
+    (void)be;
+    (void)NH;
+    if (HS != 32 && HS != 64 && HS != 80 && HS != 96 && HS != 128) {
+        g3_error("--device cuda: head size %d (--hidden-size / --num-attention-heads) is not "
+                 "one the flash-attention kernels are compiled for (32, 64, 80, 96, 128); "
+                 "choose sizes that give one of these, or use --device cpu", HS);
+        st = G3_ERR_UNSUPPORTED;
+    }
+    if (C > 16384 || C % 8 != 0 || F % 8 != 0 || V % 8 != 0) {
+        g3_error("--device cuda: hidden size %d, MLP size %d and padded vocabulary %d must be "
+                 "multiples of 8 (16-byte bf16 rows for the tensor cores) and the hidden size at "
+                 "most 16384; change --hidden-size / --ffn-hidden-size / "
+                 "--make-vocab-size-divisible-by, or use --device cpu", C, F, V);
+        st = G3_ERR_UNSUPPORTED;
+    }
+    return st;
+}
+
+/* ---- peak FLOP/s ------------------------------------------------------------------------------ */
+
+/* Dense bf16 tensor-core peaks (vendor data sheets, no sparsity) by device name; the first
+ * match wins, so more specific names come first.  GPT3D_GPU_PEAK_TFLOPS overrides. */
+static const struct {
+    const char *name;
+    double      tflops;
+} g3_cuda_peaks[] = {
+    { "H100 PCIe", 756.0 },
+    { "H100 NVL", 835.0 },
+    { "H100", 989.0 },      /* SXM5 */
+    { "H200", 989.0 },
+    { "H800", 989.0 },
+    { "GH200", 989.0 },
+    { "B200", 2250.0 },
+    { "A100", 312.0 },
+    { "A800", 312.0 },
+    { "L40S", 362.0 },
+    { "A10", 125.0 },
+    { "RTX 4090", 165.0 },
+    { "RTX 3090", 71.0 },
+};
+
+static void g3_cuda_peak(g3_backend_t *be)
+{
+    const char *env = getenv("GPT3D_GPU_PEAK_TFLOPS");
+
+    if (env && *env) {
+        char *end;
+        double t = strtod(env, &end);
+        if (*end == '\0' && t > 0.0) {
+            be->peak_flops = t * 1e12;
+            snprintf(be->peak_how, sizeof(be->peak_how), "GPT3D_GPU_PEAK_TFLOPS=%s", env);
+            return;
+        }
+        g3_warn("GPT3D_GPU_PEAK_TFLOPS='%s' is not a positive number; ignoring it", env);
+    }
+    for (size_t i = 0; i < sizeof(g3_cuda_peaks) / sizeof(g3_cuda_peaks[0]); i++) {
+        if (strstr(be->device, g3_cuda_peaks[i].name)) {
+            be->peak_flops = g3_cuda_peaks[i].tflops * 1e12;
+            snprintf(be->peak_how, sizeof(be->peak_how),
+                     "dense bf16 tensor-core peak of %s: %.0f TFLOP/s (data sheet)",
+                     g3_cuda_peaks[i].name, g3_cuda_peaks[i].tflops);
+            return;
+        }
+    }
+    be->peak_flops = 989e12;
+    snprintf(be->peak_how, sizeof(be->peak_how), "unknown GPU: assumed the H100 SXM dense bf16 "
+             "peak, 989 TFLOP/s (set GPT3D_GPU_PEAK_TFLOPS)");
+}
+
+/* ---- the table ---------------------------------------------------------------------------------- */
+
+static void g3_cuda_close(g3_backend_t *be)
+{
+    g3_cuda_t *cu = be->priv;
+    if (cu->sumsq)
+        g3cuda_free(cu->ctx, cu->sumsq);
+    g3cuda_ctx_destroy(cu->ctx);
+    free(cu);
+    free(be);
+}
+
+static const g3_backend_ops_t g3_cuda_ops = {
+    .close = g3_cuda_close,
+    .alloc = g3_cuda_alloc,
+    .free = g3_cuda_free,
+    .upload = g3_cuda_upload,
+    .download = g3_cuda_download,
+    .zero = g3_cuda_zero,
+    .sync = g3_cuda_sync,
+    .embedding_fwd = g3_cuda_embedding_fwd,
+    .embedding_bwd = g3_cuda_embedding_bwd,
+    .layernorm_fwd = g3_cuda_layernorm_fwd,
+    .layernorm_bwd = g3_cuda_layernorm_bwd,
+    .matmul_fwd = g3_cuda_matmul_fwd,
+    .matmul_bwd = g3_cuda_matmul_bwd,
+    .attention_fwd = g3_cuda_attention_fwd,
+    .attention_bwd = g3_cuda_attention_bwd,
+    .attention_state_bytes = g3_cuda_attention_state_bytes,
+    .attention_scratch_bytes = g3_cuda_attention_scratch_bytes,
+    .gelu_fwd = g3_cuda_gelu_fwd,
+    .gelu_bwd = g3_cuda_gelu_bwd,
+    .residual_fwd = g3_cuda_residual_fwd,
+    .scale = g3_cuda_scale,
+    .cast = g3_cuda_cast,
+    .xent_fwd = g3_cuda_xent_fwd,
+    .xent_bwd = g3_cuda_xent_bwd,
+    .adamw = g3_cuda_adamw,
+    .sumsq = g3_cuda_sumsq,
+    .check_model = g3_cuda_check_model,
+};
+
+/* RET: the node-local rank from the launcher's environment, or 0. */
+static int g3_cuda_local_rank(void)
+{
+    static const char *const vars[] = { "LOCAL_RANK", "SLURM_LOCALID",
+                                        "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID" };
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && isdigit((unsigned char)v[0]))
+            return atoi(v);
+    }
+    return 0;
+}
+
+g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
+{
+    g3_backend_t *be;
+    g3_cuda_t *cu;
+    char why[512];
+    int count = 0;
+
+    (void)nthreads;
+    if (g3cuda_device_count(&count, why, sizeof(why)) != 0) {
+        g3_error("--device cuda: no usable CUDA device: %s. Run on a node with an NVIDIA GPU "
+                 "(check nvidia-smi, CUDA_VISIBLE_DEVICES and that the driver supports this CUDA "
+                 "toolkit) or use --device cpu", why);
+        return G3_ERR_DEVICE;
+    }
+    if (device < 0)
+        device = g3_cuda_local_rank() % count;
+    if (device >= count) {
+        g3_error("--device cuda: device %d requested but %d visible (CUDA_VISIBLE_DEVICES)",
+                 device, count);
+        return G3_ERR_DEVICE;
+    }
+    be = calloc(1, sizeof(*be));
+    cu = calloc(1, sizeof(*cu));
+    if (!be || !cu) {
+        free(be);
+        free(cu);
+        g3_error("CUDA backend: out of host memory opening the backend");
+        return G3_ERR_NO_MEMORY;
+    }
+    if (g3cuda_ctx_create(device, 0, &cu->ctx, why, sizeof(why)) != 0) {
+        g3_error("--device cuda: cannot use CUDA device %d: %s. Use a GPU of compute capability "
+                 "8.0 or newer (A100, H100), or --device cpu", device, why);
+        free(be);
+        free(cu);
+        return G3_ERR_DEVICE;
+    }
+    cu->device = device;
+    be->ops = &g3_cuda_ops;
+    be->name = "cuda";
+    be->act_dtype = G3_BE_BF16;
+    be->nthreads = 1;   /* one GPU per rank: the MFU peak counts GPUs */
+    be->priv = cu;
+    snprintf(be->device, sizeof(be->device), "%s", g3cuda_ctx_device_name(cu->ctx));
+    if (g3_cuda_alloc(be, sizeof(double), "the gradient-norm accumulator",
+                      (void **)&cu->sumsq) != G3_OK) {
+        g3cuda_ctx_destroy(cu->ctx);
+        free(cu);
+        free(be);
+        return G3_ERR_NO_MEMORY;
+    }
+    g3_cuda_peak(be);
+    g3_debug("CUDA backend: device %d: %s; peak %.1f TFLOP/s (%s)", device, be->device,
+             be->peak_flops / 1e12, be->peak_how);
+    *be_p = be;
+    return G3_OK;
+}
