@@ -475,6 +475,17 @@ static g3_status_t g3_ucx_wait(g3_comm_t *comm, g3_ucx_op_t *ops, int nops)
     return g3_ucx_wait_until(comm, ops, nops, -1, g3_comm_now() + comm->timeout_s);
 }
 
+/* After posting ops[0 .. nops) with status st: wait for them all, or, when a post
+ * failed, drop the ones posted. */
+static g3_status_t g3_ucx_finish(g3_comm_t *comm, g3_ucx_op_t *ops, int nops, g3_status_t st)
+{
+    if (st != G3_OK) {
+        g3_ucx_abandon(comm, ops, nops);
+        return st;
+    }
+    return g3_ucx_wait(comm, ops, nops);
+}
+
 static g3_status_t g3_ucx_sendrecv(g3_comm_t *comm, int to, const void *sbuf, size_t sbytes,
                                    int from, void *rbuf, size_t rbytes, uint32_t seq)
 {
@@ -485,11 +496,7 @@ static g3_status_t g3_ucx_sendrecv(g3_comm_t *comm, int to, const void *sbuf, si
     if (st != G3_OK)
         return st;
     st = g3_ucx_post_send(comm, &ops[1], to, sbuf, sbytes, 0, seq);
-    if (st != G3_OK) {
-        g3_ucx_abandon(comm, ops, 1);
-        return st;
-    }
-    return g3_ucx_wait(comm, ops, 2);
+    return g3_ucx_finish(comm, ops, st == G3_OK ? 2 : 1, st);
 }
 
 static g3_status_t g3_ucx_send1(g3_comm_t *comm, int to, const void *buf, size_t bytes,
@@ -542,15 +549,15 @@ static size_t g3_block_offset(size_t n, int N, int i)
 }
 
 /* Ring all-gather of the n-element vector buf split in N blocks: on entry
- * rank r holds block r, on exit every block. */
+ * rank r holds block (r + shift) mod N (shift 0 or 1), on exit every block. */
 static g3_status_t g3_ucx_ring_allgather_blocks(g3_comm_t *comm, char *buf, size_t n,
-                                                size_t es, uint32_t seq)
+                                                size_t es, int shift, uint32_t seq)
 {
     int N = comm->size, r = comm->rank;
     int right = (r + 1) % N, left = (r - 1 + N) % N;
 
     for (int s = 0; s < N - 1; s++) {
-        int sb = (r - s + N) % N, rb = (r - s - 1 + N) % N;
+        int sb = (r + shift - s + N) % N, rb = (r + shift - s - 1 + N) % N;
         g3_status_t st = g3_ucx_sendrecv(comm, right, buf + g3_block_offset(n, N, sb) * es,
                                          g3_block_count(n, N, sb) * es, left,
                                          buf + g3_block_offset(n, N, rb) * es,
@@ -628,10 +635,57 @@ static g3_status_t g3_ucx_reduce_step(g3_comm_t *comm, int to, const char *sbuf,
 
 /* ---- collectives ------------------------------------------------------------------ */
 
+/* Recursive doubling and halving run on the largest power of two p <= N ranks; the
+ * rem = N - p others fold in first: among the first 2 rem ranks each even one hands its
+ * vector buf (n elements) to the next odd one, which folds it in (tmp: n elements of
+ * scratch), and waits for the result.  OUT: *newr_p, this rank's index among the p, or -1
+ * for a rank that waits. */
+static g3_status_t g3_ucx_fold_in(g3_comm_t *comm, char *buf, void *tmp, size_t n,
+                                  g3_comm_dtype_t dtype, g3_comm_reduce_t op, int rem,
+                                  uint32_t seq, int *newr_p)
+{
+    int r = comm->rank;
+    size_t bytes = n * g3_comm_dtype_size(dtype);
+    g3_status_t st;
+
+    if (r >= 2 * rem) {
+        *newr_p = r - rem;
+        return G3_OK;
+    }
+    if (r % 2 == 0) {
+        *newr_p = -1;
+        return g3_ucx_send1(comm, r + 1, buf, bytes, 0, seq);
+    }
+    st = g3_ucx_recv1(comm, r - 1, tmp, bytes, 0, seq);
+    if (st == G3_OK)
+        g3_comm_reduce_local(buf, tmp, n, dtype, op);
+    *newr_p = r / 2;
+    return st;
+}
+
+/* The rank of index pn among the p (see g3_ucx_fold_in). */
+static int g3_ucx_fold_peer(int pn, int rem)
+{
+    return pn < rem ? pn * 2 + 1 : pn + rem;
+}
+
+/* After the p ranks are done: each odd one of the first 2 rem hands the result back. */
+static g3_status_t g3_ucx_fold_out(g3_comm_t *comm, char *buf, size_t bytes, int rem,
+                                   uint32_t seq)
+{
+    int r = comm->rank;
+
+    if (r >= 2 * rem)
+        return G3_OK;
+    if (r % 2 == 0)
+        return g3_ucx_recv1(comm, r + 1, buf, bytes, 0, seq);
+    return g3_ucx_send1(comm, r - 1, buf, bytes, 0, seq);
+}
+
 static g3_status_t g3_ucx_allreduce_rd(g3_comm_t *comm, char *buf, size_t n,
                                        g3_comm_dtype_t dtype, g3_comm_reduce_t op, uint32_t seq)
 {
-    int N = comm->size, r = comm->rank;
+    int N = comm->size;
     size_t es = g3_comm_dtype_size(dtype), bytes = n * es;
     int p = 1, rem, newr;
     void *tmp;
@@ -643,40 +697,19 @@ static g3_status_t g3_ucx_allreduce_rd(g3_comm_t *comm, char *buf, size_t n,
     while (p * 2 <= N)
         p *= 2;
     rem = N - p;
-    /* Fold: among the first 2*rem ranks, even ones hand their data to the
-     * next odd one and wait for the result. */
-    if (r < 2 * rem) {
-        if (r % 2 == 0) {
-            st = g3_ucx_send1(comm, r + 1, buf, bytes, 0, seq);
-            newr = -1;
-        } else {
-            st = g3_ucx_recv1(comm, r - 1, tmp, bytes, 0, seq);
-            if (st == G3_OK)
-                g3_comm_reduce_local(buf, tmp, n, dtype, op);
-            newr = r / 2;
-        }
-        if (st != G3_OK)
-            return st;
-    } else {
-        newr = r - rem;
-    }
+    st = g3_ucx_fold_in(comm, buf, tmp, n, dtype, op, rem, seq, &newr);
+    if (st != G3_OK)
+        return st;
     if (newr >= 0) {
         for (int mask = 1; mask < p; mask <<= 1) {
-            int pn = newr ^ mask;
-            int peer = pn < rem ? pn * 2 + 1 : pn + rem;
+            int peer = g3_ucx_fold_peer(newr ^ mask, rem);
             st = g3_ucx_sendrecv(comm, peer, buf, bytes, peer, tmp, bytes, seq);
             if (st != G3_OK)
                 return st;
             g3_comm_reduce_local(buf, tmp, n, dtype, op);
         }
     }
-    if (r < 2 * rem) {
-        if (r % 2 == 0)
-            st = g3_ucx_recv1(comm, r + 1, buf, bytes, 0, seq);
-        else
-            st = g3_ucx_send1(comm, r - 1, buf, bytes, 0, seq);
-    }
-    return st;
+    return g3_ucx_fold_out(comm, buf, bytes, rem, seq);
 }
 
 /* Rabenseifner: fold to a power of two p like recursive doubling, then a
@@ -688,7 +721,7 @@ static g3_status_t g3_ucx_allreduce_rd(g3_comm_t *comm, char *buf, size_t n,
 static g3_status_t g3_ucx_allreduce_rh(g3_comm_t *comm, char *buf, size_t n,
                                        g3_comm_dtype_t dtype, g3_comm_reduce_t op, uint32_t seq)
 {
-    int N = comm->size, r = comm->rank;
+    int N = comm->size;
     size_t es = g3_comm_dtype_size(dtype), bytes = n * es;
     int p = 1, rem, newr, lo, hi;
     void *tmp;
@@ -701,27 +734,15 @@ static g3_status_t g3_ucx_allreduce_rh(g3_comm_t *comm, char *buf, size_t n,
                         &tmp);
     if (st != G3_OK)
         return st;
-    if (r < 2 * rem) {
-        if (r % 2 == 0) {
-            st = g3_ucx_send1(comm, r + 1, buf, bytes, 0, seq);
-            newr = -1;
-        } else {
-            st = g3_ucx_recv1(comm, r - 1, tmp, bytes, 0, seq);
-            if (st == G3_OK)
-                g3_comm_reduce_local(buf, tmp, n, dtype, op);
-            newr = r / 2;
-        }
-        if (st != G3_OK)
-            return st;
-    } else {
-        newr = r - rem;
-    }
+    st = g3_ucx_fold_in(comm, buf, tmp, n, dtype, op, rem, seq, &newr);
+    if (st != G3_OK)
+        return st;
     if (newr >= 0) {
         /* [lo, hi): the blocks (of p) this rank is responsible for. */
         lo = 0;
         hi = p;
         for (int mask = p / 2; mask > 0; mask /= 2) {
-            int pn = newr ^ mask, peer = pn < rem ? pn * 2 + 1 : pn + rem;
+            int peer = g3_ucx_fold_peer(newr ^ mask, rem);
             int mid = lo + (hi - lo) / 2;
             int klo = (newr & mask) ? mid : lo, khi = (newr & mask) ? hi : mid;
             int glo = (newr & mask) ? lo : mid, ghi = (newr & mask) ? mid : hi;
@@ -736,7 +757,7 @@ static g3_status_t g3_ucx_allreduce_rh(g3_comm_t *comm, char *buf, size_t n,
             hi = khi;
         }
         for (int mask = 1; mask < p; mask *= 2) {
-            int pn = newr ^ mask, peer = pn < rem ? pn * 2 + 1 : pn + rem;
+            int peer = g3_ucx_fold_peer(newr ^ mask, rem);
             int w = hi - lo;
             int plo = (newr & mask) ? lo - w : hi, phi = plo + w;
             size_t moff = g3_block_offset(n, p, lo), mcnt = g3_block_offset(n, p, hi) - moff;
@@ -749,13 +770,7 @@ static g3_status_t g3_ucx_allreduce_rh(g3_comm_t *comm, char *buf, size_t n,
             hi = hi > phi ? hi : phi;
         }
     }
-    if (r < 2 * rem) {
-        if (r % 2 == 0)
-            st = g3_ucx_recv1(comm, r + 1, buf, bytes, 0, seq);
-        else
-            st = g3_ucx_send1(comm, r - 1, buf, bytes, 0, seq);
-    }
-    return st;
+    return g3_ucx_fold_out(comm, buf, bytes, rem, seq);
 }
 
 /* Direct (one-shot) all-reduce: every rank sends block j of its vector to
@@ -796,10 +811,7 @@ static g3_status_t g3_ucx_allreduce_direct(g3_comm_t *comm, char *buf, size_t n,
         if (st == G3_OK)
             nops++;
     }
-    if (st == G3_OK)
-        st = g3_ucx_wait(comm, ops, nops);
-    else
-        g3_ucx_abandon(comm, ops, nops);
+    st = g3_ucx_finish(comm, ops, nops, st);
     if (st == G3_OK) {
         /* fold in rank order; this rank's own block stays in place */
         char *dst = buf + moff * es;
@@ -824,10 +836,7 @@ static g3_status_t g3_ucx_allreduce_direct(g3_comm_t *comm, char *buf, size_t n,
         if (st == G3_OK)
             nops++;
     }
-    if (st == G3_OK)
-        st = g3_ucx_wait(comm, ops, nops);
-    else
-        g3_ucx_abandon(comm, ops, nops);
+    st = g3_ucx_finish(comm, ops, nops, st);
     free(ops);
     return st;
 }
@@ -856,16 +865,7 @@ static g3_status_t g3_ucx_allreduce_ring(g3_comm_t *comm, char *buf, size_t n,
             return st;
     }
     /* All-gather, starting from block r+1. */
-    for (int s = 0; s < N - 1; s++) {
-        int sb = (r - s + 1 + N) % N, rb = (r - s + N) % N;
-        st = g3_ucx_sendrecv(comm, right, buf + g3_block_offset(n, N, sb) * es,
-                             g3_block_count(n, N, sb) * es, left,
-                             buf + g3_block_offset(n, N, rb) * es,
-                             g3_block_count(n, N, rb) * es, seq);
-        if (st != G3_OK)
-            return st;
-    }
-    return G3_OK;
+    return g3_ucx_ring_allgather_blocks(comm, buf, n, es, 1, seq);
 }
 
 static g3_status_t g3_ucx_allreduce(g3_comm_t *comm, const void *send, void *recv, size_t n,
@@ -963,15 +963,8 @@ static g3_status_t g3_ucx_allgather(g3_comm_t *comm, const void *send, void *rec
         }
         return G3_OK;
     }
-    /* Ring over the N blocks of n elements each. */
-    for (int s = 0; s < N - 1; s++) {
-        int sb = (r - s + N) % N, rb = (r - s - 1 + N) % N;
-        g3_status_t st = g3_ucx_sendrecv(comm, (r + 1) % N, out + (size_t)sb * bytes, bytes,
-                                         (r - 1 + N) % N, out + (size_t)rb * bytes, bytes, seq);
-        if (st != G3_OK)
-            return st;
-    }
-    return G3_OK;
+    /* Ring over the N blocks of n elements each (N n elements split in N). */
+    return g3_ucx_ring_allgather_blocks(comm, out, n * (size_t)N, es, 0, seq);
 }
 
 static g3_status_t g3_ucx_broadcast(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtype_t dtype,
@@ -1027,10 +1020,7 @@ static g3_status_t g3_ucx_broadcast(g3_comm_t *comm, void *buf, size_t n, g3_com
             if (st == G3_OK)
                 nops++;
         }
-        if (st == G3_OK)
-            st = g3_ucx_wait(comm, ops, nops);
-        else
-            g3_ucx_abandon(comm, ops, nops);
+        st = g3_ucx_finish(comm, ops, nops, st);
         free(ops);
     } else {
         st = g3_ucx_recv1(comm, root, (char *)buf + g3_block_offset(n, N, r) * es,
@@ -1038,7 +1028,7 @@ static g3_status_t g3_ucx_broadcast(g3_comm_t *comm, void *buf, size_t n, g3_com
     }
     if (st != G3_OK)
         return st;
-    return g3_ucx_ring_allgather_blocks(comm, buf, n, es, seq);
+    return g3_ucx_ring_allgather_blocks(comm, buf, n, es, 0, seq);
 }
 
 static g3_status_t g3_ucx_send(g3_comm_t *comm, const void *buf, size_t n, g3_comm_dtype_t dtype,
