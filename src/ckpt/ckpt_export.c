@@ -91,16 +91,6 @@ static g3_status_t load_f32(g3_ckpt_reader_t *r, const char *name, int ndim, int
     return s;
 }
 
-static uint16_t to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
 static g3_status_t write_all(int fd, const void *buf, size_t n, const char *path)
 {
     const char *p = buf;
@@ -286,8 +276,7 @@ g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out, const g3_ckp
         }
         if (bf16) {
             uint16_t *o = (uint16_t *)(e[i].transpose ? buf : tbuf);
-            for (int64_t k = 0; k < cnt; k++)
-                o[k] = to_bf16(src[k]);
+            g3_ckpt_convert_elems(o, G3_CKPT_BF16, src, G3_CKPT_F32, (size_t)cnt);
             st = write_all(fd, o, (size_t)cnt * 2, tmp);
         } else {
             st = write_all(fd, src, (size_t)cnt * 4, tmp);

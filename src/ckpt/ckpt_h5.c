@@ -196,29 +196,30 @@ g3_status_t g3_ckpt_attr_write_str(hid_t obj, const char *name, const char *valu
     return st;
 }
 
-g3_status_t g3_ckpt_attr_write_i64(hid_t obj, const char *name, const int64_t *v, int n)
+/* n values at v as a 1-D attribute, or one as a scalar (n < 0). */
+static g3_status_t attr_write_num(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
+                                  const void *v, int n)
 {
-    hsize_t dims = (hsize_t)n;
-    hid_t s = H5Screate_simple(1, &dims, NULL);
-    g3_status_t st = attr_write(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, s, v);
+    hsize_t dims = n >= 0 ? (hsize_t)n : 1;
+    hid_t s = n >= 0 ? H5Screate_simple(1, &dims, NULL) : H5Screate(H5S_SCALAR);
+    g3_status_t st = attr_write(obj, name, ftype, mtype, s, v);
     H5Sclose(s);
     return st;
+}
+
+g3_status_t g3_ckpt_attr_write_i64(hid_t obj, const char *name, const int64_t *v, int n)
+{
+    return attr_write_num(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v, n);
 }
 
 g3_status_t g3_ckpt_attr_write_i32(hid_t obj, const char *name, int32_t v)
 {
-    hid_t s = H5Screate(H5S_SCALAR);
-    g3_status_t st = attr_write(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, s, &v);
-    H5Sclose(s);
-    return st;
+    return attr_write_num(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &v, -1);
 }
 
 g3_status_t g3_ckpt_attr_write_u32(hid_t obj, const char *name, uint32_t v)
 {
-    hid_t s = H5Screate(H5S_SCALAR);
-    g3_status_t st = attr_write(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, s, &v);
-    H5Sclose(s);
-    return st;
+    return attr_write_num(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v, -1);
 }
 
 static g3_status_t attr_open(hid_t obj, const char *name, H5T_class_t cls, hid_t *a_p,
@@ -470,6 +471,18 @@ g3_status_t g3_ckpt_dataset_raw_crc(hid_t d, uint32_t *crc_p)
     return st;
 }
 
+hid_t g3_ckpt_select_rows(hid_t fspace, int ndim, const int64_t *extent, int64_t r0, int64_t nr)
+{
+    hsize_t off[G3_CKPT_MAX_DIMS] = { 0 }, cnt[G3_CKPT_MAX_DIMS];
+
+    for (int k = 0; k < ndim; k++)
+        cnt[k] = (hsize_t)extent[k];
+    off[0] = (hsize_t)r0;
+    cnt[0] = (hsize_t)nr;
+    H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL);
+    return H5Screate_simple(ndim, cnt, NULL);
+}
+
 g3_status_t g3_ckpt_dataset_io(hid_t d, hid_t type, int ndim, const int64_t *extent, size_t esz, void *buf,
                               int write, uint32_t *crc_p)
 {
@@ -483,17 +496,10 @@ g3_status_t g3_ckpt_dataset_io(hid_t d, hid_t type, int ndim, const int64_t *ext
         rows = 1;
     for (int64_t r0 = 0; st == G3_OK && r0 < extent[0]; r0 += rows) {
         int64_t nr = extent[0] - r0 < rows ? extent[0] - r0 : rows;
-        hsize_t off[G3_CKPT_MAX_DIMS] = { 0 }, cnt[G3_CKPT_MAX_DIMS];
         char *p = (char *)buf + (size_t)(r0 * row) * esz;
         size_t n = (size_t)(nr * row) * esz;
-        hid_t mspace;
+        hid_t mspace = g3_ckpt_select_rows(fspace, ndim, extent, r0, nr);
 
-        for (int k = 0; k < ndim; k++)
-            cnt[k] = (hsize_t)extent[k];
-        off[0] = (hsize_t)r0;
-        cnt[0] = (hsize_t)nr;
-        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL);
-        mspace = H5Screate_simple(ndim, cnt, NULL);
         if (write) {
             if (crc_p)
                 crc = g3_crc32c(crc, p, n);

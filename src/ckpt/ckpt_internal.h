@@ -52,6 +52,8 @@ int g3_ckpt_box_intersect(int ndim, const int64_t *ao, const int64_t *ae,
                           const int64_t *bo, const int64_t *be, int64_t *io, int64_t *ie);
 /* Does this rank write the tensor (ownership rules of the format, section 4)? */
 int g3_ckpt_rank_writes(const g3_ckpt_layout_t *layout, const g3_ckpt_tensor_t *t);
+/* FNV-1a of a tensor name, for the open-addressing name maps of the writer and reader. */
+uint64_t g3_ckpt_name_hash(const char *s);
 
 /* ---- HDF5 helpers ------------------------------------------------------------ */
 
@@ -84,6 +86,9 @@ g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *forma
 
 /* CRC-32C of a dataset's bytes as stored (read with its file type). */
 g3_status_t g3_ckpt_dataset_raw_crc(hid_t d, uint32_t *crc_p);
+/* Select rows [r0, r0 + nr) of a dataset of extent (ndim,) in its file space fspace.
+ * RET: the matching memory space (the caller closes it). */
+hid_t g3_ckpt_select_rows(hid_t fspace, int ndim, const int64_t *extent, int64_t r0, int64_t nr);
 /* Whole-dataset read (write == 0) or write of buf, (extent...) row-major, in
  * row blocks of about 8 MiB; each block is folded into *crc_p (if not NULL)
  * while it is in cache.  RET: G3_ERR_FORMAT (read) / G3_ERR_IO (write). */

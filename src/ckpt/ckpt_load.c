@@ -337,14 +337,6 @@ void g3_ckpt_reader_tensor(const g3_ckpt_reader_t *r, int i, g3_ckpt_tensor_t *t
     t->rule.unpadded = row->unpadded;
 }
 
-static uint64_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 int g3_ckpt_reader_find(const g3_ckpt_reader_t *cr, const char *name)
 {
     g3_ckpt_reader_t *r = (g3_ckpt_reader_t *)cr;   /* the map is a cache */
@@ -364,13 +356,13 @@ int g3_ckpt_reader_find(const g3_ckpt_reader_t *cr, const char *name)
         memset(r->map, 0xff, cap * sizeof(int));
         r->mapcap = cap;
         for (size_t t = 0; t < r->ntensors; t++) {
-            i = name_hash(r->tensors[t].name) & (cap - 1);
+            i = g3_ckpt_name_hash(r->tensors[t].name) & (cap - 1);
             while (r->map[i] >= 0)
                 i = (i + 1) & (cap - 1);
             r->map[i] = (int)t;
         }
     }
-    i = name_hash(name) & (r->mapcap - 1);
+    i = g3_ckpt_name_hash(name) & (r->mapcap - 1);
     while (r->map[i] >= 0) {
         if (strcmp(r->tensors[r->map[i]].name, name) == 0)
             return r->map[i];

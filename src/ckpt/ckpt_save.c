@@ -295,17 +295,9 @@ typedef struct {
     size_t cap;
 } name_map_t;
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static int map_find(const name_map_t *m, const g3_ckpt_trow_t *trows, const char *name, size_t *pos_p)
 {
-    size_t i = fnv1a(name) & (m->cap - 1);
+    size_t i = g3_ckpt_name_hash(name) & (m->cap - 1);
     while (m->slot[i] >= 0) {
         if (strcmp(trows[m->slot[i]].name, name) == 0) {
             *pos_p = i;

@@ -137,6 +137,14 @@ int g3_ckpt_box_intersect(int ndim, const int64_t *ao, const int64_t *ae,
     return 1;
 }
 
+uint64_t g3_ckpt_name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
 /* ---- element conversion ------------------------------------------------------------ */
 
 static inline float bf16_to_f32(uint16_t h)

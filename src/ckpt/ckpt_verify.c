@@ -32,15 +32,8 @@ static g3_status_t dataset_crc(hid_t d, hid_t type, int ndim, const int64_t *ext
         return G3_ERR_NO_MEMORY;
     }
     for (int64_t r0 = 0; st == G3_OK && r0 < extent[0]; r0 += rows) {
-        hsize_t off[G3_CKPT_MAX_DIMS] = { 0 }, cnt[G3_CKPT_MAX_DIMS];
         int64_t nr = extent[0] - r0 < rows ? extent[0] - r0 : rows;
-        hid_t mspace;
-        for (int k = 0; k < ndim; k++)
-            cnt[k] = (hsize_t)extent[k];
-        off[0] = (hsize_t)r0;
-        cnt[0] = (hsize_t)nr;
-        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL);
-        mspace = H5Screate_simple(ndim, cnt, NULL);
+        hid_t mspace = g3_ckpt_select_rows(fspace, ndim, extent, r0, nr);
         if (H5Dread(d, type, mspace, fspace, H5P_DEFAULT, buf) < 0)
             st = G3_ERR_FORMAT;
         else
