@@ -9,6 +9,13 @@ TESTS += tests/kernels/test_ref
 tests_kernels_test_ref_SOURCES = tests/kernels/test_ref.c tests/kernels/ref.c \
 	tests/kernels/ref.h tests/tap.h
 tests_kernels_test_ref_LDADD = $(G3_TEST_LDADD)
+# The CUDA backend (src/backend/cuda.c) as a whole: the model against the CPU backend, and
+# gpt3d train --device cuda (50 KJV steps, checkpoints across backends; the refusals without
+# CUDA or a GPU run everywhere).  Built in every configuration; they SKIP what needs a GPU.
+check_PROGRAMS += tests/kernels/test_gpt_cuda
+TESTS += tests/kernels/test_gpt_cuda tests/kernels/test_cuda_train.sh
+tests_kernels_test_gpt_cuda_SOURCES = tests/kernels/test_gpt_cuda.c tests/tap.h
+tests_kernels_test_gpt_cuda_LDADD = $(G3_TEST_LDADD)
 
 if HAVE_CUDA
 G3_KT_SOURCES = tests/kernels/ref.c tests/kernels/ref.h tests/kernels/kt.h tests/tap.h
@@ -43,4 +50,5 @@ tests_kernels_bench_gemm_LDADD = $(G3_TEST_LDADD)
 endif
 endif
 EXTRA_DIST += tests/kernels/kt.h tests/kernels/bench_gpu.sh tests/kernels/torch_gpt_bench.py \
-	tests/kernels/test_emulated.sh tests/kernels/emu/shim.h tests/kernels/emu/emu_kernels.cc
+	tests/kernels/test_emulated.sh tests/kernels/emu/shim.h tests/kernels/emu/emu_kernels.cc \
+	tests/kernels/test_cuda_train.sh

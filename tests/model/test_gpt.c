@@ -249,6 +249,52 @@ static void test_passes(void)
     tap_ok(s1 == s2 && memcmp(m->g, mr->g, sizeof(float) * m->numel) == 0,
            "recomputed activations give bit-identical loss and gradients");
 
+    /* --recompute-granularity: full is --recompute-activations; selective keeps all but the
+     * attention state (one buffer for every layer, recomputed per layer in backward) */
+    for (int gran = G3_GPT_RECOMPUTE_FULL; gran <= G3_GPT_RECOMPUTE_SELECTIVE; gran++) {
+        const char *name = gran == G3_GPT_RECOMPUTE_FULL ? "full" : "selective";
+        g3_gpt_config_t cg;
+        g3_gpt_t *mg;
+        g3_gpt_acts_t *ag;
+        double sg = 0, sg2 = 0;
+
+        g3_gpt_zero_grad(m);   /* m: the stored-activation reference for the batch of 4 */
+        g3_gpt_forward(m, a, tok, tgt, B, T, 1.0f / (B * T), &s1);
+        g3_gpt_backward(m, a);
+        small_cfg(&cg);
+        cg.recompute_granularity = gran;
+        g3_gpt_init(&cg, be, &mg);
+        g3_gpt_acts_init(mg, B, T, &ag);
+        g3_gpt_zero_grad(mg);
+        g3_gpt_forward(mg, ag, tok, tgt, B, T, 1.0f / (B * T), &sg);
+        g3_gpt_backward(mg, ag);
+        tap_ok(sg == s1 && memcmp(m->g, mg->g, sizeof(float) * m->numel) == 0,
+               "--recompute-granularity %s: bit-identical loss and gradients", name);
+        tap_ok(g3_gpt_acts_bytes(ag) < g3_gpt_acts_bytes(a) &&
+               g3_gpt_acts_bytes(ag) == g3_gpt_acts_estimate(mg, B, T),
+               "--recompute-granularity %s: less activation memory (%zu < %zu bytes), as "
+               "estimated", name, g3_gpt_acts_bytes(ag), g3_gpt_acts_bytes(a));
+        /* two micro-batches through the same activations accumulate like one pass each */
+        g3_gpt_zero_grad(mg);
+        g3_gpt_forward(mg, ag, tok, tgt, 2, T, 1.0f / (B * T), &sg);
+        g3_gpt_backward(mg, ag);
+        g3_gpt_forward(mg, ag, tok + 2 * T, tgt + 2 * T, 2, T, 1.0f / (B * T), &sg2);
+        g3_gpt_backward(mg, ag);
+        g3_gpt_zero_grad(m);
+        g3_gpt_forward(m, a, tok, tgt, 2, T, 1.0f / (B * T), &s2);
+        g3_gpt_backward(m, a);
+        g3_gpt_forward(m, a, tok + 2 * T, tgt + 2 * T, 2, T, 1.0f / (B * T), &s3);
+        g3_gpt_backward(m, a);
+        tap_ok(sg == s2 && sg2 == s3 && memcmp(m->g, mg->g, sizeof(float) * m->numel) == 0,
+               "--recompute-granularity %s: two micro-batches accumulate bit-identically", name);
+        g3_gpt_acts_free(mg, ag);
+        g3_gpt_free(mg);
+    }
+    /* restore m's gradients of the batch of 4 for the checks below */
+    g3_gpt_zero_grad(m);
+    g3_gpt_forward(m, a, tok, tgt, B, T, 1.0f / (B * T), &s1);
+    g3_gpt_backward(m, a);
+
     /* two micro-batches of 2 accumulate to the batch of 4 */
     g1 = malloc(sizeof(float) * m->numel);
     memcpy(g1, m->g, sizeof(float) * m->numel);
