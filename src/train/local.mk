@@ -8,4 +8,6 @@ src_libgpt3d_a_SOURCES += \
 	src/train/config.c \
 	src/train/train.c \
 	src/train/train_ckpt.h \
-	src/train/train_ckpt.c
+	src/train/train_ckpt.c \
+	src/train/ckpt_model.h \
+	src/train/ckpt_model.c

@@ -13,9 +13,9 @@
 
 #include "backend/backend.h"
 #include "core/log.h"
-#include "core/rng.h"
 #include "data/bpe.h"
 #include "data/dataset.h"
+#include "infer/infer.h"
 #include "parallel/par.h"
 #include "train/train.h"
 #include "ckpt/ckpt.h"
@@ -47,200 +47,73 @@ static double g3_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Load this rank's n samples of the global batch that starts at sample `first` of split
- * (modulo wrap when wrap > 0) into tr->inputs and tr->targets (n, T).  Megatron's order:
- * the batch is cut into groups of B x DP samples and DP rank d takes samples
- * [d B, (d+1) B) of each group, so its row b is sample
- * first + (b / B) B DP + d B + b % B (first + b with one replica). */
+/* This rank's n samples of the global batch that starts at sample `first` of split into
+ * tr->inputs and tr->targets (n, T): g3_infer_batch_load, Megatron's order. */
+static g3_infer_batch_t g3_trainer_batcher(const g3_trainer_t *tr)
+{
+    g3_infer_batch_t bt = { tr->data, tr->B, tr->T,
+                            tr->cfg->dp_size > 0 ? tr->cfg->dp_size : 1, tr->cfg->dp_rank,
+                            tr->sample, tr->inputs, tr->targets };
+    return bt;
+}
+
 static g3_status_t g3_trainer_batch(g3_trainer_t *tr, g3_split_t split, uint64_t first,
                                     int64_t n, uint64_t wrap)
 {
-    int64_t B = tr->B, DP = tr->cfg->dp_size > 0 ? tr->cfg->dp_size : 1, d = tr->cfg->dp_rank;
-    for (int64_t b = 0; b < n; b++) {
-        uint64_t pos = (uint64_t)((b / B) * B * DP + d * B + b % B);
-        uint64_t idx = wrap ? (first + pos) % wrap : first + pos;
-        int32_t *s = tr->sample;
-        g3_status_t st = g3_data_get(tr->data, split, idx, s);
-        if (st != G3_OK)
-            return st;
-        memcpy(tr->inputs + (size_t)b * tr->T, s, sizeof(int32_t) * (size_t)tr->T);
-        memcpy(tr->targets + (size_t)b * tr->T, s + 1, sizeof(int32_t) * (size_t)tr->T);
-    }
-    return G3_OK;
+    g3_infer_batch_t bt = g3_trainer_batcher(tr);
+    return g3_infer_batch_load(&bt, split, first, n, wrap);
 }
 
 /* Mean token loss over the first eval_iters global batches of the validation split (the same
  * samples every time, so evaluations are comparable).  OUT: *loss_p */
 static g3_status_t g3_trainer_evaluate(g3_trainer_t *tr, double *loss_p)
 {
-    uint64_t avail = g3_data_num_samples(tr->data, G3_SPLIT_VALID);
+    g3_infer_lm_t lm = { tr->model, tr->acts, tr->eng };
+    g3_infer_batch_t bt = g3_trainer_batcher(tr);
     uint64_t n = (uint64_t)tr->cfg->eval_iters * (uint64_t)tr->plan.global_batch_size;
-    double sum = 0.0;
-
-    if (tr->eng) {   /* each replica its slice of each batch, through the pipeline */
-        int64_t gbs = tr->plan.global_batch_size, rows = gbs / tr->cfg->dp_size;
-        for (uint64_t first = 0; first < n; first += (uint64_t)gbs) {
-            double s = 0.0;
-            g3_status_t st = g3_trainer_batch(tr, G3_SPLIT_VALID, first, rows, avail);
-            if (st == G3_OK)
-                st = g3_par_eval(tr->eng, tr->inputs, tr->targets, rows, &s);
-            if (st != G3_OK)
-                return st;
-            sum += s;
-        }
-        *loss_p = sum / ((double)n * tr->T);
-        return G3_OK;
-    }
-    for (uint64_t first = 0; first < n; first += (uint64_t)tr->B) {
-        double s = 0.0;
-        g3_status_t st = g3_trainer_batch(tr, G3_SPLIT_VALID, first, tr->B, avail);
-        if (st == G3_OK)
-            st = g3_gpt_forward(tr->model, tr->acts, tr->inputs, tr->targets, tr->B, tr->T, 0.0f,
-                                &s);
-        if (st != G3_OK)
-            return st;
-        sum += s;
-    }
-    *loss_p = sum / ((double)n * tr->T);
-    return G3_OK;
+    return g3_infer_evaluate(&lm, &bt, G3_SPLIT_VALID, n, tr->plan.global_batch_size, loss_p);
 }
 
 static void g3_trainer_report_eval(g3_trainer_t *tr, int64_t iter, double loss, int final)
 {
-    double ppl = loss < 700.0 ? exp(loss) : INFINITY;
-    printf("-----------------------------------------------------------------------------\n");
-    printf(" validation loss %s %lld | lm loss value: %.6E | lm loss PPL: %.6E |\n",
-           final ? "at the end of training, iteration" : "at iteration", (long long)iter, loss,
-           ppl);
-    printf("-----------------------------------------------------------------------------\n");
-    fflush(stdout);
-    if (tr->metrics) {
-        fprintf(tr->metrics, "{\"event\":\"eval\",\"split\":\"valid\",\"iteration\":%lld,"
-                "\"loss\":%.9g,\"ppl\":%.9g,\"final\":%s}\n", (long long)iter, loss, ppl,
-                final ? "true" : "false");
-        fflush(tr->metrics);
-    }
+    g3_infer_report_eval(tr->metrics, G3_SPLIT_VALID, iter, loss, final, 0, NULL);
 }
 
-/* Pick the next token from logits (Vp,) restricted to the real vocabulary [0, V): greedy, or
- * top-k with temperature, the uniform draw keyed by (seed, "generate", step). */
-typedef struct {
-    float   v;
-    int32_t id;
-} g3_cand_t;
-
-static int g3_cand_desc(const void *a, const void *b)
-{
-    float x = ((const g3_cand_t *)a)->v, y = ((const g3_cand_t *)b)->v;
-    return x > y ? -1 : x < y;
-}
-
-static int32_t g3_pick_token(const float *logits, int V, int top_k, double temperature,
-                             uint64_t seed, uint64_t step, g3_cand_t *cand)
-{
-    int32_t best = 0;
-    double z = 0.0, u, acc = 0.0;
-
-    if (top_k <= 1) {
-        for (int i = 1; i < V; i++)
-            if (logits[i] > logits[best])
-                best = i;
-        return best;
-    }
-    for (int i = 0; i < V; i++) {
-        cand[i].v = logits[i];
-        cand[i].id = i;
-    }
-    qsort(cand, (size_t)V, sizeof(*cand), g3_cand_desc);
-    if (top_k > V)
-        top_k = V;
-    for (int i = 0; i < top_k; i++)
-        z += exp(((double)cand[i].v - cand[0].v) / temperature);
-    u = g3_rng_uniform(seed, g3_rng_stream_from_name("generate"), step) * z;
-    for (int i = 0; i < top_k; i++) {
-        acc += exp(((double)cand[i].v - cand[0].v) / temperature);
-        if (u <= acc)
-            return cand[i].id;
-    }
-    return cand[top_k - 1].id;
-}
-
-/* Generate cfg->sample_tokens tokens after cfg->prompt and print the text. */
+/* Generate cfg->sample_tokens tokens after cfg->prompt and print the text: greedy, or top-k
+ * with temperature, the draws keyed by (seed, "generate", step) (src/infer). */
 static g3_status_t g3_trainer_sample(g3_trainer_t *tr)
 {
     const g3_train_config_t *cfg = tr->cfg;
+    g3_infer_lm_t lm = { tr->model, tr->acts, tr->eng };
+    g3_infer_generate_opts_t go;
     g3_bpe_t *bpe = NULL;
-    g3_bpe_cache_t *cache = NULL;
     g3_bpe_ids_t ids = { 0 };
-    float *logits = NULL;
-    g3_cand_t *cand = NULL;
-    char *text = NULL, *clean = NULL;
-    size_t text_len = 0, clean_len = 0, replaced = 0, prompt_len;
-    int V = tr->model->cfg.vocab_size;   /* the real vocabulary: padded ids are never picked */
+    char *text = NULL;
+    size_t text_len = 0, prompt_len;
+    int made = 0;
     g3_status_t st;
 
     st = g3_bpe_load(cfg->vocab_file, cfg->merge_file, &bpe);
     if (st != G3_OK)
         return st;
-    st = g3_bpe_cache_init(&cache);
+    st = g3_infer_encode_prompt(bpe, cfg->prompt ? cfg->prompt : "",
+                                cfg->prompt ? strlen(cfg->prompt) : 0, "--prompt", &ids);
     if (st != G3_OK)
         goto out;
-    if (cfg->prompt && *cfg->prompt) {
-        size_t bad = 0;
-        st = g3_bpe_encode(bpe, cache, cfg->prompt, strlen(cfg->prompt), &ids, &bad);
-        if (st != G3_OK) {
-            g3_error("--prompt is not valid UTF-8 (byte %zu); pass UTF-8 text", bad);
-            goto out;
-        }
-    }
-    if (ids.len == 0) {   /* an empty prompt starts from end-of-document */
-        int32_t eod = g3_bpe_eod_id(bpe);
-        ids.ids = malloc(sizeof(int32_t) * 64);
-        if (!ids.ids) {
-            g3_error("sample: out of memory");
-            st = G3_ERR_NO_MEMORY;
-            goto out;
-        }
-        ids.cap = 64;
-        ids.ids[ids.len++] = eod >= 0 ? eod : 0;
-    }
     prompt_len = ids.len;
-    logits = malloc(sizeof(float) * (size_t)tr->model->Vp);
-    cand = malloc(sizeof(g3_cand_t) * (size_t)V);
-    if (!logits || !cand) {
-        g3_error("sample: out of memory");
-        st = G3_ERR_NO_MEMORY;
-        goto out;
-    }
-    for (int step = 0; step < cfg->sample_tokens; step++) {
-        size_t ctx = ids.len < (size_t)tr->T ? ids.len : (size_t)tr->T;
-        int32_t next;
-        if (tr->eng)
-            st = g3_par_logits_last(tr->eng, ids.ids + ids.len - ctx, (int)ctx, logits);
-        else
-            st = g3_gpt_logits(tr->model, tr->acts, ids.ids + ids.len - ctx, 1, (int)ctx, 1,
-                               logits);
-        if (st != G3_OK)
-            goto out;
-        next = g3_pick_token(logits, V, cfg->top_k, cfg->temperature, cfg->model.seed,
-                             (uint64_t)step, cand);
-        if (ids.len == ids.cap) {
-            size_t cap = ids.cap ? 2 * ids.cap : 64;
-            int32_t *grown = realloc(ids.ids, sizeof(int32_t) * cap);
-            if (!grown) {
-                g3_error("sample: out of memory");
-                st = G3_ERR_NO_MEMORY;
-                goto out;
-            }
-            ids.ids = grown;
-            ids.cap = cap;
-        }
-        ids.ids[ids.len++] = next;
-    }
-    st = g3_bpe_decode(bpe, ids.ids, ids.len, &text, &text_len);
+    memset(&go, 0, sizeof(go));
+    go.max_new_tokens = cfg->sample_tokens;
+    go.context = tr->T;
+    go.vocab_size = tr->model->cfg.vocab_size;   /* the real vocabulary: padded ids never */
+    go.stop_id = -1;
+    go.sampling.greedy = cfg->top_k <= 1;
+    go.sampling.temperature = cfg->temperature;
+    go.sampling.top_k = cfg->top_k;
+    go.sampling.seed = cfg->model.seed;
+    st = g3_infer_generate(&lm, &go, &ids, &made, NULL);
     if (st != G3_OK)
         goto out;
-    st = g3_utf8_sanitize(text, text_len, &clean, &clean_len, &replaced);
+    st = g3_infer_decode_text(bpe, ids.ids, ids.len, &text, &text_len);
     if (st != G3_OK)
         goto out;
     if (cfg->top_k <= 1)
@@ -249,16 +122,12 @@ static g3_status_t g3_trainer_sample(g3_trainer_t *tr)
     else
         printf("sample (top-k %d, temperature %g, %d tokens after a %zu-token prompt):\n",
                cfg->top_k, cfg->temperature, cfg->sample_tokens, prompt_len);
-    fwrite(clean ? clean : text, 1, clean ? clean_len : text_len, stdout);
+    fwrite(text, 1, text_len, stdout);
     printf("\n");
     fflush(stdout);
 out:
-    free(clean);
     free(text);
-    free(cand);
-    free(logits);
     g3_bpe_ids_free(&ids);
-    g3_bpe_cache_free(cache);
     g3_bpe_free(bpe);
     return st;
 }

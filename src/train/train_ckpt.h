@@ -24,6 +24,7 @@ typedef struct {
     g3_gpt_t                *model;
     g3_train_adamw_t        *opt;   /* one rank: m, v (model->numel,) and step, or NULL */
     g3_par_engine_t         *eng;   /* 3D-parallel: its optimizer ranges, or NULL       */
+    /* opt and eng both NULL: the model alone; load it with cfg->no_load_optim set */
 } g3_train_ckpt_t;
 
 /* Save the state after `iteration` (collective over the world).  gbs: the global batch of

@@ -1,0 +1,105 @@
+/* gpt3d infer: batches of a split and the mean token loss over them (see infer.h).
+ * Glossary: B micro-batch, T sequence length, GBS global batch, DP data-parallel size. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "infer/infer.h"
+
+g3_status_t g3_infer_batch_load(const g3_infer_batch_t *bt, g3_split_t split, uint64_t first,
+                                int64_t n, uint64_t wrap)
+{
+    int64_t B = bt->B, DP = bt->dp_size > 0 ? bt->dp_size : 1, d = bt->dp_rank;
+    size_t T = (size_t)bt->T;
+
+    for (int64_t b = 0; b < n; b++) {
+        uint64_t pos = (uint64_t)((b / B) * B * DP + d * B + b % B);
+        uint64_t idx = wrap ? (first + pos) % wrap : first + pos;
+        g3_status_t st = g3_data_get(bt->data, split, idx, bt->sample);
+        if (st != G3_OK)
+            return st;
+        memcpy(bt->inputs + (size_t)b * T, bt->sample, sizeof(int32_t) * T);
+        memcpy(bt->targets + (size_t)b * T, bt->sample + 1, sizeof(int32_t) * T);
+    }
+    return G3_OK;
+}
+
+g3_status_t g3_infer_evaluate(const g3_infer_lm_t *lm, const g3_infer_batch_t *bt,
+                              g3_split_t split, uint64_t n_samples, int64_t gbs,
+                              double *loss_p)
+{
+    uint64_t avail = g3_data_num_samples(bt->data, split);
+    double sum = 0.0;
+
+    if (lm->eng) {   /* each replica its slice of each global batch, through the pipeline */
+        int64_t rows = gbs / (bt->dp_size > 0 ? bt->dp_size : 1);
+        for (uint64_t first = 0; first < n_samples; first += (uint64_t)gbs) {
+            double s = 0.0;
+            g3_status_t st = g3_infer_batch_load(bt, split, first, rows, avail);
+            if (st == G3_OK)
+                st = g3_par_eval(lm->eng, bt->inputs, bt->targets, rows, &s);
+            if (st != G3_OK)
+                return st;
+            sum += s;
+        }
+    } else {         /* one rank: micro-batch after micro-batch */
+        for (uint64_t first = 0; first < n_samples; first += (uint64_t)bt->B) {
+            double s = 0.0;
+            g3_status_t st = g3_infer_batch_load(bt, split, first, bt->B, avail);
+            if (st == G3_OK)
+                st = g3_gpt_forward(lm->model, lm->acts, bt->inputs, bt->targets, bt->B, bt->T,
+                                    0.0f, &s);
+            if (st != G3_OK)
+                return st;
+            sum += s;
+        }
+    }
+    *loss_p = sum / ((double)n_samples * bt->T);
+    return G3_OK;
+}
+
+void g3_infer_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+void g3_infer_report_eval(FILE *metrics, g3_split_t split, int64_t iteration, double loss,
+                          int final, uint64_t samples, const char *checkpoint)
+{
+    double ppl = loss < 700.0 ? exp(loss) : INFINITY;
+    const char *label = split == G3_SPLIT_VALID ? "validation" : g3_split_name(split);
+
+    printf("-----------------------------------------------------------------------------\n");
+    printf(" %s loss %s %lld | lm loss value: %.6E | lm loss PPL: %.6E |\n", label,
+           final ? "at the end of training, iteration" : "at iteration", (long long)iteration,
+           loss, ppl);
+    printf("-----------------------------------------------------------------------------\n");
+    fflush(stdout);
+    if (!metrics)
+        return;
+    fprintf(metrics, "{\"event\":\"eval\",\"split\":\"%s\",\"iteration\":%lld,",
+            g3_split_name(split), (long long)iteration);
+    /* JSON has no infinity or NaN */
+    fprintf(metrics, isfinite(loss) ? "\"loss\":%.9g," : "\"loss\":null,", loss);
+    fprintf(metrics, isfinite(ppl) ? "\"ppl\":%.9g," : "\"ppl\":null,", ppl);
+    fprintf(metrics, "\"final\":%s", final ? "true" : "false");
+    if (checkpoint) {
+        fprintf(metrics, ",\"samples\":%llu,\"checkpoint\":", (unsigned long long)samples);
+        g3_infer_json_string(metrics, checkpoint);
+    }
+    fprintf(metrics, "}\n");
+    fflush(metrics);
+}

@@ -1,0 +1,6 @@
+# src/infer: forward-only passes of a GPT: the loss over a split (validation, gpt3d eval) and
+# text generation (the trainer's sample, gpt3d generate) (g3_infer_).
+src_libgpt3d_a_SOURCES += \
+	src/infer/infer.h \
+	src/infer/eval.c \
+	src/infer/sample.c
