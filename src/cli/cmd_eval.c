@@ -1,10 +1,380 @@
-/* gpt3d eval: evaluation.  Not implemented in this build yet; the entry exists
- * so that "gpt3d help" lists it, and it fails honestly with exit code 1. */
+/* gpt3d eval: the loss and perplexity of a checkpoint's model on splits of the data.
+ *
+ * The model comes from the checkpoint (its saved configuration and shapes), the data
+ * settings default to the checkpoint's run's, and the loss is computed by the trainer's own
+ * validation code (src/infer), so `gpt3d eval --load DIR` reports the validation loss the
+ * trainer reported at that iteration.  One rank, CPU backend (docs/inference.md). */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt/ckpt.h"
+#include "cli/cmd_infer.h"
 #include "cli/commands.h"
+#include "core/log.h"
+#include "core/opt.h"
+#include "core/status.h"
+#include "data/dataset.h"
+#include "infer/infer.h"
+
+static const g3_opt_spec_t g3_eval_specs[] = {
+    G3_CLI_INFER_SPECS,
+    { "eval-split", G3_OPT_STRING, "valid", "Splits to evaluate, comma-separated: valid, test, train.", NULL, 0, 0, "LIST" },
+    { "eval-iters", G3_OPT_INT, NULL, "Global batches per split (default: the checkpoint's run's --eval-iters).", NULL, 0, 0, NULL },
+    { "micro-batch-size", G3_OPT_INT, NULL, "Sequences per forward pass (default: the checkpoint's run's).", NULL, 0, 0, NULL },
+    { "global-batch-size", G3_OPT_INT, NULL, "Sequences per evaluation batch (default: the checkpoint's run's global batch).", NULL, 0, 0, NULL },
+    { "data-path", G3_OPT_LIST, NULL, "Dataset prefix(es) PREFIX or W1 PREFIX1 W2 PREFIX2... (default: the checkpoint's run's).", NULL, 1, 0, "[W] PREFIX..." },
+    { "split", G3_OPT_STRING, NULL, "Train,valid,test proportions of the documents (default: the checkpoint's run's).", NULL, 0, 0, NULL },
+    { "data-cache-path", G3_OPT_STRING, NULL, "Where sample indices are cached (default: the checkpoint's run's, else beside the data).", NULL, 0, 0, "DIR" },
+    { "seed", G3_OPT_INT, NULL, "Seed of the data order (default: the checkpoint's run's, which makes the samples its validation used).", NULL, 0, 0, NULL },
+    { "debug-batch-dump", G3_OPT_STRING, NULL, "Tests: write the samples each split is evaluated on to FILE (int32, (samples, seq-length + 1) per split, in --eval-split order).", NULL, 0, 0, "FILE" },
+    { "metrics-file", G3_OPT_STRING, NULL, "Append one JSON line per split ({\"event\":\"eval\",\"split\":...,\"loss\":...,\"ppl\":...}) to FILE.", NULL, 0, 0, "FILE" },
+    { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
+};
+
+static const g3_opt_cmd_t g3_eval_cmd = {
+    "eval", "Evaluate a checkpoint: loss and perplexity on the validation (or test) split.",
+    NULL, 0, 0, g3_eval_specs
+};
+
+/* The run's data settings: each flag, else the checkpoint's value. */
+typedef struct {
+    int64_t     eval_iters, B, gbs;
+    uint64_t    seed;
+    int         nsplits;
+    g3_split_t  splits[G3_SPLIT_COUNT];
+    /* --data-path words: the flag's, or the checkpoint's line cut at spaces */
+    int         npath;
+    char      **path;
+    char       *path_buf;
+    char        split[256], cache[PATH_MAX], builtin[PATH_MAX + 32];
+    const char *split_p, *cache_p;
+} g3_eval_data_t;
+
+/* An integer setting: the flag, else the checkpoint's key, else def (< 0: required).
+ * RET: 1 with *out set, else 0 (logged). */
+static int g3_eval_int(const g3_opts_t *o, const g3_cli_infer_t *s, const char *flag,
+                       int64_t def, int64_t *out)
+{
+    char buf[64], *end;
+    const char *v;
+
+    if (g3_opts_is_set(o, flag)) {
+        *out = g3_opts_int(o, flag);
+        return 1;
+    }
+    v = g3_cli_infer_ckpt_value(s, flag, buf, sizeof(buf));
+    if (!v) {
+        *out = def;
+        return 1;
+    }
+    errno = 0;
+    *out = strtoll(v, &end, 10);
+    if (errno || *end || end == v) {
+        g3_error("checkpoint %s records --%s '%s', which is not a number; pass --%s", 
+                 s->info->path, flag, v, flag);
+        return 0;
+    }
+    return 1;
+}
+
+/* --eval-split: a comma-separated list of split names.  RET: 1, or 0 (logged). */
+static int g3_eval_splits(const char *list, g3_eval_data_t *d)
+{
+    const char *p = list;
+
+    d->nsplits = 0;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int found = -1;
+        for (int s = 0; s < G3_SPLIT_COUNT; s++)
+            if (n == strlen(g3_split_name((g3_split_t)s)) &&
+                strncmp(p, g3_split_name((g3_split_t)s), n) == 0)
+                found = s;
+        if (found < 0) {
+            g3_error("--eval-split '%s': '%.*s' is not a split; use valid, test or train, "
+                     "comma-separated", list, (int)n, p);
+            return 0;
+        }
+        for (int i = 0; i < d->nsplits; i++)
+            if (d->splits[i] == (g3_split_t)found)
+                found = -1;
+        if (found >= 0)
+            d->splits[d->nsplits++] = (g3_split_t)found;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (d->nsplits == 0) {
+        g3_error("--eval-split is empty; use valid, test or train, comma-separated");
+        return 0;
+    }
+    return 1;
+}
+
+/* --data-path: the flag's words, else the checkpoint's (space-separated), else the built-in
+ * corpus; each prefix's .bin and .idx must exist.  RET: 1, or 0 (logged). */
+static int g3_eval_data_path(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_data_t *d)
+{
+    char *const *list;
+    const char *from = "";
+    char line[8192];
+
+    if (g3_opts_is_set(o, "data-path")) {
+        d->npath = g3_opts_list(o, "data-path", &list);
+        d->path = calloc((size_t)d->npath, sizeof(char *));
+        if (!d->path)
+            goto err_no_memory;
+        for (int i = 0; i < d->npath; i++)
+            d->path[i] = list[i];
+    } else if (g3_cli_infer_ckpt_value(s, "data-path", line, sizeof(line))) {
+        char *save = NULL, *w;
+        from = " (from the checkpoint's configuration)";
+        d->path_buf = strdup(line);
+        d->path = calloc(strlen(line) / 2 + 2, sizeof(char *));
+        if (!d->path_buf || !d->path)
+            goto err_no_memory;
+        for (w = strtok_r(d->path_buf, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
+            d->path[d->npath++] = w;
+    } else {
+        char dir[PATH_MAX];
+        from = " (the built-in corpus, which the checkpoint's run used)";
+        if (g3_data_corpus_dir(dir, sizeof(dir)) != G3_OK) {
+            g3_error("the checkpoint's run used the built-in corpus, whose directory is "
+                     "unknown (neither GPT3D_DATA_DIR nor HOME is set): pass --data-path");
+            return 0;
+        }
+        snprintf(d->builtin, sizeof(d->builtin), "%s/kjv_text_document", dir);
+        d->path = calloc(1, sizeof(char *));
+        if (!d->path)
+            goto err_no_memory;
+        d->path[0] = d->builtin;
+        d->npath = 1;
+    }
+    if (d->npath < 1 || (d->npath > 1 && d->npath % 2 != 0)) {
+        g3_error("--data-path%s has %d words: give PREFIX, or weight and prefix pairs", from,
+                 d->npath);
+        return 0;
+    }
+    for (int i = d->npath == 1 ? 0 : 1; i < d->npath; i += d->npath == 1 ? 1 : 2) {
+        const char *ext[2] = { ".bin", ".idx" };
+        for (int e = 0; e < 2; e++) {
+            char path[PATH_MAX + 8];
+            struct stat sb;
+            snprintf(path, sizeof(path), "%s%s", d->path[i], ext[e]);
+            if (stat(path, &sb) != 0) {
+                g3_error("--data-path %s%s: %s: %s; pass --data-path with the dataset to "
+                         "evaluate on (a relative path is relative to this directory)",
+                         d->path[i], from, path, strerror(errno));
+                return 0;
+            }
+        }
+    }
+    return 1;
+
+err_no_memory:
+    g3_error("out of memory reading --data-path");
+    return 0;
+}
+
+/* --debug-batch-dump: the samples g3_infer_evaluate reads (one rank: samples 0 .. n-1 of
+ * each split, modulo the split's size), for the reference tests.  RET: the exit code. */
+static int g3_eval_dump(const char *path, const g3_data_t *data, const g3_eval_data_t *d,
+                        uint64_t n, int T, int32_t *sample)
+{
+    FILE *f = fopen(path, "wb");
+    int ok = f != NULL;
+
+    for (int i = 0; ok && i < d->nsplits; i++) {
+        uint64_t avail = g3_data_num_samples(data, d->splits[i]);
+        for (uint64_t k = 0; ok && k < n; k++)
+            ok = g3_data_get(data, d->splits[i], k % avail, sample) == G3_OK &&
+                 fwrite(sample, sizeof(int32_t), (size_t)T + 1, f) == (size_t)T + 1;
+    }
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok) {
+        g3_error("could not write --debug-batch-dump %s: %s", path, strerror(errno));
+        return G3_EXIT_FAILURE;
+    }
+    return G3_EXIT_OK;
+}
+
+/* Every data setting; RET: the exit code. */
+static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_data_t *d)
+{
+    int64_t seed = 0, ckpt_mb = 1;
+    char buf[64];
+    int ok = 1;
+
+    ok &= g3_eval_splits(g3_opts_str(o, "eval-split"), d);
+    ok &= g3_eval_int(o, s, "eval-iters", 100, &d->eval_iters);
+    ok &= g3_eval_int(o, s, "micro-batch-size", 1, &d->B);
+    ok &= g3_eval_int(o, s, "seed", (int64_t)s->info->model.seed, &seed);
+    if (!ok)
+        return G3_EXIT_USAGE;
+    if (g3_opts_is_set(o, "global-batch-size")) {
+        d->gbs = g3_opts_int(o, "global-batch-size");
+    } else if (g3_cli_infer_ckpt_value(s, "global-batch-size", buf, sizeof(buf))) {
+        if (!g3_eval_int(o, s, "global-batch-size", 0, &d->gbs))
+            return G3_EXIT_USAGE;
+    } else {   /* the run's default: its micro-batch times its data-parallel size */
+        char mb[64];
+        if (g3_cli_infer_ckpt_value(s, "micro-batch-size", mb, sizeof(mb)))
+            ckpt_mb = strtoll(mb, NULL, 10);
+        d->gbs = ckpt_mb * s->info->saved_dp;
+    }
+    d->seed = (uint64_t)seed;
+    if (d->eval_iters < 1) {
+        g3_error("--eval-iters must be at least 1 (got %lld%s)", (long long)d->eval_iters,
+                 g3_opts_is_set(o, "eval-iters") ? "" : " from the checkpoint's run");
+        return G3_EXIT_USAGE;
+    }
+    if (d->B < 1 || d->B > INT32_MAX || d->gbs < 1) {
+        g3_error("--micro-batch-size and --global-batch-size must be at least 1 (got %lld and "
+                 "%lld)", (long long)d->B, (long long)d->gbs);
+        return G3_EXIT_USAGE;
+    }
+    if (d->gbs % d->B != 0) {
+        g3_error("--global-batch-size %lld is not a multiple of --micro-batch-size %lld; pass "
+                 "a micro-batch size that divides it", (long long)d->gbs, (long long)d->B);
+        return G3_EXIT_USAGE;
+    }
+    d->split_p = g3_opts_str(o, "split");
+    if (!d->split_p && g3_cli_infer_ckpt_value(s, "split", d->split, sizeof(d->split)))
+        d->split_p = d->split;
+    d->cache_p = g3_opts_str(o, "data-cache-path");
+    if (!d->cache_p && g3_cli_infer_ckpt_value(s, "data-cache-path", d->cache, sizeof(d->cache)))
+        d->cache_p = d->cache;
+    return g3_eval_data_path(o, s, d) ? G3_EXIT_OK : G3_EXIT_FAILURE;
+}
 
 int g3_cmd_eval(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return g3_cmd_not_built("eval", "evaluation of a checkpoint (evaluating a checkpoint needs checkpoints, which are not built yet; 'gpt3d train --eval-iters N' reports the validation loss during and at the end of training)");
+    g3_opts_t *o = NULL;
+    g3_cli_infer_t s;
+    g3_eval_data_t d;
+    g3_data_config_t dcfg;
+    g3_data_t *data = NULL;
+    FILE *metrics = NULL;
+    int32_t *sample = NULL, *inputs = NULL, *targets = NULL;
+    const char *metrics_file;
+    uint64_t n;
+    int64_t bound;
+    int rc;
+    g3_status_t st;
+
+    memset(&s, 0, sizeof(s));
+    memset(&d, 0, sizeof(d));
+    st = g3_opts_parse(&g3_eval_cmd, argc, argv, &o);
+    if (st != G3_OK)
+        return g3_status_exit_code(st);
+    if (g3_opts_help_shown(o)) {
+        rc = G3_EXIT_OK;
+        goto out;
+    }
+    /* every check before any work */
+    rc = g3_cli_infer_check(o, "eval", &s);
+    if (rc == G3_EXIT_OK)
+        rc = g3_eval_settings(o, &s, &d);
+    if (rc != G3_EXIT_OK)
+        goto out;
+    n = (uint64_t)d.eval_iters * (uint64_t)d.gbs;
+    memset(&dcfg, 0, sizeof(dcfg));
+    dcfg.data_path_count = d.npath;
+    dcfg.data_path = d.path;
+    dcfg.split = d.split_p;
+    dcfg.seq_length = s.T;
+    dcfg.seed = d.seed;
+    for (int i = 0; i < d.nsplits; i++)
+        dcfg.num_samples[d.splits[i]] = n;   /* as the trainer asks for validation */
+    dcfg.cache_dir = d.cache_p;
+    st = g3_data_open(&dcfg, &data);
+    if (st != G3_OK) {
+        rc = g3_status_exit_code(st);
+        goto out;
+    }
+    bound = g3_data_max_token_bound(data);
+    if (bound > s.info->model.vocab_size) {
+        g3_error("the data holds token ids up to %lld but checkpoint %s has a vocabulary of %d: "
+                 "the data was tokenized with another vocabulary; pass data made with the "
+                 "model's", (long long)bound - 1, s.info->path, s.info->model.vocab_size);
+        rc = G3_EXIT_USAGE;
+        goto out;
+    }
+    for (int i = 0; i < d.nsplits; i++)
+        if (g3_data_num_samples(data, d.splits[i]) == 0) {
+            g3_error("the %s split is empty under --split %s: no document falls into it; "
+                     "evaluate another split (--eval-split) or change --split",
+                     g3_split_name(d.splits[i]), d.split_p ? d.split_p : "969,30,1");
+            rc = G3_EXIT_USAGE;
+            goto out;
+        }
+    metrics_file = g3_opts_str(o, "metrics-file");
+    if (metrics_file) {
+        metrics = fopen(metrics_file, "a");
+        if (!metrics) {
+            g3_error("cannot open the metrics file %s: %s; pass a writable --metrics-file",
+                     metrics_file, strerror(errno));
+            rc = G3_EXIT_FAILURE;
+            goto out;
+        }
+    }
+    sample = malloc(sizeof(int32_t) * (size_t)(s.T + 1));
+    inputs = malloc(sizeof(int32_t) * (size_t)d.B * (size_t)s.T);
+    targets = malloc(sizeof(int32_t) * (size_t)d.B * (size_t)s.T);
+    if (!sample || !inputs || !targets) {
+        g3_error("out of memory for a batch of %lld x %d tokens", (long long)d.B, s.T);
+        rc = G3_EXIT_FAILURE;
+        goto out;
+    }
+
+    if (g3_opts_str(o, "debug-batch-dump")) {
+        rc = g3_eval_dump(g3_opts_str(o, "debug-batch-dump"), data, &d, n, s.T, sample);
+        if (rc != G3_EXIT_OK)
+            goto out;
+    }
+    rc = g3_cli_infer_load(o, (int)d.B, &s);
+    if (rc != G3_EXIT_OK)
+        goto out;
+    g3_cli_infer_describe(&s, stdout);
+    printf("  data: %d global batch%s of %lld sequences (micro-batch %lld) per split, seed "
+           "%llu, --split %s\n", (int)d.eval_iters, d.eval_iters == 1 ? "" : "es",
+           (long long)d.gbs, (long long)d.B, (unsigned long long)d.seed,
+           d.split_p ? d.split_p : "969,30,1");
+    fflush(stdout);
+    for (int i = 0; i < d.nsplits; i++) {
+        g3_infer_lm_t lm = { s.model, s.acts, NULL };
+        g3_infer_batch_t bt = { data, (int)d.B, s.T, 1, 0, sample, inputs, targets };
+        double loss = 0.0;
+        st = g3_infer_evaluate(&lm, &bt, d.splits[i], n, d.gbs, &loss);
+        if (st != G3_OK) {
+            rc = g3_status_exit_code(st);
+            goto out;
+        }
+        g3_infer_report_eval(metrics, d.splits[i], s.info->iteration, loss, 0, n, s.info->path);
+    }
+    if (metrics && fclose(metrics) != 0) {
+        g3_error("could not finish writing the metrics file %s: %s", metrics_file,
+                 strerror(errno));
+        rc = G3_EXIT_FAILURE;
+    }
+    metrics = NULL;
+out:
+    if (metrics)
+        fclose(metrics);
+    free(sample);
+    free(inputs);
+    free(targets);
+    g3_data_close(data);
+    g3_cli_infer_free(&s);
+    free(d.path);
+    free(d.path_buf);
+    g3_opts_free(o);
+    return rc;
 }

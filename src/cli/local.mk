@@ -9,6 +9,8 @@ src_gpt3d_SOURCES = \
 	src/cli/cmd_corpus.c \
 	src/cli/cmd_topo.c \
 	src/cli/cmd_ckpt.c \
+	src/cli/cmd_infer.h \
+	src/cli/cmd_infer.c \
 	src/cli/cmd_eval.c \
 	src/cli/cmd_generate.c \
 	src/cli/cmd_plan.c

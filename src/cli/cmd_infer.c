@@ -1,0 +1,197 @@
+/* gpt3d eval and gpt3d generate: the checkpoint, the model and the tokenizer files they
+ * share (see cmd_infer.h).  Glossary: B micro-batch, T sequence length, P positions. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend/backend.h"
+#include "ckpt/ckpt.h"
+#include "cli/cmd_infer.h"
+#include "core/log.h"
+#include "core/status.h"
+#include "data/dataset.h"
+
+const char *g3_cli_infer_ckpt_value(const g3_cli_infer_t *s, const char *key, char *buf,
+                                    size_t size)
+{
+    return g3_ckpt_config_get(s->info->config, key, buf, size);
+}
+
+/* A tokenizer file: the flag, else the checkpoint run's flag, else the built-in corpus's
+ * file.  RET: 1 when it exists (out set), else 0 (logged, saying where the name came from). */
+static int g3_cli_infer_file(const g3_opts_t *o, const g3_cli_infer_t *s, const char *flag,
+                             const char *builtin, char *out, size_t size)
+{
+    char buf[PATH_MAX + 32], dir[PATH_MAX];
+    const char *v = g3_opts_str(o, flag), *from = "";
+    struct stat sb;
+
+    if (!v) {
+        v = g3_cli_infer_ckpt_value(s, flag, buf, sizeof(buf));
+        from = " (from the checkpoint's configuration)";
+    }
+    if (!v) {
+        if (g3_data_corpus_dir(dir, sizeof(dir)) != G3_OK) {
+            g3_error("the checkpoint's run used the built-in corpus, whose directory is unknown "
+                     "(neither GPT3D_DATA_DIR nor HOME is set): pass --%s", flag);
+            return 0;
+        }
+        snprintf(buf, sizeof(buf), "%s/%s", dir, builtin);
+        v = buf;
+        from = " (the built-in corpus's, which the checkpoint's run used)";
+    }
+    if (stat(v, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        g3_error("--%s %s%s: %s; pass --%s FILE, the file the model was trained with", flag, v,
+                 from, stat(v, &sb) != 0 ? strerror(errno) : "not a file", flag);
+        return 0;
+    }
+    snprintf(out, size, "%s", v);
+    return 1;
+}
+
+/* The model flags given must equal the checkpoint's.  RET: the number that differ (logged). */
+static int g3_cli_infer_model_flags(const g3_opts_t *o, const g3_cli_infer_t *s)
+{
+    const g3_gpt_config_t *m = &s->info->model;
+    struct { const char *flag; int value; } keys[] = {
+        { "num-layers", m->num_layers },
+        { "hidden-size", m->hidden_size },
+        { "num-attention-heads", m->num_attention_heads },
+        { "ffn-hidden-size", m->ffn_hidden_size > 0 ? m->ffn_hidden_size : 4 * m->hidden_size },
+        { "max-position-embeddings",
+          m->max_position_embeddings > 0 ? m->max_position_embeddings : m->seq_length },
+    };
+    int bad = 0;
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        int64_t v;
+        if (!g3_opts_is_set(o, keys[i].flag))
+            continue;
+        v = g3_opts_int(o, keys[i].flag);
+        if (v == keys[i].value)
+            continue;
+        g3_error("model configuration mismatch: checkpoint %s has --%s %d but this command "
+                 "has --%s %lld", s->info->path, keys[i].flag, keys[i].value, keys[i].flag,
+                 (long long)v);
+        bad++;
+    }
+    if (bad)
+        g3_error("%d model setting%s differ from checkpoint %s: the architecture comes from "
+                 "the checkpoint; drop the flag%s or load the checkpoint you meant", bad,
+                 bad > 1 ? "s" : "", s->info->path, bad > 1 ? "s" : "");
+    return bad;
+}
+
+int g3_cli_infer_check(const g3_opts_t *o, const char *what, g3_cli_infer_t *s)
+{
+    const char *load = g3_opts_str(o, "load"), *step_s = g3_opts_str(o, "ckpt-step");
+    g3_gpt_config_t *m;
+    int64_t step = -1, vocab = 0, eod = 0;
+    int P;
+    g3_status_t st;
+
+    memset(s, 0, sizeof(*s));
+    s->what = what;
+    if (!load) {
+        g3_error("gpt3d %s needs --load DIR: the --save directory of a gpt3d train run (or "
+                 "one iter_NNNNNNN directory in it)", what);
+        return G3_EXIT_USAGE;
+    }
+    if (strcmp(step_s, "latest") != 0) {
+        char *end;
+        errno = 0;
+        step = strtoll(step_s, &end, 10);
+        if (errno || *end || end == step_s || step < 0) {
+            g3_error("--ckpt-step '%s' is neither an iteration (a number >= 0) nor 'latest'",
+                     step_s);
+            return G3_EXIT_USAGE;
+        }
+    }
+    if (step >= 0 && g3_opts_bool(o, "load-fallback")) {
+        g3_error("--load-fallback goes back from the latest checkpoint; with --ckpt-step %s "
+                 "you picked one: drop one of the two", step_s);
+        return G3_EXIT_USAGE;
+    }
+    st = g3_train_ckpt_model_open(load, step, &s->info);
+    if (st != G3_OK)
+        return st == G3_ERR_INVALID_ARG ? G3_EXIT_USAGE : g3_status_exit_code(st);
+    if (g3_cli_infer_model_flags(o, s))
+        return G3_EXIT_USAGE;
+    m = &s->info->model;
+    P = m->max_position_embeddings > 0 ? m->max_position_embeddings : m->seq_length;
+    if (g3_opts_is_set(o, "seq-length")) {
+        int64_t T = g3_opts_int(o, "seq-length");
+        if (T < 1 || T > P) {
+            g3_error("--seq-length %lld is outside what checkpoint %s can run: 1 .. %d (its "
+                     "--max-position-embeddings)", (long long)T, s->info->path, P);
+            return G3_EXIT_USAGE;
+        }
+        if (T > m->seq_length)
+            g3_warn("--seq-length %lld is longer than the %d tokens checkpoint %s was trained "
+                    "on: positions from %d on were never trained", (long long)T,
+                    m->seq_length, s->info->path, m->seq_length);
+        m->max_position_embeddings = P;
+        m->seq_length = (int)T;
+    }
+    s->T = m->seq_length;
+    if (!g3_cli_infer_file(o, s, "vocab-file", "encoder.json", s->vocab_file,
+                           sizeof(s->vocab_file)) ||
+        !g3_cli_infer_file(o, s, "merge-file", "vocab.bpe", s->merge_file,
+                           sizeof(s->merge_file)))
+        return G3_EXIT_FAILURE;
+    st = g3_data_vocab_info(s->vocab_file, &vocab, &eod);
+    if (st != G3_OK)
+        return g3_status_exit_code(st);
+    if (vocab != m->vocab_size) {
+        g3_error("--vocab-file %s has %lld entries but checkpoint %s was trained with a "
+                 "vocabulary of %d: pass the vocabulary file it was trained with", s->vocab_file,
+                 (long long)vocab, s->info->path, m->vocab_size);
+        return G3_EXIT_USAGE;
+    }
+    return G3_EXIT_OK;
+}
+
+int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
+{
+    g3_status_t st;
+
+    s->B = B;
+    st = g3_be_open("cpu", 0, &s->be);
+    if (st == G3_OK)
+        st = g3_gpt_init(&s->info->model, s->be, &s->model);
+    if (st == G3_OK)
+        st = g3_gpt_acts_init(s->model, B, s->T, &s->acts);
+    if (st == G3_OK)
+        st = g3_train_ckpt_model_load(s->info, s->model, NULL, 1, 0, NULL,
+                                      g3_opts_bool(o, "load-fallback"));
+    return g3_status_exit_code(st);
+}
+
+void g3_cli_infer_describe(const g3_cli_infer_t *s, FILE *out)
+{
+    const g3_train_ckpt_info_t *i = s->info;
+    const g3_gpt_config_t *m = &i->model;
+
+    fprintf(out, "gpt3d %s: checkpoint %s (iteration %" PRId64 ", saved by TP %d x PP %d x DP "
+            "%d): GPT %d layers, hidden %d, %d heads, ffn %d, sequence %d, vocabulary %d "
+            "(padded %d): %.2fM parameters\n", s->what, i->path, i->iteration, i->saved_tp,
+            i->saved_pp, i->saved_dp, m->num_layers, m->hidden_size, m->num_attention_heads,
+            m->ffn_hidden_size > 0 ? m->ffn_hidden_size : 4 * m->hidden_size, s->T,
+            m->vocab_size, i->padded_vocab, (double)g3_gpt_num_parameters(m) / 1e6);
+    fflush(out);
+}
+
+void g3_cli_infer_free(g3_cli_infer_t *s)
+{
+    if (s->acts)
+        g3_gpt_acts_free(s->model, s->acts);
+    g3_gpt_free(s->model);
+    g3_be_close(s->be);
+    g3_train_ckpt_info_free(s->info);
+    memset(s, 0, sizeof(*s));
+}
