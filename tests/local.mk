@@ -21,6 +21,7 @@ include tests/cli/local.mk
 include tests/data/local.mk
 include tests/model/local.mk
 include tests/train/local.mk
+include tests/infer/local.mk
 include tests/parallel/local.mk
 include tests/comm/local.mk
 include tests/topo/local.mk
