@@ -50,6 +50,55 @@ __device__ __forceinline__ void g3_att_store_rows(bf16 *dst, const float *stage,
         o[d] = g3_f2bf(stage[r * LDO + d] * mul);
 }
 
+/* A warp's two 16 x 64 score tiles, the first step of both backward kernels:
+ *   S = X_w Y^T  and  dP = X2_w Y2^T,
+ * X_w / X2_w the warp's 16 rows of X / X2, Y / Y2 all 64 rows of their tile; every operand
+ * (rows, HS) bf16 in shared memory with row stride LDQ; S and dP fp32 with row stride
+ * G3_ATT_LDS.  dK/dV: X = K, Y = Q, X2 = V, Y2 = dO (S^T, dP^T); dQ: X = Q, Y = K, X2 = dO,
+ * Y2 = V. */
+template <int HS>
+__device__ __forceinline__ void g3_att_scores(float *S, float *dP, const bf16 *X, const bf16 *Y,
+                                              const bf16 *X2, const bf16 *Y2, int warp)
+{
+    typedef g3_att_dims<HS> D;
+    typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc_t;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        acc_t s, dp;
+        wmma::fill_fragment(s, 0.0f);
+        wmma::fill_fragment(dp, 0.0f);
+#pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> b;
+            wmma::load_matrix_sync(a, X + (warp * 16) * D::LDQ + kk * 16, D::LDQ);
+            wmma::load_matrix_sync(b, Y + (j * 16) * D::LDQ + kk * 16, D::LDQ);
+            wmma::mma_sync(s, a, b, s);
+            wmma::load_matrix_sync(a, X2 + (warp * 16) * D::LDQ + kk * 16, D::LDQ);
+            wmma::load_matrix_sync(b, Y2 + (j * 16) * D::LDQ + kk * 16, D::LDQ);
+            wmma::mma_sync(dp, a, b, dp);
+        }
+        wmma::store_matrix_sync(S + j * 16, s, G3_ATT_LDS, wmma::mem_row_major);
+        wmma::store_matrix_sync(dP + j * 16, dp, G3_ATT_LDS, wmma::mem_row_major);
+    }
+}
+
+/* Write a warp's 16 x HS accumulators acc, times mul, to rows row0.. of dst (stride ld, rows
+ * >= T skipped), staged through stage (16 x LDO fp32, the warp's own). */
+template <int HS>
+__device__ __forceinline__ void g3_att_store_acc(
+    bf16 *dst, float *stage, wmma::fragment<wmma::accumulator, 16, 16, 16, float> *acc,
+    int row0, int T, int ld, float mul)
+{
+    __syncwarp();
+#pragma unroll
+    for (int n = 0; n < HS / 16; n++)
+        wmma::store_matrix_sync(stage + n * 16, acc[n], g3_att_dims<HS>::LDO,
+                                wmma::mem_row_major);
+    __syncwarp();
+    g3_att_store_rows<HS>(dst, stage, row0, T, ld, mul);
+}
+
 template <int HS>
 static size_t g3_att_dkv_smem(void)
 {
@@ -119,25 +168,7 @@ g3_att_dkv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *ls
         __syncthreads();
 
         /* S^T (16 keys x 64 queries) = K_w Q^T;  dP^T = V_w dO^T */
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            acc_t s, dp;
-            wmma::fill_fragment(s, 0.0f);
-            wmma::fill_fragment(dp, 0.0f);
-#pragma unroll
-            for (int kk = 0; kk < HS / 16; kk++) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> bq;
-                wmma::load_matrix_sync(a, Ks + (warp * 16) * D::LDQ + kk * 16, D::LDQ);
-                wmma::load_matrix_sync(bq, Qs + (j * 16) * D::LDQ + kk * 16, D::LDQ);
-                wmma::mma_sync(s, a, bq, s);
-                wmma::load_matrix_sync(a, Vs + (warp * 16) * D::LDQ + kk * 16, D::LDQ);
-                wmma::load_matrix_sync(bq, dOs + (j * 16) * D::LDQ + kk * 16, D::LDQ);
-                wmma::mma_sync(dp, a, bq, dp);
-            }
-            wmma::store_matrix_sync(St + j * 16, s, G3_ATT_LDS, wmma::mem_row_major);
-            wmma::store_matrix_sync(dPt + j * 16, dp, G3_ATT_LDS, wmma::mem_row_major);
-        }
+        g3_att_scores<HS>(St, dPt, Ks, Qs, Vs, dOs, warp);
         __syncwarp();
 
         /* P^T and dS^T for key row r, query columns [32 half, 32 half + 32) */
@@ -172,18 +203,8 @@ g3_att_dkv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *ls
 
     /* stage through the warp's S^T/dP^T area (2 x 16 x LDS >= 16 x LDO floats) */
     bf16 *dbase = dqkv + (size_t)b * T * 3 * C + h * HS;
-    __syncwarp();
-#pragma unroll
-    for (int n = 0; n < HS / 16; n++)
-        wmma::store_matrix_sync(St + n * 16, dk[n], D::LDO, wmma::mem_row_major);
-    __syncwarp();
-    g3_att_store_rows<HS>(dbase + C, St, k0 + warp * 16, T, 3 * C, scale);
-    __syncwarp();
-#pragma unroll
-    for (int n = 0; n < HS / 16; n++)
-        wmma::store_matrix_sync(St + n * 16, dv[n], D::LDO, wmma::mem_row_major);
-    __syncwarp();
-    g3_att_store_rows<HS>(dbase + 2 * C, St, k0 + warp * 16, T, 3 * C, 1.0f);
+    g3_att_store_acc<HS>(dbase + C, St, dk, k0 + warp * 16, T, 3 * C, scale);
+    g3_att_store_acc<HS>(dbase + 2 * C, St, dv, k0 + warp * 16, T, 3 * C, 1.0f);
 }
 
 template <int HS>
@@ -252,25 +273,7 @@ g3_att_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
         __syncthreads();
 
         /* S (16 queries x 64 keys) = Q_w K^T;  dP = dO_w V^T */
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            acc_t s, dp;
-            wmma::fill_fragment(s, 0.0f);
-            wmma::fill_fragment(dp, 0.0f);
-#pragma unroll
-            for (int kk = 0; kk < HS / 16; kk++) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> bk;
-                wmma::load_matrix_sync(a, Qs + (warp * 16) * D::LDQ + kk * 16, D::LDQ);
-                wmma::load_matrix_sync(bk, Ks + (j * 16) * D::LDQ + kk * 16, D::LDQ);
-                wmma::mma_sync(s, a, bk, s);
-                wmma::load_matrix_sync(a, dOs + (warp * 16) * D::LDQ + kk * 16, D::LDQ);
-                wmma::load_matrix_sync(bk, Vs + (j * 16) * D::LDQ + kk * 16, D::LDQ);
-                wmma::mma_sync(dp, a, bk, dp);
-            }
-            wmma::store_matrix_sync(Sw + j * 16, s, G3_ATT_LDS, wmma::mem_row_major);
-            wmma::store_matrix_sync(dPw + j * 16, dp, G3_ATT_LDS, wmma::mem_row_major);
-        }
+        g3_att_scores<HS>(Sw, dPw, Qs, Ks, dOs, Vs, warp);
         __syncwarp();
 
 #pragma unroll 4
@@ -297,13 +300,8 @@ g3_att_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
         }
     }
 
-    __syncwarp();
-#pragma unroll
-    for (int n = 0; n < HS / 16; n++)
-        wmma::store_matrix_sync(Sw + n * 16, dq[n], D::LDO, wmma::mem_row_major);
-    __syncwarp();
-    g3_att_store_rows<HS>(dqkv + (size_t)b * T * 3 * C + h * HS, Sw, q0 + warp * 16, T, 3 * C,
-                          scale);
+    g3_att_store_acc<HS>(dqkv + (size_t)b * T * 3 * C + h * HS, Sw, dq, q0 + warp * 16, T,
+                         3 * C, scale);
 }
 
 /* ---- host launcher (tests/kernels/emu cuts the file here) ---- */

@@ -4,10 +4,13 @@
 #   2. every kernel test in benchmark mode (correctness first, then "# bench" timings),
 #   3. full-model training speed of GPT-2 124M and 1.5B: gpt3d (`gpt3d train --device cuda`)
 #      next to PyTorch (tests/kernels/torch_gpt_bench.py: torch.compile, SDPA, bf16 autocast,
-#      fused AdamW) on the same GPU: tokens/s, model TFLOP/s and MFU against PEAK_TFLOPS.
-# gpt3d's --device cuda does not exist until the kernels are integrated into the backend ops
-# table (docs/cuda.md, "Status"); until then section 3 says so and prints PyTorch's numbers
-# only.  Nothing is estimated or filled in.
+#      fused AdamW) on the same GPU: tokens/s, model TFLOP/s and MFU against PEAK_TFLOPS, and
+#      the ratios gpt3d / PyTorch (tokens/s) and model TFLOP/s / GEMM ceiling.
+# Model TFLOP/s = 3 x (L (2 B T (4 C^2 + 2 C F) + 4 B T^2 C) + 2 B T C Vp) per step / step time
+# (docs/model.md; recomputation not counted), MFU = model TFLOP/s / PEAK_TFLOPS.  gpt3d trains
+# on the KJV test corpus ($build/tests/_data/kjv, made by `make check`; GPT-2's vocabulary).
+# A build without --device cuda, or a run that fails, prints n/a with the reason: nothing is
+# estimated or filled in.
 #
 #   tests/kernels/bench_gpu.sh [BUILD_DIR]     (BUILD_DIR: where `make check` built the tests;
 #                                               default $top_builddir, else .)
@@ -21,12 +24,14 @@ STEPS=${STEPS:-20}                     # timed training steps per model (after w
 SEQ=1024                               # sequence length of every full-model run
 MB_124M=${MB_124M:-16}                 # micro-batch of GPT-2 124M (the issue asks 16-32)
 MB_1_5B=${MB_1_5B:-8}                  # micro-batch of GPT-2 1.5B (16 needs recomputation)
+RECOMPUTE_1_5B=${RECOMPUTE_1_5B:-}     # e.g. "selective" or "full" for MB_1_5B=16
 # -------------------------------------------------------------------------------------------
 
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-${top_builddir:-.}}
 gpt3d="$build/src/gpt3d"
 kt="$build/tests/kernels"
+kjv="${GPT3D_TEST_DATA:-$build/tests/_data}/kjv"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -41,8 +46,15 @@ fi
 echo "peak used for MFU: $PEAK_TFLOPS TFLOP/s (PEAK_TFLOPS)"
 
 section "1. cuBLASLt bf16 GEMM ceiling"
+gemm_best=""
 if [ -x "$kt/bench_gemm" ]; then
-    "$kt/bench_gemm" 8192 8192 8192 20 || echo "bench_gemm failed (exit $?)"
+    if out=$("$kt/bench_gemm" 8192 8192 8192 20 2>&1); then
+        printf '%s\n' "$out"
+        gemm_best=$(printf '%s\n' "$out" | sed -n 's/^best: .*, \([0-9.]*\) TFLOP\/s.*/\1/p')
+    else
+        printf '%s\n' "$out"
+        echo "bench_gemm failed"
+    fi
     echo "-- GPT-2 1.5B fc layer, 16 x 1024 tokens: M=16384 N=6400 K=1600"
     if out=$("$kt/bench_gemm" 16384 6400 1600 20 2>&1); then
         printf '%s\n' "$out" | sed -n 's/^\(first\|best\)/  &/p'
@@ -75,8 +87,10 @@ declare -A result
 gpt3d_cuda=no
 if [ ! -x "$gpt3d" ]; then
     gpt3d_note="$gpt3d is not built"
-elif ! "$gpt3d" train --help 2>&1 | grep -q -- '--device'; then
-    gpt3d_note="gpt3d train has no --device flag yet: the CUDA kernels are not integrated into the backend ops table (docs/cuda.md, Status). No gpt3d numbers."
+elif ! "$gpt3d" --version | grep -q -- '+cuda'; then
+    gpt3d_note="this gpt3d was built without CUDA (configure found no nvcc): no gpt3d numbers"
+elif [ ! -f "$kjv/kjv_text_document.bin" ]; then
+    gpt3d_note="no KJV test corpus in $kjv (run 'make check' in $build first, or set GPT3D_TEST_DATA)"
 else
     gpt3d_cuda=yes
     gpt3d_note=""
@@ -86,12 +100,17 @@ echo "gpt3d --device cuda: ${gpt3d_cuda}${gpt3d_note:+ -- $gpt3d_note}"
 # gpt3d_run NAME LAYERS HIDDEN HEADS MICRO_BATCH: train STEPS+5 iterations, take the median
 # tokens/s and TFLOP/s of the iterations after the first 5 from metrics.jsonl.
 gpt3d_run() {
-    local name=$1 layers=$2 hidden=$3 heads=$4 mb=$5 dir="$tmp/gpt3d-$1"
+    local name=$1 layers=$2 hidden=$3 heads=$4 mb=$5 recompute=$6 dir="$tmp/gpt3d-$1"
     local iters=$((STEPS + 5))
-    if ! "$gpt3d" train --device cuda --num-layers "$layers" --hidden-size "$hidden" \
+    # shellcheck disable=SC2046
+    if ! GPT3D_GPU_PEAK_TFLOPS=$PEAK_TFLOPS "$gpt3d" train --device cuda \
+            --data-path "$kjv/kjv_text_document" --vocab-file "$kjv/encoder.json" \
+            --merge-file "$kjv/vocab.bpe" --num-layers "$layers" --hidden-size "$hidden" \
             --num-attention-heads "$heads" --seq-length "$SEQ" --micro-batch-size "$mb" \
             --global-batch-size "$mb" --train-iters "$iters" --eval-iters 0 \
-            --log-interval 1 --run-dir "$dir" >"$dir.log" 2>&1; then
+            --eval-interval 100000 --log-interval 1 --run-dir "$dir" \
+            $([ -n "$recompute" ] && echo --recompute-granularity "$recompute") \
+            >"$dir.log" 2>&1; then
         echo "gpt3d $name failed:"
         tail -5 "$dir.log" | sed 's/^/  /'
         return 0
@@ -130,22 +149,31 @@ torch_run() {
 
 results="$tmp/results"
 : >"$results"
-for spec in "124M 12 768 12 $MB_124M" "1.5B 48 1600 25 $MB_1_5B"; do
-    read -r name layers hidden heads mb <<<"$spec"
-    echo "-- GPT-2 $name, seq $SEQ, micro-batch $mb"
+for spec in "124M 12 768 12 $MB_124M -" "1.5B 48 1600 25 $MB_1_5B ${RECOMPUTE_1_5B:--}"; do
+    read -r name layers hidden heads mb recompute <<<"$spec"
+    [ "$recompute" = - ] && recompute=""
+    echo "-- GPT-2 $name, seq $SEQ, micro-batch $mb${recompute:+, recompute $recompute}"
     if [ "$gpt3d_cuda" = yes ]; then
-        gpt3d_run "$name" "$layers" "$hidden" "$heads" "$mb" | tee -a "$results" | grep -v '^RESULT' || true
+        gpt3d_run "$name" "$layers" "$hidden" "$heads" "$mb" "$recompute" | tee -a "$results" | grep -v '^RESULT' || true
     fi
     torch_run "$name" "$mb" | tee -a "$results" | grep -v '^RESULT' || true
 done
 
 echo
 printf '%-6s %-8s %6s %12s %10s %7s\n' model impl mbatch tokens/s TFLOP/s MFU%
+declare -A tflops
 while read -r tag name impl mb tok tfl mfu; do
     [ "$tag" = RESULT ] || continue
     result["$name/$impl"]=$tok
+    tflops["$name/$impl"]=$tfl
     printf '%-6s %-8s %6s %12s %10s %7s\n' "$name" "$impl" "$mb" "$tok" "$tfl" "$mfu"
 done <"$results"
+if [ -n "$gemm_best" ]; then
+    for key in "${!tflops[@]}"; do
+        awk -v t="${tflops[$key]}" -v g="$gemm_best" -v k="$key" \
+            'BEGIN { printf "%s: model TFLOP/s / cuBLASLt GEMM ceiling (%s) = %.2f\n", k, g, t / g }'
+    done
+fi
 for name in 124M 1.5B; do
     if [ "$gpt3d_cuda" != yes ]; then
         printf '%-6s %-8s %6s %12s %10s %7s\n' "$name" gpt3d - "n/a" "n/a" "n/a"

@@ -21,7 +21,7 @@ flags="--data-path $D/kjv_text_document --vocab-file $D/encoder.json --merge-fil
  --split 98,1,1 --num-layers 2 --hidden-size 128 --num-attention-heads 4 --seq-length 128
  --micro-batch-size 4 --global-batch-size 8 --train-iters 50 --lr 1e-3 --lr-warmup-iters 5
  --lr-decay-style cosine --log-interval 1 --eval-iters 0 --eval-interval 1000"
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
 
 features=$("$GPT3D" --version | sed -n 's/^features: //p')
 gpu=0
