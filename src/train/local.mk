@@ -6,6 +6,8 @@ src_libgpt3d_a_SOURCES += \
 	src/train/optim.c \
 	src/train/train.h \
 	src/train/config.c \
+	src/train/flags.h \
+	src/train/flags.c \
 	src/train/train.c \
 	src/train/train_ckpt.h \
 	src/train/train_ckpt.c \

@@ -1,0 +1,239 @@
+/* gpt3d train: the trainer's option table and the readers of its model, layout and batch
+ * flags (shared with gpt3d plan; see flags.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "train/flags.h"
+
+#define G3_NOOPT NULL, 0, 0, NULL
+
+const g3_opt_spec_t g3_train_opt_specs[] = {
+    /* model */
+    { "num-layers", G3_OPT_INT, "6", "Transformer layers.", G3_NOOPT },
+    { "hidden-size", G3_OPT_INT, "384", "Hidden size h.", G3_NOOPT },
+    { "num-attention-heads", G3_OPT_INT, "6", "Attention heads (must divide the hidden size).", G3_NOOPT },
+    { "ffn-hidden-size", G3_OPT_INT, NULL, "MLP hidden size (default 4 x hidden size).", G3_NOOPT },
+    { "seq-length", G3_OPT_INT, "256", "Tokens per training sequence.", G3_NOOPT },
+    { "max-position-embeddings", G3_OPT_INT, NULL, "Position embeddings (default: --seq-length).", G3_NOOPT },
+    { "make-vocab-size-divisible-by", G3_OPT_INT, "128", "Pad the vocabulary to a multiple of this x tensor-parallel size.", G3_NOOPT },
+    { "init-method-std", G3_OPT_FLOAT, "0.02", "Std of the normal initialisation; output projections use std/sqrt(2 x layers).", G3_NOOPT },
+    { "layernorm-epsilon", G3_OPT_FLOAT, "1e-5", "LayerNorm epsilon.", G3_NOOPT },
+    { "recompute-activations", G3_OPT_BOOL, NULL, "Keep only each layer's input and recompute the layer in backward.", G3_NOOPT },
+    { "recompute-granularity", G3_OPT_CHOICE, NULL, "Recompute in backward: full (each layer from its input, = --recompute-activations) or selective (the attention core only).", "full|selective", 0, 0, NULL },
+    { "device", G3_OPT_CHOICE, "cpu", "Compute backend: cpu (fp32) or cuda (bf16 activations, fp32 master weights; one GPU).", "cpu|cuda", 0, 0, NULL },
+    /* batches and length */
+    { "micro-batch-size", G3_OPT_INT, "4", "Sequences per forward/backward pass.", G3_NOOPT },
+    { "global-batch-size", G3_OPT_INT, NULL, "Sequences per optimizer step (default: micro batch x data-parallel size); gradients accumulate over micro-batches.", G3_NOOPT },
+    { "rampup-batch-size", G3_OPT_LIST, NULL, "Grow the global batch from START by INCR over SAMPLES samples (needs --train-samples).", NULL, 3, 3, "START INCR SAMPLES" },
+    { "train-iters", G3_OPT_INT, NULL, "Iterations to train (or give --train-samples).", G3_NOOPT },
+    { "train-samples", G3_OPT_INT, NULL, "Samples to train on (or give --train-iters).", G3_NOOPT },
+    /* optimizer and schedule */
+    { "lr", G3_OPT_FLOAT, "6e-4", "Peak learning rate.", G3_NOOPT },
+    { "min-lr", G3_OPT_FLOAT, "0", "Learning rate at the end of the decay.", G3_NOOPT },
+    { "lr-decay-style", G3_OPT_CHOICE, "linear", "Learning-rate decay after the warm-up.", "cosine|linear|constant", 0, 0, NULL },
+    { "lr-warmup-iters", G3_OPT_INT, "0", "Linear warm-up iterations (with --train-iters).", G3_NOOPT },
+    { "lr-warmup-samples", G3_OPT_INT, "0", "Linear warm-up samples (with --train-samples).", G3_NOOPT },
+    { "lr-warmup-fraction", G3_OPT_FLOAT, NULL, "Warm-up as a fraction of the decay length.", G3_NOOPT },
+    { "lr-decay-iters", G3_OPT_INT, NULL, "Iterations to decay over (default: --train-iters).", G3_NOOPT },
+    { "lr-decay-samples", G3_OPT_INT, NULL, "Samples to decay over (default: --train-samples).", G3_NOOPT },
+    { "adam-beta1", G3_OPT_FLOAT, "0.9", "AdamW beta1.", G3_NOOPT },
+    { "adam-beta2", G3_OPT_FLOAT, "0.999", "AdamW beta2.", G3_NOOPT },
+    { "adam-eps", G3_OPT_FLOAT, "1e-8", "AdamW epsilon.", G3_NOOPT },
+    { "weight-decay", G3_OPT_FLOAT, "0.01", "Decoupled weight decay (not on biases or LayerNorm).", G3_NOOPT },
+    { "clip-grad", G3_OPT_FLOAT, "1.0", "Clip the global gradient norm to this (0: off).", G3_NOOPT },
+    { "seed", G3_OPT_INT, "1234", "Seed of the initial weights, data order and sampling.", G3_NOOPT },
+    /* evaluation, logging, output */
+    { "eval-interval", G3_OPT_INT, "1000", "Iterations between validation runs.", G3_NOOPT },
+    { "eval-iters", G3_OPT_INT, "100", "Global batches of the validation split per evaluation (0: none).", G3_NOOPT },
+    { "log-interval", G3_OPT_INT, "10", "Iterations between progress lines.", G3_NOOPT },
+    { "run-dir", G3_OPT_STRING, NULL, "Directory for this run's files (default: --save, else ./gpt3d-run).", NULL, 0, 0, "DIR" },
+    { "metrics-file", G3_OPT_STRING, NULL, "JSON-lines metrics (default: RUN_DIR/metrics.jsonl).", NULL, 0, 0, "FILE" },
+    /* data */
+    { "data-path", G3_OPT_LIST, NULL, "Dataset prefix(es) PREFIX or W1 PREFIX1 W2 PREFIX2... (default: the built-in KJV corpus).", NULL, 1, 0, "[W] PREFIX..." },
+    { "split", G3_OPT_STRING, "969,30,1", "Train,valid,test proportions of the documents.", G3_NOOPT },
+    { "vocab-file", G3_OPT_STRING, NULL, "GPT-2 vocabulary, encoder.json or vocab.json (default: the built-in corpus's).", NULL, 0, 0, "FILE" },
+    { "merge-file", G3_OPT_STRING, NULL, "GPT-2 merges, vocab.bpe or merges.txt (default: the built-in corpus's).", NULL, 0, 0, "FILE" },
+    { "data-cache-path", G3_OPT_STRING, NULL, "Where sample indices are cached (default: beside the data).", NULL, 0, 0, "DIR" },
+    /* parallel layout and checkpoints */
+    { "tensor-model-parallel-size", G3_OPT_INT, "1", "Tensor-parallel size (ranks splitting each layer; within a node).", G3_NOOPT },
+    { "pipeline-model-parallel-size", G3_OPT_INT, "1", "Pipeline-parallel size (stages of layers, 1F1B schedule); data-parallel size = ranks / (TP x PP).", G3_NOOPT },
+    { "decoder-first-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the first pipeline stage (uneven split); the other stages share the rest evenly.", G3_NOOPT },
+    { "decoder-last-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the last pipeline stage (uneven split); the other stages share the rest evenly.", G3_NOOPT },
+    { "use-distributed-optimizer", G3_OPT_BOOL, NULL, "Shard the Adam state and the reduced gradients over the data-parallel ranks (ZeRO-1).", G3_NOOPT },
+    { "distributed-timeout-minutes", G3_OPT_FLOAT, "10", "Give up a collective or pipeline transfer after this long (exit 76).", G3_NOOPT },
+    { "topology-file", G3_OPT_STRING, NULL, "Slurm topology.conf for placing the ranks (default: SLURM_TOPOLOGY_ADDR, else flat).", NULL, 0, 0, "FILE" },
+    { "debug-grad-dump", G3_OPT_STRING, NULL, "Tests: write each rank's reduced gradients of iteration 1, and its parameters and Adam moments at the end, to DIR (see docs/parallelism.md).", NULL, 0, 0, "DIR" },
+    { "save", G3_OPT_STRING, NULL, "Checkpoint directory to save to (at --save-interval, on request and at the end).", NULL, 0, 0, "DIR" },
+    { "load", G3_OPT_STRING, NULL, "Checkpoint directory to resume from (its latest checkpoint; none there yet: start from scratch).", NULL, 0, 0, "DIR" },
+    { "save-interval", G3_OPT_INT, "0", "Iterations between checkpoints (0: only at the end and on request).", G3_NOOPT },
+    { "keep-last", G3_OPT_INT, "0", "After each save keep only the newest N checkpoints (0: keep all).", G3_NOOPT },
+    { "load-fallback", G3_OPT_BOOL, NULL, "If the latest checkpoint cannot be loaded, load the previous committed one.", G3_NOOPT },
+    { "no-save-optim", G3_OPT_BOOL, NULL, "Save the model only (no Adam state: such a checkpoint cannot resume exactly).", G3_NOOPT },
+    { "no-load-optim", G3_OPT_BOOL, NULL, "Load the model only; the Adam state starts from zero.", G3_NOOPT },
+    { "async-save", G3_OPT_BOOL, NULL, "Write the --save-interval checkpoints from a background thread while training goes on (the log reports the stall).", G3_NOOPT },
+    { "exit-signal", G3_OPT_CHOICE, "SIGUSR2", "On this signal save a checkpoint at the next step boundary and exit 75 (requeue).", "SIGUSR2|SIGUSR1|SIGTERM", 0, 0, NULL },
+    { "exit-duration-in-mins", G3_OPT_FLOAT, "0", "After this many minutes of training save and exit 75 (0: never).", G3_NOOPT },
+    { "exit-interval", G3_OPT_INT, "0", "Save and exit 75 when the iteration is a multiple of this (0: never).", G3_NOOPT },
+    /* the text sample at the end */
+    { "sample-tokens", G3_OPT_INT, "0", "After training, generate this many tokens after --prompt.", G3_NOOPT },
+    { "prompt", G3_OPT_STRING, "And God said", "Prompt of the text sample.", G3_NOOPT },
+    { "top-k", G3_OPT_INT, "0", "Sample among the k likeliest tokens (0: greedy).", G3_NOOPT },
+    { "temperature", G3_OPT_FLOAT, "1.0", "Softmax temperature for --top-k sampling.", G3_NOOPT },
+    { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
+};
+
+int g3_train_flags_int(const g3_opts_t *o, const char *name, int64_t lo, int *out)
+{
+    int64_t v = g3_opts_int(o, name);
+    if (v < lo || v > INT_MAX) {
+        g3_error("--%s %lld is out of range (%lld .. %d)", name, (long long)v, (long long)lo,
+                 INT_MAX);
+        return 0;
+    }
+    *out = (int)v;
+    return 1;
+}
+
+int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, int *pp_p)
+{
+    char *const *list;
+    int ok = 1, tp = 1, pp = 1;
+
+    /* model flags */
+    ok &= g3_train_flags_int(o, "num-layers", 1, &cfg->model.num_layers);
+    ok &= g3_train_flags_int(o, "hidden-size", 1, &cfg->model.hidden_size);
+    ok &= g3_train_flags_int(o, "num-attention-heads", 1, &cfg->model.num_attention_heads);
+    if (g3_opts_is_set(o, "ffn-hidden-size"))
+        ok &= g3_train_flags_int(o, "ffn-hidden-size", 1, &cfg->model.ffn_hidden_size);
+    ok &= g3_train_flags_int(o, "seq-length", 1, &cfg->model.seq_length);
+    if (g3_opts_is_set(o, "max-position-embeddings"))
+        ok &= g3_train_flags_int(o, "max-position-embeddings", 1,
+                                 &cfg->model.max_position_embeddings);
+    ok &= g3_train_flags_int(o, "make-vocab-size-divisible-by", 1,
+                             &cfg->model.make_vocab_size_divisible_by);
+    cfg->model.init_method_std = (float)g3_opts_float(o, "init-method-std");
+    cfg->model.layernorm_epsilon = (float)g3_opts_float(o, "layernorm-epsilon");
+    cfg->model.recompute_activations = g3_opts_bool(o, "recompute-activations");
+    if (g3_opts_is_set(o, "recompute-granularity"))
+        cfg->model.recompute_granularity =
+            strcmp(g3_opts_str(o, "recompute-granularity"), "full") == 0
+                ? G3_GPT_RECOMPUTE_FULL : G3_GPT_RECOMPUTE_SELECTIVE;
+    cfg->model.seed = (uint64_t)g3_opts_int(o, "seed");
+    ok &= g3_train_flags_int(o, "tensor-model-parallel-size", 1, &tp);
+    ok &= g3_train_flags_int(o, "pipeline-model-parallel-size", 1, &pp);
+    if (g3_opts_is_set(o, "decoder-first-pipeline-num-layers"))
+        ok &= g3_train_flags_int(o, "decoder-first-pipeline-num-layers", 1,
+                                 &cfg->model.pp_first_layers);
+    if (g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
+        ok &= g3_train_flags_int(o, "decoder-last-pipeline-num-layers", 1,
+                                 &cfg->model.pp_last_layers);
+    if (!(g3_opts_float(o, "distributed-timeout-minutes") > 0.0)) {
+        g3_error("--distributed-timeout-minutes must be positive (got %g)",
+                 g3_opts_float(o, "distributed-timeout-minutes"));
+        ok = 0;
+    }
+    cfg->distributed_optimizer = g3_opts_bool(o, "use-distributed-optimizer");
+    cfg->grad_dump_dir = g3_opts_str(o, "debug-grad-dump");
+    cfg->model.vocab_size = 1;   /* checked against the vocabulary file later */
+
+    /* training flags */
+    cfg->micro_batch_size = g3_opts_int(o, "micro-batch-size");
+    cfg->global_batch_size = g3_opts_is_set(o, "global-batch-size")
+                                 ? g3_opts_int(o, "global-batch-size") : 0;
+    if (g3_opts_is_set(o, "global-batch-size") && cfg->global_batch_size < 1) {
+        g3_error("--global-batch-size must be at least 1 (got %lld)",
+                 (long long)cfg->global_batch_size);
+        ok = 0;
+    }
+    if (cfg->micro_batch_size > INT_MAX) {
+        g3_error("--micro-batch-size %lld is too large", (long long)cfg->micro_batch_size);
+        ok = 0;
+    }
+    if (g3_opts_list(o, "rampup-batch-size", &list) == 3) {
+        for (int i = 0; i < 3; i++) {
+            char *end;
+            errno = 0;
+            cfg->rampup[i] = strtoll(list[i], &end, 10);
+            if (errno || *end || end == list[i]) {
+                g3_error("--rampup-batch-size: '%s' is not an integer (give START INCR SAMPLES)",
+                         list[i]);
+                ok = 0;
+            }
+        }
+        if (ok && cfg->rampup[0] < 1) {
+            g3_error("--rampup-batch-size: the start batch size must be at least 1 (got %lld)",
+                     (long long)cfg->rampup[0]);
+            ok = 0;
+        }
+    }
+    cfg->train_iters = g3_opts_is_set(o, "train-iters") ? g3_opts_int(o, "train-iters") : 0;
+    cfg->train_samples = g3_opts_is_set(o, "train-samples") ? g3_opts_int(o, "train-samples")
+                                                             : 0;
+    if ((g3_opts_is_set(o, "train-iters") && cfg->train_iters < 1) ||
+        (g3_opts_is_set(o, "train-samples") && cfg->train_samples < 1)) {
+        g3_error("--train-iters and --train-samples must be at least 1");
+        ok = 0;
+    }
+    cfg->lr = g3_opts_float(o, "lr");
+    cfg->min_lr = g3_opts_float(o, "min-lr");
+    g3_train_lr_decay_parse(g3_opts_str(o, "lr-decay-style"), &cfg->lr_decay_style);
+    cfg->lr_warmup_iters = g3_opts_int(o, "lr-warmup-iters");
+    cfg->lr_warmup_samples = g3_opts_int(o, "lr-warmup-samples");
+    if (g3_opts_is_set(o, "lr-warmup-fraction")) {
+        cfg->lr_warmup_fraction = g3_opts_float(o, "lr-warmup-fraction");
+        if (cfg->lr_warmup_fraction < 0.0) {
+            g3_error("--lr-warmup-fraction must be in [0, 1] (got %g)",
+                     cfg->lr_warmup_fraction);
+            ok = 0;
+        }
+    }
+    if (g3_opts_is_set(o, "lr-decay-iters")) {
+        cfg->lr_decay_iters = g3_opts_int(o, "lr-decay-iters");
+        if (cfg->lr_decay_iters < 1) {
+            g3_error("--lr-decay-iters must be at least 1");
+            ok = 0;
+        }
+    }
+    if (g3_opts_is_set(o, "lr-decay-samples")) {
+        cfg->lr_decay_samples = g3_opts_int(o, "lr-decay-samples");
+        if (cfg->lr_decay_samples < 1) {
+            g3_error("--lr-decay-samples must be at least 1");
+            ok = 0;
+        }
+    }
+    cfg->adamw.beta1 = g3_opts_float(o, "adam-beta1");
+    cfg->adamw.beta2 = g3_opts_float(o, "adam-beta2");
+    cfg->adamw.eps = g3_opts_float(o, "adam-eps");
+    cfg->adamw.weight_decay = g3_opts_float(o, "weight-decay");
+    cfg->adamw.clip_grad = g3_opts_float(o, "clip-grad");
+    cfg->eval_interval = g3_opts_int(o, "eval-interval");
+    cfg->eval_iters = g3_opts_int(o, "eval-iters");
+    cfg->log_interval = g3_opts_int(o, "log-interval");
+    ok &= g3_train_flags_int(o, "sample-tokens", 0, &cfg->sample_tokens);
+    ok &= g3_train_flags_int(o, "top-k", 0, &cfg->top_k);
+    cfg->temperature = g3_opts_float(o, "temperature");
+    cfg->prompt = g3_opts_str(o, "prompt");
+    cfg->backend = g3_opts_str(o, "device");
+    *tp_p = tp;
+    *pp_p = pp;
+    return ok;
+}
+
+int g3_train_flags_dp(int world, int tp, int pp, int *dp_p)
+{
+    if (tp < 1 || pp < 1 || world % (tp * pp) != 0) {
+        g3_error("impossible layout: the job's %d rank%s cannot be split into "
+                 "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d ranks "
+                 "per model replica (the world size must be TP x PP x DP); start a multiple of "
+                 "%d ranks or change the sizes", world, world == 1 ? "" : "s", tp, pp,
+                 tp * pp, tp * pp);
+        return 0;
+    }
+    *dp_p = world / (tp * pp);
+    return 1;
+}
