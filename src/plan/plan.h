@@ -1,0 +1,89 @@
+/* gpt3d plan: what a model on a TP x PP x DP layout costs per rank, before anything runs:
+ * parameters per pipeline stage, memory per rank (weights, gradients, optimizer state with and
+ * without ZeRO-1, activations of the micro-batches 1F1B keeps in flight), FLOPs per iteration
+ * and the pipeline bubble.  Pure arithmetic on the configuration; docs/plan.md gives every
+ * formula and where it comes from.  The checks of the configuration are the trainer's
+ * (g3_gpt_config_check, g3_train_plan, g3_topo_map), run by the driver (gpt3d plan).
+ *
+ * Glossary: L layers, C hidden size (h), F ffn hidden size, NH heads (a), T sequence length
+ * (s), B micro-batch (b), Vp padded vocabulary, P position embeddings, TP/PP/DP the parallel
+ * sizes (t = TP), m micro-batches per iteration and DP rank (gradient-accumulation steps),
+ * GBS global batch.  Sizes in bytes are doubles (they pass 2^53 only for absurd models). */
+#ifndef G3_PLAN_PLAN_H
+#define G3_PLAN_PLAN_H
+
+#include <stdint.h>
+
+#include "core/status.h"
+#include "model/gpt.h"
+
+typedef struct {
+    g3_gpt_config_t model;        /* the whole model: vocab_size, tp_size, pp_size set       */
+    int     dp;                   /* data-parallel size                                       */
+    int64_t micro_batch;          /* B                                                        */
+    int64_t global_batch;         /* GBS (after any ramp-up)                                  */
+    int64_t start_batch;          /* GBS of the first iteration (ramp-up start, else GBS)     */
+    int     distributed_optimizer;/* ZeRO-1: optimizer state sharded over DP                  */
+    int     bf16;                 /* --device cuda: bf16 weights and activations, fp32 master;
+                                   * else (cpu) fp32 everything                               */
+} g3_plan_input_t;
+
+/* Activation bytes of one layer for one micro-batch, as kept for the backward pass. */
+enum { G3_PLAN_ACT_NONE = 0, G3_PLAN_ACT_SELECTIVE, G3_PLAN_ACT_FULL, G3_PLAN_ACT_MODES };
+
+typedef struct {
+    int     stage;
+    int     layer_begin, layer_end;   /* layers [begin, end)                                  */
+    int     has_embedding, has_head;  /* word+position embeddings; final LN + output layer     */
+    int64_t params;                   /* parameters one TP rank of the stage holds, exact     */
+    int64_t params_held;              /* its flat-buffer elements: each tensor padded to 16   */
+    int     in_flight;                /* micro-batches 1F1B keeps: min(PP - stage, m)         */
+    /* model state, bytes per rank */
+    double  weight_bytes;             /* the weights the passes read (bf16 or fp32)           */
+    double  grad_bytes;               /* fp32 gradient accumulation buffer                    */
+    double  master_bytes[2];          /* fp32 master copy (bf16 only): [replicated, ZeRO-1]   */
+    double  optim_bytes[2];           /* Adam m + v (+ the reduced-gradient shard under
+                                       * ZeRO-1 on the CPU): [replicated, ZeRO-1]             */
+    double  state_bytes[2];           /* weights + grads + master + optimizer                 */
+    /* activations, bytes per rank */
+    double  act_layer_bytes;          /* one layer, one micro-batch, as kept                  */
+    double  act_recompute_bytes;      /* the extra working set while one layer is recomputed  */
+    double  act_extra_bytes;          /* embedding (first stage), output layer (last stage)   */
+    double  act_bytes;                /* in_flight x layers x layer + recompute + extra       */
+    double  peak_bytes;               /* state (the chosen optimizer) + activations           */
+} g3_plan_stage_t;
+
+typedef struct {
+    int64_t params_total;             /* g3_gpt_num_parameters: tied embedding once           */
+    int64_t params_replica;           /* what the TP x PP ranks of one replica hold together  */
+    int     padded_vocab;             /* Vp                                                   */
+    int     ffn, positions;           /* F, P                                                 */
+    int     world;                    /* TP x PP x DP                                         */
+    int64_t micro_per_iter;           /* m = GBS / (B x DP)                                   */
+    int64_t micro_first;              /* m of the first iteration (ramp-up)                   */
+    int     recompute;                /* G3_PLAN_ACT_* in use                                 */
+    double  bubble;                   /* (PP - 1) / (m + PP - 1): idle share of an iteration */
+    double  bubble_vs_compute;        /* (PP - 1) / m: what gpt3d train reports              */
+    double  flops_iter;               /* model FLOPs of one iteration (g3_gpt_flops_per_step) */
+    double  flops_token;
+    double  bytes_per_param[2];       /* model state per parameter held: [replicated, ZeRO-1] */
+    double  act_per_layer[G3_PLAN_ACT_MODES]; /* one layer, one micro-batch, each mode       */
+    int     pp;
+    g3_plan_stage_t *stages;          /* (PP)                                                 */
+    int     peak_stage;               /* the stage with the largest peak_bytes               */
+} g3_plan_t;
+
+/* Work out the plan of a configuration that passed the trainer's checks.
+ * OUT: *plan (free with g3_plan_free).  RET: G3_ERR_INVALID_ARG (logged) when a size is
+ * beyond what the counts can hold, G3_ERR_NO_MEMORY. */
+g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan);
+void g3_plan_free(g3_plan_t *plan);
+
+/* RET: the activation bytes of one layer for one micro-batch of B x T kept by mode
+ * (Korthikanti et al. 2022 without sequence parallelism; docs/plan.md). */
+double g3_plan_act_layer(const g3_plan_input_t *in, int mode);
+
+/* RET: "none", "selective", "full". */
+const char *g3_plan_act_mode_name(int mode);
+
+#endif
