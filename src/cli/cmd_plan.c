@@ -347,8 +347,9 @@ static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay
 
     printf("\nper rank, GiB (optimizer: %s; activations: 1F1B keeps min(PP - stage, m) "
            "micro-batches)\n", zero ? "ZeRO-1 shard" : "replicated");
-    printf("  %5s  %-11s %15s %9s %9s %11s %11s %12s %3s %9s%s\n", "stage", "layers",
-           "params/rank", "weights", "grads", "optimizer", "(other)", "activations", "mb",
+    printf("  %5s  %-11s %15s %9s %9s %11s %12s %12s %3s %9s%s\n", "stage", "layers",
+           "params/rank", "weights", "grads", "optimizer", zero ? "(replicated)" : "(ZeRO-1)",
+           "activations", "mb",
            "peak", f->gpu_gib > 0 ? "  fits" : "");
     for (int s = 0; s < p->pp; s++) {
         const g3_plan_stage_t *st = &p->stages[s];
@@ -356,7 +357,7 @@ static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay
         snprintf(layers, sizeof(layers), "[%d,%d)%s%s", st->layer_begin, st->layer_end,
                  st->has_embedding ? "+E" : "", st->has_head ? "+H" : "");
         nfit += g3_stage_fits(f, st);
-        printf("  %5d  %-11s %15s %9.2f %9.2f %11.2f %11.2f %12.2f %3d %9.2f%s\n", s, layers,
+        printf("  %5d  %-11s %15s %9.2f %9.2f %11.2f %12.2f %12.2f %3d %9.2f%s\n", s, layers,
                g3_commas(st->params, b1, sizeof(b1)), g3_gib(st->weight_bytes),
                g3_gib(st->grad_bytes),
                g3_gib(st->master_bytes[zero] + st->optim_bytes[zero]),
@@ -365,15 +366,18 @@ static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay
                f->gpu_gib > 0 ? (g3_stage_fits(f, st) ? "  yes" : "  NO") : "");
     }
     printf("  (+E: embeddings, +H: final LayerNorm and output layer; optimizer: %sAdam m, v%s; "
-           "(other): the same %s; mb: micro-batches in flight)\n",
-           in->bf16 ? "fp32 master + " : "", !in->bf16 && zero ? " + reduced-gradient shard" : "",
-           zero ? "replicated" : "with ZeRO-1");
+           "(%s): the optimizer %s; mb: micro-batches in flight)\n",
+           in->bf16 ? "fp32 master + " : "", !in->bf16 ? " (+ the reduced-gradient shard under "
+                                                        "ZeRO-1)" : "",
+           zero ? "replicated" : "ZeRO-1",
+           zero ? "without --use-distributed-optimizer" : "with --use-distributed-optimizer");
     printf("  peak: stage %d, %.2f GiB", p->peak_stage,
            g3_gib(p->stages[p->peak_stage].peak_bytes));
     if (f->gpu_gib > 0)
-        printf("; %s in %.4g GiB per rank (%d of %d stages fit; CUDA context, communication "
+        printf("; %s in %.4g GiB per rank (%d of %d stages fit; the %s, communication "
                "buffers and allocator fragmentation come on top)",
-               nfit == p->pp ? "fits" : "does NOT fit", f->gpu_gib, nfit, p->pp);
+               nfit == p->pp ? "fits" : "does NOT fit", f->gpu_gib, nfit, p->pp,
+               in->bf16 ? "CUDA context" : "process");
     printf("\n");
     if (in->bf16)
         printf("note: gpt3d train --device cuda runs one rank (no TP, PP or DP) in this "
