@@ -547,13 +547,18 @@ static int g3_plan_search(const g3_plan_flags_t *f, int tp_given, int pp_given, 
         }
         printf("]}\n");
     } else {
+        char gbs[48] = "micro batch x DP";
+        if (f->cfg.global_batch_size > 0)
+            snprintf(gbs, sizeof(gbs), "%lld", (long long)f->cfg.global_batch_size);
         printf("gpt3d plan --search: %d node%s x %d = %d ranks; GPT %d layers, hidden %d, %d "
-               "heads, sequence %d; micro batch %lld, global batch %lld; device %s\n",
-               f->nodes, f->nodes == 1 ? "" : "s", f->rpn, world, m->num_layers,
-               m->hidden_size, m->num_attention_heads, m->seq_length,
-               (long long)f->cfg.micro_batch_size,
-               (long long)(f->cfg.global_batch_size > 0 ? f->cfg.global_batch_size : 0),
-               f->bf16 ? "cuda" : "cpu");
+               "heads, sequence %d; micro batch %lld, global batch %s; device %s; recompute "
+               "%s; optimizer %s\n", f->nodes, f->nodes == 1 ? "" : "s", f->rpn, world,
+               m->num_layers, m->hidden_size, m->num_attention_heads, m->seq_length,
+               (long long)f->cfg.micro_batch_size, gbs, f->bf16 ? "cuda" : "cpu",
+               m->recompute_activations || m->recompute_granularity == G3_GPT_RECOMPUTE_FULL
+                   ? "full"
+               : m->recompute_granularity == G3_GPT_RECOMPUTE_SELECTIVE ? "selective" : "none",
+               f->cfg.distributed_optimizer ? "ZeRO-1" : "replicated");
         printf("  %d layout%s checked, %d valid for gpt3d train, %d fit%s%s\n", nchecked,
                nchecked == 1 ? "" : "s", nvalid, nshown,
                f->gpu_gib > 0 ? " in the memory per rank" : "",
