@@ -384,7 +384,7 @@ static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay
                "version; these numbers are for Megatron-LM's bf16 layout of the same model\n");
 }
 
-static void g3_json_stage(const g3_plan_flags_t *f, const g3_plan_stage_t *st, int zero)
+static void g3_json_stage(const g3_plan_flags_t *f, const g3_plan_stage_t *st)
 {
     printf("{\"stage\":%d,\"layer_begin\":%d,\"layer_end\":%d,\"embedding\":%s,\"head\":%s,"
            "\"params\":%lld,\"params_held\":%lld,\"in_flight\":%d,\"weight_bytes\":%.17g,"
@@ -398,7 +398,6 @@ static void g3_json_stage(const g3_plan_flags_t *f, const g3_plan_stage_t *st, i
            st->optim_bytes[0], st->master_bytes[1], st->optim_bytes[1], st->state_bytes[0],
            st->state_bytes[1], st->act_layer_bytes, st->act_recompute_bytes,
            st->act_extra_bytes, st->act_bytes, st->peak_bytes);
-    (void)zero;
     if (f->gpu_gib > 0)
         printf(",\"fits\":%s", g3_stage_fits(f, st) ? "true" : "false");
     printf("}");
@@ -445,7 +444,7 @@ static void g3_print_json(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
     for (int s = 0; s < p->pp; s++) {
         if (s)
             printf(",");
-        g3_json_stage(f, &p->stages[s], in->distributed_optimizer);
+        g3_json_stage(f, &p->stages[s]);
         nfit += g3_stage_fits(f, &p->stages[s]);
     }
     printf("],\"peak_stage\":%d,\"peak_bytes\":%.17g", p->peak_stage,
