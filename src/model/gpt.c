@@ -2,6 +2,7 @@
  * The passes are in gpt_pass.c.  Glossary in gpt.h. */
 #include "config.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,10 @@ int g3_gpt_padded_vocab(int vocab_size, int divisible_by, int tp_size)
 
 static int g3_gpt_ffn(const g3_gpt_config_t *cfg)
 {
-    return cfg->ffn_hidden_size > 0 ? cfg->ffn_hidden_size : 4 * cfg->hidden_size;
+    if (cfg->ffn_hidden_size > 0)
+        return cfg->ffn_hidden_size;
+    /* 4 x hidden; a hidden size too large for that is refused by g3_gpt_config_check */
+    return cfg->hidden_size > INT_MAX / 4 ? -1 : 4 * cfg->hidden_size;
 }
 
 static int g3_gpt_positions(const g3_gpt_config_t *cfg)
@@ -103,7 +107,12 @@ g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
     G3_REQUIRE(cfg->num_attention_heads >= 1, "--num-attention-heads must be at least 1 (got %d)",
                cfg->num_attention_heads);
     G3_REQUIRE(cfg->seq_length >= 1, "--seq-length must be at least 1 (got %d)", cfg->seq_length);
-    G3_REQUIRE(F >= 1, "--ffn-hidden-size must be at least 1 (got %d)", F);
+    if (cfg->ffn_hidden_size <= 0 && cfg->hidden_size > INT_MAX / 4)
+        G3_REQUIRE(0, "--hidden-size %d is too large for the default --ffn-hidden-size (4 x "
+                   "hidden would exceed %d); pass --ffn-hidden-size or a smaller --hidden-size",
+                   cfg->hidden_size, INT_MAX);
+    else
+        G3_REQUIRE(F >= 1, "--ffn-hidden-size must be at least 1 (got %d)", F);
     G3_REQUIRE(cfg->vocab_size >= 1, "the vocabulary size must be at least 1 (got %d)",
                cfg->vocab_size);
     G3_REQUIRE(cfg->make_vocab_size_divisible_by >= 1,

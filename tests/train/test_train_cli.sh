@@ -100,6 +100,9 @@ expect() {  # expect CODE REGEX WHAT ARGS...
 }
 expect 2 'hidden-size 64 is not divisible by --num-attention-heads 5' "hidden not divisible by heads" \
     $data --num-layers 2 --hidden-size 64 --num-attention-heads 5 --train-iters 1
+expect 2 'hidden-size 1073741824 is too large for the default --ffn-hidden-size .*pass --ffn-hidden-size' \
+    "a hidden size whose default FFN size (4 x hidden) overflows" \
+    $data --num-layers 1 --hidden-size 1073741824 --num-attention-heads 1 --train-iters 1
 expect 2 'seq-length 128 is longer than --max-position-embeddings 64' "sequence longer than positions" \
     $data $model --seq-length 128 --max-position-embeddings 64 --train-iters 1
 expect 2 'global-batch-size 10 is not divisible by --micro-batch-size 4' "global batch not divisible" \
