@@ -11,9 +11,11 @@
 /* Kept in step with the enums by the static assertions below. */
 static const size_t g3_dtype_sizes[] = {
     [G3_DTYPE_FLOAT32] = 4, [G3_DTYPE_FLOAT64] = 8, [G3_DTYPE_INT64] = 8,
+    [G3_DTYPE_BFLOAT16] = 2,
 };
 static const char *const g3_dtype_names[] = {
     [G3_DTYPE_FLOAT32] = "float32", [G3_DTYPE_FLOAT64] = "float64", [G3_DTYPE_INT64] = "int64",
+    [G3_DTYPE_BFLOAT16] = "bfloat16",
 };
 static const char *const g3_reduce_names[] = { [G3_COMM_SUM] = "sum", [G3_COMM_MAX] = "max" };
 static const char *const g3_backend_names[] = {
@@ -73,10 +75,38 @@ int g3_comm_backend_available(g3_comm_backend_t backend)
         }                                                                \
     } while (0)
 
+/* bf16 <-> fp32 on the host: the upper 16 bits; fp32 -> bf16 rounds to nearest even and
+ * keeps NaN a (quiet) NaN. */
+static float g3_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+static uint16_t g3_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
 void g3_comm_reduce_local(void *dst, const void *src, size_t n, g3_comm_dtype_t dtype,
                           g3_comm_reduce_t op)
 {
     switch (dtype) {
+    case G3_DTYPE_BFLOAT16: {
+        uint16_t *d = dst;
+        const uint16_t *s = src;
+        for (size_t i = 0; i < n; i++) {
+            float a = g3_bf16_to_f32(d[i]), b = g3_bf16_to_f32(s[i]);
+            d[i] = op == G3_COMM_SUM ? g3_f32_to_bf16(a + b) : a > b ? d[i] : s[i];
+        }
+        break;
+    }
     case G3_DTYPE_FLOAT32:
         if (op == G3_COMM_SUM) G3_REDUCE_LOOP(float, a + b);
         else                   G3_REDUCE_LOOP(float, a > b ? a : b);

@@ -35,6 +35,7 @@ typedef enum {
     G3_DTYPE_FLOAT32 = 0,
     G3_DTYPE_FLOAT64,
     G3_DTYPE_INT64,
+    G3_DTYPE_BFLOAT16,          /* bf16 activations (CUDA); host sums round once per add */
     G3_DTYPE_COUNT
 } g3_comm_dtype_t;
 
@@ -155,7 +156,9 @@ double g3_comm_timeout(const g3_comm_t *comm);
  * groups.  send == recv means in place where allowed. */
 
 /* recv[i] = op over ranks of send[i].  send, recv: (n,); in place allowed.
- * Every member gets bitwise the same result. */
+ * Every member gets bitwise the same result.  BFLOAT16 sums are rounded to bf16 after
+ * every addition (host: fp32 add, round to nearest even; NCCL likewise per step), so N
+ * ranks' sum carries up to N - 1 roundings. */
 g3_status_t g3_comm_allreduce(g3_comm_t *comm, const void *send, void *recv, size_t n,
                               g3_comm_dtype_t dtype, g3_comm_reduce_t op);
 /* send: (size, n) blocks; rank r gets recv = op over ranks of block r.

@@ -37,7 +37,7 @@ typedef struct {
 
 static const ncclDataType_t g3_nccl_types[] = {
     [G3_DTYPE_FLOAT32] = ncclFloat32, [G3_DTYPE_FLOAT64] = ncclFloat64,
-    [G3_DTYPE_INT64] = ncclInt64,
+    [G3_DTYPE_INT64] = ncclInt64, [G3_DTYPE_BFLOAT16] = ncclBfloat16,
 };
 static const ncclRedOp_t g3_nccl_ops[] = { [G3_COMM_SUM] = ncclSum, [G3_COMM_MAX] = ncclMax };
 _Static_assert(sizeof(g3_nccl_types) / sizeof(g3_nccl_types[0]) == G3_DTYPE_COUNT,
