@@ -309,16 +309,19 @@ int g3_cmd_train(int argc, char **argv)
         rc = st == G3_ERR_UNSUPPORTED ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
         goto agree;
     }
-    if (strcmp(cfg.backend, "cpu") != 0 && me->size > 1) {
-        g3_error("--device %s trains on one rank (one GPU) in this version: the tensor-, "
-                 "pipeline- and data-parallel groups over NCCL on device buffers are not "
-                 "implemented yet; start one rank, or use --device cpu for %d ranks",
-                 cfg.backend, me->size);
+    if (strcmp(cfg.backend, "cpu") != 0 && me->size > 1 &&
+        !g3_comm_backend_available(G3_COMM_BACKEND_NCCL)) {
+        g3_error("--device %s with %d ranks needs NCCL (one rank per GPU, the tensor-, "
+                 "pipeline- and data-parallel groups on device buffers) and this gpt3d was built "
+                 "without it; reconfigure with --with-nccl=DIR, start one rank, or use "
+                 "--device cpu", cfg.backend, me->size);
         rc = G3_EXIT_USAGE;
         goto agree;
     }
     if (cfg.distributed_optimizer && cfg.dp_size == 1 && me->rank == 0)
         g3_warn("--use-distributed-optimizer with data-parallel size 1 shards nothing");
+    if (cfg.grad_reduce_bf16 && cfg.dp_size == 1 && me->rank == 0)
+        g3_warn("--grad-reduce-in-bf16 with data-parallel size 1 reduces nothing");
 
     /* checkpoints and stopping on request */
     cfg.save_dir = g3_opts_str(o, "save");

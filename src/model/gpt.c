@@ -404,13 +404,6 @@ g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t *
     m->cfg.max_position_embeddings = m->P;
 
     m->esize = g3_be_dtype_size(be->act_dtype);
-    if (be->act_dtype != G3_BE_F32 && cfg->tp_size > 1) {
-        g3_error("model: tensor parallelism on the %s backend (%s activations) is not "
-                 "implemented yet; use --tensor-model-parallel-size 1 or --device cpu",
-                 be->name, g3_be_dtype_name(be->act_dtype));
-        st = G3_ERR_UNSUPPORTED;
-        goto err_free_model;
-    }
     if (be->ops->check_model) {
         st = be->ops->check_model(be, m->C, m->NH, m->HS, m->F, m->Vp_l);
         if (st != G3_OK)

@@ -143,8 +143,8 @@ typedef struct {
  * logged. */
 typedef struct {
     void *ctx;
-    /* buf (n,) backend memory: summed over the TP group, in place. */
-    g3_status_t (*allreduce_sum)(void *ctx, float *buf, size_t n);
+    /* buf (n,) act, backend memory: summed over the TP group, in place. */
+    g3_status_t (*allreduce_sum)(void *ctx, void *buf, size_t n);
     /* buf (n,) host memory: max (max != 0) or sum over the TP group, in place. */
     g3_status_t (*allreduce_host)(void *ctx, double *buf, size_t n, int max);
 } g3_gpt_tp_comm_t;

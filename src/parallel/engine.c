@@ -5,7 +5,11 @@
  * its receive).  Megatron's combined "send forward, receive backward" and "send backward,
  * receive forward" are two blocking calls here, ordered by the parity of the stage: even
  * stages send first, odd stages receive first, so the two halves of every pair meet (a
- * schedule where every stage sends first deadlocks as soon as two messages cross). */
+ * schedule where every stage sends first deadlocks as soon as two messages cross).
+ * The activations move on the layout's buffer groups (par->buf: host groups for the CPU
+ * backend, NCCL groups on the GPU for CUDA) in the backend's activation type (fp32 or bf16,
+ * par->act); the model syncs its backend at the end of every pass, so a send never reads a
+ * tensor still being computed, and a receive has landed before the next pass starts. */
 #include "config.h"
 
 #include <math.h>
@@ -41,6 +45,10 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
                  model->cfg.pp_rank, model->cfg.pp_size, l->tp_rank, l->tp, l->pp_rank, l->pp);
         return G3_ERR_INTERNAL;
     }
+    /* the groups that carry this backend's buffers (NCCL for a GPU backend) */
+    st = g3_par_set_backend(par, model->be);
+    if (st != G3_OK)
+        return st;
     eng = calloc(1, sizeof(*eng));
     if (!eng) {
         g3_error("parallel engine: out of memory");
@@ -215,8 +223,8 @@ static g3_status_t g3_par_send_fwd(g3_par_engine_t *eng, int64_t k)
     g3_gpt_acts_t *a = g3_par_set(eng, k);
     if (l->pp_rank == l->pp - 1)
         return G3_OK;
-    return g3_comm_send(eng->par->pp, g3_gpt_acts_output(eng->model, a),
-                        g3_par_act_numel(eng), G3_DTYPE_FLOAT32,
+    return g3_comm_send(eng->par->buf.pp, g3_gpt_acts_output(eng->model, a),
+                        g3_par_act_numel(eng), eng->par->act,
                         l->pp_rank + 1, G3_PAR_TAG_FWD);
 }
 
@@ -226,8 +234,8 @@ static g3_status_t g3_par_recv_fwd(g3_par_engine_t *eng, int64_t k)
     g3_gpt_acts_t *a = g3_par_set(eng, k);
     if (l->pp_rank == 0)
         return G3_OK;
-    return g3_comm_recv(eng->par->pp, g3_gpt_acts_input(a),
-                        g3_par_act_numel(eng), G3_DTYPE_FLOAT32,
+    return g3_comm_recv(eng->par->buf.pp, g3_gpt_acts_input(a),
+                        g3_par_act_numel(eng), eng->par->act,
                         l->pp_rank - 1, G3_PAR_TAG_FWD);
 }
 
@@ -237,8 +245,8 @@ static g3_status_t g3_par_send_bwd(g3_par_engine_t *eng, int64_t k)
     g3_gpt_acts_t *a = g3_par_set(eng, k);
     if (l->pp_rank == 0)
         return G3_OK;
-    return g3_comm_send(eng->par->pp, g3_gpt_acts_grad(a),
-                        g3_par_act_numel(eng), G3_DTYPE_FLOAT32,
+    return g3_comm_send(eng->par->buf.pp, g3_gpt_acts_grad(a),
+                        g3_par_act_numel(eng), eng->par->act,
                         l->pp_rank - 1, G3_PAR_TAG_BWD);
 }
 
@@ -248,8 +256,8 @@ static g3_status_t g3_par_recv_bwd(g3_par_engine_t *eng, int64_t k)
     g3_gpt_acts_t *a = g3_par_set(eng, k);
     if (l->pp_rank == l->pp - 1)
         return G3_OK;
-    return g3_comm_recv(eng->par->pp, g3_gpt_acts_grad(a),
-                        g3_par_act_numel(eng), G3_DTYPE_FLOAT32,
+    return g3_comm_recv(eng->par->buf.pp, g3_gpt_acts_grad(a),
+                        g3_par_act_numel(eng), eng->par->act,
                         l->pp_rank + 1, G3_PAR_TAG_BWD);
 }
 
@@ -408,14 +416,14 @@ g3_status_t g3_par_logits_last(g3_par_engine_t *eng, const int32_t *tokens, int 
     g3_status_t st = G3_OK;
 
     if (l->pp_rank > 0)
-        st = g3_comm_recv(eng->par->pp, g3_gpt_acts_input(a), nact, G3_DTYPE_FLOAT32,
+        st = g3_comm_recv(eng->par->buf.pp, g3_gpt_acts_input(a), nact, eng->par->act,
                           l->pp_rank - 1, G3_PAR_TAG_FWD);
     if (st != G3_OK)
         return st;
     if (!m->has_head) {
         st = g3_gpt_forward(m, a, m->has_embedding ? tokens : NULL, NULL, 1, T, 0.0f, NULL);
         if (st == G3_OK)
-            st = g3_comm_send(eng->par->pp, g3_gpt_acts_output(m, a), nact, G3_DTYPE_FLOAT32,
+            st = g3_comm_send(eng->par->buf.pp, g3_gpt_acts_output(m, a), nact, eng->par->act,
                               l->pp_rank + 1, G3_PAR_TAG_FWD);
     } else {
         /* this rank's vocabulary rows, gathered over TP in rank order: the whole row */

@@ -174,7 +174,7 @@ err_free_topo:
 
 /* Create one layer of groups along axis (collective). */
 static g3_status_t g3_par_group(g3_par_t *par, g3_topo_axis_t axis, const char *name,
-                                g3_comm_t **comm_p)
+                                g3_comm_backend_t backend, g3_comm_t **comm_p)
 {
     int *members = malloc(sizeof(int) * (size_t)par->layout.world_size);
     int n;
@@ -185,9 +185,26 @@ static g3_status_t g3_par_group(g3_par_t *par, g3_topo_axis_t axis, const char *
         return G3_ERR_NO_MEMORY;
     }
     n = g3_topo_plan_group(par->plan, par->layout.world_rank, axis, members);
-    st = g3_comm_group_create(par->world, name, G3_COMM_BACKEND_HOST, members, n, comm_p);
+    st = g3_comm_group_create(par->world, name, backend, members, n, comm_p);
     free(members);
     return st;
+}
+
+/* The tied word embedding's group: first and last stage of the same (tp, dp) when PP > 1,
+ * this rank alone elsewhere (collective). */
+static g3_status_t g3_par_emb_group(g3_par_t *par, const char *name, g3_comm_backend_t backend,
+                                    g3_comm_t **comm_p)
+{
+    const g3_par_layout_t *l = &par->layout;
+    int emb[2], n = 1;
+
+    emb[0] = l->world_rank;
+    if (l->pp > 1 && (l->pp_rank == 0 || l->pp_rank == l->pp - 1)) {
+        emb[0] = g3_topo_plan_rank(par->plan, l->tp_rank, 0, l->dp_rank);
+        emb[1] = g3_topo_plan_rank(par->plan, l->tp_rank, l->pp - 1, l->dp_rank);
+        n = 2;
+    }
+    return g3_comm_group_create(par->world, name, backend, emb, n, comm_p);
 }
 
 g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topology_file,
@@ -199,7 +216,6 @@ g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topo
     int *nodes = NULL;
     g3_par_t *par;
     g3_status_t st;
-    int emb[2];
 
     why[0] = '\0';
     if (tp < 1 || pp < 1 || me->size % (tp * pp) != 0) {
@@ -252,25 +268,18 @@ g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topo
     nodes = NULL;
 
     /* the groups, in the same order on every rank */
-    st = g3_par_group(par, G3_TOPO_TP, "tp", &par->tp);
+    st = g3_par_group(par, G3_TOPO_TP, "tp", G3_COMM_BACKEND_HOST, &par->tp);
     if (st == G3_OK)
-        st = g3_par_group(par, G3_TOPO_PP, "pp", &par->pp);
+        st = g3_par_group(par, G3_TOPO_PP, "pp", G3_COMM_BACKEND_HOST, &par->pp);
     if (st == G3_OK)
-        st = g3_par_group(par, G3_TOPO_DP, "dp", &par->dp);
-    if (st == G3_OK) {
-        /* the tied word embedding: first and last stage of the same (tp, dp) */
-        const g3_par_layout_t *l = &par->layout;
-        int n = 1;
-        emb[0] = l->world_rank;
-        if (pp > 1 && (l->pp_rank == 0 || l->pp_rank == pp - 1)) {
-            emb[0] = g3_topo_plan_rank(par->plan, l->tp_rank, 0, l->dp_rank);
-            emb[1] = g3_topo_plan_rank(par->plan, l->tp_rank, pp - 1, l->dp_rank);
-            n = 2;
-        }
-        st = g3_comm_group_create(world, "emb", G3_COMM_BACKEND_HOST, emb, n, &par->emb);
-    }
+        st = g3_par_group(par, G3_TOPO_DP, "dp", G3_COMM_BACKEND_HOST, &par->dp);
+    if (st == G3_OK)
+        st = g3_par_emb_group(par, "emb", G3_COMM_BACKEND_HOST, &par->emb);
     if (st == G3_OK)
         st = g3_comm_world_group(world, G3_COMM_BACKEND_HOST, &par->all);
+    par->buf = (g3_par_groups_t){ par->tp, par->pp, par->dp, par->emb };
+    par->act = G3_DTYPE_FLOAT32;
+    par->act_esize = 4;
     g3_par_alloc_free(&a);
     if (st != G3_OK) {
         g3_par_free(par);
@@ -293,6 +302,10 @@ void g3_par_free(g3_par_t *par)
 {
     if (!par)
         return;
+    g3_comm_free(par->dev.emb);
+    g3_comm_free(par->dev.dp);
+    g3_comm_free(par->dev.pp);
+    g3_comm_free(par->dev.tp);
     g3_comm_free(par->all);
     g3_comm_free(par->emb);
     g3_comm_free(par->dp);
@@ -313,12 +326,57 @@ g3_comm_world_t *g3_par_world(const g3_par_t *par)
     return par->world;
 }
 
+g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be)
+{
+    g3_par_groups_t d = { NULL, NULL, NULL, NULL };
+    g3_status_t st;
+
+    if (par->dev.tp)
+        return G3_OK;   /* already made (a second engine on the same layout) */
+    if (strcmp(be->name, "cpu") == 0) {
+        par->buf = (g3_par_groups_t){ par->tp, par->pp, par->dp, par->emb };
+        par->act = G3_DTYPE_FLOAT32;
+        par->act_esize = 4;
+        return G3_OK;
+    }
+    if (!g3_comm_backend_available(G3_COMM_BACKEND_NCCL)) {
+        g3_error("--device %s with %d ranks needs NCCL for the tensor-, pipeline- and "
+                 "data-parallel groups, and this gpt3d was built without it; reconfigure with "
+                 "NCCL (configure --with-nccl=DIR) or use --device cpu", be->name,
+                 par->layout.world_size);
+        return G3_ERR_UNSUPPORTED;
+    }
+    /* the same members and order as the host groups; NCCL takes the current CUDA device,
+     * which the backend set when it opened */
+    st = g3_par_group(par, G3_TOPO_TP, "tp (NCCL)", G3_COMM_BACKEND_NCCL, &d.tp);
+    if (st == G3_OK)
+        st = g3_par_group(par, G3_TOPO_PP, "pp (NCCL)", G3_COMM_BACKEND_NCCL, &d.pp);
+    if (st == G3_OK)
+        st = g3_par_group(par, G3_TOPO_DP, "dp (NCCL)", G3_COMM_BACKEND_NCCL, &d.dp);
+    if (st == G3_OK)
+        st = g3_par_emb_group(par, "emb (NCCL)", G3_COMM_BACKEND_NCCL, &d.emb);
+    if (st != G3_OK) {
+        g3_comm_free(d.emb);
+        g3_comm_free(d.dp);
+        g3_comm_free(d.pp);
+        g3_comm_free(d.tp);
+        return st;
+    }
+    par->dev = d;
+    par->buf = d;
+    par->act = be->act_dtype == G3_BE_BF16 ? G3_DTYPE_BFLOAT16 : G3_DTYPE_FLOAT32;
+    par->act_esize = (int)g3_be_dtype_size(be->act_dtype);
+    return G3_OK;
+}
+
 /* ---- tensor-parallel collectives for the model ---------------------------------------------- */
 
-static g3_status_t g3_par_tp_sum(void *ctx, float *buf, size_t n)
+/* buf (n,) act, backend memory.  On NCCL groups bf16 activations are summed in bf16
+ * (docs/parallelism.md, "GPUs": one rounding per addition, exact-then-rounded-once at TP 2). */
+static g3_status_t g3_par_tp_sum(void *ctx, void *buf, size_t n)
 {
     g3_par_t *par = ctx;
-    return g3_comm_allreduce(par->tp, buf, buf, n, G3_DTYPE_FLOAT32, G3_COMM_SUM);
+    return g3_comm_allreduce(par->buf.tp, buf, buf, n, par->act, G3_COMM_SUM);
 }
 
 static g3_status_t g3_par_tp_host(void *ctx, double *buf, size_t n, int max)

@@ -12,6 +12,11 @@
  *      over the world;
  *   4. clip by clip / (norm + 1e-6) when that is below 1, AdamW on what the rank updates;
  *   5. ZeRO-1: all-gather the updated blocks over DP.
+ * Gradients and master weights are fp32 on every backend and move on the layout's buffer
+ * groups (par->buf: UCX on the host for the CPU backend, NCCL on the GPU for CUDA), in fp32;
+ * with --grad-reduce-in-bf16 the DP reductions (step 2) move bf16 copies instead (cast,
+ * reduce, cast back into the fp32 buffers: half the bytes, one bf16 rounding of every
+ * rank's gradient and of every partial sum).
  * The word embedding is a segment of its own, so its blocks, and the order of every sum,
  * are the same on the first and on the last stage: both copies stay bitwise equal. */
 #include "config.h"
@@ -88,6 +93,7 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
     memset(o, 0, sizeof(*o));
     o->cfg = cfg->adamw;
     o->zero = cfg->distributed_optimizer;
+    o->bf16_reduce = cfg->grad_reduce_bf16 && l->dp > 1;
     /* segments: the word embedding alone when two stages hold it */
     cut[ncut++] = 0;
     if (wte && l->pp > 1) {
@@ -134,6 +140,22 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
     }
     be->ops->zero(be, o->m, o->state_numel * sizeof(float));
     be->ops->zero(be, o->v, o->state_numel * sizeof(float));
+    if (o->bf16_reduce) {
+        size_t lmax = 0, qmax = 0;
+        for (int i = 0; i < o->nseg; i++) {
+            lmax = o->seg[i].len > lmax ? o->seg[i].len : lmax;
+            qmax = o->seg[i].q > qmax ? o->seg[i].q : qmax;
+        }
+        st = be->ops->alloc(be, (lmax ? lmax : 1) * sizeof(uint16_t),
+                            "the bf16 gradients of the data-parallel reduction "
+                            "(--grad-reduce-in-bf16)", (void **)&o->g16);
+        if (st == G3_OK && o->zero)
+            st = be->ops->alloc(be, (qmax ? qmax : 1) * sizeof(uint16_t),
+                                "the bf16 reduced gradient shard (--grad-reduce-in-bf16)",
+                                (void **)&o->s16);
+        if (st != G3_OK)
+            goto err_free_bf16;
+    }
 
     for (int i = 0; i < o->nseg; i++) {
         const g3_par_segment_t *s = &o->seg[i];
@@ -159,6 +181,11 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
     }
     return G3_OK;
 
+err_free_bf16:
+    if (o->g16)
+        be->ops->free(be, o->g16);
+    if (o->gshard)
+        be->ops->free(be, o->gshard);
 err_free_v:
     be->ops->free(be, o->v);
 err_free_m:
@@ -174,6 +201,10 @@ void g3_par_optim_free(g3_par_engine_t *eng)
 {
     g3_par_optim_t *o = &eng->opt;
     g3_backend_t *be = eng->model->be;
+    if (o->s16)
+        be->ops->free(be, o->s16);
+    if (o->g16)
+        be->ops->free(be, o->g16);
     if (o->gshard)
         be->ops->free(be, o->gshard);
     if (o->v)
@@ -182,6 +213,34 @@ void g3_par_optim_free(g3_par_engine_t *eng)
         be->ops->free(be, o->m);
     free(o->pieces);
     free(o->runs);
+}
+
+/* Step 2 for segment s with --grad-reduce-in-bf16: the segment's gradients cast to bf16,
+ * all-reduced (or reduce-scattered, the tail all-reduced) in bf16 and cast back into the
+ * fp32 buffers (m->g, the ZeRO-1 shard). */
+static g3_status_t g3_par_reduce_bf16(g3_par_engine_t *eng, const g3_par_segment_t *s)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_comm_t *dpc = eng->par->buf.dp;
+    g3_backend_t *be = eng->model->be;
+    float *g = eng->model->g + s->off;
+    size_t head = o->zero ? s->q * (size_t)eng->par->layout.dp : 0;   /* reduce-scattered */
+    g3_status_t st;
+
+    be->ops->cast(be, o->g16, G3_BE_BF16, g, G3_BE_F32, s->len);
+    st = be->ops->sync(be);
+    if (st == G3_OK && o->zero && s->q > 0)
+        st = g3_comm_reduce_scatter(dpc, o->g16, o->s16, s->q, G3_DTYPE_BFLOAT16, G3_COMM_SUM);
+    if (st == G3_OK && s->len > head)
+        st = g3_comm_allreduce(dpc, o->g16 + head, o->g16 + head, s->len - head,
+                               G3_DTYPE_BFLOAT16, G3_COMM_SUM);
+    if (st != G3_OK)
+        return st;
+    if (o->zero && s->q > 0)
+        be->ops->cast(be, o->gshard + s->so, G3_BE_F32, o->s16, G3_BE_BF16, s->q);
+    if (s->len > head)
+        be->ops->cast(be, g + head, G3_BE_F32, o->g16 + head, G3_BE_BF16, s->len - head);
+    return be->ops->sync(be);
 }
 
 /* Steps 1 and 2: the embedding group, then DP. */
@@ -194,24 +253,28 @@ static g3_status_t g3_par_reduce(g3_par_engine_t *eng)
     int dp = par->layout.dp;
     g3_status_t st = m->be->ops->sync(m->be);
 
-    if (st == G3_OK && wte && g3_comm_size(par->emb) > 1)
-        st = g3_comm_allreduce(par->emb, m->g + wte->offset, m->g + wte->offset, wte->numel,
-                               G3_DTYPE_FLOAT32, G3_COMM_SUM);
+    if (st == G3_OK && wte && g3_comm_size(par->buf.emb) > 1)
+        st = g3_comm_allreduce(par->buf.emb, m->g + wte->offset, m->g + wte->offset,
+                               wte->numel, G3_DTYPE_FLOAT32, G3_COMM_SUM);
     for (int i = 0; i < o->nseg && st == G3_OK; i++) {
         const g3_par_segment_t *s = &o->seg[i];
         if (dp == 1 && !o->zero)
             break;
+        if (o->bf16_reduce) {
+            st = g3_par_reduce_bf16(eng, s);
+            continue;
+        }
         if (!o->zero) {
-            st = g3_comm_allreduce(par->dp, m->g + s->off, m->g + s->off, s->len,
+            st = g3_comm_allreduce(par->buf.dp, m->g + s->off, m->g + s->off, s->len,
                                    G3_DTYPE_FLOAT32, G3_COMM_SUM);
             continue;
         }
         if (s->q > 0)
-            st = g3_comm_reduce_scatter(par->dp, m->g + s->off, o->gshard + s->so, s->q,
+            st = g3_comm_reduce_scatter(par->buf.dp, m->g + s->off, o->gshard + s->so, s->q,
                                         G3_DTYPE_FLOAT32, G3_COMM_SUM);
         if (st == G3_OK && s->rem > 0) {
             float *r = m->g + s->off + s->q * (size_t)dp;
-            st = g3_comm_allreduce(par->dp, r, r, s->rem, G3_DTYPE_FLOAT32, G3_COMM_SUM);
+            st = g3_comm_allreduce(par->buf.dp, r, r, s->rem, G3_DTYPE_FLOAT32, G3_COMM_SUM);
         }
     }
     return st;
@@ -325,7 +388,7 @@ g3_status_t g3_par_optim_step(g3_par_engine_t *eng, double lr, int64_t iteration
         const g3_par_segment_t *s = &o->seg[i];
         if (s->q == 0)
             continue;
-        st = g3_comm_allgather(par->dp, m->w + s->off + (size_t)par->layout.dp_rank * s->q,
+        st = g3_comm_allgather(par->buf.dp, m->w + s->off + (size_t)par->layout.dp_rank * s->q,
                                m->w + s->off, s->q, G3_DTYPE_FLOAT32);
     }
     if (st == G3_OK)

@@ -98,6 +98,16 @@ void g3_par_free(g3_par_t *par);
 const g3_par_layout_t *g3_par_layout(const g3_par_t *par);
 g3_comm_world_t *g3_par_world(const g3_par_t *par);
 
+/* Tell the layout which compute backend holds the buffers the groups move (collective over
+ * the world; g3_par_engine_init calls it).  A backend whose memory is host memory (cpu)
+ * uses the host groups.  A GPU backend (cuda) gets NCCL groups over the same members (tp,
+ * pp, dp, emb), created on the CUDA device the backend opened (one rank per GPU); its
+ * activations travel as bf16, its gradients and master weights as fp32.  The host groups
+ * stay for host data (loss, norm, cross-entropy statistics on the host, the sample).
+ * RET: G3_ERR_UNSUPPORTED (logged, naming the fix) when the build has no NCCL; comm errors
+ * (logged). */
+g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be);
+
 /* The tensor-parallel collectives for g3_gpt_set_tp_comm.  OUT: *comm */
 void g3_par_tp_comm(g3_par_t *par, g3_gpt_tp_comm_t *comm);
 
@@ -115,6 +125,7 @@ typedef struct g3_par_engine g3_par_engine_t;
 typedef struct {
     g3_train_adamw_config_t adamw;
     int         distributed_optimizer;  /* ZeRO-1 over DP (--use-distributed-optimizer) */
+    int         grad_reduce_bf16;       /* DP reductions in bf16 (--grad-reduce-in-bf16) */
     int64_t     max_micro;              /* most micro-batches an iteration runs (m)      */
     const char *grad_dump_dir;          /* tests: dump the reduced gradients of step 1  */
 } g3_par_engine_config_t;

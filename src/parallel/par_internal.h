@@ -5,13 +5,27 @@
 #include "parallel/par.h"
 #include "topo/topo.h"
 
+/* The groups that move backend buffers (activations, gradients, parameters) along each
+ * axis. */
+typedef struct {
+    g3_comm_t *tp, *pp, *dp, *emb;
+} g3_par_groups_t;
+
 struct g3_par {
     g3_comm_world_t *world;      /* borrowed                                            */
     g3_topo_plan_t  *plan;
     g3_par_layout_t  layout;
     char           **hostnames;  /* (nhosts) the job's nodes, for the rank table        */
     int              nhosts;
+    /* host (UCX) groups: backend buffers of the CPU backend, and host data of every
+     * backend (cross-entropy statistics on the host, logits of the sample, control) */
     g3_comm_t       *tp, *pp, *dp, *emb, *all;
+    g3_par_groups_t  dev;        /* NCCL groups for a GPU backend (g3_par_set_backend), or
+                                  * NULLs                                                */
+    g3_par_groups_t  buf;        /* the groups for backend buffers: dev when made, else
+                                  * the host groups                                      */
+    g3_comm_dtype_t  act;        /* activations on the wire: FLOAT32 or BFLOAT16        */
+    int              act_esize;  /* bytes per activation element                         */
 };
 
 /* A range of the flat buffers this rank updates: the elements [begin, end) of the
@@ -45,6 +59,10 @@ typedef struct {
     g3_train_adamw_run_t *runs;      /* (nruns,) weight-decay runs tiling the flat buffer */
     int               nruns;
     int64_t           step;
+    /* --grad-reduce-in-bf16: the DP reductions move bf16 copies of the gradients */
+    int               bf16_reduce;
+    uint16_t         *g16;           /* (longest segment,) bf16 backend memory, or NULL  */
+    uint16_t         *s16;           /* (longest shard q,) bf16 backend memory (ZeRO-1)  */
 } g3_par_optim_t;
 
 struct g3_par_engine {

@@ -65,6 +65,7 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { "decoder-first-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the first pipeline stage (uneven split); the other stages share the rest evenly.", G3_NOOPT },
     { "decoder-last-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the last pipeline stage (uneven split); the other stages share the rest evenly.", G3_NOOPT },
     { "use-distributed-optimizer", G3_OPT_BOOL, NULL, "Shard the Adam state and the reduced gradients over the data-parallel ranks (ZeRO-1).", G3_NOOPT },
+    { "grad-reduce-in-bf16", G3_OPT_BOOL, NULL, "Reduce the gradients over the data-parallel ranks in bf16 (half the bytes; fp32 accumulation and Adam stay).", G3_NOOPT },
     { "distributed-timeout-minutes", G3_OPT_FLOAT, "10", "Give up a collective or pipeline transfer after this long (exit 76).", G3_NOOPT },
     { "topology-file", G3_OPT_STRING, NULL, "Slurm topology.conf for placing the ranks (default: SLURM_TOPOLOGY_ADDR, else flat).", NULL, 0, 0, "FILE" },
     { "debug-grad-dump", G3_OPT_STRING, NULL, "Tests: write each rank's reduced gradients of iteration 1, and its parameters and Adam moments at the end, to DIR (see docs/parallelism.md).", NULL, 0, 0, "DIR" },
@@ -138,6 +139,7 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
         ok = 0;
     }
     cfg->distributed_optimizer = g3_opts_bool(o, "use-distributed-optimizer");
+    cfg->grad_reduce_bf16 = g3_opts_bool(o, "grad-reduce-in-bf16");
     cfg->grad_dump_dir = g3_opts_str(o, "debug-grad-dump");
     cfg->model.vocab_size = 1;   /* checked against the vocabulary file later */
 

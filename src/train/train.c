@@ -284,6 +284,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         memset(&ecfg, 0, sizeof(ecfg));
         ecfg.adamw = cfg->adamw;
         ecfg.distributed_optimizer = cfg->distributed_optimizer;
+        ecfg.grad_reduce_bf16 = cfg->grad_reduce_bf16;
         ecfg.max_micro = tr->plan.global_batch_size / (tr->B * (int64_t)cfg->dp_size);
         ecfg.grad_dump_dir = cfg->grad_dump_dir;
         g3_par_tp_comm(cfg->par, &tpc);

@@ -62,6 +62,7 @@ typedef struct {
      * config carries this rank's tp/pp position */
     struct g3_par *par;
     int          distributed_optimizer; /* --use-distributed-optimizer (ZeRO-1 over DP)      */
+    int          grad_reduce_bf16;      /* --grad-reduce-in-bf16 (DP reductions in bf16)      */
     const char  *grad_dump_dir;         /* tests: dump the gradients of iteration 1 here     */
     /* checkpoints (src/train/train_ckpt.c, docs/checkpoints.md) */
     const char  *save_dir;              /* --save; NULL: none                                */

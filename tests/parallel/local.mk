@@ -12,3 +12,8 @@ TESTS += tests/parallel/test_parallel_slurm.sh
 EXTRA_DIST += tests/parallel/test_parallel_slurm.sh
 LONG_TESTS += tests/parallel/bench_parallel.sh
 EXTRA_DIST += tests/parallel/bench_parallel.sh
+# On GPUs (--device cuda, NCCL groups): every layout against one GPU and the CPU; skips
+# without 2 GPUs after checking the refusal.  The bf16 data-parallel reduction on the CPU.
+TESTS += tests/parallel/test_parallel_cuda.sh tests/parallel/test_grad_reduce_bf16.sh
+EXTRA_DIST += tests/parallel/test_parallel_cuda.sh tests/parallel/test_grad_reduce_bf16.sh \
+	tests/parallel/par_lib.sh
