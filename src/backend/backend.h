@@ -147,6 +147,23 @@ typedef struct g3_backend_ops {
      * logits (computed in place).  dlogits, logits (N,V) act  lse (N,) from xent_fwd */
     void (*xent_bwd)(g3_backend_t *be, void *dlogits, const void *logits, const float *lse,
                      const int32_t *targets, float dloss, int N, int V);
+    /* Optional, all three or none (NULL: the model combines the shards' log-sum-exps on the
+     * host): the vocabulary-parallel cross-entropy with its statistics in backend memory, for
+     * an all-gather over the tensor-parallel group.  A shard holds the columns [v0, v0+V) of
+     * every row; targets are global ids.
+     * xent_stats: per row the shard's max m, sum exp(x - m) and the target's logit when the
+     *   shard holds it (else 0).  stats (N,3)  logits (N,V) act  targets (N,)
+     * xent_combine: lse[i] over all S shards and losses[i] = lse[i] - logit[target].
+     *   losses, lse (N,)  stats (S,N,3) the shards' stats gathered shard-major  targets (N,)
+     * xent_shard_bwd: dlogits[i,j] = (exp(x_ij - lse[i]) - [v0+j == targets[i]]) * dloss;
+     *   may alias.  dlogits, logits (N,V) act  lse (N,) from xent_combine  targets (N,) */
+    void (*xent_stats)(g3_backend_t *be, float *stats, const void *logits,
+                       const int32_t *targets, int N, int V, int v0);
+    void (*xent_combine)(g3_backend_t *be, float *losses, float *lse, const float *stats,
+                         int S, const int32_t *targets, int N);
+    void (*xent_shard_bwd)(g3_backend_t *be, void *dlogits, const void *logits,
+                           const float *lse, const int32_t *targets, float dloss, int N,
+                           int V, int v0);
 
     /* ---- optimizer ------------------------------------------------------------------------ */
     /* One AdamW step (decoupled weight decay, PyTorch / apex adam_w_mode order):

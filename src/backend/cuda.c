@@ -273,6 +273,27 @@ static void g3_cuda_xent_bwd(g3_backend_t *be, void *dlogits, const void *logits
     g3cuda_xent_grad(g3_cuda_ctx_of(be), dlogits, logits, V, lse, targets, dloss, N, V, 0);
 }
 
+/* ---- vocabulary-parallel cross-entropy: the stages of g3cuda.h (partial, finish, grad) -------- */
+
+static void g3_cuda_xent_stats(g3_backend_t *be, float *stats, const void *logits,
+                               const int32_t *targets, int N, int V, int v0)
+{
+    g3cuda_xent_partial(g3_cuda_ctx_of(be), stats, logits, V, targets, N, V, v0);
+}
+
+static void g3_cuda_xent_combine(g3_backend_t *be, float *losses, float *lse, const float *stats,
+                                 int S, const int32_t *targets, int N)
+{
+    g3cuda_xent_finish(g3_cuda_ctx_of(be), losses, lse, stats, S, targets, N);
+}
+
+static void g3_cuda_xent_shard_bwd(g3_backend_t *be, void *dlogits, const void *logits,
+                                   const float *lse, const int32_t *targets, float dloss, int N,
+                                   int V, int v0)
+{
+    g3cuda_xent_grad(g3_cuda_ctx_of(be), dlogits, logits, V, lse, targets, dloss, N, V, v0);
+}
+
 /* ---- optimizer -------------------------------------------------------------------------------- */
 
 static void g3_cuda_adamw(g3_backend_t *be, float *p, const float *g, float *m, float *v,
@@ -408,6 +429,9 @@ static const g3_backend_ops_t g3_cuda_ops = {
     .cast = g3_cuda_cast,
     .xent_fwd = g3_cuda_xent_fwd,
     .xent_bwd = g3_cuda_xent_bwd,
+    .xent_stats = g3_cuda_xent_stats,
+    .xent_combine = g3_cuda_xent_combine,
+    .xent_shard_bwd = g3_cuda_xent_shard_bwd,
     .adamw = g3_cuda_adamw,
     .sumsq = g3_cuda_sumsq,
     .check_model = g3_cuda_check_model,

@@ -147,6 +147,9 @@ typedef struct {
     g3_status_t (*allreduce_sum)(void *ctx, void *buf, size_t n);
     /* buf (n,) host memory: max (max != 0) or sum over the TP group, in place. */
     g3_status_t (*allreduce_host)(void *ctx, double *buf, size_t n, int max);
+    /* Optional (NULL: the cross-entropy statistics go through allreduce_host): send (n,)
+     * fp32 backend memory of every TP rank into recv (TP, n) backend memory, rank-major. */
+    g3_status_t (*allgather)(void *ctx, const float *send, float *recv, size_t n);
 } g3_gpt_tp_comm_t;
 
 typedef struct g3_gpt {

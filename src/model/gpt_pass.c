@@ -56,6 +56,9 @@ struct g3_gpt_acts {
     int32_t             *host_targets;  /* (B,T) host copy of the targets                     */
     double              *host_ce;       /* (3, Nc) per-token lse, sums, target logits (host)  */
     float               *host_lse;      /* (Nc,) combined log-sum-exp (host)                   */
+    float               *xstats;        /* (Nc,3) this shard's statistics, or NULL: the host
+                                         * path (g3_gpt_xent_tp_dev)                           */
+    float               *xstats_all;    /* (TP,Nc,3) every shard's, gathered                   */
 };
 
 /* Carving one allocation: pass 1 (base NULL) only counts, pass 2 assigns. */
@@ -75,6 +78,14 @@ static void *g3_carve(g3_carve_t *cv, size_t bytes)
 static void *g3_gpt_at(const g3_gpt_t *m, const void *p, size_t elems)
 {
     return (char *)p + elems * m->esize;
+}
+
+/* RET: 1 when the backend computes the vocabulary-parallel cross-entropy's statistics in its
+ * own memory (xent_stats, xent_combine, xent_shard_bwd: CUDA). */
+static int g3_gpt_xent_dev_ops(const g3_gpt_t *m)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+    return op->xent_stats && op->xent_combine && op->xent_shard_bwd;
 }
 
 static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *cv)
@@ -116,6 +127,10 @@ static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *
         a->logits = g3_carve(cv, (size_t)a->Nc * m->Vp_l * e);
         if (m->cfg.tp_size > 1)
             a->targets_local = g3_carve(cv, N * sizeof(int32_t));
+        if (m->cfg.tp_size > 1 && g3_gpt_xent_dev_ops(m)) {
+            a->xstats = g3_carve(cv, (size_t)a->Nc * 3 * f);
+            a->xstats_all = g3_carve(cv, (size_t)m->cfg.tp_size * a->Nc * 3 * f);
+        }
     }
     a->tmp = g3_carve(cv, N * m->C * e);
     a->dres = g3_carve(cv, N * m->C * e);
@@ -441,6 +456,33 @@ static g3_status_t g3_gpt_upload_tokens(g3_gpt_t *m, g3_gpt_acts_t *a, const int
  * logits are never gathered.  With dloss != 0 the chunk's logits become their gradient
  * (softmax - onehot) dloss, the softmax over the whole vocabulary.
  * OUT: losses[r0 .. r0+n) (host). */
+/* g3_gpt_xent_tp with the statistics in backend memory (a->xstats and the TP group's
+ * all-gather): per row the shard's max, sum-exp and target logit (N, 3), gathered over the TP
+ * group into (TP, N, 3) in one collective, combined into lse and the losses on every rank;
+ * the gradient takes global targets and the shard's v0, so no placeholder.  The same
+ * arithmetic as the host path (Megatron's max and sum-exp), without host round trips but for
+ * the n losses.  OUT: losses[r0 .. r0+n) (host). */
+static g3_status_t g3_gpt_xent_tp_dev(g3_gpt_t *m, g3_gpt_acts_t *a, int r0, int n, float dloss,
+                                      float *losses)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+    g3_backend_t *be = m->be;
+    const int32_t *tg = a->targets + r0;   /* (n,) global ids, backend memory */
+    g3_status_t st;
+
+    op->xent_stats(be, a->xstats, a->logits, tg, n, m->Vp_l, m->v0);
+    st = op->sync(be);
+    if (st == G3_OK)
+        st = m->tp.allgather(m->tp.ctx, a->xstats, a->xstats_all, 3 * (size_t)n);
+    if (st != G3_OK)
+        return st;
+    op->xent_combine(be, a->losses + r0, a->lse + r0, a->xstats_all, m->cfg.tp_size, tg, n);
+    op->download(be, losses + r0, a->losses + r0, sizeof(float) * (size_t)n);
+    if (dloss != 0.0f)
+        op->xent_shard_bwd(be, a->logits, a->logits, a->lse + r0, tg, dloss, n, m->Vp_l, m->v0);
+    return G3_OK;
+}
+
 static g3_status_t g3_gpt_xent_tp(g3_gpt_t *m, g3_gpt_acts_t *a, int r0, int n, float dloss,
                                   float *losses)
 {
@@ -536,7 +578,9 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
         const void *x = g3_gpt_at(m, a->lnf, (size_t)r0 * m->C);
         op->matmul_fwd(be, a->logits, x, m->pt.wte, NULL, n, m->C, m->Vp_l);
         if (m->cfg.tp_size > 1) {
-            st = g3_gpt_xent_tp(m, a, r0, n, dloss, a->host_losses);
+            st = a->xstats && m->tp.allgather
+                     ? g3_gpt_xent_tp_dev(m, a, r0, n, dloss, a->host_losses)
+                     : g3_gpt_xent_tp(m, a, r0, n, dloss, a->host_losses);
             if (st != G3_OK)
                 return st;
         } else {

@@ -386,11 +386,19 @@ static g3_status_t g3_par_tp_host(void *ctx, double *buf, size_t n, int max)
                              max ? G3_COMM_MAX : G3_COMM_SUM);
 }
 
+/* send (n,) fp32 backend memory, recv (TP, n): the cross-entropy statistics on a GPU. */
+static g3_status_t g3_par_tp_gather(void *ctx, const float *send, float *recv, size_t n)
+{
+    g3_par_t *par = ctx;
+    return g3_comm_allgather(par->buf.tp, send, recv, n, G3_DTYPE_FLOAT32);
+}
+
 void g3_par_tp_comm(g3_par_t *par, g3_gpt_tp_comm_t *comm)
 {
     comm->ctx = par;
     comm->allreduce_sum = g3_par_tp_sum;
     comm->allreduce_host = g3_par_tp_host;
+    comm->allgather = g3_par_tp_gather;   /* used by backends with xent_stats (CUDA) */
 }
 
 g3_status_t g3_par_world_allreduce(g3_par_t *par, double *buf, size_t n, int max)
