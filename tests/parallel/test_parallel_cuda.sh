@@ -60,6 +60,7 @@ if [ "$want" -eq 1 ] && [ "$ngpu" -gt 0 ]; then
     skip "a GPU is present: the refusal of two ranks without one is not reachable here"
     skip "a GPU is present: the refusal of two ranks without one is not reachable here"
 else
+    # shellcheck disable=SC2086
     run g3_mpirun -np 2 "$GPT3D" train $flags --run-dir "$TMPD/refuse" --device cuda
     is "$rc" "$want" "two ranks with --device cuda here exit $want ($features)"
     like "$out" "$why" "... saying why and what to do"
