@@ -5,12 +5,10 @@
  * work; only rank 0 shows their errors (the others keep theirs in a scratch file and show
  * them only if rank 0 passed where they failed, e.g. a file missing on their node), and
  * every rank exits with the same code.  docs/parallelism.md describes the layouts. */
-#define _GNU_SOURCE   /* sched_getaffinity */
 #include "config.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/world.h"
 #include "comm/comm.h"
 #include "core/log.h"
 #include "core/opt.h"
@@ -90,99 +89,6 @@ static int g3_mkdirs(const char *path)
     return 1;
 }
 
-/* RET: this process's rank as the launcher tells it before the world exists (PMIX_RANK
- * from mpirun and srun --mpi=pmix, else SLURM_PROCID or OMPI_COMM_WORLD_RANK), 0 alone. */
-static int g3_env_rank(void)
-{
-    const char *names[] = { "PMIX_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK" };
-    for (int i = 0; i < 3; i++) {
-        const char *v = getenv(names[i]);
-        if (v && *v)
-            return atoi(v);
-    }
-    return 0;
-}
-
-/* While quiet, this rank's messages (stderr) go to a scratch file: every rank runs the
- * checks before any work, rank 0 alone shows what fails. */
-typedef struct {
-    int   saved_fd;   /* the real stderr, -1 when not quiet */
-    FILE *scratch;
-} g3_quiet_t;
-
-static void g3_quiet_begin(g3_quiet_t *q, int quiet)
-{
-    q->saved_fd = -1;
-    q->scratch = NULL;
-    if (!quiet)
-        return;
-    fflush(stderr);
-    q->scratch = tmpfile();
-    if (!q->scratch)
-        return;
-    q->saved_fd = dup(STDERR_FILENO);
-    if (q->saved_fd < 0 || dup2(fileno(q->scratch), STDERR_FILENO) < 0) {
-        if (q->saved_fd >= 0)
-            close(q->saved_fd);
-        fclose(q->scratch);
-        q->saved_fd = -1;
-        q->scratch = NULL;
-    }
-}
-
-/* Back to the real stderr; replay: show what was said meanwhile. */
-static void g3_quiet_end(g3_quiet_t *q, int replay)
-{
-    char buf[4096];
-    size_t n;
-
-    if (q->saved_fd < 0)
-        return;
-    fflush(stderr);
-    dup2(q->saved_fd, STDERR_FILENO);
-    close(q->saved_fd);
-    q->saved_fd = -1;
-    if (replay) {
-        rewind(q->scratch);
-        while ((n = fread(buf, 1, sizeof(buf), q->scratch)) > 0)
-            fwrite(buf, 1, n, stderr);
-        fflush(stderr);
-    }
-    fclose(q->scratch);
-    q->scratch = NULL;
-}
-
-/* Every rank passes its exit code so far; RET: the job's (rank 0's if it failed, else the
- * highest).  A rank that failed where rank 0 did not shows its own messages. */
-static int g3_agree(g3_comm_world_t *world, int rc, g3_quiet_t *q)
-{
-    const g3_comm_proc_t *me = g3_comm_world_proc(world);
-    g3_comm_exchange_t *x = NULL;
-    int32_t mine = rc, rc0 = rc, worst = rc;
-
-    if (me->size > 1 && g3_comm_world_exchange(world, "the checks before training", &mine,
-                                                sizeof(mine), &x) == G3_OK) {
-        for (int r = 0; r < me->size; r++) {
-            const void *blob;
-            size_t len;
-            int32_t v;
-            if (g3_comm_exchange_get(x, r, &blob, &len) != G3_OK || len != sizeof(v))
-                continue;
-            memcpy(&v, blob, sizeof(v));
-            if (r == 0)
-                rc0 = v;
-            if (v > worst)
-                worst = v;
-        }
-        g3_comm_exchange_free(x);
-    }
-    g3_quiet_end(q, rc != 0 && rc0 == 0);
-    if (rc0 == 0 && worst != 0 && me->rank == 0)
-        g3_error("some ranks failed the checks before training (exit %d); their messages say "
-                 "why (files missing on their nodes?)", worst);
-    return rc0 != 0 ? rc0 : worst;
-}
-
 /* --exit-signal: the handler only sets the flag; the training loop looks at it at each step
  * boundary, where every rank agrees (train.c). */
 static volatile sig_atomic_t g3_exit_flag;
@@ -232,21 +138,6 @@ static char *g3_config_text(const g3_opts_t *o, const g3_gpt_config_t *m)
     return text;
 }
 
-/* Threads of the CPU backend per rank when OMP_NUM_THREADS is not set: the CPUs this
- * process may run on, shared by the job's ranks on this node. */
-static int g3_threads_per_rank(int local_size)
-{
-    cpu_set_t set;
-    int ncpu = 0;
-    if (getenv("OMP_NUM_THREADS") || local_size <= 1)
-        return 0;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        ncpu = CPU_COUNT(&set);
-    if (ncpu <= 0)
-        ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    return ncpu / local_size > 1 ? ncpu / local_size : 1;
-}
-
 int g3_cmd_train(int argc, char **argv)
 {
     g3_opts_t *o = NULL;
@@ -259,16 +150,12 @@ int g3_cmd_train(int argc, char **argv)
     char *const *list;
     int ok = 1, tp = 1, pp = 1, builtin_data, rc;
     const char *run_dir;
-    g3_quiet_t quiet;
-    g3_comm_world_t *world = NULL;
+    g3_cli_world_t w;
     const g3_comm_proc_t *me;
-    g3_par_t *par = NULL;
     char why[1024];
     char *config_text = NULL;
 
-    g3_quiet_begin(&quiet, g3_env_rank() != 0);
-    st = g3_opts_parse(&g3_train_cmd, argc, argv, &o);
-    g3_quiet_end(&quiet, 0);
+    st = g3_cli_world_parse(&g3_train_cmd, argc, argv, &o);
     if (st != G3_OK)
         return g3_status_exit_code(st);
     if (g3_opts_help_shown(o)) {
@@ -276,13 +163,12 @@ int g3_cmd_train(int argc, char **argv)
         return G3_EXIT_OK;
     }
     /* the world: which rank this is (alone: a singleton), its errors on every rank */
-    st = g3_comm_world_init(g3_opts_float(o, "distributed-timeout-minutes") * 60.0, &world);
-    if (st != G3_OK) {
+    rc = g3_cli_world_init(g3_opts_float(o, "distributed-timeout-minutes") * 60.0, &w);
+    if (rc != G3_EXIT_OK) {
         g3_opts_free(o);
-        return g3_status_exit_code(st);
+        return rc;
     }
-    me = g3_comm_world_proc(world);
-    g3_quiet_begin(&quiet, me->rank != 0);
+    me = w.me;
     g3_train_config_defaults(&cfg);
 
     /* model, layout, batch and schedule flags (shared with gpt3d plan: train/flags.c) */
@@ -435,50 +321,31 @@ int g3_cmd_train(int argc, char **argv)
     rc = G3_EXIT_OK;
 
 agree:
-    rc = g3_agree(world, rc, &quiet);
+    rc = g3_cli_world_agree(&w, rc, "training");
     if (rc != G3_EXIT_OK)
         goto out;
 
     /* 3D parallelism: place the ranks (src/topo) and create the groups */
-    if (me->size > 1 || tp > 1 || pp > 1) {
-        st = g3_par_init(world, tp, pp, g3_opts_str(o, "topology-file"), &par, why,
-                         sizeof(why));
-        if (st == G3_ERR_INVALID_ARG && why[0]) {
-            if (me->rank == 0)
-                g3_error("impossible layout: %s", why);
-            rc = G3_EXIT_USAGE;
-            goto out;
-        }
-        if (st != G3_OK) {
-            rc = g3_status_exit_code(st);
-            goto out;
-        }
-        {
-            const g3_par_layout_t *l = g3_par_layout(par);
-            cfg.par = par;
-            cfg.dp_rank = l->dp_rank;
-            cfg.model.tp_rank = l->tp_rank;
-            cfg.model.pp_rank = l->pp_rank;
-            cfg.threads = g3_threads_per_rank(l->local_size);
-        }
-        if (me->rank != 0) {
-            /* one voice: rank 0 prints progress and writes the metrics */
-            cfg.metrics_file = NULL;
-            if (!freopen("/dev/null", "w", stdout))
-                g3_warn("could not silence this rank's standard output: %s", strerror(errno));
-        }
+    rc = g3_cli_world_layout(&w, tp, pp, g3_opts_str(o, "topology-file"));
+    if (rc != G3_EXIT_OK)
+        goto out;
+    if (w.par) {
+        const g3_par_layout_t *l = g3_par_layout(w.par);
+        cfg.par = w.par;
+        cfg.dp_rank = l->dp_rank;
+        cfg.model.tp_rank = l->tp_rank;
+        cfg.model.pp_rank = l->pp_rank;
+        cfg.threads = w.threads;
+        if (me->rank != 0)
+            cfg.metrics_file = NULL;   /* one voice: rank 0 writes the metrics */
     }
 
     st = g3_train_run(&cfg, &res);
     rc = g3_status_exit_code(st);
-    if (par && st != G3_OK && st != G3_ERR_NUMERIC && st != G3_ERR_INTERRUPTED) {
-        /* the other ranks may be waiting for this one: end the job now, with this code */
-        fflush(stdout);
-        g3_comm_world_abort(world, rc, g3_status_string(st));
-    }
+    if (st != G3_OK && st != G3_ERR_NUMERIC && st != G3_ERR_INTERRUPTED)
+        g3_cli_world_fail(&w, rc, st);   /* the other ranks may be waiting for this one */
 out:
-    g3_par_free(par);
-    g3_comm_world_free(world);
+    g3_cli_world_free(&w);
     g3_opts_free(o);
     free(config_text);
     return rc;

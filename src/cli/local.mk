@@ -3,6 +3,8 @@ bin_PROGRAMS += src/gpt3d
 src_gpt3d_SOURCES = \
 	src/main.c \
 	src/cli/commands.h \
+	src/cli/world.h \
+	src/cli/world.c \
 	src/cli/cmd_train.c \
 	src/cli/cmd_tokenize.c \
 	src/cli/cmd_preprocess.c \
