@@ -19,6 +19,7 @@ gpt3d="$builddir/src/gpt3d"
 # layout: tensor-parallel 2 x pipeline-parallel 2 x data-parallel 2 on 8 ranks
 # under mpirun (about 3 minutes on two cores).  Rank 0 prints the layout first,
 # progress every 10 iterations, the validation loss at the end, then a sample.
+# The final checkpoint goes to $run_dir/checkpoints (for gpt3d eval / generate).
 run_dir=${GPT3D_DEMO_RUN_DIR:-$top/demo-run}
 rm -rf "$run_dir"
 if [ "$(id -u)" -eq 0 ]; then
@@ -30,4 +31,4 @@ mpirun -n 8 --oversubscribe "$gpt3d" train \
     --micro-batch-size 4 --global-batch-size 16 --train-iters "${GPT3D_DEMO_ITERS:-150}" \
     --lr 3e-3 --min-lr 3e-4 --lr-warmup-iters 15 --lr-decay-style cosine \
     --log-interval 10 --eval-interval 50 --eval-iters 5 \
-    --run-dir "$run_dir" --sample-tokens 40 --top-k 20
+    --run-dir "$run_dir" --save "$run_dir/checkpoints" --sample-tokens 40 --top-k 20
