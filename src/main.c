@@ -31,13 +31,6 @@ static const g3_command_t g3_commands[] = {
 };
 #define G3_NCOMMANDS ((int)(sizeof(g3_commands) / sizeof(g3_commands[0])))
 
-int g3_cmd_not_built(const char *name, const char *what)
-{
-    g3_error("gpt3d %s: %s is not built into this version of gpt3d yet (%s %s)",
-             name, what, PACKAGE_NAME, PACKAGE_VERSION);
-    return G3_EXIT_FAILURE;
-}
-
 static void g3_print_version(void)
 {
     printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);

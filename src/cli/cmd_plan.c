@@ -380,8 +380,9 @@ static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay
                in->bf16 ? "CUDA context" : "process");
     printf("\n");
     if (in->bf16)
-        printf("note: gpt3d train --device cuda runs one rank (no TP, PP or DP) in this "
-               "version; these numbers are for Megatron-LM's bf16 layout of the same model\n");
+        printf("note: the CUDA backend of this version (bf16 working copy, fp32 master weights, "
+               "gradients and Adam state, as Megatron-LM's bf16 layout) has not yet run on a GPU; "
+               "see docs/cuda.md\n");
 }
 
 static void g3_json_stage(const g3_plan_flags_t *f, const g3_plan_stage_t *st)

@@ -15,8 +15,4 @@ int g3_cmd_eval(int argc, char **argv);
 int g3_cmd_generate(int argc, char **argv);
 int g3_cmd_plan(int argc, char **argv);
 
-/* Shared by drivers: turn an options status into an exit code and report
- * "not built yet" honestly for commands a later release fills in. */
-int g3_cmd_not_built(const char *name, const char *what);
-
 #endif
