@@ -3,7 +3,10 @@
  * The model comes from the checkpoint (its saved configuration and shapes), the data
  * settings default to the checkpoint's run's, and the loss is computed by the trainer's own
  * validation code (src/infer), so `gpt3d eval --load DIR` reports the validation loss the
- * trainer reported at that iteration.  One rank, CPU backend (docs/inference.md). */
+ * trainer reported at that iteration.  CPU backend; alone or under mpirun / srun with the
+ * trainer's layout: each data-parallel replica evaluates its part of every global batch
+ * (Megatron's order) through its pipeline and the loss sums are added over the world
+ * (docs/inference.md). */
 #include "config.h"
 
 #include <errno.h>
@@ -245,6 +248,13 @@ static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval
                  "a micro-batch size that divides it", (long long)d->gbs, (long long)d->B);
         return G3_EXIT_USAGE;
     }
+    if (d->gbs % (d->B * s->dp) != 0) {
+        g3_error("--global-batch-size %lld is not a multiple of --micro-batch-size %lld x "
+                 "data-parallel size %d: each replica evaluates whole micro-batches of each "
+                 "global batch; pass a micro-batch size or a global batch that fits",
+                 (long long)d->gbs, (long long)d->B, s->dp);
+        return G3_EXIT_USAGE;
+    }
     d->split_p = g3_opts_str(o, "split");
     if (!d->split_p && g3_cli_infer_ckpt_value(s, "split", d->split, sizeof(d->split)))
         d->split_p = d->split;
@@ -254,111 +264,125 @@ static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval
     return g3_eval_data_path(o, s, d) ? G3_EXIT_OK : G3_EXIT_FAILURE;
 }
 
+/* The data and the batch buffers, checked before the model is loaded (every rank); rank 0
+ * opens the metrics file and writes --debug-batch-dump.  RET: the exit code. */
+static int g3_eval_prepare(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_data_t *d,
+                           g3_data_t **data_p, FILE **metrics_p, int32_t **sample_p,
+                           int32_t **inputs_p, int32_t **targets_p)
+{
+    g3_data_config_t dcfg;
+    const char *metrics_file = g3_opts_str(o, "metrics-file");
+    uint64_t n = (uint64_t)d->eval_iters * (uint64_t)d->gbs;
+    int64_t bound, rows;
+    g3_status_t st;
+
+    memset(&dcfg, 0, sizeof(dcfg));
+    dcfg.data_path_count = d->npath;
+    dcfg.data_path = d->path;
+    dcfg.split = d->split_p;
+    dcfg.seq_length = s->T;
+    dcfg.seed = d->seed;
+    for (int i = 0; i < d->nsplits; i++)
+        dcfg.num_samples[d->splits[i]] = n;   /* as the trainer asks for validation */
+    dcfg.cache_dir = d->cache_p;
+    st = g3_data_open(&dcfg, data_p);
+    if (st != G3_OK)
+        return g3_status_exit_code(st);
+    bound = g3_data_max_token_bound(*data_p);
+    if (bound > s->info->model.vocab_size) {
+        g3_error("the data holds token ids up to %lld but checkpoint %s has a vocabulary of %d: "
+                 "the data was tokenized with another vocabulary; pass data made with the "
+                 "model's", (long long)bound - 1, s->info->path, s->info->model.vocab_size);
+        return G3_EXIT_USAGE;
+    }
+    for (int i = 0; i < d->nsplits; i++)
+        if (g3_data_num_samples(*data_p, d->splits[i]) == 0) {
+            g3_error("the %s split is empty under --split %s: no document falls into it; "
+                     "evaluate another split (--eval-split) or change --split",
+                     g3_split_name(d->splits[i]), d->split_p ? d->split_p : "969,30,1");
+            return G3_EXIT_USAGE;
+        }
+    if (metrics_file && s->rank == 0) {
+        *metrics_p = fopen(metrics_file, "a");
+        if (!*metrics_p) {
+            g3_error("cannot open the metrics file %s: %s; pass a writable --metrics-file",
+                     metrics_file, strerror(errno));
+            return G3_EXIT_FAILURE;
+        }
+    }
+    /* alone: one micro-batch at a time; with a layout (g3_cli_infer_load makes one when the
+     * job has more than one rank): this replica's part of a global batch */
+    rows = s->tp * s->pp * s->dp > 1 ? d->gbs / s->dp : d->B;
+    *sample_p = malloc(sizeof(int32_t) * (size_t)(s->T + 1));
+    *inputs_p = malloc(sizeof(int32_t) * (size_t)rows * (size_t)s->T);
+    *targets_p = malloc(sizeof(int32_t) * (size_t)rows * (size_t)s->T);
+    if (!*sample_p || !*inputs_p || !*targets_p) {
+        g3_error("out of memory for a batch of %lld x %d tokens", (long long)rows, s->T);
+        return G3_EXIT_FAILURE;
+    }
+    if (g3_opts_str(o, "debug-batch-dump") && s->rank == 0)
+        return g3_eval_dump(g3_opts_str(o, "debug-batch-dump"), *data_p, d, n, s->T,
+                            *sample_p);
+    return G3_EXIT_OK;
+}
+
 int g3_cmd_eval(int argc, char **argv)
 {
     g3_opts_t *o = NULL;
     g3_cli_infer_t s;
     g3_eval_data_t d;
-    g3_data_config_t dcfg;
     g3_data_t *data = NULL;
     FILE *metrics = NULL;
     int32_t *sample = NULL, *inputs = NULL, *targets = NULL;
     const char *metrics_file;
     uint64_t n;
-    int64_t bound;
     int rc;
     g3_status_t st;
 
     memset(&s, 0, sizeof(s));
     memset(&d, 0, sizeof(d));
-    st = g3_opts_parse(&g3_eval_cmd, argc, argv, &o);
-    if (st != G3_OK)
-        return g3_status_exit_code(st);
-    if (g3_opts_help_shown(o)) {
-        rc = G3_EXIT_OK;
+    rc = g3_cli_infer_parse(&g3_eval_cmd, argc, argv, &o);
+    if (rc != G3_EXIT_OK)
+        return rc;
+    if (g3_opts_help_shown(o))
         goto out;
-    }
-    /* every check before any work */
-    rc = g3_cli_infer_check(o, "eval", &s);
+    /* every check before any work, on every rank; rank 0 speaks for the job */
+    rc = g3_cli_infer_check(o, "eval", INT32_MAX, &s);
     if (rc == G3_EXIT_OK)
         rc = g3_eval_settings(o, &s, &d);
+    if (rc == G3_EXIT_OK)
+        rc = g3_eval_prepare(o, &s, &d, &data, &metrics, &sample, &inputs, &targets);
+    rc = g3_cli_infer_agree(&s, rc);
     if (rc != G3_EXIT_OK)
         goto out;
     n = (uint64_t)d.eval_iters * (uint64_t)d.gbs;
-    memset(&dcfg, 0, sizeof(dcfg));
-    dcfg.data_path_count = d.npath;
-    dcfg.data_path = d.path;
-    dcfg.split = d.split_p;
-    dcfg.seq_length = s.T;
-    dcfg.seed = d.seed;
-    for (int i = 0; i < d.nsplits; i++)
-        dcfg.num_samples[d.splits[i]] = n;   /* as the trainer asks for validation */
-    dcfg.cache_dir = d.cache_p;
-    st = g3_data_open(&dcfg, &data);
-    if (st != G3_OK) {
-        rc = g3_status_exit_code(st);
-        goto out;
-    }
-    bound = g3_data_max_token_bound(data);
-    if (bound > s.info->model.vocab_size) {
-        g3_error("the data holds token ids up to %lld but checkpoint %s has a vocabulary of %d: "
-                 "the data was tokenized with another vocabulary; pass data made with the "
-                 "model's", (long long)bound - 1, s.info->path, s.info->model.vocab_size);
-        rc = G3_EXIT_USAGE;
-        goto out;
-    }
-    for (int i = 0; i < d.nsplits; i++)
-        if (g3_data_num_samples(data, d.splits[i]) == 0) {
-            g3_error("the %s split is empty under --split %s: no document falls into it; "
-                     "evaluate another split (--eval-split) or change --split",
-                     g3_split_name(d.splits[i]), d.split_p ? d.split_p : "969,30,1");
-            rc = G3_EXIT_USAGE;
-            goto out;
-        }
-    metrics_file = g3_opts_str(o, "metrics-file");
-    if (metrics_file) {
-        metrics = fopen(metrics_file, "a");
-        if (!metrics) {
-            g3_error("cannot open the metrics file %s: %s; pass a writable --metrics-file",
-                     metrics_file, strerror(errno));
-            rc = G3_EXIT_FAILURE;
-            goto out;
-        }
-    }
-    sample = malloc(sizeof(int32_t) * (size_t)(s.T + 1));
-    inputs = malloc(sizeof(int32_t) * (size_t)d.B * (size_t)s.T);
-    targets = malloc(sizeof(int32_t) * (size_t)d.B * (size_t)s.T);
-    if (!sample || !inputs || !targets) {
-        g3_error("out of memory for a batch of %lld x %d tokens", (long long)d.B, s.T);
-        rc = G3_EXIT_FAILURE;
-        goto out;
-    }
-
-    if (g3_opts_str(o, "debug-batch-dump")) {
-        rc = g3_eval_dump(g3_opts_str(o, "debug-batch-dump"), data, &d, n, s.T, sample);
-        if (rc != G3_EXIT_OK)
-            goto out;
-    }
     rc = g3_cli_infer_load(o, (int)d.B, &s);
     if (rc != G3_EXIT_OK)
         goto out;
-    g3_cli_infer_describe(&s, stdout);
-    printf("  data: %d global batch%s of %lld sequences (micro-batch %lld) per split, seed "
-           "%llu, --split %s\n", (int)d.eval_iters, d.eval_iters == 1 ? "" : "es",
-           (long long)d.gbs, (long long)d.B, (unsigned long long)d.seed,
-           d.split_p ? d.split_p : "969,30,1");
-    fflush(stdout);
+    if (s.rank == 0) {
+        g3_cli_infer_describe(&s, stdout);
+        printf("  data: %d global batch%s of %lld sequences (micro-batch %lld) per split, seed "
+               "%llu, --split %s\n", (int)d.eval_iters, d.eval_iters == 1 ? "" : "es",
+               (long long)d.gbs, (long long)d.B, (unsigned long long)d.seed,
+               d.split_p ? d.split_p : "969,30,1");
+        fflush(stdout);
+    }
     for (int i = 0; i < d.nsplits; i++) {
-        g3_infer_lm_t lm = { s.model, s.acts, NULL };
-        g3_infer_batch_t bt = { data, (int)d.B, s.T, 1, 0, sample, inputs, targets };
+        g3_infer_lm_t lm = g3_cli_infer_lm(&s);
+        g3_infer_batch_t bt = { data, (int)d.B, s.T, s.dp,
+                                s.w.par ? g3_par_layout(s.w.par)->dp_rank : 0,
+                                sample, inputs, targets };
         double loss = 0.0;
         st = g3_infer_evaluate(&lm, &bt, d.splits[i], n, d.gbs, &loss);
         if (st != G3_OK) {
-            rc = g3_status_exit_code(st);
+            rc = g3_cli_infer_fail(&s, st);
             goto out;
         }
-        g3_infer_report_eval(metrics, d.splits[i], s.info->iteration, loss, 0, n, s.info->path);
+        if (s.rank == 0)
+            g3_infer_report_eval(metrics, d.splits[i], s.info->iteration, loss, 0, n,
+                                 s.info->path);
     }
+    metrics_file = g3_opts_str(o, "metrics-file");
     if (metrics && fclose(metrics) != 0) {
         g3_error("could not finish writing the metrics file %s: %s", metrics_file,
                  strerror(errno));

@@ -6,7 +6,10 @@
  * end-of-document token, and the text (prompt and continuation) streams to standard output
  * as UTF-8, a character never cut between tokens.  The sampler is the trainer's (src/infer):
  * greedy output equals `gpt3d train --sample-tokens N` for the same model and prompt.
- * One rank, CPU backend (docs/inference.md). */
+ * CPU backend; alone or under mpirun / srun with the trainer's tensor x pipeline layout (one
+ * replica): rank 0 reads the prompt and passes its ids to every rank, each step's logits
+ * go through the pipeline, are gathered over TP and sent to every rank (g3_par_logits_last),
+ * so every rank picks the same token with the same draw; rank 0 prints (docs/inference.md). */
 #include "config.h"
 
 #include <errno.h>
@@ -213,6 +216,39 @@ static int g3_generate_write_json(const char *path, const g3_cli_infer_t *s,
     return G3_EXIT_OK;
 }
 
+/* Rank 0's prompt ids to every rank (collective over the world).  ids: rank 0's, the
+ * others' filled.  RET: the exit code. */
+static int g3_generate_share_prompt(g3_cli_infer_t *s, g3_bpe_ids_t *ids)
+{
+    g3_comm_exchange_t *x = NULL;
+    const void *blob = NULL;
+    size_t len = 0;
+    g3_status_t st;
+
+    if (s->w.me->size == 1)
+        return G3_EXIT_OK;
+    st = g3_comm_world_exchange(s->w.world, "the prompt", s->rank == 0 ? ids->ids : NULL,
+                                s->rank == 0 ? sizeof(int32_t) * ids->len : 0, &x);
+    if (st == G3_OK)
+        st = g3_comm_exchange_get(x, 0, &blob, &len);
+    if (st == G3_OK && s->rank != 0) {
+        size_t n = len / sizeof(int32_t);
+        int32_t *got = malloc(len > 0 ? len : 1);
+        if (!got || n == 0) {
+            g3_error("%s", got ? "rank 0 passed an empty prompt" : "out of memory for the prompt");
+            free(got);
+            g3_comm_exchange_free(x);
+            return G3_EXIT_FAILURE;
+        }
+        memcpy(got, blob, len);
+        free(ids->ids);
+        ids->ids = got;
+        ids->len = ids->cap = n;
+    }
+    g3_comm_exchange_free(x);
+    return g3_status_exit_code(st);
+}
+
 static g3_status_t g3_generate_on_token(void *ctx, const int32_t *ids, size_t len)
 {
     return g3_infer_stream_update((g3_infer_stream_t *)ctx, ids, len);
@@ -225,6 +261,32 @@ static double g3_generate_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Rank 0: the prompt, encoded and checked against the context.  OUT: ids, what (size).
+ * RET: the exit code. */
+static int g3_generate_read_prompt(const g3_opts_t *o, const g3_cli_infer_t *s,
+                                   const g3_bpe_t *bpe, g3_bpe_ids_t *ids, char *what,
+                                   size_t size)
+{
+    char *prompt = NULL;
+    size_t prompt_len = 0;
+    int rc = g3_generate_prompt(o, &prompt, &prompt_len, what, size);
+    g3_status_t st;
+
+    if (rc != G3_EXIT_OK)
+        return rc;
+    st = g3_infer_encode_prompt(bpe, prompt, prompt_len, what, ids);
+    free(prompt);
+    if (st != G3_OK)
+        return st == G3_ERR_FORMAT ? G3_EXIT_USAGE : g3_status_exit_code(st);
+    if (ids->len > (size_t)s->T) {
+        g3_error("%s is %zu tokens, longer than the model's context of %d tokens "
+                 "(--seq-length): shorten it to at most %d tokens (the continuation then "
+                 "slides the window along)", what, ids->len, s->T, s->T);
+        return G3_EXIT_USAGE;
+    }
+    return G3_EXIT_OK;
+}
+
 int g3_cmd_generate(int argc, char **argv)
 {
     g3_opts_t *o = NULL;
@@ -232,82 +294,79 @@ int g3_cmd_generate(int argc, char **argv)
     g3_infer_sampling_t sp;
     g3_infer_generate_opts_t go;
     g3_infer_stream_t stream;
+    g3_infer_lm_t lm;
     g3_bpe_t *bpe = NULL;
     g3_bpe_ids_t ids = { 0 };
-    char *prompt = NULL, *text = NULL, what[PATH_MAX + 32];
-    size_t prompt_len = 0, prompt_ids, text_len = 0;
-    int64_t max_new;
+    char *text = NULL, what[PATH_MAX + 32];
+    size_t prompt_ids, text_len = 0;
+    int64_t max_new = 0;
     int rc, made = 0, stopped = 0, streaming = 0;
     double t0;
     g3_status_t st;
 
     memset(&s, 0, sizeof(s));
-    st = g3_opts_parse(&g3_generate_cmd, argc, argv, &o);
-    if (st != G3_OK)
-        return g3_status_exit_code(st);
-    if (g3_opts_help_shown(o)) {
-        rc = G3_EXIT_OK;
+    rc = g3_cli_infer_parse(&g3_generate_cmd, argc, argv, &o);
+    if (rc != G3_EXIT_OK)
+        return rc;
+    if (g3_opts_help_shown(o))
         goto out;
+    /* every check before any work, on every rank (one replica: no data parallelism) */
+    rc = g3_cli_infer_check(o, "generate", 1, &s);
+    if (rc == G3_EXIT_OK)
+        rc = g3_generate_sampling(o, &s, &sp);
+    if (rc == G3_EXIT_OK) {
+        max_new = g3_opts_int(o, "max-new-tokens");
+        if (max_new < 0 || max_new > INT32_MAX) {
+            g3_error("--max-new-tokens must be between 0 and %d (got %lld)", INT32_MAX,
+                     (long long)max_new);
+            rc = G3_EXIT_USAGE;
+        }
     }
-    /* every check before any work */
-    rc = g3_cli_infer_check(o, "generate", &s);
+    if (rc == G3_EXIT_OK) {
+        st = g3_bpe_load(s.vocab_file, s.merge_file, &bpe);
+        rc = g3_status_exit_code(st);
+    }
+    /* rank 0 reads the prompt (standard input is its own under mpirun and srun) */
+    if (rc == G3_EXIT_OK && s.rank == 0)
+        rc = g3_generate_read_prompt(o, &s, bpe, &ids, what, sizeof(what));
+    rc = g3_cli_infer_agree(&s, rc);
+    if (rc == G3_EXIT_OK)
+        rc = g3_generate_share_prompt(&s, &ids);
     if (rc != G3_EXIT_OK)
         goto out;
-    rc = g3_generate_sampling(o, &s, &sp);
-    if (rc != G3_EXIT_OK)
-        goto out;
-    max_new = g3_opts_int(o, "max-new-tokens");
-    if (max_new < 0 || max_new > INT32_MAX) {
-        g3_error("--max-new-tokens must be between 0 and %d (got %lld)", INT32_MAX,
-                 (long long)max_new);
-        rc = G3_EXIT_USAGE;
-        goto out;
-    }
-    rc = g3_generate_prompt(o, &prompt, &prompt_len, what, sizeof(what));
-    if (rc != G3_EXIT_OK)
-        goto out;
-    st = g3_bpe_load(s.vocab_file, s.merge_file, &bpe);
-    if (st == G3_OK)
-        st = g3_infer_encode_prompt(bpe, prompt, prompt_len, what, &ids);
-    if (st != G3_OK) {
-        rc = st == G3_ERR_FORMAT && bpe ? G3_EXIT_USAGE : g3_status_exit_code(st);
-        goto out;
-    }
     prompt_ids = ids.len;
-    if (prompt_ids > (size_t)s.T) {
-        g3_error("%s is %zu tokens, longer than the model's context of %d tokens "
-                 "(--seq-length): shorten it to at most %d tokens (the continuation then "
-                 "slides the window along)", what, prompt_ids, s.T, s.T);
-        rc = G3_EXIT_USAGE;
-        goto out;
-    }
 
     rc = g3_cli_infer_load(o, 1, &s);
     if (rc != G3_EXIT_OK)
         goto out;
-    g3_cli_infer_describe(&s, stderr);
+    if (s.rank == 0)
+        g3_cli_infer_describe(&s, stderr);
     memset(&go, 0, sizeof(go));
     go.max_new_tokens = (int)max_new;
     go.context = s.T;
     go.vocab_size = s.info->model.vocab_size;
     go.stop_id = g3_opts_bool(o, "ignore-eod") ? -1 : g3_bpe_eod_id(bpe);
     go.sampling = sp;
-    go.on_token = g3_generate_on_token;
-    go.on_token_ctx = &stream;
-    g3_infer_stream_init(&stream, bpe, stdout);
-    streaming = 1;
-    /* the prompt first (as far as its characters are complete), then each new token */
-    st = g3_infer_stream_update(&stream, ids.ids, ids.len);
+    st = G3_OK;
+    if (s.rank == 0) {   /* the prompt first (its complete characters), then each new token */
+        go.on_token = g3_generate_on_token;
+        go.on_token_ctx = &stream;
+        g3_infer_stream_init(&stream, bpe, stdout);
+        streaming = 1;
+        st = g3_infer_stream_update(&stream, ids.ids, ids.len);
+    }
     t0 = g3_generate_now();
+    lm = g3_cli_infer_lm(&s);
     if (st == G3_OK)
-        st = g3_infer_generate(&(g3_infer_lm_t){ s.model, s.acts, NULL }, &go, &ids, &made,
-                               &stopped);
-    if (st == G3_OK)
+        st = g3_infer_generate(&lm, &go, &ids, &made, &stopped);
+    if (st == G3_OK && streaming)
         st = g3_infer_stream_finish(&stream);
     if (st != G3_OK) {
-        rc = g3_status_exit_code(st);
+        rc = g3_cli_infer_fail(&s, st);
         goto out;
     }
+    if (s.rank != 0)
+        goto out;
     printf("\n");
     fflush(stdout);
     {
@@ -331,7 +390,6 @@ out:
     if (streaming)
         g3_infer_stream_free(&stream);
     free(text);
-    free(prompt);
     g3_bpe_ids_free(&ids);
     g3_bpe_free(bpe);
     g3_cli_infer_free(&s);

@@ -1,5 +1,6 @@
-/* gpt3d eval and gpt3d generate: the checkpoint, the model and the tokenizer files they
- * share (see cmd_infer.h).  Glossary: B micro-batch, T sequence length, P positions. */
+/* gpt3d eval and gpt3d generate: the checkpoint, the layout, the model and the tokenizer
+ * files they share (see cmd_infer.h).  Glossary: B micro-batch, T sequence length,
+ * P positions, TP, PP, DP the layout's sizes. */
 #include "config.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "data/dataset.h"
+#include "train/flags.h"
 
 const char *g3_cli_infer_ckpt_value(const g3_cli_infer_t *s, const char *key, char *buf,
                                     size_t size)
@@ -87,7 +89,8 @@ static int g3_cli_infer_model_flags(const g3_opts_t *o, const g3_cli_infer_t *s)
     return bad;
 }
 
-int g3_cli_infer_check(const g3_opts_t *o, const char *what, g3_cli_infer_t *s)
+/* The checkpoint, the model flags, --seq-length, the tokenizer files.  RET: the exit code. */
+static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_infer_t *s)
 {
     const char *load = g3_opts_str(o, "load"), *step_s = g3_opts_str(o, "ckpt-step");
     g3_gpt_config_t *m;
@@ -95,8 +98,6 @@ int g3_cli_infer_check(const g3_opts_t *o, const char *what, g3_cli_infer_t *s)
     int P;
     g3_status_t st;
 
-    memset(s, 0, sizeof(*s));
-    s->what = what;
     if (!load) {
         g3_error("gpt3d %s needs --load DIR: the --save directory of a gpt3d train run (or "
                  "one iter_NNNNNNN directory in it)", what);
@@ -156,20 +157,124 @@ int g3_cli_infer_check(const g3_opts_t *o, const char *what, g3_cli_infer_t *s)
     return G3_EXIT_OK;
 }
 
+/* The layout flags against the job's ranks and the model, with the trainer's messages.
+ * RET: the exit code. */
+static int g3_cli_infer_check_layout(const g3_opts_t *o, int max_dp, g3_cli_infer_t *s)
+{
+    g3_gpt_config_t *m = &s->info->model;
+    int ok = 1, world = s->w.me->size;
+
+    ok &= g3_train_flags_int(o, "tensor-model-parallel-size", 1, &s->tp);
+    ok &= g3_train_flags_int(o, "pipeline-model-parallel-size", 1, &s->pp);
+    if (g3_opts_is_set(o, "decoder-first-pipeline-num-layers"))
+        ok &= g3_train_flags_int(o, "decoder-first-pipeline-num-layers", 1, &m->pp_first_layers);
+    if (g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
+        ok &= g3_train_flags_int(o, "decoder-last-pipeline-num-layers", 1, &m->pp_last_layers);
+    if (!ok)
+        return G3_EXIT_USAGE;
+    if (!g3_train_flags_dp(world, s->tp, s->pp, &s->dp))
+        return G3_EXIT_USAGE;
+    if (s->dp > max_dp) {
+        g3_error("impossible layout: gpt3d %s runs one model replica, but the job's %d ranks "
+                 "are %d replicas of --tensor-model-parallel-size %d x "
+                 "--pipeline-model-parallel-size %d = %d ranks; start %d ranks", s->what, world,
+                 s->dp, s->tp, s->pp, s->tp * s->pp, s->tp * s->pp);
+        return G3_EXIT_USAGE;
+    }
+    /* the model on this layout: the stored padded vocabulary shared by TP, heads, hidden
+     * and FFN sizes divisible by TP, the layers split over PP (g3_gpt_config_check) */
+    if (g3_train_ckpt_model_set_tp(s->info, s->tp) != G3_OK)
+        return G3_EXIT_USAGE;
+    m->pp_size = s->pp;
+    return g3_gpt_config_check(m) == G3_OK ? G3_EXIT_OK : G3_EXIT_USAGE;
+}
+
+int g3_cli_infer_parse(const g3_opt_cmd_t *cmd, int argc, char **argv, g3_opts_t **o_p)
+{
+    return g3_status_exit_code(g3_cli_world_parse(cmd, argc, argv, o_p));
+}
+
+int g3_cli_infer_check(const g3_opts_t *o, const char *what, int max_dp, g3_cli_infer_t *s)
+{
+    double timeout = g3_opts_float(o, "distributed-timeout-minutes");
+    int rc;
+
+    memset(s, 0, sizeof(*s));
+    s->what = what;
+    s->tp = s->pp = s->dp = 1;
+    /* the world: which rank this is (alone: a singleton), quiet but rank 0 */
+    rc = g3_cli_world_init(timeout > 0.0 ? timeout * 60.0 : 600.0, &s->w);
+    if (rc != G3_EXIT_OK)
+        return rc;
+    s->rank = s->w.me->rank;
+    if (!(timeout > 0.0)) {
+        g3_error("--distributed-timeout-minutes must be positive (got %g)", timeout);
+        return G3_EXIT_USAGE;
+    }
+    rc = g3_cli_infer_check_ckpt(o, what, s);
+    if (rc == G3_EXIT_OK)
+        rc = g3_cli_infer_check_layout(o, max_dp, s);
+    return rc;
+}
+
+int g3_cli_infer_agree(g3_cli_infer_t *s, int rc)
+{
+    if (!s->w.world)
+        return rc;
+    return g3_cli_world_agree(&s->w, rc, strcmp(s->what, "eval") == 0 ? "evaluation"
+                                                                       : "generation");
+}
+
+int g3_cli_infer_fail(g3_cli_infer_t *s, g3_status_t st)
+{
+    int rc = g3_status_exit_code(st);
+    g3_cli_world_fail(&s->w, rc, st);
+    return rc;
+}
+
+g3_infer_lm_t g3_cli_infer_lm(const g3_cli_infer_t *s)
+{
+    g3_infer_lm_t lm = { s->model, s->acts, s->eng };
+    return lm;
+}
+
 int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
 {
+    g3_gpt_config_t *m = &s->info->model;
+    const g3_par_layout_t *l = NULL;
     g3_status_t st;
+    int rc;
 
+    /* the trainer's layout: place the ranks, make the groups; rank 0 alone prints */
+    rc = g3_cli_world_layout(&s->w, s->tp, s->pp, g3_opts_str(o, "topology-file"));
+    if (rc != G3_EXIT_OK)
+        return rc;
+    if (s->w.par) {
+        l = g3_par_layout(s->w.par);
+        m->tp_rank = l->tp_rank;
+        m->pp_rank = l->pp_rank;
+    }
     s->B = B;
-    st = g3_be_open("cpu", 0, &s->be);
+    st = g3_be_open("cpu", s->w.threads, &s->be);
     if (st == G3_OK)
-        st = g3_gpt_init(&s->info->model, s->be, &s->model);
-    if (st == G3_OK)
+        st = g3_gpt_init(m, s->be, &s->model);
+    if (st == G3_OK && s->w.par) {
+        /* the trainer's engine (one activation set: forward passes only) */
+        g3_par_engine_config_t ecfg;
+        g3_gpt_tp_comm_t tpc;
+        memset(&ecfg, 0, sizeof(ecfg));
+        ecfg.max_micro = 1;
+        g3_par_tp_comm(s->w.par, &tpc);
+        g3_gpt_set_tp_comm(s->model, &tpc);
+        st = g3_par_engine_init(s->w.par, s->model, B, s->T, &ecfg, &s->eng);
+    } else if (st == G3_OK) {
         st = g3_gpt_acts_init(s->model, B, s->T, &s->acts);
+    }
+    /* the weights by global offsets: any saved layout into this one */
     if (st == G3_OK)
-        st = g3_train_ckpt_model_load(s->info, s->model, NULL, 1, 0, NULL,
-                                      g3_opts_bool(o, "load-fallback"));
-    return g3_status_exit_code(st);
+        st = g3_train_ckpt_model_load(s->info, s->model, s->w.par, s->dp, l ? l->dp_rank : 0,
+                                      s->eng, g3_opts_bool(o, "load-fallback"));
+    return st == G3_OK ? G3_EXIT_OK : g3_cli_infer_fail(s, st);
 }
 
 void g3_cli_infer_describe(const g3_cli_infer_t *s, FILE *out)
@@ -183,15 +288,19 @@ void g3_cli_infer_describe(const g3_cli_infer_t *s, FILE *out)
             i->saved_pp, i->saved_dp, m->num_layers, m->hidden_size, m->num_attention_heads,
             m->ffn_hidden_size > 0 ? m->ffn_hidden_size : 4 * m->hidden_size, s->T,
             m->vocab_size, i->padded_vocab, (double)g3_gpt_num_parameters(m) / 1e6);
+    if (s->w.par)
+        g3_par_print_layout(s->w.par, m, out);
     fflush(out);
 }
 
 void g3_cli_infer_free(g3_cli_infer_t *s)
 {
+    g3_par_engine_free(s->eng);
     if (s->acts)
         g3_gpt_acts_free(s->model, s->acts);
     g3_gpt_free(s->model);
     g3_be_close(s->be);
     g3_train_ckpt_info_free(s->info);
+    g3_cli_world_free(&s->w);
     memset(s, 0, sizeof(*s));
 }

@@ -1,13 +1,17 @@
 /* gpt3d eval and gpt3d generate: what the two drivers share.  The flags that name the
- * checkpoint and check the model against it, and opening the model: the checkpoint's
- * configuration (src/train/ckpt_model.h), the tokenizer files, the CPU backend, the weights.
- * One rank (docs/inference.md). */
+ * checkpoint and check the model against it, the layout, and opening the model: the
+ * checkpoint's configuration (src/train/ckpt_model.h), the tokenizer files, the CPU
+ * backend, the weights.  Alone, or under mpirun / srun --mpi=pmix with the trainer's world,
+ * layout and 3D-parallel engine (src/cli/world.h, src/parallel/par.h): every rank runs the
+ * checks, rank 0 alone speaks (docs/inference.md). */
 #ifndef G3_CLI_CMD_INFER_H
 #define G3_CLI_CMD_INFER_H
 
 #include <limits.h>
 
+#include "cli/world.h"
 #include "core/opt.h"
+#include "infer/infer.h"
 #include "model/gpt.h"
 #include "train/ckpt_model.h"
 
@@ -24,30 +28,59 @@
     { "hidden-size", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }, \
     { "num-attention-heads", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }, \
     { "ffn-hidden-size", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }, \
-    { "max-position-embeddings", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }
+    { "max-position-embeddings", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }, \
+    { "tensor-model-parallel-size", G3_OPT_INT, "1", "Tensor-parallel ranks per pipeline stage (any layout the model divides into; the checkpoint's is not needed).", NULL, 0, 0, NULL }, \
+    { "pipeline-model-parallel-size", G3_OPT_INT, "1", "Pipeline stages.", NULL, 0, 0, NULL }, \
+    { "decoder-first-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the first pipeline stage (uneven split); the other stages share the rest evenly.", NULL, 0, 0, NULL }, \
+    { "decoder-last-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the last pipeline stage (uneven split); the other stages share the rest evenly.", NULL, 0, 0, NULL }, \
+    { "distributed-timeout-minutes", G3_OPT_FLOAT, "10", "Give up a collective or pipeline transfer after this long (exit 76).", NULL, 0, 0, NULL }, \
+    { "topology-file", G3_OPT_STRING, NULL, "Slurm topology.conf for placing the ranks (default: SLURM_TOPOLOGY_ADDR, else flat).", NULL, 0, 0, "FILE" }
 
 typedef struct {
     const char           *what;        /* "eval", "generate": names the command in messages */
+    g3_cli_world_t        w;           /* the world and (TP x PP x DP > 1) the layout       */
+    int                   tp, pp, dp;  /* the layout's sizes (1, 1, 1 alone)                */
+    int                   rank;        /* world rank: 0 speaks                              */
     g3_train_ckpt_info_t *info;        /* the checkpoint and its model's configuration      */
     g3_backend_t         *be;
-    g3_gpt_t             *model;
-    g3_gpt_acts_t        *acts;        /* (B, T)                                            */
+    g3_gpt_t             *model;       /* this rank's part of it                            */
+    g3_gpt_acts_t        *acts;        /* (B, T) alone; NULL with eng                       */
+    g3_par_engine_t      *eng;         /* with a layout: the trainer's engine               */
     int                   B, T;        /* T: --seq-length or the checkpoint's               */
     char                  vocab_file[PATH_MAX + 32];
     char                  merge_file[PATH_MAX + 32];
 } g3_cli_infer_t;
 
-/* The checks before any work: --load given, the checkpoint found and readable, the model
- * flags equal to the checkpoint's, --seq-length within its positions, the tokenizer files
- * there and of the checkpoint's vocabulary size.  RET: the exit code (0 when s->info, the
- * files and T are set; the error logged otherwise). */
-int g3_cli_infer_check(const g3_opts_t *o, const char *what, g3_cli_infer_t *s);
+/* Parse argv (ranks other than 0 quietly) into *o_p.  RET: the exit code. */
+int g3_cli_infer_parse(const g3_opt_cmd_t *cmd, int argc, char **argv, g3_opts_t **o_p);
 
-/* Then the model: the CPU backend, the model with activations for (B, T), the weights.
- * RET: the exit code. */
+/* The world, then the checks before any work (every rank; ranks other than 0 quiet until
+ * g3_cli_infer_agree): --load given, the checkpoint found and readable, the model flags
+ * equal to the checkpoint's, --seq-length within its positions, the tokenizer files there
+ * and of the checkpoint's vocabulary size, the layout (--tensor-model-parallel-size,
+ * --pipeline-model-parallel-size) dividing the job's ranks and the model (the trainer's
+ * messages); max_dp: the most data-parallel replicas the command can use (generate: 1).
+ * RET: the exit code (0 when s->info, the files, T and the layout's sizes are set; the
+ * error logged otherwise).  s is set up for g3_cli_infer_free either way. */
+int g3_cli_infer_check(const g3_opts_t *o, const char *what, int max_dp, g3_cli_infer_t *s);
+
+/* Every rank passes its exit code of the checks (collective when the world was made); ends
+ * the quiet.  RET: the job's exit code. */
+int g3_cli_infer_agree(g3_cli_infer_t *s, int rc);
+
+/* Then the model: the layout (alone: none), the CPU backend, this rank's part of the model
+ * with activations for (B, T) (the engine's with a layout), the weights, re-sharded from
+ * the checkpoint's layout.  Collective.  RET: the exit code. */
 int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s);
 
-/* One line describing the checkpoint and the model to out. */
+/* The model a pass runs on (g3_infer_evaluate, g3_infer_generate). */
+g3_infer_lm_t g3_cli_infer_lm(const g3_cli_infer_t *s);
+
+/* After an error during the work (st): end the job when other ranks may wait on this one.
+ * RET: st's exit code. */
+int g3_cli_infer_fail(g3_cli_infer_t *s, g3_status_t st);
+
+/* One line describing the checkpoint, the model and (with one) the layout to out. */
 void g3_cli_infer_describe(const g3_cli_infer_t *s, FILE *out);
 
 /* The checkpoint configuration's value of key, or NULL.  buf: (size,) */
