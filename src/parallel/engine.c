@@ -108,7 +108,9 @@ void g3_par_engine_memory(const g3_par_engine_t *eng, g3_par_memory_t *mem)
 
     memset(mem, 0, sizeof(*mem));
     mem->numel = eng->model->numel;
-    mem->param_bytes = mem->numel * f;
+    /* the fp32 master weights, plus the working copy when it is a separate buffer (bf16) */
+    mem->work_bytes = eng->model->wa != (void *)eng->model->w ? eng->model->esize : 0;
+    mem->param_bytes = mem->numel * (f + mem->work_bytes);
     mem->grad_bytes = mem->numel * f;
     mem->optim_bytes = o->state_numel * f * (o->zero ? 3 : 2);
     for (int i = 0; i < eng->nsets; i++)
@@ -116,7 +118,7 @@ void g3_par_engine_memory(const g3_par_engine_t *eng, g3_par_memory_t *mem)
     mem->acts_sets = eng->nsets;
     mem->bytes_per_param = mem->numel ? (double)(mem->param_bytes + mem->grad_bytes +
                                                  mem->optim_bytes) / (double)mem->numel : 0.0;
-    mem->formula = o->zero ? 8.0 + 12.0 / dp : 16.0;
+    mem->formula = (double)mem->work_bytes + (o->zero ? 8.0 + 12.0 / dp : 16.0);
 }
 
 g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out)
@@ -140,10 +142,16 @@ g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out)
     }
     st = g3_par_world_allreduce(eng->par, v, 4 * (size_t)l->pp, 0);
     if (st == G3_OK && l->world_rank == 0) {
-        fprintf(out, "  memory per rank: params 4 + grads 4 + %s = %.2f bytes per parameter held "
-                "(the fp32 parameters are the master weights)\n",
-                eng->opt.zero ? "(Adam m 4 + v 4 + reduced gradient 4) / DP" : "Adam m 4 + v 4",
-                mem.formula);
+        if (mem.work_bytes)
+            fprintf(out, "  memory per rank: working copy %zu + master weights 4 + grads 4 + %s = "
+                    "%.2f bytes per parameter held\n", mem.work_bytes,
+                    eng->opt.zero ? "(Adam m 4 + v 4 + reduced gradient 4) / DP" : "Adam m 4 + v 4",
+                    mem.formula);
+        else
+            fprintf(out, "  memory per rank: params 4 + grads 4 + %s = %.2f bytes per parameter held "
+                    "(the fp32 parameters are the master weights)\n",
+                    eng->opt.zero ? "(Adam m 4 + v 4 + reduced gradient 4) / DP" : "Adam m 4 + v 4",
+                    mem.formula);
         for (int s = 0; s < l->pp; s++) {
             const double *x = v + 4 * s;
             fprintf(out, "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model "

@@ -133,13 +133,15 @@ typedef struct {
 /* Memory one rank holds for its model state (see docs/parallelism.md). */
 typedef struct {
     size_t numel;             /* local parameter elements (flat buffer, with alignment gaps) */
-    size_t param_bytes;       /* fp32 parameters: they are the master weights (CPU)      */
+    size_t work_bytes;        /* bytes per parameter of a separate working copy (bf16 on
+                               * CUDA: 2), 0 when the passes read the master weights (CPU) */
+    size_t param_bytes;       /* fp32 master weights, plus the working copy if separate   */
     size_t grad_bytes;        /* fp32 gradient accumulation buffer                        */
     size_t optim_bytes;       /* Adam m and v, and (ZeRO-1) the reduced gradient shard    */
     size_t acts_bytes;        /* activations of the micro-batches in flight              */
     int    acts_sets;         /* micro-batches in flight at most (1F1B: PP - pp)          */
     double bytes_per_param;   /* (param + grad + optim) / numel                           */
-    double formula;           /* 4 + 4 + 8 = 16, or 4 + 4 + 12 / DP with ZeRO-1           */
+    double formula;           /* 4 + 4 + 8 = 16, or 4 + 4 + 12 / DP with ZeRO-1; + work_bytes */
 } g3_par_memory_t;
 
 /* Activations for the in-flight micro-batches of B x T, the optimizer state and the
