@@ -264,6 +264,7 @@ int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
         g3_gpt_tp_comm_t tpc;
         memset(&ecfg, 0, sizeof(ecfg));
         ecfg.max_micro = 1;
+        ecfg.forward_only = 1;   /* no Adam moments */
         g3_par_tp_comm(s->w.par, &tpc);
         g3_gpt_set_tp_comm(s->model, &tpc);
         st = g3_par_engine_init(s->w.par, s->model, B, s->T, &ecfg, &s->eng);

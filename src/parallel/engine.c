@@ -73,9 +73,11 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
         if (st != G3_OK)
             goto err_free_sets;
     }
-    st = g3_par_optim_init(eng, cfg);
-    if (st != G3_OK)
-        goto err_free_sets;
+    if (!cfg->forward_only) {
+        st = g3_par_optim_init(eng, cfg);
+        if (st != G3_OK)
+            goto err_free_sets;
+    }
     *eng_p = eng;
     return G3_OK;
 

@@ -128,6 +128,7 @@ typedef struct {
     int         grad_reduce_bf16;       /* DP reductions in bf16 (--grad-reduce-in-bf16) */
     int64_t     max_micro;              /* most micro-batches an iteration runs (m)      */
     const char *grad_dump_dir;          /* tests: dump the reduced gradients of step 1  */
+    int         forward_only;           /* eval / generate: no optimizer state           */
 } g3_par_engine_config_t;
 
 /* Memory one rank holds for its model state (see docs/parallelism.md). */
