@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/backend.h"
@@ -56,6 +57,19 @@ void g3_be_convert(void *dst, g3_be_dtype_t dst_t, const void *src, g3_be_dtype_
         for (size_t i = 0; i < n; i++)
             d[i] = g3_be_bf16_to_f32(s[i]);
     }
+}
+
+int g3_be_fused_wanted(int dflt)
+{
+    const char *v = getenv("GPT3D_FUSED_OPS");
+
+    if (!v || !*v)
+        return dflt;
+    if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
+        return v[0] == '1';
+    g3_warn("GPT3D_FUSED_OPS='%s' is neither 0 nor 1; ignoring it (the backend's default: %s)",
+            v, dflt ? "fused" : "not fused");
+    return dflt;
 }
 
 g3_status_t g3_be_probe(const char *name, char *why, size_t why_len)

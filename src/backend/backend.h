@@ -177,6 +177,44 @@ typedef struct g3_backend_ops {
      * x (n,) fp32 */
     void (*sumsq)(g3_backend_t *be, const float *x, size_t n, double *host_out);
 
+    /* ---- optional fused ops ------------------------------------------------------------------
+     * Each NULL, or equal in meaning to the sequence of plain ops given, which the model and
+     * the optimizer run instead when it is NULL.  The CPU backend leaves them NULL (unless
+     * GPT3D_FUSED_OPS=1: then it fills them with the plain ops' own code, bit for bit the same
+     * results, so the fused wiring is tested on the CPU); CUDA fills them with its fusions
+     * (GPT3D_FUSED_OPS=0 turns them off). */
+    /* resid = a + b; out = layernorm(resid) (residual_fwd then layernorm_fwd on resid).
+     * resid, out, a, b (N,C) act  mean, rstd (N,)  w, bias (C,) act */
+    void (*residual_layernorm_fwd)(g3_backend_t *be, void *resid, void *out, float *mean,
+                                   float *rstd, const void *a, const void *b, const void *w,
+                                   const void *bias, int N, int C, float eps);
+    /* pre = inp . w^T + bias; out = gelu(pre) (matmul_fwd into pre, then gelu_fwd); pre is
+     * kept for matmul_dgelu_bwd / gelu_bwd.
+     * out, pre (N,OC) act  inp (N,IC) act  w (OC,IC) act  bias (OC,) act */
+    void (*matmul_gelu_fwd)(g3_backend_t *be, void *out, void *pre, const void *inp,
+                            const void *w, const void *bias, int N, int IC, int OC);
+    /* The backward of a linear layer whose input was gelu(pre): dpre = (dout . w) *
+     * gelu'(pre), dw += dout^T . inp, dbias += sum_rows dout (matmul_bwd into dpre, then
+     * gelu_bwd in place).  dpre (N,IC) act  dw (OC,IC)  dbias (OC,) or NULL
+     * dout (N,OC) act  inp, pre (N,IC) act  w (OC,IC) act */
+    void (*matmul_dgelu_bwd)(g3_backend_t *be, void *dpre, float *dw, float *dbias,
+                             const void *dout, const void *inp, const void *pre,
+                             const void *w, int N, int IC, int OC);
+    /* Gradient norm and clipping in backend memory, all three or none (the optimizer then
+     * keeps its one host sync per step for the norm, but no per-tensor round trips and no
+     * separate scaling pass over the gradients):
+     * sumsq_acc: *acc += sum x^2 in double.  acc (1,) fp64 backend memory  x (n,) fp32
+     * clip_scale: *scale = max_norm / (sqrt(*sumsq) + 1e-6), computed in double, when
+     *   max_norm > 0 and that is < 1, else 1 (the plain optimizer's rule; a non-finite norm
+     *   gives 1).  scale (1,) fp32, sumsq (1,) fp64: backend memory
+     * adamw_scaled: adamw on g * *scale (what adamw gives after scale(g, *scale), without
+     *   writing g).  scale (1,) fp32 backend memory; the rest as adamw */
+    void (*sumsq_acc)(g3_backend_t *be, double *acc, const float *x, size_t n);
+    void (*clip_scale)(g3_backend_t *be, float *scale, const double *sumsq, double max_norm);
+    void (*adamw_scaled)(g3_backend_t *be, float *p, const float *g, float *m, float *v,
+                         size_t n, float lr, float beta1, float beta2, float eps, float wd,
+                         int64_t step, const float *scale);
+
     /* ---- limits ------------------------------------------------------------------------------ */
     /* Optional (NULL: every size works).  RET: G3_OK, or G3_ERR_UNSUPPORTED after logging which
      * model size this backend cannot run and what to change. */
@@ -205,6 +243,10 @@ void g3_be_close(g3_backend_t *be);
  * RET: G3_OK, or the status g3_be_open would return, with the reason and the fix in why
  * (nothing is logged). */
 g3_status_t g3_be_probe(const char *name, char *why, size_t why_len);
+
+/* RET: whether a backend fills its optional fused ops: GPT3D_FUSED_OPS=1 yes, =0 no, unset
+ * (or anything else, with a warning) dflt. */
+int g3_be_fused_wanted(int dflt);
 
 /* The CPU backend (fp32, CBLAS + OpenMP).  See g3_be_open. */
 g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p);

@@ -40,6 +40,8 @@ typedef struct {
     int     nthreads;
     float  *kbuf;          /* (nthreads - 1, M, N) partial products of K-split sgemms */
     size_t  kbuf_floats;
+    g3_backend_ops_t ops;  /* the table: the plain ops, plus the fused ones with
+                            * GPT3D_FUSED_OPS=1                                          */
 } g3_cpu_t;
 
 /* Whether an op over `work` elements is worth a parallel region: below ~32K elements (a few
@@ -131,5 +133,19 @@ void g3_cpu_xent_bwd(g3_backend_t *be, void *dlogits, const void *logits, const 
 void g3_cpu_adamw(g3_backend_t *be, float *p, const float *g, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd, int64_t step);
 void g3_cpu_sumsq(g3_backend_t *be, const float *x, size_t n, double *host_out);
+/* The optional fused ops of backend.h (cpu_ops.c; in the table only with GPT3D_FUSED_OPS=1). */
+void g3_cpu_residual_layernorm_fwd(g3_backend_t *be, void *resid, void *out, float *mean,
+                                   float *rstd, const void *a, const void *b, const void *w,
+                                   const void *bias, int N, int C, float eps);
+void g3_cpu_matmul_gelu_fwd(g3_backend_t *be, void *out, void *pre, const void *inp,
+                            const void *w, const void *bias, int N, int IC, int OC);
+void g3_cpu_matmul_dgelu_bwd(g3_backend_t *be, void *dpre, float *dw, float *dbias,
+                             const void *dout, const void *inp, const void *pre, const void *w,
+                             int N, int IC, int OC);
+void g3_cpu_sumsq_acc(g3_backend_t *be, double *acc, const float *x, size_t n);
+void g3_cpu_clip_scale(g3_backend_t *be, float *scale, const double *sumsq, double max_norm);
+void g3_cpu_adamw_scaled(g3_backend_t *be, float *p, const float *g, float *m, float *v,
+                         size_t n, float lr, float beta1, float beta2, float eps, float wd,
+                         int64_t step, const float *scale);
 
 #endif

@@ -337,6 +337,50 @@ void g3_cpu_cast(g3_backend_t *be, void *dst, g3_be_dtype_t dst_t, const void *s
     g3_be_convert(dst, dst_t, src, src_t, n);
 }
 
+/* ---- optional fused ops (backend.h), composed of the plain ops' own code --------------------
+ * Only filled into the table with GPT3D_FUSED_OPS=1 (cpu.c): they compute exactly what the
+ * plain sequence computes, bit for bit, so the model's fused wiring can be checked on the
+ * CPU (tests/kernels/test_fused_cpu). */
+
+/* resid = a + b, out = layernorm(resid), row by row (one pass over the row while it is in
+ * cache; the same additions and the same row kernel as residual_fwd + layernorm_fwd).
+ * resid, out, a, b (N,C)  mean, rstd (N,)  w, bias (C,) */
+void g3_cpu_residual_layernorm_fwd(g3_backend_t *be, void *resid_, void *out_, float *mean,
+                                   float *rstd, const void *a_, const void *b_, const void *w_,
+                                   const void *bias_, int N, int C, float eps)
+{
+    float *resid = resid_, *out = out_;
+    const float *a = a_, *b = b_, *w = w_, *bias = bias_;
+    (void)be;
+#pragma omp parallel if (G3_CPU_PAR((size_t)N * C))
+    {
+        g3_cpu_ftz();
+#pragma omp for schedule(static)
+        for (int r = 0; r < N; r++) {
+            size_t o = (size_t)r * C;
+            g3_cpu_add_blk(resid + o, a + o, b + o, (size_t)C);
+            g3_cpu_ln_fwd_row(out + o, mean + r, rstd + r, resid + o, w, bias, C, eps);
+        }
+    }
+}
+
+/* out, pre (N,OC)  inp (N,IC)  w (OC,IC)  bias (OC,) */
+void g3_cpu_matmul_gelu_fwd(g3_backend_t *be, void *out, void *pre, const void *inp,
+                            const void *w, const void *bias, int N, int IC, int OC)
+{
+    g3_cpu_matmul_fwd(be, pre, inp, w, bias, N, IC, OC);
+    g3_cpu_gelu_fwd(be, out, pre, (size_t)N * OC);
+}
+
+/* dpre (N,IC)  dw (OC,IC)  dbias (OC,)  dout (N,OC)  inp, pre (N,IC)  w (OC,IC) */
+void g3_cpu_matmul_dgelu_bwd(g3_backend_t *be, void *dpre, float *dw, float *dbias,
+                             const void *dout, const void *inp, const void *pre, const void *w,
+                             int N, int IC, int OC)
+{
+    g3_cpu_matmul_bwd(be, dpre, dw, dbias, dout, inp, w, N, IC, OC);
+    g3_cpu_gelu_bwd(be, dpre, pre, dpre, (size_t)N * IC);
+}
+
 /* ---- softmax cross-entropy ---------------------------------------------------------------- */
 
 G3_CPU_CLONES
@@ -485,4 +529,71 @@ void g3_cpu_sumsq(g3_backend_t *be, const float *x, size_t n, double *host_out)
         }
     }
     *host_out = total;
+}
+
+/* ---- optional: the gradient norm and clipping in backend (here: host) memory ------------- */
+
+/* acc (1,)  x (n,): the same sum as g3_cpu_sumsq, added to *acc */
+void g3_cpu_sumsq_acc(g3_backend_t *be, double *acc, const float *x, size_t n)
+{
+    double part = 0.0;
+    g3_cpu_sumsq(be, x, n, &part);
+    *acc += part;
+}
+
+/* scale (1,)  sumsq (1,): the plain optimizer's arithmetic (double, then one rounding) */
+void g3_cpu_clip_scale(g3_backend_t *be, float *scale, const double *sumsq, double max_norm)
+{
+    double norm = sqrt(*sumsq), coeff;
+    (void)be;
+    *scale = 1.0f;
+    if (max_norm > 0.0 && isfinite(norm)) {
+        coeff = max_norm / (norm + 1e-6);
+        if (coeff < 1.0)
+            *scale = (float)coeff;
+    }
+}
+
+/* g3_cpu_adamw_blk on g[i] * s: the scaled gradient is the one float product the plain
+ * scale op would have stored, then the same expressions. */
+G3_CPU_CLONES
+static void g3_cpu_adamw_scaled_blk(float *p, const float *g, float *m, float *v, size_t n,
+                                    float decay, float b1, float b2, float step_size,
+                                    float bc2_sqrt, float eps, float s)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * s;
+        float mi = b1 * m[i] + (1.0f - b1) * gi;
+        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        float pi = p[i] * decay;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] = pi - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+    }
+}
+
+typedef struct {
+    g3_cpu_adamw_t a;
+    float          s;
+} g3_cpu_adamw_scaled_t;
+
+static void g3_cpu_adamw_scaled_at(void *ctx, size_t o, size_t len)
+{
+    g3_cpu_adamw_scaled_t *as = ctx;
+    g3_cpu_adamw_t *a = &as->a;
+    g3_cpu_adamw_scaled_blk(a->p + o, a->g + o, a->m + o, a->v + o, len, a->decay, a->b1,
+                            a->b2, a->step_size, a->bc2_sqrt, a->eps, as->s);
+}
+
+/* p, g, m, v (n,)  scale (1,) */
+void g3_cpu_adamw_scaled(g3_backend_t *be, float *p, const float *g, float *m, float *v,
+                         size_t n, float lr, float beta1, float beta2, float eps, float wd,
+                         int64_t step, const float *scale)
+{
+    double bc1 = 1.0 - pow(beta1, (double)step), bc2 = 1.0 - pow(beta2, (double)step);
+    g3_cpu_adamw_scaled_t as = { { p, m, v, g, 1.0f - lr * wd, beta1, beta2, (float)(lr / bc1),
+                                   (float)sqrt(bc2), eps }, *scale };
+    (void)be;
+    g3_cpu_blocks(n, g3_cpu_adamw_scaled_at, &as);
 }

@@ -25,6 +25,8 @@ typedef struct {
     g3cuda_ctx_t *ctx;
     int           device;
     double       *sumsq;   /* (1,) device: sumsq's accumulator */
+    g3_backend_ops_t ops;  /* the table: the plain ops and (unless GPT3D_FUSED_OPS=0) the
+                            * fused ones */
 } g3_cuda_t;
 
 static g3cuda_ctx_t *g3_cuda_ctx_of(g3_backend_t *be)
@@ -148,11 +150,12 @@ static void g3_cuda_matmul_fwd(g3_backend_t *be, void *out, const void *inp, con
     g3cuda_gemm(g3_cuda_ctx_of(be), &g);
 }
 
-/* dinp (N,IC) = dout (N,OC) . w (OC,IC);  dw (OC,IC) += dout^T . inp (N,IC) in fp32;
- * dbias (OC,) += sum over rows of dout. */
-static void g3_cuda_matmul_bwd(g3_backend_t *be, void *dinp, float *dw, float *dbias,
-                               const void *dout, const void *inp, const void *w, int N, int IC,
-                               int OC)
+/* dinp (N,IC) = dout (N,OC) . w (OC,IC), times gelu'(pre (N,IC)) when pre is not NULL (the
+ * DGELU epilogue); dw (OC,IC) += dout^T . inp (N,IC) in fp32; dbias (OC,) += sum over rows of
+ * dout. */
+static void g3_cuda_linear_bwd(g3_backend_t *be, void *dinp, const void *pre, float *dw,
+                               float *dbias, const void *dout, const void *inp, const void *w,
+                               int N, int IC, int OC)
 {
     g3cuda_ctx_t *ctx = g3_cuda_ctx_of(be);
     g3cuda_gemm_t g;
@@ -170,6 +173,11 @@ static void g3_cuda_matmul_bwd(g3_backend_t *be, void *dinp, float *dw, float *d
         g.d_type = G3CUDA_BF16;
         g.ldd = IC;
         g.alpha = 1.0f;
+        if (pre) {
+            g.epilogue = G3CUDA_EPI_DGELU;
+            g.aux = (g3cuda_bf16_t *)pre;   /* read only by DGELU */
+            g.ldaux = IC;
+        }
         g3cuda_gemm(ctx, &g);
     }
     memset(&g, 0, sizeof(g));
@@ -189,6 +197,71 @@ static void g3_cuda_matmul_bwd(g3_backend_t *be, void *dinp, float *dw, float *d
     g3cuda_gemm(ctx, &g);
     if (dbias)
         g3cuda_bias_bwd(ctx, dbias, dout, N, OC);
+}
+
+static void g3_cuda_matmul_bwd(g3_backend_t *be, void *dinp, float *dw, float *dbias,
+                               const void *dout, const void *inp, const void *w, int N, int IC,
+                               int OC)
+{
+    g3_cuda_linear_bwd(be, dinp, NULL, dw, dbias, dout, inp, w, N, IC, OC);
+}
+
+/* ---- fused: residual + LayerNorm, GEMM + GELU, GEMM + dGELU (backend.h's optional ops) ------- */
+
+/* resid = bf16(a + b); out = LN(resid), statistics over the rounded resid (g3cuda.h) */
+static void g3_cuda_residual_layernorm_fwd(g3_backend_t *be, void *resid, void *out,
+                                           float *mean, float *rstd, const void *a,
+                                           const void *b, const void *w, const void *bias,
+                                           int N, int C, float eps)
+{
+    g3cuda_layernorm_fwd(g3_cuda_ctx_of(be), resid, out, mean, rstd, a, b, w, bias, N, C, eps);
+}
+
+/* pre (N,OC) = inp . w^T + bias and out = gelu(pre) in one cuBLASLt call (GELU_AUX_BIAS: the
+ * pre-activation is the epilogue's aux output).  cuBLASLt wants the aux row stride a multiple
+ * of 8; other widths take the plain GEMM and the GELU kernel. */
+static void g3_cuda_matmul_gelu_fwd(g3_backend_t *be, void *out, void *pre, const void *inp,
+                                    const void *w, const void *bias, int N, int IC, int OC)
+{
+    g3cuda_gemm_t g;
+
+    if (OC % 8 != 0) {
+        g3_cuda_matmul_fwd(be, pre, inp, w, bias, N, IC, OC);
+        g3cuda_gelu_fwd(g3_cuda_ctx_of(be), out, pre, (size_t)N * OC);
+        return;
+    }
+    memset(&g, 0, sizeof(g));
+    g.M = N;
+    g.N = OC;
+    g.K = IC;
+    g.A = inp;
+    g.lda = IC;
+    g.B = w;
+    g.trans_b = 1;
+    g.ldb = IC;
+    g.D = out;
+    g.d_type = G3CUDA_BF16;
+    g.ldd = OC;
+    g.alpha = 1.0f;
+    g.epilogue = bias ? G3CUDA_EPI_BIAS_GELU_AUX : G3CUDA_EPI_GELU_AUX;
+    g.bias = bias;
+    g.aux = pre;
+    g.ldaux = OC;
+    g3cuda_gemm(g3_cuda_ctx_of(be), &g);
+}
+
+/* dpre = (dout . w) * gelu'(pre) with the DGELU epilogue (the same fallback as above), then
+ * the weight and bias gradients. */
+static void g3_cuda_matmul_dgelu_bwd(g3_backend_t *be, void *dpre, float *dw, float *dbias,
+                                     const void *dout, const void *inp, const void *pre,
+                                     const void *w, int N, int IC, int OC)
+{
+    if (IC % 8 != 0) {
+        g3_cuda_linear_bwd(be, dpre, NULL, dw, dbias, dout, inp, w, N, IC, OC);
+        g3cuda_gelu_bwd(g3_cuda_ctx_of(be), dpre, pre, dpre, (size_t)N * IC);
+        return;
+    }
+    g3_cuda_linear_bwd(be, dpre, pre, dw, dbias, dout, inp, w, N, IC, OC);
 }
 
 /* ---- attention: flash style, the state is the (B,NH,T) fp32 log-sum-exp ------------------- */
@@ -303,6 +376,28 @@ static void g3_cuda_adamw(g3_backend_t *be, float *p, const float *g, float *m, 
     /* the bf16 working copy is refreshed by the model (g3_gpt_params_refresh) after the whole
      * update, including the ZeRO-1 all-gather of the master weights */
     g3cuda_adamw(g3_cuda_ctx_of(be), p, NULL, g, m, v, n, lr, beta1, beta2, eps, wd, step, NULL);
+}
+
+/* AdamW on g * *scale, the scale from g3cuda_clip_scale in device memory */
+static void g3_cuda_adamw_scaled(g3_backend_t *be, float *p, const float *g, float *m, float *v,
+                                 size_t n, float lr, float beta1, float beta2, float eps,
+                                 float wd, int64_t step, const float *scale)
+{
+    g3cuda_adamw(g3_cuda_ctx_of(be), p, NULL, g, m, v, n, lr, beta1, beta2, eps, wd, step,
+                 scale);
+}
+
+/* *acc += sum x^2 into a device double, no download */
+static void g3_cuda_sumsq_acc(g3_backend_t *be, double *acc, const float *x, size_t n)
+{
+    if (n)
+        g3cuda_sumsq(g3_cuda_ctx_of(be), acc, x, G3CUDA_F32, n);
+}
+
+static void g3_cuda_clip_scale(g3_backend_t *be, float *scale, const double *sumsq,
+                               double max_norm)
+{
+    g3cuda_clip_scale(g3_cuda_ctx_of(be), scale, NULL, sumsq, (float)max_norm);
 }
 
 static void g3_cuda_sumsq(g3_backend_t *be, const float *x, size_t n, double *host_out)
@@ -487,7 +582,16 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
         return G3_ERR_DEVICE;
     }
     cu->device = device;
-    be->ops = &g3_cuda_ops;
+    cu->ops = g3_cuda_ops;
+    if (g3_be_fused_wanted(1)) {
+        cu->ops.residual_layernorm_fwd = g3_cuda_residual_layernorm_fwd;
+        cu->ops.matmul_gelu_fwd = g3_cuda_matmul_gelu_fwd;
+        cu->ops.matmul_dgelu_bwd = g3_cuda_matmul_dgelu_bwd;
+        cu->ops.sumsq_acc = g3_cuda_sumsq_acc;
+        cu->ops.clip_scale = g3_cuda_clip_scale;
+        cu->ops.adamw_scaled = g3_cuda_adamw_scaled;
+    }
+    be->ops = &cu->ops;
     be->name = "cuda";
     be->act_dtype = G3_BE_BF16;
     be->nthreads = 1;   /* one GPU per rank: the MFU peak counts GPUs */
@@ -501,8 +605,9 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
         return G3_ERR_NO_MEMORY;
     }
     g3_cuda_peak(be);
-    g3_debug("CUDA backend: device %d: %s; peak %.1f TFLOP/s (%s)", device, be->device,
-             be->peak_flops / 1e12, be->peak_how);
+    g3_debug("CUDA backend: device %d: %s; peak %.1f TFLOP/s (%s); fused ops %s", device,
+             be->device, be->peak_flops / 1e12, be->peak_how,
+             cu->ops.matmul_gelu_fwd ? "on" : "off (GPT3D_FUSED_OPS=0)");
     *be_p = be;
     return G3_OK;
 }
