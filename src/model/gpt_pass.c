@@ -333,11 +333,20 @@ static g3_status_t g3_gpt_layer_fwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     st = g3_gpt_tp_sum(m, a->tmp, (size_t)N * C);
     if (st != G3_OK)
         return st;
-    op->residual_fwd(be, s->xmid, x, a->tmp, (size_t)N * C);
-    op->layernorm_fwd(be, s->ln2, s->ln2_mean, s->ln2_rstd, s->xmid, w->ln2_w, w->ln2_b, N, C,
-                      eps);
-    op->matmul_fwd(be, s->fch, s->ln2, w->fc1_w, w->fc1_b, N, C, m->F_l);
-    op->gelu_fwd(be, s->fcg, s->fch, (size_t)N * m->F_l);
+    if (op->residual_layernorm_fwd) {   /* the optional fused ops of backend.h */
+        op->residual_layernorm_fwd(be, s->xmid, s->ln2, s->ln2_mean, s->ln2_rstd, x, a->tmp,
+                                   w->ln2_w, w->ln2_b, N, C, eps);
+    } else {
+        op->residual_fwd(be, s->xmid, x, a->tmp, (size_t)N * C);
+        op->layernorm_fwd(be, s->ln2, s->ln2_mean, s->ln2_rstd, s->xmid, w->ln2_w, w->ln2_b, N,
+                          C, eps);
+    }
+    if (op->matmul_gelu_fwd) {
+        op->matmul_gelu_fwd(be, s->fcg, s->fch, s->ln2, w->fc1_w, w->fc1_b, N, C, m->F_l);
+    } else {
+        op->matmul_fwd(be, s->fch, s->ln2, w->fc1_w, w->fc1_b, N, C, m->F_l);
+        op->gelu_fwd(be, s->fcg, s->fch, (size_t)N * m->F_l);
+    }
     op->matmul_fwd(be, a->tmp, s->fcg, w->fc2_w, bias_here ? w->fc2_b : NULL, N, m->F_l, C);
     st = g3_gpt_tp_sum(m, a->tmp, (size_t)N * C);
     if (st != G3_OK)
@@ -363,8 +372,13 @@ static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     g3_status_t st;
 
     /* MLP: y = xmid + fc2(gelu(fc1(ln2(xmid)))) */
-    op->matmul_bwd(be, a->d1, g->fc2_w, g->fc2_b, a->dres, s->fcg, w->fc2_w, N, m->F_l, C);
-    op->gelu_bwd(be, a->d1, s->fch, a->d1, (size_t)N * m->F_l);
+    if (op->matmul_dgelu_bwd) {   /* fused (backend.h) */
+        op->matmul_dgelu_bwd(be, a->d1, g->fc2_w, g->fc2_b, a->dres, s->fcg, s->fch, w->fc2_w,
+                             N, m->F_l, C);
+    } else {
+        op->matmul_bwd(be, a->d1, g->fc2_w, g->fc2_b, a->dres, s->fcg, w->fc2_w, N, m->F_l, C);
+        op->gelu_bwd(be, a->d1, s->fch, a->d1, (size_t)N * m->F_l);
+    }
     op->matmul_bwd(be, a->d2, g->fc1_w, g->fc1_b, a->d1, s->ln2, w->fc1_w, N, C, m->F_l);
     st = g3_gpt_tp_sum(m, a->d2, (size_t)N * C);
     if (st != G3_OK)

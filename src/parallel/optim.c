@@ -157,6 +157,15 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
             goto err_free_bf16;
     }
 
+    if (be->ops->sumsq_acc && be->ops->clip_scale && be->ops->adamw_scaled) {
+        void *buf = NULL;
+        st = be->ops->alloc(be, 16, "the gradient norm and clipping scale", &buf);
+        if (st != G3_OK)
+            goto err_free_bf16;
+        o->dsumsq = buf;
+        o->dscale = (float *)((char *)buf + 8);
+    }
+
     for (int i = 0; i < o->nseg; i++) {
         const g3_par_segment_t *s = &o->seg[i];
         size_t so = s->so;
@@ -182,6 +191,8 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
     return G3_OK;
 
 err_free_bf16:
+    if (o->s16)
+        be->ops->free(be, o->s16);
     if (o->g16)
         be->ops->free(be, o->g16);
     if (o->gshard)
@@ -201,6 +212,8 @@ void g3_par_optim_free(g3_par_engine_t *eng)
 {
     g3_par_optim_t *o = &eng->opt;
     g3_backend_t *be = eng->model->be;
+    if (o->dsumsq)
+        be->ops->free(be, o->dsumsq);
     if (o->s16)
         be->ops->free(be, o->s16);
     if (o->g16)
@@ -310,6 +323,54 @@ static g3_status_t g3_par_dump(g3_par_engine_t *eng)
     return st;
 }
 
+/* Step 3 in backend memory (o->dsumsq): the same terms in the same order as g3_par_norm,
+ * accumulated by the backend; the world sum is, with NCCL groups (GPU ranks), three
+ * all-reduces of the device double over the tp, pp and dp groups (together the world), else
+ * (the CPU backend, whose memory is the host's) the host world all-reduce of g3_par_norm.
+ * Then the clipping scale on the backend (AdamW reads it there), and the norm downloaded
+ * for the log and the finiteness check.  OUT: *norm_p */
+static g3_status_t g3_par_norm_dev(g3_par_engine_t *eng, double *norm_p)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_par_t *par = eng->par;
+    g3_gpt_t *m = eng->model;
+    g3_backend_t *be = m->be;
+    double ss = 0.0;
+    g3_status_t st;
+
+    be->ops->zero(be, o->dsumsq, sizeof(double));
+    for (int i = 0; i < o->npieces; i++) {
+        const g3_par_piece_t *pc = &o->pieces[i];
+        if (!pc->in_norm)
+            continue;
+        for (int k = 0; k < m->nparams; k++) {
+            const g3_gpt_param_t *p = &m->params[k];
+            size_t lo = p->offset > pc->begin ? p->offset : pc->begin;
+            size_t hi = p->offset + p->numel < pc->end ? p->offset + p->numel : pc->end;
+            if (lo >= hi || !g3_par_counts(m, p))
+                continue;
+            be->ops->sumsq_acc(be, o->dsumsq, pc->g + (lo - pc->begin), hi - lo);
+        }
+    }
+    st = be->ops->sync(be);
+    if (st == G3_OK && par->dev.tp) {
+        g3_comm_t *axes[3] = { par->buf.tp, par->buf.pp, par->buf.dp };
+        for (int i = 0; i < 3 && st == G3_OK; i++)
+            if (g3_comm_size(axes[i]) > 1)
+                st = g3_comm_allreduce(axes[i], o->dsumsq, o->dsumsq, 1, G3_DTYPE_FLOAT64,
+                                       G3_COMM_SUM);
+    } else if (st == G3_OK) {
+        st = g3_par_world_allreduce(par, o->dsumsq, 1, 0);
+    }
+    if (st != G3_OK)
+        return st;
+    be->ops->clip_scale(be, o->dscale, o->dsumsq, o->cfg.clip_grad);
+    be->ops->download(be, &ss, o->dsumsq, sizeof(double));
+    st = be->ops->sync(be);
+    *norm_p = sqrt(ss);
+    return st;
+}
+
 /* Step 3.  OUT: *norm_p */
 static g3_status_t g3_par_norm(g3_par_engine_t *eng, double *norm_p)
 {
@@ -318,6 +379,8 @@ static g3_status_t g3_par_norm(g3_par_engine_t *eng, double *norm_p)
     double ss = 0.0;
     g3_status_t st;
 
+    if (o->dsumsq)
+        return g3_par_norm_dev(eng, norm_p);
     for (int i = 0; i < o->npieces; i++) {
         const g3_par_piece_t *pc = &o->pieces[i];
         if (!pc->in_norm)
@@ -361,7 +424,7 @@ g3_status_t g3_par_optim_step(g3_par_engine_t *eng, double lr, int64_t iteration
     *norm_p = norm;
     if (!isfinite(norm))
         return G3_ERR_NUMERIC;
-    if (o->cfg.clip_grad > 0.0) {
+    if (o->cfg.clip_grad > 0.0 && !o->dscale) {   /* else AdamW applies *dscale */
         double coeff = o->cfg.clip_grad / (norm + 1e-6);
         if (coeff < 1.0)
             for (int i = 0; i < o->npieces; i++)
@@ -375,12 +438,17 @@ g3_status_t g3_par_optim_step(g3_par_engine_t *eng, double lr, int64_t iteration
             size_t lo = o->runs[r].begin > pc->begin ? o->runs[r].begin : pc->begin;
             size_t hi = o->runs[r].end < pc->end ? o->runs[r].end : pc->end;
             size_t d = lo - pc->begin;
+            float wd = o->runs[r].weight_decay ? (float)o->cfg.weight_decay : 0.0f;
             if (lo >= hi)
                 continue;
-            be->ops->adamw(be, m->w + lo, pc->g + d, pc->m + d, pc->v + d, hi - lo, (float)lr,
-                           (float)o->cfg.beta1, (float)o->cfg.beta2, (float)o->cfg.eps,
-                           o->runs[r].weight_decay ? (float)o->cfg.weight_decay : 0.0f,
-                           o->step);
+            if (o->dscale)
+                be->ops->adamw_scaled(be, m->w + lo, pc->g + d, pc->m + d, pc->v + d, hi - lo,
+                                      (float)lr, (float)o->cfg.beta1, (float)o->cfg.beta2,
+                                      (float)o->cfg.eps, wd, o->step, o->dscale);
+            else
+                be->ops->adamw(be, m->w + lo, pc->g + d, pc->m + d, pc->v + d, hi - lo,
+                               (float)lr, (float)o->cfg.beta1, (float)o->cfg.beta2,
+                               (float)o->cfg.eps, wd, o->step);
         }
     }
     st = be->ops->sync(be);

@@ -49,6 +49,13 @@ static g3_status_t g3_train_adamw_runs(g3_train_adamw_t *opt)
     return G3_OK;
 }
 
+/* RET: 1 when the backend computes the norm and the clipping scale in its own memory
+ * (backend.h's sumsq_acc, clip_scale, adamw_scaled: CUDA). */
+static int g3_train_clip_on_device(const g3_backend_t *be)
+{
+    return be->ops->sumsq_acc && be->ops->clip_scale && be->ops->adamw_scaled;
+}
+
 g3_status_t g3_train_adamw_init(g3_gpt_t *model, const g3_train_adamw_config_t *cfg,
                                 g3_train_adamw_t **opt_p)
 {
@@ -75,9 +82,19 @@ g3_status_t g3_train_adamw_init(g3_gpt_t *model, const g3_train_adamw_config_t *
         goto err_free_m;
     be->ops->zero(be, opt->m, bytes);
     be->ops->zero(be, opt->v, bytes);
+    if (g3_train_clip_on_device(be)) {
+        void *buf = NULL;
+        st = be->ops->alloc(be, 16, "the gradient norm and clipping scale", &buf);
+        if (st != G3_OK)
+            goto err_free_v;
+        opt->dsumsq = buf;
+        opt->dscale = (float *)((char *)buf + 8);
+    }
     *opt_p = opt;
     return G3_OK;
 
+err_free_v:
+    be->ops->free(be, opt->v);
 err_free_m:
     be->ops->free(be, opt->m);
 err_free_opt:
@@ -90,6 +107,8 @@ void g3_train_adamw_free(g3_train_adamw_t *opt)
 {
     if (!opt)
         return;
+    if (opt->dsumsq)
+        opt->model->be->ops->free(opt->model->be, opt->dsumsq);
     opt->model->be->ops->free(opt->model->be, opt->v);
     opt->model->be->ops->free(opt->model->be, opt->m);
     free(opt->runs);
@@ -104,6 +123,42 @@ double g3_train_grad_norm(g3_gpt_t *model)
     return sqrt(ss);
 }
 
+/* g3_train_adamw_step with the norm and the clipping scale in backend memory: the sum of
+ * squares accumulates on the device, the scale is computed there and AdamW reads it, so the
+ * gradients are not rewritten and the one host sync is the 8-byte norm download, which must
+ * precede the update (a non-finite norm stops the step). */
+static g3_status_t g3_train_adamw_step_dev(g3_train_adamw_t *opt, double lr,
+                                           double *grad_norm_p)
+{
+    g3_gpt_t *m = opt->model;
+    g3_backend_t *be = m->be;
+    double ss = 0.0, norm;
+    g3_status_t st;
+
+    be->ops->zero(be, opt->dsumsq, sizeof(double));
+    be->ops->sumsq_acc(be, opt->dsumsq, m->g, m->numel);   /* the gaps hold zeros */
+    be->ops->clip_scale(be, opt->dscale, opt->dsumsq, opt->cfg.clip_grad);
+    be->ops->download(be, &ss, opt->dsumsq, sizeof(double));
+    st = be->ops->sync(be);
+    if (st != G3_OK)
+        return st;
+    norm = sqrt(ss);
+    *grad_norm_p = norm;
+    if (!isfinite(norm))
+        return G3_ERR_NUMERIC;
+    opt->step++;
+    for (int r = 0; r < opt->nruns; r++) {
+        size_t o = opt->runs[r].begin, n = opt->runs[r].end - o;
+        be->ops->adamw_scaled(be, m->w + o, m->g + o, opt->m + o, opt->v + o, n, (float)lr,
+                              (float)opt->cfg.beta1, (float)opt->cfg.beta2,
+                              (float)opt->cfg.eps,
+                              opt->runs[r].weight_decay ? (float)opt->cfg.weight_decay : 0.0f,
+                              opt->step, opt->dscale);
+    }
+    g3_gpt_params_refresh(m);
+    return be->ops->sync(be);
+}
+
 g3_status_t g3_train_adamw_step(g3_train_adamw_t *opt, double lr, double *grad_norm_p)
 {
     g3_gpt_t *m = opt->model;
@@ -115,6 +170,8 @@ g3_status_t g3_train_adamw_step(g3_train_adamw_t *opt, double lr, double *grad_n
         if (st != G3_OK)
             return st;
     }
+    if (opt->dsumsq)
+        return g3_train_adamw_step_dev(opt, lr, grad_norm_p);
     norm = g3_train_grad_norm(m);
     *grad_norm_p = norm;
     if (!isfinite(norm))
