@@ -16,6 +16,12 @@ check_PROGRAMS += tests/kernels/test_gpt_cuda
 TESTS += tests/kernels/test_gpt_cuda tests/kernels/test_cuda_train.sh
 tests_kernels_test_gpt_cuda_SOURCES = tests/kernels/test_gpt_cuda.c tests/tap.h
 tests_kernels_test_gpt_cuda_LDADD = $(G3_TEST_LDADD)
+# The optional fused ops' wiring (model, optimizers) on the CPU: GPT3D_FUSED_OPS=1 must give
+# bit-identical results.  Runs everywhere.
+check_PROGRAMS += tests/kernels/test_fused_cpu
+TESTS += tests/kernels/test_fused_cpu tests/kernels/test_fused_train.sh
+tests_kernels_test_fused_cpu_SOURCES = tests/kernels/test_fused_cpu.c tests/tap.h
+tests_kernels_test_fused_cpu_LDADD = $(G3_TEST_LDADD)
 
 if HAVE_CUDA
 G3_KT_SOURCES = tests/kernels/ref.c tests/kernels/ref.h tests/kernels/kt.h tests/tap.h
@@ -51,4 +57,4 @@ endif
 endif
 EXTRA_DIST += tests/kernels/kt.h tests/kernels/bench_gpu.sh tests/kernels/torch_gpt_bench.py \
 	tests/kernels/test_emulated.sh tests/kernels/emu/shim.h tests/kernels/emu/emu_kernels.cc \
-	tests/kernels/test_cuda_train.sh
+	tests/kernels/test_cuda_train.sh tests/kernels/test_fused_train.sh

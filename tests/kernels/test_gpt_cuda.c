@@ -2,7 +2,10 @@
  * seed give the same fp32 master weights (bit for bit); the loss, every parameter gradient
  * and the logits of one forward/backward agree at bf16 tolerance; recomputation (full and
  * selective) gives bit-identical results on CUDA too (its kernels are deterministic); an
- * optimizer step then a forward agrees with the CPU's.  Compiled in every build; without
+ * optimizer step then a forward agrees with the CPU's; the fused ops (GELU / dGELU GEMM
+ * epilogues, residual + LayerNorm) agree with the plain sequence (GPT3D_FUSED_OPS=0) at the
+ * same bf16 tolerances; the device-side gradient clipping (sumsq_acc, clip_scale,
+ * adamw_scaled) matches sumsq + scale + adamw within 1e-6.  Compiled in every build; without
  * the CUDA backend or a usable GPU it prints "1..0 # SKIP" with the reason.
  *
  * Tolerances (bf16 has an 8-bit significand, one rounding <= 2^-8 relative; the passes round
@@ -194,6 +197,100 @@ int main(void)
                "(%.3e)", st == G3_OK ? rel_l2(xg, xc, B * Vp) : -1.0);
         free(xc);
         free(xg);
+    }
+
+    /* the fused ops (on by default) against the plain sequence (GPT3D_FUSED_OPS=0) */
+    {
+        g3_backend_t *plain = NULL;
+        g3_gpt_t *mp = NULL;
+        g3_gpt_acts_t *ap = NULL;
+        double lp = 0.0;
+        float *gp = NULL;
+        setenv("GPT3D_FUSED_OPS", "0", 1);
+        st = g3_be_open("cuda", 0, &plain);
+        unsetenv("GPT3D_FUSED_OPS");
+        tap_ok(st == G3_OK && cuda->ops->residual_layernorm_fwd && cuda->ops->matmul_gelu_fwd &&
+                   cuda->ops->matmul_dgelu_bwd && cuda->ops->sumsq_acc &&
+                   cuda->ops->clip_scale && cuda->ops->adamw_scaled &&
+                   !plain->ops->matmul_gelu_fwd && !plain->ops->sumsq_acc,
+               "CUDA fills the six fused ops; GPT3D_FUSED_OPS=0 leaves them out");
+        cfg_init(&c, G3_GPT_RECOMPUTE_NONE);
+        if (st == G3_OK)
+            st = g3_gpt_init(&c, plain, &mp);
+        if (st == G3_OK)
+            st = g3_gpt_acts_init(mp, B, T, &ap);
+        if (st == G3_OK)
+            st = pass(mp, ap, tok, tgt, &lp);
+        if (st == G3_OK)
+            gp = host_copy(mp, 1);
+        tap_ok(st == G3_OK && gp && fabs(lp - lg) <= 1e-2 * lp && rel_l2(gg, gp, mg->numel) <= 5e-2,
+               "fused (GELU/dGELU epilogues, residual + LayerNorm) against plain CUDA: loss %.6f "
+               "/ %.6f, gradients %.3e relative L2 (<= 1e-2, 5e-2)", lg, lp,
+               gp ? rel_l2(gg, gp, mg->numel) : -1.0);
+        free(gp);
+        g3_gpt_acts_free(mp, ap);
+        g3_gpt_free(mp);
+        if (plain)
+            g3_be_close(plain);
+    }
+
+    /* device-side clipping: sumsq_acc + clip_scale + adamw_scaled against sumsq on the host,
+     * scale, adamw, on the same gradients (the fp32 ops are the same: 1e-6) */
+    {
+        size_t n = 100003;
+        float *h = malloc(sizeof(float) * n * 4), *r1 = malloc(sizeof(float) * n * 3);
+        float *r2 = malloc(sizeof(float) * n * 3);
+        void *dv = NULL;
+        float *p1, *p2, *g, *m1, *v1, *m2, *v2;
+        double *acc;
+        float *scale;
+        double ss = 0.0, ss_dev = 0.0, coeff;
+        int ok = h && r1 && r2 && cuda->ops->alloc(cuda, sizeof(float) * n * 7 + 64, "test",
+                                                   &dv) == G3_OK;
+        if (ok) {
+            for (size_t i = 0; i < n * 4; i++)
+                h[i] = (float)((double)(g3_rng_u64(9, 1, i) >> 11) / 9007199254740992.0 - 0.5);
+            p1 = dv;
+            p2 = p1 + n;
+            g = p2 + n;
+            m1 = g + n;
+            v1 = m1 + n;
+            m2 = v1 + n;
+            v2 = m2 + n;
+            acc = (double *)(v2 + n);
+            scale = (float *)(acc + 1);
+            cuda->ops->upload(cuda, p1, h, sizeof(float) * n);
+            cuda->ops->upload(cuda, p2, h, sizeof(float) * n);
+            cuda->ops->upload(cuda, g, h + n, sizeof(float) * n);
+            cuda->ops->zero(cuda, m1, sizeof(float) * n * 4);
+            cuda->ops->zero(cuda, acc, sizeof(double));
+            cuda->ops->sumsq_acc(cuda, acc, g, n);
+            cuda->ops->clip_scale(cuda, scale, acc, 1.0);   /* the norm is ~91: clips */
+            cuda->ops->adamw_scaled(cuda, p2, g, m2, v2, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 1,
+                                    scale);
+            cuda->ops->download(cuda, &ss_dev, acc, sizeof(double));
+            cuda->ops->sumsq(cuda, g, n, &ss);
+            coeff = 1.0 / (sqrt(ss) + 1e-6);
+            cuda->ops->scale(cuda, g, n, (float)coeff);
+            cuda->ops->adamw(cuda, p1, g, m1, v1, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 1);
+            cuda->ops->download(cuda, r1, p1, sizeof(float) * n);
+            cuda->ops->download(cuda, r1 + n, m1, sizeof(float) * n);
+            cuda->ops->download(cuda, r1 + 2 * n, v1, sizeof(float) * n);
+            cuda->ops->download(cuda, r2, p2, sizeof(float) * n);
+            cuda->ops->download(cuda, r2 + n, m2, sizeof(float) * n);
+            cuda->ops->download(cuda, r2 + 2 * n, v2, sizeof(float) * n);
+            ok = cuda->ops->sync(cuda) == G3_OK;
+        }
+        tap_ok(ok && fabs(ss_dev - ss) <= 1e-12 * ss && sqrt(ss) > 1.0 &&
+                   rel_l2(r2, r1, 3 * n) <= 1e-6,
+               "device clipping (norm %.6g, clipped to 1): AdamW with the device scale matches "
+               "scale + AdamW (%.3e relative L2 <= 1e-6)", sqrt(ss),
+               ok ? rel_l2(r2, r1, 3 * n) : -1.0);
+        if (dv)
+            cuda->ops->free(cuda, dv);
+        free(h);
+        free(r1);
+        free(r2);
     }
 
     free(wc);
