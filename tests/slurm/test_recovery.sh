@@ -56,7 +56,8 @@ is "$(hosts "$first_nodes" | wc -w)" 4 "(2) the first job (--nodes=2-4, 4 nodes 
 victim=$(scontrol show hostnames "$first_nodes" | sed -n 2p)
 g3c_kill_node "$victim" --crash
 sleep 1
-crash_iter=$(grep -c '"event":"train"' "$run_nf/metrics.jsonl" 2>/dev/null || echo 0)
+crash_iter=$(grep -c '"event":"train"' "$run_nf/metrics.jsonl" 2>/dev/null) || true
+crash_iter=${crash_iter:-0}
 real_wait_end "$run_nf" 180
 real_check "(2) after $victim failed (at iteration $crash_iter) the run completes" "$run_nf" test -e "$run_nf/COMPLETE"
 # (The batch script on the first node outlives the crash long enough to see
