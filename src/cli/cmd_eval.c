@@ -121,7 +121,8 @@ static int g3_eval_splits(const char *list, g3_eval_data_t *d)
 }
 
 /* --data-path: the flag's words, else the checkpoint's (space-separated), else the built-in
- * corpus; each prefix's .bin and .idx must exist.  RET: 1, or 0 (logged). */
+ * corpus; each prefix's .bin and .idx must exist.  RET: the exit code (2: a malformed
+ * list; 1: a file missing), logged. */
 static int g3_eval_data_path(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_data_t *d)
 {
     char *const *list;
@@ -150,7 +151,7 @@ static int g3_eval_data_path(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eva
         if (g3_data_corpus_dir(dir, sizeof(dir)) != G3_OK) {
             g3_error("the checkpoint's run used the built-in corpus, whose directory is "
                      "unknown (neither GPT3D_DATA_DIR nor HOME is set): pass --data-path");
-            return 0;
+            return G3_EXIT_FAILURE;
         }
         snprintf(d->builtin, sizeof(d->builtin), "%s/kjv_text_document", dir);
         d->path = calloc(1, sizeof(char *));
@@ -162,7 +163,7 @@ static int g3_eval_data_path(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eva
     if (d->npath < 1 || (d->npath > 1 && d->npath % 2 != 0)) {
         g3_error("--data-path%s has %d words: give PREFIX, or weight and prefix pairs", from,
                  d->npath);
-        return 0;
+        return G3_EXIT_USAGE;
     }
     for (int i = d->npath == 1 ? 0 : 1; i < d->npath; i += d->npath == 1 ? 1 : 2) {
         const char *ext[2] = { ".bin", ".idx" };
@@ -174,15 +175,15 @@ static int g3_eval_data_path(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eva
                 g3_error("--data-path %s%s: %s: %s; pass --data-path with the dataset to "
                          "evaluate on (a relative path is relative to this directory)",
                          d->path[i], from, path, strerror(errno));
-                return 0;
+                return G3_EXIT_FAILURE;
             }
         }
     }
-    return 1;
+    return G3_EXIT_OK;
 
 err_no_memory:
     g3_error("out of memory reading --data-path");
-    return 0;
+    return G3_EXIT_FAILURE;
 }
 
 /* --debug-batch-dump: the samples g3_infer_evaluate reads (one rank: samples 0 .. n-1 of
@@ -234,8 +235,11 @@ static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval
     }
     d->seed = (uint64_t)seed;
     if (d->eval_iters < 1) {
-        g3_error("--eval-iters must be at least 1 (got %lld%s)", (long long)d->eval_iters,
-                 g3_opts_is_set(o, "eval-iters") ? "" : " from the checkpoint's run");
+        if (g3_opts_is_set(o, "eval-iters"))
+            g3_error("--eval-iters must be at least 1 (got %lld)", (long long)d->eval_iters);
+        else
+            g3_error("--eval-iters must be at least 1 (got %lld from the checkpoint's run); "
+                     "pass --eval-iters N", (long long)d->eval_iters);
         return G3_EXIT_USAGE;
     }
     if (d->B < 1 || d->B > INT32_MAX || d->gbs < 1) {
@@ -261,7 +265,7 @@ static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval
     d->cache_p = g3_opts_str(o, "data-cache-path");
     if (!d->cache_p && g3_cli_infer_ckpt_value(s, "data-cache-path", d->cache, sizeof(d->cache)))
         d->cache_p = d->cache;
-    return g3_eval_data_path(o, s, d) ? G3_EXIT_OK : G3_EXIT_FAILURE;
+    return g3_eval_data_path(o, s, d);
 }
 
 /* The data and the batch buffers, checked before the model is loaded (every rank); rank 0

@@ -216,19 +216,26 @@ static int g3_generate_write_json(const char *path, const g3_cli_infer_t *s,
     return G3_EXIT_OK;
 }
 
-/* Rank 0's prompt ids to every rank (collective over the world).  ids: rank 0's, the
- * others' filled.  RET: the exit code. */
-static int g3_generate_share_prompt(g3_cli_infer_t *s, g3_bpe_ids_t *ids)
+/* Rank 0's prompt ids to every rank (collective over the world: every rank calls it, before
+ * the checks are agreed, so that a rank failing here fails them instead of leaving the others
+ * waiting in the layout).  ids: rank 0's, the others' filled; rc: this rank's exit code so
+ * far (rank 0 sends nothing when it failed).  RET: the exit code. */
+static int g3_generate_share_prompt(g3_cli_infer_t *s, g3_bpe_ids_t *ids, int rc)
 {
     g3_comm_exchange_t *x = NULL;
     const void *blob = NULL;
     size_t len = 0;
+    int send = s->rank == 0 && rc == G3_EXIT_OK;
     g3_status_t st;
 
-    if (s->w.me->size == 1)
-        return G3_EXIT_OK;
-    st = g3_comm_world_exchange(s->w.world, "the prompt", s->rank == 0 ? ids->ids : NULL,
-                                s->rank == 0 ? sizeof(int32_t) * ids->len : 0, &x);
+    if (!s->w.world || s->w.me->size == 1)
+        return rc;
+    st = g3_comm_world_exchange(s->w.world, "the prompt", send ? ids->ids : NULL,
+                                send ? sizeof(int32_t) * ids->len : 0, &x);
+    if (rc != G3_EXIT_OK) {   /* this rank failed already: its own code */
+        g3_comm_exchange_free(x);
+        return rc;
+    }
     if (st == G3_OK)
         st = g3_comm_exchange_get(x, 0, &blob, &len);
     if (st == G3_OK && s->rank != 0) {
@@ -329,9 +336,8 @@ int g3_cmd_generate(int argc, char **argv)
     /* rank 0 reads the prompt (standard input is its own under mpirun and srun) */
     if (rc == G3_EXIT_OK && s.rank == 0)
         rc = g3_generate_read_prompt(o, &s, bpe, &ids, what, sizeof(what));
+    rc = g3_generate_share_prompt(&s, &ids, rc);
     rc = g3_cli_infer_agree(&s, rc);
-    if (rc == G3_EXIT_OK)
-        rc = g3_generate_share_prompt(&s, &ids);
     if (rc != G3_EXIT_OK)
         goto out;
     prompt_ids = ids.len;

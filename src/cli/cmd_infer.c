@@ -118,6 +118,19 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
                  "you picked one: drop one of the two", step_s);
         return G3_EXIT_USAGE;
     }
+    if (g3_opts_bool(o, "load-fallback")) {
+        /* one iter_ directory: falling back from it would go up to its save directory's
+         * `latest`, which is not the checkpoint named */
+        char index[PATH_MAX + 16];
+        struct stat sb;
+        snprintf(index, sizeof(index), "%s/index.h5", load);
+        if (stat(index, &sb) == 0) {
+            g3_error("--load-fallback goes back from the latest checkpoint of a --save "
+                     "directory; --load %s is one checkpoint (an iter_ directory): drop "
+                     "--load-fallback, or pass the directory above it", load);
+            return G3_EXIT_USAGE;
+        }
+    }
     st = g3_train_ckpt_model_open(load, step, &s->info);
     if (st != G3_OK)
         return st == G3_ERR_INVALID_ARG ? G3_EXIT_USAGE : g3_status_exit_code(st);

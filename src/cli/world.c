@@ -114,11 +114,12 @@ int g3_cli_world_agree(g3_cli_world_t *w, int rc, const char *what)
     g3_comm_exchange_t *x = NULL;
     int32_t mine = rc, rc0 = rc, worst = rc;
     char name[96];
+    g3_status_t st = G3_OK;
 
     snprintf(name, sizeof(name), "the checks before %s", what);
-    if (w->me->size > 1 &&
-        g3_comm_world_exchange(w->world, name, &mine, sizeof(mine), &x) == G3_OK) {
-        for (int r = 0; r < w->me->size; r++) {
+    if (w->me->size > 1) {
+        st = g3_comm_world_exchange(w->world, name, &mine, sizeof(mine), &x);
+        for (int r = 0; st == G3_OK && r < w->me->size; r++) {
             const void *blob;
             size_t len;
             int32_t v;
@@ -132,7 +133,10 @@ int g3_cli_world_agree(g3_cli_world_t *w, int rc, const char *what)
         }
         g3_comm_exchange_free(x);
     }
-    g3_cli_quiet_end(&w->quiet, rc != 0 && rc0 == 0);
+    /* an exchange that failed (logged while quiet): show this rank's messages, its code */
+    g3_cli_quiet_end(&w->quiet, st != G3_OK || (rc != 0 && rc0 == 0));
+    if (st != G3_OK)
+        return rc != 0 ? rc : g3_status_exit_code(st);
     if (rc0 == 0 && worst != 0 && w->me->rank == 0)
         g3_error("some ranks failed the checks before %s (exit %d); their messages say "
                  "why (files missing on their nodes?)", what, worst);

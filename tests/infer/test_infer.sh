@@ -175,6 +175,8 @@ bad "a corrupted checkpoint" 1 'could not load the checkpoint in .*iter_0000060;
 run "$GPT3D" eval --load "$C" --load-fallback --metrics-file "$TMPD/fb.jsonl"
 is "$rc" 0 "--load-fallback evaluates the previous checkpoint instead"
 is "$(eloss "$TMPD/fb.jsonl")" "$(vloss "$R/metrics.jsonl" 30)" "--load-fallback: the loss of iteration 30"
+bad "--load-fallback with one iter_ directory" 2 '--load-fallback goes back from the latest checkpoint of a --save directory; --load .*iter_0000030 is one checkpoint' \
+    "$GPT3D" eval --load "$C/iter_0000030" --load-fallback
 bad "a model flag contradicting the checkpoint" 2 'checkpoint .*iter_0000060 has --hidden-size 32 but this command has --hidden-size 64' \
     "$GPT3D" eval --load "$R/ck" --hidden-size 64
 bad "--seq-length beyond the positions" 2 '--seq-length 64 is outside what checkpoint .* can run: 1 .. 32' \
@@ -184,6 +186,12 @@ bad "a vocabulary of another size" 2 "--vocab-file $TMPD/v262.json has 262 entri
     "$GPT3D" generate --load "$R/ck" --prompt x --vocab-file "$TMPD/v262.json"
 bad "a data path that is not there" 1 "--data-path $TMPD/none: $TMPD/none.bin: No such file" \
     "$GPT3D" eval --load "$R/ck" --data-path "$TMPD/none"
+bad "a --data-path of an odd word count" 2 '--data-path has 3 words: give PREFIX, or weight and prefix pairs' \
+    "$GPT3D" eval --load "$R/ck" --data-path 1 "$TMPD/a" "$TMPD/b"
+# shellcheck disable=SC2086
+"$GPT3D" train $flags "$prompt" --train-iters 1 --lr-warmup-iters 0 --eval-iters 0 --sample-tokens 0 --save "$TMPD/noeval/ck" --run-dir "$TMPD/noeval" >/dev/null 2>&1 || true
+bad "a run trained with --eval-iters 0" 2 'must be at least 1 \(got 0 from the checkpoint.s run\); pass --eval-iters N' \
+    "$GPT3D" eval --load "$TMPD/noeval/ck"
 bad "an unknown split" 2 "--eval-split 'valid,dev': 'dev' is not a split" "$GPT3D" eval --load "$R/ck" --eval-split valid,dev
 bad "an empty split" 2 'the test split is empty under --split 100,0,0' "$GPT3D" eval --load "$R/ck" --eval-split test --split 100,0,0
 bad "a micro-batch that does not divide the global batch" 2 '--global-batch-size 8 is not a multiple of --micro-batch-size 3' \

@@ -116,6 +116,9 @@ GPT3D_DATA_DIR="$TMPD/empty" expect 1 "built-in KJV corpus is missing .*run 'gpt
     "missing built-in corpus" $model --train-iters 1
 expect 2 "impossible layout: the job's 1 rank cannot be split into --tensor-model-parallel-size 2" \
     "TP 2 on one rank" $data $model --train-iters 1 --tensor-model-parallel-size 2
+expect 2 "impossible layout: the job's 1 rank cannot be split into --tensor-model-parallel-size 65536 x --pipeline-model-parallel-size 65536 = 4294967296 ranks" \
+    "TP x PP past an int (no division by zero)" $data $model --train-iters 1 \
+    --tensor-model-parallel-size 65536 --pipeline-model-parallel-size 65536
 expect 2 'save-interval, --keep-last, --no-save-optim and --async-save need --save DIR' "--save-interval without --save" \
     $data $model --train-iters 1 --save-interval 1 --load "$TMPD/ck"
 expect 2 'rampup-batch-size needs sample-based training' "ramp-up with --train-iters" \
