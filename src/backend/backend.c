@@ -9,6 +9,7 @@
 #ifdef HAVE_CUDA
 #include "g3cuda.h"
 #endif
+#include "core/bf16.h"
 #include "core/log.h"
 
 size_t g3_be_dtype_size(g3_be_dtype_t t)
@@ -21,25 +22,6 @@ const char *g3_be_dtype_name(g3_be_dtype_t t)
     return t == G3_BE_BF16 ? "bf16" : "fp32";
 }
 
-/* fp32 -> bf16, round to nearest even; a NaN stays a (quiet) NaN. */
-static uint16_t g3_be_f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-static float g3_be_bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
 void g3_be_convert(void *dst, g3_be_dtype_t dst_t, const void *src, g3_be_dtype_t src_t,
                    size_t n)
 {
@@ -50,12 +32,12 @@ void g3_be_convert(void *dst, g3_be_dtype_t dst_t, const void *src, g3_be_dtype_
         const float *s = src;
         uint16_t *d = dst;
         for (size_t i = 0; i < n; i++)
-            d[i] = g3_be_f32_to_bf16(s[i]);
+            d[i] = g3_bf16_from_f32(s[i]);
     } else {
         const uint16_t *s = src;
         float *d = dst;
         for (size_t i = 0; i < n; i++)
-            d[i] = g3_be_bf16_to_f32(s[i]);
+            d[i] = g3_bf16_to_f32(s[i]);
     }
 }
 

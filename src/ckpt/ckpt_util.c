@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/bf16.h"
 #include "core/log.h"
 
 /* Kept in step with g3_ckpt_dtype_t by the static assertions below. */
@@ -147,24 +148,6 @@ uint64_t g3_ckpt_name_hash(const char *s)
 
 /* ---- element conversion ------------------------------------------------------------ */
 
-static inline float bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline uint16_t f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u)          /* NaN: keep it a quiet NaN */
-        return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1);               /* round to nearest even    */
-    return (uint16_t)(u >> 16);
-}
-
 void g3_ckpt_convert_elems(void *dst, g3_ckpt_dtype_t dt, const void *src, g3_ckpt_dtype_t st, size_t n)
 {
     if (dt == st) {
@@ -173,12 +156,12 @@ void g3_ckpt_convert_elems(void *dst, g3_ckpt_dtype_t dt, const void *src, g3_ck
         const uint16_t *s = src;
         float *d = dst;
         for (size_t i = 0; i < n; i++)
-            d[i] = bf16_to_f32(s[i]);
+            d[i] = g3_bf16_to_f32(s[i]);
     } else if (dt == G3_CKPT_BF16 && st == G3_CKPT_F32) {
         const float *s = src;
         uint16_t *d = dst;
         for (size_t i = 0; i < n; i++)
-            d[i] = f32_to_bf16(s[i]);
+            d[i] = g3_bf16_from_f32(s[i]);
     }
     /* other pairs are refused before any data is read */
 }

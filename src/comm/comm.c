@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "comm/comm_impl.h"
+#include "core/bf16.h"
 #include "core/log.h"
 
 /* Kept in step with the enums by the static assertions below. */
@@ -75,25 +76,6 @@ int g3_comm_backend_available(g3_comm_backend_t backend)
         }                                                                \
     } while (0)
 
-/* bf16 <-> fp32 on the host: the upper 16 bits; fp32 -> bf16 rounds to nearest even and
- * keeps NaN a (quiet) NaN. */
-static float g3_bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
-static uint16_t g3_f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 void g3_comm_reduce_local(void *dst, const void *src, size_t n, g3_comm_dtype_t dtype,
                           g3_comm_reduce_t op)
 {
@@ -103,7 +85,7 @@ void g3_comm_reduce_local(void *dst, const void *src, size_t n, g3_comm_dtype_t 
         const uint16_t *s = src;
         for (size_t i = 0; i < n; i++) {
             float a = g3_bf16_to_f32(d[i]), b = g3_bf16_to_f32(s[i]);
-            d[i] = op == G3_COMM_SUM ? g3_f32_to_bf16(a + b) : a > b ? d[i] : s[i];
+            d[i] = op == G3_COMM_SUM ? g3_bf16_from_f32(a + b) : a > b ? d[i] : s[i];
         }
         break;
     }

@@ -4,25 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bf16.h"
 #include "core/rng.h"
 #include "kernels/ref.h"
 
 uint16_t ref_f2bf(float x)
 {
-    uint32_t u;
-    memcpy(&u, &x, sizeof(u));
-    if ((u & 0x7fffffffu) > 0x7f800000u)          /* NaN: keep it a quiet NaN */
-        return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);              /* round to nearest, ties to even */
-    return (uint16_t)(u >> 16);
+    return g3_bf16_from_f32(x);
 }
 
 float ref_bf2f(uint16_t h)
 {
-    uint32_t u = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &u, sizeof(x));
-    return x;
+    return g3_bf16_to_f32(h);
 }
 
 float ref_round_bf(float x)

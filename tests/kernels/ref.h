@@ -13,7 +13,7 @@
 
 /* ---- bf16 and random inputs ----------------------------------------------------------------- */
 
-/* fp32 -> bf16 bits, round to nearest even; NaN stays a (quiet) NaN. */
+/* fp32 -> bf16 bits and back: core/bf16.h (round to nearest even; NaN stays a quiet NaN). */
 uint16_t ref_f2bf(float x);
 float ref_bf2f(uint16_t h);
 /* x rounded to the nearest bf16, as fp32. */
