@@ -111,3 +111,20 @@ void g3_be_close(g3_backend_t *be)
     if (be != NULL)
         be->ops->close(be);
 }
+
+g3_status_t g3_be_clip_alloc(g3_backend_t *be, double **sumsq_p, float **scale_p)
+{
+    void *buf = NULL;
+    g3_status_t st;
+
+    *sumsq_p = NULL;
+    *scale_p = NULL;
+    if (!be->ops->sumsq_acc || !be->ops->clip_scale || !be->ops->adamw_scaled)
+        return G3_OK;
+    st = be->ops->alloc(be, 16, "the gradient norm and clipping scale", &buf);
+    if (st != G3_OK)
+        return st;
+    *sumsq_p = buf;
+    *scale_p = (float *)((char *)buf + 8);
+    return G3_OK;
+}

@@ -244,6 +244,13 @@ void g3_be_close(g3_backend_t *be);
  * (nothing is logged). */
 g3_status_t g3_be_probe(const char *name, char *why, size_t why_len);
 
+/* The norm and clipping scale in backend memory for the optimizers, when be has all three of
+ * sumsq_acc, clip_scale and adamw_scaled (else nothing is allocated).
+ * OUT: *sumsq_p (1,) fp64 and *scale_p (1,) fp32, one 16-byte backend allocation that the
+ * caller frees with ->free(be, *sumsq_p); both NULL when be lacks the ops.
+ * RET: G3_OK, or G3_ERR_NO_MEMORY (logged). */
+g3_status_t g3_be_clip_alloc(g3_backend_t *be, double **sumsq_p, float **scale_p);
+
 /* RET: whether a backend fills its optional fused ops: GPT3D_FUSED_OPS=1 yes, =0 no, unset
  * (or anything else, with a warning) dflt. */
 int g3_be_fused_wanted(int dflt);

@@ -64,9 +64,8 @@ static int g3_cli_infer_model_flags(const g3_opts_t *o, const g3_cli_infer_t *s)
         { "num-layers", m->num_layers },
         { "hidden-size", m->hidden_size },
         { "num-attention-heads", m->num_attention_heads },
-        { "ffn-hidden-size", m->ffn_hidden_size > 0 ? m->ffn_hidden_size : 4 * m->hidden_size },
-        { "max-position-embeddings",
-          m->max_position_embeddings > 0 ? m->max_position_embeddings : m->seq_length },
+        { "ffn-hidden-size", g3_gpt_config_ffn(m) },
+        { "max-position-embeddings", g3_gpt_config_positions(m) },
     };
     int bad = 0;
 
@@ -137,7 +136,7 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
     if (g3_cli_infer_model_flags(o, s))
         return G3_EXIT_USAGE;
     m = &s->info->model;
-    P = m->max_position_embeddings > 0 ? m->max_position_embeddings : m->seq_length;
+    P = g3_gpt_config_positions(m);
     if (g3_opts_is_set(o, "seq-length")) {
         int64_t T = g3_opts_int(o, "seq-length");
         if (T < 1 || T > P) {
@@ -300,7 +299,7 @@ void g3_cli_infer_describe(const g3_cli_infer_t *s, FILE *out)
             "%d): GPT %d layers, hidden %d, %d heads, ffn %d, sequence %d, vocabulary %d "
             "(padded %d): %.2fM parameters\n", s->what, i->path, i->iteration, i->saved_tp,
             i->saved_pp, i->saved_dp, m->num_layers, m->hidden_size, m->num_attention_heads,
-            m->ffn_hidden_size > 0 ? m->ffn_hidden_size : 4 * m->hidden_size, s->T,
+            g3_gpt_config_ffn(m), s->T,
             m->vocab_size, i->padded_vocab, (double)g3_gpt_num_parameters(m) / 1e6);
     if (s->w.par)
         g3_par_print_layout(s->w.par, m, out);

@@ -14,13 +14,14 @@
 #include "infer/infer.h"
 #include "model/gpt.h"
 #include "train/ckpt_model.h"
+#include "train/flags.h"
 
 /* The shared entries of an option table (a macro so that each command's table lists them
  * in place). */
 #define G3_CLI_INFER_SPECS \
     { "load", G3_OPT_STRING, NULL, "Checkpoint to load: the --save directory of a gpt3d train run (its latest checkpoint) or one iter_NNNNNNN directory in it.", NULL, 0, 0, "DIR" }, \
     { "ckpt-step", G3_OPT_STRING, "latest", "Iteration of the checkpoint in the --load directory, or 'latest' (the one its 'latest' file names).", NULL, 0, 0, "N|latest" }, \
-    { "load-fallback", G3_OPT_BOOL, NULL, "If the checkpoint cannot be loaded (corrupt, missing shard), load the previous committed one.", NULL, 0, 0, NULL }, \
+    G3_TRAIN_LOAD_FALLBACK_SPEC, \
     { "seq-length", G3_OPT_INT, NULL, "Tokens per sequence: the evaluation samples' length and generation's context window (default: the checkpoint's --seq-length; at most its --max-position-embeddings).", NULL, 0, 0, NULL }, \
     { "vocab-file", G3_OPT_STRING, NULL, "GPT-2 vocabulary, encoder.json or vocab.json (default: the checkpoint's run's, else the built-in corpus's).", NULL, 0, 0, "FILE" }, \
     { "merge-file", G3_OPT_STRING, NULL, "GPT-2 merges, vocab.bpe or merges.txt (default: the checkpoint's run's, else the built-in corpus's).", NULL, 0, 0, "FILE" }, \
@@ -29,12 +30,7 @@
     { "num-attention-heads", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }, \
     { "ffn-hidden-size", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }, \
     { "max-position-embeddings", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }, \
-    { "tensor-model-parallel-size", G3_OPT_INT, "1", "Tensor-parallel ranks per pipeline stage (any layout the model divides into; the checkpoint's is not needed).", NULL, 0, 0, NULL }, \
-    { "pipeline-model-parallel-size", G3_OPT_INT, "1", "Pipeline stages.", NULL, 0, 0, NULL }, \
-    { "decoder-first-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the first pipeline stage (uneven split); the other stages share the rest evenly.", NULL, 0, 0, NULL }, \
-    { "decoder-last-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the last pipeline stage (uneven split); the other stages share the rest evenly.", NULL, 0, 0, NULL }, \
-    { "distributed-timeout-minutes", G3_OPT_FLOAT, "10", "Give up a collective or pipeline transfer after this long (exit 76).", NULL, 0, 0, NULL }, \
-    { "topology-file", G3_OPT_STRING, NULL, "Slurm topology.conf for placing the ranks (default: SLURM_TOPOLOGY_ADDR, else flat).", NULL, 0, 0, "FILE" }
+    G3_TRAIN_LAYOUT_SPECS
 
 typedef struct {
     const char           *what;        /* "eval", "generate": names the command in messages */

@@ -1,11 +1,11 @@
 /* gpt3d plan: check a model on a parallel layout with the trainer's own checks, and say what
  * it costs per rank before any job is submitted (docs/plan.md):
  *
- *   gpt3d plan --num-layers 105 --hidden-size 20480 --num-attention-heads 128 \
- *              --seq-length 2048 --micro-batch-size 1 --global-batch-size 1920 \
- *              --tensor-model-parallel-size 8 --pipeline-model-parallel-size 35 \
- *              --nodes 280 --gpus-per-node 8 --device cuda --gpu-memory 80
- *   gpt3d plan ... --nodes 280 --gpus-per-node 8 --gpu-memory 80 --search
+ *   gpt3d plan --num-layers 96 --hidden-size 12288 --num-attention-heads 96 \
+ *              --seq-length 2048 --micro-batch-size 1 --global-batch-size 1536 \
+ *              --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \
+ *              --nodes 128 --gpus-per-node 8 --device cuda --gpu-memory 80
+ *   gpt3d plan ... --nodes 128 --gpus-per-node 8 --gpu-memory 80 --search
  *
  * It takes every flag of gpt3d train (the same table, train/flags.c, read by the same code),
  * so a training command line or --config file works as it is, plus its own flags for what a
@@ -15,13 +15,15 @@
  * ignored. */
 #include "config.h"
 
-#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "backend/backend.h"
 #include "cli/commands.h"
+#include "cli/world.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "core/status.h"
@@ -32,11 +34,10 @@
 #include "train/flags.h"
 #include "train/train.h"
 
-#define G3_NOOPT NULL, 0, 0, NULL
 #define G3_GPT2_VOCAB 50257
 
 /* gpt3d plan's own flags; gpt3d train's follow them (g3_train_opt_specs). */
-static const g3_opt_spec_t g3_plan_own_specs[] = {
+static const g3_opt_spec_t g3_cli_plan_own_specs[] = {
     { "nodes", G3_OPT_INT, NULL, "Plan for this many nodes (with --gpus-per-node): DP = nodes x GPUs per node / (TP x PP).", G3_NOOPT },
     { "gpus-per-node", G3_OPT_INT, NULL, "Ranks (GPUs) per node; tensor-parallel groups stay inside a node.", G3_NOOPT },
     { "ranks-per-node", G3_OPT_INT, NULL, "The same as --gpus-per-node (gpt3d topo's name).", G3_NOOPT },
@@ -54,9 +55,10 @@ typedef struct {
     int     nodes, rpn;       /* --nodes, --gpus-per-node; 0: not given                  */
     int     dp_flag;          /* --data-parallel-size; 0: not given                       */
     int     bf16;             /* --device cuda                                            */
+    const char *device;       /* --device                                                 */
     int     length_given;     /* --train-iters or --train-samples given                   */
     double  gpu_gib;          /* --gpu-memory; 0: not given                               */
-} g3_plan_flags_t;
+} g3_cli_plan_flags_t;
 
 /* One checked layout. */
 typedef struct {
@@ -64,15 +66,15 @@ typedef struct {
     g3_train_plan_t tplan;
     int             nodes, rpn;   /* 0: no node check was possible                         */
     g3_plan_t       plan;
-} g3_plan_layout_t;
+} g3_cli_plan_layout_t;
 
-static double g3_gib(double bytes)
+static double g3_cli_plan_gib(double bytes)
 {
     return bytes / (1024.0 * 1024.0 * 1024.0);
 }
 
 /* "529,558,241,280" */
-static const char *g3_commas(int64_t v, char *buf, size_t len)
+static const char *g3_cli_plan_commas(int64_t v, char *buf, size_t len)
 {
     char raw[32];
     int n = snprintf(raw, sizeof(raw), "%lld", (long long)v), o = 0;
@@ -86,7 +88,7 @@ static const char *g3_commas(int64_t v, char *buf, size_t len)
 }
 
 /* "529.56B", "124.44M" */
-static const char *g3_short(double v, char *buf, size_t len)
+static const char *g3_cli_plan_short(double v, char *buf, size_t len)
 {
     if (v >= 1e12)
         snprintf(buf, len, "%.2fT", v / 1e12);
@@ -99,38 +101,10 @@ static const char *g3_short(double v, char *buf, size_t len)
     return buf;
 }
 
-/* Silence stderr while the search runs the trainer's checks on candidates (their errors are
- * the reasons a candidate is left out, not problems of the command line). */
-static int g3_stderr_mute(void)
-{
-    int saved, null;
-    fflush(stderr);
-    saved = dup(STDERR_FILENO);
-    null = open("/dev/null", O_WRONLY);
-    if (saved < 0 || null < 0 || dup2(null, STDERR_FILENO) < 0) {
-        if (null >= 0)
-            close(null);
-        if (saved >= 0)
-            close(saved);
-        return -1;
-    }
-    close(null);
-    return saved;
-}
-
-static void g3_stderr_restore(int saved)
-{
-    if (saved < 0)
-        return;
-    fflush(stderr);
-    dup2(saved, STDERR_FILENO);
-    close(saved);
-}
-
 /* The trainer's layout check on nodes x rpn ranks: the placement a job would get
  * (g3_par_alloc_topo on a flat switch, g3_topo_map as g3_par_init calls it).
  * OUT: *dp_p.  RET: an exit code (logged). */
-static int g3_plan_map(int nodes, int rpn, int tp, int pp, int dp, int *dp_p)
+static int g3_cli_plan_map(int nodes, int rpn, int tp, int pp, int dp, int *dp_p)
 {
     g3_par_alloc_t a;
     g3_topo_t *topo = NULL;
@@ -180,10 +154,26 @@ out:
     return rc;
 }
 
+/* The sizes the --device kernels are built for (g3_be_check_sizes, which gpt3d train runs
+ * too).  RET: an exit code (logged). */
+static int g3_cli_plan_device_check(const g3_cli_plan_flags_t *f, const g3_gpt_config_t *m)
+{
+    char why[1024];
+    int Vp = g3_gpt_padded_vocab(m->vocab_size, m->make_vocab_size_divisible_by, m->tp_size);
+
+    if (g3_be_check_sizes(f->device, m->hidden_size, m->num_attention_heads,
+                          m->hidden_size / m->num_attention_heads, g3_gpt_config_ffn(m),
+                          Vp / m->tp_size, why, sizeof(why)) != G3_OK) {
+        g3_error("%s", why);
+        return G3_EXIT_USAGE;
+    }
+    return G3_EXIT_OK;
+}
+
 /* Run every check gpt3d train runs before its first step on TP x PP (and the ranks of f),
  * then work out the plan.  OUT: *lay (g3_plan_free(&lay->plan) on success).
  * RET: an exit code; the errors are logged with the trainer's messages. */
-static int g3_plan_layout(const g3_plan_flags_t *f, int tp, int pp, g3_plan_layout_t *lay)
+static int g3_cli_plan_layout(const g3_cli_plan_flags_t *f, int tp, int pp, g3_cli_plan_layout_t *lay)
 {
     g3_train_config_t cfg = f->cfg;
     int nodes = f->nodes, rpn = f->rpn, dp = 0, rc;
@@ -220,7 +210,7 @@ static int g3_plan_layout(const g3_plan_flags_t *f, int tp, int pp, g3_plan_layo
         }
     }
     if (nodes > 0) {
-        rc = g3_plan_map(nodes, rpn, tp, pp, f->dp_flag, &dp);
+        rc = g3_cli_plan_map(nodes, rpn, tp, pp, f->dp_flag, &dp);
         if (rc != G3_EXIT_OK)
             return rc;
     }
@@ -228,6 +218,8 @@ static int g3_plan_layout(const g3_plan_flags_t *f, int tp, int pp, g3_plan_layo
     cfg.model.tp_size = tp;
     cfg.model.pp_size = pp;
     if (g3_gpt_config_check(&cfg.model) != G3_OK)
+        return G3_EXIT_USAGE;
+    if (g3_cli_plan_device_check(f, &cfg.model) != G3_EXIT_OK)
         return G3_EXIT_USAGE;
     /* the batch arithmetic; the plan needs no run length: one iteration stands in (one
      * global batch with a ramp-up, which needs sample-based training) */
@@ -256,7 +248,7 @@ static int g3_plan_layout(const g3_plan_flags_t *f, int tp, int pp, g3_plan_layo
 }
 
 /* Tokens and FLOPs of the whole run when its length was given (ramp-up included). */
-static void g3_plan_run_totals(const g3_plan_layout_t *lay, double *tokens, double *flops)
+static void g3_cli_plan_run_totals(const g3_cli_plan_layout_t *lay, double *tokens, double *flops)
 {
     int64_t consumed = 0, T = lay->in.model.seq_length;
     *tokens = *flops = 0.0;
@@ -268,19 +260,12 @@ static void g3_plan_run_totals(const g3_plan_layout_t *lay, double *tokens, doub
     }
 }
 
-static const char *g3_recompute_words(int mode)
+static int g3_cli_plan_stage_fits(const g3_cli_plan_flags_t *f, const g3_plan_stage_t *st)
 {
-    return mode == G3_PLAN_ACT_FULL ? "full (each layer's input kept, the layer recomputed)"
-           : mode == G3_PLAN_ACT_SELECTIVE ? "selective (the attention core recomputed)"
-                                           : "none";
+    return f->gpu_gib <= 0.0 || g3_cli_plan_gib(st->peak_bytes) <= f->gpu_gib;
 }
 
-static int g3_stage_fits(const g3_plan_flags_t *f, const g3_plan_stage_t *st)
-{
-    return f->gpu_gib <= 0.0 || g3_gib(st->peak_bytes) <= f->gpu_gib;
-}
-
-static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
+static void g3_cli_plan_print_human(const g3_cli_plan_flags_t *f, const g3_cli_plan_layout_t *lay)
 {
     const g3_plan_input_t *in = &lay->in;
     const g3_gpt_config_t *m = &in->model;
@@ -293,8 +278,8 @@ static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay
            m->hidden_size, m->num_attention_heads, p->ffn, m->seq_length, p->positions,
            m->vocab_size, p->padded_vocab, m->make_vocab_size_divisible_by, m->tp_size);
     printf("  parameters: %s (%s; the output layer is tied to the word embedding, counted "
-           "once; gpt3d train reports the same)\n", g3_commas(p->params_total, b1, sizeof(b1)),
-           g3_short((double)p->params_total, b2, sizeof(b2)));
+           "once; gpt3d train reports the same)\n", g3_cli_plan_commas(p->params_total, b1, sizeof(b1)),
+           g3_cli_plan_short((double)p->params_total, b2, sizeof(b2)));
     if (lay->nodes > 0)
         printf("  layout: TP %d x PP %d x DP %d = %d ranks on %d node%s x %d (tensor-parallel "
                "groups inside a node)\n", m->tp_size, m->pp_size, in->dp, p->world, lay->nodes,
@@ -304,8 +289,8 @@ static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay
                "checked against nodes)\n", m->tp_size, m->pp_size, in->dp, p->world,
                p->world == 1 ? "" : "s");
     printf("  one replica (TP x PP ranks) holds %s parameters: %s more than the model, the "
-           "copies of TP-replicated tensors%s\n", g3_commas(p->params_replica, b1, sizeof(b1)),
-           g3_commas(p->params_replica - p->params_total, b2, sizeof(b2)),
+           "copies of TP-replicated tensors%s\n", g3_cli_plan_commas(p->params_replica, b1, sizeof(b1)),
+           g3_cli_plan_commas(p->params_replica - p->params_total, b2, sizeof(b2)),
            m->pp_size > 1 ? " and the last stage's word embedding" : "");
     printf("  batches: micro %lld x DP %d x %lld micro-batches (gradient-accumulation steps) = "
            "global %lld sequences, %lld tokens per iteration", (long long)in->micro_batch,
@@ -320,7 +305,7 @@ static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay
            p->flops_iter / p->world);
     if (f->length_given) {
         double tokens, flops;
-        g3_plan_run_totals(lay, &tokens, &flops);
+        g3_cli_plan_run_totals(lay, &tokens, &flops);
         printf("  the run: %lld iterations, %.4g tokens, %.4g FLOPs\n",
                (long long)lay->tplan.train_iters, tokens, flops);
     }
@@ -335,15 +320,15 @@ static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay
            in->bf16 ? "bf16 weights and activations, fp32 gradients, fp32 master weights and "
                       "Adam state"
                     : "fp32 weights (the master copy), activations, gradients and Adam state",
-           g3_recompute_words(p->recompute));
+           g3_plan_act_mode_words(p->recompute));
     printf("  model state per parameter held: %.2f B replicated; %.2f B with ZeRO-1 over DP %d "
            "(--use-distributed-optimizer%s)\n", p->bytes_per_param[0], p->bytes_per_param[1],
            in->dp, zero ? ", in use" : ", not in use");
     printf("  activations per layer per micro-batch (Korthikanti et al. 2022, no sequence "
            "parallelism): %.3f GiB without recompute, %.3f GiB selective, %.3f GiB full\n",
-           g3_gib(p->act_per_layer[G3_PLAN_ACT_NONE]),
-           g3_gib(p->act_per_layer[G3_PLAN_ACT_SELECTIVE]),
-           g3_gib(p->act_per_layer[G3_PLAN_ACT_FULL]));
+           g3_cli_plan_gib(p->act_per_layer[G3_PLAN_ACT_NONE]),
+           g3_cli_plan_gib(p->act_per_layer[G3_PLAN_ACT_SELECTIVE]),
+           g3_cli_plan_gib(p->act_per_layer[G3_PLAN_ACT_FULL]));
 
     printf("\nper rank, GiB (optimizer: %s; activations: 1F1B keeps min(PP - stage, m) "
            "micro-batches)\n", zero ? "ZeRO-1 shard" : "replicated");
@@ -356,14 +341,14 @@ static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay
         char layers[32];
         snprintf(layers, sizeof(layers), "[%d,%d)%s%s", st->layer_begin, st->layer_end,
                  st->has_embedding ? "+E" : "", st->has_head ? "+H" : "");
-        nfit += g3_stage_fits(f, st);
+        nfit += g3_cli_plan_stage_fits(f, st);
         printf("  %5d  %-11s %15s %9.2f %9.2f %11.2f %12.2f %12.2f %3d %9.2f%s\n", s, layers,
-               g3_commas(st->params, b1, sizeof(b1)), g3_gib(st->weight_bytes),
-               g3_gib(st->grad_bytes),
-               g3_gib(st->master_bytes[zero] + st->optim_bytes[zero]),
-               g3_gib(st->master_bytes[!zero] + st->optim_bytes[!zero]), g3_gib(st->act_bytes),
-               st->in_flight, g3_gib(st->peak_bytes),
-               f->gpu_gib > 0 ? (g3_stage_fits(f, st) ? "  yes" : "  NO") : "");
+               g3_cli_plan_commas(st->params, b1, sizeof(b1)), g3_cli_plan_gib(st->weight_bytes),
+               g3_cli_plan_gib(st->grad_bytes),
+               g3_cli_plan_gib(st->master_bytes[zero] + st->optim_bytes[zero]),
+               g3_cli_plan_gib(st->master_bytes[!zero] + st->optim_bytes[!zero]), g3_cli_plan_gib(st->act_bytes),
+               st->in_flight, g3_cli_plan_gib(st->peak_bytes),
+               f->gpu_gib > 0 ? (g3_cli_plan_stage_fits(f, st) ? "  yes" : "  NO") : "");
     }
     printf("  (+E: embeddings, +H: final LayerNorm and output layer; optimizer: %sAdam m, v%s; "
            "(%s): the optimizer %s; mb: micro-batches in flight)\n",
@@ -372,7 +357,7 @@ static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay
            zero ? "replicated" : "ZeRO-1",
            zero ? "without --use-distributed-optimizer" : "with --use-distributed-optimizer");
     printf("  peak: stage %d, %.2f GiB", p->peak_stage,
-           g3_gib(p->stages[p->peak_stage].peak_bytes));
+           g3_cli_plan_gib(p->stages[p->peak_stage].peak_bytes));
     if (f->gpu_gib > 0)
         printf("; %s in %.4g GiB per rank (%d of %d stages fit; the %s, communication "
                "buffers and allocator fragmentation come on top)",
@@ -385,7 +370,7 @@ static void g3_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay
                "see docs/cuda.md\n");
 }
 
-static void g3_json_stage(const g3_plan_flags_t *f, const g3_plan_stage_t *st)
+static void g3_cli_plan_json_stage(const g3_cli_plan_flags_t *f, const g3_plan_stage_t *st)
 {
     printf("{\"stage\":%d,\"layer_begin\":%d,\"layer_end\":%d,\"embedding\":%s,\"head\":%s,"
            "\"params\":%lld,\"params_held\":%lld,\"in_flight\":%d,\"weight_bytes\":%.17g,"
@@ -400,11 +385,11 @@ static void g3_json_stage(const g3_plan_flags_t *f, const g3_plan_stage_t *st)
            st->state_bytes[1], st->act_layer_bytes, st->act_recompute_bytes,
            st->act_extra_bytes, st->act_bytes, st->peak_bytes);
     if (f->gpu_gib > 0)
-        printf(",\"fits\":%s", g3_stage_fits(f, st) ? "true" : "false");
+        printf(",\"fits\":%s", g3_cli_plan_stage_fits(f, st) ? "true" : "false");
     printf("}");
 }
 
-static void g3_print_json(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
+static void g3_cli_plan_print_json(const g3_cli_plan_flags_t *f, const g3_cli_plan_layout_t *lay)
 {
     const g3_plan_input_t *in = &lay->in;
     const g3_gpt_config_t *m = &in->model;
@@ -433,7 +418,7 @@ static void g3_print_json(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
            p->flops_token, p->flops_iter / p->world, p->bubble, p->bubble_vs_compute);
     if (f->length_given) {
         double tokens, flops;
-        g3_plan_run_totals(lay, &tokens, &flops);
+        g3_cli_plan_run_totals(lay, &tokens, &flops);
         printf("\"run\":{\"train_iters\":%lld,\"tokens\":%.17g,\"flops\":%.17g},",
                (long long)lay->tplan.train_iters, tokens, flops);
     }
@@ -445,8 +430,8 @@ static void g3_print_json(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
     for (int s = 0; s < p->pp; s++) {
         if (s)
             printf(",");
-        g3_json_stage(f, &p->stages[s]);
-        nfit += g3_stage_fits(f, &p->stages[s]);
+        g3_cli_plan_json_stage(f, &p->stages[s]);
+        nfit += g3_cli_plan_stage_fits(f, &p->stages[s]);
     }
     printf("],\"peak_stage\":%d,\"peak_bytes\":%.17g", p->peak_stage,
            p->stages[p->peak_stage].peak_bytes);
@@ -465,11 +450,11 @@ typedef struct {
     int    peak_stage;
     int64_t params_rank;   /* the peak stage's parameters per rank */
     int    fits;
-} g3_candidate_t;
+} g3_cli_plan_candidate_t;
 
-static int g3_candidate_cmp(const void *a, const void *b)
+static int g3_cli_plan_candidate_cmp(const void *a, const void *b)
 {
-    const g3_candidate_t *x = a, *y = b;
+    const g3_cli_plan_candidate_t *x = a, *y = b;
     if (x->bubble != y->bubble)
         return x->bubble < y->bubble ? -1 : 1;
     if (x->peak != y->peak)
@@ -479,10 +464,10 @@ static int g3_candidate_cmp(const void *a, const void *b)
     return x->pp < y->pp ? -1 : x->pp > y->pp;
 }
 
-static int g3_plan_search(const g3_plan_flags_t *f, int tp_given, int pp_given, int json)
+static int g3_cli_plan_search(const g3_cli_plan_flags_t *f, int tp_given, int pp_given, int json)
 {
     int world = f->nodes * f->rpn, nvalid = 0, nchecked = 0, nshown = 0, cap = 64, n = 0;
-    g3_candidate_t *c = malloc(sizeof(*c) * (size_t)cap);
+    g3_cli_plan_candidate_t *c = malloc(sizeof(*c) * (size_t)cap);
     const g3_gpt_config_t *m = &f->cfg.model;
 
     if (!c) {
@@ -493,19 +478,20 @@ static int g3_plan_search(const g3_plan_flags_t *f, int tp_given, int pp_given, 
         if (f->rpn % tp != 0 || (tp_given && tp != tp_given))
             continue;
         for (int pp = 1; pp <= m->num_layers && pp <= world / tp; pp++) {
-            g3_plan_layout_t lay;
-            int rc, saved;
+            g3_cli_plan_layout_t lay;
+            g3_cli_quiet_t q;
+            int rc;
             if (world % (tp * pp) != 0 || (pp_given && pp != pp_given))
                 continue;
             nchecked++;
-            saved = g3_stderr_mute();
-            rc = g3_plan_layout(f, tp, pp, &lay);
-            g3_stderr_restore(saved);
+            g3_cli_quiet_begin(&q, 1);
+            rc = g3_cli_plan_layout(f, tp, pp, &lay);
+            g3_cli_quiet_end(&q, 0);
             if (rc != G3_EXIT_OK)
                 continue;
             nvalid++;
             if (n == cap) {
-                g3_candidate_t *nc = realloc(c, sizeof(*c) * (size_t)cap * 2);
+                g3_cli_plan_candidate_t *nc = realloc(c, sizeof(*c) * (size_t)cap * 2);
                 if (!nc) {
                     g3_plan_free(&lay.plan);
                     free(c);
@@ -523,12 +509,12 @@ static int g3_plan_search(const g3_plan_flags_t *f, int tp_given, int pp_given, 
             c[n].peak_stage = lay.plan.peak_stage;
             c[n].peak = lay.plan.stages[lay.plan.peak_stage].peak_bytes;
             c[n].params_rank = lay.plan.stages[lay.plan.peak_stage].params;
-            c[n].fits = f->gpu_gib <= 0.0 || g3_gib(c[n].peak) <= f->gpu_gib;
+            c[n].fits = f->gpu_gib <= 0.0 || g3_cli_plan_gib(c[n].peak) <= f->gpu_gib;
             n++;
             g3_plan_free(&lay.plan);
         }
     }
-    qsort(c, (size_t)n, sizeof(*c), g3_candidate_cmp);
+    qsort(c, (size_t)n, sizeof(*c), g3_cli_plan_candidate_cmp);
     for (int i = 0; i < n; i++)
         nshown += c[i].fits;
     if (json) {
@@ -555,9 +541,7 @@ static int g3_plan_search(const g3_plan_flags_t *f, int tp_given, int pp_given, 
                "%s; optimizer %s\n", f->nodes, f->nodes == 1 ? "" : "s", f->rpn, world,
                m->num_layers, m->hidden_size, m->num_attention_heads, m->seq_length,
                (long long)f->cfg.micro_batch_size, gbs, f->bf16 ? "cuda" : "cpu",
-               m->recompute_activations || m->recompute_granularity == G3_GPT_RECOMPUTE_FULL
-                   ? "full"
-               : m->recompute_granularity == G3_GPT_RECOMPUTE_SELECTIVE ? "selective" : "none",
+               g3_plan_act_mode_name(g3_plan_act_mode(m)),
                f->cfg.distributed_optimizer ? "ZeRO-1" : "replicated");
         printf("  %d layout%s checked, %d valid for gpt3d train, %d fit%s%s\n", nchecked,
                nchecked == 1 ? "" : "s", nvalid, nshown,
@@ -571,14 +555,29 @@ static int g3_plan_search(const g3_plan_flags_t *f, int tp_given, int pp_given, 
                 if (!c[i].fits)
                     continue;
                 printf("  %4d %4d %6d %8lld %7.2f%% %12.2f %6d %15s\n", c[i].tp, c[i].pp,
-                       c[i].dp, (long long)c[i].m, 100.0 * c[i].bubble, g3_gib(c[i].peak),
-                       c[i].peak_stage, g3_commas(c[i].params_rank, b, sizeof(b)));
+                       c[i].dp, (long long)c[i].m, 100.0 * c[i].bubble, g3_cli_plan_gib(c[i].peak),
+                       c[i].peak_stage, g3_cli_plan_commas(c[i].params_rank, b, sizeof(b)));
             }
             printf("  (ordered by pipeline bubble, then peak memory; gpt3d plan with the TP "
                    "and PP of a row prints its details)\n");
         }
     }
     free(c);
+    if (nchecked == 0) {   /* nothing to check: say which flag left no candidate */
+        if (tp_given && (tp_given > 8 || f->rpn % tp_given != 0))
+            g3_error("gpt3d plan --search: --tensor-model-parallel-size %d leaves no layout: "
+                     "TP must divide --gpus-per-node %d and be at most 8 (tensor-parallel "
+                     "groups stay inside one node); give another TP or drop it", tp_given,
+                     f->rpn);
+        else if (pp_given)
+            g3_error("gpt3d plan --search: --pipeline-model-parallel-size %d leaves no layout: "
+                     "PP must be at most --num-layers %d and TP x PP must divide the %d ranks; "
+                     "give another PP or drop it", pp_given, m->num_layers, world);
+        else
+            g3_error("gpt3d plan --search: no TP x PP divides the %d ranks; change --nodes or "
+                     "--gpus-per-node", world);
+        return G3_EXIT_USAGE;
+    }
     if (nvalid == 0) {
         g3_error("gpt3d plan --search: none of the %d layouts checked passes gpt3d train's "
                  "checks; run gpt3d plan with one TP and PP to see why", nchecked);
@@ -597,30 +596,30 @@ static int g3_plan_search(const g3_plan_flags_t *f, int tp_given, int pp_given, 
 /* ---- the driver ------------------------------------------------------------------------------ */
 
 /* The plan's table: its own flags, then every flag of gpt3d train.  RET: malloc'd or NULL. */
-static g3_opt_spec_t *g3_plan_specs(void)
+static g3_opt_spec_t *g3_cli_plan_specs(void)
 {
     size_t a = 0, b = 0;
     g3_opt_spec_t *s;
-    while (g3_plan_own_specs[a].name)
+    while (g3_cli_plan_own_specs[a].name)
         a++;
     while (g3_train_opt_specs[b].name)
         b++;
     s = malloc(sizeof(*s) * (a + b + 1));
     if (!s)
         return NULL;
-    memcpy(s, g3_plan_own_specs, sizeof(*s) * a);
+    memcpy(s, g3_cli_plan_own_specs, sizeof(*s) * a);
     memcpy(s + a, g3_train_opt_specs, sizeof(*s) * (b + 1));
     return s;
 }
 
 int g3_cmd_plan(int argc, char **argv)
 {
-    g3_opt_spec_t *specs = g3_plan_specs();
+    g3_opt_spec_t *specs = g3_cli_plan_specs();
     g3_opt_cmd_t cmd = { "plan", "Check a parallel layout against a model and print memory "
                          "per rank.", NULL, 0, 0, specs };
     g3_opts_t *o = NULL;
-    g3_plan_flags_t f;
-    g3_plan_layout_t lay;
+    g3_cli_plan_flags_t f;
+    g3_cli_plan_layout_t lay;
     int tp = 1, pp = 1, ok = 1, rc = G3_EXIT_USAGE, json, search;
     int gpn = 0, rpn = 0;
 
@@ -639,7 +638,8 @@ int g3_cmd_plan(int argc, char **argv)
     ok &= g3_train_flags_read(o, &f.cfg, &tp, &pp);
     json = g3_opts_bool(o, "json");
     search = g3_opts_bool(o, "search");
-    f.bf16 = strcmp(g3_opts_str(o, "device"), "cuda") == 0;
+    f.device = g3_opts_str(o, "device");
+    f.bf16 = strcmp(f.device, "cuda") == 0;
     f.length_given = g3_opts_is_set(o, "train-iters") || g3_opts_is_set(o, "train-samples");
 
     /* the ranks */
@@ -659,6 +659,12 @@ int g3_cmd_plan(int argc, char **argv)
     f.rpn = gpn ? gpn : rpn;
     if (ok && f.nodes && !f.rpn) {
         g3_error("--nodes %d needs --gpus-per-node G (the ranks each node runs)", f.nodes);
+        ok = 0;
+    }
+    if (ok && (int64_t)f.nodes * f.rpn > INT_MAX / 4) {
+        g3_error("--nodes %d x --gpus-per-node %d = %lld ranks is too many (at most %d); give "
+                 "fewer --nodes or --gpus-per-node", f.nodes, f.rpn,
+                 (long long)f.nodes * f.rpn, INT_MAX / 4);
         ok = 0;
     }
     if (g3_opts_is_set(o, "gpu-memory")) {
@@ -705,25 +711,25 @@ int g3_cmd_plan(int argc, char **argv)
         goto out;
 
     if (search) {
-        rc = g3_plan_search(&f, g3_opts_is_set(o, "tensor-model-parallel-size") ? tp : 0,
+        rc = g3_cli_plan_search(&f, g3_opts_is_set(o, "tensor-model-parallel-size") ? tp : 0,
                             g3_opts_is_set(o, "pipeline-model-parallel-size") ? pp : 0, json);
         goto out;
     }
-    rc = g3_plan_layout(&f, tp, pp, &lay);
+    rc = g3_cli_plan_layout(&f, tp, pp, &lay);
     if (rc != G3_EXIT_OK)
         goto out;
     if (json)
-        g3_print_json(&f, &lay);
+        g3_cli_plan_print_json(&f, &lay);
     else
-        g3_print_human(&f, &lay);
+        g3_cli_plan_print_human(&f, &lay);
     fflush(stdout);
     rc = G3_EXIT_OK;
-    if (f.gpu_gib > 0 && !g3_stage_fits(&f, &lay.plan.stages[lay.plan.peak_stage])) {
+    if (f.gpu_gib > 0 && !g3_cli_plan_stage_fits(&f, &lay.plan.stages[lay.plan.peak_stage])) {
         g3_error("stage %d needs %.2f GiB per rank, more than --gpu-memory %g: recompute "
                  "activations (--recompute-granularity selective or full), shard the optimizer "
                  "(--use-distributed-optimizer), or use more pipeline or tensor parallelism "
                  "(--search lists what fits)", lay.plan.peak_stage,
-                 g3_gib(lay.plan.stages[lay.plan.peak_stage].peak_bytes), f.gpu_gib);
+                 g3_cli_plan_gib(lay.plan.stages[lay.plan.peak_stage].peak_bytes), f.gpu_gib);
         rc = G3_EXIT_FAILURE;
     }
     g3_plan_free(&lay.plan);

@@ -16,12 +16,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "cli/commands.h"
 #include "cli/world.h"
 #include "comm/comm.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "core/status.h"
+#include "data/dataset.h"
+#include "model/gpt.h"
 #include "parallel/par.h"
 #include "train/flags.h"
 #include "train/train.h"
@@ -65,6 +68,37 @@ static int g3_need_file(const char *path, const char *flag, int builtin)
     else
         g3_error("%s: %s does not exist or is not a file", flag, path);
     return 0;
+}
+
+/* The sizes the --device kernels are built for (g3_be_check_sizes; gpt3d plan runs it too),
+ * checked before the ranks agree so that rank 0 alone says what to change.  Reads the
+ * vocabulary's size from cfg->vocab_file for the padded vocabulary.  RET: the exit code. */
+static int g3_train_device_sizes(const g3_train_config_t *cfg)
+{
+    const g3_gpt_config_t *m = &cfg->model;
+    int64_t vocab = 0, eod = 0;
+    char why[1024];
+    int Vp;
+    g3_status_t st;
+
+    if (strcmp(cfg->backend, "cpu") == 0)
+        return G3_EXIT_OK;
+    st = g3_data_vocab_info(cfg->vocab_file, &vocab, &eod);
+    if (st != G3_OK)
+        return g3_status_exit_code(st);
+    if (vocab < 1 || vocab > INT_MAX)
+        return G3_EXIT_OK;   /* the trainer refuses it, naming the file */
+    Vp = g3_gpt_padded_vocab((int)vocab, m->make_vocab_size_divisible_by, m->tp_size);
+    if (Vp < 1)
+        return G3_EXIT_OK;   /* likewise */
+    st = g3_be_check_sizes(cfg->backend, m->hidden_size, m->num_attention_heads,
+                           m->hidden_size / m->num_attention_heads, g3_gpt_config_ffn(m),
+                           Vp / m->tp_size, why, sizeof(why));
+    if (st != G3_OK) {
+        g3_error("%s", why);
+        return G3_EXIT_USAGE;
+    }
+    return G3_EXIT_OK;
 }
 
 /* mkdir -p.  RET 0 with errno set on failure. */
@@ -302,6 +336,9 @@ int g3_cmd_train(int argc, char **argv)
         rc = G3_EXIT_FAILURE;
         goto agree;
     }
+    rc = g3_train_device_sizes(&cfg);
+    if (rc != G3_EXIT_OK)
+        goto agree;
 
     /* the run directory and the metrics file (rank 0 writes it) */
     run_dir = g3_opts_str(o, "run-dir");

@@ -26,7 +26,7 @@ static int g3_cli_env_rank(void)
     return 0;
 }
 
-static void g3_cli_quiet_begin(g3_cli_quiet_t *q, int quiet)
+void g3_cli_quiet_begin(g3_cli_quiet_t *q, int quiet)
 {
     q->saved_fd = -1;
     q->scratch = NULL;
@@ -46,8 +46,7 @@ static void g3_cli_quiet_begin(g3_cli_quiet_t *q, int quiet)
     }
 }
 
-/* Back to the real stderr; replay: show what was said meanwhile. */
-static void g3_cli_quiet_end(g3_cli_quiet_t *q, int replay)
+void g3_cli_quiet_end(g3_cli_quiet_t *q, int replay)
 {
     char buf[4096];
     size_t n;

@@ -24,6 +24,13 @@ typedef struct {
     FILE *scratch;
 } g3_cli_quiet_t;
 
+/* quiet: this rank's messages (stderr) go to a scratch file until g3_cli_quiet_end (nothing
+ * changes when quiet is 0, or when no scratch file can be made).  OUT: q. */
+void g3_cli_quiet_begin(g3_cli_quiet_t *q, int quiet);
+
+/* Back to the real stderr; replay: show what was said meanwhile (else it is dropped). */
+void g3_cli_quiet_end(g3_cli_quiet_t *q, int replay);
+
 typedef struct {
     g3_comm_world_t      *world;
     const g3_comm_proc_t *me;       /* rank, size                                        */

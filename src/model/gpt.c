@@ -32,7 +32,7 @@ int g3_gpt_padded_vocab(int vocab_size, int divisible_by, int tp_size)
     return after > 0x7fffffff ? -1 : (int)after;
 }
 
-static int g3_gpt_ffn(const g3_gpt_config_t *cfg)
+int g3_gpt_config_ffn(const g3_gpt_config_t *cfg)
 {
     if (cfg->ffn_hidden_size > 0)
         return cfg->ffn_hidden_size;
@@ -40,7 +40,7 @@ static int g3_gpt_ffn(const g3_gpt_config_t *cfg)
     return cfg->hidden_size > INT_MAX / 4 ? -1 : 4 * cfg->hidden_size;
 }
 
-static int g3_gpt_positions(const g3_gpt_config_t *cfg)
+int g3_gpt_config_positions(const g3_gpt_config_t *cfg)
 {
     return cfg->max_position_embeddings > 0 ? cfg->max_position_embeddings : cfg->seq_length;
 }
@@ -93,7 +93,7 @@ int g3_gpt_stage_layers(const g3_gpt_config_t *cfg, int stage, int *begin, int *
 g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
 {
     g3_status_t st = G3_OK;
-    int F = g3_gpt_ffn(cfg), P = g3_gpt_positions(cfg);
+    int F = g3_gpt_config_ffn(cfg), P = g3_gpt_config_positions(cfg);
 
 #define G3_REQUIRE(cond, ...)             \
     do {                                  \
@@ -385,10 +385,10 @@ g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t *
     m->cfg = *cfg;
     m->be = be;
     m->C = cfg->hidden_size;
-    m->F = g3_gpt_ffn(cfg);
+    m->F = g3_gpt_config_ffn(cfg);
     m->NH = cfg->num_attention_heads;
     m->HS = m->C / m->NH;
-    m->P = g3_gpt_positions(cfg);
+    m->P = g3_gpt_config_positions(cfg);
     m->Vp = g3_gpt_padded_vocab(cfg->vocab_size, cfg->make_vocab_size_divisible_by,
                                 cfg->tp_size);
     m->C_l = m->C / cfg->tp_size;
@@ -529,7 +529,7 @@ void g3_gpt_zero_grad(g3_gpt_t *m)
 
 double g3_gpt_flops_per_step(const g3_gpt_config_t *cfg, int64_t B, int T)
 {
-    double C = cfg->hidden_size, F = g3_gpt_ffn(cfg), L = cfg->num_layers;
+    double C = cfg->hidden_size, F = g3_gpt_config_ffn(cfg), L = cfg->num_layers;
     double Vp = g3_gpt_padded_vocab(cfg->vocab_size, cfg->make_vocab_size_divisible_by,
                                     cfg->tp_size);
     double bt = (double)B * T;
@@ -539,9 +539,9 @@ double g3_gpt_flops_per_step(const g3_gpt_config_t *cfg, int64_t B, int T)
 
 int64_t g3_gpt_num_parameters(const g3_gpt_config_t *cfg)
 {
-    int64_t C = cfg->hidden_size, F = g3_gpt_ffn(cfg), L = cfg->num_layers;
+    int64_t C = cfg->hidden_size, F = g3_gpt_config_ffn(cfg), L = cfg->num_layers;
     int64_t Vp = g3_gpt_padded_vocab(cfg->vocab_size, cfg->make_vocab_size_divisible_by,
                                      cfg->tp_size);
     int64_t layer = 4 * C + (3 * C * C + 3 * C) + (C * C + C) + (F * C + F) + (C * F + C);
-    return Vp * C + (int64_t)g3_gpt_positions(cfg) * C + L * layer + 2 * C;
+    return Vp * C + (int64_t)g3_gpt_config_positions(cfg) * C + L * layer + 2 * C;
 }

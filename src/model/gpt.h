@@ -80,6 +80,13 @@ void g3_gpt_config_defaults(g3_gpt_config_t *cfg);
  * layout this build cannot run). */
 g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg);
 
+/* RET: the MLP size: ffn_hidden_size, else 4 x hidden_size (-1 when that overflows an int;
+ * g3_gpt_config_check refuses it). */
+int g3_gpt_config_ffn(const g3_gpt_config_t *cfg);
+
+/* RET: the position embeddings: max_position_embeddings, else seq_length. */
+int g3_gpt_config_positions(const g3_gpt_config_t *cfg);
+
 /* RET: V padded the way Megatron does: up to a multiple of divisible_by x tp_size. */
 int g3_gpt_padded_vocab(int vocab_size, int divisible_by, int tp_size);
 

@@ -157,14 +157,9 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
             goto err_free_bf16;
     }
 
-    if (be->ops->sumsq_acc && be->ops->clip_scale && be->ops->adamw_scaled) {
-        void *buf = NULL;
-        st = be->ops->alloc(be, 16, "the gradient norm and clipping scale", &buf);
-        if (st != G3_OK)
-            goto err_free_bf16;
-        o->dsumsq = buf;
-        o->dscale = (float *)((char *)buf + 8);
-    }
+    st = g3_be_clip_alloc(be, &o->dsumsq, &o->dscale);
+    if (st != G3_OK)
+        goto err_free_bf16;
 
     for (int i = 0; i < o->nseg; i++) {
         const g3_par_segment_t *s = &o->seg[i];

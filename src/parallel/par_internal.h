@@ -64,7 +64,7 @@ typedef struct {
     uint16_t         *g16;           /* (longest segment,) bf16 backend memory, or NULL  */
     uint16_t         *s16;           /* (longest shard q,) bf16 backend memory (ZeRO-1)  */
     /* the norm and clipping scale in backend memory when the backend has sumsq_acc,
-     * clip_scale and adamw_scaled (backend.h), else NULL */
+     * clip_scale and adamw_scaled (g3_be_clip_alloc, backend.h), else NULL */
     double           *dsumsq;        /* (1,) fp64 backend memory                         */
     float            *dscale;        /* (1,) fp32 backend memory, in dsumsq's allocation */
 } g3_par_optim_t;

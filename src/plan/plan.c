@@ -14,10 +14,25 @@ static int64_t g3_plan_align(int64_t n)
     return (n + 15) & ~(int64_t)15;
 }
 
+int g3_plan_act_mode(const g3_gpt_config_t *m)
+{
+    return (m->recompute_activations || m->recompute_granularity == G3_GPT_RECOMPUTE_FULL)
+               ? G3_PLAN_ACT_FULL
+           : m->recompute_granularity == G3_GPT_RECOMPUTE_SELECTIVE ? G3_PLAN_ACT_SELECTIVE
+                                                                    : G3_PLAN_ACT_NONE;
+}
+
 const char *g3_plan_act_mode_name(int mode)
 {
     return mode == G3_PLAN_ACT_FULL ? "full" : mode == G3_PLAN_ACT_SELECTIVE ? "selective"
                                                                             : "none";
+}
+
+const char *g3_plan_act_mode_words(int mode)
+{
+    return mode == G3_PLAN_ACT_FULL ? "full (each layer's input kept, the layer recomputed)"
+           : mode == G3_PLAN_ACT_SELECTIVE ? "selective (the attention core recomputed)"
+                                           : "none";
 }
 
 /* Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
@@ -38,7 +53,7 @@ double g3_plan_act_layer(const g3_plan_input_t *in, int mode)
     const g3_gpt_config_t *m = &in->model;
     double s = m->seq_length, b = (double)in->micro_batch, h = m->hidden_size;
     double a = m->num_attention_heads, t = m->tp_size;
-    double F = m->ffn_hidden_size > 0 ? m->ffn_hidden_size : 4.0 * h;
+    double F = g3_gpt_config_ffn(m);
     double w = in->bf16 ? 2.0 : 4.0;   /* bytes of one activation value */
     double repl = (4.0 * w + 2.0) * s * b * h;
     double split = w * (4.0 * h + 2.0 * F) * s * b / t;
@@ -93,8 +108,8 @@ g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan)
     g3_plan_t p;
 
     memset(&p, 0, sizeof(p));
-    p.ffn = m->ffn_hidden_size > 0 ? m->ffn_hidden_size : 4 * m->hidden_size;
-    p.positions = m->max_position_embeddings > 0 ? m->max_position_embeddings : m->seq_length;
+    p.ffn = g3_gpt_config_ffn(m);
+    p.positions = g3_gpt_config_positions(m);
     p.padded_vocab = g3_gpt_padded_vocab(m->vocab_size, m->make_vocab_size_divisible_by,
                                          m->tp_size);
     /* the exact counts are int64: refuse sizes whose count could overflow them */
@@ -110,10 +125,7 @@ g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan)
     p.world = m->tp_size * PP * dp;
     p.micro_per_iter = in->global_batch / (in->micro_batch * dp);
     p.micro_first = in->start_batch / (in->micro_batch * dp);
-    p.recompute = (m->recompute_activations || m->recompute_granularity == G3_GPT_RECOMPUTE_FULL)
-                      ? G3_PLAN_ACT_FULL
-                  : m->recompute_granularity == G3_GPT_RECOMPUTE_SELECTIVE ? G3_PLAN_ACT_SELECTIVE
-                                                                            : G3_PLAN_ACT_NONE;
+    p.recompute = g3_plan_act_mode(m);
     p.bubble = PP > 1 ? (double)(PP - 1) / (double)(p.micro_per_iter + PP - 1) : 0.0;
     p.bubble_vs_compute = PP > 1 ? (double)(PP - 1) / (double)p.micro_per_iter : 0.0;
     p.flops_iter = g3_gpt_flops_per_step(m, in->global_batch, m->seq_length);

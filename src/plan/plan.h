@@ -83,7 +83,14 @@ void g3_plan_free(g3_plan_t *plan);
  * (Korthikanti et al. 2022 without sequence parallelism; docs/plan.md). */
 double g3_plan_act_layer(const g3_plan_input_t *in, int mode);
 
+/* RET: the G3_PLAN_ACT_ mode of m's recompute flags (--recompute-activations or
+ * --recompute-granularity full: FULL; selective: SELECTIVE; else NONE). */
+int g3_plan_act_mode(const g3_gpt_config_t *m);
+
 /* RET: "none", "selective", "full". */
 const char *g3_plan_act_mode_name(int mode);
+
+/* RET: what mode keeps and recomputes, e.g. "selective (the attention core recomputed)". */
+const char *g3_plan_act_mode_words(int mode);
 
 #endif

@@ -10,8 +10,6 @@
 #include "core/log.h"
 #include "train/flags.h"
 
-#define G3_NOOPT NULL, 0, 0, NULL
-
 const g3_opt_spec_t g3_train_opt_specs[] = {
     /* model */
     { "num-layers", G3_OPT_INT, "6", "Transformer layers.", G3_NOOPT },
@@ -25,7 +23,7 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { "layernorm-epsilon", G3_OPT_FLOAT, "1e-5", "LayerNorm epsilon.", G3_NOOPT },
     { "recompute-activations", G3_OPT_BOOL, NULL, "Keep only each layer's input and recompute the layer in backward.", G3_NOOPT },
     { "recompute-granularity", G3_OPT_CHOICE, NULL, "Recompute in backward: full (each layer from its input, = --recompute-activations) or selective (the attention core only).", "full|selective", 0, 0, NULL },
-    { "device", G3_OPT_CHOICE, "cpu", "Compute backend: cpu (fp32) or cuda (bf16 activations, fp32 master weights; one GPU).", "cpu|cuda", 0, 0, NULL },
+    { "device", G3_OPT_CHOICE, "cpu", "Compute backend: cpu (fp32) or cuda (bf16 activations, fp32 master weights; one GPU per rank, NCCL between them).", "cpu|cuda", 0, 0, NULL },
     /* batches and length */
     { "micro-batch-size", G3_OPT_INT, "4", "Sequences per forward/backward pass.", G3_NOOPT },
     { "global-batch-size", G3_OPT_INT, NULL, "Sequences per optimizer step (default: micro batch x data-parallel size); gradients accumulate over micro-batches.", G3_NOOPT },
@@ -60,20 +58,15 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { "merge-file", G3_OPT_STRING, NULL, "GPT-2 merges, vocab.bpe or merges.txt (default: the built-in corpus's).", NULL, 0, 0, "FILE" },
     { "data-cache-path", G3_OPT_STRING, NULL, "Where sample indices are cached (default: beside the data).", NULL, 0, 0, "DIR" },
     /* parallel layout and checkpoints */
-    { "tensor-model-parallel-size", G3_OPT_INT, "1", "Tensor-parallel size (ranks splitting each layer; within a node).", G3_NOOPT },
-    { "pipeline-model-parallel-size", G3_OPT_INT, "1", "Pipeline-parallel size (stages of layers, 1F1B schedule); data-parallel size = ranks / (TP x PP).", G3_NOOPT },
-    { "decoder-first-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the first pipeline stage (uneven split); the other stages share the rest evenly.", G3_NOOPT },
-    { "decoder-last-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the last pipeline stage (uneven split); the other stages share the rest evenly.", G3_NOOPT },
+    G3_TRAIN_LAYOUT_SPECS,
     { "use-distributed-optimizer", G3_OPT_BOOL, NULL, "Shard the Adam state and the reduced gradients over the data-parallel ranks (ZeRO-1).", G3_NOOPT },
     { "grad-reduce-in-bf16", G3_OPT_BOOL, NULL, "Reduce the gradients over the data-parallel ranks in bf16 (half the bytes; fp32 accumulation and Adam stay).", G3_NOOPT },
-    { "distributed-timeout-minutes", G3_OPT_FLOAT, "10", "Give up a collective or pipeline transfer after this long (exit 76).", G3_NOOPT },
-    { "topology-file", G3_OPT_STRING, NULL, "Slurm topology.conf for placing the ranks (default: SLURM_TOPOLOGY_ADDR, else flat).", NULL, 0, 0, "FILE" },
     { "debug-grad-dump", G3_OPT_STRING, NULL, "Tests: write each rank's reduced gradients of iteration 1, and its parameters and Adam moments at the end, to DIR (see docs/parallelism.md).", NULL, 0, 0, "DIR" },
     { "save", G3_OPT_STRING, NULL, "Checkpoint directory to save to (at --save-interval, on request and at the end).", NULL, 0, 0, "DIR" },
     { "load", G3_OPT_STRING, NULL, "Checkpoint directory to resume from (its latest checkpoint; none there yet: start from scratch).", NULL, 0, 0, "DIR" },
     { "save-interval", G3_OPT_INT, "0", "Iterations between checkpoints (0: only at the end and on request).", G3_NOOPT },
     { "keep-last", G3_OPT_INT, "0", "After each save keep only the newest N checkpoints (0: keep all).", G3_NOOPT },
-    { "load-fallback", G3_OPT_BOOL, NULL, "If the latest checkpoint cannot be loaded, load the previous committed one.", G3_NOOPT },
+    G3_TRAIN_LOAD_FALLBACK_SPEC,
     { "no-save-optim", G3_OPT_BOOL, NULL, "Save the model only (no Adam state: such a checkpoint cannot resume exactly).", G3_NOOPT },
     { "no-load-optim", G3_OPT_BOOL, NULL, "Load the model only; the Adam state starts from zero.", G3_NOOPT },
     { "async-save", G3_OPT_BOOL, NULL, "Write the --save-interval checkpoints from a background thread while training goes on (the log reports the stall).", G3_NOOPT },

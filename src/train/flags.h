@@ -12,6 +12,23 @@
 #include "core/opt.h"
 #include "train/train.h"
 
+/* The tail of a g3_opt_spec_t without choices, list bounds or metavar. */
+#define G3_NOOPT NULL, 0, 0, NULL
+
+/* The layout flags of every command that runs as a job of ranks (gpt3d train, eval,
+ * generate): one definition, so that their help cannot drift apart. */
+#define G3_TRAIN_LAYOUT_SPECS \
+    { "tensor-model-parallel-size", G3_OPT_INT, "1", "Tensor-parallel size (ranks splitting each layer; within a node).", G3_NOOPT }, \
+    { "pipeline-model-parallel-size", G3_OPT_INT, "1", "Pipeline-parallel size (stages of layers); data-parallel size = ranks / (TP x PP).", G3_NOOPT }, \
+    { "decoder-first-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the first pipeline stage (uneven split); the other stages share the rest evenly.", G3_NOOPT }, \
+    { "decoder-last-pipeline-num-layers", G3_OPT_INT, NULL, "Layers of the last pipeline stage (uneven split); the other stages share the rest evenly.", G3_NOOPT }, \
+    { "distributed-timeout-minutes", G3_OPT_FLOAT, "10", "Give up a collective or pipeline transfer after this long (exit 76).", G3_NOOPT }, \
+    { "topology-file", G3_OPT_STRING, NULL, "Slurm topology.conf for placing the ranks (default: SLURM_TOPOLOGY_ADDR, else flat).", NULL, 0, 0, "FILE" }
+
+/* --load-fallback, the same for loading to train and to evaluate or generate. */
+#define G3_TRAIN_LOAD_FALLBACK_SPEC \
+    { "load-fallback", G3_OPT_BOOL, NULL, "If the latest checkpoint cannot be loaded (corrupt, missing shard), load the previous committed one.", G3_NOOPT }
+
 /* gpt3d train's options in --help order; the last entry has a NULL name. */
 extern const g3_opt_spec_t g3_train_opt_specs[];
 

@@ -49,13 +49,6 @@ static g3_status_t g3_train_adamw_runs(g3_train_adamw_t *opt)
     return G3_OK;
 }
 
-/* RET: 1 when the backend computes the norm and the clipping scale in its own memory
- * (backend.h's sumsq_acc, clip_scale, adamw_scaled: CUDA). */
-static int g3_train_clip_on_device(const g3_backend_t *be)
-{
-    return be->ops->sumsq_acc && be->ops->clip_scale && be->ops->adamw_scaled;
-}
-
 g3_status_t g3_train_adamw_init(g3_gpt_t *model, const g3_train_adamw_config_t *cfg,
                                 g3_train_adamw_t **opt_p)
 {
@@ -82,14 +75,9 @@ g3_status_t g3_train_adamw_init(g3_gpt_t *model, const g3_train_adamw_config_t *
         goto err_free_m;
     be->ops->zero(be, opt->m, bytes);
     be->ops->zero(be, opt->v, bytes);
-    if (g3_train_clip_on_device(be)) {
-        void *buf = NULL;
-        st = be->ops->alloc(be, 16, "the gradient norm and clipping scale", &buf);
-        if (st != G3_OK)
-            goto err_free_v;
-        opt->dsumsq = buf;
-        opt->dscale = (float *)((char *)buf + 8);
-    }
+    st = g3_be_clip_alloc(be, &opt->dsumsq, &opt->dscale);
+    if (st != G3_OK)
+        goto err_free_v;
     *opt_p = opt;
     return G3_OK;
 

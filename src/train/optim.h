@@ -36,7 +36,7 @@ typedef struct {
     float    *v;           /* (model->numel,) second moments, backend memory */
     int64_t   step;        /* updates done (bias correction)                 */
     /* The norm and clipping scale in backend memory when the backend has sumsq_acc,
-     * clip_scale and adamw_scaled (backend.h); NULL otherwise. */
+     * clip_scale and adamw_scaled (g3_be_clip_alloc, backend.h); NULL otherwise. */
     double   *dsumsq;      /* (1,) fp64, backend memory                      */
     float    *dscale;      /* (1,) fp32, backend memory (inside dsumsq's allocation) */
     /* Called by g3_train_adamw_step with the complete gradients, before the norm and the

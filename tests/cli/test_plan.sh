@@ -45,41 +45,71 @@ like "$out" 'micro 1 x DP 8 x 192 micro-batches' "gpt3: 1536 / (1 x 8) = 192 gra
 like "$out" '15 / 207 = 7\.25% of an iteration' "gpt3: bubble (PP-1)/(m+PP-1) = 15/207"
 like "$out" '\(PP - 1\) / m = 7\.81% of the compute time' "gpt3: and (PP-1)/m as gpt3d train reports it"
 
-# ---- MT-NLG 530B: TP 8, PP 35, DP 8 on 280 nodes x 8
-mtnlg="--num-layers 105 --hidden-size 20480 --num-attention-heads 128 --seq-length 2048 --micro-batch-size 1 --global-batch-size 1920 --device cuda"
+# ---- MT-NLG 530B: TP 8, PP 35, DP 8 on 280 nodes x 8.  Its hidden size 20480 (head size 160)
+# is beyond the CUDA kernels (hidden at most 16384, head sizes 32-128): --device cuda refuses it,
+# as gpt3d train would; the counts are checked on --device cpu
+mtnlg="--num-layers 105 --hidden-size 20480 --num-attention-heads 128 --seq-length 2048 --micro-batch-size 1 --global-batch-size 1920"
 run "$GPT3D" plan $mtnlg --tensor-model-parallel-size 8 --pipeline-model-parallel-size 35 \
     --nodes 280 --gpus-per-node 8
-is "$rc" 0 "mt-nlg 530B: exit 0"
+is "$rc" 0 "mt-nlg 530B (cpu): exit 0"
 like "$out" 'parameters: 529,600,819,200 \(529\.60B' "mt-nlg: 529.6B parameters (the published 530B)"
 like "$out" 'TP 8 x PP 35 x DP 8 = 2240 ranks on 280 nodes x 8' "mt-nlg: DP 8 on 280 nodes"
 like "$out" '34 / 274 = 12\.41%' "mt-nlg: bubble 34 / (240 + 34)"
-like "$out" 'stage 0, 122\.[0-9]+ GiB' "mt-nlg without recompute: stage 0 keeps 35 micro-batches (~122 GiB)"
-run "$GPT3D" plan $mtnlg --tensor-model-parallel-size 8 --pipeline-model-parallel-size 35 \
-    --nodes 280 --gpus-per-node 8 --gpu-memory 80
-is "$rc" 1 "mt-nlg without recompute does not fit 80 GiB: exit 1"
-like "$out" 'does NOT fit in 80 GiB per rank' "mt-nlg: says it does not fit"
-like "$out" 'error: stage 0 needs 122\.[0-9]+ GiB per rank, more than --gpu-memory 80: recompute' \
-    "mt-nlg: the error says what to do"
-run "$GPT3D" plan $mtnlg --tensor-model-parallel-size 8 --pipeline-model-parallel-size 35 \
-    --nodes 280 --gpus-per-node 8 --gpu-memory 80 --recompute-granularity full
-is "$rc" 0 "mt-nlg with full recompute fits 80 GiB: exit 0"
-like "$out" 'fits in 80 GiB per rank \(35 of 35 stages fit' "mt-nlg with full recompute: every stage fits"
+run "$GPT3D" plan $mtnlg --device cuda --tensor-model-parallel-size 8 --pipeline-model-parallel-size 35 \
+    --nodes 280 --gpus-per-node 8
+is "$rc" 2 "mt-nlg on --device cuda: exit 2 (gpt3d train would refuse it)"
+like "$out" 'error: --device cuda: hidden size 20480 is more than 16384' "... the message names the hidden size and the limit"
+run "$GPT3D" plan --num-layers 96 --hidden-size 12288 --num-attention-heads 64 --seq-length 2048 \
+    --device cuda --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 --nodes 128 --gpus-per-node 8
+is "$rc" 2 "head size 192 on --device cuda: exit 2"
+like "$out" 'error: --device cuda: head size 192 \(--hidden-size / --num-attention-heads\) is not one the flash-attention kernels are compiled for \(32, 64, 80, 96, 128\)' \
+    "... the message names the head size and the sizes compiled"
+run "$GPT3D" plan $mtnlg --device cuda --nodes 280 --gpus-per-node 8 --search
+is "$rc" 2 "mt-nlg --search on --device cuda: exit 2"
+like "$out" 'none of the 65 layouts checked passes' "... no layout passes the CUDA size checks"
 
-# --search finds MT-NLG's own layout first
-run "$GPT3D" plan $mtnlg --nodes 280 --gpus-per-node 8 --gpu-memory 80 \
+# ---- GPT-3 175B on --device cuda (bf16): memory per rank, what fits, --search
+gpt3c="$gpt3 --device cuda"
+run "$GPT3D" plan $gpt3c --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \
+    --nodes 128 --gpus-per-node 8 --gpu-memory 80
+is "$rc" 0 "gpt3 on TP 8 x PP 16 without recompute fits 80 GiB: exit 0"
+like "$out" 'stage 0, 76\.[0-9]+ GiB; fits in 80 GiB per rank' "gpt3 without recompute: stage 0 keeps 16 micro-batches (~77 GiB)"
+run "$GPT3D" plan $gpt3c --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \
+    --nodes 128 --gpus-per-node 8 --gpu-memory 60
+is "$rc" 1 "gpt3 without recompute does not fit 60 GiB: exit 1"
+like "$out" 'does NOT fit in 60 GiB per rank' "gpt3: says it does not fit"
+like "$out" 'error: stage 0 needs 76\.[0-9]+ GiB per rank, more than --gpu-memory 60: recompute' \
+    "gpt3: the error says what to do"
+run "$GPT3D" plan $gpt3c --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \
+    --nodes 128 --gpus-per-node 8 --gpu-memory 60 --recompute-granularity full
+is "$rc" 0 "gpt3 with full recompute fits 60 GiB: exit 0"
+like "$out" 'fits in 60 GiB per rank \(16 of 16 stages fit' "gpt3 with full recompute: every stage fits"
+
+run "$GPT3D" plan $gpt3c --nodes 128 --gpus-per-node 8 --gpu-memory 80 \
     --recompute-granularity full --search
-is "$rc" 0 "mt-nlg --search: exit 0"
-like "$out" '[0-9]+ layouts checked, 8 valid for gpt3d train, 2 fit in the memory per rank' \
-    "mt-nlg --search: 8 valid layouts (PP divides 105 and 2240 / TP), 2 fit"
+is "$rc" 0 "gpt3 --search: exit 0"
+like "$out" '28 layouts checked, 23 valid for gpt3d train, 6 fit in the memory per rank' \
+    "gpt3 --search: 23 valid layouts (PP divides 96, heads and 1024 / TP), 6 fit"
 first=$(printf '%s\n' "$out" | sed -n '/TP   PP/{n;p;}' | awk '{print $1, $2, $3, $4}')
-is "$first" "8 35 8 240" "mt-nlg --search: TP 8 x PP 35 x DP 8 ranks first"
-run "$GPT3D" plan $mtnlg --nodes 280 --gpus-per-node 8 --gpu-memory 20 --search
+is "$first" "8 8 16 96" "gpt3 --search: TP 8 x PP 8 x DP 16 first (the smallest bubble)"
+run "$GPT3D" plan $gpt3c --nodes 128 --gpus-per-node 8 --gpu-memory 20 --search
 is "$rc" 1 "--search where nothing fits: exit 1"
-like "$out" 'none of the 8 valid layouts fits in --gpu-memory 20' "--search says none fits"
-run "$GPT3D" plan $mtnlg --nodes 280 --gpus-per-node 8 --search --tensor-model-parallel-size 4
+like "$out" 'none of the 23 valid layouts fits in --gpu-memory 20' "--search says none fits"
+run "$GPT3D" plan $gpt3c --nodes 128 --gpus-per-node 8 --search --tensor-model-parallel-size 4
 is "$rc" 0 "--search with a given TP: exit 0"
 rows=$(printf '%s\n' "$out" | awk '/TP   PP/{t=1; next} t && /^ +[0-9]/{print $1}' | sort -u | tr '\n' ' ')
 is "$rows" "4 " "--search with --tensor-model-parallel-size 4 lists only TP 4"
+# a vocabulary padded to 4 x TP: only at TP 4 is a rank's share (12568 rows) a multiple of 8
+run "$GPT3D" plan $gpt3c --nodes 128 --gpus-per-node 8 --search --make-vocab-size-divisible-by 4
+rows=$(printf '%s\n' "$out" | awk '/TP   PP/{t=1; next} t && /^ +[0-9]/{print $1}' | sort -u | tr '\n' ' ')
+is "$rows" "4 " "--search leaves out the layouts the CUDA kernels cannot run (vocabulary rows per rank)"
+run "$GPT3D" plan $gpt3c --nodes 128 --gpus-per-node 8 --search --tensor-model-parallel-size 16
+is "$rc" 2 "--search with a TP beyond the node: exit 2"
+like "$out" '--tensor-model-parallel-size 16 leaves no layout: TP must divide --gpus-per-node 8 and be at most 8' \
+    "... says why no layout was checked"
+run "$GPT3D" plan $gpt3c --nodes 1073741824 --gpus-per-node 8 --search
+is "$rc" 2 "--nodes x --gpus-per-node past an int: exit 2"
+like "$out" '--nodes 1073741824 x --gpus-per-node 8 = 8589934592 ranks is too many' "... naming both flags"
 
 # ---- the activation formula: s b h (34 + 5 a s / h) at TP 1, (10 + 24/t + 5as/(ht)) at TP t
 if [ -n "$PY" ]; then
