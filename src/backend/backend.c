@@ -54,6 +54,35 @@ int g3_be_fused_wanted(int dflt)
     return dflt;
 }
 
+g3_status_t g3_be_check_sizes(const char *name, int C, int NH, int HS, int F, int Vp,
+                              char *why, size_t why_len)
+{
+    (void)NH;
+    if (name == NULL || strcmp(name, "cuda") != 0)
+        return G3_OK;
+    if (C > 16384) {
+        snprintf(why, why_len, "--device cuda: hidden size %d is more than 16384, the largest "
+                 "the LayerNorm kernels are compiled for; give a smaller --hidden-size (and more "
+                 "layers), or use --device cpu", C);
+        return G3_ERR_UNSUPPORTED;
+    }
+    if (HS != 32 && HS != 64 && HS != 80 && HS != 96 && HS != 128) {
+        snprintf(why, why_len, "--device cuda: head size %d (--hidden-size / "
+                 "--num-attention-heads) is not one the flash-attention kernels are compiled for "
+                 "(32, 64, 80, 96, 128); choose sizes that give one of these, or use --device cpu",
+                 HS);
+        return G3_ERR_UNSUPPORTED;
+    }
+    if (C % 8 != 0 || F % 8 != 0 || Vp % 8 != 0) {
+        snprintf(why, why_len, "--device cuda: hidden size %d, MLP size %d and padded vocabulary "
+                 "rows per tensor-parallel rank %d must be multiples of 8 (16-byte bf16 rows for "
+                 "the tensor cores); change --hidden-size / --ffn-hidden-size / "
+                 "--make-vocab-size-divisible-by, or use --device cpu", C, F, Vp);
+        return G3_ERR_UNSUPPORTED;
+    }
+    return G3_OK;
+}
+
 g3_status_t g3_be_probe(const char *name, char *why, size_t why_len)
 {
     if (name == NULL || strcmp(name, "cpu") == 0)

@@ -244,6 +244,16 @@ void g3_be_close(g3_backend_t *be);
  * (nothing is logged). */
 g3_status_t g3_be_probe(const char *name, char *why, size_t why_len);
 
+/* Whether backend `name` can run a GPT of these sizes, without opening it (context-free:
+ * gpt3d plan calls it for a device it does not have, gpt3d train before the ranks agree).
+ * C: hidden size, NH: heads, HS = C/NH: head size, F: MLP size, Vp: padded vocabulary rows
+ * of one tensor-parallel rank.  RET: G3_OK, or G3_ERR_UNSUPPORTED with the reason, naming
+ * the flags and the fix, in why (nothing is logged).  The CPU runs any size; CUDA's kernels
+ * are compiled for head sizes 32, 64, 80, 96 and 128, need C, F and Vp multiples of 8 and
+ * C at most 16384. */
+g3_status_t g3_be_check_sizes(const char *name, int C, int NH, int HS, int F, int Vp,
+                              char *why, size_t why_len);
+
 /* The norm and clipping scale in backend memory for the optimizers, when be has all three of
  * sumsq_acc, clip_scale and adamw_scaled (else nothing is allocated).
  * OUT: *sumsq_p (1,) fp64 and *scale_p (1,) fp32, one 16-byte backend allocation that the
