@@ -463,15 +463,19 @@ void g3_cpu_xent_bwd(g3_backend_t *be, void *dlogits_, const void *logits_, cons
 
 /* ---- optimizer ---------------------------------------------------------------------------- */
 
+/* AdamW on g, or, when scaled, on g[i] * s: the scaled gradient is the one float product the
+ * plain scale op would have stored, then the same expressions.  The unscaled path does not
+ * multiply at all, so it stays bit for bit what it was whatever the FP environment. */
 G3_CPU_CLONES
 static void g3_cpu_adamw_blk(float *p, const float *g, float *m, float *v, size_t n,
                              float decay, float b1, float b2, float step_size,
-                             float bc2_sqrt, float eps)
+                             float bc2_sqrt, float eps, int scaled, float s)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
-        float mi = b1 * m[i] + (1.0f - b1) * g[i];
-        float vi = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+        float gi = scaled ? g[i] * s : g[i];
+        float mi = b1 * m[i] + (1.0f - b1) * gi;
+        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
         float pi = p[i] * decay;
         m[i] = mi;
         v[i] = vi;
@@ -483,24 +487,34 @@ typedef struct {
     float       *p, *m, *v;
     const float *g;
     float        decay, b1, b2, step_size, bc2_sqrt, eps;
+    int          scaled;      /* 1: use g * s */
+    float        s;
 } g3_cpu_adamw_t;
 
 static void g3_cpu_adamw_at(void *ctx, size_t o, size_t len)
 {
     g3_cpu_adamw_t *a = ctx;
     g3_cpu_adamw_blk(a->p + o, a->g + o, a->m + o, a->v + o, len, a->decay, a->b1, a->b2,
-                     a->step_size, a->bc2_sqrt, a->eps);
+                     a->step_size, a->bc2_sqrt, a->eps, a->scaled, a->s);
+}
+
+/* p, g, m, v (n,)  scale (1,) or NULL (no scaling) */
+static void g3_cpu_adamw_run(float *p, const float *g, float *m, float *v, size_t n,
+                             float lr, float beta1, float beta2, float eps, float wd,
+                             int64_t step, const float *scale)
+{
+    double bc1 = 1.0 - pow(beta1, (double)step), bc2 = 1.0 - pow(beta2, (double)step);
+    g3_cpu_adamw_t a = { p, m, v, g, 1.0f - lr * wd, beta1, beta2, (float)(lr / bc1),
+                         (float)sqrt(bc2), eps, scale != NULL, scale ? *scale : 1.0f };
+    g3_cpu_blocks(n, g3_cpu_adamw_at, &a);
 }
 
 /* p, g, m, v (n,) */
 void g3_cpu_adamw(g3_backend_t *be, float *p, const float *g, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd, int64_t step)
 {
-    double bc1 = 1.0 - pow(beta1, (double)step), bc2 = 1.0 - pow(beta2, (double)step);
-    g3_cpu_adamw_t a = { p, m, v, g, 1.0f - lr * wd, beta1, beta2, (float)(lr / bc1),
-                         (float)sqrt(bc2), eps };
     (void)be;
-    g3_cpu_blocks(n, g3_cpu_adamw_at, &a);
+    g3_cpu_adamw_run(p, g, m, v, n, lr, beta1, beta2, eps, wd, step, NULL);
 }
 
 G3_CPU_CLONES
@@ -554,46 +568,11 @@ void g3_cpu_clip_scale(g3_backend_t *be, float *scale, const double *sumsq, doub
     }
 }
 
-/* g3_cpu_adamw_blk on g[i] * s: the scaled gradient is the one float product the plain
- * scale op would have stored, then the same expressions. */
-G3_CPU_CLONES
-static void g3_cpu_adamw_scaled_blk(float *p, const float *g, float *m, float *v, size_t n,
-                                    float decay, float b1, float b2, float step_size,
-                                    float bc2_sqrt, float eps, float s)
-{
-#pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        float gi = g[i] * s;
-        float mi = b1 * m[i] + (1.0f - b1) * gi;
-        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-        float pi = p[i] * decay;
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = pi - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
-    }
-}
-
-typedef struct {
-    g3_cpu_adamw_t a;
-    float          s;
-} g3_cpu_adamw_scaled_t;
-
-static void g3_cpu_adamw_scaled_at(void *ctx, size_t o, size_t len)
-{
-    g3_cpu_adamw_scaled_t *as = ctx;
-    g3_cpu_adamw_t *a = &as->a;
-    g3_cpu_adamw_scaled_blk(a->p + o, a->g + o, a->m + o, a->v + o, len, a->decay, a->b1,
-                            a->b2, a->step_size, a->bc2_sqrt, a->eps, as->s);
-}
-
 /* p, g, m, v (n,)  scale (1,) */
 void g3_cpu_adamw_scaled(g3_backend_t *be, float *p, const float *g, float *m, float *v,
                          size_t n, float lr, float beta1, float beta2, float eps, float wd,
                          int64_t step, const float *scale)
 {
-    double bc1 = 1.0 - pow(beta1, (double)step), bc2 = 1.0 - pow(beta2, (double)step);
-    g3_cpu_adamw_scaled_t as = { { p, m, v, g, 1.0f - lr * wd, beta1, beta2, (float)(lr / bc1),
-                                   (float)sqrt(bc2), eps }, *scale };
     (void)be;
-    g3_cpu_blocks(n, g3_cpu_adamw_scaled_at, &as);
+    g3_cpu_adamw_run(p, g, m, v, n, lr, beta1, beta2, eps, wd, step, scale);
 }
