@@ -17,11 +17,6 @@ size_t g3_be_dtype_size(g3_be_dtype_t t)
     return t == G3_BE_BF16 ? 2 : 4;
 }
 
-const char *g3_be_dtype_name(g3_be_dtype_t t)
-{
-    return t == G3_BE_BF16 ? "bf16" : "fp32";
-}
-
 void g3_be_convert(void *dst, g3_be_dtype_t dst_t, const void *src, g3_be_dtype_t src_t,
                    size_t n)
 {

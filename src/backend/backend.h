@@ -44,8 +44,6 @@ typedef enum {
 
 /* RET: bytes per element of t (4 or 2). */
 size_t g3_be_dtype_size(g3_be_dtype_t t);
-/* RET: "fp32" or "bf16". */
-const char *g3_be_dtype_name(g3_be_dtype_t t);
 /* Host conversions: dst = src converted (fp32 -> bf16 rounds to nearest even, NaN stays NaN;
  * the same type copies).  dst (n,) of dst_t  src (n,) of src_t, host memory. */
 void g3_be_convert(void *dst, g3_be_dtype_t dst_t, const void *src, g3_be_dtype_t src_t,
@@ -272,7 +270,5 @@ g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p);
  * node-local rank (LOCAL_RANK, SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK, else 0) modulo the
  * visible devices.  See g3_be_open. */
 g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p);
-/* RET: the backend's g3cuda_ctx_t (kernels/g3cuda.h), for NCCL calls on its stream. */
-void *g3_be_cuda_ctx(g3_backend_t *be);
 
 #endif

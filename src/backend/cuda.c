@@ -34,11 +34,6 @@ static g3cuda_ctx_t *g3_cuda_ctx_of(g3_backend_t *be)
     return ((g3_cuda_t *)be->priv)->ctx;
 }
 
-void *g3_be_cuda_ctx(g3_backend_t *be)
-{
-    return g3_cuda_ctx_of(be);
-}
-
 /* ---- memory ------------------------------------------------------------------------------- */
 
 static g3_status_t g3_cuda_alloc(g3_backend_t *be, size_t bytes, const char *what, void **ptr_p)
@@ -549,15 +544,19 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
 {
     g3_backend_t *be;
     g3_cuda_t *cu;
-    char why[512];
+    char why[768];
     int count = 0;
+    g3_status_t st;
 
     (void)nthreads;
-    if (g3cuda_device_count(&count, why, sizeof(why)) != 0) {
-        g3_error("--device cuda: no usable CUDA device: %s. Run on a node with an NVIDIA GPU "
-                 "(check nvidia-smi, CUDA_VISIBLE_DEVICES and that the driver supports this CUDA "
-                 "toolkit) or use --device cpu", why);
-        return G3_ERR_DEVICE;
+    /* g3_be_probe words the one "no usable CUDA device" message; once it has passed, the
+     * count (which the runtime keeps) is there */
+    st = g3_be_probe("cuda", why, sizeof(why));
+    if (st == G3_OK && g3cuda_device_count(&count, why, sizeof(why)) != 0)
+        st = G3_ERR_DEVICE;
+    if (st != G3_OK) {
+        g3_error("%s", why);
+        return st;
     }
     if (device < 0)
         device = g3_cuda_local_rank() % count;
