@@ -409,25 +409,14 @@ static void g3_cuda_sumsq(g3_backend_t *be, const float *x, size_t n, double *ho
 
 /* ---- limits ---------------------------------------------------------------------------------- */
 
+/* The size rules are g3_be_check_sizes's (backend.c), so gpt3d plan and the backend agree. */
 static g3_status_t g3_cuda_check_model(g3_backend_t *be, int C, int NH, int HS, int F, int V)
 {
-    g3_status_t st = G3_OK;
+    char why[512];
+    g3_status_t st = g3_be_check_sizes(be->name, C, NH, HS, F, V, why, sizeof(why));
 
-    (void)be;
-    (void)NH;
-    if (HS != 32 && HS != 64 && HS != 80 && HS != 96 && HS != 128) {
-        g3_error("--device cuda: head size %d (--hidden-size / --num-attention-heads) is not "
-                 "one the flash-attention kernels are compiled for (32, 64, 80, 96, 128); "
-                 "choose sizes that give one of these, or use --device cpu", HS);
-        st = G3_ERR_UNSUPPORTED;
-    }
-    if (C > 16384 || C % 8 != 0 || F % 8 != 0 || V % 8 != 0) {
-        g3_error("--device cuda: hidden size %d, MLP size %d and padded vocabulary %d must be "
-                 "multiples of 8 (16-byte bf16 rows for the tensor cores) and the hidden size at "
-                 "most 16384; change --hidden-size / --ffn-hidden-size / "
-                 "--make-vocab-size-divisible-by, or use --device cpu", C, F, V);
-        st = G3_ERR_UNSUPPORTED;
-    }
+    if (st != G3_OK)
+        g3_error("%s", why);
     return st;
 }
 
