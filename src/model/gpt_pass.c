@@ -461,16 +461,7 @@ static g3_status_t g3_gpt_upload_tokens(g3_gpt_t *m, g3_gpt_acts_t *a, const int
     return G3_OK;
 }
 
-/* Vocabulary-parallel cross-entropy of one chunk of n tokens from row r0 (TP > 1): the
- * logits (n, Vp_l) of this rank's vocabulary rows are in a->logits.  Each rank's
- * log-sum-exp over its rows (xent_fwd) is combined over the TP group as
- * lse = M + log sum_r exp(lse_r - M) with M the all-reduced max (the max and sum-exp
- * all-reduces of Megatron's vocab_parallel_cross_entropy, on the per-row log-sum-exp), and
- * the target's logit comes from the rank holding it (a sum with zeros elsewhere).  The full
- * logits are never gathered.  With dloss != 0 the chunk's logits become their gradient
- * (softmax - onehot) dloss, the softmax over the whole vocabulary.
- * OUT: losses[r0 .. r0+n) (host). */
-/* g3_gpt_xent_tp with the statistics in backend memory (a->xstats and the TP group's
+/* g3_gpt_xent_tp (below) with the statistics in backend memory (a->xstats and the TP group's
  * all-gather): per row the shard's max, sum-exp and target logit (N, 3), gathered over the TP
  * group into (TP, N, 3) in one collective, combined into lse and the losses on every rank;
  * the gradient takes global targets and the shard's v0, so no placeholder.  The same
@@ -497,6 +488,15 @@ static g3_status_t g3_gpt_xent_tp_dev(g3_gpt_t *m, g3_gpt_acts_t *a, int r0, int
     return G3_OK;
 }
 
+/* Vocabulary-parallel cross-entropy of one chunk of n tokens from row r0 (TP > 1): the
+ * logits (n, Vp_l) of this rank's vocabulary rows are in a->logits.  Each rank's
+ * log-sum-exp over its rows (xent_fwd) is combined over the TP group as
+ * lse = M + log sum_r exp(lse_r - M) with M the all-reduced max (the max and sum-exp
+ * all-reduces of Megatron's vocab_parallel_cross_entropy, on the per-row log-sum-exp), and
+ * the target's logit comes from the rank holding it (a sum with zeros elsewhere).  The full
+ * logits are never gathered.  With dloss != 0 the chunk's logits become their gradient
+ * (softmax - onehot) dloss, the softmax over the whole vocabulary.
+ * OUT: losses[r0 .. r0+n) (host). */
 static g3_status_t g3_gpt_xent_tp(g3_gpt_t *m, g3_gpt_acts_t *a, int r0, int n, float dloss,
                                   float *losses)
 {
@@ -582,7 +582,8 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
     }
 
     op->layernorm_fwd(be, a->lnf, a->lnf_mean, a->lnf_rstd,
-                      g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w, m->pt.lnf_b, N, m->C, m->cfg.layernorm_epsilon);
+                      g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w, m->pt.lnf_b,
+                      N, m->C, m->cfg.layernorm_epsilon);
     if (!targets)
         return op->sync(be);
     /* Output layer, chunk by chunk: logits = lnf . wte^T, loss, and (training) at once
@@ -605,8 +606,8 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
                              m->Vp_l);
         }
         if (dloss != 0.0f)
-            op->matmul_bwd(be, g3_gpt_at(m, a->dlnf, (size_t)r0 * m->C), m->gt.wte, NULL, a->logits, x,
-                           m->pt.wte, n, m->C, m->Vp_l);
+            op->matmul_bwd(be, g3_gpt_at(m, a->dlnf, (size_t)r0 * m->C), m->gt.wte, NULL,
+                           a->logits, x, m->pt.wte, n, m->C, m->Vp_l);
     }
     a->head_grad = dloss != 0.0f;
     if (m->cfg.tp_size > 1) {
@@ -644,8 +645,8 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
     if (m->has_head) {
         op->zero(be, a->dres, m->esize * (size_t)N * m->C);
         op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf,
-                          g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w, a->lnf_mean,
-                          a->lnf_rstd, N, m->C);
+                          g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w,
+                          a->lnf_mean, a->lnf_rstd, N, m->C);
     }   /* else dres holds the gradient the next stage sent */
     for (int li = nl - 1; li >= 0 && st == G3_OK; li--) {
         if (a->nsets == 1 && li != nl - 1)   /* the set still holds the last layer's */
