@@ -76,8 +76,8 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     /* the text sample at the end */
     { "sample-tokens", G3_OPT_INT, "0", "After training, generate this many tokens after --prompt.", G3_NOOPT },
     { "prompt", G3_OPT_STRING, "And God said", "Prompt of the text sample.", G3_NOOPT },
-    { "top-k", G3_OPT_INT, "0", "Sample among the k likeliest tokens (0: greedy).", G3_NOOPT },
-    { "temperature", G3_OPT_FLOAT, "1.0", "Softmax temperature for --top-k sampling.", G3_NOOPT },
+    { "top-k", G3_OPT_INT, "1", "Sample among the k likeliest tokens (1: greedy, the default; 0: all tokens, as in Megatron-LM and gpt3d generate).", G3_NOOPT },
+    { "temperature", G3_OPT_FLOAT, "1.0", "Softmax temperature of the sample (with --top-k other than 1).", G3_NOOPT },
     { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
 };
 

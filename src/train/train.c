@@ -106,7 +106,7 @@ static g3_status_t g3_trainer_sample(g3_trainer_t *tr)
     go.context = tr->T;
     go.vocab_size = tr->model->cfg.vocab_size;   /* the real vocabulary: padded ids never */
     go.stop_id = -1;
-    go.sampling.greedy = cfg->top_k <= 1;
+    go.sampling.greedy = cfg->top_k == 1;   /* 0: no top-k filtering (Megatron-LM's meaning) */
     go.sampling.temperature = cfg->temperature;
     go.sampling.top_k = cfg->top_k;
     go.sampling.seed = cfg->model.seed;
@@ -116,7 +116,7 @@ static g3_status_t g3_trainer_sample(g3_trainer_t *tr)
     st = g3_infer_decode_text(bpe, ids.ids, ids.len, &text, &text_len);
     if (st != G3_OK)
         goto out;
-    if (cfg->top_k <= 1)
+    if (cfg->top_k == 1)
         printf("sample (greedy, %d tokens after a %zu-token prompt):\n", cfg->sample_tokens,
                prompt_len);
     else

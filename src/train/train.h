@@ -52,7 +52,7 @@ typedef struct {
     const char  *data_cache_path;       /* --data-cache-path; NULL: beside the data           */
     /* a text sample at the end */
     int          sample_tokens;         /* --sample-tokens (0: none)                          */
-    int          top_k;                 /* --top-k (0: greedy)                                */
+    int          top_k;                 /* --top-k (1: greedy; 0: all tokens)                 */
     double       temperature;           /* --temperature                                      */
     const char  *prompt;                /* --prompt                                           */
     /* compute */

@@ -70,8 +70,9 @@ fi
 # ---- the same run with a ramp-up, sample-based, recomputing activations
 run "$GPT3D" train $data $model --micro-batch-size 2 --global-batch-size 8 --train-samples 96 \
     --rampup-batch-size 2 2 32 --lr-warmup-samples 8 --recompute-activations --log-interval 1 \
-    --eval-iters 1 --metrics-file "$TMPD/ramp.jsonl"
+    --eval-iters 1 --metrics-file "$TMPD/ramp.jsonl" --sample-tokens 8 --top-k 0 --temperature 0.9
 is "$rc" 0 "a sample-based run with --rampup-batch-size and --recompute-activations exits 0"
+like "$out" 'sample \(top-k 0, temperature 0.9, 8 tokens after' "--top-k 0 samples among all tokens (Megatron-LM's meaning), not greedily"
 like "$out" 'iteration +1/ +[0-9]+ \| consumed samples: +2 \|.*global batch size: +2 \|' "the ramp starts at 2"
 like "$out" 'global batch size: +4 \|' "... grows by 2"
 like "$(printf '%s\n' "$out" | grep ' iteration  *[0-9]*/' | tail -n 1)" 'global batch size: +8 \|' "... and ends at the global batch"
