@@ -126,7 +126,8 @@ static int g3_eval_splits(const char *list, g3_eval_data_t *d)
 static int g3_eval_data_path(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_data_t *d)
 {
     char *const *list;
-    const char *from = "";
+    const char *from = "", *flag = "--data-path";
+    int builtin = 0;
     char line[8192];
 
     if (g3_opts_is_set(o, "data-path")) {
@@ -139,6 +140,7 @@ static int g3_eval_data_path(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eva
     } else if (g3_cli_infer_ckpt_value(s, "data-path", line, sizeof(line))) {
         char *save = NULL, *w;
         from = " (from the checkpoint's configuration)";
+        flag = "--data-path (from the checkpoint's configuration)";
         d->path_buf = strdup(line);
         d->path = calloc(strlen(line) / 2 + 2, sizeof(char *));
         if (!d->path_buf || !d->path)
@@ -148,6 +150,7 @@ static int g3_eval_data_path(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eva
     } else {
         char dir[PATH_MAX];
         from = " (the built-in corpus, which the checkpoint's run used)";
+        builtin = 1;
         if (g3_data_corpus_dir(dir, sizeof(dir)) != G3_OK) {
             g3_error("the checkpoint's run used the built-in corpus, whose directory is "
                      "unknown (neither GPT3D_DATA_DIR nor HOME is set): pass --data-path");
@@ -165,20 +168,8 @@ static int g3_eval_data_path(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eva
                  d->npath);
         return G3_EXIT_USAGE;
     }
-    for (int i = d->npath == 1 ? 0 : 1; i < d->npath; i += d->npath == 1 ? 1 : 2) {
-        const char *ext[2] = { ".bin", ".idx" };
-        for (int e = 0; e < 2; e++) {
-            char path[PATH_MAX + 8];
-            struct stat sb;
-            snprintf(path, sizeof(path), "%s%s", d->path[i], ext[e]);
-            if (stat(path, &sb) != 0) {
-                g3_error("--data-path %s%s: %s: %s; pass --data-path with the dataset to "
-                         "evaluate on (a relative path is relative to this directory)",
-                         d->path[i], from, path, strerror(errno));
-                return G3_EXIT_FAILURE;
-            }
-        }
-    }
+    if (!g3_cli_need_data(d->path, d->npath, flag, builtin))
+        return G3_EXIT_FAILURE;
     return G3_EXIT_OK;
 
 err_no_memory:

@@ -50,26 +50,6 @@ static int g3_kjv_path(char *buf, size_t len, const char *file)
     return n > 0 && (size_t)n < len;
 }
 
-static int g3_file_exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
-/* Check that a file the run needs is there; RET 1 if so, else log (once) and RET 0. */
-static int g3_need_file(const char *path, const char *flag, int builtin)
-{
-    if (g3_file_exists(path))
-        return 1;
-    if (builtin)
-        g3_error("the built-in KJV corpus is missing (%s not found): run 'gpt3d corpus' to "
-                 "build it, or pass your own data with --data-path/--vocab-file/--merge-file",
-                 path);
-    else
-        g3_error("%s: %s does not exist or is not a file", flag, path);
-    return 0;
-}
-
 /* The sizes the --device kernels are built for (g3_be_check_sizes; gpt3d plan runs it too),
  * checked before the ranks agree so that rank 0 alone says what to change.  Reads the
  * vocabulary's size from cfg->vocab_file for the padded vocabulary.  RET: the exit code. */
@@ -320,18 +300,11 @@ int g3_cmd_train(int argc, char **argv)
     }
     cfg.split = g3_opts_str(o, "split");
     cfg.data_cache_path = g3_opts_str(o, "data-cache-path");
-    ok = g3_need_file(cfg.vocab_file, "--vocab-file", !g3_opts_is_set(o, "vocab-file"));
+    ok = g3_cli_need_file(cfg.vocab_file, "--vocab-file", !g3_opts_is_set(o, "vocab-file"));
     if (ok)
-        ok = g3_need_file(cfg.merge_file, "--merge-file", !g3_opts_is_set(o, "merge-file"));
-    /* prefixes: a lone word, or the odd words of weight/prefix pairs */
-    for (int i = cfg.data_path_count == 1 ? 0 : 1; ok && i < cfg.data_path_count;
-         i += cfg.data_path_count == 1 ? 1 : 2) {
-        char path[4200];
-        snprintf(path, sizeof(path), "%s.bin", cfg.data_path[i]);
-        ok = g3_need_file(path, "--data-path", builtin_data);
-        snprintf(path, sizeof(path), "%s.idx", cfg.data_path[i]);
-        ok = ok && g3_need_file(path, "--data-path", builtin_data);
-    }
+        ok = g3_cli_need_file(cfg.merge_file, "--merge-file", !g3_opts_is_set(o, "merge-file"));
+    if (ok)
+        ok = g3_cli_need_data(cfg.data_path, cfg.data_path_count, "--data-path", builtin_data);
     if (!ok) {
         rc = G3_EXIT_FAILURE;
         goto agree;

@@ -4,10 +4,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/world.h"
@@ -65,6 +67,36 @@ void g3_cli_quiet_end(g3_cli_quiet_t *q, int replay)
     }
     fclose(q->scratch);
     q->scratch = NULL;
+}
+
+int g3_cli_need_file(const char *path, const char *flag, int builtin)
+{
+    struct stat sb;
+
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+        return 1;
+    if (builtin)
+        g3_error("the built-in KJV corpus is missing (%s not found): run 'gpt3d corpus' to "
+                 "build it, or pass your own data with --data-path/--vocab-file/--merge-file",
+                 path);
+    else
+        g3_error("%s: %s does not exist or is not a file", flag, path);
+    return 0;
+}
+
+int g3_cli_need_data(char *const *path, int npath, const char *flag, int builtin)
+{
+    /* a lone prefix, or the odd words of weight/prefix pairs */
+    for (int i = npath == 1 ? 0 : 1; i < npath; i += npath == 1 ? 1 : 2) {
+        const char *ext[2] = { ".bin", ".idx" };
+        for (int e = 0; e < 2; e++) {
+            char file[PATH_MAX + 8];
+            snprintf(file, sizeof(file), "%s%s", path[i], ext[e]);
+            if (!g3_cli_need_file(file, flag, builtin))
+                return 0;
+        }
+    }
+    return 1;
 }
 
 /* Threads of the CPU backend per rank when OMP_NUM_THREADS is not set: the CPUs this

@@ -18,6 +18,15 @@
 #include "core/status.h"
 #include "parallel/par.h"
 
+/* A file the command needs: RET 1 when path is a regular file, else 0 after logging "FLAG:
+ * PATH does not exist or is not a file" (builtin: the built-in corpus's file, with how to
+ * build it). */
+int g3_cli_need_file(const char *path, const char *flag, int builtin);
+
+/* The PREFIX.bin and PREFIX.idx files of a --data-path list (one PREFIX, or weight and
+ * prefix pairs: the odd words), as g3_cli_need_file.  RET 1, or 0 (logged once). */
+int g3_cli_need_data(char *const *path, int npath, const char *flag, int builtin);
+
 /* While quiet, this rank's messages (stderr) go to a scratch file. */
 typedef struct {
     int   saved_fd;   /* the real stderr, -1 when not quiet */

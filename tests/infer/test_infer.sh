@@ -184,7 +184,7 @@ bad "--seq-length beyond the positions" 2 '--seq-length 64 is outside what check
 sed 's/"<|endoftext|>": 260}/"zzq": 260, "<|endoftext|>": 261}/' "$D/vocab.json" > "$TMPD/v262.json"
 bad "a vocabulary of another size" 2 "--vocab-file $TMPD/v262.json has 262 entries but checkpoint .* was trained with a vocabulary of 261: pass the vocabulary file it was trained with" \
     "$GPT3D" generate --load "$R/ck" --prompt x --vocab-file "$TMPD/v262.json"
-bad "a data path that is not there" 1 "--data-path $TMPD/none: $TMPD/none.bin: No such file" \
+bad "a data path that is not there" 1 "--data-path: $TMPD/none.bin does not exist or is not a file" \
     "$GPT3D" eval --load "$R/ck" --data-path "$TMPD/none"
 bad "a --data-path of an odd word count" 2 '--data-path has 3 words: give PREFIX, or weight and prefix pairs' \
     "$GPT3D" eval --load "$R/ck" --data-path 1 "$TMPD/a" "$TMPD/b"
