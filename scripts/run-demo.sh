@@ -17,7 +17,7 @@ gpt3d="$builddir/src/gpt3d"
 
 # A small GPT (4 layers, hidden 128, 4 heads, 64 tokens) trained with a 3D
 # layout: tensor-parallel 2 x pipeline-parallel 2 x data-parallel 2 on 8 ranks
-# under mpirun (about 3 minutes on two cores).  Rank 0 prints the layout first,
+# under mpirun (1.5 to 3 minutes on two cores).  Rank 0 prints the layout first,
 # progress every 10 iterations, the validation loss at the end, then a sample.
 # The final checkpoint goes to $run_dir/checkpoints (for gpt3d eval / generate).
 run_dir=${GPT3D_DEMO_RUN_DIR:-$top/demo-run}
