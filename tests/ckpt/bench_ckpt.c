@@ -8,7 +8,12 @@
  * both sides are one writer stream.  Page-cache pages of the files are dropped
  * (posix_fadvise DONTNEED after fsync) before each read, so reads come from the
  * disk where the kernel honours that.  Plain and checkpoint I/O alternate, and
- * each figure is the median of BENCH_REPS (default 5) repetitions. */
+ * each figure is the median of BENCH_REPS (default 5) repetitions.
+ *
+ * Two references read the checkpoint's own files with read(), without HDF5:
+ * every file once ("the shard files"), and what each rank's load reads ("each
+ * rank's files": index, model and optim file per rank, so the DP replicas read
+ * the model files a second time, from the page cache, as their loads do). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +125,52 @@ static double raw_read_dir(const char *dir, char *buf, size_t cap)
     return now() - t0;
 }
 
+/* Read one file into buf at *off (16 MB reads), wrapping to 0 where it would
+ * not fit.  RET: bytes read. */
+static size_t read_file_at(const char *path, char *buf, size_t cap, size_t *off)
+{
+    struct stat sb;
+    size_t got = 0;
+    ssize_t n;
+    int fd = open(path, O_RDONLY);
+
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &sb) == 0 && *off + (size_t)sb.st_size > cap)
+        *off = 0;
+    while (*off < cap && (n = read(fd, buf + *off, cap - *off < (16u << 20) ? cap - *off : (16u << 20))) > 0) {
+        *off += (size_t)n;
+        got += (size_t)n;
+    }
+    close(fd);
+    return got;
+}
+
+/* What the simulated ranks' same-layout loads read, without HDF5 or checksums:
+ * for each rank the index, its model file and its optim file, whole.  The DP
+ * replicas of a (tp, pp) read the same model file again (from the page cache,
+ * as the load does), so this is more bytes than the checkpoint holds.
+ * OUT: *bytes_p.  RET: seconds. */
+static double raw_read_ranks(const char *iter, int tp, int pp, int dp, int L, char *buf, size_t cap,
+                             size_t *bytes_p)
+{
+    size_t off = 0, bytes = 0;
+    char p[1024];
+    double t0 = now();
+
+    for (int r = 0; r < tp * pp * dp; r++) {
+        g3_ckpt_layout_t l = synth_layout(tp, pp, dp, r, L);
+        snprintf(p, sizeof(p), "%s/index.h5", iter);
+        bytes += read_file_at(p, buf, cap, &off);
+        snprintf(p, sizeof(p), "%s/model_tp%02d_pp%03d.h5", iter, l.tp, l.pp);
+        bytes += read_file_at(p, buf, cap, &off);
+        snprintf(p, sizeof(p), "%s/optim_tp%02d_pp%03d_dp%03d.h5", iter, l.tp, l.pp, l.dp);
+        bytes += read_file_at(p, buf, cap, &off);
+    }
+    *bytes_p = bytes;
+    return now() - t0;
+}
+
 static g3_status_t bench_save(const char *dir, synth_rank_t *ranks, int world, int64_t iteration,
                               double *t_p, double *t_shards_p)
 {
@@ -173,7 +224,9 @@ int main(int argc, char **argv)
     synth_cfg_t c;
     int world;
     synth_rank_t *ranks;
-    double tsave[32], tload[32], tw[32], tr[32], traw[32], best_save, best_load, best_w, best_r, best_raw, reshard = 0;
+    double tsave[32], tload[32], tw[32], tr[32], traw[32], tranks[32], best_save, best_load, best_w, best_r, best_raw,
+           best_ranks, reshard = 0;
+    size_t rank_bytes = 0;
     int reps = getenv("BENCH_REPS") ? atoi(getenv("BENCH_REPS")) : 5;
     size_t bytes = 0;
     char *pbuf;
@@ -254,10 +307,14 @@ int main(int argc, char **argv)
         unlink(plain);
         drop_cache_dir(iter);
         traw[rep] = raw_read_dir(iter, pbuf, bytes + (64u << 20));
-        printf("  rep %d (%s first): plain write %.2f s, save %.2f s (shards %.2f s); plain read %.2f s, load %.2f s, read of the shard files %.2f s\n",
-               rep, ckpt_first ? "checkpoint" : "plain", tw[rep], t_save, t_shards, tr[rep], t_load, traw[rep]);
+        drop_cache_dir(iter);
+        tranks[rep] = raw_read_ranks(iter, tp, pp, dp, L, pbuf, bytes + (64u << 20), &rank_bytes);
+        printf("  rep %d (%s first): plain write %.2f s, save %.2f s (shards %.2f s); plain read %.2f s, load %.2f s, read of the shard files %.2f s, of each rank's files %.2f s\n",
+               rep, ckpt_first ? "checkpoint" : "plain", tw[rep], t_save, t_shards, tr[rep], t_load, traw[rep],
+               tranks[rep]);
     }
     best_raw = median(traw, reps);
+    best_ranks = median(tranks, reps);
     best_save = median(tsave, reps);
     best_load = median(tload, reps);
     best_w = median(tw, reps);
@@ -296,6 +353,9 @@ int main(int argc, char **argv)
     printf("  %-44s %8.1f MB/s  (%.2f s)\n", "reference: plain read of the shard files", bytes / 1e6 / best_raw,
            best_raw);
     printf("  %-44s %8.2f\n", "load / plain read of the shard files", best_raw / best_load);
+    printf("  %-44s %8.1f MB/s  (%.2f s, %.1f MB)\n", "reference: plain read of each rank's files",
+           rank_bytes / 1e6 / best_ranks, best_ranks, rank_bytes / 1e6);
+    printf("  %-44s %8.2f\n", "load / plain read of each rank's files", best_ranks / best_load);
     {
         char cmd[1100];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
