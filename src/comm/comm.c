@@ -536,3 +536,112 @@ g3_status_t g3_comm_barrier(g3_comm_t *comm)
     comm->cur_op = "barrier";
     return g3_comm_finish(comm, comm->ops->barrier(comm));
 }
+
+/* ---- non-blocking collectives ------------------------------------------------------------ */
+
+static g3_status_t g3_comm_istart(g3_comm_t *comm, g3_comm_req_kind_t kind, const char *what,
+                                  const void *send, void *recv, size_t n, g3_comm_dtype_t dtype,
+                                  g3_comm_reduce_t op, void *after, g3_comm_req_t **req_p)
+{
+    g3_comm_req_t *req;
+    g3_status_t st = g3_comm_check(comm, what, dtype, n, kind != G3_COMM_REQ_ALLGATHER, op);
+
+    if (st != G3_OK)
+        return st;
+    if (!comm->ops->istart) {
+        g3_error("%s on group %s: the %s backend has no non-blocking collectives", what,
+                 comm->name, comm->ops->name);
+        return G3_ERR_UNSUPPORTED;
+    }
+    req = calloc(1, sizeof(*req));
+    if (!req) {
+        g3_error("%s on group %s: out of memory for a request", what, comm->name);
+        return G3_ERR_NO_MEMORY;
+    }
+    *req = (g3_comm_req_t){ comm, kind, what, send, recv, n, dtype, op, after, 0, n == 0, NULL };
+    if (n > 0) {
+        const char *prev = comm->cur_op;
+        comm->cur_op = what;
+        st = comm->ops->istart(comm, req);
+        g3_comm_finish(comm, st);
+        comm->cur_op = prev;
+        if (st != G3_OK) {
+            free(req);
+            return st;
+        }
+    }
+    *req_p = req;
+    return G3_OK;
+}
+
+g3_status_t g3_comm_iallreduce(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                               g3_comm_dtype_t dtype, g3_comm_reduce_t op, void *after,
+                               g3_comm_req_t **req_p)
+{
+    return g3_comm_istart(comm, G3_COMM_REQ_ALLREDUCE, "all-reduce (non-blocking)", send, recv,
+                          n, dtype, op, after, req_p);
+}
+
+g3_status_t g3_comm_ireduce_scatter(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                                    g3_comm_dtype_t dtype, g3_comm_reduce_t op, void *after,
+                                    g3_comm_req_t **req_p)
+{
+    return g3_comm_istart(comm, G3_COMM_REQ_REDUCE_SCATTER, "reduce-scatter (non-blocking)",
+                          send, recv, n, dtype, op, after, req_p);
+}
+
+g3_status_t g3_comm_iallgather(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                               g3_comm_dtype_t dtype, void *after, g3_comm_req_t **req_p)
+{
+    return g3_comm_istart(comm, G3_COMM_REQ_ALLGATHER, "all-gather (non-blocking)", send, recv,
+                          n, dtype, G3_COMM_SUM, after, req_p);
+}
+
+static g3_status_t g3_comm_iprogress(g3_comm_req_t *req, int block)
+{
+    g3_comm_t *comm = req->comm;
+    const char *prev = comm->cur_op;
+    g3_status_t st;
+    int done = 0;
+
+    if (req->done)
+        return G3_OK;
+    if (comm->broken != G3_OK) {
+        g3_error("%s on group %s: the group is broken by an earlier failure (%s); the job "
+                 "must stop", req->what, comm->name, g3_status_string(comm->broken));
+        return comm->broken;
+    }
+    comm->cur_op = req->what;
+    st = comm->ops->iprogress(comm, req, block, &done);
+    g3_comm_finish(comm, st);
+    comm->cur_op = prev;
+    if (st == G3_OK && done)
+        req->done = 1;
+    return st;
+}
+
+g3_status_t g3_comm_test(g3_comm_req_t *req, int *done_p)
+{
+    g3_status_t st = g3_comm_iprogress(req, 0);
+    *done_p = req->done;
+    return st;
+}
+
+g3_status_t g3_comm_wait(g3_comm_req_t *req)
+{
+    g3_status_t st;
+    if (!req)
+        return G3_OK;
+    st = g3_comm_iprogress(req, 1);
+    g3_comm_req_free(req);
+    return st;
+}
+
+void g3_comm_req_free(g3_comm_req_t *req)
+{
+    if (!req)
+        return;
+    if (req->be && req->comm->ops->irelease)
+        req->comm->ops->irelease(req->comm, req);
+    free(req);
+}

@@ -182,6 +182,49 @@ g3_status_t g3_comm_recv(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtype_t d
                          int peer, int tag);
 g3_status_t g3_comm_barrier(g3_comm_t *comm);
 
+/* ---- non-blocking collectives ------------------------------------------
+ * Start a collective and return at once with a request; the collective
+ * runs while the caller computes and is finished by g3_comm_wait.  The
+ * arguments and results are those of the blocking call of the same name,
+ * but the algorithm is fixed (so that an overlapped and a non-overlapped
+ * run give the same bits): every block is reduced on one rank in group
+ * rank order 0, 1, ..., N-1 and copied to the others.
+ *   HOST (UCX): the messages of a round are posted at the start; the
+ *     reductions between rounds and the next round's posts happen in
+ *     g3_comm_test and g3_comm_wait (call g3_comm_test now and then while
+ *     computing; any other call on the process's UCX worker moves the
+ *     bytes too).  Rounds: all-reduce 2 (blocks to their owners, reduced
+ *     blocks to everyone), reduce-scatter 1, all-gather 1, each with N - 1
+ *     concurrent sends and receives.
+ *   NCCL: enqueued on the group's stream behind an event recorded on
+ *     `after` (a cudaStream_t, the compute stream whose queued work
+ *     produces send; NULL: none) and an event recorded behind it; test
+ *     queries that event, wait waits for it on the host with the group's
+ *     timeout (and aborts the communicator on expiry).
+ * send and recv must stay valid and untouched until the wait returns.
+ * Every member starts the group's collectives (blocking and non-blocking)
+ * in the same order; several may be in flight on one group.
+ * OUT: *req_p (only on G3_OK; freed by g3_comm_wait or g3_comm_req_free). */
+typedef struct g3_comm_req g3_comm_req_t;
+g3_status_t g3_comm_iallreduce(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                               g3_comm_dtype_t dtype, g3_comm_reduce_t op, void *after,
+                               g3_comm_req_t **req_p);
+g3_status_t g3_comm_ireduce_scatter(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                                    g3_comm_dtype_t dtype, g3_comm_reduce_t op, void *after,
+                                    g3_comm_req_t **req_p);
+g3_status_t g3_comm_iallgather(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                               g3_comm_dtype_t dtype, void *after, g3_comm_req_t **req_p);
+/* Progress req without blocking.  OUT: *done_p (1 when complete; the
+ * request still has to be waited for or freed).  RET: comm errors (the
+ * group is then broken). */
+g3_status_t g3_comm_test(g3_comm_req_t *req, int *done_p);
+/* Wait until req is complete (the group's timeout applies to each round),
+ * then free it.  req may be NULL (G3_OK).  RET: comm errors, timeouts. */
+g3_status_t g3_comm_wait(g3_comm_req_t *req);
+/* Drop a request without waiting (after another failure): outstanding
+ * receives are cancelled.  NULL is fine. */
+void g3_comm_req_free(g3_comm_req_t *req);
+
 /* ---- serial reference (tests) ------------------------------------------
  * dst[i] = op(dst[i], src[i]) for i < n.  dst, src: (n,) host memory. */
 void g3_comm_reduce_local(void *dst, const void *src, size_t n, g3_comm_dtype_t dtype,

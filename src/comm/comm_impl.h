@@ -41,7 +41,32 @@ typedef struct {
                         int peer, int tag);
     g3_status_t (*barrier)(g3_comm_t *comm);
     void        (*destroy)(g3_comm_t *comm);
+    /* Non-blocking collectives (comm.h): start req (its fields filled by
+     * comm.c, n > 0), progress it (block: until it is complete; OUT *done),
+     * release its backend state (req->be; after a failure, cancel). */
+    g3_status_t (*istart)(g3_comm_t *comm, g3_comm_req_t *req);
+    g3_status_t (*iprogress)(g3_comm_t *comm, g3_comm_req_t *req, int block, int *done);
+    void        (*irelease)(g3_comm_t *comm, g3_comm_req_t *req);
 } g3_comm_ops_t;
+
+typedef enum { G3_COMM_REQ_ALLREDUCE = 0, G3_COMM_REQ_REDUCE_SCATTER, G3_COMM_REQ_ALLGATHER }
+    g3_comm_req_kind_t;
+
+/* A non-blocking collective in flight. */
+struct g3_comm_req {
+    g3_comm_t          *comm;
+    g3_comm_req_kind_t  kind;
+    const char         *what;     /* "all-reduce", ... for messages          */
+    const void         *send;
+    void               *recv;
+    size_t              n;
+    g3_comm_dtype_t     dtype;
+    g3_comm_reduce_t    op;
+    void               *after;    /* NCCL: the stream to order behind, or NULL */
+    uint32_t            seq;      /* the group's collective sequence number  */
+    int                 done;
+    void               *be;       /* backend state                            */
+};
 
 struct g3_comm {
     const g3_comm_ops_t *ops;

@@ -219,6 +219,135 @@ static void g3_nccl_destroy(g3_comm_t *comm)
     comm->be = NULL;
 }
 
+/* ---- non-blocking collectives: enqueue behind `after`, wait on an event ---------------- */
+
+typedef struct {
+    cudaEvent_t ready;   /* recorded on req->after: the inputs are written         */
+    cudaEvent_t done;    /* recorded on the group's stream behind the collective   */
+    int         have_ready, have_done;
+} g3_nccl_req_t;
+
+static void g3_nccl_irelease(g3_comm_t *comm, g3_comm_req_t *req)
+{
+    g3_nccl_req_t *q = req->be;
+    (void)comm;
+    if (!q)
+        return;
+    if (q->have_ready)
+        cudaEventDestroy(q->ready);
+    if (q->have_done)
+        cudaEventDestroy(q->done);
+    free(q);
+    req->be = NULL;
+}
+
+static g3_status_t g3_nccl_cuda_check(g3_comm_t *comm, cudaError_t ce, const char *call)
+{
+    if (ce == cudaSuccess)
+        return G3_OK;
+    g3_error("%s on group %s: %s failed: %s", comm->cur_op, comm->name, call,
+             cudaGetErrorString(ce));
+    return G3_ERR_DEVICE;
+}
+
+static g3_status_t g3_nccl_istart(g3_comm_t *comm, g3_comm_req_t *req)
+{
+    g3_nccl_comm_t *c = comm->be;
+    g3_nccl_req_t *q = calloc(1, sizeof(*q));
+    ncclResult_t r;
+    g3_status_t st;
+
+    req->seq = comm->coll_seq++;
+    if (!q) {
+        g3_error("%s on group %s: out of memory", comm->cur_op, comm->name);
+        return G3_ERR_NO_MEMORY;
+    }
+    req->be = q;
+    st = g3_nccl_cuda_check(comm, cudaEventCreateWithFlags(&q->done, cudaEventDisableTiming),
+                            "cudaEventCreate");
+    q->have_done = st == G3_OK;
+    if (st == G3_OK && req->after) {
+        st = g3_nccl_cuda_check(comm, cudaEventCreateWithFlags(&q->ready,
+                                                               cudaEventDisableTiming),
+                                "cudaEventCreate");
+        q->have_ready = st == G3_OK;
+        if (st == G3_OK)
+            st = g3_nccl_cuda_check(comm, cudaEventRecord(q->ready, (cudaStream_t)req->after),
+                                    "cudaEventRecord on the compute stream");
+        if (st == G3_OK)
+            st = g3_nccl_cuda_check(comm, cudaStreamWaitEvent(c->stream, q->ready, 0),
+                                    "cudaStreamWaitEvent");
+    }
+    if (st != G3_OK)
+        goto err_release;
+    if (req->kind == G3_COMM_REQ_ALLREDUCE)
+        r = ncclAllReduce(req->send, req->recv, req->n, g3_nccl_types[req->dtype],
+                          g3_nccl_ops[req->op], c->nccl, c->stream);
+    else if (req->kind == G3_COMM_REQ_REDUCE_SCATTER)
+        r = ncclReduceScatter(req->send, req->recv, req->n, g3_nccl_types[req->dtype],
+                              g3_nccl_ops[req->op], c->nccl, c->stream);
+    else
+        r = ncclAllGather(req->send, req->recv, req->n, g3_nccl_types[req->dtype], c->nccl,
+                          c->stream);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        g3_error("%s on group %s: NCCL call failed: %s (%s)", comm->cur_op, comm->name,
+                 ncclGetErrorString(r), ncclGetLastError(c->nccl));
+        st = G3_ERR_COMM;
+        goto err_release;
+    }
+    st = g3_nccl_wait_async(comm, g3_comm_now() + comm->timeout_s, -1);   /* enqueued */
+    if (st == G3_OK)
+        st = g3_nccl_cuda_check(comm, cudaEventRecord(q->done, c->stream),
+                                "cudaEventRecord on the NCCL stream");
+    if (st != G3_OK)
+        goto err_release;
+    return G3_OK;
+
+err_release:
+    g3_nccl_irelease(comm, req);
+    return st;
+}
+
+static g3_status_t g3_nccl_iprogress(g3_comm_t *comm, g3_comm_req_t *req, int block, int *done)
+{
+    g3_nccl_comm_t *c = comm->be;
+    g3_nccl_req_t *q = req->be;
+    double deadline = g3_comm_now() + comm->timeout_s;
+    long ns = 20000;
+
+    *done = 0;
+    for (;;) {
+        cudaError_t ce = cudaEventQuery(q->done);
+        ncclResult_t ar = ncclSuccess;
+
+        if (ce == cudaSuccess) {
+            *done = 1;
+            return G3_OK;
+        }
+        if (ce != cudaErrorNotReady) {
+            g3_error("%s on group %s: CUDA stream failed: %s", comm->cur_op, comm->name,
+                     cudaGetErrorString(ce));
+            g3_nccl_abort(comm);
+            return G3_ERR_DEVICE;
+        }
+        if (ncclCommGetAsyncError(c->nccl, &ar) == ncclSuccess && ar != ncclSuccess &&
+            ar != ncclInProgress) {
+            g3_error("%s on group %s: NCCL failed while running: %s (%s)", comm->cur_op,
+                     comm->name, ncclGetErrorString(ar), ncclGetLastError(c->nccl));
+            g3_nccl_abort(comm);
+            return G3_ERR_COMM;
+        }
+        if (!block)
+            return G3_OK;
+        if (g3_comm_now() >= deadline) {
+            g3_comm_log_timeout(comm, -1, "join");
+            g3_nccl_abort(comm);
+            return G3_ERR_TIMEOUT;
+        }
+        g3_nccl_sleep(&ns);
+    }
+}
+
 static const g3_comm_ops_t g3_nccl_ops_table = {
     .name = "device (NCCL)",
     .allreduce = g3_nccl_allreduce,
@@ -229,6 +358,9 @@ static const g3_comm_ops_t g3_nccl_ops_table = {
     .recv = g3_nccl_recv,
     .barrier = g3_nccl_barrier,
     .destroy = g3_nccl_destroy,
+    .istart = g3_nccl_istart,
+    .iprogress = g3_nccl_iprogress,
+    .irelease = g3_nccl_irelease,
 };
 
 g3_status_t g3_comm_nccl_group_init(g3_comm_t *comm, const void *id)

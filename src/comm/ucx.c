@@ -1074,6 +1074,196 @@ static void g3_ucx_destroy(g3_comm_t *comm)
     comm->be = NULL;
 }
 
+/* ---- non-blocking collectives --------------------------------------------------------
+ * The direct algorithms as small state machines: a round's messages are all posted at once;
+ * when they have all completed, iprogress does the local reduction and posts the next round.
+ *   all-reduce      round 1: block j of recv to rank j, block r from everyone (into tmp);
+ *                   the blocks folded in rank order into block r of recv; round 2: block r
+ *                   to everyone, block j from rank j.
+ *   reduce-scatter  round 1: block j of send to rank j, block r from everyone (into tmp);
+ *                   then recv = sum of the blocks in rank order.
+ *   all-gather      round 1: this rank's block to everyone, block j from rank j.
+ * Empty blocks (n < N) send no message. */
+typedef struct {
+    int          round;      /* rounds posted                                  */
+    int          finished;
+    g3_ucx_op_t *ops;        /* (2 (N - 1)) this round's messages              */
+    int          nops;
+    char        *tmp;        /* (N, block) incoming blocks                     */
+} g3_ucx_req_t;
+
+static void g3_ucx_irelease(g3_comm_t *comm, g3_comm_req_t *req)
+{
+    g3_ucx_req_t *q = req->be;
+    if (!q)
+        return;
+    g3_ucx_abandon(comm, q->ops, q->nops);
+    free(q->ops);
+    free(q->tmp);
+    free(q);
+    req->be = NULL;
+}
+
+/* Post round q->round + 1 of req. */
+static g3_status_t g3_ucx_ipost(g3_comm_t *comm, g3_comm_req_t *req)
+{
+    g3_ucx_req_t *q = req->be;
+    int N = comm->size, r = comm->rank;
+    size_t es = g3_comm_dtype_size(req->dtype), n = req->n;
+    size_t mine = g3_block_count(n, N, r), moff = g3_block_offset(n, N, r);
+    char *out = req->recv;
+    const char *in = req->send;
+    g3_status_t st = G3_OK;
+
+    q->nops = 0;
+    q->round++;
+    for (int k = 1; k < N && st == G3_OK; k++) {
+        int to = (r + k) % N, from = (r - k + N) % N;
+        const char *sb = NULL;
+        char *rb = NULL;
+        size_t sbytes = 0, rbytes = 0;
+        if (req->kind == G3_COMM_REQ_ALLREDUCE && q->round == 1) {
+            rb = q->tmp + (size_t)from * mine * es;
+            rbytes = mine * es;
+            sb = out + g3_block_offset(n, N, to) * es;
+            sbytes = g3_block_count(n, N, to) * es;
+        } else if (req->kind == G3_COMM_REQ_ALLREDUCE) {
+            rb = out + g3_block_offset(n, N, from) * es;
+            rbytes = g3_block_count(n, N, from) * es;
+            sb = out + moff * es;
+            sbytes = mine * es;
+        } else if (req->kind == G3_COMM_REQ_REDUCE_SCATTER) {
+            rb = q->tmp + (size_t)from * n * es;
+            rbytes = n * es;
+            sb = in + (size_t)to * n * es;
+            sbytes = n * es;
+        } else {
+            rb = out + (size_t)from * n * es;
+            rbytes = n * es;
+            sb = out + (size_t)r * n * es;
+            sbytes = n * es;
+        }
+        if (rbytes > 0) {
+            st = g3_ucx_post_recv(comm, &q->ops[q->nops], from, rb, rbytes, 0, req->seq);
+            if (st == G3_OK)
+                q->nops++;
+        }
+        if (st == G3_OK && sbytes > 0) {
+            st = g3_ucx_post_send(comm, &q->ops[q->nops], to, sb, sbytes, 0, req->seq);
+            if (st == G3_OK)
+                q->nops++;
+        }
+    }
+    if (st != G3_OK)
+        g3_ucx_abandon(comm, q->ops, q->nops);
+    return st;
+}
+
+/* The round posted last has completed: reduce, and post the next round or finish. */
+static g3_status_t g3_ucx_iadvance(g3_comm_t *comm, g3_comm_req_t *req)
+{
+    g3_ucx_req_t *q = req->be;
+    int N = comm->size, r = comm->rank;
+    size_t es = g3_comm_dtype_size(req->dtype), n = req->n;
+    char *out = req->recv;
+
+    if (req->kind == G3_COMM_REQ_ALLREDUCE && q->round == 1) {
+        size_t mine = g3_block_count(n, N, r);
+        char *dst = out + g3_block_offset(n, N, r) * es;
+        if (r != 0) {   /* start from rank 0's block: the order is 0, 1, ..., N-1 */
+            memcpy(q->tmp + (size_t)r * mine * es, dst, mine * es);
+            memcpy(dst, q->tmp, mine * es);
+        }
+        for (int j = 1; j < N; j++)
+            g3_comm_reduce_local(dst, q->tmp + (size_t)j * mine * es, mine, req->dtype, req->op);
+        return g3_ucx_ipost(comm, req);
+    }
+    if (req->kind == G3_COMM_REQ_REDUCE_SCATTER) {
+        const char *in = req->send;
+        memcpy(out, r == 0 ? in : q->tmp, n * es);
+        for (int j = 1; j < N; j++)
+            g3_comm_reduce_local(out, j == r ? in + (size_t)r * n * es
+                                             : q->tmp + (size_t)j * n * es, n, req->dtype,
+                                 req->op);
+    }
+    q->finished = 1;
+    return G3_OK;
+}
+
+static g3_status_t g3_ucx_istart(g3_comm_t *comm, g3_comm_req_t *req)
+{
+    int N = comm->size, r = comm->rank;
+    size_t es = g3_comm_dtype_size(req->dtype), n = req->n, tmp_elems = 0;
+    g3_ucx_req_t *q;
+    g3_status_t st;
+
+    req->seq = comm->coll_seq++;
+    if (req->kind == G3_COMM_REQ_ALLREDUCE) {
+        if (req->send != req->recv)
+            memmove(req->recv, req->send, n * es);
+        tmp_elems = (size_t)N * g3_block_count(n, N, 0);
+    } else if (req->kind == G3_COMM_REQ_REDUCE_SCATTER) {
+        tmp_elems = (size_t)N * n;
+    } else if (req->send != (char *)req->recv + (size_t)r * n * es) {
+        memmove((char *)req->recv + (size_t)r * n * es, req->send, n * es);
+    }
+    if (N == 1) {
+        if (req->kind == G3_COMM_REQ_REDUCE_SCATTER)
+            memcpy(req->recv, req->send, n * es);
+        req->done = 1;
+        return G3_OK;
+    }
+    q = calloc(1, sizeof(*q));
+    if (q)
+        q->ops = calloc(2 * (size_t)N, sizeof(*q->ops));
+    if (q && q->ops && tmp_elems)
+        q->tmp = malloc(tmp_elems * es);
+    if (!q || !q->ops || (tmp_elems && !q->tmp)) {
+        if (q) {
+            free(q->ops);
+            free(q);
+        }
+        g3_error("%s on group %s: out of memory for %zu bytes of scratch", req->what,
+                 comm->name, tmp_elems * es);
+        return G3_ERR_NO_MEMORY;
+    }
+    req->be = q;
+    st = g3_ucx_ipost(comm, req);
+    if (st != G3_OK)
+        g3_ucx_irelease(comm, req);
+    return st;
+}
+
+static g3_status_t g3_ucx_iprogress(g3_comm_t *comm, g3_comm_req_t *req, int block, int *done)
+{
+    g3_ucx_req_t *q = req->be;
+    g3_status_t st = G3_OK;
+
+    *done = 0;
+    if (!q) {   /* finished at the start (a group of one) */
+        *done = 1;
+        return G3_OK;
+    }
+    while (!q->finished) {
+        if (block) {
+            st = g3_ucx_wait(comm, q->ops, q->nops);
+        } else {
+            while (ucp_worker_progress(comm->world->ucx->worker) != 0) {
+            }
+            if (g3_ucx_test(comm, q->ops, q->nops, &st) > 0 && st == G3_OK)
+                return G3_OK;
+            if (st != G3_OK)
+                g3_ucx_abandon(comm, q->ops, q->nops);
+        }
+        if (st == G3_OK)
+            st = g3_ucx_iadvance(comm, req);
+        if (st != G3_OK)
+            return st;
+    }
+    *done = 1;
+    return G3_OK;
+}
+
 static const g3_comm_ops_t g3_ucx_ops = {
     .name = "host (UCX)",
     .allreduce = g3_ucx_allreduce,
@@ -1084,6 +1274,9 @@ static const g3_comm_ops_t g3_ucx_ops = {
     .recv = g3_ucx_recv,
     .barrier = g3_ucx_barrier,
     .destroy = g3_ucx_destroy,
+    .istart = g3_ucx_istart,
+    .iprogress = g3_ucx_iprogress,
+    .irelease = g3_ucx_irelease,
 };
 
 g3_status_t g3_comm_ucx_group_init(g3_comm_t *comm)

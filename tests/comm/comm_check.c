@@ -370,6 +370,105 @@ static int make_shapes(shape_t *s, int N, int r)
     return k;
 }
 
+/* Non-blocking collectives: an all-reduce (sum), a reduce-scatter and an all-gather in
+ * flight together on one group, tested while "computing", waited for in reverse order.  The
+ * host backend reduces every block in rank order: bitwise the serial reference (which folds
+ * rank 0, 1, ..., N-1 in that order); NCCL within the float tolerance. */
+static g3_status_t run_nb_case(g3_comm_t *comm, const char *shape, size_t n, g3_comm_dtype_t dt,
+                               uint64_t c)
+{
+    int N = g3_comm_size(comm), r = g3_comm_rank(comm);
+    size_t es = g3_comm_dtype_size(dt), bytes = n * es * (size_t)N;
+    char *in_ar = malloc(n * es), *in_rs = malloc(bytes), *in_ag = malloc(n * es);
+    char *ref_ar = malloc(n * es), *ref_rs = malloc(n * es), *ref_ag = malloc(bytes);
+    char *tmp = malloc(bytes), *got = malloc(bytes);
+    double *abs_ar = calloc(n, sizeof(double)), *abs_rs = calloc(n, sizeof(double));
+    void *d_ar = dev_alloc(n * es), *d_rs = dev_alloc(bytes), *d_rso = dev_alloc(n * es);
+    void *d_ag = dev_alloc(bytes), *d_agi = dev_alloc(n * es);
+    g3_comm_req_t *req[3] = { NULL, NULL, NULL };
+    int exact = backend == G3_COMM_BACKEND_HOST, done = 0, polls = 0;
+    g3_status_t st;
+    size_t bad = 0;
+
+    if (!in_ar || !in_rs || !in_ag || !ref_ar || !ref_rs || !ref_ag || !tmp || !got ||
+        !abs_ar || !abs_rs) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    gen(in_ar, n, dt, c * 8 + 6, g3_comm_world_rank_of(comm, r), 0);
+    gen(in_rs, n * (size_t)N, dt, c * 8 + 7, g3_comm_world_rank_of(comm, r), 0);
+    gen(in_ag, n, dt, c * 8 + 3, g3_comm_world_rank_of(comm, r), 0);
+    for (int m = 0; m < N; m++) {
+        gen(tmp, n, dt, c * 8 + 6, g3_comm_world_rank_of(comm, m), 0);
+        for (size_t i = 0; i < n; i++)
+            abs_ar[i] += fabs(elem(tmp, dt, i));
+        if (m == 0)
+            memcpy(ref_ar, tmp, n * es);
+        else
+            g3_comm_reduce_local(ref_ar, tmp, n, dt, G3_COMM_SUM);
+        gen(tmp, n, dt, c * 8 + 7, g3_comm_world_rank_of(comm, m), (size_t)r * n);
+        for (size_t i = 0; i < n; i++)
+            abs_rs[i] += fabs(elem(tmp, dt, i));
+        if (m == 0)
+            memcpy(ref_rs, tmp, n * es);
+        else
+            g3_comm_reduce_local(ref_rs, tmp, n, dt, G3_COMM_SUM);
+        gen(ref_ag + (size_t)m * n * es, n, dt, c * 8 + 3, g3_comm_world_rank_of(comm, m), 0);
+    }
+    to_dev(d_ar, in_ar, n * es);
+    to_dev(d_rs, in_rs, bytes);
+    to_dev(d_agi, in_ag, n * es);
+    st = g3_comm_iallreduce(comm, d_ar, d_ar, n, dt, G3_COMM_SUM, NULL, &req[0]);
+    if (st == G3_OK)
+        st = g3_comm_ireduce_scatter(comm, d_rs, d_rso, n, dt, G3_COMM_SUM, NULL, &req[1]);
+    if (st == G3_OK)
+        st = g3_comm_iallgather(comm, d_agi, d_ag, n, dt, NULL, &req[2]);
+    while (st == G3_OK && !done && polls < 1000) {   /* "compute", then poll */
+        volatile double x = 0.0;
+        for (int i = 0; i < 2000; i++)
+            x += i;
+        st = g3_comm_test(req[0], &done);
+        polls++;
+    }
+    for (int k = 2; k >= 0; k--) {
+        g3_status_t wst = st == G3_OK ? g3_comm_wait(req[k]) : G3_OK;
+        if (st != G3_OK)
+            g3_comm_req_free(req[k]);
+        st = st == G3_OK ? wst : st;
+    }
+    if (st == G3_OK) {
+        to_host(got, d_ar, n * es);
+        check(exact ? memcmp(got, ref_ar, n * es) == 0
+                    : compare(got, ref_ar, abs_ar, n, dt, G3_COMM_SUM, &bad),
+              "%s non-blocking all-reduce %s n=%zu: %s the rank-order sum", shape,
+              g3_comm_dtype_name(dt), n, exact ? "not bitwise" : "not within tolerance of");
+        to_host(got, d_rso, n * es);
+        check(exact ? memcmp(got, ref_rs, n * es) == 0
+                    : compare(got, ref_rs, abs_rs, n, dt, G3_COMM_SUM, &bad),
+              "%s non-blocking reduce-scatter %s n=%zu: %s the rank-order sum", shape,
+              g3_comm_dtype_name(dt), n, exact ? "not bitwise" : "not within tolerance of");
+        to_host(got, d_ag, bytes);
+        check(memcmp(got, ref_ag, bytes) == 0, "%s non-blocking all-gather %s n=%zu", shape,
+              g3_comm_dtype_name(dt), n);
+    }
+    dev_free(d_ar);
+    dev_free(d_rs);
+    dev_free(d_rso);
+    dev_free(d_ag);
+    dev_free(d_agi);
+    free(in_ar);
+    free(in_rs);
+    free(in_ag);
+    free(ref_ar);
+    free(ref_rs);
+    free(ref_ag);
+    free(tmp);
+    free(got);
+    free(abs_ar);
+    free(abs_rs);
+    return st;
+}
+
 static int cmd_collectives(g3_comm_world_t *world, g3_comm_t *wcomm)
 {
     static const size_t sizes[] = { 1, 5, 1000, 20000, 150001 };
@@ -406,6 +505,8 @@ static int cmd_collectives(g3_comm_world_t *world, g3_comm_t *wcomm)
                     continue;
                 st = run_case(comm, hostcomm ? hostcomm : comm, shapes[s].name, sizes[z],
                               (g3_comm_dtype_t)dt, c++);
+                if (st == G3_OK)
+                    st = run_nb_case(comm, shapes[s].name, sizes[z], (g3_comm_dtype_t)dt, c++);
             }
         if (st != G3_OK)
             check(0, "group %s: an operation failed: %s", shapes[s].name, g3_status_string(st));
