@@ -228,6 +228,7 @@ struct g3_backend {
     double      peak_flops;    /* peak FLOP/s of act_dtype used for MFU (docs/model.md)   */
     char        peak_how[160]; /* how peak_flops was obtained                              */
     void       *priv;          /* backend-private state                                   */
+    void       *stream;        /* the stream the ops queue on (cudaStream_t), NULL: none  */
 };
 
 /* Open a backend by name ("cpu", "cuda").  nthreads <= 0: the OpenMP default (OMP_NUM_THREADS,

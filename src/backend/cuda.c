@@ -584,6 +584,7 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
     be->act_dtype = G3_BE_BF16;
     be->nthreads = 1;   /* one GPU per rank: the MFU peak counts GPUs */
     be->priv = cu;
+    be->stream = g3cuda_ctx_stream(cu->ctx);   /* the engine orders NCCL behind it */
     snprintf(be->device, sizeof(be->device), "%s", g3cuda_ctx_device_name(cu->ctx));
     if (g3_cuda_alloc(be, sizeof(double), "the gradient-norm accumulator",
                       (void **)&cu->sumsq) != G3_OK) {

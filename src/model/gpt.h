@@ -159,8 +159,23 @@ typedef struct {
     g3_status_t (*allgather)(void *ctx, const float *send, float *recv, size_t n);
 } g3_gpt_tp_comm_t;
 
+/* Hooks for the data-parallel engine (src/parallel: overlapping its reductions with the
+ * passes); a NULL function is not called.  li is the local layer index [0, nl).
+ *   fwd_layer: before the forward of layer li reads its parameters; li = -1 before the
+ *              embedding, li = nl before the final LayerNorm and the output layer;
+ *   bwd_layer: after the backward of layer li has queued the accumulation of its
+ *              gradients (li = nl-1 .. 0; on an asynchronous backend the work may still be
+ *              queued: order behind it, e.g. with an event on the backend's stream).
+ * An error stops the pass and is returned by it. */
+typedef struct {
+    void *ctx;
+    g3_status_t (*fwd_layer)(void *ctx, int li);
+    g3_status_t (*bwd_layer)(void *ctx, int li);
+} g3_gpt_hooks_t;
+
 typedef struct g3_gpt {
     g3_gpt_config_t  cfg;
+    g3_gpt_hooks_t   hooks;                     /* zeroed by g3_gpt_init                  */
     g3_backend_t    *be;
     g3_gpt_tp_comm_t tp;                        /* set by g3_gpt_set_tp_comm (TP > 1)      */
     /* derived sizes */

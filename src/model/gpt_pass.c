@@ -413,14 +413,20 @@ static g3_status_t g3_gpt_trunk_fwd(g3_gpt_t *m, g3_gpt_acts_t *a)
 {
     int nl = m->layer_end - m->layer_begin;
     g3_status_t st = G3_OK;
-    if (m->has_embedding) {
+    if (m->has_embedding && m->hooks.fwd_layer)
+        st = m->hooks.fwd_layer(m->hooks.ctx, -1);
+    if (st == G3_OK && m->has_embedding) {
         m->be->ops->embedding_fwd(m->be, a->resid, a->tokens, m->pt.wte,
                                   m->cfg.tp_rank == 0 ? m->pt.wpe : NULL, a->cur_B, a->cur_T,
                                   m->C, m->v0, m->Vp_l);
         st = g3_gpt_tp_sum(m, a->resid, (size_t)a->cur_B * a->cur_T * m->C);
     }
-    for (int li = 0; li < nl && st == G3_OK; li++)
-        st = g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));
+    for (int li = 0; li < nl && st == G3_OK; li++) {
+        if (m->hooks.fwd_layer)
+            st = m->hooks.fwd_layer(m->hooks.ctx, li);
+        if (st == G3_OK)
+            st = g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));
+    }
     return st;
 }
 
@@ -580,6 +586,11 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
         a->head_grad = dloss != 0.0f;   /* backward starts from the gradient received */
         return op->sync(be);
     }
+    if (m->hooks.fwd_layer) {
+        st = m->hooks.fwd_layer(m->hooks.ctx, nl);
+        if (st != G3_OK)
+            return st;
+    }
 
     op->layernorm_fwd(be, a->lnf, a->lnf_mean, a->lnf_rstd,
                       g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w, m->pt.lnf_b,
@@ -653,6 +664,8 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
             st = g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));   /* recompute */
         if (st == G3_OK)
             st = g3_gpt_layer_bwd(m, a, li, g3_gpt_set(a, li));
+        if (st == G3_OK && m->hooks.bwd_layer)
+            st = m->hooks.bwd_layer(m->hooks.ctx, li);
     }
     if (st != G3_OK)
         return st;

@@ -77,6 +77,11 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
         st = g3_par_optim_init(eng, cfg);
         if (st != G3_OK)
             goto err_free_sets;
+        if (eng->opt.bucketed) {   /* the passes tell the optimizer where they are */
+            model->hooks.ctx = eng;
+            model->hooks.bwd_layer = eng->opt.overlap ? g3_par_optim_bwd_hook : NULL;
+            model->hooks.fwd_layer = eng->opt.param_overlap ? g3_par_optim_fwd_hook : NULL;
+        }
     }
     *eng_p = eng;
     return G3_OK;
@@ -94,6 +99,8 @@ void g3_par_engine_free(g3_par_engine_t *eng)
 {
     if (!eng)
         return;
+    if (eng->model->hooks.ctx == eng)
+        memset(&eng->model->hooks, 0, sizeof(eng->model->hooks));
     g3_par_optim_free(eng);
     for (int i = 0; i < eng->nsets; i++)
         if (eng->sets[i])
@@ -154,6 +161,13 @@ g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out)
                     "(the fp32 parameters are the master weights)\n",
                     eng->opt.zero ? "(Adam m 4 + v 4 + reduced gradient 4) / DP" : "Adam m 4 + v 4",
                     mem.formula);
+        if (eng->opt.bucketed)
+            fprintf(out, "  data-parallel reduction: %d gradient buckets on stage %d (%d segments), "
+                    "%s%s\n", eng->opt.nbuckets, l->pp_rank, eng->opt.nseg,
+                    eng->opt.overlap ? "overlapped with the last micro-batch's backward"
+                                     : "after the backward",
+                    eng->opt.param_overlap ? "; parameter all-gathers waited for in the next forward"
+                                           : "");
         for (int s = 0; s < l->pp; s++) {
             const double *x = v + 4 * s;
             fprintf(out, "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model "
@@ -176,6 +190,11 @@ int g3_par_engine_rank(const g3_par_engine_t *eng)
     return eng->par->layout.world_rank;
 }
 
+g3_status_t g3_par_engine_params_ready(g3_par_engine_t *eng)
+{
+    return g3_par_optim_gather_wait(eng);
+}
+
 void g3_par_engine_bubble(const g3_par_engine_t *eng, double *measured, double *formula)
 {
     int pp = eng->par->layout.pp;
@@ -190,6 +209,7 @@ typedef struct {
     const int32_t   *inputs, *targets;   /* (m B, T) host                                    */
     float            dloss;
     double           loss_sum;           /* last stage: sum of its micro-batches' token losses */
+    int64_t          m;                  /* micro-batches of the iteration                    */
 } g3_par_run_t;
 
 static g3_gpt_acts_t *g3_par_set(g3_par_engine_t *eng, int64_t k)
@@ -221,8 +241,15 @@ static g3_status_t g3_par_fwd(g3_par_run_t *r, int64_t k)
 
 static g3_status_t g3_par_bwd(g3_par_run_t *r, int64_t k)
 {
+    g3_par_optim_t *o = &r->eng->opt;
     double t0 = g3_par_now();
-    g3_status_t st = g3_gpt_backward(r->eng->model, g3_par_set(r->eng, k));
+    g3_status_t st;
+
+    /* --overlap-grad-reduce: the last micro-batch's backward starts the buckets */
+    o->armed = o->overlap && k == r->m - 1;
+    st = g3_gpt_backward(r->eng->model, g3_par_set(r->eng, k));
+    if (st == G3_OK && o->armed)
+        st = g3_par_optim_bwd_hook(r->eng, G3_PAR_TRIGGER_END);
     r->eng->t_compute += g3_par_now() - t0;
     return st;
 }
@@ -354,7 +381,8 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
                               const int32_t *targets, int64_t nmicro, int64_t gbs, double lr,
                               int64_t iteration, double *loss_p, double *grad_norm_p)
 {
-    g3_par_run_t r = { eng, inputs, targets, (float)(1.0 / ((double)gbs * eng->T)), 0.0 };
+    g3_par_run_t r = { eng, inputs, targets, (float)(1.0 / ((double)gbs * eng->T)), 0.0,
+                       nmicro };
     double t0, loss = NAN, norm = NAN, sum;
     g3_status_t st;
 
@@ -391,7 +419,7 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
 g3_status_t g3_par_eval(g3_par_engine_t *eng, const int32_t *inputs, const int32_t *targets,
                         int64_t n, double *loss_sum_p)
 {
-    g3_par_run_t r = { eng, inputs, targets, 0.0f, 0.0 };
+    g3_par_run_t r = { eng, inputs, targets, 0.0f, 0.0, 0 };
     g3_status_t st = G3_OK;
     int64_t m = n / eng->B;
 

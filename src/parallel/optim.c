@@ -18,7 +18,13 @@
  * reduce, cast back into the fp32 buffers: half the bytes, one bf16 rounding of every
  * rank's gradient and of every partial sum).
  * The word embedding is a segment of its own, so its blocks, and the order of every sum,
- * are the same on the first and on the last stage: both copies stay bitwise equal. */
+ * are the same on the first and on the last stage: both copies stay bitwise equal.
+ * Bucketed (--ddp-bucket-size, --overlap-grad-reduce, --overlap-param-gather): step 2 runs
+ * per bucket of layers on the non-blocking collectives (comm.h, one fixed algorithm), started
+ * from the model's backward hook during the last micro-batch (or after the schedule without
+ * overlap: the same bits), and step 5 per bucket, waited for after the step or (overlap)
+ * before the bucket's first use in the next forward; docs/parallelism.md, "Buckets and
+ * overlap". */
 #include "config.h"
 
 #include <math.h>
@@ -80,6 +86,97 @@ static g3_status_t g3_par_runs(const g3_gpt_t *m, g3_train_adamw_run_t **runs_p,
     return G3_OK;
 }
 
+/* Megatron-LM's default bucket: max(40M, 1M x DP) elements. */
+static int64_t g3_par_default_bucket(int dp)
+{
+    return (int64_t)1000000 * dp > 40000000 ? (int64_t)1000000 * dp : 40000000;
+}
+
+/* The buckets and their segments (bucketed reductions).  Walking the stage's layers from
+ * the last, a bucket closes once it holds at least `size` elements (at most
+ * G3_PAR_BUCKETS_MAX layer buckets; the last takes the rest).  The last layer bucket also
+ * holds what is not in a layer (the embeddings, the final LayerNorm) and starts after the
+ * whole backward; with PP > 1 the tied word embedding is a bucket of its own that starts
+ * after its two copies were summed.  Each bucket's tensors form up to two ranges of the
+ * flat buffer (weights first, then biases and LayerNorms): its segments.
+ * OUT: o->buckets, o->nbuckets, o->seg, o->nseg (off, len, bucket). */
+static g3_status_t g3_par_buckets(g3_par_engine_t *eng, int64_t size)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_gpt_t *m = eng->model;
+    int nl = m->layer_end - m->layer_begin, nb = 1, wte_alone;
+    int *lb = calloc((size_t)nl + 1, sizeof(int));
+    const g3_gpt_param_t **order = malloc(sizeof(*order) * (size_t)(m->nparams + 1));
+    int64_t acc = 0;
+
+    if (!lb || !order)
+        goto err_no_memory;
+    wte_alone = eng->par->layout.pp > 1 && g3_gpt_param_find(m, G3_PAR_WTE) != NULL;
+    for (int li = nl - 1; li >= 0; li--) {
+        for (int k = 0; k < m->nparams; k++)
+            if (m->params[k].layer == m->layer_begin + li)
+                acc += (int64_t)m->params[k].numel;
+        lb[li] = nb - 1;
+        if (acc >= size && li > 0 && nb < G3_PAR_BUCKETS_MAX) {
+            nb++;
+            acc = 0;
+        }
+    }
+    o->nbuckets = nb + wte_alone;
+    o->buckets = calloc((size_t)o->nbuckets, sizeof(*o->buckets));
+    o->seg = calloc(2 * (size_t)o->nbuckets + 4, sizeof(*o->seg));
+    if (!o->buckets || !o->seg)
+        goto err_no_memory;
+    for (int b = 0; b < o->nbuckets; b++) {
+        o->buckets[b].trigger = b == nb ? G3_PAR_TRIGGER_EMB : G3_PAR_TRIGGER_END;
+        o->buckets[b].fwd_layer = nl;
+    }
+    for (int li = nl - 1; li >= 0; li--) {
+        if (lb[li] < nb - 1)
+            o->buckets[lb[li]].trigger = li;   /* the lowest layer of the bucket */
+        o->buckets[lb[li]].fwd_layer = li;
+    }
+    for (int k = 0; k < m->nparams; k++)
+        order[k] = &m->params[k];
+    qsort(order, (size_t)m->nparams, sizeof(*order), g3_par_by_offset);
+    o->nseg = 0;
+    for (int k = 0; k < m->nparams; k++) {
+        const g3_gpt_param_t *p = order[k];
+        int b = nb - 1;
+        if (p->layer >= m->layer_begin && p->layer < m->layer_end)
+            b = lb[p->layer - m->layer_begin];
+        else if (wte_alone && strcmp(p->name, G3_PAR_WTE) == 0)
+            b = nb;
+        if (p->layer == -1 || p->layer == -2) {   /* the embedding, the head: first/last use */
+            int use = p->layer == -1 && m->has_embedding ? -1 : nl;
+            if (use < o->buckets[b].fwd_layer)
+                o->buckets[b].fwd_layer = use;
+        }
+        if (o->nseg > 0 && o->seg[o->nseg - 1].bucket == b)
+            continue;
+        if (o->nseg > 0)
+            o->seg[o->nseg - 1].len = p->offset - o->seg[o->nseg - 1].off;
+        o->seg[o->nseg].off = k == 0 ? 0 : p->offset;
+        o->seg[o->nseg].bucket = b;
+        o->nseg++;
+    }
+    if (o->nseg > 0)
+        o->seg[o->nseg - 1].len = m->numel - o->seg[o->nseg - 1].off;
+    free(order);
+    free(lb);
+    return G3_OK;
+
+err_no_memory:
+    free(order);
+    free(lb);
+    free(o->buckets);
+    free(o->seg);
+    o->buckets = NULL;
+    o->seg = NULL;
+    g3_error("optimizer: out of memory for the gradient buckets");
+    return G3_ERR_NO_MEMORY;
+}
+
 g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t *cfg)
 {
     g3_par_optim_t *o = &eng->opt;
@@ -94,21 +191,38 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
     o->cfg = cfg->adamw;
     o->zero = cfg->distributed_optimizer;
     o->bf16_reduce = cfg->grad_reduce_bf16 && l->dp > 1;
-    /* segments: the word embedding alone when two stages hold it */
-    cut[ncut++] = 0;
-    if (wte && l->pp > 1) {
-        size_t b = wte->offset, e = (wte->offset + wte->numel + 15) & ~(size_t)15;
-        if (b > 0)
-            cut[ncut++] = b;
-        if (e < m->numel)
-            cut[ncut++] = e;
+    o->overlap = cfg->overlap_grad_reduce;
+    o->param_overlap = cfg->overlap_param_gather && o->zero;
+    o->bucketed = cfg->ddp_bucket_size > 0 || o->overlap || o->param_overlap;
+    if (o->bucketed) {
+        st = g3_par_buckets(eng, cfg->ddp_bucket_size > 0 ? cfg->ddp_bucket_size
+                                                           : g3_par_default_bucket(l->dp));
+        if (st != G3_OK)
+            return st;
+    } else {
+        /* segments: the word embedding alone when two stages hold it */
+        cut[ncut++] = 0;
+        if (wte && l->pp > 1) {
+            size_t b = wte->offset, e = (wte->offset + wte->numel + 15) & ~(size_t)15;
+            if (b > 0)
+                cut[ncut++] = b;
+            if (e < m->numel)
+                cut[ncut++] = e;
+        }
+        cut[ncut] = m->numel;
+        o->seg = calloc(ncut, sizeof(*o->seg));
+        if (!o->seg) {
+            g3_error("optimizer: out of memory");
+            return G3_ERR_NO_MEMORY;
+        }
+        o->nseg = (int)ncut;
+        for (int i = 0; i < o->nseg; i++) {
+            o->seg[i].off = cut[i];
+            o->seg[i].len = cut[i + 1] - cut[i];
+        }
     }
-    cut[ncut] = m->numel;
-    o->nseg = (int)ncut;
     for (int i = 0; i < o->nseg; i++) {
         g3_par_segment_t *s = &o->seg[i];
-        s->off = cut[i];
-        s->len = cut[i + 1] - cut[i];
         s->q = o->zero ? s->len / (size_t)l->dp : 0;
         s->rem = o->zero ? s->len - s->q * (size_t)l->dp : 0;
         s->so = o->state_numel;
@@ -116,7 +230,7 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
     }
     st = g3_par_runs(m, &o->runs, &o->nruns);
     if (st != G3_OK)
-        return st;
+        goto err_free_seg;
     o->pieces = calloc(2 * (size_t)o->nseg, sizeof(*o->pieces));
     if (!o->pieces) {
         g3_error("optimizer: out of memory");
@@ -145,6 +259,10 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
         for (int i = 0; i < o->nseg; i++) {
             lmax = o->seg[i].len > lmax ? o->seg[i].len : lmax;
             qmax = o->seg[i].q > qmax ? o->seg[i].q : qmax;
+        }
+        if (o->bucketed) {   /* buckets in flight together: a bf16 copy of everything */
+            lmax = m->numel;
+            qmax = o->state_numel;
         }
         st = be->ops->alloc(be, (lmax ? lmax : 1) * sizeof(uint16_t),
                             "the bf16 gradients of the data-parallel reduction "
@@ -200,6 +318,9 @@ err_free_pieces:
     free(o->pieces);
 err_free_runs:
     free(o->runs);
+err_free_seg:
+    free(o->seg);
+    free(o->buckets);
     return st;
 }
 
@@ -219,8 +340,13 @@ void g3_par_optim_free(g3_par_engine_t *eng)
         be->ops->free(be, o->v);
     if (o->m)
         be->ops->free(be, o->m);
+    for (int i = 0; i < o->nseg; i++)
+        for (int k = 0; k < 2; k++)
+            g3_comm_req_free(o->seg[i].req[k]);
     free(o->pieces);
     free(o->runs);
+    free(o->seg);
+    free(o->buckets);
 }
 
 /* Step 2 for segment s with --grad-reduce-in-bf16: the segment's gradients cast to bf16,
@@ -251,6 +377,189 @@ static g3_status_t g3_par_reduce_bf16(g3_par_engine_t *eng, const g3_par_segment
     return be->ops->sync(be);
 }
 
+/* ---- bucketed reductions (non-blocking collectives) --------------------------------------- */
+
+/* Start step 2 for segment s: non-blocking collectives ordered behind the work queued on
+ * the backend (its stream; a backend without one is synced first). */
+static g3_status_t g3_par_seg_start(g3_par_engine_t *eng, g3_par_segment_t *s)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_comm_t *dpc = eng->par->buf.dp;
+    g3_backend_t *be = eng->model->be;
+    float *g = eng->model->g + s->off;
+    size_t head = o->zero ? s->q * (size_t)eng->par->layout.dp : 0;   /* reduce-scattered */
+    g3_status_t st = G3_OK;
+
+    if (!o->zero && eng->par->layout.dp == 1)
+        return G3_OK;
+    if (o->bf16_reduce) {
+        uint16_t *g16 = o->g16 + s->off;
+        be->ops->cast(be, g16, G3_BE_BF16, g, G3_BE_F32, s->len);
+        if (!be->stream)
+            st = be->ops->sync(be);
+        if (st == G3_OK && o->zero && s->q > 0)
+            st = g3_comm_ireduce_scatter(dpc, g16, o->s16 + s->so, s->q, G3_DTYPE_BFLOAT16,
+                                         G3_COMM_SUM, be->stream, &s->req[0]);
+        if (st == G3_OK && s->len > head)
+            st = g3_comm_iallreduce(dpc, g16 + head, g16 + head, s->len - head,
+                                    G3_DTYPE_BFLOAT16, G3_COMM_SUM, be->stream, &s->req[1]);
+        return st;
+    }
+    if (!be->stream)
+        st = be->ops->sync(be);
+    if (st == G3_OK && o->zero && s->q > 0)
+        st = g3_comm_ireduce_scatter(dpc, g, o->gshard + s->so, s->q, G3_DTYPE_FLOAT32,
+                                     G3_COMM_SUM, be->stream, &s->req[0]);
+    if (st == G3_OK && s->len > head)
+        st = g3_comm_iallreduce(dpc, g + head, g + head, s->len - head, G3_DTYPE_FLOAT32,
+                                G3_COMM_SUM, be->stream, &s->req[1]);
+    return st;
+}
+
+/* Finish what g3_par_seg_start started: wait, and (bf16) cast back into the fp32 buffers. */
+static g3_status_t g3_par_seg_wait(g3_par_engine_t *eng, g3_par_segment_t *s)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_backend_t *be = eng->model->be;
+    size_t head = o->zero ? s->q * (size_t)eng->par->layout.dp : 0;
+    int had[2] = { s->req[0] != NULL, s->req[1] != NULL };
+    g3_status_t st = g3_comm_wait(s->req[0]);
+
+    s->req[0] = NULL;
+    if (st == G3_OK)
+        st = g3_comm_wait(s->req[1]);
+    s->req[1] = NULL;
+    if (st != G3_OK || !o->bf16_reduce)
+        return st;
+    if (had[0])
+        be->ops->cast(be, o->gshard + s->so, G3_BE_F32, o->s16 + s->so, G3_BE_BF16, s->q);
+    if (had[1])
+        be->ops->cast(be, eng->model->g + s->off + head, G3_BE_F32, o->g16 + s->off + head,
+                      G3_BE_BF16, s->len - head);
+    return G3_OK;
+}
+
+/* Start every segment of bucket b. */
+static g3_status_t g3_par_bucket_start(g3_par_engine_t *eng, int b)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_status_t st = G3_OK;
+    o->buckets[b].started = 1;
+    for (int i = 0; i < o->nseg && st == G3_OK; i++)
+        if (o->seg[i].bucket == b)
+            st = g3_par_seg_start(eng, &o->seg[i]);
+    return st;
+}
+
+/* Progress every request in flight (the host backend's rounds advance here). */
+static g3_status_t g3_par_progress(g3_par_engine_t *eng)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_status_t st = G3_OK;
+    for (int i = 0; i < o->nseg && st == G3_OK; i++)
+        for (int k = 0; k < 2 && st == G3_OK; k++)
+            if (o->seg[i].req[k]) {
+                int done;
+                st = g3_comm_test(o->seg[i].req[k], &done);
+            }
+    return st;
+}
+
+g3_status_t g3_par_optim_bwd_hook(void *ctx, int li)
+{
+    g3_par_engine_t *eng = ctx;
+    g3_par_optim_t *o = &eng->opt;
+    g3_status_t st = G3_OK;
+
+    if (!o->armed)
+        return G3_OK;
+    for (int b = 0; b < o->nbuckets && st == G3_OK; b++)
+        if (!o->buckets[b].started && o->buckets[b].trigger == li) {
+            if (li >= 0)
+                g3_debug("gradient bucket %d of %d: reduction started during the backward, "
+                         "after layer %d", b, o->nbuckets, eng->model->layer_begin + li);
+            else
+                g3_debug("gradient bucket %d of %d: reduction started at the end of the "
+                         "backward", b, o->nbuckets);
+            st = g3_par_bucket_start(eng, b);
+        }
+    return st == G3_OK ? g3_par_progress(eng) : st;
+}
+
+/* Step 2, bucketed: start the buckets not started yet in bucket order (all of them without
+ * --overlap-grad-reduce), then wait for every segment. */
+static g3_status_t g3_par_reduce_buckets(g3_par_engine_t *eng)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_status_t st = G3_OK;
+
+    for (int b = 0; b < o->nbuckets && st == G3_OK; b++)
+        if (!o->buckets[b].started)
+            st = g3_par_bucket_start(eng, b);
+    for (int i = 0; i < o->nseg; i++) {
+        g3_status_t wst = st == G3_OK ? g3_par_seg_wait(eng, &o->seg[i]) : G3_OK;
+        if (st != G3_OK) {
+            for (int k = 0; k < 2; k++) {
+                g3_comm_req_free(o->seg[i].req[k]);
+                o->seg[i].req[k] = NULL;
+            }
+        }
+        st = st == G3_OK ? wst : st;
+    }
+    for (int b = 0; b < o->nbuckets; b++)
+        o->buckets[b].started = 0;
+    o->armed = 0;
+    if (st == G3_OK)
+        st = eng->model->be->ops->sync(eng->model->be);
+    return st;
+}
+
+/* --overlap-param-gather: wait for the all-gathers of the buckets first read by layer li
+ * (li = -1 the embedding, nl the head), then refresh the passes' copy of the weights. */
+static g3_status_t g3_par_gather_wait_where(g3_par_engine_t *eng, int all, int li)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_status_t st = G3_OK;
+    int any = 0;
+
+    for (int b = 0; b < o->nbuckets; b++) {
+        if (!o->buckets[b].gathering || (!all && o->buckets[b].fwd_layer != li))
+            continue;
+        o->buckets[b].gathering = 0;
+        any = 1;
+        if (!all)
+            g3_debug("parameter bucket %d of %d: all-gather waited for at its first use in the "
+                     "forward (local layer %d)", b, o->nbuckets, li);
+        for (int i = 0; i < o->nseg; i++) {
+            if (o->seg[i].bucket != b)
+                continue;
+            if (st == G3_OK)
+                st = g3_comm_wait(o->seg[i].req[0]);
+            else
+                g3_comm_req_free(o->seg[i].req[0]);
+            o->seg[i].req[0] = NULL;
+        }
+    }
+    if (any && st == G3_OK)
+        g3_gpt_params_refresh(eng->model);   /* the passes' bf16 copy on CUDA */
+    return st;
+}
+
+g3_status_t g3_par_optim_fwd_hook(void *ctx, int li)
+{
+    g3_par_engine_t *eng = ctx;
+    if (!eng->opt.param_overlap)
+        return G3_OK;
+    return g3_par_gather_wait_where(eng, 0, li);
+}
+
+g3_status_t g3_par_optim_gather_wait(g3_par_engine_t *eng)
+{
+    if (!eng->opt.param_overlap)
+        return G3_OK;
+    return g3_par_gather_wait_where(eng, 1, 0);
+}
+
 /* Steps 1 and 2: the embedding group, then DP. */
 static g3_status_t g3_par_reduce(g3_par_engine_t *eng)
 {
@@ -264,6 +573,8 @@ static g3_status_t g3_par_reduce(g3_par_engine_t *eng)
     if (st == G3_OK && wte && g3_comm_size(par->buf.emb) > 1)
         st = g3_comm_allreduce(par->buf.emb, m->g + wte->offset, m->g + wte->offset,
                                wte->numel, G3_DTYPE_FLOAT32, G3_COMM_SUM);
+    if (st == G3_OK && o->bucketed)
+        return g3_par_reduce_buckets(eng);
     for (int i = 0; i < o->nseg && st == G3_OK; i++) {
         const g3_par_segment_t *s = &o->seg[i];
         if (dp == 1 && !o->zero)
@@ -447,6 +758,27 @@ g3_status_t g3_par_optim_step(g3_par_engine_t *eng, double lr, int64_t iteration
         }
     }
     st = be->ops->sync(be);
+    if (st == G3_OK && o->zero && o->bucketed) {
+        /* per bucket, in the order of their first forward use: the last bucket (layer 0,
+         * the embedding) first */
+        for (int b = o->nbuckets - 1; b >= 0 && st == G3_OK; b--) {
+            for (int i = 0; i < o->nseg && st == G3_OK; i++) {
+                g3_par_segment_t *s = &o->seg[i];
+                if (s->bucket != b || s->q == 0)
+                    continue;
+                st = g3_comm_iallgather(par->buf.dp,
+                                        m->w + s->off + (size_t)par->layout.dp_rank * s->q,
+                                        m->w + s->off, s->q, G3_DTYPE_FLOAT32, be->stream,
+                                        &s->req[0]);
+            }
+            o->buckets[b].gathering = 1;
+        }
+        if (st == G3_OK && o->param_overlap)
+            return G3_OK;   /* waited for in the next forward (g3_par_optim_fwd_hook) */
+        if (st == G3_OK)
+            return g3_par_gather_wait_where(eng, 1, 0);
+        return st;
+    }
     for (int i = 0; i < o->nseg && st == G3_OK && o->zero; i++) {
         const g3_par_segment_t *s = &o->seg[i];
         if (s->q == 0)

@@ -4,7 +4,8 @@
  * coordinates; B micro-batch, T sequence length, C hidden size, m micro-batches per
  * iteration and DP rank, GBS global batch; "stage" = pipeline stage; "segment" = a range
  * of the flat gradient buffer reduced over DP in one call; "shard" = a DP rank's part of a
- * segment under ZeRO-1.
+ * segment under ZeRO-1; "bucket" = the segments of a group of layers reduced together
+ * (--ddp-bucket-size, --overlap-grad-reduce).
  *
  * Layers: core <- comm, topo <- backend <- model <- train/optim <- parallel <- train/train.c.
  * The layout (g3_par_t) comes from the topology mapping (src/topo) of the ranks the
@@ -126,6 +127,12 @@ typedef struct {
     g3_train_adamw_config_t adamw;
     int         distributed_optimizer;  /* ZeRO-1 over DP (--use-distributed-optimizer) */
     int         grad_reduce_bf16;       /* DP reductions in bf16 (--grad-reduce-in-bf16) */
+    int64_t     ddp_bucket_size;        /* > 0: DP reductions per bucket of about this many
+                                         * elements, in reverse layer order (--ddp-bucket-size) */
+    int         overlap_grad_reduce;    /* start each bucket's reduction during the last
+                                         * micro-batch's backward (--overlap-grad-reduce)   */
+    int         overlap_param_gather;   /* ZeRO-1: wait for a bucket's all-gather at its first
+                                         * forward use (--overlap-param-gather)              */
     int64_t     max_micro;              /* most micro-batches an iteration runs (m)      */
     const char *grad_dump_dir;          /* tests: dump the reduced gradients of step 1  */
     int         forward_only;           /* eval / generate: no optimizer state           */
@@ -180,6 +187,12 @@ g3_status_t g3_par_eval(g3_par_engine_t *eng, const int32_t *inputs, const int32
 g3_status_t g3_par_logits_last(g3_par_engine_t *eng, const int32_t *tokens, int T,
                                float *logits);
 
+/* Wait for the parameter all-gathers still in flight (--overlap-param-gather leaves them
+ * to the next forward): call before reading the parameters outside a pass (checkpoints,
+ * dumps).  Collective in effect (the all-gathers); G3_OK at once when none is in flight.
+ * RET: comm errors. */
+g3_status_t g3_par_engine_params_ready(g3_par_engine_t *eng);
+
 /* The pipeline bubble measured over the iterations so far on this rank: (time in the
  * schedule - time computing) / time computing, and the 1F1B formula (PP - 1) / m for the
  * last iteration's m.  OUT: both (0 without pipeline parallelism). */
@@ -192,7 +205,7 @@ void g3_par_engine_bubble(const g3_par_engine_t *eng, double *measured, double *
  * the last len mod DP elements of a segment under ZeRO-1: DP rank 0), so that together the
  * owners hold every element once.  OUT: ranges[0 .. RET), *step_p (the Adam step counter,
  * read and written by checkpoint loads). */
-#define G3_PAR_OPTIM_RANGES_MAX 6
+#define G3_PAR_OPTIM_RANGES_MAX 64   /* 2 per segment: bucketed, up to 2 x (2 x 13 + 4) */
 typedef struct {
     size_t begin, end;
     float *m, *v;

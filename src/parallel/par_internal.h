@@ -44,13 +44,38 @@ typedef struct {
     size_t off, len;
     size_t q, rem;
     size_t so;           /* offset of its state (m, v, shard) in the state buffers       */
+    int    bucket;       /* its bucket (bucketed reductions), else 0                      */
+    g3_comm_req_t *req[2]; /* in flight: the reduce-scatter / all-reduce of [0, q DP) or
+                          * all of it, and the all-reduce of the tail; or the all-gather  */
 } g3_par_segment_t;
+
+/* Bucketed reductions (--ddp-bucket-size, --overlap-grad-reduce): the segments of one
+ * bucket start together, after the last micro-batch's backward produced their gradients.
+ * Buckets are numbered in the order they start: the last layers first. */
+#define G3_PAR_BUCKETS_MAX 12
+#define G3_PAR_TRIGGER_END (-1)   /* after the whole backward (embedding, layer 0, ...)   */
+#define G3_PAR_TRIGGER_EMB (-2)   /* the tied word embedding (PP > 1): after the sum of
+                                   * its two copies over the emb group                    */
+typedef struct {
+    int trigger;         /* local layer whose backward completes it, or G3_PAR_TRIGGER_*  */
+    int fwd_layer;       /* ZeRO-1 parameter all-gather: the first forward use (local
+                          * layer, -1 the embedding, nl the head)                         */
+    int started;
+    int gathering;       /* its parameter all-gather is in flight (--overlap-param-gather) */
+} g3_par_bucket_t;
 
 typedef struct {
     g3_train_adamw_config_t cfg;
     int               zero;          /* ZeRO-1                                           */
-    g3_par_segment_t  seg[3];        /* before, [the word embedding], after              */
+    g3_par_segment_t *seg;           /* (nseg,) before, [the word embedding], after; or
+                                      * the buckets' segments in offset order            */
     int               nseg;
+    int               bucketed;      /* reductions per bucket, non-blocking collectives  */
+    int               overlap;       /* --overlap-grad-reduce: started during backward   */
+    int               param_overlap; /* --overlap-param-gather                           */
+    int               armed;         /* the last micro-batch's backward is running       */
+    g3_par_bucket_t  *buckets;       /* (nbuckets,)                                      */
+    int               nbuckets;
     g3_par_piece_t   *pieces;        /* (npieces,)                                       */
     int               npieces;
     size_t            state_numel;   /* elements of m (and v, and the ZeRO-1 gradient shard) */
@@ -61,8 +86,10 @@ typedef struct {
     int64_t           step;
     /* --grad-reduce-in-bf16: the DP reductions move bf16 copies of the gradients */
     int               bf16_reduce;
-    uint16_t         *g16;           /* (longest segment,) bf16 backend memory, or NULL  */
-    uint16_t         *s16;           /* (longest shard q,) bf16 backend memory (ZeRO-1)  */
+    uint16_t         *g16;           /* (longest segment,) bf16 backend memory, or NULL;
+                                      * bucketed: (numel,) at the segments' offsets      */
+    uint16_t         *s16;           /* (longest shard q,) bf16 backend memory (ZeRO-1);
+                                      * bucketed: (state_numel,) at the segments' so     */
     /* the norm and clipping scale in backend memory when the backend has sumsq_acc,
      * clip_scale and adamw_scaled (g3_be_clip_alloc, backend.h), else NULL */
     double           *dsumsq;        /* (1,) fp64 backend memory                         */
@@ -90,5 +117,13 @@ void g3_par_optim_free(g3_par_engine_t *eng);
  * RET: G3_ERR_NUMERIC for a NaN/infinite norm (nothing updated), comm errors. */
 g3_status_t g3_par_optim_step(g3_par_engine_t *eng, double lr, int64_t iteration,
                               double *norm_p);
+/* Bucketed reductions: the backward hook (model hooks.bwd_layer; li = G3_PAR_TRIGGER_END
+ * after the whole backward) starts the buckets li completes while the last micro-batch's
+ * backward runs (opt.armed), and progresses the ones in flight. */
+g3_status_t g3_par_optim_bwd_hook(void *ctx, int li);
+/* --overlap-param-gather: the forward hook waits for the all-gathers of the buckets layer
+ * li reads; g3_par_optim_gather_wait waits for every one still in flight. */
+g3_status_t g3_par_optim_fwd_hook(void *ctx, int li);
+g3_status_t g3_par_optim_gather_wait(g3_par_engine_t *eng);
 
 #endif

@@ -61,6 +61,9 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     G3_TRAIN_LAYOUT_SPECS,
     { "use-distributed-optimizer", G3_OPT_BOOL, NULL, "Shard the Adam state and the reduced gradients over the data-parallel ranks (ZeRO-1).", G3_NOOPT },
     { "grad-reduce-in-bf16", G3_OPT_BOOL, NULL, "Reduce the gradients over the data-parallel ranks in bf16 (half the bytes; fp32 accumulation and Adam stay).", G3_NOOPT },
+    { "ddp-bucket-size", G3_OPT_INT, NULL, "Reduce the gradients over the data-parallel ranks in buckets of about N elements, last layers first (default with --overlap-grad-reduce: max(40M, 1M x DP); unset otherwise: one reduction per segment).", NULL, 0, 0, "N" },
+    { "overlap-grad-reduce", G3_OPT_BOOL, NULL, "Start each bucket's data-parallel gradient reduction as soon as the last micro-batch's backward has produced it (overlaps the backward pass).", G3_NOOPT },
+    { "overlap-param-gather", G3_OPT_BOOL, NULL, "With --use-distributed-optimizer and --overlap-grad-reduce: wait for each bucket's parameter all-gather only at its first use in the next forward pass.", G3_NOOPT },
     { "debug-grad-dump", G3_OPT_STRING, NULL, "Tests: write each rank's reduced gradients of iteration 1, and its parameters and Adam moments at the end, to DIR (see docs/parallelism.md).", NULL, 0, 0, "DIR" },
     { "save", G3_OPT_STRING, NULL, "Checkpoint directory to save to (at --save-interval, on request and at the end).", NULL, 0, 0, "DIR" },
     { "load", G3_OPT_STRING, NULL, "Checkpoint directory to resume from (its latest checkpoint; none there yet: start from scratch).", NULL, 0, 0, "DIR" },
@@ -133,6 +136,22 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     }
     cfg->distributed_optimizer = g3_opts_bool(o, "use-distributed-optimizer");
     cfg->grad_reduce_bf16 = g3_opts_bool(o, "grad-reduce-in-bf16");
+    cfg->overlap_grad_reduce = g3_opts_bool(o, "overlap-grad-reduce");
+    cfg->overlap_param_gather = g3_opts_bool(o, "overlap-param-gather");
+    if (g3_opts_is_set(o, "ddp-bucket-size")) {
+        cfg->ddp_bucket_size = g3_opts_int(o, "ddp-bucket-size");
+        if (cfg->ddp_bucket_size <= 0) {
+            g3_error("--ddp-bucket-size must be positive (got %lld elements)",
+                     (long long)cfg->ddp_bucket_size);
+            ok = 0;
+        }
+    }
+    if (cfg->overlap_param_gather &&
+        (!cfg->distributed_optimizer || !cfg->overlap_grad_reduce)) {
+        g3_error("--overlap-param-gather needs --use-distributed-optimizer and "
+                 "--overlap-grad-reduce (as in Megatron-LM); add them or drop it");
+        ok = 0;
+    }
     cfg->grad_dump_dir = g3_opts_str(o, "debug-grad-dump");
     cfg->model.vocab_size = 1;   /* checked against the vocabulary file later */
 

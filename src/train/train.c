@@ -285,6 +285,9 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         ecfg.adamw = cfg->adamw;
         ecfg.distributed_optimizer = cfg->distributed_optimizer;
         ecfg.grad_reduce_bf16 = cfg->grad_reduce_bf16;
+        ecfg.ddp_bucket_size = cfg->ddp_bucket_size;
+        ecfg.overlap_grad_reduce = cfg->overlap_grad_reduce;
+        ecfg.overlap_param_gather = cfg->overlap_param_gather;
         ecfg.max_micro = tr->plan.global_batch_size / (tr->B * (int64_t)cfg->dp_size);
         ecfg.grad_dump_dir = cfg->grad_dump_dir;
         g3_par_tp_comm(cfg->par, &tpc);
@@ -381,7 +384,10 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
 {
     g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
     double t0 = g3_now(), dt;
-    g3_status_t st = g3_train_ckpt_save(&c, it, consumed, gbs, lr);
+    g3_status_t st = tr->eng ? g3_par_engine_params_ready(tr->eng) : G3_OK;   /* all-gathers */
+
+    if (st == G3_OK)
+        st = g3_train_ckpt_save(&c, it, consumed, gbs, lr);
 
     dt = g3_now() - t0;
     if (st != G3_OK) {
@@ -411,6 +417,8 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
     int64_t done;
     g3_status_t st = g3_train_ckpt_async_finish(&c, pending, 1, &done);
 
+    if (st == G3_OK && tr->eng)
+        st = g3_par_engine_params_ready(tr->eng);   /* --overlap-param-gather's all-gathers */
     if (st == G3_OK)
         st = g3_train_ckpt_save_async(&c, it, consumed, gbs, lr, pending);
     dt = g3_now() - t0;
@@ -655,7 +663,9 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         g3_trainer_report_eval(&tr, res.iterations, res.valid_loss, 1);
     }
     if (cfg->grad_dump_dir) {   /* tests: the parameters at the end, every rank */
-        st = g3_par_dump_model(cfg->grad_dump_dir, tr.model, 1,
+        st = tr.eng ? g3_par_engine_params_ready(tr.eng) : G3_OK;
+        if (st == G3_OK)
+            st = g3_par_dump_model(cfg->grad_dump_dir, tr.model, 1,
                                cfg->par ? g3_par_layout(cfg->par)->world_rank : 0);
         if (st == G3_OK)
             st = tr.eng ? g3_par_engine_dump_adam(tr.eng, cfg->grad_dump_dir)

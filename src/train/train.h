@@ -63,6 +63,9 @@ typedef struct {
     struct g3_par *par;
     int          distributed_optimizer; /* --use-distributed-optimizer (ZeRO-1 over DP)      */
     int          grad_reduce_bf16;      /* --grad-reduce-in-bf16 (DP reductions in bf16)      */
+    int64_t      ddp_bucket_size;       /* --ddp-bucket-size (0: one reduction per segment)   */
+    int          overlap_grad_reduce;   /* --overlap-grad-reduce                              */
+    int          overlap_param_gather;  /* --overlap-param-gather (ZeRO-1)                    */
     const char  *grad_dump_dir;         /* tests: dump the gradients of iteration 1 here     */
     /* checkpoints (src/train/train_ckpt.c, docs/checkpoints.md) */
     const char  *save_dir;              /* --save; NULL: none                                */

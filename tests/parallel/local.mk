@@ -17,3 +17,7 @@ EXTRA_DIST += tests/parallel/bench_parallel.sh
 TESTS += tests/parallel/test_parallel_cuda.sh tests/parallel/test_grad_reduce_bf16.sh
 EXTRA_DIST += tests/parallel/test_parallel_cuda.sh tests/parallel/test_grad_reduce_bf16.sh \
 	tests/parallel/par_lib.sh
+# --overlap-grad-reduce / --overlap-param-gather: bitwise the same as the bucketed reduction
+# without overlap (CPU, host groups).
+TESTS += tests/parallel/test_overlap.sh
+EXTRA_DIST += tests/parallel/test_overlap.sh

@@ -9,8 +9,9 @@
 # With >= 2 GPUs (nvidia-smi) and a +cuda +nccl build, a 4-layer GPT (hidden 128, 4 heads of
 # 32, sequence 64, a byte-level vocabulary padded to 272 under TP 1 and 2) trains 20
 # iterations on the CPU (the reference), on one GPU, and as TP 2, PP 2, DP 2, DP 2 with
-# ZeRO-1, DP 2 with --grad-reduce-in-bf16 (2 GPUs), TP 2 x PP 2 x DP 2 with and without
-# ZeRO-1 (8 GPUs).  Each layout:
+# ZeRO-1, DP 2 with --grad-reduce-in-bf16, DP 2 with buckets with and without
+# --overlap-grad-reduce, ZeRO-1 DP 2 with --overlap-param-gather (2 GPUs), TP 2 x PP 2 x
+# DP 2 with and without ZeRO-1 (8 GPUs).  Each layout:
 #   * loss of every iteration within 0.05 nats of the one-GPU run and 0.1 of the CPU run
 #     (bf16 activations: TP sums partial products rounded to bf16 and sums them in bf16;
 #     the one-GPU run rounds the whole product once; test_cuda_train.sh allows the CPU 0.1);
@@ -67,7 +68,7 @@ else
     is "$(printf '%s\n' "$out" | grep -c 'error:')" 1 "... in exactly one error for the job"
 fi
 
-ntests=38   # 3 + 5 layouts x 5 + 2 layouts x 5
+ntests=55   # 3 + 8 layouts x 5 + 2 overlap comparisons + 2 layouts x 5
 case "$features" in *+cuda*+nccl*) ;; *) ngpu=0 ;; esac
 if [ "$ngpu" -lt 2 ]; then
     i=0
@@ -117,8 +118,13 @@ compare() {
 }
 
 # 2 GPUs: 5 layouts x 5 checks
+# (and the bucketed reduction without overlap, with --overlap-grad-reduce, and ZeRO-1 with
+# --overlap-param-gather: the NCCL collectives on the dp stream behind an event of the compute
+# stream; overlap on and off bitwise equal)
+OV="--ddp-bucket-size 50000"
 for layout in "tp2 2 $T 2" "pp2 2 $P 2" "dp2 2" "zero_dp2 2 --use-distributed-optimizer" \
-              "bf16_dp2 2 --grad-reduce-in-bf16"; do
+              "bf16_dp2 2 --grad-reduce-in-bf16" "bkt_dp2 2 $OV" "ovl_dp2 2 $OV --overlap-grad-reduce" \
+              "ovl_zero_dp2 2 $OV --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather"; do
     # shellcheck disable=SC2086
     set -- $layout
     name=$1 np=$2
@@ -126,6 +132,10 @@ for layout in "tp2 2 $T 2" "pp2 2 $P 2" "dp2 2" "zero_dp2 2 --use-distributed-op
     par_train "$name" "$np" --device cuda "$@"
     is "$rc" 0 "$name: $np ranks on $np GPUs exit 0"
     compare "$name"
+done
+for w in grads params; do
+    gout=$("$check" --what $w --tol 0 "$TMPD/bkt_dp2" "$TMPD/ovl_dp2" 2>&1) && grc=0 || grc=$?
+    is "$grc" 0 "ovl_dp2: $w bitwise those of the same buckets without overlap ($(printf '%s\n' "$gout" | tail -n 1))"
 done
 
 # 8 GPUs: TP 2 x PP 2 x DP 2, with and without ZeRO-1 (2 layouts x 5 checks)
