@@ -21,3 +21,5 @@ EXTRA_DIST += tests/parallel/test_parallel_cuda.sh tests/parallel/test_grad_redu
 # without overlap (CPU, host groups).
 TESTS += tests/parallel/test_overlap.sh
 EXTRA_DIST += tests/parallel/test_overlap.sh
+# Their time per iteration under DP 2, by hand (docs/benchmarks.md): not a TAP test.
+EXTRA_DIST += tests/parallel/bench_overlap.sh
