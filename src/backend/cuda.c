@@ -121,9 +121,10 @@ static void g3_cuda_layernorm_bwd(g3_backend_t *be, void *dinp, float *dw, float
 
 /* ---- linear layers: the three products of g3cuda.h's gemm comment ---------------------------- */
 
-/* out (N,OC) = inp (N,IC) . w (OC,IC)^T + bias (OC,) */
-static void g3_cuda_matmul_fwd(g3_backend_t *be, void *out, const void *inp, const void *w,
-                               const void *bias, int N, int IC, int OC)
+/* out (N,OC) = inp (N,IC) . w (OC,IC)^T + bias (OC,); when pre is not NULL, out = gelu(that)
+ * and pre (N,OC) = that, in one call (the GELU_AUX(_BIAS) epilogue, pre its aux output). */
+static void g3_cuda_linear_fwd(g3_backend_t *be, void *out, void *pre, const void *inp,
+                               const void *w, const void *bias, int N, int IC, int OC)
 {
     g3cuda_gemm_t g;
 
@@ -140,9 +141,21 @@ static void g3_cuda_matmul_fwd(g3_backend_t *be, void *out, const void *inp, con
     g.d_type = G3CUDA_BF16;
     g.ldd = OC;
     g.alpha = 1.0f;
-    g.epilogue = bias ? G3CUDA_EPI_BIAS : G3CUDA_EPI_NONE;
     g.bias = bias;
+    if (pre) {
+        g.epilogue = bias ? G3CUDA_EPI_BIAS_GELU_AUX : G3CUDA_EPI_GELU_AUX;
+        g.aux = pre;
+        g.ldaux = OC;
+    } else {
+        g.epilogue = bias ? G3CUDA_EPI_BIAS : G3CUDA_EPI_NONE;
+    }
     g3cuda_gemm(g3_cuda_ctx_of(be), &g);
+}
+
+static void g3_cuda_matmul_fwd(g3_backend_t *be, void *out, const void *inp, const void *w,
+                               const void *bias, int N, int IC, int OC)
+{
+    g3_cuda_linear_fwd(be, out, NULL, inp, w, bias, N, IC, OC);
 }
 
 /* dinp (N,IC) = dout (N,OC) . w (OC,IC), times gelu'(pre (N,IC)) when pre is not NULL (the
@@ -218,31 +231,12 @@ static void g3_cuda_residual_layernorm_fwd(g3_backend_t *be, void *resid, void *
 static void g3_cuda_matmul_gelu_fwd(g3_backend_t *be, void *out, void *pre, const void *inp,
                                     const void *w, const void *bias, int N, int IC, int OC)
 {
-    g3cuda_gemm_t g;
-
     if (OC % 8 != 0) {
-        g3_cuda_matmul_fwd(be, pre, inp, w, bias, N, IC, OC);
+        g3_cuda_linear_fwd(be, pre, NULL, inp, w, bias, N, IC, OC);
         g3cuda_gelu_fwd(g3_cuda_ctx_of(be), out, pre, (size_t)N * OC);
         return;
     }
-    memset(&g, 0, sizeof(g));
-    g.M = N;
-    g.N = OC;
-    g.K = IC;
-    g.A = inp;
-    g.lda = IC;
-    g.B = w;
-    g.trans_b = 1;
-    g.ldb = IC;
-    g.D = out;
-    g.d_type = G3CUDA_BF16;
-    g.ldd = OC;
-    g.alpha = 1.0f;
-    g.epilogue = bias ? G3CUDA_EPI_BIAS_GELU_AUX : G3CUDA_EPI_GELU_AUX;
-    g.bias = bias;
-    g.aux = pre;
-    g.ldaux = OC;
-    g3cuda_gemm(g3_cuda_ctx_of(be), &g);
+    g3_cuda_linear_fwd(be, out, pre, inp, w, bias, N, IC, OC);
 }
 
 /* dpre = (dout . w) * gelu'(pre) with the DGELU epilogue (the same fallback as above), then

@@ -13,28 +13,18 @@
 # shellcheck disable=SC2154
 # shellcheck source=tests/lib.sh
 . "$top_srcdir/tests/lib.sh"
+# shellcheck source=tests/parallel/par_lib.sh
+. "$top_srcdir/tests/parallel/par_lib.sh"
 set -e
 
 g3_need_mpirun
 g3_tmpdir
-mk="$top_builddir/tests/train/mkdata"
 check="$top_builddir/tests/parallel/grad_check"
 D="$TMPD/data"
 mkdir -p "$D"
 
 # ---- a corpus: 400 short verses, a byte-level vocabulary of 261 entries
-i=1
-while [ $i -le 400 ]; do
-    case $((i % 4)) in
-    0) echo "And God said, Let there be light: and there was light. Verse $i." ;;
-    1) echo "In the beginning God created the heaven and the earth, number $((i % 9))." ;;
-    2) echo "And the evening and the morning were the day $((i % 7))." ;;
-    3) echo "Blessed are the meek: for they shall inherit the earth, saith the $((i % 3)) prophet." ;;
-    esac
-    i=$((i + 1))
-done > "$D/text.txt"
-"$mk" --byte-vocab "$D/vocab.json" "$D/merges.txt"
-"$mk" "$D/vocab.json" "$D/merges.txt" "$D/text.txt" "$D/verses"
+par_corpus "$D"
 
 # --make-vocab-size-divisible-by 6 pads 261 to 264 with TP 1 and with TP 2 (a multiple of
 # 6 x TP), so every layout has the same model.  Global batch 16, micro-batch 2: 8, 4 or 2
@@ -46,49 +36,20 @@ flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.t
  --eval-iters 2 --eval-interval 100 --distributed-timeout-minutes 2"
 export OMP_NUM_THREADS=1
 
-# train NAME NP [FLAGS...]: one run (mpirun unless NP is 0) writing $TMPD/NAME/{m.jsonl,g}
-train() {
-    name=$1 np=$2
-    shift 2
-    # shellcheck disable=SC2086
-    if [ "$np" = 0 ]; then
-        run "$GPT3D" train $flags --metrics-file "$TMPD/$name.jsonl" \
-            --debug-grad-dump "$TMPD/$name" "$@"
-    else
-        run g3_mpirun -x OMP_NUM_THREADS -np "$np" "$GPT3D" train $flags \
-            --metrics-file "$TMPD/$name.jsonl" --debug-grad-dump "$TMPD/$name" "$@"
-    fi
-    [ "$rc" -eq 0 ] || printf '%s\n' "$out" | grep -v '^ *$' | tail -15 | sed 's/^/#   /'
-}
-
-# losses REF RUN KEY: the largest relative difference of KEY over the records of an event
-maxrel() {
-    awk -v key="\"$3\":" -v ev="$4" '
-        FNR == 1 { f++ }
-        index($0, "\"event\":\"" ev "\"") {
-            i = index($0, key); if (!i) next
-            v = substr($0, i + length(key)) + 0
-            if (f == 1) ref[++n] = v
-            else { m++; d = v - ref[m]; if (d < 0) d = -d; if (ref[m] != 0) d /= (ref[m] < 0 ? -ref[m] : ref[m]); if (d > w) w = d }
-        }
-        END { if (m == 0 || m != n) print "mismatch " n " " m; else printf "%.3g %d\n", w, m }' "$1" "$2"
-}
-within() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'; }
-
 # compare NAME REF: the loss curve, the gradients of step 1, the parameters at the end, the
 # validation loss
 compare() {
     name=$1 ref=$2
     # shellcheck disable=SC2046
-    set -- $(maxrel "$TMPD/$ref.jsonl" "$TMPD/$name.jsonl" loss train)
-    if [ "$#" -eq 2 ] && [ "$2" -eq 20 ] && within "$1" 1e-5; then
+    set -- $(par_maxdiff "$TMPD/$ref.jsonl" "$TMPD/$name.jsonl" loss train rel)
+    if [ "$#" -eq 2 ] && [ "$2" -eq 20 ] && par_within "$1" 1e-5; then
         tap_result 0 "$name: loss curve within 1e-5 of one rank over 20 iterations (max $1)"
     else
         tap_result 1 "$name: loss curve within 1e-5 of one rank over 20 iterations ($*)"
     fi
     # shellcheck disable=SC2046
-    set -- $(maxrel "$TMPD/$ref.jsonl" "$TMPD/$name.jsonl" loss eval)
-    if [ "$#" -eq 2 ] && within "$1" 1e-5; then
+    set -- $(par_maxdiff "$TMPD/$ref.jsonl" "$TMPD/$name.jsonl" loss eval rel)
+    if [ "$#" -eq 2 ] && par_within "$1" 1e-5; then
         tap_result 0 "$name: validation loss within 1e-5 ($1)"
     else
         tap_result 1 "$name: validation loss within 1e-5 ($*)"
@@ -107,7 +68,7 @@ compare() {
 T=--tensor-model-parallel-size
 P=--pipeline-model-parallel-size
 
-train ref 0
+par_train ref 0
 is "$rc" 0 "the one-rank reference run exits 0"
 
 for layout in "tp2 2 $T 2" "pp2 2 $P 2" "dp2 2" "tp2pp2 4 $T 2 $P 2" "tp2dp2 4 $T 2" \
@@ -116,7 +77,7 @@ for layout in "tp2 2 $T 2" "pp2 2 $P 2" "dp2 2" "tp2pp2 4 $T 2 $P 2" "tp2dp2 4 $
     set -- $layout
     name=$1 np=$2
     shift 2
-    train "$name" "$np" "$@"
+    par_train "$name" "$np" "$@"
     is "$rc" 0 "$name: $np ranks exit 0"
     compare "$name" ref
 done
@@ -131,22 +92,22 @@ like "$out" 'stage 0: 0\.[0-9]+M parameters held, 16\.00 bytes each: [0-9.]+ MiB
 like "$out" "pipeline bubble on rank 0 \(stage 0\): [0-9.]+% .*\(p - 1\) / m = 75\.0%" "the pipeline bubble is reported against (p - 1)/m"
 
 # ---- ZeRO-1: the same model; bytes per parameter 4 + 4 + 12 / DP
-train zero_dp2 2 --use-distributed-optimizer
+par_train zero_dp2 2 --use-distributed-optimizer
 is "$rc" 0 "zero_dp2: exits 0"
 like "$out" 'params 4 \+ grads 4 \+ \(Adam m 4 \+ v 4 \+ reduced gradient 4\) / DP = 14\.00 bytes per parameter held' \
     "ZeRO-1 over DP 2: 4 + 4 + 12/2 = 14 bytes per parameter"
 like "$out" 'stage 0: 0\.[0-9]+M parameters held, 14\.00 bytes each' "... as measured"
 compare zero_dp2 ref
-train zero_tp2pp2dp2 8 "$T" 2 "$P" 2 --use-distributed-optimizer --sample-tokens 12 --prompt "And God"
+par_train zero_tp2pp2dp2 8 "$T" 2 "$P" 2 --use-distributed-optimizer --sample-tokens 12 --prompt "And God"
 is "$rc" 0 "zero_tp2pp2dp2: exits 0"
 compare zero_tp2pp2dp2 ref
 like "$out" 'sample \(greedy, 12 tokens after a 7-token prompt\):' "the text sample runs through the pipeline"
-train zero_pp4dp2 8 "$P" 4 --use-distributed-optimizer --recompute-activations
+par_train zero_pp4dp2 8 "$P" 4 --use-distributed-optimizer --recompute-activations
 is "$rc" 0 "zero_pp4dp2 with recomputed activations: exits 0"
 compare zero_pp4dp2 ref
 
 # ---- an uneven split: 2 layers on the first of 3 stages, 1 on each other
-train uneven 3 "$P" 3 --decoder-first-pipeline-num-layers 2
+par_train uneven 3 "$P" 3 --decoder-first-pipeline-num-layers 2
 is "$rc" 0 "uneven: PP 3 with --decoder-first-pipeline-num-layers 2 exits 0"
 like "$out" 'pipeline 3 stages: 0:\[0,2\) 1:\[2,3\) 2:\[3,4\)' "uneven: the first stage holds 2 layers"
 compare uneven ref
@@ -154,13 +115,13 @@ compare uneven ref
 # ---- the batch ramp-up under DP 2 (4 -> 16 sequences) against the same ramp on one rank
 flags_save=$flags
 flags=$(printf '%s\n' "$flags" | sed 's/--train-iters 20//; s/--lr-warmup-iters 2//')
-train ramp_ref 0 --train-samples 256 --rampup-batch-size 4 4 64
+par_train ramp_ref 0 --train-samples 256 --rampup-batch-size 4 4 64
 is "$rc" 0 "ramp-up on one rank exits 0"
-train ramp_dp2 2 --train-samples 256 --rampup-batch-size 4 4 64
+par_train ramp_dp2 2 --train-samples 256 --rampup-batch-size 4 4 64
 is "$rc" 0 "ramp-up under DP 2 exits 0"
 # shellcheck disable=SC2046
-set -- $(maxrel "$TMPD/ramp_ref.jsonl" "$TMPD/ramp_dp2.jsonl" loss train)
-if [ "$#" -eq 2 ] && within "$1" 1e-5; then
+set -- $(par_maxdiff "$TMPD/ramp_ref.jsonl" "$TMPD/ramp_dp2.jsonl" loss train rel)
+if [ "$#" -eq 2 ] && par_within "$1" 1e-5; then
     tap_result 0 "ramp-up under DP 2: the loss curve of one rank ($2 iterations, max rel $1)"
 else
     tap_result 1 "ramp-up under DP 2: the loss curve of one rank ($*)"
