@@ -629,6 +629,46 @@ static g3_status_t g3_par_dump(g3_par_engine_t *eng)
     return st;
 }
 
+/* The terms of the global gradient norm this rank adds, in a fixed order: for every piece of
+ * the reduced gradients it owns, the part of each parameter that counts (g3_par_counts: a
+ * replicated copy counts once over the world).  Calls fn on each (g (n,), backend memory). */
+static void g3_par_norm_terms(g3_par_engine_t *eng,
+                              void (*fn)(g3_par_engine_t *eng, const float *g, size_t n, void *ctx),
+                              void *ctx)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_gpt_t *m = eng->model;
+
+    for (int i = 0; i < o->npieces; i++) {
+        const g3_par_piece_t *pc = &o->pieces[i];
+        if (!pc->in_norm)
+            continue;
+        for (int k = 0; k < m->nparams; k++) {
+            const g3_gpt_param_t *p = &m->params[k];
+            size_t lo = p->offset > pc->begin ? p->offset : pc->begin;
+            size_t hi = p->offset + p->numel < pc->end ? p->offset + p->numel : pc->end;
+            if (lo >= hi || !g3_par_counts(m, p))
+                continue;
+            fn(eng, pc->g + (lo - pc->begin), hi - lo, ctx);
+        }
+    }
+}
+
+static void g3_par_norm_term_dev(g3_par_engine_t *eng, const float *g, size_t n, void *ctx)
+{
+    g3_backend_t *be = eng->model->be;
+    (void)ctx;
+    be->ops->sumsq_acc(be, eng->opt.dsumsq, g, n);
+}
+
+static void g3_par_norm_term_host(g3_par_engine_t *eng, const float *g, size_t n, void *ctx)
+{
+    g3_backend_t *be = eng->model->be;
+    double part = 0.0;
+    be->ops->sumsq(be, g, n, &part);
+    *(double *)ctx += part;
+}
+
 /* Step 3 in backend memory (o->dsumsq): the same terms in the same order as g3_par_norm,
  * accumulated by the backend; the world sum is, with NCCL groups (GPU ranks), three
  * all-reduces of the device double over the tp, pp and dp groups (together the world), else
@@ -645,19 +685,7 @@ static g3_status_t g3_par_norm_dev(g3_par_engine_t *eng, double *norm_p)
     g3_status_t st;
 
     be->ops->zero(be, o->dsumsq, sizeof(double));
-    for (int i = 0; i < o->npieces; i++) {
-        const g3_par_piece_t *pc = &o->pieces[i];
-        if (!pc->in_norm)
-            continue;
-        for (int k = 0; k < m->nparams; k++) {
-            const g3_gpt_param_t *p = &m->params[k];
-            size_t lo = p->offset > pc->begin ? p->offset : pc->begin;
-            size_t hi = p->offset + p->numel < pc->end ? p->offset + p->numel : pc->end;
-            if (lo >= hi || !g3_par_counts(m, p))
-                continue;
-            be->ops->sumsq_acc(be, o->dsumsq, pc->g + (lo - pc->begin), hi - lo);
-        }
-    }
+    g3_par_norm_terms(eng, g3_par_norm_term_dev, NULL);
     st = be->ops->sync(be);
     if (st == G3_OK && par->dev.tp) {
         g3_comm_t *axes[3] = { par->buf.tp, par->buf.pp, par->buf.dp };
@@ -687,21 +715,7 @@ static g3_status_t g3_par_norm(g3_par_engine_t *eng, double *norm_p)
 
     if (o->dsumsq)
         return g3_par_norm_dev(eng, norm_p);
-    for (int i = 0; i < o->npieces; i++) {
-        const g3_par_piece_t *pc = &o->pieces[i];
-        if (!pc->in_norm)
-            continue;
-        for (int k = 0; k < m->nparams; k++) {
-            const g3_gpt_param_t *p = &m->params[k];
-            size_t lo = p->offset > pc->begin ? p->offset : pc->begin;
-            size_t hi = p->offset + p->numel < pc->end ? p->offset + p->numel : pc->end;
-            double part = 0.0;
-            if (lo >= hi || !g3_par_counts(m, p))
-                continue;
-            m->be->ops->sumsq(m->be, pc->g + (lo - pc->begin), hi - lo, &part);
-            ss += part;
-        }
-    }
+    g3_par_norm_terms(eng, g3_par_norm_term_host, &ss);
     st = m->be->ops->sync(m->be);
     if (st == G3_OK)
         st = g3_par_world_allreduce(eng->par, &ss, 1, 0);
