@@ -78,3 +78,55 @@ g3_tmpdir() {
     TMPD=$(mktemp -d "${TMPDIR:-/tmp}/gpt3d-test.XXXXXX")
     trap 'rm -rf "$TMPD"' EXIT
 }
+
+# g3_verses KIND N: N lines of synthetic scripture on stdout, the corpus text of the training
+# tests.  KIND picks the line templates: light (one template with a 7-day counter), short (one
+# template), day, chapter (one template each), mixed3, mixed4, mixed5 (3, 4 or 5 templates in
+# turn).  The texts are part of what each test measures: keep them as they are.
+g3_verses() {
+    _i=1
+    while [ "$_i" -le "$2" ]; do
+        _l="And God said, Let there be light: and there was light. Verse $_i"
+        case $1 in
+        light) echo "$_l. In the beginning $((_i % 7))." ;;
+        short) echo "$_l." ;;
+        day) echo "$_l, day $((_i % 7))." ;;
+        chapter) echo "$_l of the chapter $((_i % 31))." ;;
+        mixed3)
+            case $((_i % 3)) in
+            0) echo "$_l." ;;
+            1) echo "In the beginning God created the heaven and the earth, number $((_i % 9))." ;;
+            2) echo "Blessed are the meek: for they shall inherit the earth, saith the $((_i % 5)) prophet." ;;
+            esac ;;
+        mixed4)
+            case $((_i % 4)) in
+            0) echo "$_l." ;;
+            1) echo "In the beginning God created the heaven and the earth, number $((_i % 9))." ;;
+            2) echo "And the evening and the morning were the day $((_i % 7))." ;;
+            3) echo "Blessed are the meek: for they shall inherit the earth, saith the $((_i % 3)) prophet." ;;
+            esac ;;
+        mixed5)
+            case $((_i % 5)) in
+            0) echo "$_l." ;;
+            1) echo "In the beginning God created the heaven and the earth, and the earth was without form." ;;
+            2) echo "And the evening and the morning were the day number $((_i % 7))." ;;
+            3) echo "And God saw the light, that it was good: and God divided the light from the darkness." ;;
+            4) echo "Blessed are the meek: for they shall inherit the earth, saith the $((_i % 3)) prophet." ;;
+            esac ;;
+        *) echo "g3_verses: unknown kind '$1'" >&2; return 2 ;;
+        esac
+        _i=$((_i + 1))
+    done
+}
+
+# g3_byte_corpus DIR [KIND [N]]: a training corpus in DIR: DIR/text.txt (g3_verses KIND N,
+# default light 300), a byte-level GPT-2-style vocabulary of 261 entries (DIR/vocab.json,
+# DIR/merges.txt) and the indexed dataset DIR/verses.{bin,idx}, made by tests/train/mkdata.
+# Sets g3_data to the trainer's data flags for it (--data-path ... --split 90,5,5).
+g3_byte_corpus() {
+    mkdir -p "$1"
+    g3_verses "${2:-light}" "${3:-300}" > "$1/text.txt"
+    "$top_builddir/tests/train/mkdata" --byte-vocab "$1/vocab.json" "$1/merges.txt"
+    "$top_builddir/tests/train/mkdata" "$1/vocab.json" "$1/merges.txt" "$1/text.txt" "$1/verses"
+    g3_data="--data-path $1/verses --vocab-file $1/vocab.json --merge-file $1/merges.txt --split 90,5,5"
+}

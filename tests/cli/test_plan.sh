@@ -180,14 +180,7 @@ fi
 mk="$top_builddir/tests/train/mkdata"
 if [ -x "$mk" ]; then
     D="$TMPD/data"
-    mkdir -p "$D"
-    i=1
-    while [ $i -le 200 ]; do
-        echo "And God said, Let there be light: and there was light. Verse $i."
-        i=$((i + 1))
-    done > "$D/text.txt"
-    "$mk" --byte-vocab "$D/vocab.json" "$D/merges.txt"
-    "$mk" "$D/vocab.json" "$D/merges.txt" "$D/text.txt" "$D/verses"
+    g3_byte_corpus "$D" short 200
     tiny="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32 --make-vocab-size-divisible-by 8 --micro-batch-size 2 --global-batch-size 4 --vocab-file $D/vocab.json"
     run "$GPT3D" train $tiny --data-path "$D/verses" --merge-file "$D/merges.txt" --split 90,5,5 \
         --train-iters 1 --log-interval 1 --eval-iters 0 --run-dir "$TMPD/run"

@@ -18,14 +18,7 @@ g3_need_mpirun
 g3_tmpdir
 mk="$top_builddir/tests/train/mkdata"
 D="$TMPD/data"
-mkdir -p "$D"
-i=1
-while [ $i -le 300 ]; do
-    echo "And God said, Let there be light: and there was light. Verse $i. In the beginning $((i % 7))."
-    i=$((i + 1))
-done > "$D/text.txt"
-"$mk" --byte-vocab "$D/vocab.json" "$D/merges.txt"
-"$mk" "$D/vocab.json" "$D/merges.txt" "$D/text.txt" "$D/verses"
+g3_byte_corpus "$D" light 300
 export OMP_NUM_THREADS=1
 mpi() { g3_mpirun -x OMP_NUM_THREADS "$@"; }
 

@@ -15,19 +15,7 @@ set -e
 g3_tmpdir
 mk="$top_builddir/tests/train/mkdata"
 D="$TMPD/data"
-mkdir -p "$D"
-
-i=1
-while [ $i -le 200 ]; do
-    case $((i % 3)) in
-    0) echo "And God said, Let there be light: and there was light. Verse $i." ;;
-    1) echo "In the beginning God created the heaven and the earth, number $((i % 9))." ;;
-    2) echo "Blessed are the meek: for they shall inherit the earth, saith the $((i % 5)) prophet." ;;
-    esac
-    i=$((i + 1))
-done > "$D/text.txt"
-"$mk" --byte-vocab "$D/vocab.json" "$D/merges.txt"
-"$mk" "$D/vocab.json" "$D/merges.txt" "$D/text.txt" "$D/verses"
+g3_byte_corpus "$D" mixed3 200
 
 flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
  --num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 32

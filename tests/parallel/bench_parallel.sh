@@ -22,15 +22,8 @@ L=${BENCH_LAYERS:-4}
 H=${BENCH_HIDDEN:-192}
 S=${BENCH_SEQ:-128}
 D="$TMPD/data"
-mkdir -p "$D"
-i=1
-while [ $i -le 3000 ]; do
-    echo "And God said, Let there be light: and there was light. Verse $i of the chapter $((i % 31))."
-    i=$((i + 1))
-done > "$D/text.txt"
-"$mk" --byte-vocab "$D/vocab.json" "$D/merges.txt"
-"$mk" "$D/vocab.json" "$D/merges.txt" "$D/text.txt" "$D/corpus"
-flags="--data-path $D/corpus --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 98,2,0
+g3_byte_corpus "$D" chapter 3000
+flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 98,2,0
  --num-layers $L --hidden-size $H --num-attention-heads 8 --seq-length $S
  --make-vocab-size-divisible-by 128 --micro-batch-size 4 --train-iters $iters --lr 1e-3
  --log-interval $half --eval-iters 0"

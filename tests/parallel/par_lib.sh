@@ -8,19 +8,7 @@
 # par_corpus DIR: 400 short verses and a byte-level vocabulary of 261 entries in DIR
 # (DIR/verses, DIR/vocab.json, DIR/merges.txt).
 par_corpus() {
-    mkdir -p "$1"
-    i=1
-    while [ $i -le 400 ]; do
-        case $((i % 4)) in
-        0) echo "And God said, Let there be light: and there was light. Verse $i." ;;
-        1) echo "In the beginning God created the heaven and the earth, number $((i % 9))." ;;
-        2) echo "And the evening and the morning were the day $((i % 7))." ;;
-        3) echo "Blessed are the meek: for they shall inherit the earth, saith the $((i % 3)) prophet." ;;
-        esac
-        i=$((i + 1))
-    done > "$1/text.txt"
-    "$top_builddir/tests/train/mkdata" --byte-vocab "$1/vocab.json" "$1/merges.txt"
-    "$top_builddir/tests/train/mkdata" "$1/vocab.json" "$1/merges.txt" "$1/text.txt" "$1/verses"
+    g3_byte_corpus "$1" mixed4 400
 }
 
 # par_train NAME NP [FLAGS...]: one run of gpt3d train $flags (mpirun unless NP is 0) writing

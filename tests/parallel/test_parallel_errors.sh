@@ -13,15 +13,8 @@ g3_need_mpirun
 g3_tmpdir
 mk="$top_builddir/tests/train/mkdata"
 D="$TMPD/data"
-mkdir -p "$D"
-i=1
-while [ $i -le 100 ]; do
-    echo "And God said, Let there be light: and there was light. Verse $i."
-    i=$((i + 1))
-done > "$D/text.txt"
-"$mk" --byte-vocab "$D/vocab.json" "$D/merges.txt"
-"$mk" "$D/vocab.json" "$D/merges.txt" "$D/text.txt" "$D/verses"
-data="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5"
+g3_byte_corpus "$D" short 100
+data=$g3_data
 model="--num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 16"
 export OMP_NUM_THREADS=1
 

@@ -27,13 +27,7 @@ tap_result 0 "a private cluster of 4 nodes starts"
 W="$G3C_WORK"
 cd "$W"
 
-i=1
-while [ $i -le 300 ]; do
-    echo "And God said, Let there be light: and there was light. Verse $i, day $((i % 7))."
-    i=$((i + 1))
-done > "$W/text.txt"
-"$mk" --byte-vocab "$W/vocab.json" "$W/merges.txt"
-"$mk" "$W/vocab.json" "$W/merges.txt" "$W/text.txt" "$W/verses"
+g3_byte_corpus "$W" day 300
 flags=(--data-path "$W/verses" --vocab-file "$W/vocab.json" --merge-file "$W/merges.txt"
        --split "90,5,5" --num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 32
        --make-vocab-size-divisible-by 6 --micro-batch-size 2 --global-batch-size 16

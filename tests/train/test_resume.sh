@@ -19,14 +19,7 @@ g3_tmpdir
 mk="$top_builddir/tests/train/mkdata"
 check="$top_builddir/tests/parallel/grad_check"
 D="$TMPD/data"
-mkdir -p "$D"
-i=1
-while [ $i -le 300 ]; do
-    echo "And God said, Let there be light: and there was light. Verse $i. In the beginning $((i % 7))."
-    i=$((i + 1))
-done > "$D/text.txt"
-"$mk" --byte-vocab "$D/vocab.json" "$D/merges.txt"
-"$mk" "$D/vocab.json" "$D/merges.txt" "$D/text.txt" "$D/verses"
+g3_byte_corpus "$D" light 300
 
 # --make-vocab-size-divisible-by 6: the same padded vocabulary under TP 1 and TP 2
 flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5

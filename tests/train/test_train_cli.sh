@@ -7,24 +7,10 @@ set -e
 g3_tmpdir
 mk="$top_builddir/tests/train/mkdata"
 D="$TMPD/data"
-mkdir -p "$D"
 
 # ---- a corpus: 400 short verses from five templates
-i=1
-while [ $i -le 400 ]; do
-    case $((i % 5)) in
-    0) echo "And God said, Let there be light: and there was light. Verse $i." ;;
-    1) echo "In the beginning God created the heaven and the earth, and the earth was without form." ;;
-    2) echo "And the evening and the morning were the day number $((i % 7))." ;;
-    3) echo "And God saw the light, that it was good: and God divided the light from the darkness." ;;
-    4) echo "Blessed are the meek: for they shall inherit the earth, saith the $((i % 3)) prophet." ;;
-    esac
-    i=$((i + 1))
-done > "$D/text.txt"
-"$mk" --byte-vocab "$D/vocab.json" "$D/merges.txt"
-"$mk" "$D/vocab.json" "$D/merges.txt" "$D/text.txt" "$D/verses"
-
-data="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5"
+g3_byte_corpus "$D" mixed5 400
+data=$g3_data
 model="--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --make-vocab-size-divisible-by 8"
 
 # ---- a short run
