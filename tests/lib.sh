@@ -1,3 +1,5 @@
+# shellcheck shell=sh disable=SC2034,SC2154
+# (out, rc, g3_data are set for the sourcing test; top_builddir comes from make check.)
 # Shared helpers for gpt3d's shell tests (TAP output).  Source it:
 #   . "$top_srcdir/tests/lib.sh"
 # Then: ok COND-CMD... ; is GOT WANT WHAT ; like TEXT REGEX WHAT ; done_testing

@@ -1,6 +1,10 @@
 #!/bin/sh
 # The gpt3d command: version, help, unknown commands and flags, exit codes.
+# (top_srcdir, top_builddir, GPT3D come from make check; run sets rc and out.)
+# shellcheck disable=SC2154
+# shellcheck source=tests/lib.sh
 . "$top_srcdir/tests/lib.sh"
+set -e
 
 run "$GPT3D" --version
 is "$rc" 0 "--version exits 0"

@@ -15,7 +15,6 @@
 set -e
 
 g3_tmpdir
-mk="$top_builddir/tests/train/mkdata"
 D="$TMPD/data"
 g3_byte_corpus "$D" light 300
 export OMP_NUM_THREADS=1

@@ -16,7 +16,6 @@ set -e
 g3_need_mpirun
 
 g3_tmpdir
-mk="$top_builddir/tests/train/mkdata"
 D="$TMPD/data"
 g3_byte_corpus "$D" light 300
 export OMP_NUM_THREADS=1

@@ -13,7 +13,6 @@
 set -e
 
 g3_tmpdir
-mk="$top_builddir/tests/train/mkdata"
 D="$TMPD/data"
 g3_byte_corpus "$D" mixed3 200
 

@@ -11,7 +11,6 @@ set -e
 
 g3_need_mpirun
 g3_tmpdir
-mk="$top_builddir/tests/train/mkdata"
 D="$TMPD/data"
 g3_byte_corpus "$D" short 100
 data=$g3_data

@@ -27,7 +27,10 @@ best_ours=0
 best_torch=0
 r=1
 while [ "$r" -le "$rounds" ]; do
+    # $shape: the bench flags, split into words on purpose
+    # shellcheck disable=SC2086
     ours=$(OMP_NUM_THREADS=$threads "$bench" $shape | sed -n 's/^tokens\/s: //p')
+    # shellcheck disable=SC2086
     torch=$(OMP_NUM_THREADS=$threads "$py" "$top_srcdir/tests/train/bench_torch.py" $shape \
             --threads "$threads" | sed -n 's/^tokens\/s: //p')
     diag "round $r: gpt3d $ours tokens/s, PyTorch $torch tokens/s"

@@ -3,6 +3,9 @@
 # and every parameter gradient within 1e-5 (max|a-b|/max|b| per tensor, fp32 both sides), then
 # ten AdamW iterations with Megatron's schedule, losses within 1e-4.  With and without
 # --recompute-activations.  The reference is computed here, nothing is stored.
+# (top_srcdir, top_builddir, GPT3D come from make check; run sets rc and out.)
+# shellcheck disable=SC2154
+# shellcheck source=tests/lib.sh
 . "$top_srcdir/tests/lib.sh"
 set -e
 g3_tmpdir

@@ -16,7 +16,6 @@
 set -e
 
 g3_tmpdir
-mk="$top_builddir/tests/train/mkdata"
 check="$top_builddir/tests/parallel/grad_check"
 D="$TMPD/data"
 g3_byte_corpus "$D" light 300

@@ -14,7 +14,6 @@ set -e
 
 g3_need_mpirun
 g3_tmpdir
-mk="$top_builddir/tests/train/mkdata"
 check="$top_builddir/tests/parallel/grad_check"
 D="$TMPD/data"
 g3_byte_corpus "$D" light 300

@@ -2,10 +2,13 @@
 # gpt3d train end to end on a small synthetic corpus (a byte-level GPT-2-style vocabulary made
 # by tests/train/mkdata): progress lines and metrics, the loss going down, validation, the text
 # sample; then every bad input the issue lists gets one clear error before any work.
+# (top_srcdir, top_builddir, GPT3D come from make check; run sets rc and out.  The flag
+# strings $data, $model ... are split into words on purpose: SC2086.)
+# shellcheck disable=SC2154,SC2086
+# shellcheck source=tests/lib.sh
 . "$top_srcdir/tests/lib.sh"
 set -e
 g3_tmpdir
-mk="$top_builddir/tests/train/mkdata"
 D="$TMPD/data"
 
 # ---- a corpus: 400 short verses from five templates
@@ -112,6 +115,7 @@ expect 2 'rampup-batch-size needs sample-based training' "ramp-up with --train-i
     $data $model --train-iters 5 --rampup-batch-size 4 4 100
 expect 1 'training needs [0-9.]+ GiB more memory .* lower --micro-batch-size' "more memory than the machine has" \
     $data $model --micro-batch-size 65536 --train-iters 1 --eval-iters 0 --run-dir "$TMPD/big"
-[ ! -e "$TMPD/ck" ] && tap_result 0 "nothing was written for the refused runs" || tap_result 1 "nothing was written for the refused runs"
+if [ ! -e "$TMPD/ck" ]; then tap_result 0 "nothing was written for the refused runs"; else
+    tap_result 1 "nothing was written for the refused runs"; fi
 
 done_testing
