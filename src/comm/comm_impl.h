@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "comm/comm.h"
+#include "core/clock.h"
 
 typedef struct g3_ucx_world g3_ucx_world_t;
 
@@ -84,9 +85,6 @@ struct g3_comm {
     const char          *cur_op;         /* op in progress, for messages     */
     void                *be;             /* backend state                    */
 };
-
-/* Monotonic clock in seconds. */
-double g3_comm_now(void);
 
 /* Log "what timed out" once, in one greppable line:
  * "<op> on group <name> (rank g of n, world ranks ...) timed out after T s waiting for

@@ -4,4 +4,5 @@ src_libgpt3d_a_SOURCES += \
 	src/core/log.c src/core/log.h \
 	src/core/opt.c src/core/opt.h \
 	src/core/rng.c src/core/rng.h \
+	src/core/clock.c src/core/clock.h \
 	src/core/bf16.h

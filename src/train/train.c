@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "data/bpe.h"
 #include "data/dataset.h"
@@ -39,13 +40,6 @@ typedef struct {
     int32_t                 *targets;   /* (GBS/DP, T)                                 */
     double                   peak;      /* FLOP/s of every rank together (MFU)         */
 } g3_trainer_t;
-
-static double g3_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* This rank's n samples of the global batch that starts at sample `first` of split into
  * tr->inputs and tr->targets (n, T): g3_infer_batch_load, Megatron's order. */
@@ -383,13 +377,13 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
                                    double lr, const char *why)
 {
     g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
-    double t0 = g3_now(), dt;
+    double t0 = g3_clock_now(), dt;
     g3_status_t st = tr->eng ? g3_par_engine_params_ready(tr->eng) : G3_OK;   /* all-gathers */
 
     if (st == G3_OK)
         st = g3_train_ckpt_save(&c, it, consumed, gbs, lr);
 
-    dt = g3_now() - t0;
+    dt = g3_clock_now() - t0;
     if (st != G3_OK) {
         g3_error("saving the checkpoint of iteration %lld to %s failed (see above); the "
                  "previous checkpoints are intact", (long long)it, tr->cfg->save_dir);
@@ -413,7 +407,7 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
                                          int64_t it, int64_t consumed, int64_t gbs, double lr)
 {
     g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
-    double t0 = g3_now(), dt;
+    double t0 = g3_clock_now(), dt;
     int64_t done;
     g3_status_t st = g3_train_ckpt_async_finish(&c, pending, 1, &done);
 
@@ -421,7 +415,7 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
         st = g3_par_engine_params_ready(tr->eng);   /* --overlap-param-gather's all-gathers */
     if (st == G3_OK)
         st = g3_train_ckpt_save_async(&c, it, consumed, gbs, lr, pending);
-    dt = g3_now() - t0;
+    dt = g3_clock_now() - t0;
     if (st != G3_OK) {
         g3_error("the asynchronous save of iteration %lld to %s failed (see above); the "
                  "previous checkpoints are intact", (long long)it, tr->cfg->save_dir);
@@ -480,7 +474,7 @@ static g3_status_t g3_trainer_exit_requested(g3_trainer_t *tr, int64_t it, doubl
         return G3_OK;
     req[0] = cfg->exit_flag && *cfg->exit_flag ? 1.0 : 0.0;
     req[1] = cfg->exit_duration_mins > 0.0 &&
-             (g3_now() - t_start) / 60.0 >= cfg->exit_duration_mins ? 1.0 : 0.0;
+             (g3_clock_now() - t_start) / 60.0 >= cfg->exit_duration_mins ? 1.0 : 0.0;
     if (cfg->par)
         st = g3_par_world_allreduce(cfg->par, req, 2, 1);
     if (st != G3_OK)
@@ -506,7 +500,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
     int have_valid;
     int64_t start_it = 0, saved_it = -1, last_gbs = 0;
     g3_train_ckpt_async_t *pending = NULL;
-    double last_lr = 0.0, t_start = g3_now();
+    double last_lr = 0.0, t_start = g3_clock_now();
     g3_status_t st;
 
     memset(&tr, 0, sizeof(tr));
@@ -549,7 +543,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         int64_t gbs = g3_train_rampup_batch(&tr.plan.rampup, consumed);
         int64_t nmicro = gbs / mdp;
         double lr = g3_train_lr_at(&tr.plan.lr, consumed);
-        double t0 = g3_now(), iter_loss = 0.0, norm = 0.0, dt;
+        double t0 = g3_clock_now(), iter_loss = 0.0, norm = 0.0, dt;
 
         /* this replica's part of the global batch */
         st = g3_trainer_batch(&tr, G3_SPLIT_TRAIN, (uint64_t)consumed, nmicro * tr.B, 0);
@@ -561,7 +555,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
                                tr.T, lr, it, &iter_loss, &norm);
         if (st != G3_OK)
             goto out;
-        dt = g3_now() - t0;
+        dt = g3_clock_now() - t0;
         consumed += gbs;
         last_gbs = gbs;
         last_lr = lr;
