@@ -21,6 +21,7 @@ static const char *const g3_dtype_names[] = {
 static const char *const g3_reduce_names[] = { [G3_COMM_SUM] = "sum", [G3_COMM_MAX] = "max" };
 static const char *const g3_backend_names[] = {
     [G3_COMM_BACKEND_HOST] = "host", [G3_COMM_BACKEND_NCCL] = "nccl",
+    [G3_COMM_BACKEND_STAGED] = "staged",
 };
 _Static_assert(sizeof(g3_dtype_sizes) / sizeof(g3_dtype_sizes[0]) == G3_DTYPE_COUNT,
                "one size per dtype");
@@ -56,6 +57,7 @@ int g3_comm_backend_available(g3_comm_backend_t backend)
 {
     switch (backend) {
     case G3_COMM_BACKEND_HOST: return 1;
+    case G3_COMM_BACKEND_STAGED: return 1;
 #ifdef HAVE_NCCL
     case G3_COMM_BACKEND_NCCL: return 1;
 #endif
@@ -231,6 +233,11 @@ g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
                  "NCCL); use the host backend or rebuild with NCCL", name,
                  g3_comm_backend_name(backend));
         return G3_ERR_UNSUPPORTED;
+    }
+    if (backend == G3_COMM_BACKEND_STAGED) {
+        g3_error("group %s: a staged group needs the compute backend's copy functions; create "
+                 "it with g3_comm_group_create_staged", name);
+        return G3_ERR_INVALID_ARG;
     }
     st = g3_group_check_members(world, name, members, nmembers, &self);
     if (st != G3_OK)
