@@ -40,7 +40,7 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
         return G3_ERR_INTERNAL;
     }
     /* the groups that carry this backend's buffers (NCCL for a GPU backend) */
-    st = g3_par_set_backend(par, model->be);
+    st = g3_par_set_backend(par, model->be, cfg->dist_backend);
     if (st != G3_OK)
         return st;
     eng = calloc(1, sizeof(*eng));

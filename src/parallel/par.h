@@ -99,15 +99,26 @@ void g3_par_free(g3_par_t *par);
 const g3_par_layout_t *g3_par_layout(const g3_par_t *par);
 g3_comm_world_t *g3_par_world(const g3_par_t *par);
 
+/* What moves a GPU backend's buffers between ranks (--distributed-backend). */
+typedef enum {
+    G3_PAR_DIST_NCCL = 0,   /* NCCL on the device: one rank per GPU (the default)          */
+    G3_PAR_DIST_UCX         /* staged through host buffers and the UCX host collectives:
+                             * several ranks may share a GPU                               */
+} g3_par_dist_t;
+
 /* Tell the layout which compute backend holds the buffers the groups move (collective over
  * the world; g3_par_engine_init calls it).  A backend whose memory is host memory (cpu)
- * uses the host groups.  A GPU backend (cuda) gets NCCL groups over the same members (tp,
- * pp, dp, emb), created on the CUDA device the backend opened (one rank per GPU); its
- * activations travel as bf16, its gradients and master weights as fp32.  The host groups
- * stay for host data (loss, norm, cross-entropy statistics on the host, the sample).
- * RET: G3_ERR_UNSUPPORTED (logged, naming the fix) when the build has no NCCL; comm errors
- * (logged). */
-g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be);
+ * uses the host groups (GPT3D_STAGED_HOST=1: staged groups over memcpy, to test the staged
+ * path on the CPU; bitwise the same results).  A GPU backend (cuda) gets groups over the
+ * same members (tp, pp, dp, emb): NCCL groups on the CUDA device the backend opened (one
+ * rank per GPU: two ranks on one GPU are refused, naming --distributed-backend ucx), or with
+ * dist G3_PAR_DIST_UCX staged groups (comm.h) that copy through the backend's page-locked
+ * host buffers and reduce on the host in rank order.  Its activations travel as bf16, its
+ * gradients and master weights as fp32.  The host groups stay for host data (loss, norm,
+ * cross-entropy statistics on the host, the sample).
+ * RET: G3_ERR_UNSUPPORTED (logged, naming the fix) when the build has no NCCL or ranks share
+ * a GPU under NCCL; comm errors (logged). */
+g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dist_t dist);
 
 /* The tensor-parallel collectives for g3_gpt_set_tp_comm.  OUT: *comm */
 void g3_par_tp_comm(g3_par_t *par, g3_gpt_tp_comm_t *comm);
@@ -136,6 +147,7 @@ typedef struct {
     int64_t     max_micro;              /* most micro-batches an iteration runs (m)      */
     const char *grad_dump_dir;          /* tests: dump the reduced gradients of step 1  */
     int         forward_only;           /* eval / generate: no optimizer state           */
+    g3_par_dist_t dist_backend;         /* GPU buffers: NCCL or staged (--distributed-backend) */
 } g3_par_engine_config_t;
 
 /* Memory one rank holds for its model state (see docs/parallelism.md). */

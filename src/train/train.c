@@ -284,6 +284,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         ecfg.overlap_param_gather = cfg->overlap_param_gather;
         ecfg.max_micro = tr->plan.global_batch_size / (tr->B * (int64_t)cfg->dp_size);
         ecfg.grad_dump_dir = cfg->grad_dump_dir;
+        ecfg.dist_backend = cfg->dist_ucx ? G3_PAR_DIST_UCX : G3_PAR_DIST_NCCL;
         g3_par_tp_comm(cfg->par, &tpc);
         g3_gpt_set_tp_comm(tr->model, &tpc);
         return g3_par_engine_init(cfg->par, tr->model, tr->B, tr->T, &ecfg, &tr->eng);
