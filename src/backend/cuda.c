@@ -484,6 +484,44 @@ static void g3_cuda_close(g3_backend_t *be)
     free(be);
 }
 
+/* ---- host staging buffers and timing events (optional ops) ------------------------------- */
+
+static g3_status_t g3_cuda_host_alloc(g3_backend_t *be, size_t bytes, void **ptr_p)
+{
+    return g3_cuda_status(be, g3cuda_host_alloc(g3_cuda_ctx_of(be), bytes, ptr_p));
+}
+
+static void g3_cuda_host_free(g3_backend_t *be, void *ptr)
+{
+    g3cuda_host_free(g3_cuda_ctx_of(be), ptr);
+}
+
+static g3_status_t g3_cuda_event_create(g3_backend_t *be, void **event_p)
+{
+    return g3_cuda_status(be, g3cuda_event_create(g3_cuda_ctx_of(be), event_p));
+}
+
+static void g3_cuda_event_destroy(g3_backend_t *be, void *event)
+{
+    g3cuda_event_destroy(g3_cuda_ctx_of(be), event);
+}
+
+static void g3_cuda_event_record(g3_backend_t *be, void *event)
+{
+    g3cuda_event_record(g3_cuda_ctx_of(be), event);   /* a failure is reported by ->sync */
+}
+
+static g3_status_t g3_cuda_event_elapsed(g3_backend_t *be, void *start, void *end,
+                                         double *seconds_p)
+{
+    float ms = 0.0f;
+    g3_status_t st = g3_cuda_status(be, g3cuda_event_elapsed(g3_cuda_ctx_of(be), start, end,
+                                                             &ms));
+    if (st == G3_OK)
+        *seconds_p = 1e-3 * (double)ms;
+    return st;
+}
+
 static const g3_backend_ops_t g3_cuda_ops = {
     .close = g3_cuda_close,
     .alloc = g3_cuda_alloc,
@@ -522,44 +560,6 @@ static const g3_backend_ops_t g3_cuda_ops = {
     .event_elapsed = g3_cuda_event_elapsed,
     .check_model = g3_cuda_check_model,
 };
-
-/* ---- host staging buffers and timing events (optional ops) ------------------------------- */
-
-static g3_status_t g3_cuda_host_alloc(g3_backend_t *be, size_t bytes, void **ptr_p)
-{
-    return g3_cuda_status(be, g3cuda_host_alloc(g3_cuda_ctx_of(be), bytes, ptr_p));
-}
-
-static void g3_cuda_host_free(g3_backend_t *be, void *ptr)
-{
-    g3cuda_host_free(g3_cuda_ctx_of(be), ptr);
-}
-
-static g3_status_t g3_cuda_event_create(g3_backend_t *be, void **event_p)
-{
-    return g3_cuda_status(be, g3cuda_event_create(g3_cuda_ctx_of(be), event_p));
-}
-
-static void g3_cuda_event_destroy(g3_backend_t *be, void *event)
-{
-    g3cuda_event_destroy(g3_cuda_ctx_of(be), event);
-}
-
-static void g3_cuda_event_record(g3_backend_t *be, void *event)
-{
-    g3cuda_event_record(g3_cuda_ctx_of(be), event);   /* a failure is reported by ->sync */
-}
-
-static g3_status_t g3_cuda_event_elapsed(g3_backend_t *be, void *start, void *end,
-                                         double *seconds_p)
-{
-    float ms = 0.0f;
-    g3_status_t st = g3_cuda_status(be, g3cuda_event_elapsed(g3_cuda_ctx_of(be), start, end,
-                                                             &ms));
-    if (st == G3_OK)
-        *seconds_p = 1e-3 * (double)ms;
-    return st;
-}
 
 /* RET: the node-local rank from the launcher's environment, or 0. */
 static int g3_cuda_local_rank(void)
