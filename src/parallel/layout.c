@@ -405,7 +405,7 @@ static g3_status_t g3_par_check_gpu_sharing(g3_par_t *par, const g3_backend_t *b
                      "each rank its own GPU with CUDA_VISIBLE_DEVICES), or pass "
                      "--distributed-backend ucx to move the device tensors through host memory",
                      a, b, all[a].device, all[a].host);
-        st = G3_ERR_UNSUPPORTED;
+        st = G3_ERR_USAGE;   /* the layout asked for: exit 2 */
     }
     free(all);
     return st;

@@ -116,8 +116,9 @@ typedef enum {
  * host buffers and reduce on the host in rank order.  Its activations travel as bf16, its
  * gradients and master weights as fp32.  The host groups stay for host data (loss, norm,
  * cross-entropy statistics on the host, the sample).
- * RET: G3_ERR_UNSUPPORTED (logged, naming the fix) when the build has no NCCL or ranks share
- * a GPU under NCCL; comm errors (logged). */
+ * RET: G3_ERR_UNSUPPORTED (logged, naming the fix) when the build has no NCCL; G3_ERR_USAGE
+ * (logged by world rank 0, naming --distributed-backend ucx) when ranks share a GPU under
+ * NCCL; comm errors (logged). */
 g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dist_t dist);
 
 /* The tensor-parallel collectives for g3_gpt_set_tp_comm.  OUT: *comm */
