@@ -261,6 +261,28 @@ g3_status_t g3_comm_wait(g3_comm_req_t *req);
  * receives are cancelled.  NULL is fine. */
 void g3_comm_req_free(g3_comm_req_t *req);
 
+/* ---- time spent in communication (--timing-log-level) ------------------
+ * Each group adds up the wall-clock time this process spends inside its calls, per kind:
+ * a blocking call from entry to return (for NCCL and staged groups that includes waiting
+ * for the device), a non-blocking collective in its start, test and wait calls (the time it
+ * runs in the background is not counted: that is the overlap).  Cumulative since the group
+ * was made; a caller that wants intervals subtracts two readings. */
+typedef enum {
+    G3_COMM_STAT_ALLREDUCE = 0,
+    G3_COMM_STAT_REDUCE_SCATTER,
+    G3_COMM_STAT_ALLGATHER,
+    G3_COMM_STAT_BROADCAST,
+    G3_COMM_STAT_SEND,
+    G3_COMM_STAT_RECV,
+    G3_COMM_STAT_BARRIER,
+    G3_COMM_STAT_NONBLOCKING,
+    G3_COMM_STAT_COUNT
+} g3_comm_stat_t;
+/* RET: "all-reduce", "reduce-scatter", ... "non-blocking". */
+const char *g3_comm_stat_name(g3_comm_stat_t kind);
+/* OUT: seconds[G3_COMM_STAT_COUNT], cumulative; all zero for a NULL comm. */
+void g3_comm_busy(const g3_comm_t *comm, double seconds[G3_COMM_STAT_COUNT]);
+
 /* ---- serial reference (tests) ------------------------------------------
  * dst[i] = op(dst[i], src[i]) for i < n.  dst, src: (n,) host memory. */
 void g3_comm_reduce_local(void *dst, const void *src, size_t n, g3_comm_dtype_t dtype,

@@ -83,6 +83,7 @@ struct g3_comm {
     g3_status_t          broken;         /* G3_OK until an op fails          */
     uint32_t             coll_seq;       /* collectives started on this group */
     const char          *cur_op;         /* op in progress, for messages     */
+    double               busy_s[G3_COMM_STAT_COUNT];   /* time in calls (comm.h) */
     void                *be;             /* backend state                    */
 };
 

@@ -334,7 +334,7 @@ g3_comm_world_t *g3_par_world(const g3_par_t *par)
     return par->world;
 }
 
-/* ---- the groups for backend buffers ----------------------------------------------------------- */
+/* ---- the groups for backend buffers ------------------------------------------------------- */
 
 /* The staged groups' copies: the backend's own download / upload (in the order of its queued
  * ops; they return when the bytes have moved) and its page-locked host memory. */
@@ -510,6 +510,20 @@ g3_status_t g3_par_world_allreduce(g3_par_t *par, double *buf, size_t n, int max
 {
     return g3_comm_allreduce(par->all, buf, buf, n, G3_DTYPE_FLOAT64,
                              max ? G3_COMM_MAX : G3_COMM_SUM);
+}
+
+void g3_par_comm_busy(const g3_par_t *par, double busy[G3_PAR_AXES][G3_COMM_STAT_COUNT])
+{
+    const g3_comm_t *host[G3_PAR_AXES] = { par->tp, par->pp, par->dp, par->emb };
+    const g3_comm_t *dev[G3_PAR_AXES] = { par->dev.tp, par->dev.pp, par->dev.dp, par->dev.emb };
+
+    for (int a = 0; a < G3_PAR_AXES; a++) {
+        double h[G3_COMM_STAT_COUNT], d[G3_COMM_STAT_COUNT];
+        g3_comm_busy(host[a], h);
+        g3_comm_busy(dev[a], d);
+        for (int k = 0; k < G3_COMM_STAT_COUNT; k++)
+            busy[a][k] = h[k] + d[k];
+    }
 }
 
 /* ---- printing ----------------------------------------------------------------------------- */

@@ -35,6 +35,7 @@
 
 #include "comm/comm.h"
 #include "core/status.h"
+#include "core/timer.h"
 #include "model/gpt.h"
 #include "topo/topo.h"
 #include "train/optim.h"
@@ -128,6 +129,12 @@ void g3_par_tp_comm(g3_par_t *par, g3_gpt_tp_comm_t *comm);
  * the rank table (host, local rank, tp, pp, dp of every rank) at debug level. */
 void g3_par_print_layout(const g3_par_t *par, const g3_gpt_config_t *cfg, FILE *out);
 
+/* Time this rank spent in the calls of each axis's groups (host and backend-buffer groups
+ * together; comm.h, g3_comm_busy), cumulative: busy[axis][kind] in seconds, axes tp, pp,
+ * dp and the tied embedding's group (--timing-log-level). */
+#define G3_PAR_AXES 4
+void g3_par_comm_busy(const g3_par_t *par, double busy[G3_PAR_AXES][G3_COMM_STAT_COUNT]);
+
 /* buf (n,) host doubles: summed (max = 0) or maxed over the world, in place. */
 g3_status_t g3_par_world_allreduce(g3_par_t *par, double *buf, size_t n, int max);
 
@@ -149,6 +156,7 @@ typedef struct {
     const char *grad_dump_dir;          /* tests: dump the reduced gradients of step 1  */
     int         forward_only;           /* eval / generate: no optimizer state           */
     g3_par_dist_t dist_backend;         /* GPU buffers: NCCL or staged (--distributed-backend) */
+    g3_timers_t *timers;                /* --timing-log-level (borrowed), or NULL           */
 } g3_par_engine_config_t;
 
 /* Memory one rank holds for its model state (see docs/parallelism.md). */

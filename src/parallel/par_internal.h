@@ -104,6 +104,7 @@ struct g3_par_engine {
     g3_gpt_acts_t  **sets;           /* (nsets,)                                         */
     g3_par_optim_t   opt;
     const char      *grad_dump_dir;
+    g3_timers_t     *timers;         /* --timing-log-level (borrowed), or NULL           */
     /* pipeline timing */
     double           t_sched, t_compute;
     int64_t          last_m;

@@ -21,6 +21,7 @@
 #include "train/train.h"
 #include "ckpt/ckpt.h"
 #include "train/train_ckpt.h"
+#include "train/timing.h"
 
 /* ---- the run ------------------------------------------------------------------------------- */
 
@@ -32,6 +33,7 @@ typedef struct {
     g3_gpt_acts_t           *acts;
     g3_train_adamw_t        *opt;
     g3_par_engine_t         *eng;       /* 3D-parallel runs: schedule and optimizer    */
+    g3_train_timing_t       *timing;    /* --timing-log-level, or NULL                 */
     g3_data_t               *data;
     FILE                    *metrics;
     int                      T, B;
@@ -132,6 +134,7 @@ static void g3_trainer_close(g3_trainer_t *tr)
         g3_warn("could not finish writing the metrics file %s: %s", tr->cfg->metrics_file,
                 strerror(errno));
     g3_data_close(tr->data);
+    g3_train_timing_free(tr->timing);
     g3_par_engine_free(tr->eng);
     g3_train_adamw_free(tr->opt);
     if (tr->acts)
@@ -264,6 +267,8 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         }
     }
     st = g3_be_open(cfg->backend, cfg->threads, &tr->be);
+    if (st == G3_OK)
+        st = g3_train_timing_init(cfg->timing_log_level, tr->be, cfg->par, &tr->timing);
     if (st != G3_OK)
         return st;
     st = g3_gpt_init(mcfg, tr->be, &tr->model);
@@ -285,6 +290,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         ecfg.max_micro = tr->plan.global_batch_size / (tr->B * (int64_t)cfg->dp_size);
         ecfg.grad_dump_dir = cfg->grad_dump_dir;
         ecfg.dist_backend = cfg->dist_ucx ? G3_PAR_DIST_UCX : G3_PAR_DIST_NCCL;
+        ecfg.timers = g3_train_timing_timers(tr->timing);
         g3_par_tp_comm(cfg->par, &tpc);
         g3_gpt_set_tp_comm(tr->model, &tpc);
         return g3_par_engine_init(cfg->par, tr->model, tr->B, tr->T, &ecfg, &tr->eng);
@@ -381,8 +387,10 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
     double t0 = g3_clock_now(), dt;
     g3_status_t st = tr->eng ? g3_par_engine_params_ready(tr->eng) : G3_OK;   /* all-gathers */
 
+    g3_timers_start(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     if (st == G3_OK)
         st = g3_train_ckpt_save(&c, it, consumed, gbs, lr);
+    g3_timers_stop(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
 
     dt = g3_clock_now() - t0;
     if (st != G3_OK) {
@@ -414,8 +422,10 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
 
     if (st == G3_OK && tr->eng)
         st = g3_par_engine_params_ready(tr->eng);   /* --overlap-param-gather's all-gathers */
+    g3_timers_start(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     if (st == G3_OK)
         st = g3_train_ckpt_save_async(&c, it, consumed, gbs, lr, pending);
+    g3_timers_stop(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     dt = g3_clock_now() - t0;
     if (st != G3_OK) {
         g3_error("the asynchronous save of iteration %lld to %s failed (see above); the "
@@ -547,7 +557,9 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         double t0 = g3_clock_now(), iter_loss = 0.0, norm = 0.0, dt;
 
         /* this replica's part of the global batch */
+        g3_timers_start(g3_train_timing_timers(tr.timing), G3_TIMER_DATA);
         st = g3_trainer_batch(&tr, G3_SPLIT_TRAIN, (uint64_t)consumed, nmicro * tr.B, 0);
+        g3_timers_stop(g3_train_timing_timers(tr.timing), G3_TIMER_DATA);
         if (st == G3_OK && tr.eng)
             st = g3_par_train_step(tr.eng, tr.inputs, tr.targets, nmicro, gbs, lr, it,
                                    &iter_loss, &norm);
@@ -588,6 +600,9 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
                         (long long)gbs, loss_sum / n_iters, norm, tps, fl / 1e12, mfu);
                 fflush(tr.metrics);
             }
+            st = g3_train_timing_report(tr.timing, it, n_iters, stdout, tr.metrics);
+            if (st != G3_OK)
+                goto out;
             t_sum = loss_sum = flops_sum = 0.0;
             n_iters = tokens = 0;
         }
