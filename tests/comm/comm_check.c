@@ -10,7 +10,10 @@
  *                                   memory behind non-dereferenceable
  *                                   addresses (a path that skipped staging
  *                                   would crash), every result compared
- *                                   bitwise with the direct host collective
+ *                                   bitwise with the direct host collective;
+ *                                   staged-cuda: the same with CUDA device
+ *                                   memory (builds with NCCL), every local
+ *                                   rank on GPU local_rank % devices
  *   comm_check hang SECONDS         the last rank stops responding; the
  *                                   others time out and exit 76
  *   comm_check mismatch-group       ranks disagree on a group: exit 2
@@ -38,6 +41,7 @@
 static const g3_comm_proc_t *me;
 static long n_checks, n_failed;
 static g3_comm_backend_t backend = G3_COMM_BACKEND_HOST;
+static int on_gpu;   /* buffers in CUDA device memory: nccl, staged-cuda */
 
 static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void check(int ok, const char *fmt, ...)
@@ -140,7 +144,7 @@ static void *dev_alloc(size_t bytes)
 {
     void *p = NULL;
 #ifdef HAVE_NCCL
-    if (backend == G3_COMM_BACKEND_NCCL) {
+    if (on_gpu) {
         if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
             fprintf(stderr, "cudaMalloc(%zu) failed\n", bytes);
             exit(1);
@@ -153,13 +157,13 @@ static void *dev_alloc(size_t bytes)
         fprintf(stderr, "out of memory\n");
         exit(1);
     }
-    return backend == G3_COMM_BACKEND_STAGED ? fake_to_real(p) : p;
+    return backend == G3_COMM_BACKEND_STAGED ? fake_to_real(p) : p;   /* host "device" */
 }
 
 static void dev_free(void *p)
 {
 #ifdef HAVE_NCCL
-    if (backend == G3_COMM_BACKEND_NCCL) {
+    if (on_gpu) {
         cudaFree(p);
         return;
     }
@@ -170,7 +174,7 @@ static void dev_free(void *p)
 static void to_dev(void *dst, const void *src, size_t bytes)
 {
 #ifdef HAVE_NCCL
-    if (backend == G3_COMM_BACKEND_NCCL) {
+    if (on_gpu) {
         cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
         return;
     }
@@ -181,7 +185,7 @@ static void to_dev(void *dst, const void *src, size_t bytes)
 static void to_host(void *dst, const void *src, size_t bytes)
 {
 #ifdef HAVE_NCCL
-    if (backend == G3_COMM_BACKEND_NCCL) {
+    if (on_gpu) {
         cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
         return;
     }
@@ -196,14 +200,14 @@ static g3_status_t staged_to_host(void *ctx, void *h, const void *d, size_t byte
 {
     (void)ctx;
     staged_copies++;
-    memcpy(h, fake_to_real(d), bytes);
+    to_host(h, d, bytes);
     return G3_OK;
 }
 static g3_status_t staged_to_device(void *ctx, void *d, const void *h, size_t bytes)
 {
     (void)ctx;
     staged_copies++;
-    memcpy(fake_to_real(d), h, bytes);
+    to_dev(d, h, bytes);
     return G3_OK;
 }
 static const g3_comm_devmem_t staged_mem = { NULL, staged_to_host, staged_to_device, NULL,
@@ -607,13 +611,18 @@ int main(int argc, char **argv)
     g3_log_init_from_env();
     if (!strcmp(mode, "collectives") && argc > 2 && !strcmp(argv[2], "nccl"))
         backend = G3_COMM_BACKEND_NCCL;
+    on_gpu = backend == G3_COMM_BACKEND_NCCL;
+    if (!strcmp(mode, "collectives") && argc > 2 && !strcmp(argv[2], "staged-cuda")) {
+        backend = G3_COMM_BACKEND_STAGED;   /* real device memory, every rank on one GPU */
+        on_gpu = 1;
+    }
     if (!strcmp(mode, "collectives") && argc > 2 && !strcmp(argv[2], "staged"))
         backend = G3_COMM_BACKEND_STAGED;
     st = g3_comm_world_init(30, &world);
     if (st != G3_OK)
         return g3_status_exit_code(st);
     me = g3_comm_world_proc(world);
-    if (backend == G3_COMM_BACKEND_NCCL) {
+    if (on_gpu) {
 #ifdef HAVE_NCCL
         int ndev = 0;
         cudaError_t ce = cudaGetDeviceCount(&ndev);
@@ -623,15 +632,15 @@ int main(int argc, char **argv)
             g3_comm_world_free(world);
             return 77;
         }
-        if (ndev < me->local_size) {
+        if (backend == G3_COMM_BACKEND_NCCL && ndev < me->local_size) {
             printf("SKIP: %d local ranks but %d CUDA devices (NCCL needs one each)\n",
                    me->local_size, ndev);
             g3_comm_world_free(world);
             return 77;
         }
-        cudaSetDevice(me->local_rank);
+        cudaSetDevice(me->local_rank % ndev);
 #else
-        printf("SKIP: this build has no NCCL (configure found none)\n");
+        printf("SKIP: this build has no CUDA runtime for the test (configure found no NCCL)\n");
         g3_comm_world_free(world);
         return 77;
 #endif

@@ -74,6 +74,17 @@ is "$rc" 1 "ranks that disagree on a count: failure"
 like "$out" "different operations or counts" "the error says why"
 
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "${ngpu:-0}" -ge 1 ]; then
+    CUDA_VISIBLE_DEVICES=0 run g3_mpirun -x CUDA_VISIBLE_DEVICES -np 4 "$CHECK" collectives staged-cuda
+    if [ "$rc" -eq 77 ]; then
+        skip "staged collectives on CUDA memory: $(printf '%s\n' "$out" | grep SKIP | head -n 1)"
+    else
+        is "$rc" 0 "staged backend, 4 ranks on one GPU: every collective on device memory bitwise the host one"
+        show_on_fail 0
+    fi
+else
+    skip "staged collectives on CUDA memory need a GPU"
+fi
 if [ "${ngpu:-0}" -ge 2 ]; then
     np=$ngpu; [ "$np" -le 4 ] || np=4
     mpi "$np" collectives nccl
