@@ -20,7 +20,8 @@
 #include "comm/comm_impl.h"
 #include "core/log.h"
 
-#define G3_STAGED_POOL_MAX 64    /* staging buffers at once: one per collective in flight */
+#define G3_STAGED_POOL_MAX 256   /* staging buffers at once: one per collective in flight
+                                  * (the engine has at most 2 per segment, 2 x 30) */
 
 typedef struct {
     void  *ptr;       /* host memory from host_alloc (or malloc)                         */
