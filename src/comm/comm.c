@@ -255,8 +255,7 @@ g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
         return G3_ERR_UNSUPPORTED;
     }
     if (backend == G3_COMM_BACKEND_STAGED) {
-        g3_error("group %s: a staged group needs the compute backend's copy functions; create "
-                 "it with g3_comm_group_create_staged", name);
+        g3_error("group %s: a staged group needs the compute backend's copy functions; create it with g3_comm_group_create_staged", name);
         return G3_ERR_INVALID_ARG;
     }
     st = g3_group_check_members(world, name, members, nmembers, &self);

@@ -89,9 +89,7 @@ static g3_staged_buf_t *g3_staged_get(g3_comm_t *comm, size_t bytes)
     else if (!(p = malloc(cap)))
         st = G3_ERR_NO_MEMORY;
     if (st != G3_OK || !p) {
-        g3_error("%s on group %s: cannot allocate %.1f MiB of host memory for staging device "
-                 "buffers (--distributed-backend ucx); free host memory or use "
-                 "--distributed-backend nccl", comm->cur_op, comm->name,
+        g3_error("%s on group %s: cannot allocate %.1f MiB of host memory for staging device buffers (--distributed-backend ucx); free host memory or use --distributed-backend nccl", comm->cur_op, comm->name,
                  (double)cap / 1048576.0);
         return NULL;
     }
@@ -385,8 +383,7 @@ g3_status_t g3_comm_group_create_staged(g3_comm_world_t *world, const char *name
     g3_status_t st;
 
     if (!mem || !mem->to_host || !mem->to_device || !mem->host_alloc != !mem->host_free) {
-        g3_error("group %s: the staged backend needs to_host and to_device copies (and "
-                 "host_alloc with host_free, or neither) from the compute backend", name);
+        g3_error("group %s: the staged backend needs to_host and to_device copies (and host_alloc with host_free, or neither) from the compute backend", name);
         return G3_ERR_INVALID_ARG;
     }
     st = g3_comm_group_create(world, name, G3_COMM_BACKEND_HOST, members, nmembers, &host);

@@ -400,10 +400,7 @@ static g3_status_t g3_par_check_gpu_sharing(g3_par_t *par, const g3_backend_t *b
             }
     if (a >= 0) {
         if (par->layout.world_rank == 0)
-            g3_error("--distributed-backend nccl: world ranks %d and %d share the GPU %s on %s, "
-                     "and NCCL runs one rank per GPU; start at most one rank per GPU (or give "
-                     "each rank its own GPU with CUDA_VISIBLE_DEVICES), or pass "
-                     "--distributed-backend ucx to move the device tensors through host memory",
+            g3_error("--distributed-backend nccl: world ranks %d and %d share the GPU %s on %s, and NCCL runs one rank per GPU; start at most one rank per GPU (or give each rank its own GPU with CUDA_VISIBLE_DEVICES), or pass --distributed-backend ucx to move the device tensors through host memory",
                      a, b, all[a].device, all[a].host);
         st = G3_ERR_USAGE;   /* the layout asked for: exit 2 */
     }
@@ -431,10 +428,7 @@ g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dis
      * --distributed-backend ucx: staged groups; else NCCL */
     staged = host_mem || dist == G3_PAR_DIST_UCX;
     if (!staged && !g3_comm_backend_available(G3_COMM_BACKEND_NCCL)) {
-        g3_error("--device %s with %d ranks needs NCCL for the tensor-, pipeline- and "
-                 "data-parallel groups, and this gpt3d was built without it; reconfigure with "
-                 "NCCL (configure --with-nccl=DIR), pass --distributed-backend ucx, or use "
-                 "--device cpu", be->name, par->layout.world_size);
+        g3_error("--device %s with %d ranks needs NCCL for the tensor-, pipeline- and data-parallel groups, and this gpt3d was built without it; reconfigure with NCCL (configure --with-nccl=DIR), pass --distributed-backend ucx, or use --device cpu", be->name, par->layout.world_size);
         return G3_ERR_UNSUPPORTED;
     }
     if (!staged) {

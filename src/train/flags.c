@@ -240,9 +240,7 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     cfg->timing_log_level = atoi(g3_opts_str(o, "timing-log-level"));
     if (g3_opts_is_set(o, "distributed-backend") && !cfg->dist_ucx &&
         strcmp(cfg->backend, "cpu") == 0) {
-        g3_error("--distributed-backend nccl moves GPU tensors, and --device cpu keeps them in "
-                 "host memory, which always moves over UCX; drop the flag (or pass ucx), or use "
-                 "--device cuda");
+        g3_error("--distributed-backend nccl moves GPU tensors, and --device cpu keeps them in host memory, which always moves over UCX; drop the flag (or pass ucx), or use --device cuda");
         ok = 0;
     }
     *tp_p = tp;
