@@ -266,3 +266,67 @@ extern "C" int g3cuda_zero(g3cuda_ctx_t *ctx, void *ptr, size_t bytes)
                            cudaGetErrorString(e));
     return 0;
 }
+
+/* ---- host staging, device identity, timing events (g3cuda.h) ---------------------------- */
+
+extern "C" int g3cuda_host_alloc(g3cuda_ctx_t *ctx, size_t bytes, void **ptr_p)
+{
+    void *p = NULL;
+    cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault);
+    if (e != cudaSuccess)
+        return g3cuda_fail(ctx, G3CUDA_ERR_NOMEM, "cannot allocate %zu bytes of page-locked "
+                           "host memory: %s", bytes, cudaGetErrorString(e));
+    *ptr_p = p;
+    return 0;
+}
+
+extern "C" void g3cuda_host_free(g3cuda_ctx_t *ctx, void *ptr)
+{
+    (void)ctx;
+    if (ptr != NULL)
+        cudaFreeHost(ptr);
+}
+
+extern "C" int g3cuda_ctx_bus_id(g3cuda_ctx_t *ctx, char *buf, size_t len)
+{
+    cudaError_t e = cudaDeviceGetPCIBusId(buf, (int)len, ctx->device);
+    if (e != cudaSuccess)
+        return g3cuda_fail(ctx, G3CUDA_ERR_CUDA, "cudaDeviceGetPCIBusId(%d): %s", ctx->device,
+                           cudaGetErrorString(e));
+    return 0;
+}
+
+extern "C" int g3cuda_event_create(g3cuda_ctx_t *ctx, void **event_p)
+{
+    cudaEvent_t ev;
+    cudaError_t e = cudaEventCreate(&ev);
+    if (e != cudaSuccess)
+        return g3cuda_fail(ctx, G3CUDA_ERR_CUDA, "cudaEventCreate: %s", cudaGetErrorString(e));
+    *event_p = (void *)ev;
+    return 0;
+}
+
+extern "C" void g3cuda_event_destroy(g3cuda_ctx_t *ctx, void *event)
+{
+    (void)ctx;
+    if (event != NULL)
+        cudaEventDestroy((cudaEvent_t)event);
+}
+
+extern "C" int g3cuda_event_record(g3cuda_ctx_t *ctx, void *event)
+{
+    cudaError_t e = cudaEventRecord((cudaEvent_t)event, ctx->stream);
+    if (e != cudaSuccess)
+        return g3cuda_fail(ctx, G3CUDA_ERR_CUDA, "cudaEventRecord: %s", cudaGetErrorString(e));
+    return 0;
+}
+
+extern "C" int g3cuda_event_elapsed(g3cuda_ctx_t *ctx, void *start, void *end, float *ms_p)
+{
+    cudaError_t e = cudaEventSynchronize((cudaEvent_t)end);
+    if (e == cudaSuccess)
+        e = cudaEventElapsedTime(ms_p, (cudaEvent_t)start, (cudaEvent_t)end);
+    if (e != cudaSuccess)
+        return g3cuda_fail(ctx, G3CUDA_ERR_CUDA, "timing event: %s", cudaGetErrorString(e));
+    return 0;
+}

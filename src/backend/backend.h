@@ -213,6 +213,20 @@ typedef struct g3_backend_ops {
                          size_t n, float lr, float beta1, float beta2, float eps, float wd,
                          int64_t step, const float *scale);
 
+    /* ---- optional: host staging buffers and timing events -----------------------------------
+     * host_alloc/host_free, both or neither (NULL: plain host memory): page-locked host memory
+     * that ->download and ->upload move at full speed (the staged collectives of
+     * --distributed-backend ucx).  OUT: *ptr_p.  RET: G3_ERR_NO_MEMORY (logged).
+     * event_*, all four or none (NULL: the timers read the wall clock after ->sync): a marker
+     * recorded in the order of the queued ops, and the time between two recorded markers;
+     * event_elapsed waits until `end` has passed.  RET: G3_ERR_DEVICE (logged). */
+    g3_status_t (*host_alloc)(g3_backend_t *be, size_t bytes, void **ptr_p);
+    void (*host_free)(g3_backend_t *be, void *ptr);
+    g3_status_t (*event_create)(g3_backend_t *be, void **event_p);
+    void (*event_destroy)(g3_backend_t *be, void *event);
+    void (*event_record)(g3_backend_t *be, void *event);
+    g3_status_t (*event_elapsed)(g3_backend_t *be, void *start, void *end, double *seconds_p);
+
     /* ---- limits ------------------------------------------------------------------------------ */
     /* Optional (NULL: every size works).  RET: G3_OK, or G3_ERR_UNSUPPORTED after logging which
      * model size this backend cannot run and what to change. */
@@ -229,6 +243,8 @@ struct g3_backend {
     char        peak_how[160]; /* how peak_flops was obtained                              */
     void       *priv;          /* backend-private state                                   */
     void       *stream;        /* the stream the ops queue on (cudaStream_t), NULL: none  */
+    char        device_id[64]; /* the device's identity on its node (CUDA: PCI bus id), ""
+                                * for host memory: ranks with the same id share a device */
 };
 
 /* Open a backend by name ("cpu", "cuda").  nthreads <= 0: the OpenMP default (OMP_NUM_THREADS,

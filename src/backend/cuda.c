@@ -77,6 +77,13 @@ static void g3_cuda_zero(g3_backend_t *be, void *ptr, size_t bytes)
         g3cuda_zero(g3_cuda_ctx_of(be), ptr, bytes);
 }
 
+/* rc from a g3cuda call that records its cause: G3_OK, or the cause logged (through sync). */
+static g3_status_t g3_cuda_status(g3_backend_t *be, int rc)
+{
+    g3_status_t st = rc == 0 ? G3_OK : be->ops->sync(be);
+    return rc != 0 && st == G3_OK ? G3_ERR_DEVICE : st;
+}
+
 static g3_status_t g3_cuda_sync(g3_backend_t *be)
 {
     g3_cuda_t *cu = be->priv;
@@ -477,6 +484,44 @@ static void g3_cuda_close(g3_backend_t *be)
     free(be);
 }
 
+/* ---- host staging buffers and timing events (optional ops) ------------------------------- */
+
+static g3_status_t g3_cuda_host_alloc(g3_backend_t *be, size_t bytes, void **ptr_p)
+{
+    return g3_cuda_status(be, g3cuda_host_alloc(g3_cuda_ctx_of(be), bytes, ptr_p));
+}
+
+static void g3_cuda_host_free(g3_backend_t *be, void *ptr)
+{
+    g3cuda_host_free(g3_cuda_ctx_of(be), ptr);
+}
+
+static g3_status_t g3_cuda_event_create(g3_backend_t *be, void **event_p)
+{
+    return g3_cuda_status(be, g3cuda_event_create(g3_cuda_ctx_of(be), event_p));
+}
+
+static void g3_cuda_event_destroy(g3_backend_t *be, void *event)
+{
+    g3cuda_event_destroy(g3_cuda_ctx_of(be), event);
+}
+
+static void g3_cuda_event_record(g3_backend_t *be, void *event)
+{
+    g3cuda_event_record(g3_cuda_ctx_of(be), event);   /* a failure is reported by ->sync */
+}
+
+static g3_status_t g3_cuda_event_elapsed(g3_backend_t *be, void *start, void *end,
+                                         double *seconds_p)
+{
+    float ms = 0.0f;
+    g3_status_t st = g3_cuda_status(be, g3cuda_event_elapsed(g3_cuda_ctx_of(be), start, end,
+                                                             &ms));
+    if (st == G3_OK)
+        *seconds_p = 1e-3 * (double)ms;
+    return st;
+}
+
 static const g3_backend_ops_t g3_cuda_ops = {
     .close = g3_cuda_close,
     .alloc = g3_cuda_alloc,
@@ -507,6 +552,12 @@ static const g3_backend_ops_t g3_cuda_ops = {
     .xent_shard_bwd = g3_cuda_xent_shard_bwd,
     .adamw = g3_cuda_adamw,
     .sumsq = g3_cuda_sumsq,
+    .host_alloc = g3_cuda_host_alloc,
+    .host_free = g3_cuda_host_free,
+    .event_create = g3_cuda_event_create,
+    .event_destroy = g3_cuda_event_destroy,
+    .event_record = g3_cuda_event_record,
+    .event_elapsed = g3_cuda_event_elapsed,
     .check_model = g3_cuda_check_model,
 };
 
@@ -579,6 +630,10 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
     be->nthreads = 1;   /* one GPU per rank: the MFU peak counts GPUs */
     be->priv = cu;
     be->stream = g3cuda_ctx_stream(cu->ctx);   /* the engine orders NCCL behind it */
+    if (g3cuda_ctx_bus_id(cu->ctx, be->device_id, sizeof(be->device_id)) != 0) {
+        g3cuda_ctx_sync(cu->ctx, NULL, 0);   /* clear: an unknown id only weakens a check */
+        snprintf(be->device_id, sizeof(be->device_id), "device %d", device);
+    }
     snprintf(be->device, sizeof(be->device), "%s", g3cuda_ctx_device_name(cu->ctx));
     if (g3_cuda_alloc(be, sizeof(double), "the gradient-norm accumulator",
                       (void **)&cu->sumsq) != G3_OK) {

@@ -23,6 +23,7 @@
 
 #include "cli/cmd_infer.h"
 #include "cli/commands.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "core/status.h"
@@ -261,13 +262,6 @@ static g3_status_t g3_generate_on_token(void *ctx, const int32_t *ids, size_t le
     return g3_infer_stream_update((g3_infer_stream_t *)ctx, ids, len);
 }
 
-static double g3_generate_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Rank 0: the prompt, encoded and checked against the context.  OUT: ids, what (size).
  * RET: the exit code. */
 static int g3_generate_read_prompt(const g3_opts_t *o, const g3_cli_infer_t *s,
@@ -361,7 +355,7 @@ int g3_cmd_generate(int argc, char **argv)
         streaming = 1;
         st = g3_infer_stream_update(&stream, ids.ids, ids.len);
     }
-    t0 = g3_generate_now();
+    t0 = g3_clock_now();
     lm = g3_cli_infer_lm(&s);
     if (st == G3_OK)
         st = g3_infer_generate(&lm, &go, &ids, &made, &stopped);
@@ -376,7 +370,7 @@ int g3_cmd_generate(int argc, char **argv)
     printf("\n");
     fflush(stdout);
     {
-        double dt = g3_generate_now() - t0;
+        double dt = g3_clock_now() - t0;
         fprintf(stderr, "gpt3d generate: %d token%s after a %zu-token prompt (%s, seed %" PRIu64
                 "); stopped at %s; %.2f s, %.1f tokens/s\n", made, made == 1 ? "" : "s",
                 prompt_ids, sp.greedy || sp.top_k == 1 ? "greedy" : "sampled", sp.seed,

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "data/bpe.h"
@@ -460,13 +461,6 @@ static void *g3_pre_worker(void *arg)
     return NULL;
 }
 
-static double g3_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Decide jsonl vs text from the first non-blank byte of buf[0..n). */
 static g3_pre_mode_t g3_pre_sniff(const char *buf, size_t n, g3_pre_mode_t text_mode)
 {
@@ -647,7 +641,7 @@ int g3_cmd_preprocess(int argc, char **argv)
             workers == 1 ? "" : "s", g3_idx_dtype_name(dtype));
 
     /* Write batches in input order. */
-    t0 = g3_now();
+    t0 = g3_clock_now();
     double last_report = t0;
     for (uint64_t seq = 0;; seq++) {
         g3_pre_batch_t *b = &p.ring[seq % (uint64_t)p.ring_len];
@@ -680,7 +674,7 @@ int g3_cmd_preprocess(int argc, char **argv)
         pthread_cond_broadcast(&p.cond_free);
         double read_mb = (double)p.bytes_read / 1e6;
         pthread_mutex_unlock(&p.lock);
-        double now = g3_now();
+        double now = g3_clock_now();
         if (now - last_report >= 5.0) {
             last_report = now;
             if (in_size > 0)
@@ -705,7 +699,7 @@ err_join:
         pthread_join(threads[t], NULL);
     free(threads);
     if (st == G3_OK) {
-        double secs = g3_now() - t0;
+        double secs = g3_clock_now() - t0;
         uint64_t written = 0;
         for (int k = 0; k < p.num_keys; k++) {
             total_tokens += g3_idx_writer_num_tokens(writers[k]);

@@ -209,12 +209,10 @@ int g3_cmd_train(int argc, char **argv)
         rc = st == G3_ERR_UNSUPPORTED ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
         goto agree;
     }
-    if (strcmp(cfg.backend, "cpu") != 0 && me->size > 1 &&
+    if (strcmp(cfg.backend, "cpu") != 0 && me->size > 1 && !cfg.dist_ucx &&
         !g3_comm_backend_available(G3_COMM_BACKEND_NCCL)) {
-        g3_error("--device %s with %d ranks needs NCCL (one rank per GPU, the tensor-, "
-                 "pipeline- and data-parallel groups on device buffers) and this gpt3d was built "
-                 "without it; reconfigure with --with-nccl=DIR, start one rank, or use "
-                 "--device cpu", cfg.backend, me->size);
+        g3_error("--device %s with %d ranks needs NCCL (one rank per GPU, the tensor-, pipeline- and data-parallel groups on device buffers) and this gpt3d was built without it; reconfigure with --with-nccl=DIR, pass --distributed-backend ucx (through host memory), start one rank, or use --device cpu", cfg.backend,
+                 me->size);
         rc = G3_EXIT_USAGE;
         goto agree;
     }

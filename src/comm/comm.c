@@ -21,6 +21,7 @@ static const char *const g3_dtype_names[] = {
 static const char *const g3_reduce_names[] = { [G3_COMM_SUM] = "sum", [G3_COMM_MAX] = "max" };
 static const char *const g3_backend_names[] = {
     [G3_COMM_BACKEND_HOST] = "host", [G3_COMM_BACKEND_NCCL] = "nccl",
+    [G3_COMM_BACKEND_STAGED] = "staged",
 };
 _Static_assert(sizeof(g3_dtype_sizes) / sizeof(g3_dtype_sizes[0]) == G3_DTYPE_COUNT,
                "one size per dtype");
@@ -30,6 +31,26 @@ _Static_assert(sizeof(g3_reduce_names) / sizeof(g3_reduce_names[0]) == G3_COMM_R
                "one name per reduction");
 _Static_assert(sizeof(g3_backend_names) / sizeof(g3_backend_names[0]) == G3_COMM_BACKEND_COUNT,
                "one name per backend");
+
+static const char *const g3_stat_names[] = {
+    [G3_COMM_STAT_ALLREDUCE] = "all-reduce", [G3_COMM_STAT_REDUCE_SCATTER] = "reduce-scatter",
+    [G3_COMM_STAT_ALLGATHER] = "all-gather", [G3_COMM_STAT_BROADCAST] = "broadcast",
+    [G3_COMM_STAT_SEND] = "send",            [G3_COMM_STAT_RECV] = "recv",
+    [G3_COMM_STAT_BARRIER] = "barrier",      [G3_COMM_STAT_NONBLOCKING] = "non-blocking",
+};
+_Static_assert(sizeof(g3_stat_names) / sizeof(g3_stat_names[0]) == G3_COMM_STAT_COUNT,
+               "one name per statistic");
+
+const char *g3_comm_stat_name(g3_comm_stat_t kind)
+{
+    return (unsigned)kind < G3_COMM_STAT_COUNT ? g3_stat_names[kind] : "invalid statistic";
+}
+
+void g3_comm_busy(const g3_comm_t *comm, double seconds[G3_COMM_STAT_COUNT])
+{
+    for (int k = 0; k < G3_COMM_STAT_COUNT; k++)
+        seconds[k] = comm ? comm->busy_s[k] : 0.0;
+}
 
 size_t g3_comm_dtype_size(g3_comm_dtype_t dtype)
 {
@@ -56,6 +77,7 @@ int g3_comm_backend_available(g3_comm_backend_t backend)
 {
     switch (backend) {
     case G3_COMM_BACKEND_HOST: return 1;
+    case G3_COMM_BACKEND_STAGED: return 1;
 #ifdef HAVE_NCCL
     case G3_COMM_BACKEND_NCCL: return 1;
 #endif
@@ -231,6 +253,10 @@ g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
                  "NCCL); use the host backend or rebuild with NCCL", name,
                  g3_comm_backend_name(backend));
         return G3_ERR_UNSUPPORTED;
+    }
+    if (backend == G3_COMM_BACKEND_STAGED) {
+        g3_error("group %s: a staged group needs the compute backend's copy functions; create it with g3_comm_group_create_staged", name);
+        return G3_ERR_INVALID_ARG;
     }
     st = g3_group_check_members(world, name, members, nmembers, &self);
     if (st != G3_OK)
@@ -424,8 +450,11 @@ static g3_status_t g3_comm_check(g3_comm_t *comm, const char *op, g3_comm_dtype_
     return G3_OK;
 }
 
-static g3_status_t g3_comm_finish(g3_comm_t *comm, g3_status_t st)
+/* After a call of kind that started at t0: its time, and a failure breaks the group. */
+static g3_status_t g3_comm_finish(g3_comm_t *comm, g3_comm_stat_t kind, double t0,
+                                  g3_status_t st)
 {
+    comm->busy_s[kind] += g3_clock_now() - t0;
     if (st == G3_ERR_TIMEOUT || st == G3_ERR_COMM || st == G3_ERR_DEVICE) {
         comm->broken = st;
         comm->world->broken = 1;   /* peers may be gone: no shutdown fence */
@@ -437,42 +466,52 @@ static g3_status_t g3_comm_finish(g3_comm_t *comm, g3_status_t st)
 g3_status_t g3_comm_allreduce(g3_comm_t *comm, const void *send, void *recv, size_t n,
                               g3_comm_dtype_t dtype, g3_comm_reduce_t op)
 {
+    double t0;
     g3_status_t st = g3_comm_check(comm, "all-reduce", dtype, n, 1, op);
     if (st != G3_OK)
         return st;
     if (n == 0)
         return G3_OK;
     comm->cur_op = "all-reduce";
-    return g3_comm_finish(comm, comm->ops->allreduce(comm, send, recv, n, dtype, op));
+    t0 = g3_clock_now();
+    st = comm->ops->allreduce(comm, send, recv, n, dtype, op);
+    return g3_comm_finish(comm, G3_COMM_STAT_ALLREDUCE, t0, st);
 }
 
 g3_status_t g3_comm_reduce_scatter(g3_comm_t *comm, const void *send, void *recv, size_t n,
                                    g3_comm_dtype_t dtype, g3_comm_reduce_t op)
 {
+    double t0;
     g3_status_t st = g3_comm_check(comm, "reduce-scatter", dtype, n, 1, op);
     if (st != G3_OK)
         return st;
     if (n == 0)
         return G3_OK;
     comm->cur_op = "reduce-scatter";
-    return g3_comm_finish(comm, comm->ops->reduce_scatter(comm, send, recv, n, dtype, op));
+    t0 = g3_clock_now();
+    st = comm->ops->reduce_scatter(comm, send, recv, n, dtype, op);
+    return g3_comm_finish(comm, G3_COMM_STAT_REDUCE_SCATTER, t0, st);
 }
 
 g3_status_t g3_comm_allgather(g3_comm_t *comm, const void *send, void *recv, size_t n,
                               g3_comm_dtype_t dtype)
 {
+    double t0;
     g3_status_t st = g3_comm_check(comm, "all-gather", dtype, n, 0, G3_COMM_SUM);
     if (st != G3_OK)
         return st;
     if (n == 0)
         return G3_OK;
     comm->cur_op = "all-gather";
-    return g3_comm_finish(comm, comm->ops->allgather(comm, send, recv, n, dtype));
+    t0 = g3_clock_now();
+    st = comm->ops->allgather(comm, send, recv, n, dtype);
+    return g3_comm_finish(comm, G3_COMM_STAT_ALLGATHER, t0, st);
 }
 
 g3_status_t g3_comm_broadcast(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtype_t dtype,
                               int root)
 {
+    double t0;
     g3_status_t st = g3_comm_check(comm, "broadcast", dtype, n, 0, G3_COMM_SUM);
     if (st != G3_OK)
         return st;
@@ -484,7 +523,9 @@ g3_status_t g3_comm_broadcast(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtyp
     if (n == 0)
         return G3_OK;
     comm->cur_op = "broadcast";
-    return g3_comm_finish(comm, comm->ops->broadcast(comm, buf, n, dtype, root));
+    t0 = g3_clock_now();
+    st = comm->ops->broadcast(comm, buf, n, dtype, root);
+    return g3_comm_finish(comm, G3_COMM_STAT_BROADCAST, t0, st);
 }
 
 static g3_status_t g3_comm_check_p2p(g3_comm_t *comm, const char *op, int peer, int tag)
@@ -505,36 +546,45 @@ static g3_status_t g3_comm_check_p2p(g3_comm_t *comm, const char *op, int peer, 
 g3_status_t g3_comm_send(g3_comm_t *comm, const void *buf, size_t n, g3_comm_dtype_t dtype,
                          int peer, int tag)
 {
+    double t0;
     g3_status_t st = g3_comm_check(comm, "send", dtype, n, 0, G3_COMM_SUM);
     if (st == G3_OK)
         st = g3_comm_check_p2p(comm, "send", peer, tag);
     if (st != G3_OK)
         return st;
     comm->cur_op = "send";
-    return g3_comm_finish(comm, comm->ops->send(comm, buf, n, dtype, peer, tag));
+    t0 = g3_clock_now();
+    st = comm->ops->send(comm, buf, n, dtype, peer, tag);
+    return g3_comm_finish(comm, G3_COMM_STAT_SEND, t0, st);
 }
 
 g3_status_t g3_comm_recv(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtype_t dtype,
                          int peer, int tag)
 {
+    double t0;
     g3_status_t st = g3_comm_check(comm, "recv", dtype, n, 0, G3_COMM_SUM);
     if (st == G3_OK)
         st = g3_comm_check_p2p(comm, "recv", peer, tag);
     if (st != G3_OK)
         return st;
     comm->cur_op = "recv";
-    return g3_comm_finish(comm, comm->ops->recv(comm, buf, n, dtype, peer, tag));
+    t0 = g3_clock_now();
+    st = comm->ops->recv(comm, buf, n, dtype, peer, tag);
+    return g3_comm_finish(comm, G3_COMM_STAT_RECV, t0, st);
 }
 
 g3_status_t g3_comm_barrier(g3_comm_t *comm)
 {
+    double t0;
     g3_status_t st = g3_comm_check(comm, "barrier", G3_DTYPE_FLOAT32, 0, 0, G3_COMM_SUM);
     if (st != G3_OK)
         return st;
     if (comm->size == 1)
         return G3_OK;
     comm->cur_op = "barrier";
-    return g3_comm_finish(comm, comm->ops->barrier(comm));
+    t0 = g3_clock_now();
+    st = comm->ops->barrier(comm);
+    return g3_comm_finish(comm, G3_COMM_STAT_BARRIER, t0, st);
 }
 
 /* ---- non-blocking collectives ------------------------------------------------------------ */
@@ -561,9 +611,10 @@ static g3_status_t g3_comm_istart(g3_comm_t *comm, g3_comm_req_kind_t kind, cons
     *req = (g3_comm_req_t){ comm, kind, what, send, recv, n, dtype, op, after, 0, n == 0, NULL };
     if (n > 0) {
         const char *prev = comm->cur_op;
+        double t0 = g3_clock_now();
         comm->cur_op = what;
         st = comm->ops->istart(comm, req);
-        g3_comm_finish(comm, st);
+        g3_comm_finish(comm, G3_COMM_STAT_NONBLOCKING, t0, st);
         comm->cur_op = prev;
         if (st != G3_OK) {
             free(req);
@@ -611,9 +662,10 @@ static g3_status_t g3_comm_iprogress(g3_comm_req_t *req, int block)
                  "must stop", req->what, comm->name, g3_status_string(comm->broken));
         return comm->broken;
     }
+    double t0 = g3_clock_now();
     comm->cur_op = req->what;
     st = comm->ops->iprogress(comm, req, block, &done);
-    g3_comm_finish(comm, st);
+    g3_comm_finish(comm, G3_COMM_STAT_NONBLOCKING, t0, st);
     comm->cur_op = prev;
     if (st == G3_OK && done)
         req->done = 1;

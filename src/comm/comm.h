@@ -11,7 +11,11 @@
  * communicator (g3_comm_t) runs collectives through an ops table filled by
  * one backend, chosen when the group is created:
  *   G3_COMM_BACKEND_HOST  UCX ucp tag messages, host memory buffers;
- *   G3_COMM_BACKEND_NCCL  NCCL, device memory buffers (builds with NCCL).
+ *   G3_COMM_BACKEND_NCCL  NCCL, device memory buffers (builds with NCCL);
+ *   G3_COMM_BACKEND_STAGED  device memory buffers moved through host
+ *                         buffers and the UCX collectives (staged.c; made
+ *                         by g3_comm_group_create_staged, which takes the
+ *                         compute backend's copy functions).
  *
  * Every blocking call waits at most the communicator's timeout (seconds;
  * set from --distributed-timeout-minutes by the drivers).  On expiry it logs
@@ -48,6 +52,7 @@ typedef enum {
 typedef enum {
     G3_COMM_BACKEND_HOST = 0,   /* UCX, host buffers   */
     G3_COMM_BACKEND_NCCL,       /* NCCL, device buffers */
+    G3_COMM_BACKEND_STAGED,     /* device buffers through host buffers and UCX */
     G3_COMM_BACKEND_COUNT
 } g3_comm_backend_t;
 
@@ -143,6 +148,37 @@ g3_status_t g3_comm_world_group(g3_comm_world_t *world, g3_comm_backend_t backen
                                 g3_comm_t **comm_p);
 void g3_comm_free(g3_comm_t *comm);
 
+/* The staged backend (--distributed-backend ucx): a group whose buffers are device memory
+ * of a compute backend that comm does not know, moved through host buffers: every
+ * collective and transfer copies its input device -> host (to_host: in the order of the
+ * device work queued before it, so the input is complete), runs the UCX host collective
+ * of the same name on the host copy (the same algorithm and reduction order as a HOST
+ * group of the same members: bitwise the same result for the same bytes), and copies the
+ * result host -> device (to_device).  Non-blocking collectives copy in at the start (the
+ * `after` stream is the one to_host orders behind: the compute stream) and copy out when
+ * the host request completes (g3_comm_test or g3_comm_wait).
+ * Host buffers come from host_alloc (page-locked memory on a GPU; NULL: malloc) and are
+ * reused: a group keeps the largest it needed, one per collective in flight. */
+typedef struct {
+    void *ctx;   /* the compute backend, passed back to every function */
+    /* host_dst <- dev_src (bytes), after the device work queued so far; returns when the
+     * bytes are in host_dst.  RET: G3_OK or the device's error (logged by it). */
+    g3_status_t (*to_host)(void *ctx, void *host_dst, const void *dev_src, size_t bytes);
+    /* dev_dst <- host_src (bytes), before the device work queued after it; returns when
+     * host_src may be reused.  RET: G3_OK or the device's error (logged by it). */
+    g3_status_t (*to_device)(void *ctx, void *dev_dst, const void *host_src, size_t bytes);
+    /* Optional, both or neither: host memory for the staging buffers (page-locked). */
+    g3_status_t (*host_alloc)(void *ctx, size_t bytes, void **ptr_p);
+    void (*host_free)(void *ctx, void *ptr);
+} g3_comm_devmem_t;
+
+/* Create a STAGED group: collective over the world like g3_comm_group_create (it makes a
+ * HOST group of the same members inside).  mem is copied; mem->ctx must outlive the group.
+ * OUT: *comm_p, only on G3_OK. */
+g3_status_t g3_comm_group_create_staged(g3_comm_world_t *world, const char *name,
+                                        const g3_comm_devmem_t *mem, const int *members,
+                                        int nmembers, g3_comm_t **comm_p);
+
 int g3_comm_rank(const g3_comm_t *comm);             /* grank of this process */
 int g3_comm_size(const g3_comm_t *comm);
 int g3_comm_world_rank_of(const g3_comm_t *comm, int grank);
@@ -224,6 +260,28 @@ g3_status_t g3_comm_wait(g3_comm_req_t *req);
 /* Drop a request without waiting (after another failure): outstanding
  * receives are cancelled.  NULL is fine. */
 void g3_comm_req_free(g3_comm_req_t *req);
+
+/* ---- time spent in communication (--timing-log-level) ------------------
+ * Each group adds up the wall-clock time this process spends inside its calls, per kind:
+ * a blocking call from entry to return (for NCCL and staged groups that includes waiting
+ * for the device), a non-blocking collective in its start, test and wait calls (the time it
+ * runs in the background is not counted: that is the overlap).  Cumulative since the group
+ * was made; a caller that wants intervals subtracts two readings. */
+typedef enum {
+    G3_COMM_STAT_ALLREDUCE = 0,
+    G3_COMM_STAT_REDUCE_SCATTER,
+    G3_COMM_STAT_ALLGATHER,
+    G3_COMM_STAT_BROADCAST,
+    G3_COMM_STAT_SEND,
+    G3_COMM_STAT_RECV,
+    G3_COMM_STAT_BARRIER,
+    G3_COMM_STAT_NONBLOCKING,
+    G3_COMM_STAT_COUNT
+} g3_comm_stat_t;
+/* RET: "all-reduce", "reduce-scatter", ... "non-blocking". */
+const char *g3_comm_stat_name(g3_comm_stat_t kind);
+/* OUT: seconds[G3_COMM_STAT_COUNT], cumulative; all zero for a NULL comm. */
+void g3_comm_busy(const g3_comm_t *comm, double seconds[G3_COMM_STAT_COUNT]);
 
 /* ---- serial reference (tests) ------------------------------------------
  * dst[i] = op(dst[i], src[i]) for i < n.  dst, src: (n,) host memory. */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "comm/comm.h"
+#include "core/clock.h"
 
 typedef struct g3_ucx_world g3_ucx_world_t;
 
@@ -82,11 +83,9 @@ struct g3_comm {
     g3_status_t          broken;         /* G3_OK until an op fails          */
     uint32_t             coll_seq;       /* collectives started on this group */
     const char          *cur_op;         /* op in progress, for messages     */
+    double               busy_s[G3_COMM_STAT_COUNT];   /* time in calls (comm.h) */
     void                *be;             /* backend state                    */
 };
-
-/* Monotonic clock in seconds. */
-double g3_comm_now(void);
 
 /* Log "what timed out" once, in one greppable line:
  * "<op> on group <name> (rank g of n, world ranks ...) timed out after T s waiting for

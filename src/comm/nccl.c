@@ -4,9 +4,10 @@
  * group was created.  The communicator is created non-blocking from a
  * unique id that the group's rank 0 published in the group-creation
  * exchange over PMIx (comm.c).  Every operation is enqueued on the group's
- * own stream and then waited for on the host: cudaStreamQuery with a
- * growing sleep (20 us .. 1 ms, never a busy loop), checking
- * ncclCommGetAsyncError and the deadline.  On timeout the communicator is
+ * own stream and then waited for on the host by one polling loop
+ * (g3_nccl_poll: cudaStreamQuery or cudaEventQuery with a growing sleep,
+ * 20 us .. 1 ms, never a busy loop, checking ncclCommGetAsyncError and the
+ * deadline).  On timeout the communicator is
  * aborted (ncclCommAbort) so that no kernel stays stuck on the GPU.
  * send/recv: NCCL matches in call order and has no tags; tag is ignored. */
 #include "config.h"
@@ -94,7 +95,7 @@ static g3_status_t g3_nccl_wait_async(g3_comm_t *comm, double deadline, int peer
             g3_nccl_abort(comm);
             return G3_ERR_COMM;
         }
-        if (g3_comm_now() >= deadline) {
+        if (g3_clock_now() >= deadline) {
             g3_comm_log_timeout(comm, peer, "join");
             g3_nccl_abort(comm);
             return G3_ERR_TIMEOUT;
@@ -103,28 +104,27 @@ static g3_status_t g3_nccl_wait_async(g3_comm_t *comm, double deadline, int peer
     }
 }
 
-/* After an enqueue: check the call's result, then wait for the stream. */
-static g3_status_t g3_nccl_finish(g3_comm_t *comm, ncclResult_t r, int peer)
+/* The one polling loop for work queued on the GPU: query (the group's stream, or a request's
+ * event) until it is done, checking NCCL's asynchronous error and the deadline, with a
+ * growing sleep (never a busy loop).  block = 0: query once.  On a failure or the deadline
+ * the communicator is aborted so that no kernel stays stuck on the GPU.
+ * peer, verb: for the timeout message (peer < 0: the whole group).  OUT: *done. */
+static g3_status_t g3_nccl_poll(g3_comm_t *comm, cudaStream_t stream, cudaEvent_t event,
+                                double deadline, int block, int peer, const char *verb,
+                                int *done)
 {
     g3_nccl_comm_t *c = comm->be;
-    double deadline = g3_comm_now() + comm->timeout_s;
     long ns = 20000;
-    g3_status_t st;
 
-    if (r != ncclSuccess && r != ncclInProgress) {
-        g3_error("%s on group %s: NCCL call failed: %s (%s)", comm->cur_op, comm->name,
-                 ncclGetErrorString(r), ncclGetLastError(c->nccl));
-        return G3_ERR_COMM;
-    }
-    st = g3_nccl_wait_async(comm, deadline, peer);
-    if (st != G3_OK)
-        return st;
+    *done = 0;
     for (;;) {
-        cudaError_t ce = cudaStreamQuery(c->stream);
+        cudaError_t ce = event ? cudaEventQuery(event) : cudaStreamQuery(stream);
         ncclResult_t ar = ncclSuccess;
 
-        if (ce == cudaSuccess)
+        if (ce == cudaSuccess) {
+            *done = 1;
             return G3_OK;
+        }
         if (ce != cudaErrorNotReady) {
             g3_error("%s on group %s: CUDA stream failed: %s", comm->cur_op, comm->name,
                      cudaGetErrorString(ce));
@@ -138,13 +138,35 @@ static g3_status_t g3_nccl_finish(g3_comm_t *comm, ncclResult_t r, int peer)
             g3_nccl_abort(comm);
             return G3_ERR_COMM;
         }
-        if (g3_comm_now() >= deadline) {
-            g3_comm_log_timeout(comm, peer, peer >= 0 ? "match this transfer" : "join");
+        if (!block)
+            return G3_OK;
+        if (g3_clock_now() >= deadline) {
+            g3_comm_log_timeout(comm, peer, verb);
             g3_nccl_abort(comm);
             return G3_ERR_TIMEOUT;
         }
         g3_nccl_sleep(&ns);
     }
+}
+
+/* After an enqueue: check the call's result, then wait for the stream. */
+static g3_status_t g3_nccl_finish(g3_comm_t *comm, ncclResult_t r, int peer)
+{
+    g3_nccl_comm_t *c = comm->be;
+    double deadline = g3_clock_now() + comm->timeout_s;
+    g3_status_t st;
+    int done;
+
+    if (r != ncclSuccess && r != ncclInProgress) {
+        g3_error("%s on group %s: NCCL call failed: %s (%s)", comm->cur_op, comm->name,
+                 ncclGetErrorString(r), ncclGetLastError(c->nccl));
+        return G3_ERR_COMM;
+    }
+    st = g3_nccl_wait_async(comm, deadline, peer);
+    if (st != G3_OK)
+        return st;
+    return g3_nccl_poll(comm, c->stream, NULL, deadline, 1, peer,
+                        peer >= 0 ? "match this transfer" : "join", &done);
 }
 
 static g3_status_t g3_nccl_allreduce(g3_comm_t *comm, const void *send, void *recv, size_t n,
@@ -295,7 +317,7 @@ static g3_status_t g3_nccl_istart(g3_comm_t *comm, g3_comm_req_t *req)
         st = G3_ERR_COMM;
         goto err_release;
     }
-    st = g3_nccl_wait_async(comm, g3_comm_now() + comm->timeout_s, -1);   /* enqueued */
+    st = g3_nccl_wait_async(comm, g3_clock_now() + comm->timeout_s, -1);   /* enqueued */
     if (st == G3_OK)
         st = g3_nccl_cuda_check(comm, cudaEventRecord(q->done, c->stream),
                                 "cudaEventRecord on the NCCL stream");
@@ -310,42 +332,9 @@ err_release:
 
 static g3_status_t g3_nccl_iprogress(g3_comm_t *comm, g3_comm_req_t *req, int block, int *done)
 {
-    g3_nccl_comm_t *c = comm->be;
     g3_nccl_req_t *q = req->be;
-    double deadline = g3_comm_now() + comm->timeout_s;
-    long ns = 20000;
-
-    *done = 0;
-    for (;;) {
-        cudaError_t ce = cudaEventQuery(q->done);
-        ncclResult_t ar = ncclSuccess;
-
-        if (ce == cudaSuccess) {
-            *done = 1;
-            return G3_OK;
-        }
-        if (ce != cudaErrorNotReady) {
-            g3_error("%s on group %s: CUDA stream failed: %s", comm->cur_op, comm->name,
-                     cudaGetErrorString(ce));
-            g3_nccl_abort(comm);
-            return G3_ERR_DEVICE;
-        }
-        if (ncclCommGetAsyncError(c->nccl, &ar) == ncclSuccess && ar != ncclSuccess &&
-            ar != ncclInProgress) {
-            g3_error("%s on group %s: NCCL failed while running: %s (%s)", comm->cur_op,
-                     comm->name, ncclGetErrorString(ar), ncclGetLastError(c->nccl));
-            g3_nccl_abort(comm);
-            return G3_ERR_COMM;
-        }
-        if (!block)
-            return G3_OK;
-        if (g3_comm_now() >= deadline) {
-            g3_comm_log_timeout(comm, -1, "join");
-            g3_nccl_abort(comm);
-            return G3_ERR_TIMEOUT;
-        }
-        g3_nccl_sleep(&ns);
-    }
+    return g3_nccl_poll(comm, NULL, q->done, g3_clock_now() + comm->timeout_s, block, -1, "join",
+                        done);
 }
 
 static const g3_comm_ops_t g3_nccl_ops_table = {
@@ -407,7 +396,7 @@ g3_status_t g3_comm_nccl_group_init(g3_comm_t *comm, const void *id)
         st = G3_ERR_COMM;
         goto err_free_word;
     }
-    st = g3_nccl_wait_async(comm, g3_comm_now() + comm->timeout_s, -1);
+    st = g3_nccl_wait_async(comm, g3_clock_now() + comm->timeout_s, -1);
     comm->cur_op = NULL;
     if (st != G3_OK)
         goto err_free_word;   /* aborted by the wait */

@@ -251,8 +251,8 @@ void g3_comm_ucx_world_free(g3_comm_world_t *world)
         req = ucp_ep_close_nbx(u->eps[r], &p);
         if (req == NULL || UCS_PTR_IS_ERR(req))
             continue;
-        until = g3_comm_now() + 1.0;
-        while (ucp_request_check_status(req) == UCS_INPROGRESS && g3_comm_now() < until)
+        until = g3_clock_now() + 1.0;
+        while (ucp_request_check_status(req) == UCS_INPROGRESS && g3_clock_now() < until)
             ucp_worker_progress(u->worker);
         ucp_request_free(req);
     }
@@ -435,7 +435,7 @@ static g3_status_t g3_ucx_wait_until(g3_comm_t *comm, g3_ucx_op_t *ops, int nops
                 sched_yield();
             continue;
         }
-        now = g3_comm_now();
+        now = g3_clock_now();
         if (now >= deadline) {
             for (int i = 0; i < nops; i++)
                 if (!ops[i].done) {
@@ -476,7 +476,7 @@ static g3_status_t g3_ucx_wait_until(g3_comm_t *comm, g3_ucx_op_t *ops, int nops
 
 static g3_status_t g3_ucx_wait(g3_comm_t *comm, g3_ucx_op_t *ops, int nops)
 {
-    return g3_ucx_wait_until(comm, ops, nops, -1, g3_comm_now() + comm->timeout_s);
+    return g3_ucx_wait_until(comm, ops, nops, -1, g3_clock_now() + comm->timeout_s);
 }
 
 /* After posting ops[0 .. nops) with status st: wait for them all, or, when a post
@@ -588,7 +588,7 @@ static g3_status_t g3_ucx_reduce_step(g3_comm_t *comm, int to, const char *sbuf,
     size_t es = g3_comm_dtype_size(dtype);
     size_t seg = comm->world->ucx->segment_bytes / es;
     int nr, ns, nops = 0, folded = 0;
-    double deadline = g3_comm_now() + comm->timeout_s;
+    double deadline = g3_clock_now() + comm->timeout_s;
     g3_ucx_op_t *ops;
     g3_status_t st = G3_OK;
 

@@ -25,13 +25,6 @@
 
 extern char **environ;
 
-double g3_comm_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int g3_world_env_has_pmix(void)
 {
     for (char **e = environ; e && *e; e++)
@@ -278,7 +271,7 @@ static g3_status_t g3_world_fence_collect(g3_comm_world_t *world, const char *wh
     pthread_condattr_t attr;
     g3_fence_wait_t *w;
     struct timespec dl;
-    double t0 = g3_comm_now(), deadline;
+    double t0 = g3_clock_now(), deadline;
     pmix_status_t prc;
     int timed_out = 0;
     bool yes = true;
@@ -319,7 +312,7 @@ static g3_status_t g3_world_fence_collect(g3_comm_world_t *world, const char *wh
     pthread_mutex_lock(&w->lock);
     while (!w->done) {
         int rc = pthread_cond_timedwait(&w->cond, &w->lock, &dl);
-        if (rc == ETIMEDOUT && !w->done && g3_comm_now() >= deadline) {
+        if (rc == ETIMEDOUT && !w->done && g3_clock_now() >= deadline) {
             timed_out = 1;
             break;
         }

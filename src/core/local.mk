@@ -1,7 +1,10 @@
-# src/core: status, logging, options, counter-based RNG.  Depends on nothing.
+# src/core: status, logging, options, counter-based RNG, the clock and timers.  Depends on
+# nothing.
 src_libgpt3d_a_SOURCES += \
 	src/core/status.c src/core/status.h \
 	src/core/log.c src/core/log.h \
 	src/core/opt.c src/core/opt.h \
 	src/core/rng.c src/core/rng.h \
+	src/core/clock.c src/core/clock.h \
+	src/core/timer.c src/core/timer.h \
 	src/core/bf16.h

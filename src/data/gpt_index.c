@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 /* ---- numpy's MT19937 and RandomState.shuffle ----------------------------- */
@@ -661,12 +662,10 @@ g3_status_t g3_gptidx_open(g3_idx_t *idx, const char *split_name, uint64_t doc_f
             g3_info("rebuilding the %s sample index cache '%s' (%s)", split_name, paths[k], why);
     }
 
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = g3_clock_now();
     if ((st = g3_gptidx_build(idx, doc_first, doc_end, seq_length, seed, num_samples, &gi)) != G3_OK)
         goto done;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    double secs = g3_clock_now() - t0;
 
     for (int k = 0; k < ndirs; k++) {
         int err = 0;

@@ -17,18 +17,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "parallel/par_internal.h"
 
 #define G3_PAR_TAG_FWD 1   /* activations, stage s -> s+1        */
 #define G3_PAR_TAG_BWD 2   /* their gradients, stage s+1 -> s    */
-
-static double g3_par_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
                                const g3_par_engine_config_t *cfg, g3_par_engine_t **eng_p)
@@ -46,7 +40,7 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
         return G3_ERR_INTERNAL;
     }
     /* the groups that carry this backend's buffers (NCCL for a GPU backend) */
-    st = g3_par_set_backend(par, model->be);
+    st = g3_par_set_backend(par, model->be, cfg->dist_backend);
     if (st != G3_OK)
         return st;
     eng = calloc(1, sizeof(*eng));
@@ -59,6 +53,7 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
     eng->B = B;
     eng->T = T;
     eng->grad_dump_dir = cfg->grad_dump_dir;
+    eng->timers = cfg->timers;
     eng->nsets = (int)(cfg->max_micro < inflight ? cfg->max_micro : inflight);
     if (eng->nsets < 1)
         eng->nsets = 1;
@@ -228,12 +223,14 @@ static g3_status_t g3_par_fwd(g3_par_run_t *r, int64_t k)
     g3_par_engine_t *eng = r->eng;
     g3_gpt_t *m = eng->model;
     size_t off = (size_t)k * eng->B * eng->T;
-    double s = 0.0, t0 = g3_par_now();
+    double s = 0.0, t0 = g3_clock_now();
     g3_status_t st;
 
+    g3_timers_start(eng->timers, G3_TIMER_FORWARD);
     st = g3_gpt_forward(m, g3_par_set(eng, k), m->has_embedding ? r->inputs + off : NULL,
                         m->has_head ? r->targets + off : NULL, eng->B, eng->T, r->dloss, &s);
-    eng->t_compute += g3_par_now() - t0;
+    g3_timers_stop(eng->timers, G3_TIMER_FORWARD);
+    eng->t_compute += g3_clock_now() - t0;
     if (m->has_head)
         r->loss_sum += s;
     return st;
@@ -242,15 +239,17 @@ static g3_status_t g3_par_fwd(g3_par_run_t *r, int64_t k)
 static g3_status_t g3_par_bwd(g3_par_run_t *r, int64_t k)
 {
     g3_par_optim_t *o = &r->eng->opt;
-    double t0 = g3_par_now();
+    double t0 = g3_clock_now();
     g3_status_t st;
 
     /* --overlap-grad-reduce: the last micro-batch's backward starts the buckets */
     o->armed = o->overlap && k == r->m - 1;
+    g3_timers_start(r->eng->timers, G3_TIMER_BACKWARD);
     st = g3_gpt_backward(r->eng->model, g3_par_set(r->eng, k));
     if (st == G3_OK && o->armed)
         st = g3_par_optim_bwd_hook(r->eng, G3_PAR_TRIGGER_END);
-    r->eng->t_compute += g3_par_now() - t0;
+    g3_timers_stop(r->eng->timers, G3_TIMER_BACKWARD);
+    r->eng->t_compute += g3_clock_now() - t0;
     return st;
 }
 
@@ -389,9 +388,11 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
     *loss_p = NAN;
     *grad_norm_p = NAN;
     g3_gpt_zero_grad(eng->model);
-    t0 = g3_par_now();
+    t0 = g3_clock_now();
+    g3_timers_start(eng->timers, G3_TIMER_FWD_BWD);
     st = g3_par_1f1b(&r, nmicro);
-    eng->t_sched += g3_par_now() - t0;
+    g3_timers_stop(eng->timers, G3_TIMER_FWD_BWD);
+    eng->t_sched += g3_clock_now() - t0;
     eng->last_m = nmicro;
     if (st == G3_OK)
         st = g3_par_loss_sum(eng, r.loss_sum, &sum);
@@ -407,7 +408,9 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
                      isnan(loss) ? "NaN" : "infinite");
         return G3_ERR_NUMERIC;
     }
+    g3_timers_start(eng->timers, G3_TIMER_OPTIMIZER);
     st = g3_par_optim_step(eng, lr, iteration, &norm);
+    g3_timers_stop(eng->timers, G3_TIMER_OPTIMIZER);
     *grad_norm_p = norm;
     if (st == G3_ERR_NUMERIC && eng->par->layout.world_rank == 0)
         g3_error("iteration %lld: the gradient norm is %s (loss %.4f); stopping before the "

@@ -172,9 +172,31 @@ err_free_topo:
     return st;
 }
 
-/* Create one layer of groups along axis (collective). */
-static g3_status_t g3_par_group(g3_par_t *par, g3_topo_axis_t axis, const char *name,
-                                g3_comm_backend_t backend, g3_comm_t **comm_p)
+#define G3_PAR_AXIS_EMB (-1)   /* the tied word embedding's group, beside the topo axes */
+
+/* This rank's group along axis (world ranks in group order).  The tied word embedding's
+ * group is the first and last stage of the same (tp, dp) when PP > 1, this rank alone
+ * elsewhere.  members: (world_size,).  RET: the group's size. */
+static int g3_par_members(const g3_par_t *par, int axis, int *members)
+{
+    const g3_par_layout_t *l = &par->layout;
+
+    if (axis != G3_PAR_AXIS_EMB)
+        return g3_topo_plan_group(par->plan, l->world_rank, (g3_topo_axis_t)axis, members);
+    members[0] = l->world_rank;
+    if (l->pp > 1 && (l->pp_rank == 0 || l->pp_rank == l->pp - 1)) {
+        members[0] = g3_topo_plan_rank(par->plan, l->tp_rank, 0, l->dp_rank);
+        members[1] = g3_topo_plan_rank(par->plan, l->tp_rank, l->pp - 1, l->dp_rank);
+        return 2;
+    }
+    return 1;
+}
+
+/* Create one layer of groups along axis (collective): on backend, or staged through host
+ * buffers with mem's copies when mem is given. */
+static g3_status_t g3_par_group(g3_par_t *par, int axis, const char *name,
+                                g3_comm_backend_t backend, const g3_comm_devmem_t *mem,
+                                g3_comm_t **comm_p)
 {
     int *members = malloc(sizeof(int) * (size_t)par->layout.world_size);
     int n;
@@ -184,27 +206,13 @@ static g3_status_t g3_par_group(g3_par_t *par, g3_topo_axis_t axis, const char *
         g3_error("parallel layout: out of memory");
         return G3_ERR_NO_MEMORY;
     }
-    n = g3_topo_plan_group(par->plan, par->layout.world_rank, axis, members);
-    st = g3_comm_group_create(par->world, name, backend, members, n, comm_p);
+    n = g3_par_members(par, axis, members);
+    if (mem)
+        st = g3_comm_group_create_staged(par->world, name, mem, members, n, comm_p);
+    else
+        st = g3_comm_group_create(par->world, name, backend, members, n, comm_p);
     free(members);
     return st;
-}
-
-/* The tied word embedding's group: first and last stage of the same (tp, dp) when PP > 1,
- * this rank alone elsewhere (collective). */
-static g3_status_t g3_par_emb_group(g3_par_t *par, const char *name, g3_comm_backend_t backend,
-                                    g3_comm_t **comm_p)
-{
-    const g3_par_layout_t *l = &par->layout;
-    int emb[2], n = 1;
-
-    emb[0] = l->world_rank;
-    if (l->pp > 1 && (l->pp_rank == 0 || l->pp_rank == l->pp - 1)) {
-        emb[0] = g3_topo_plan_rank(par->plan, l->tp_rank, 0, l->dp_rank);
-        emb[1] = g3_topo_plan_rank(par->plan, l->tp_rank, l->pp - 1, l->dp_rank);
-        n = 2;
-    }
-    return g3_comm_group_create(par->world, name, backend, emb, n, comm_p);
 }
 
 g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topology_file,
@@ -268,13 +276,13 @@ g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topo
     nodes = NULL;
 
     /* the groups, in the same order on every rank */
-    st = g3_par_group(par, G3_TOPO_TP, "tp", G3_COMM_BACKEND_HOST, &par->tp);
+    st = g3_par_group(par, G3_TOPO_TP, "tp", G3_COMM_BACKEND_HOST, NULL, &par->tp);
     if (st == G3_OK)
-        st = g3_par_group(par, G3_TOPO_PP, "pp", G3_COMM_BACKEND_HOST, &par->pp);
+        st = g3_par_group(par, G3_TOPO_PP, "pp", G3_COMM_BACKEND_HOST, NULL, &par->pp);
     if (st == G3_OK)
-        st = g3_par_group(par, G3_TOPO_DP, "dp", G3_COMM_BACKEND_HOST, &par->dp);
+        st = g3_par_group(par, G3_TOPO_DP, "dp", G3_COMM_BACKEND_HOST, NULL, &par->dp);
     if (st == G3_OK)
-        st = g3_par_emb_group(par, "emb", G3_COMM_BACKEND_HOST, &par->emb);
+        st = g3_par_group(par, G3_PAR_AXIS_EMB, "emb", G3_COMM_BACKEND_HOST, NULL, &par->emb);
     if (st == G3_OK)
         st = g3_comm_world_group(world, G3_COMM_BACKEND_HOST, &par->all);
     par->buf = (g3_par_groups_t){ par->tp, par->pp, par->dp, par->emb };
@@ -326,35 +334,126 @@ g3_comm_world_t *g3_par_world(const g3_par_t *par)
     return par->world;
 }
 
-g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be)
+/* ---- the groups for backend buffers ------------------------------------------------------- */
+
+/* The staged groups' copies: the backend's own download / upload (in the order of its queued
+ * ops; they return when the bytes have moved) and its page-locked host memory. */
+static g3_status_t g3_par_to_host(void *ctx, void *host_dst, const void *src, size_t bytes)
+{
+    g3_backend_t *be = ctx;
+    be->ops->download(be, host_dst, src, bytes);
+    return be->ops->sync(be);
+}
+
+static g3_status_t g3_par_to_device(void *ctx, void *dst, const void *host_src, size_t bytes)
+{
+    g3_backend_t *be = ctx;
+    be->ops->upload(be, dst, host_src, bytes);
+    return be->ops->sync(be);
+}
+
+static g3_status_t g3_par_host_alloc(void *ctx, size_t bytes, void **ptr_p)
+{
+    g3_backend_t *be = ctx;
+    return be->ops->host_alloc(be, bytes, ptr_p);
+}
+
+static void g3_par_host_free(void *ctx, void *ptr)
+{
+    g3_backend_t *be = ctx;
+    be->ops->host_free(be, ptr);
+}
+
+/* NCCL runs one rank per GPU: refuse (on every rank, logged by world rank 0) a layout in
+ * which two ranks of one node hold the same device.  Collective over the world. */
+static g3_status_t g3_par_check_gpu_sharing(g3_par_t *par, const g3_backend_t *be)
+{
+    typedef struct { char host[256]; char device[64]; } g3_par_dev_blob_t;
+    g3_par_dev_blob_t mine, *all;
+    g3_comm_exchange_t *x = NULL;
+    int size = par->layout.world_size, a = -1, b = -1;
+    g3_status_t st;
+
+    all = calloc((size_t)size, sizeof(*all));
+    if (!all) {
+        g3_error("parallel layout: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    memset(&mine, 0, sizeof(mine));
+    snprintf(mine.host, sizeof(mine.host), "%s", g3_comm_world_proc(par->world)->hostname);
+    snprintf(mine.device, sizeof(mine.device), "%s", be->device_id);
+    st = g3_comm_world_exchange(par->world, "the ranks' GPUs", &mine, sizeof(mine), &x);
+    for (int r = 0; r < size && st == G3_OK; r++) {
+        const void *blob;
+        size_t len;
+        st = g3_comm_exchange_get(x, r, &blob, &len);
+        if (st == G3_OK && len == sizeof(mine))
+            memcpy(&all[r], blob, sizeof(mine));
+    }
+    g3_comm_exchange_free(x);
+    for (int i = 0; i < size && st == G3_OK && a < 0; i++)
+        for (int j = i + 1; j < size && a < 0; j++)
+            if (all[i].device[0] && !strcmp(all[i].device, all[j].device) &&
+                !strcmp(all[i].host, all[j].host)) {
+                a = i;
+                b = j;
+            }
+    if (a >= 0) {
+        if (par->layout.world_rank == 0)
+            g3_error("--distributed-backend nccl: world ranks %d and %d share the GPU %s on %s, and NCCL runs one rank per GPU; start at most one rank per GPU (or give each rank its own GPU with CUDA_VISIBLE_DEVICES), or pass --distributed-backend ucx to move the device tensors through host memory",
+                     a, b, all[a].device, all[a].host);
+        st = G3_ERR_USAGE;   /* the layout asked for: exit 2 */
+    }
+    free(all);
+    return st;
+}
+
+g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dist_t dist)
 {
     g3_par_groups_t d = { NULL, NULL, NULL, NULL };
+    g3_comm_devmem_t mem = { (void *)be, g3_par_to_host, g3_par_to_device, NULL, NULL };
+    const char *force = getenv("GPT3D_STAGED_HOST");
+    int host_mem = strcmp(be->name, "cpu") == 0, staged;
     g3_status_t st;
 
     if (par->dev.tp)
         return G3_OK;   /* already made (a second engine on the same layout) */
-    if (strcmp(be->name, "cpu") == 0) {
+    if (host_mem && !(force && !strcmp(force, "1"))) {
         par->buf = (g3_par_groups_t){ par->tp, par->pp, par->dp, par->emb };
         par->act = G3_DTYPE_FLOAT32;
         par->act_esize = 4;
         return G3_OK;
     }
-    if (!g3_comm_backend_available(G3_COMM_BACKEND_NCCL)) {
-        g3_error("--device %s with %d ranks needs NCCL for the tensor-, pipeline- and "
-                 "data-parallel groups, and this gpt3d was built without it; reconfigure with "
-                 "NCCL (configure --with-nccl=DIR) or use --device cpu", be->name,
-                 par->layout.world_size);
+    /* host memory with GPT3D_STAGED_HOST=1 (tests: the staged path on the CPU backend) or
+     * --distributed-backend ucx: staged groups; else NCCL */
+    staged = host_mem || dist == G3_PAR_DIST_UCX;
+    if (!staged && !g3_comm_backend_available(G3_COMM_BACKEND_NCCL)) {
+        g3_error("--device %s with %d ranks needs NCCL for the tensor-, pipeline- and data-parallel groups, and this gpt3d was built without it; reconfigure with NCCL (configure --with-nccl=DIR), pass --distributed-backend ucx, or use --device cpu", be->name, par->layout.world_size);
         return G3_ERR_UNSUPPORTED;
+    }
+    if (!staged) {
+        st = g3_par_check_gpu_sharing(par, be);
+        if (st != G3_OK)
+            return st;
+    }
+    if (be->ops->host_alloc && be->ops->host_free) {
+        mem.host_alloc = g3_par_host_alloc;
+        mem.host_free = g3_par_host_free;
     }
     /* the same members and order as the host groups; NCCL takes the current CUDA device,
      * which the backend set when it opened */
-    st = g3_par_group(par, G3_TOPO_TP, "tp (NCCL)", G3_COMM_BACKEND_NCCL, &d.tp);
-    if (st == G3_OK)
-        st = g3_par_group(par, G3_TOPO_PP, "pp (NCCL)", G3_COMM_BACKEND_NCCL, &d.pp);
-    if (st == G3_OK)
-        st = g3_par_group(par, G3_TOPO_DP, "dp (NCCL)", G3_COMM_BACKEND_NCCL, &d.dp);
-    if (st == G3_OK)
-        st = g3_par_emb_group(par, "emb (NCCL)", G3_COMM_BACKEND_NCCL, &d.emb);
+    {
+        static const int axes[4] = { G3_TOPO_TP, G3_TOPO_PP, G3_TOPO_DP, G3_PAR_AXIS_EMB };
+        static const char *const names[2][4] = {
+            { "tp (NCCL)", "pp (NCCL)", "dp (NCCL)", "emb (NCCL)" },
+            { "tp (staged)", "pp (staged)", "dp (staged)", "emb (staged)" },
+        };
+        g3_comm_t **dst[4] = { &d.tp, &d.pp, &d.dp, &d.emb };
+        st = G3_OK;
+        for (int i = 0; i < 4 && st == G3_OK; i++)
+            st = g3_par_group(par, axes[i], names[staged][i], G3_COMM_BACKEND_NCCL,
+                              staged ? &mem : NULL, dst[i]);
+    }
     if (st != G3_OK) {
         g3_comm_free(d.emb);
         g3_comm_free(d.dp);
@@ -405,6 +504,20 @@ g3_status_t g3_par_world_allreduce(g3_par_t *par, double *buf, size_t n, int max
 {
     return g3_comm_allreduce(par->all, buf, buf, n, G3_DTYPE_FLOAT64,
                              max ? G3_COMM_MAX : G3_COMM_SUM);
+}
+
+void g3_par_comm_busy(const g3_par_t *par, double busy[G3_PAR_AXES][G3_COMM_STAT_COUNT])
+{
+    const g3_comm_t *host[G3_PAR_AXES] = { par->tp, par->pp, par->dp, par->emb };
+    const g3_comm_t *dev[G3_PAR_AXES] = { par->dev.tp, par->dev.pp, par->dev.dp, par->dev.emb };
+
+    for (int a = 0; a < G3_PAR_AXES; a++) {
+        double h[G3_COMM_STAT_COUNT], d[G3_COMM_STAT_COUNT];
+        g3_comm_busy(host[a], h);
+        g3_comm_busy(dev[a], d);
+        for (int k = 0; k < G3_COMM_STAT_COUNT; k++)
+            busy[a][k] = h[k] + d[k];
+    }
 }
 
 /* ---- printing ----------------------------------------------------------------------------- */

@@ -35,6 +35,7 @@
 
 #include "comm/comm.h"
 #include "core/status.h"
+#include "core/timer.h"
 #include "model/gpt.h"
 #include "topo/topo.h"
 #include "train/optim.h"
@@ -99,15 +100,27 @@ void g3_par_free(g3_par_t *par);
 const g3_par_layout_t *g3_par_layout(const g3_par_t *par);
 g3_comm_world_t *g3_par_world(const g3_par_t *par);
 
+/* What moves a GPU backend's buffers between ranks (--distributed-backend). */
+typedef enum {
+    G3_PAR_DIST_NCCL = 0,   /* NCCL on the device: one rank per GPU (the default)          */
+    G3_PAR_DIST_UCX         /* staged through host buffers and the UCX host collectives:
+                             * several ranks may share a GPU                               */
+} g3_par_dist_t;
+
 /* Tell the layout which compute backend holds the buffers the groups move (collective over
  * the world; g3_par_engine_init calls it).  A backend whose memory is host memory (cpu)
- * uses the host groups.  A GPU backend (cuda) gets NCCL groups over the same members (tp,
- * pp, dp, emb), created on the CUDA device the backend opened (one rank per GPU); its
- * activations travel as bf16, its gradients and master weights as fp32.  The host groups
- * stay for host data (loss, norm, cross-entropy statistics on the host, the sample).
- * RET: G3_ERR_UNSUPPORTED (logged, naming the fix) when the build has no NCCL; comm errors
- * (logged). */
-g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be);
+ * uses the host groups (GPT3D_STAGED_HOST=1: staged groups over memcpy, to test the staged
+ * path on the CPU; bitwise the same results).  A GPU backend (cuda) gets groups over the
+ * same members (tp, pp, dp, emb): NCCL groups on the CUDA device the backend opened (one
+ * rank per GPU: two ranks on one GPU are refused, naming --distributed-backend ucx), or with
+ * dist G3_PAR_DIST_UCX staged groups (comm.h) that copy through the backend's page-locked
+ * host buffers and reduce on the host in rank order.  Its activations travel as bf16, its
+ * gradients and master weights as fp32.  The host groups stay for host data (loss, norm,
+ * cross-entropy statistics on the host, the sample).
+ * RET: G3_ERR_UNSUPPORTED (logged, naming the fix) when the build has no NCCL; G3_ERR_USAGE
+ * (logged by world rank 0, naming --distributed-backend ucx) when ranks share a GPU under
+ * NCCL; comm errors (logged). */
+g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dist_t dist);
 
 /* The tensor-parallel collectives for g3_gpt_set_tp_comm.  OUT: *comm */
 void g3_par_tp_comm(g3_par_t *par, g3_gpt_tp_comm_t *comm);
@@ -115,6 +128,12 @@ void g3_par_tp_comm(g3_par_t *par, g3_gpt_tp_comm_t *comm);
 /* Print the layout (rank 0 calls it: one line per axis and the stages' layers) to out, and
  * the rank table (host, local rank, tp, pp, dp of every rank) at debug level. */
 void g3_par_print_layout(const g3_par_t *par, const g3_gpt_config_t *cfg, FILE *out);
+
+/* Time this rank spent in the calls of each axis's groups (host and backend-buffer groups
+ * together; comm.h, g3_comm_busy), cumulative: busy[axis][kind] in seconds, axes tp, pp,
+ * dp and the tied embedding's group (--timing-log-level). */
+#define G3_PAR_AXES 4
+void g3_par_comm_busy(const g3_par_t *par, double busy[G3_PAR_AXES][G3_COMM_STAT_COUNT]);
 
 /* buf (n,) host doubles: summed (max = 0) or maxed over the world, in place. */
 g3_status_t g3_par_world_allreduce(g3_par_t *par, double *buf, size_t n, int max);
@@ -136,6 +155,8 @@ typedef struct {
     int64_t     max_micro;              /* most micro-batches an iteration runs (m)      */
     const char *grad_dump_dir;          /* tests: dump the reduced gradients of step 1  */
     int         forward_only;           /* eval / generate: no optimizer state           */
+    g3_par_dist_t dist_backend;         /* GPU buffers: NCCL or staged (--distributed-backend) */
+    g3_timers_t *timers;                /* --timing-log-level (borrowed), or NULL           */
 } g3_par_engine_config_t;
 
 /* Memory one rank holds for its model state (see docs/parallelism.md). */

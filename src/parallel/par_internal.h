@@ -20,8 +20,8 @@ struct g3_par {
     /* host (UCX) groups: backend buffers of the CPU backend, and host data of every
      * backend (cross-entropy statistics on the host, logits of the sample, control) */
     g3_comm_t       *tp, *pp, *dp, *emb, *all;
-    g3_par_groups_t  dev;        /* NCCL groups for a GPU backend (g3_par_set_backend), or
-                                  * NULLs                                                */
+    g3_par_groups_t  dev;        /* NCCL or staged groups for a GPU backend
+                                  * (g3_par_set_backend), or NULLs                       */
     g3_par_groups_t  buf;        /* the groups for backend buffers: dev when made, else
                                   * the host groups                                      */
     g3_comm_dtype_t  act;        /* activations on the wire: FLOAT32 or BFLOAT16        */
@@ -104,6 +104,7 @@ struct g3_par_engine {
     g3_gpt_acts_t  **sets;           /* (nsets,)                                         */
     g3_par_optim_t   opt;
     const char      *grad_dump_dir;
+    g3_timers_t     *timers;         /* --timing-log-level (borrowed), or NULL           */
     /* pipeline timing */
     double           t_sched, t_compute;
     int64_t          last_m;

@@ -64,6 +64,9 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { "ddp-bucket-size", G3_OPT_INT, NULL, "Reduce the gradients over the data-parallel ranks in buckets of about N elements, last layers first (default with --overlap-grad-reduce: max(40M, 1M x DP); unset otherwise: one reduction per segment).", NULL, 0, 0, "N" },
     { "overlap-grad-reduce", G3_OPT_BOOL, NULL, "Start each bucket's data-parallel gradient reduction as soon as the last micro-batch's backward has produced it (overlaps the backward pass).", G3_NOOPT },
     { "overlap-param-gather", G3_OPT_BOOL, NULL, "With --use-distributed-optimizer and --overlap-grad-reduce: wait for each bucket's parameter all-gather only at its first use in the next forward pass.", G3_NOOPT },
+    /* --distributed-backend and --timing-log-level (docs/comm.md, docs/training.md) */
+    { "distributed-backend", G3_OPT_CHOICE, "nccl", "How --device cuda moves tensors between ranks: nccl (one rank per GPU) or ucx (through page-locked host memory and the UCX collectives; several ranks may share a GPU). --device cpu always uses UCX.", "nccl|ucx", 0, 0, NULL },
+    { "timing-log-level", G3_OPT_CHOICE, "0", "Per-operation timers at each --log-interval: 0 none, 1 forward-backward, optimizer, data, checkpoint and each communication group, 2 also forward/backward compute and the gradient reduction (min/max over ranks; also in the metrics file).", "0|1|2", 0, 0, NULL },
     { "debug-grad-dump", G3_OPT_STRING, NULL, "Tests: write each rank's reduced gradients of iteration 1, and its parameters and Adam moments at the end, to DIR (see docs/parallelism.md).", NULL, 0, 0, "DIR" },
     { "save", G3_OPT_STRING, NULL, "Checkpoint directory to save to (at --save-interval, on request and at the end).", NULL, 0, 0, "DIR" },
     { "load", G3_OPT_STRING, NULL, "Checkpoint directory to resume from (its latest checkpoint; none there yet: start from scratch).", NULL, 0, 0, "DIR" },
@@ -233,6 +236,13 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     cfg->temperature = g3_opts_float(o, "temperature");
     cfg->prompt = g3_opts_str(o, "prompt");
     cfg->backend = g3_opts_str(o, "device");
+    cfg->dist_ucx = strcmp(g3_opts_str(o, "distributed-backend"), "ucx") == 0;
+    cfg->timing_log_level = atoi(g3_opts_str(o, "timing-log-level"));
+    if (g3_opts_is_set(o, "distributed-backend") && !cfg->dist_ucx &&
+        strcmp(cfg->backend, "cpu") == 0) {
+        g3_error("--distributed-backend nccl moves GPU tensors, and --device cpu keeps them in host memory, which always moves over UCX; drop the flag (or pass ucx), or use --device cuda");
+        ok = 0;
+    }
     *tp_p = tp;
     *pp_p = pp;
     return ok;

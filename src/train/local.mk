@@ -12,4 +12,6 @@ src_libgpt3d_a_SOURCES += \
 	src/train/train_ckpt.h \
 	src/train/train_ckpt.c \
 	src/train/ckpt_model.h \
-	src/train/ckpt_model.c
+	src/train/ckpt_model.c \
+	src/train/timing.h \
+	src/train/timing.c

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "data/bpe.h"
 #include "data/dataset.h"
@@ -20,6 +21,7 @@
 #include "train/train.h"
 #include "ckpt/ckpt.h"
 #include "train/train_ckpt.h"
+#include "train/timing.h"
 
 /* ---- the run ------------------------------------------------------------------------------- */
 
@@ -31,6 +33,7 @@ typedef struct {
     g3_gpt_acts_t           *acts;
     g3_train_adamw_t        *opt;
     g3_par_engine_t         *eng;       /* 3D-parallel runs: schedule and optimizer    */
+    g3_train_timing_t       *timing;    /* --timing-log-level, or NULL                 */
     g3_data_t               *data;
     FILE                    *metrics;
     int                      T, B;
@@ -39,13 +42,6 @@ typedef struct {
     int32_t                 *targets;   /* (GBS/DP, T)                                 */
     double                   peak;      /* FLOP/s of every rank together (MFU)         */
 } g3_trainer_t;
-
-static double g3_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* This rank's n samples of the global batch that starts at sample `first` of split into
  * tr->inputs and tr->targets (n, T): g3_infer_batch_load, Megatron's order. */
@@ -138,6 +134,7 @@ static void g3_trainer_close(g3_trainer_t *tr)
         g3_warn("could not finish writing the metrics file %s: %s", tr->cfg->metrics_file,
                 strerror(errno));
     g3_data_close(tr->data);
+    g3_train_timing_free(tr->timing);
     g3_par_engine_free(tr->eng);
     g3_train_adamw_free(tr->opt);
     if (tr->acts)
@@ -270,6 +267,8 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         }
     }
     st = g3_be_open(cfg->backend, cfg->threads, &tr->be);
+    if (st == G3_OK)
+        st = g3_train_timing_init(cfg->timing_log_level, tr->be, cfg->par, &tr->timing);
     if (st != G3_OK)
         return st;
     st = g3_gpt_init(mcfg, tr->be, &tr->model);
@@ -290,6 +289,8 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         ecfg.overlap_param_gather = cfg->overlap_param_gather;
         ecfg.max_micro = tr->plan.global_batch_size / (tr->B * (int64_t)cfg->dp_size);
         ecfg.grad_dump_dir = cfg->grad_dump_dir;
+        ecfg.dist_backend = cfg->dist_ucx ? G3_PAR_DIST_UCX : G3_PAR_DIST_NCCL;
+        ecfg.timers = g3_train_timing_timers(tr->timing);
         g3_par_tp_comm(cfg->par, &tpc);
         g3_gpt_set_tp_comm(tr->model, &tpc);
         return g3_par_engine_init(cfg->par, tr->model, tr->B, tr->T, &ecfg, &tr->eng);
@@ -383,13 +384,15 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
                                    double lr, const char *why)
 {
     g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
-    double t0 = g3_now(), dt;
+    double t0 = g3_clock_now(), dt;
     g3_status_t st = tr->eng ? g3_par_engine_params_ready(tr->eng) : G3_OK;   /* all-gathers */
 
+    g3_timers_start(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     if (st == G3_OK)
         st = g3_train_ckpt_save(&c, it, consumed, gbs, lr);
+    g3_timers_stop(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
 
-    dt = g3_now() - t0;
+    dt = g3_clock_now() - t0;
     if (st != G3_OK) {
         g3_error("saving the checkpoint of iteration %lld to %s failed (see above); the "
                  "previous checkpoints are intact", (long long)it, tr->cfg->save_dir);
@@ -413,15 +416,17 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
                                          int64_t it, int64_t consumed, int64_t gbs, double lr)
 {
     g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
-    double t0 = g3_now(), dt;
+    double t0 = g3_clock_now(), dt;
     int64_t done;
     g3_status_t st = g3_train_ckpt_async_finish(&c, pending, 1, &done);
 
     if (st == G3_OK && tr->eng)
         st = g3_par_engine_params_ready(tr->eng);   /* --overlap-param-gather's all-gathers */
+    g3_timers_start(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     if (st == G3_OK)
         st = g3_train_ckpt_save_async(&c, it, consumed, gbs, lr, pending);
-    dt = g3_now() - t0;
+    g3_timers_stop(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
+    dt = g3_clock_now() - t0;
     if (st != G3_OK) {
         g3_error("the asynchronous save of iteration %lld to %s failed (see above); the "
                  "previous checkpoints are intact", (long long)it, tr->cfg->save_dir);
@@ -480,7 +485,7 @@ static g3_status_t g3_trainer_exit_requested(g3_trainer_t *tr, int64_t it, doubl
         return G3_OK;
     req[0] = cfg->exit_flag && *cfg->exit_flag ? 1.0 : 0.0;
     req[1] = cfg->exit_duration_mins > 0.0 &&
-             (g3_now() - t_start) / 60.0 >= cfg->exit_duration_mins ? 1.0 : 0.0;
+             (g3_clock_now() - t_start) / 60.0 >= cfg->exit_duration_mins ? 1.0 : 0.0;
     if (cfg->par)
         st = g3_par_world_allreduce(cfg->par, req, 2, 1);
     if (st != G3_OK)
@@ -506,7 +511,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
     int have_valid;
     int64_t start_it = 0, saved_it = -1, last_gbs = 0;
     g3_train_ckpt_async_t *pending = NULL;
-    double last_lr = 0.0, t_start = g3_now();
+    double last_lr = 0.0, t_start = g3_clock_now();
     g3_status_t st;
 
     memset(&tr, 0, sizeof(tr));
@@ -549,10 +554,12 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         int64_t gbs = g3_train_rampup_batch(&tr.plan.rampup, consumed);
         int64_t nmicro = gbs / mdp;
         double lr = g3_train_lr_at(&tr.plan.lr, consumed);
-        double t0 = g3_now(), iter_loss = 0.0, norm = 0.0, dt;
+        double t0 = g3_clock_now(), iter_loss = 0.0, norm = 0.0, dt;
 
         /* this replica's part of the global batch */
+        g3_timers_start(g3_train_timing_timers(tr.timing), G3_TIMER_DATA);
         st = g3_trainer_batch(&tr, G3_SPLIT_TRAIN, (uint64_t)consumed, nmicro * tr.B, 0);
+        g3_timers_stop(g3_train_timing_timers(tr.timing), G3_TIMER_DATA);
         if (st == G3_OK && tr.eng)
             st = g3_par_train_step(tr.eng, tr.inputs, tr.targets, nmicro, gbs, lr, it,
                                    &iter_loss, &norm);
@@ -561,7 +568,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
                                tr.T, lr, it, &iter_loss, &norm);
         if (st != G3_OK)
             goto out;
-        dt = g3_now() - t0;
+        dt = g3_clock_now() - t0;
         consumed += gbs;
         last_gbs = gbs;
         last_lr = lr;
@@ -593,6 +600,9 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
                         (long long)gbs, loss_sum / n_iters, norm, tps, fl / 1e12, mfu);
                 fflush(tr.metrics);
             }
+            st = g3_train_timing_report(tr.timing, it, n_iters, stdout, tr.metrics);
+            if (st != G3_OK)
+                goto out;
             t_sum = loss_sum = flops_sum = 0.0;
             n_iters = tokens = 0;
         }

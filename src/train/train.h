@@ -67,6 +67,9 @@ typedef struct {
     int          overlap_grad_reduce;   /* --overlap-grad-reduce                              */
     int          overlap_param_gather;  /* --overlap-param-gather (ZeRO-1)                    */
     const char  *grad_dump_dir;         /* tests: dump the gradients of iteration 1 here     */
+    int          dist_ucx;              /* --distributed-backend ucx: GPU buffers staged
+                                         * through host memory (else NCCL)                    */
+    int          timing_log_level;      /* --timing-log-level 0|1|2 (core/timer.h)            */
     /* checkpoints (src/train/train_ckpt.c, docs/checkpoints.md) */
     const char  *save_dir;              /* --save; NULL: none                                */
     const char  *load_dir;              /* --load; NULL: none; no checkpoint there: start    */

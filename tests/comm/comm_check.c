@@ -4,7 +4,16 @@
  *   comm_check info                 print this rank's identity (one line)
  *   comm_check collectives BACKEND  every collective on random data, several
  *                                   sizes, dtypes and group shapes, against a
- *                                   serial reference; exit 0 iff all pass
+ *                                   serial reference; exit 0 iff all pass.
+ *                                   BACKEND: host (default), nccl, or staged:
+ *                                   the staged backend with host "device"
+ *                                   memory behind non-dereferenceable
+ *                                   addresses (a path that skipped staging
+ *                                   would crash), every result compared
+ *                                   bitwise with the direct host collective;
+ *                                   staged-cuda: the same with CUDA device
+ *                                   memory (builds with NCCL), every local
+ *                                   rank on GPU local_rank % devices
  *   comm_check hang SECONDS         the last rank stops responding; the
  *                                   others time out and exit 76
  *   comm_check mismatch-group       ranks disagree on a group: exit 2
@@ -32,6 +41,7 @@
 static const g3_comm_proc_t *me;
 static long n_checks, n_failed;
 static g3_comm_backend_t backend = G3_COMM_BACKEND_HOST;
+static int on_gpu;   /* buffers in CUDA device memory: nccl, staged-cuda */
 
 static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void check(int ok, const char *fmt, ...)
@@ -122,13 +132,19 @@ static uint64_t fnv(const void *p, size_t len)
     return h;
 }
 
-/* ---- device staging: the same checks run on NCCL groups ------------------ */
+/* ---- device staging: the same checks run on NCCL and staged groups --------
+ * Staged groups get "device" memory at a non-canonical address (the real one with bit 62
+ * flipped): only the copy functions below translate it, so a collective that handed a
+ * device pointer to the host transport instead of staging it would crash. */
+
+#define FAKE_BIT ((uintptr_t)1 << 62)
+static void *fake_to_real(const void *p) { return (void *)((uintptr_t)p ^ FAKE_BIT); }
 
 static void *dev_alloc(size_t bytes)
 {
+    void *p = NULL;
 #ifdef HAVE_NCCL
-    if (backend == G3_COMM_BACKEND_NCCL) {
-        void *p = NULL;
+    if (on_gpu) {
         if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
             fprintf(stderr, "cudaMalloc(%zu) failed\n", bytes);
             exit(1);
@@ -136,40 +152,73 @@ static void *dev_alloc(size_t bytes)
         return p;
     }
 #endif
-    return malloc(bytes ? bytes : 1);
+    p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    return backend == G3_COMM_BACKEND_STAGED ? fake_to_real(p) : p;   /* host "device" */
 }
 
 static void dev_free(void *p)
 {
 #ifdef HAVE_NCCL
-    if (backend == G3_COMM_BACKEND_NCCL) {
+    if (on_gpu) {
         cudaFree(p);
         return;
     }
 #endif
-    free(p);
+    free(backend == G3_COMM_BACKEND_STAGED ? fake_to_real(p) : p);
 }
 
 static void to_dev(void *dst, const void *src, size_t bytes)
 {
 #ifdef HAVE_NCCL
-    if (backend == G3_COMM_BACKEND_NCCL) {
+    if (on_gpu) {
         cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
         return;
     }
 #endif
-    memcpy(dst, src, bytes);
+    memcpy(backend == G3_COMM_BACKEND_STAGED ? fake_to_real(dst) : dst, src, bytes);
 }
 
 static void to_host(void *dst, const void *src, size_t bytes)
 {
 #ifdef HAVE_NCCL
-    if (backend == G3_COMM_BACKEND_NCCL) {
+    if (on_gpu) {
         cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
         return;
     }
 #endif
-    memcpy(dst, src, bytes);
+    memcpy(dst, backend == G3_COMM_BACKEND_STAGED ? fake_to_real(src) : src, bytes);
+}
+
+/* The staged backend's copy functions over the fake device memory; counted, so the test
+ * can tell that every operation went through them. */
+static long staged_copies;
+static g3_status_t staged_to_host(void *ctx, void *h, const void *d, size_t bytes)
+{
+    (void)ctx;
+    staged_copies++;
+    to_host(h, d, bytes);
+    return G3_OK;
+}
+static g3_status_t staged_to_device(void *ctx, void *d, const void *h, size_t bytes)
+{
+    (void)ctx;
+    staged_copies++;
+    to_dev(d, h, bytes);
+    return G3_OK;
+}
+static const g3_comm_devmem_t staged_mem = { NULL, staged_to_host, staged_to_device, NULL,
+                                             NULL };
+
+/* Staged groups: got (bytes) must be bitwise what the direct host collective gives. */
+static void same_as_host(const void *got, const void *host, size_t bytes, const char *what,
+                         const char *shape, g3_comm_dtype_t dt, size_t n)
+{
+    check(memcmp(got, host, bytes) == 0, "%s staged %s %s n=%zu: not bitwise the host result",
+          shape, what, g3_comm_dtype_name(dt), n);
 }
 
 /* ---- the battery ------------------------------------------------------------ */
@@ -210,6 +259,12 @@ static g3_status_t run_case(g3_comm_t *comm, g3_comm_t *hostcomm, const char *sh
         if (st != G3_OK)
             break;
         to_host(got, in_place ? d_a : d_b, n * es);
+        if (backend == G3_COMM_BACKEND_STAGED) {
+            st = g3_comm_allreduce(hostcomm, mine, tmp, n, dt, (g3_comm_reduce_t)op);
+            if (st != G3_OK)
+                break;
+            same_as_host(got, tmp, n * es, "all-reduce", shape, dt, n);
+        }
         check(compare(got, ref, abssum, n, dt, (g3_comm_reduce_t)op, &bad),
               "%s all-reduce %s %s n=%zu (%s) element %zu: got %.9g want %.9g", shape,
               g3_comm_reduce_name((g3_comm_reduce_t)op), g3_comm_dtype_name(dt), n,
@@ -246,6 +301,11 @@ static g3_status_t run_case(g3_comm_t *comm, g3_comm_t *hostcomm, const char *sh
         }
         to_dev(d_a, mine, n * es * (size_t)N);
         st = g3_comm_reduce_scatter(comm, d_a, d_b, n, dt, G3_COMM_SUM);
+        if (st == G3_OK && backend == G3_COMM_BACKEND_STAGED) {
+            st = g3_comm_reduce_scatter(hostcomm, mine, tmp, n, dt, G3_COMM_SUM);
+            to_host(got, d_b, n * es);
+            same_as_host(got, tmp, n * es, "reduce-scatter", shape, dt, n);
+        }
         if (st == G3_OK) {
             to_host(got, d_b, n * es);
             check(compare(got, ref, abssum, n, dt, G3_COMM_SUM, &bad),
@@ -266,6 +326,11 @@ static g3_status_t run_case(g3_comm_t *comm, g3_comm_t *hostcomm, const char *sh
         } else {
             to_dev(d_a, mine, n * es);
             st = g3_comm_allgather(comm, d_a, d_b, n, dt);
+        }
+        if (st == G3_OK && backend == G3_COMM_BACKEND_STAGED) {
+            st = g3_comm_allgather(hostcomm, mine, tmp, n, dt);
+            to_host(got, d_b, n * es * (size_t)N);
+            same_as_host(got, tmp, n * es * (size_t)N, "all-gather", shape, dt, n);
         }
         if (st == G3_OK) {
             to_host(got, d_b, n * es * (size_t)N);
@@ -372,8 +437,9 @@ static int make_shapes(shape_t *s, int N, int r)
 
 /* Non-blocking collectives: an all-reduce (sum), a reduce-scatter and an all-gather in
  * flight together on one group, tested while "computing", waited for in reverse order.  The
- * host backend reduces every block in rank order: bitwise the serial reference (which folds
- * rank 0, 1, ..., N-1 in that order); NCCL within the float tolerance. */
+ * host backend (and the staged one, through it) reduces every block in rank order: bitwise
+ * the serial reference (which folds rank 0, 1, ..., N-1 in that order); NCCL within the
+ * float tolerance. */
 static g3_status_t run_nb_case(g3_comm_t *comm, const char *shape, size_t n, g3_comm_dtype_t dt,
                                uint64_t c)
 {
@@ -386,7 +452,7 @@ static g3_status_t run_nb_case(g3_comm_t *comm, const char *shape, size_t n, g3_
     void *d_ar = dev_alloc(n * es), *d_rs = dev_alloc(bytes), *d_rso = dev_alloc(n * es);
     void *d_ag = dev_alloc(bytes), *d_agi = dev_alloc(n * es);
     g3_comm_req_t *req[3] = { NULL, NULL, NULL };
-    int exact = backend == G3_COMM_BACKEND_HOST, done = 0, polls = 0;
+    int exact = backend != G3_COMM_BACKEND_NCCL, done = 0, polls = 0;
     g3_status_t st;
     size_t bad = 0;
 
@@ -484,8 +550,12 @@ static int cmd_collectives(g3_comm_world_t *world, g3_comm_t *wcomm)
     }
     for (int s = 0; s < nshapes && st == G3_OK; s++) {
         g3_comm_t *comm = NULL, *hostcomm = NULL;
-        st = g3_comm_group_create(world, shapes[s].name, backend, shapes[s].members,
-                                  shapes[s].n, &comm);
+        if (backend == G3_COMM_BACKEND_STAGED)
+            st = g3_comm_group_create_staged(world, shapes[s].name, &staged_mem,
+                                             shapes[s].members, shapes[s].n, &comm);
+        else
+            st = g3_comm_group_create(world, shapes[s].name, backend, shapes[s].members,
+                                      shapes[s].n, &comm);
         if (st == G3_OK && backend != G3_COMM_BACKEND_HOST)
             st = g3_comm_group_create(world, shapes[s].name, G3_COMM_BACKEND_HOST,
                                       shapes[s].members, shapes[s].n, &hostcomm);
@@ -518,8 +588,13 @@ static int cmd_collectives(g3_comm_world_t *world, g3_comm_t *wcomm)
         st = g3_comm_allreduce(wcomm, &failed, &failed, 1, G3_DTYPE_INT64, G3_COMM_SUM);
     if (me->rank == 0)
         printf("collectives: %d ranks, backend %s, %d shapes, %ld checks on rank 0, %lld "
-               "failures in all: %s\n", me->size, g3_comm_backend_name(backend), nshapes,
-               n_checks, (long long)failed, st == G3_OK && failed == 0 ? "ALL OK" : "FAILED");
+               "failures in all%s: %s\n", me->size, g3_comm_backend_name(backend), nshapes,
+               n_checks, (long long)failed,
+               backend == G3_COMM_BACKEND_STAGED ? (staged_copies > 0 ? ", staged copies made"
+                                                                     : ", NO staged copies")
+                                                 : "",
+               st == G3_OK && failed == 0 && (backend != G3_COMM_BACKEND_STAGED || staged_copies > 0)
+                   ? "ALL OK" : "FAILED");
     if (st != G3_OK)
         return g3_status_exit_code(st);
     return failed ? 1 : 0;
@@ -536,11 +611,18 @@ int main(int argc, char **argv)
     g3_log_init_from_env();
     if (!strcmp(mode, "collectives") && argc > 2 && !strcmp(argv[2], "nccl"))
         backend = G3_COMM_BACKEND_NCCL;
+    on_gpu = backend == G3_COMM_BACKEND_NCCL;
+    if (!strcmp(mode, "collectives") && argc > 2 && !strcmp(argv[2], "staged-cuda")) {
+        backend = G3_COMM_BACKEND_STAGED;   /* real device memory, every rank on one GPU */
+        on_gpu = 1;
+    }
+    if (!strcmp(mode, "collectives") && argc > 2 && !strcmp(argv[2], "staged"))
+        backend = G3_COMM_BACKEND_STAGED;
     st = g3_comm_world_init(30, &world);
     if (st != G3_OK)
         return g3_status_exit_code(st);
     me = g3_comm_world_proc(world);
-    if (backend == G3_COMM_BACKEND_NCCL) {
+    if (on_gpu) {
 #ifdef HAVE_NCCL
         int ndev = 0;
         cudaError_t ce = cudaGetDeviceCount(&ndev);
@@ -550,15 +632,15 @@ int main(int argc, char **argv)
             g3_comm_world_free(world);
             return 77;
         }
-        if (ndev < me->local_size) {
+        if (backend == G3_COMM_BACKEND_NCCL && ndev < me->local_size) {
             printf("SKIP: %d local ranks but %d CUDA devices (NCCL needs one each)\n",
                    me->local_size, ndev);
             g3_comm_world_free(world);
             return 77;
         }
-        cudaSetDevice(me->local_rank);
+        cudaSetDevice(me->local_rank % ndev);
 #else
-        printf("SKIP: this build has no NCCL (configure found none)\n");
+        printf("SKIP: this build has no CUDA runtime for the test (configure found no NCCL)\n");
         g3_comm_world_free(world);
         return 77;
 #endif

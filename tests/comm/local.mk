@@ -3,5 +3,6 @@
 check_PROGRAMS += tests/comm/comm_check
 tests_comm_comm_check_SOURCES = tests/comm/comm_check.c
 tests_comm_comm_check_LDADD = $(G3_TEST_LDADD)
-TESTS += tests/comm/test_comm_single.sh tests/comm/test_comm_mpi.sh
-EXTRA_DIST += tests/comm/test_comm_single.sh tests/comm/test_comm_mpi.sh
+TESTS += tests/comm/test_comm_single.sh tests/comm/test_comm_mpi.sh tests/comm/test_staged_train.sh
+EXTRA_DIST += tests/comm/test_comm_single.sh tests/comm/test_comm_mpi.sh \
+	tests/comm/test_staged_train.sh

@@ -1,6 +1,7 @@
 #!/bin/sh
 # src/comm under Open MPI's mpirun (a PMIx server), oversubscribed: 2, 4 and
-# 8 ranks run every collective against a serial reference; a rank that stops
+# 8 ranks run every collective against a serial reference (and 2, 3, 4 ranks
+# through the staged backend, bitwise against the host); a rank that stops
 # responding ends the job with exit code 76 within the timeout plus slack;
 # ranks that disagree on a group or a count get a clear error.
 # (top_srcdir, top_builddir, GPT3D, MPIRUN come from make check; run sets rc and out.)
@@ -30,6 +31,16 @@ for np in 2 4 8; do
     show_on_fail 0
     like "$out" "collectives: $np ranks, backend host, [0-9]+ shapes, [1-9][0-9]* checks on rank 0, 0 failures in all: ALL OK" \
         "$np ranks: checks ran and all passed"
+done
+
+# The staged backend (--distributed-backend ucx) with host "device" memory: every collective,
+# dtype and group shape, each result bitwise the direct host collective's.
+for np in 2 3 4; do
+    mpi "$np" collectives staged
+    is "$rc" 0 "$np ranks, staged backend: every collective bitwise the direct host one"
+    show_on_fail 0
+    like "$out" "collectives: $np ranks, backend staged, [0-9]+ shapes, [1-9][0-9]* checks on rank 0, 0 failures in all, staged copies made: ALL OK" \
+        "$np ranks, staged backend: checks ran through the staging copies and all passed"
 done
 
 # Every all-reduce algorithm on its own, at sizes that are not powers of two.
@@ -63,6 +74,17 @@ is "$rc" 1 "ranks that disagree on a count: failure"
 like "$out" "different operations or counts" "the error says why"
 
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "${ngpu:-0}" -ge 1 ]; then
+    CUDA_VISIBLE_DEVICES=0 run g3_mpirun -x CUDA_VISIBLE_DEVICES -np 4 "$CHECK" collectives staged-cuda
+    if [ "$rc" -eq 77 ]; then
+        skip "staged collectives on CUDA memory: $(printf '%s\n' "$out" | grep SKIP | head -n 1)"
+    else
+        is "$rc" 0 "staged backend, 4 ranks on one GPU: every collective on device memory bitwise the host one"
+        show_on_fail 0
+    fi
+else
+    skip "staged collectives on CUDA memory need a GPU"
+fi
 if [ "${ngpu:-0}" -ge 2 ]; then
     np=$ngpu; [ "$np" -le 4 ] || np=4
     mpi "$np" collectives nccl

@@ -1,5 +1,9 @@
 check_PROGRAMS += tests/core/test_status tests/core/test_opt tests/core/test_rng tests/core/test_log
 TESTS += tests/core/test_status tests/core/test_opt tests/core/test_rng tests/core/test_log
+check_PROGRAMS += tests/core/test_timer
+TESTS += tests/core/test_timer
+tests_core_test_timer_SOURCES = tests/core/test_timer.c tests/tap.h
+tests_core_test_timer_LDADD = $(G3_TEST_LDADD)
 tests_core_test_status_SOURCES = tests/core/test_status.c tests/tap.h
 tests_core_test_status_LDADD = $(G3_TEST_LDADD)
 tests_core_test_opt_SOURCES = tests/core/test_opt.c tests/tap.h

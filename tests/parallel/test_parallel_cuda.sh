@@ -1,25 +1,50 @@
 #!/bin/sh
-# 3D parallelism on GPUs: gpt3d train --device cuda under mpirun, one rank per GPU, the
-# tensor-, pipeline- and data-parallel groups over NCCL on device buffers (bf16 activations
-# and activation gradients, fp32 gradients and master weights; docs/parallelism.md, "On
-# GPUs").
+# 3D parallelism on GPUs: gpt3d train --device cuda under mpirun, the tensor-, pipeline- and
+# data-parallel groups on device buffers (bf16 activations and activation gradients, fp32
+# gradients and master weights; docs/parallelism.md, "On GPUs"), moved either by NCCL (one
+# rank per GPU) or, with --distributed-backend ucx, through page-locked host buffers and the
+# UCX host collectives (several ranks on one GPU; docs/comm.md, "Staged collectives").
 #
 # Everywhere: two ranks with --device cuda on a machine that cannot run them give one error
 # and the right exit code (a build without CUDA: 2; without NCCL: 2; no usable GPU: 1).
-# With >= 2 GPUs (nvidia-smi) and a +cuda +nccl build, a 4-layer GPT (hidden 128, 4 heads of
+# Without a GPU (or a +cuda build) the rest skips, saying why.
+#
+# With one GPU or more (nvidia-smi) and a +cuda build, a 4-layer GPT (hidden 128, 4 heads of
 # 32, sequence 64, a byte-level vocabulary padded to 272 under TP 1 and 2) trains 20
-# iterations on the CPU (the reference), on one GPU, and as TP 2, PP 2, DP 2, DP 2 with
-# ZeRO-1, DP 2 with --grad-reduce-in-bf16, DP 2 with buckets with and without
-# --overlap-grad-reduce, ZeRO-1 DP 2 with --overlap-param-gather (2 GPUs), TP 2 x PP 2 x
-# DP 2 with and without ZeRO-1 (8 GPUs).  Each layout:
-#   * loss of every iteration within 0.05 nats of the one-GPU run and 0.1 of the CPU run
-#     (bf16 activations: TP sums partial products rounded to bf16 and sums them in bf16;
-#     the one-GPU run rounds the whole product once; test_cuda_train.sh allows the CPU 0.1);
+# iterations on the CPU (the reference) and on one GPU, then, ALL RANKS ON GPU 0 with
+# --distributed-backend ucx: TP 2, PP 2, DP 2, DP 2 with ZeRO-1, DP 2 with
+# --grad-reduce-in-bf16, DP 2 with buckets with and without --overlap-grad-reduce, ZeRO-1
+# DP 2 with --overlap-param-gather (2 ranks), TP 2 x PP 2 x DP 2 with and without ZeRO-1
+# (8 ranks), and the 8-rank run stopped at iteration 10 resumed as TP 1 x PP 1 (one rank).
+# With a +nccl build, two ranks on one GPU under the default --distributed-backend nccl are
+# refused before training, naming --distributed-backend ucx.  With >= 2 GPUs the 2-rank
+# layouts run again over NCCL (one rank per GPU), with 8 GPUs the 8-rank ones.
+#
+# Tolerances (each layout against the one-GPU run; the reasoning, docs/comm.md):
+#   * loss of every iteration within 0.05 nats of one GPU and 0.1 of the CPU.  What differs
+#     from the one-GPU run: (a) TP sums two bf16 partial products in bf16 (one extra rounding,
+#     <= 2^-9 relative, per element of the row-parallel outputs of each layer, forward and
+#     backward), where one GPU rounds the whole product once; (b) DP, PP's tied embedding and
+#     ZeRO-1 add fp32 gradients in another order (<= 2 x 2^-24 relative per element) and the
+#     bf16 working copy of a weight near a rounding boundary may round the other way.  The
+#     CPU-vs-one-GPU gap (fp32 vs bf16 activations: all of (a) on every op) was 0.0023 nats
+#     over 50 iterations on an H100 (issue 17), so 0.05 bounds (a)+(b) with a margin of 20;
+#     the CPU comparison keeps test_cuda_train.sh's 0.1;
 #   * gradients of step 1 (assembled from every rank's dump) within 5e-2 of max|grad| per
-#     tensor of the one-GPU run, every element present, replicated copies bitwise equal
-#     (NCCL gives every member the same sum; the kernels are deterministic);
-#   * parameters after 20 steps: replicated copies bitwise equal, within 0.1 of one GPU.
-# These tolerances are estimates written without a GPU (docs/cuda.md, Status).
+#     tensor of the one-GPU run (bf16 activation gradients: 2^-8 relative per element, summed
+#     over B x T rows), every element present, replicated copies bitwise equal (every member
+#     of a group gets the same sum: the host reduces each block on one rank and copies it);
+#   * parameters after 20 steps: replicated copies bitwise equal, within 0.1 of one GPU;
+#   * overlap on vs off (the same buckets): gradients and parameters bitwise equal (the
+#     non-blocking collectives reduce in rank order whenever they start).
+# These tolerances still have to be confirmed on a GPU (docs/cuda.md, Status).
+#
+# Launcher: make check passes MPIRUN (configure's); run by hand on the GPU machine (e.g.
+# `bash .gpu/on-device.sh sh ../src/tests/parallel/test_parallel_cuda.sh`, see
+# ../shared/gpu/README.md) MPIRUN defaults to the mpirun on PATH (Ubuntu's /usr/bin/mpirun
+# there).  The bundled gpt3d is a PMIx client: the launcher's PMIx server must speak to it
+# (Open MPI 4 and 5 do); a 2-rank comm_check probe checks that first and skips the GPU cases,
+# with its error, when it does not.
 # (top_srcdir, top_builddir, GPT3D, MPIRUN come from make check; run sets rc and out.)
 # shellcheck disable=SC2154
 # shellcheck source=tests/lib.sh
@@ -28,6 +53,7 @@
 . "$top_srcdir/tests/parallel/par_lib.sh"
 set -e
 
+MPIRUN=${MPIRUN:-$(command -v mpirun || true)}
 g3_need_mpirun
 g3_tmpdir
 check="$top_builddir/tests/parallel/grad_check"
@@ -43,6 +69,9 @@ flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.t
 export OMP_NUM_THREADS=1
 T=--tensor-model-parallel-size
 P=--pipeline-model-parallel-size
+Z=--use-distributed-optimizer
+OV="--ddp-bucket-size 50000"
+UCX="--distributed-backend ucx"
 
 features=$("$GPT3D" --version | sed -n 's/^features: //p')
 ngpu=0
@@ -53,12 +82,10 @@ fi
 # ---- two ranks where they cannot run ----------------------------------------------------------
 case "$features" in
 *-cuda*) want=2 why="built without CUDA; reconfigure with --with-cuda" ;;
-*-nccl*) want=2 why="needs NCCL .*reconfigure with --with-nccl" ;;
+*-nccl*) want=2 why="needs NCCL .*reconfigure with --with-nccl.*--distributed-backend ucx" ;;
 *) want=1 why="no usable CUDA device: .+--device cpu" ;;
 esac
 if [ "$want" -eq 1 ] && [ "$ngpu" -gt 0 ]; then
-    skip "a GPU is present: the refusal of two ranks without one is not reachable here"
-    skip "a GPU is present: the refusal of two ranks without one is not reachable here"
     skip "a GPU is present: the refusal of two ranks without one is not reachable here"
 else
     # shellcheck disable=SC2086
@@ -68,14 +95,15 @@ else
     is "$(printf '%s\n' "$out" | grep -c 'error:')" 1 "... in exactly one error for the job"
 fi
 
-ntests=55   # 3 + 8 layouts x 5 + 2 overlap comparisons + 2 layouts x 5
-case "$features" in *+cuda*+nccl*) ;; *) ngpu=0 ;; esac
-if [ "$ngpu" -lt 2 ]; then
-    i=0
-    while [ $i -lt $ntests ]; do
-        skip "needs 2 GPUs and a +cuda +nccl build (nvidia-smi lists $ngpu; features: $features)"
-        i=$((i + 1))
-    done
+case "$features" in *+cuda*) ;; *) ngpu=0 ;; esac
+if [ "$ngpu" -lt 1 ]; then
+    skip "the GPU layouts need a GPU and a +cuda build (nvidia-smi lists $ngpu; features: $features)"
+    done_testing
+    exit
+fi
+run g3_mpirun -np 2 "$top_builddir/tests/comm/comm_check" info
+if [ "$rc" -ne 0 ]; then
+    skip "$MPIRUN cannot start gpt3d's PMIx clients here (exit $rc: $(printf '%s\n' "$out" | grep -v '^ *$' | head -n 3 | tr '\n' ' ')); give MPIRUN a launcher whose PMIx server they can reach"
     done_testing
     exit
 fi
@@ -92,7 +120,7 @@ else
     tap_result 1 "one GPU: loss curve within 0.1 nats of the CPU ($*)"
 fi
 
-# compare NAME: the layout against the one-GPU run and the CPU run
+# compare NAME: the layout against the one-GPU run and the CPU run (4 checks)
 compare() {
     # shellcheck disable=SC2046
     set -- $(par_maxdiff "$TMPD/gpu1.jsonl" "$TMPD/$1.jsonl" loss train abs) "$1"
@@ -117,38 +145,92 @@ compare() {
     [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -8 | sed 's/^/#   /'
 }
 
-# 2 GPUs: 5 layouts x 5 checks
-# (and the bucketed reduction without overlap, with --overlap-grad-reduce, and ZeRO-1 with
-# --overlap-param-gather: the NCCL collectives on the dp stream behind an event of the compute
-# stream; overlap on and off bitwise equal)
-OV="--ddp-bucket-size 50000"
-for layout in "tp2 2 $T 2" "pp2 2 $P 2" "dp2 2" "zero_dp2 2 --use-distributed-optimizer" \
-              "bf16_dp2 2 --grad-reduce-in-bf16" "bkt_dp2 2 $OV" "ovl_dp2 2 $OV --overlap-grad-reduce" \
-              "ovl_zero_dp2 2 $OV --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather"; do
+# bitwise A B WHAT: step-1 gradients and final parameters of two runs bitwise equal
+bitwise() {
+    for w in grads params; do
+        gout=$("$check" --what $w --tol 0 "$TMPD/$1" "$TMPD/$2" 2>&1) && grc=0 || grc=$?
+        is "$grc" 0 "$3: $w bitwise equal ($(printf '%s\n' "$gout" | tail -n 1))"
+    done
+}
+
+LAYOUTS2="tp2:$T 2|pp2:$P 2|dp2:|zero_dp2:$Z|bf16_dp2:--grad-reduce-in-bf16|bkt_dp2:$OV|ovl_dp2:$OV --overlap-grad-reduce|ovl_zero_dp2:$OV $Z --overlap-grad-reduce --overlap-param-gather"
+
+# ---- every rank on GPU 0 ---------------------------------------------------------------------
+CUDA_VISIBLE_DEVICES=0
+export CUDA_VISIBLE_DEVICES
+case "$features" in
+*+nccl*)
     # shellcheck disable=SC2086
-    set -- $layout
-    name=$1 np=$2
-    shift 2
-    par_train "$name" "$np" --device cuda "$@"
-    is "$rc" 0 "$name: $np ranks on $np GPUs exit 0"
+    run g3_mpirun -np 2 "$GPT3D" train $flags --run-dir "$TMPD/share" --device cuda
+    is "$rc" 2 "two ranks on one GPU with --distributed-backend nccl: refused (usage error)"
+    like "$out" "share the GPU .*pass --distributed-backend ucx" "... naming --distributed-backend ucx"
+    is "$(printf '%s\n' "$out" | grep -c 'error:')" 1 "... in exactly one error for the job"
+    ;;
+*) skip "a build without NCCL: no NCCL refusal to check" ;;
+esac
+
+IFS='|'
+# shellcheck disable=SC2086
+set -- $LAYOUTS2
+unset IFS
+for layout in "$@"; do
+    name=u_${layout%%:*}
+    # shellcheck disable=SC2086
+    par_train "$name" 2 --device cuda $UCX ${layout#*:}
+    is "$rc" 0 "$name: 2 ranks on one GPU (--distributed-backend ucx) exit 0"
     compare "$name"
 done
-for w in grads params; do
-    gout=$("$check" --what $w --tol 0 "$TMPD/bkt_dp2" "$TMPD/ovl_dp2" 2>&1) && grc=0 || grc=$?
-    is "$grc" 0 "ovl_dp2: $w bitwise those of the same buckets without overlap ($(printf '%s\n' "$gout" | tail -n 1))"
+bitwise u_bkt_dp2 u_ovl_dp2 "u_ovl_dp2 vs u_bkt_dp2 (overlap on vs off, ucx)"
+for name in u_tp2pp2dp2 u_zero_tp2pp2dp2; do
+    zero=
+    [ "$name" = u_tp2pp2dp2 ] || zero=$Z
+    # shellcheck disable=SC2086
+    par_train "$name" 8 --device cuda $UCX "$T" 2 "$P" 2 $zero
+    is "$rc" 0 "$name: 8 ranks on one GPU (--distributed-backend ucx) exit 0"
+    compare "$name"
 done
 
-# 8 GPUs: TP 2 x PP 2 x DP 2, with and without ZeRO-1 (2 layouts x 5 checks)
-if [ "$ngpu" -lt 8 ]; then
-    i=0
-    while [ $i -lt 10 ]; do
-        skip "TP 2 x PP 2 x DP 2 needs 8 GPUs (nvidia-smi lists $ngpu)"
-        i=$((i + 1))
-    done
+# the TP 2 x PP 2 x DP 2 run stopped at iteration 10, resumed as one rank (TP 1 x PP 1)
+# shellcheck disable=SC2086
+par_train u_stop 8 --device cuda $UCX "$T" 2 "$P" 2 --save "$TMPD/ck" --exit-interval 10
+is "$rc" 75 "TP 2 x PP 2 x DP 2 on one GPU: --exit-interval 10 saves and exits 75"
+par_train u_resume 0 --device cuda --load "$TMPD/ck"
+is "$rc" 0 "its checkpoint resumes as TP 1 x PP 1 on one GPU"
+grep '"event":"train"' "$TMPD/u_tp2pp2dp2.jsonl" | tail -n 10 > "$TMPD/straight_tail.jsonl"
+# shellcheck disable=SC2046
+set -- $(par_maxdiff "$TMPD/straight_tail.jsonl" "$TMPD/u_resume.jsonl" loss train abs)
+if [ "$#" -eq 2 ] && [ "$2" -eq 10 ] && par_within "$1" 0.05; then
+    tap_result 0 "... iterations 11-20 within 0.05 nats of the uninterrupted 8-rank run (max $1)"
 else
-    for name in tp2pp2dp2 zero_tp2pp2dp2; do
+    tap_result 1 "... iterations 11-20 within 0.05 nats of the uninterrupted 8-rank run ($*)"
+fi
+unset CUDA_VISIBLE_DEVICES
+
+# ---- NCCL, one rank per GPU ---------------------------------------------------------------------
+case "$features" in *+nccl*) ;; *) ngpu=0 ;; esac
+if [ "$ngpu" -lt 2 ]; then
+    skip "the NCCL layouts need 2 GPUs and a +nccl build (nvidia-smi lists $ngpu; features: $features)"
+    done_testing
+    exit
+fi
+IFS='|'
+# shellcheck disable=SC2086
+set -- $LAYOUTS2
+unset IFS
+for layout in "$@"; do
+    name=n_${layout%%:*}
+    # shellcheck disable=SC2086
+    par_train "$name" 2 --device cuda ${layout#*:}
+    is "$rc" 0 "$name: 2 ranks on 2 GPUs (NCCL) exit 0"
+    compare "$name"
+done
+bitwise n_bkt_dp2 n_ovl_dp2 "n_ovl_dp2 vs n_bkt_dp2 (overlap on vs off, NCCL)"
+if [ "$ngpu" -lt 8 ]; then
+    skip "TP 2 x PP 2 x DP 2 over NCCL needs 8 GPUs (nvidia-smi lists $ngpu)"
+else
+    for name in n_tp2pp2dp2 n_zero_tp2pp2dp2; do
         zero=
-        [ "$name" = tp2pp2dp2 ] || zero=--use-distributed-optimizer
+        [ "$name" = n_tp2pp2dp2 ] || zero=$Z
         # shellcheck disable=SC2086
         par_train "$name" 8 --device cuda "$T" 2 "$P" 2 $zero
         is "$rc" 0 "$name: 8 ranks on 8 GPUs exit 0"

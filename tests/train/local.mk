@@ -8,6 +8,8 @@ tests_train_ref_dump_SOURCES = tests/train/ref_dump.c
 tests_train_ref_dump_LDADD = $(G3_TEST_LDADD)
 TESTS += tests/train/test_reference.sh tests/train/test_train_cli.sh
 TESTS += tests/train/test_resume.sh tests/train/test_resume_faults.sh
+TESTS += tests/train/test_timing.sh
+EXTRA_DIST += tests/train/test_timing.sh
 EXTRA_DIST += tests/train/test_resume.sh tests/train/test_resume_faults.sh tests/train/resume_h5check.py
 EXTRA_DIST += tests/train/test_reference.sh tests/train/ref_check.py tests/train/test_train_cli.sh
 
