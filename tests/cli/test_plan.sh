@@ -66,35 +66,43 @@ like "$out" 'error: --device cuda: head size 192 \(--hidden-size / --num-attenti
     "... the message names the head size and the sizes compiled"
 run "$GPT3D" plan $mtnlg --device cuda --nodes 280 --gpus-per-node 8 --search
 is "$rc" 2 "mt-nlg --search on --device cuda: exit 2"
-like "$out" 'none of the 65 layouts checked passes' "... no layout passes the CUDA size checks"
+like "$out" 'none of the 427 layouts checked passes' "... no layout passes the CUDA size checks"
 
 # ---- GPT-3 175B on --device cuda (bf16): memory per rank, what fits, --search
 gpt3c="$gpt3 --device cuda"
 run "$GPT3D" plan $gpt3c --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \
     --nodes 128 --gpus-per-node 8 --gpu-memory 80
 is "$rc" 0 "gpt3 on TP 8 x PP 16 without recompute fits 80 GiB: exit 0"
-like "$out" 'stage 0, 76\.[0-9]+ GiB; fits in 80 GiB per rank' "gpt3 without recompute: stage 0 keeps 16 micro-batches (~77 GiB)"
+like "$out" 'stage 0, 53\.[0-9]+ GiB per rank; fits in 80 GiB per GPU' "gpt3 without recompute: stage 0 keeps 16 micro-batches (~53 GiB with the CUDA backend's fused attention)"
 run "$GPT3D" plan $gpt3c --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \
-    --nodes 128 --gpus-per-node 8 --gpu-memory 60
-is "$rc" 1 "gpt3 without recompute does not fit 60 GiB: exit 1"
-like "$out" 'does NOT fit in 60 GiB per rank' "gpt3: says it does not fit"
-like "$out" 'error: stage 0 needs 76\.[0-9]+ GiB per rank, more than --gpu-memory 60: recompute' \
+    --nodes 128 --gpus-per-node 8 --gpu-memory 50
+is "$rc" 1 "gpt3 without recompute does not fit 50 GiB: exit 1"
+like "$out" 'does NOT fit in 50 GiB per GPU' "gpt3: says it does not fit"
+like "$out" 'error: stage 0 needs 53\.[0-9]+ GiB per GPU, more than --gpu-memory 50: recompute' \
     "gpt3: the error says what to do"
 run "$GPT3D" plan $gpt3c --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \
-    --nodes 128 --gpus-per-node 8 --gpu-memory 60 --recompute-granularity full
-is "$rc" 0 "gpt3 with full recompute fits 60 GiB: exit 0"
-like "$out" 'fits in 60 GiB per rank \(16 of 16 stages fit' "gpt3 with full recompute: every stage fits"
+    --nodes 128 --gpus-per-node 8 --gpu-memory 50 --recompute-granularity full
+is "$rc" 0 "gpt3 with full recompute fits 50 GiB: exit 0"
+like "$out" 'fits in 50 GiB per GPU \(16 of 16 stages fit' "gpt3 with full recompute: every stage fits"
+run "$GPT3D" plan $gpt3c --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \
+    --nodes 128 --gpus-per-node 8 --recompute-granularity selective
+like "$out" 'selective recompute saves nothing on CUDA' "--device cuda with selective recompute: says it saves nothing"
 
 run "$GPT3D" plan $gpt3c --nodes 128 --gpus-per-node 8 --gpu-memory 80 \
     --recompute-granularity full --search
 is "$rc" 0 "gpt3 --search: exit 0"
-like "$out" '28 layouts checked, 23 valid for gpt3d train, 6 fit in the memory per rank' \
-    "gpt3 --search: 23 valid layouts (PP divides 96, heads and 1024 / TP), 6 fit"
-first=$(printf '%s\n' "$out" | sed -n '/TP   PP/{n;p;}' | awk '{print $1, $2, $3, $4}')
-is "$first" "8 8 16 96" "gpt3 --search: TP 8 x PP 8 x DP 16 first (the smallest bubble)"
+like "$out" '175 layouts checked \(TP x PP x V x sequence parallelism\), 95 valid for gpt3d train, 20 fit in the memory per GPU' \
+    "gpt3 --search: 95 valid layouts (PP divides 96, heads and 1024 / TP; V splits the layers; SP with TP > 1), 20 fit"
+first=$(printf '%s\n' "$out" | sed -n '/TP   PP/{n;p;}' | awk '{print $1, $2, $3, $4, $5}')
+is "$first" "4 16 16 2 yes" "gpt3 --search: the fastest on the DGX H100 first (TP 4 x PP 16, V 2, sequence parallel)"
+like "$out" 'ordered by predicted seconds per iteration' "--search orders by the predicted time"
+run "$GPT3D" plan $gpt3c --nodes 128 --gpus-per-node 8 --gpu-memory 80 --recompute-granularity full \
+    --search --virtual-pipeline-model-parallel-size 1 --sequence-parallel
+rows=$(printf '%s\n' "$out" | awk '/TP   PP/{t=1; next} t && /^ +[0-9]/{print $4 $5}' | sort -u | tr '\n' ' ')
+is "$rows" "1yes " "--search keeps a given V and --sequence-parallel"
 run "$GPT3D" plan $gpt3c --nodes 128 --gpus-per-node 8 --gpu-memory 20 --search
 is "$rc" 1 "--search where nothing fits: exit 1"
-like "$out" 'none of the 23 valid layouts fits in --gpu-memory 20' "--search says none fits"
+like "$out" 'none of the 95 valid layouts fits in --gpu-memory 20' "--search says none fits"
 run "$GPT3D" plan $gpt3c --nodes 128 --gpus-per-node 8 --search --tensor-model-parallel-size 4
 is "$rc" 0 "--search with a given TP: exit 0"
 rows=$(printf '%s\n' "$out" | awk '/TP   PP/{t=1; next} t && /^ +[0-9]/{print $1}' | sort -u | tr '\n' ' ')
@@ -152,26 +160,66 @@ if [ -n "$PY" ]; then
     is "$(jget "$j" 'j["stages"][1]["state_bytes"]')" "$(( 16 * h1 ))" "stage 1 state: 16 B per parameter held"
     is "$(jget "$j" 'j["stages"][1]["state_bytes_zero1"]')" "$(( 14 * h1 ))" "stage 1 state with ZeRO-1 over DP 2: 8 + 12/2 = 14 B"
     is "$(jget "$j" 'j["params_replica"]')" "$(( t * (s0 + s1) ))" "one replica holds TP x (stage 0 + stage 1)"
-    # fp32 activations of one layer: s b (18 h + (16 h + 8 F) / t) + 9 a s^2 b / t
+    # Megatron's fp32 activations of one layer: s b (18 h + (16 h + 8 F) / t) + 9 a s^2 b / t
     act=$(( s * b * (18 * c + (16 * c + 8 * f) / t) + 9 * a * s * s * b / t ))
-    is "$(jget "$j" 'j["act_per_layer"]["none"]')" "$act" "fp32 activations of one layer: $act bytes"
-    # stage 0 keeps min(PP - 0, m) = 2 micro-batches, + the embedding dropout mask s b h each
-    is "$(jget "$j" 'j["stages"][0]["act_bytes"]')" "$(( 2 * 2 * act + 2 * s * b * c ))" "stage 0 activations: 2 in flight x 2 layers + mask"
-    # stage 1 keeps 1, + final LN and output inputs (fp32) and fp32 logits of Vp / TP rows
-    is "$(jget "$j" 'j["stages"][1]["act_bytes"]')" "$(( 2 * act + 2 * 4 * s * b * c + 4 * s * b * 104 / t ))" "stage 1 activations: 1 in flight x 2 layers + output layer"
-    is "$(jget "$j" 'j["stages"][0]["peak_bytes"]')" "$(( 16 * h0 + 2 * 2 * act + 2 * s * b * c ))" "stage 0 peak = state + activations"
+    is "$(jget "$j" 'j["act_per_layer"]["none"]')" "$act" "Megatron's fp32 activations of one layer: $act bytes"
+    # what the CPU backend allocates per micro-batch (src/model/gpt_pass.c, every buffer rounded
+    # up to 64 bytes): per layer ln1, its mean and rstd, qkv, the (B, NH/t, T, T) fp32
+    # probabilities, the attention output, the mid-layer residual, ln2 and its statistics, fc1
+    # and GELU outputs; per stage the tokens and targets, the residual stream at the nl + 1
+    # layer boundaries, the work buffers tmp, dres, d1 (N x max(3C/t, F/t)), d2 (N x C) and the
+    # attention scratch; the last stage adds the final LayerNorm, its gradient, the losses,
+    # the log-sum-exps, one chunk of logits (64 x 52) and the local targets (TP > 1)
+    r() { echo $(( ($1 + 63) / 64 * 64 )); }
+    N=$((s * b)); cl=$((c / t)); fl=$((f / t)); att=$((b * (a / t) * s * s * 4))
+    lset=$(( 3 * $(r $((N * c * 4))) + 4 * $(r $((N * 4))) + $(r $((N * 3 * cl * 4))) + $(r $att) + $(r $((N * cl * 4))) + 2 * $(r $((N * fl * 4))) ))
+    common=$(( 2 * $(r $((N * 4))) + $(r $((3 * N * c * 4))) + 2 * $(r $((N * c * 4))) + $(r $((N * fl * 4))) + $(r $((N * c * 4))) + $(r $att) ))
+    head=$(( 2 * $(r $((N * c * 4))) + 5 * $(r $((N * 4))) + $(r $((64 * 104 / t * 4))) ))
+    set0=$(( 2 * lset + common )); set1=$(( 2 * lset + common + head ))
+    mib64=$(( 64 * 1048576 ))
+    is "$(jget "$j" 'j["stages"][0]["act_set_bytes"]')" "$set0" "stage 0: one micro-batch's activations as the CPU backend carves them ($set0 bytes)"
+    is "$(jget "$j" 'j["stages"][0]["act_bytes"]')" "$(( 2 * set0 ))" "stage 0 keeps min(PP - 0, m) = 2 micro-batches"
+    is "$(jget "$j" 'j["stages"][1]["act_bytes"]')" "$set1" "stage 1 keeps 1, with the output layer's buffers"
+    is "$(jget "$j" 'j["stages"][0]["peak_bytes"]')" "$(( 16 * h0 + 2 * set0 + mib64 ))" "stage 0 peak = state + activations + the process (64 MiB)"
     is "$(jget "$j" 'j["batch"]["micro_batches"]')" "4" "16 / (2 x 2) = 4 micro-batches"
     is "$(jget "$j" 'j["bubble"]')" "0.2" "bubble 1 / (4 + 1)"
     run "$GPT3D" plan $small --json --recompute-granularity full
-    full=$(( 4 * s * b * c ))
-    is "$(jget "$out" 'j["stages"][0]["act_bytes"]')" "$(( 2 * 2 * full + (act - full) + 2 * s * b * c ))" \
-        "full recompute: inputs kept, one layer recomputed at a time"
+    is "$(jget "$out" 'j["stages"][0]["act_bytes"]')" "$(( 2 * (lset + common) ))" \
+        "full recompute: one layer set per micro-batch (the inputs stay in the residual stream)"
     run "$GPT3D" plan $small --json --use-distributed-optimizer
-    is "$(jget "$out" 'j["stages"][0]["peak_bytes"]')" "$(( 14 * h0 + 2 * 2 * act + 2 * s * b * c ))" \
+    is "$(jget "$out" 'j["stages"][0]["peak_bytes"]')" "$(( 14 * h0 + 2 * set0 + mib64 ))" \
         "--use-distributed-optimizer: the peak uses the ZeRO-1 state"
+    run "$GPT3D" plan $small --json --ranks-per-gpu 4
+    is "$(jget "$out" 'j["stages"][0]["gpu_bytes"]')" "$(( 4 * (16 * h0 + 2 * set0 + mib64) ))" \
+        "--ranks-per-gpu 4: the GPU holds four ranks' peaks"
+    # sequence parallelism: the residual stream and the three C-wide tensors of each layer
+    # split over TP (Korthikanti et al. 2022, 4.2.2)
+    run "$GPT3D" plan $small --json --sequence-parallel
+    is "$(jget "$out" 'j["stages"][0]["act_set_bytes"]')" "$(( set0 - (N * c * 4 / t) * (3 + 3 * 2) ))" \
+        "--sequence-parallel: (nl + 1 + 3 nl) N C values per micro-batch split over TP"
+    like "$(jget "$out" 'j["act_per_layer"]["none"]')" "^$(( s * b * (18 * c / t + (16 * c + 8 * f) / t) + 9 * a * s * s * b / t ))\$" \
+        "--sequence-parallel: Megatron's count with the replicated part over t"
+    # the interleaved schedule: V 2 on PP 2 (4 layers: chunks of 1), m 4 a multiple of PP
+    run "$GPT3D" plan $small --json --virtual-pipeline-model-parallel-size 2
+    is "$rc" 0 "--virtual-pipeline-model-parallel-size 2: exit 0"
+    is "$(jget "$out" 'round(j["bubble"] * 9, 12)')" "1" "interleaved bubble (PP - 1) / (V m + PP - 1) = 1 / 9"
+    # stage 0 keeps 2 (PP - 1) + (V - 1) PP + 1 = 5 chunks of half a stage
+    is "$(jget "$out" 'j["stages"][0]["act_bytes"]')" "$(awk -v x="$set0" 'BEGIN { printf "%.17g", x * 5 / 2 }')" \
+        "interleaved: stage 0 keeps 2 (PP - 1) + (V - 1) PP + 1 = 5 chunks"
+    run "$GPT3D" plan $small --json --num-layers-per-virtual-pipeline-stage 1
+    is "$(jget "$out" 'j["virtual_pipeline_size"]')" "2" "--num-layers-per-virtual-pipeline-stage 1: V = 4 / (2 x 1)"
+    run "$GPT3D" plan $small --virtual-pipeline-model-parallel-size 3
+    is "$rc" 2 "V 3 does not split 4 layers over PP 2: exit 2"
+    like "$out" 'error: --num-layers 4 does not split into --pipeline-model-parallel-size 2 x --virtual-pipeline-model-parallel-size 3' "... naming the flags"
+    run "$GPT3D" plan $small --virtual-pipeline-model-parallel-size 2 --global-batch-size 12
+    is "$rc" 2 "interleaved with 3 micro-batches on PP 2: exit 2"
+    like "$out" 'needs the micro-batches per iteration \(3\) to be a multiple of --pipeline-model-parallel-size 2' "... naming the flags"
+    run "$GPT3D" plan $small --sequence-parallel --tensor-model-parallel-size 1
+    is "$rc" 2 "--sequence-parallel at TP 1: exit 2"
+    like "$out" 'error: --sequence-parallel needs --tensor-model-parallel-size 2 or more' "... naming the flags"
     # one JSON object, nothing else on stdout
     run "$GPT3D" plan $mtnlg --nodes 280 --gpus-per-node 8 --search --json
-    is "$(jget "$out" 'len(j["layouts"])')" "8" "--search --json: one object with the 8 valid layouts"
+    is "$(jget "$out" 'len(j["layouts"])')" "14" "--search --json: one object with the 14 valid layouts (8 TP x PP, with V 2 and 4 where 105 layers split)"
 else
     skip "no python3 to read --json"
 fi
