@@ -546,10 +546,8 @@ int g3_cmd_plan(int argc, char **argv)
         goto out;
     }
     if (g3_opts_is_set(o, "calibrate")) {
-        int threads = 0;
-        if (g3_opts_is_set(o, "threads") && !g3_train_flags_int(o, "threads", 1, &threads))
-            goto out;
-        rc = g3_status_exit_code(g3_plan_calibrate(g3_opts_str(o, "device"), threads,
+        /* the backend's default threads, as gpt3d train uses them (OMP_NUM_THREADS) */
+        rc = g3_status_exit_code(g3_plan_calibrate(g3_opts_str(o, "device"), 0,
                                                    g3_opts_str(o, "calibrate")));
         goto out;
     }

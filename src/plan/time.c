@@ -27,13 +27,13 @@ const char *g3_plan_time_part_name(int part)
 /* DGX A100 (NVIDIA A100 80GB SXM datasheet; DGX A100 datasheet): bf16 dense peak 312 TFLOP/s,
  * HBM2e 2,039 GB/s, NVLink 3 600 GB/s per GPU (300 GB/s each way), eight 200 Gb/s HDR
  * InfiniBand adapters for compute (25 GB/s per GPU).  The achieved fractions no datasheet
- * gives (docs/plan.md "Built-in machines"): GEMMs 0.35 / 0.6 / 0.8 of peak at a smallest
- * dimension of 256 / 1024 / 4096 (chosen so that MT-NLG at 280 nodes matches its published
+ * gives (docs/plan.md "Built-in machines"): GEMMs 0.35 / 0.5 / 0.65 of peak at an intensity
+ * cube of side 256 / 1024 / 4096 (chosen so that MT-NLG at 280 nodes matches its published
  * time: a fit, not a measurement), the attention core 0.4, memory-bound ops 0.8 of HBM, NCCL's
  * bus bandwidth 0.8 of a link. */
 static const g3_plan_machine_t g3_plan_dgx_a100 = {
     "dgx-a100 (DGX A100 datasheet numbers; docs/plan.md)", 8, 3,
-    { 256, 1024, 4096 }, { 0.35 * 312e12, 0.6 * 312e12, 0.8 * 312e12 },
+    { 256, 1024, 4096 }, { 0.35 * 312e12, 0.5 * 312e12, 0.65 * 312e12 },
     0.40 * 312e12, 0.8 * 2039e9, 0.8 * 300e9, 10e-6, 0.8 * 25e9, 20e-6
 };
 
@@ -44,7 +44,7 @@ static const g3_plan_machine_t g3_plan_dgx_a100 = {
  * H100: ../shared/gpu/README.md). */
 static const g3_plan_machine_t g3_plan_dgx_h100 = {
     "dgx-h100 (DGX H100 datasheet numbers; docs/plan.md)", 8, 4,
-    { 256, 1024, 4096, 8192 }, { 0.35 * 989e12, 0.6 * 989e12, 0.8 * 989e12, 902e12 },
+    { 256, 1024, 4096, 8192 }, { 0.35 * 989e12, 0.5 * 989e12, 0.65 * 989e12, 902e12 },
     0.40 * 989e12, 0.8 * 3350e9, 0.8 * 450e9, 10e-6, 0.8 * 50e9, 20e-6
 };
 
@@ -313,7 +313,7 @@ out:
 
 /* ---- the model ------------------------------------------------------------------------------ */
 
-/* RET: FLOP/s of a GEMM whose smallest dimension is d: the calibration's points, log-linear
+/* RET: FLOP/s of a GEMM as intense as a cube of side d: the calibration's points, log-linear
  * between them, the end points beyond. */
 static double g3_plan_gemm_rate(const g3_plan_machine_t *mc, double d)
 {
@@ -329,16 +329,12 @@ static double g3_plan_gemm_rate(const g3_plan_machine_t *mc, double d)
     return mc->gemm_flops[n - 1];
 }
 
-static double g3_plan_min3(double a, double b, double c)
-{
-    double m = a < b ? a : b;
-    return m < c ? m : c;
-}
-
-/* Seconds of one forward GEMM (N,K) x (K,M). */
+/* Seconds of one forward GEMM (N,K) x (K,M), at the rate of the cube of the same arithmetic
+ * intensity: S = 3 N K M / (N K + K M + N M) (a cube of side S does 2 S^3 FLOPs on 3 S^2
+ * values, as this GEMM does 2 N K M on N K + K M + N M). */
 static double g3_plan_gemm(const g3_plan_machine_t *mc, double N, double K, double M)
 {
-    return 2.0 * N * K * M / g3_plan_gemm_rate(mc, g3_plan_min3(N, K, M));
+    return 2.0 * N * K * M / g3_plan_gemm_rate(mc, 3.0 * N * K * M / (N * K + K * M + N * M));
 }
 
 /* Ring all-reduce of `bytes` over n ranks on a link (NCCL's bus bandwidth convention). */

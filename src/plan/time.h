@@ -15,7 +15,7 @@
 typedef struct g3_plan_machine {
     char   name[160];             /* "dgx-a100", "dgx-h100", or the file and what measured it */
     int    gpus_per_node;         /* ranks a node's fast link joins                          */
-    int    ngemm;                 /* GEMM rates, by the smallest of M, N, K                  */
+    int    ngemm;                 /* GEMM rates, by the side of the cube of equal intensity  */
     double gemm_size[G3_PLAN_GEMM_POINTS];
     double gemm_flops[G3_PLAN_GEMM_POINTS];
     double attn_flops;            /* attention core forward + backward, FLOP/s of 4 B T^2 C   */
