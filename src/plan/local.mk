@@ -5,4 +5,6 @@ src_libgpt3d_a_SOURCES += \
 	src/plan/time.h \
 	src/plan/time.c \
 	src/plan/layout.h \
-	src/plan/layout.c
+	src/plan/layout.c \
+	src/plan/report.h \
+	src/plan/report.c
