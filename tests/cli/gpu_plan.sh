@@ -17,8 +17,10 @@ set -eu
 out=${1:-.}
 GPT3D=${GPT3D:-src/gpt3d}
 D=${GPT3D_TEST_DATA:-tests/_data}/kjv
-command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' || {
-    echo "gpu_plan.sh: no GPU (nvidia-smi -L lists none)"; exit 77; }
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    echo "gpu_plan.sh: no GPU (nvidia-smi -L lists none)"
+    exit 77
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$out"
