@@ -311,6 +311,7 @@ int g3_cmd_plan(int argc, char **argv)
     topt.overlap_grad_reduce = f.cfg.overlap_grad_reduce;
     topt.overlap_param_gather = f.cfg.overlap_param_gather;
     topt.grad_reduce_bf16 = f.cfg.grad_reduce_bf16;
+    topt.ranks_per_node = f.rpn;
 
     if (search) {
         rc = g3_cli_plan_search(&f, g3_opts_is_set(o, "tensor-model-parallel-size") ? tp : 0,

@@ -251,7 +251,7 @@ int g3_plan_search(const g3_plan_flags_t *f, int tp_given, int pp_given,
     int world = f->nodes * f->rpn, cap = 64;
     const g3_gpt_config_t *m = &f->cfg.model;
     g3_plan_time_opts_t topt = { f->cfg.overlap_grad_reduce, f->cfg.overlap_param_gather,
-                                 f->cfg.grad_reduce_bf16 };
+                                 f->cfg.grad_reduce_bf16, f->rpn };
 
     memset(s, 0, sizeof(*s));
     s->c = malloc(sizeof(*s->c) * (size_t)cap);

@@ -353,7 +353,10 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
     double N = (double)in->micro_batch * m->seq_length, S = m->seq_length;
     double C = m->hidden_size, F = p->ffn, tp = m->tp_size, e = in->bf16 ? 2.0 : 4.0;
     double V = in->virtual_pp > 1 ? in->virtual_pp : 1, mm = (double)p->micro_per_iter;
-    int gpn = mc->gpus_per_node > 0 ? mc->gpus_per_node : 1, PP = m->pp_size, dp = in->dp;
+    int gpn = o && o->ranks_per_node > 0 ? o->ranks_per_node
+              : mc->gpus_per_node > 0 ? mc->gpus_per_node : 1;
+    int PP = m->pp_size, dp = in->dp;
+    double share = in->ranks_per_gpu > 1 ? in->ranks_per_gpu : 1;   /* ranks on one GPU */
     int full = p->recompute == G3_PLAN_ACT_FULL, sel = p->recompute == G3_PLAN_ACT_SELECTIVE;
     double layer_c, layer_tp, head_c, worst = 0, worst_c = 0, worst_tp = 0, worst_p2p = 0;
     double tp_bw = tp <= gpn ? mc->intra_bw : mc->inter_bw;
@@ -391,6 +394,9 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
     /* the output layer (last stage): 3 GEMMs of N x C x Vp/t, the logits' softmax traffic */
     head_c = 3.0 * g3_plan_gemm(mc, N, C, p->padded_vocab / tp) +
              4.0 * N * p->padded_vocab / tp * e / mc->mem_bw;
+    /* --ranks-per-gpu R: R ranks take turns on one GPU's compute and memory bandwidth */
+    layer_c *= share;
+    head_c *= share;
     for (int s = 0; s < p->pp; s++) {
         const g3_plan_stage_t *st = &p->stages[s];
         double nl = st->layer_end - st->layer_begin;
@@ -430,7 +436,7 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
     t->part[G3_PLAN_T_DP] = exposed;
     /* Adam: read w, g, m, v, write w, m, v (28 bytes per parameter; + the bf16 copy on CUDA),
      * over 1/DP of the parameters with ZeRO-1 */
-    opt = held * (in->bf16 ? 30.0 : 28.0) / mc->mem_bw;
+    opt = held * (in->bf16 ? 30.0 : 28.0) / mc->mem_bw * share;
     if (in->distributed_optimizer)
         opt /= dp;
     t->part[G3_PLAN_T_OPTIM] = opt;

@@ -39,6 +39,7 @@ typedef struct {
     int    overlap_grad_reduce;   /* --overlap-grad-reduce                                     */
     int    overlap_param_gather;  /* --overlap-param-gather                                    */
     int    grad_reduce_bf16;      /* gradients reduced in bf16                                 */
+    int    ranks_per_node;        /* --gpus-per-node when given (else the machine's)           */
 } g3_plan_time_opts_t;
 
 typedef struct {

@@ -192,6 +192,12 @@ if [ -n "$PY" ]; then
     run "$GPT3D" plan $small --json --ranks-per-gpu 4
     is "$(jget "$out" 'j["stages"][0]["gpu_bytes"]')" "$(( 4 * (16 * h0 + 2 * set0 + procb) ))" \
         "--ranks-per-gpu 4: the GPU holds four ranks' peaks"
+    c4=$(jget "$out" 'j["seconds_per_iteration"] is None')
+    run "$GPT3D" plan $small --json --machine dgx-h100
+    c1=$(jget "$out" 'j["parts"]["compute"]')
+    run "$GPT3D" plan $small --json --machine dgx-h100 --ranks-per-gpu 4
+    is "$c4 $(jget "$out" 'round(j["parts"]["compute"] / '"$c1"', 6)')" "True 4" \
+        "--ranks-per-gpu 4: four ranks take turns on the GPU (compute 4 x as long)"
     # sequence parallelism: the residual stream and the three C-wide tensors of each layer
     # split over TP (Korthikanti et al. 2022, 4.2.2)
     run "$GPT3D" plan $small --json --sequence-parallel
