@@ -398,6 +398,7 @@ g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, const char *device, int 
     g3_plan_input_t in;
     g3_plan_t p;
     double need, avail, gib = 1073741824.0;
+    g3_status_t rc;
     int stage;
 
     memset(&in, 0, sizeof(in));
@@ -412,8 +413,9 @@ g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, const char *device, int 
     in.ranks_per_gpu = 1;
     if (in.bf16)   /* device memory: the backend refuses what it cannot allocate */
         return G3_OK;
-    if (g3_plan_compute(&in, &p) != G3_OK)
-        return G3_OK;   /* sizes beyond the counts: the trainer's own checks say why */
+    rc = g3_plan_compute(&in, &p);
+    if (rc != G3_OK)
+        return rc;   /* logged: a model beyond any memory, or no memory for the plan */
     stage = m->pp_rank >= 0 && m->pp_rank < p.pp ? m->pp_rank : 0;
     need = p.stages[stage].peak_bytes;
     g3_plan_free(&p);

@@ -105,7 +105,8 @@ double g3_plan_overhead(const g3_plan_input_t *in);
 /* gpt3d train's check before it allocates anything: the plan of this rank's stage against
  * the memory it can have (CPU: MemAvailable and the cgroup's limit, shared by local_ranks
  * ranks on the node).  RET: G3_ERR_INVALID_ARG (logged, naming the flags: exit 2) when it
- * cannot fit; G3_OK otherwise (also when the memory cannot be read). */
+ * cannot fit; g3_plan_compute's errors (logged); G3_OK otherwise (also when the memory
+ * cannot be read, and for --device cuda, whose allocations say it themselves). */
 g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, const char *device, int dp,
                               int64_t micro_batch, int64_t global_batch, int zero,
                               int local_ranks);
