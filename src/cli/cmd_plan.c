@@ -6,13 +6,16 @@
  *              --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \
  *              --nodes 128 --gpus-per-node 8 --device cuda --gpu-memory 80
  *   gpt3d plan ... --nodes 128 --gpus-per-node 8 --gpu-memory 80 --search
+ *   gpt3d plan ... --nodes 280 --gpus-per-node 8 --machine dgx-a100 --sizes 280,350,420
+ *   gpt3d plan --calibrate FILE [--device cpu|cuda]
  *
  * It takes every flag of gpt3d train (the same table, train/flags.c, read by the same code),
  * so a training command line or --config file works as it is, plus its own flags for what a
  * job would give the trainer: the ranks (--nodes x --gpus-per-node, or
  * --data-parallel-size) and the vocabulary size.  Flags that do not change the plan (the
  * learning rate, data paths, ...) are checked as the trainer checks them and otherwise
- * ignored. */
+ * ignored.  This file reads the flags; the layouts, the search, the time model and the
+ * report are src/plan's. */
 #include "config.h"
 
 #include <limits.h>

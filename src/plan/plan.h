@@ -1,9 +1,10 @@
 /* gpt3d plan: what a model on a TP x PP x DP layout costs per rank, before anything runs:
  * parameters per pipeline stage, memory per rank (weights, gradients, optimizer state with and
  * without ZeRO-1, activations of the micro-batches 1F1B keeps in flight), FLOPs per iteration
- * and the pipeline bubble.  Pure arithmetic on the configuration; docs/plan.md gives every
- * formula and where it comes from.  The checks of the configuration are the trainer's
- * (g3_gpt_config_check, g3_train_plan, g3_topo_map), run by the driver (gpt3d plan).
+ * and the pipeline bubble.  Arithmetic on the configuration (the activations through the
+ * model's own layout code); docs/plan.md gives every formula and where it comes from.  The
+ * checks of the configuration are the trainer's (g3_gpt_config_check, g3_train_plan,
+ * g3_topo_map), run by plan/layout.h; gpt3d train calls g3_plan_check_fit.
  *
  * Glossary: L layers, C hidden size (h), F ffn hidden size, NH heads (a), T sequence length
  * (s), B micro-batch (b), Vp padded vocabulary, P position embeddings, TP/PP/DP the parallel
