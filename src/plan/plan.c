@@ -2,9 +2,11 @@
  * sources).  Glossary in plan.h. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "core/log.h"
 #include "plan/plan.h"
 
@@ -55,15 +57,157 @@ double g3_plan_act_layer(const g3_plan_input_t *in, int mode)
     double a = m->num_attention_heads, t = m->tp_size;
     double F = g3_gpt_config_ffn(m);
     double w = in->bf16 ? 2.0 : 4.0;   /* bytes of one activation value */
-    double repl = (4.0 * w + 2.0) * s * b * h;
+    /* sequence parallelism splits the replicated part over TP as well (section 4.2.2) */
+    double repl = (4.0 * w + 2.0) * s * b * h / (in->sequence_parallel ? t : 1.0);
     double split = w * (4.0 * h + 2.0 * F) * s * b / t;
     double core = (2.0 * w + 1.0) * a * s * s * b / t;
 
     if (mode == G3_PLAN_ACT_FULL)
-        return w * s * b * h;
+        return w * s * b * h / (in->sequence_parallel ? t : 1.0);
     if (mode == G3_PLAN_ACT_SELECTIVE)
         return repl + split;
     return repl + split + core;
+}
+
+/* ---- what gpt3d's backends keep: the model's own layout ------------------------------------ */
+
+/* The attention state each backend keeps for backward (src/backend/cpu.c, src/backend/cuda.c):
+ * the CPU keeps the (B,NH,T,T) fp32 probabilities and as much scratch; CUDA's fused (flash)
+ * attention keeps only the (B,NH,T) fp32 log-sum-exp beside its output and recomputes the
+ * probabilities tile by tile, so it needs no scratch. */
+static size_t g3_plan_cpu_att(g3_backend_t *be, int B, int T, int NH, int HS)
+{
+    (void)be;
+    (void)HS;
+    return (size_t)B * NH * T * T * sizeof(float);
+}
+
+static size_t g3_plan_cuda_att_state(g3_backend_t *be, int B, int T, int NH, int HS)
+{
+    (void)be;
+    (void)HS;
+    return (size_t)B * NH * T * sizeof(float);
+}
+
+static size_t g3_plan_cuda_att_scratch(g3_backend_t *be, int B, int T, int NH, int HS)
+{
+    (void)be;
+    (void)B;
+    (void)T;
+    (void)NH;
+    (void)HS;
+    return 0;
+}
+
+/* The layout reads only whether CUDA's vocabulary-parallel cross-entropy ops exist (its
+ * statistics then live in device memory); these never run. */
+static void g3_plan_xent_stats(g3_backend_t *be, float *stats, const void *logits,
+                               const int32_t *targets, int N, int V, int v0)
+{
+    (void)be, (void)stats, (void)logits, (void)targets, (void)N, (void)V, (void)v0;
+}
+
+static void g3_plan_xent_combine(g3_backend_t *be, float *losses, float *lse,
+                                 const float *stats, int S, const int32_t *targets, int N)
+{
+    (void)be, (void)losses, (void)lse, (void)stats, (void)S, (void)targets, (void)N;
+}
+
+static void g3_plan_xent_shard_bwd(g3_backend_t *be, void *dlogits, const void *logits,
+                                   const float *lse, const int32_t *targets, float dloss, int N,
+                                   int V, int v0)
+{
+    (void)be, (void)dlogits, (void)logits, (void)lse, (void)targets, (void)dloss, (void)N,
+        (void)V, (void)v0;
+}
+
+static const g3_backend_ops_t g3_plan_cpu_ops = {
+    .attention_state_bytes = g3_plan_cpu_att,
+    .attention_scratch_bytes = g3_plan_cpu_att,
+};
+
+static const g3_backend_ops_t g3_plan_cuda_ops = {
+    .attention_state_bytes = g3_plan_cuda_att_state,
+    .attention_scratch_bytes = g3_plan_cuda_att_scratch,
+    .xent_stats = g3_plan_xent_stats,
+    .xent_combine = g3_plan_xent_combine,
+    .xent_shard_bwd = g3_plan_xent_shard_bwd,
+};
+
+double g3_plan_act_set(const g3_plan_input_t *in, int stage)
+{
+    g3_backend_t be;
+    g3_gpt_t sh;   /* the sizes g3_gpt_init derives; no parameters */
+    const g3_gpt_config_t *m = &in->model;
+    double bytes, t = m->tp_size;
+    size_t est;
+    int nl;
+
+    memset(&be, 0, sizeof(be));
+    be.ops = in->bf16 ? &g3_plan_cuda_ops : &g3_plan_cpu_ops;
+    be.name = in->bf16 ? "cuda" : "cpu";
+    be.act_dtype = in->bf16 ? G3_BE_BF16 : G3_BE_F32;
+    memset(&sh, 0, sizeof(sh));
+    sh.cfg = *m;
+    sh.cfg.pp_rank = stage;
+    sh.cfg.tp_rank = 0;
+    sh.be = &be;
+    sh.C = m->hidden_size;
+    sh.F = g3_gpt_config_ffn(m);
+    sh.NH = m->num_attention_heads;
+    sh.HS = sh.C / sh.NH;
+    sh.P = g3_gpt_config_positions(m);
+    sh.Vp = g3_gpt_padded_vocab(m->vocab_size, m->make_vocab_size_divisible_by, m->tp_size);
+    sh.C_l = sh.C / m->tp_size;
+    sh.F_l = sh.F / m->tp_size;
+    sh.NH_l = sh.NH / m->tp_size;
+    sh.Vp_l = sh.Vp / m->tp_size;
+    g3_gpt_stage_layers(m, stage, &sh.layer_begin, &sh.layer_end);
+    sh.has_embedding = stage == 0;
+    sh.has_head = stage == m->pp_size - 1;
+    sh.cfg.ffn_hidden_size = sh.F;
+    sh.cfg.max_position_embeddings = sh.P;
+    sh.esize = g3_be_dtype_size(be.act_dtype);
+    {
+        /* the model counts tokens B x T in an int: past 2^30 tokens, count a micro-batch that
+         * fits and scale (the activations grow linearly with B) */
+        int64_t B = in->micro_batch, Bc = B;
+        if ((double)B * m->seq_length > (double)(1 << 30))
+            Bc = (int64_t)((1 << 30) / m->seq_length) > 0 ? (1 << 30) / m->seq_length : 1;
+        est = g3_gpt_acts_estimate(&sh, (int)Bc, m->seq_length);
+        bytes = est == (size_t)-1 ? 0.0 : (double)est * ((double)B / (double)Bc);
+    }
+    if (in->sequence_parallel && m->tp_size > 1) {
+        /* Korthikanti et al. 2022, 4.2.2: the tensors of the whole hidden size each rank keeps
+         * (the residual stream at layer boundaries, the two LayerNorm outputs and the
+         * mid-layer residual of every layer set) are split along the sequence over TP */
+        double N = (double)in->micro_batch * m->seq_length, ce = (double)sh.esize;
+        int full = m->recompute_activations ||
+                   m->recompute_granularity == G3_GPT_RECOMPUTE_FULL;
+        nl = sh.layer_end - sh.layer_begin;
+        bytes -= (1.0 - 1.0 / t) * N * sh.C * ce * ((nl + 1) + 3.0 * (full ? 1 : nl));
+    }
+    return bytes;
+}
+
+/* CUDA: the context of a process on an H100 with cuBLASLt loaded, the 32 MiB cuBLASLt
+ * workspace (kernels/ctx.cu), the caching allocator's slack: 585 MiB, what the H100
+ * measurements of issue 20 leave beyond the tensors (docs/plan.md "Overhead"), plus the
+ * NCCL buffers of each communicator a rank joins (NCCL_BUFFSIZE 4 MiB x 2 directions x
+ * channels: 64 MiB per group, NCCL's documented default).  CPU: the process, its
+ * libraries, OpenBLAS's buffers, the batch and sample index: 20 MiB (what the peak RSS of
+ * one-rank runs shows beyond the tensors: 14-20 MiB; tests/cli/test_plan.sh). */
+double g3_plan_overhead(const g3_plan_input_t *in)
+{
+    const g3_gpt_config_t *m = &in->model;
+    double mib = 1048576.0, o;
+    int groups = (m->tp_size > 1) + (m->pp_size > 1) + (in->dp > 1);
+
+    if (!in->bf16)
+        return 20.0 * mib;
+    o = 585.0 * mib;
+    o += 64.0 * mib * groups;
+    return o;
 }
 
 /* One TP rank's parameters of a stage: exact (*exact) and as its flat buffer holds them. */
@@ -103,7 +247,7 @@ g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan)
 {
     const g3_gpt_config_t *m = &in->model;
     int PP = m->pp_size, dp = in->dp;
-    double C = m->hidden_size, L = m->num_layers, s = m->seq_length, b = (double)in->micro_batch;
+    double C = m->hidden_size, L = m->num_layers;
     double rough, w = in->bf16 ? 2.0 : 4.0;
     g3_plan_t p;
 
@@ -126,17 +270,21 @@ g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan)
     p.micro_per_iter = in->global_batch / (in->micro_batch * dp);
     p.micro_first = in->start_batch / (in->micro_batch * dp);
     p.recompute = g3_plan_act_mode(m);
-    p.bubble = PP > 1 ? (double)(PP - 1) / (double)(p.micro_per_iter + PP - 1) : 0.0;
-    p.bubble_vs_compute = PP > 1 ? (double)(PP - 1) / (double)p.micro_per_iter : 0.0;
+    {
+        double V = in->virtual_pp > 1 ? in->virtual_pp : 1, mm = (double)p.micro_per_iter;
+        p.bubble = PP > 1 ? (double)(PP - 1) / (V * mm + PP - 1) : 0.0;
+        p.bubble_vs_compute = PP > 1 ? (double)(PP - 1) / (V * mm) : 0.0;
+    }
     p.flops_iter = g3_gpt_flops_per_step(m, in->global_batch, m->seq_length);
     p.flops_token = p.flops_iter / ((double)in->global_batch * m->seq_length);
     for (int k = 0; k < G3_PLAN_ACT_MODES; k++)
         p.act_per_layer[k] = g3_plan_act_layer(in, k);
-    /* model state per parameter held: weights, fp32 gradients, (bf16) fp32 master, Adam m and
-     * v; ZeRO-1 shards the master and Adam over DP, and on the CPU the reduced gradient shard
-     * the trainer keeps takes the master's place (docs/parallelism.md) */
-    p.bytes_per_param[0] = w + 4.0 + (in->bf16 ? 4.0 : 0.0) + 8.0;
-    p.bytes_per_param[1] = w + 4.0 + 12.0 / dp;
+    /* model state per parameter held, as g3_par_engine_memory counts it: the fp32 master
+     * weights (the passes' copy too on the CPU), the bf16 working copy (CUDA), fp32 gradients,
+     * Adam m and v; ZeRO-1 shards Adam over DP and keeps the reduced-gradient shard beside it:
+     * 8 + 12/DP (+ 2 for the working copy) */
+    p.bytes_per_param[0] = (in->bf16 ? 2.0 : 0.0) + 4.0 + 4.0 + 8.0;
+    p.bytes_per_param[1] = (in->bf16 ? 2.0 : 0.0) + 4.0 + 4.0 + 12.0 / dp;
 
     p.stages = calloc((size_t)PP, sizeof(*p.stages));
     if (!p.stages) {
@@ -145,7 +293,8 @@ g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan)
     }
     for (int i = 0; i < PP; i++) {
         g3_plan_stage_t *st = &p.stages[i];
-        double held, kept, full_layer, nl;
+        double held, kept, full_layer;
+        int nl;
 
         st->stage = i;
         g3_gpt_stage_layers(m, i, &st->layer_begin, &st->layer_end);
@@ -157,28 +306,37 @@ g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan)
         st->weight_bytes = w * held;
         st->grad_bytes = 4.0 * held;
         st->master_bytes[0] = in->bf16 ? 4.0 * held : 0.0;
-        st->master_bytes[1] = st->master_bytes[0] / dp;
+        st->master_bytes[1] = st->master_bytes[0];
         st->optim_bytes[0] = 8.0 * held;
-        st->optim_bytes[1] = (in->bf16 ? 8.0 : 12.0) * held / dp;
+        st->optim_bytes[1] = 12.0 * held / dp;
         for (int z = 0; z < 2; z++)
             st->state_bytes[z] = st->weight_bytes + st->grad_bytes + st->master_bytes[z] +
                                  st->optim_bytes[z];
 
-        /* 1F1B: stage i runs PP - i warm-up forwards before its first backward */
-        st->in_flight = PP - i < p.micro_per_iter ? PP - i : (int)p.micro_per_iter;
+        /* 1F1B: stage i runs PP - i warm-up forwards before its first backward, and keeps
+         * as many activation sets (g3_par_engine_init: min(PP - i, m)).  Interleaved
+         * (Megatron's schedule, V chunks of L / (PP V) layers): 2 (PP - i - 1) + (V - 1) PP
+         * warm-up chunks plus the one in its steady state, in units of one chunk. */
         nl = st->layer_end - st->layer_begin;
+        st->in_flight = PP - i < p.micro_per_iter ? PP - i : (int)p.micro_per_iter;
         kept = p.act_per_layer[p.recompute];
         full_layer = p.act_per_layer[G3_PLAN_ACT_NONE];
         st->act_layer_bytes = kept;
         st->act_recompute_bytes = nl > 0 ? full_layer - kept : 0.0;
         st->act_extra_bytes = 0.0;
-        if (st->has_embedding)   /* the embedding output's dropout mask, 1 byte each */
-            st->act_extra_bytes += st->in_flight * s * b * C;
-        if (st->has_head)        /* final LN and output-layer inputs; fp32 logits split over TP */
-            st->act_extra_bytes += 2.0 * w * s * b * C +
-                                   4.0 * s * b * (double)p.padded_vocab / m->tp_size;
-        st->act_bytes = st->in_flight * nl * kept + st->act_recompute_bytes + st->act_extra_bytes;
-        st->peak_bytes = st->state_bytes[in->distributed_optimizer ? 1 : 0] + st->act_bytes;
+        st->act_set_bytes = g3_plan_act_set(in, i);
+        st->act_bytes = st->in_flight * st->act_set_bytes;
+        if (in->virtual_pp > 1 && PP > 1) {
+            double V = in->virtual_pp, chunks = 2.0 * (PP - i - 1) + (V - 1) * PP + 1;
+            double total = V * (double)p.micro_per_iter;
+            if (chunks > total)
+                chunks = total;
+            st->act_bytes = st->act_set_bytes * chunks / V;
+        }
+        st->overhead_bytes = g3_plan_overhead(in);
+        st->peak_bytes = st->state_bytes[in->distributed_optimizer ? 1 : 0] + st->act_bytes +
+                         st->overhead_bytes;
+        st->gpu_bytes = st->peak_bytes * (in->ranks_per_gpu > 1 ? in->ranks_per_gpu : 1);
         if (st->peak_bytes > p.stages[p.peak_stage].peak_bytes)
             p.peak_stage = i;
     }
@@ -190,4 +348,89 @@ void g3_plan_free(g3_plan_t *plan)
 {
     free(plan->stages);
     plan->stages = NULL;
+}
+
+/* RET: bytes this process may still use: MemAvailable, lowered to the cgroup's limit (v2
+ * memory.max less memory.current; v1 limit_in_bytes less usage_in_bytes); 0 when unknown. */
+static double g3_plan_host_available(void)
+{
+    static const char *lim[2][2] = {
+        { "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current" },
+        { "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+          "/sys/fs/cgroup/memory/memory.usage_in_bytes" },
+    };
+    double avail = 0.0;
+    char line[256];
+    FILE *f = fopen("/proc/meminfo", "r");
+
+    if (f) {
+        unsigned long long kb;
+        while (fgets(line, sizeof(line), f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                avail = (double)kb * 1024.0;
+                break;
+            }
+        fclose(f);
+    }
+    for (int k = 0; k < 2; k++) {
+        unsigned long long max = 0, cur = 0;
+        FILE *a = fopen(lim[k][0], "r"), *b = fopen(lim[k][1], "r");
+        int ok = a && b && fscanf(a, "%llu", &max) == 1 && fscanf(b, "%llu", &cur) == 1;
+        if (a)
+            fclose(a);
+        if (b)
+            fclose(b);
+        /* "max" (no limit) does not scan; v1's "no limit" is a huge number */
+        if (ok && max > cur && max < (1ULL << 60)) {
+            double left = (double)(max - cur);
+            if (avail <= 0.0 || left < avail)
+                avail = left;
+            break;
+        }
+    }
+    return avail;
+}
+
+g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, const char *device, int dp,
+                              int64_t micro_batch, int64_t global_batch, int zero,
+                              int local_ranks)
+{
+    g3_plan_input_t in;
+    g3_plan_t p;
+    double need, avail, gib = 1073741824.0;
+    g3_status_t rc;
+    int stage;
+
+    memset(&in, 0, sizeof(in));
+    in.model = *m;
+    in.dp = dp > 0 ? dp : 1;
+    in.micro_batch = micro_batch;
+    in.global_batch = global_batch;
+    in.start_batch = global_batch;
+    in.distributed_optimizer = zero;
+    in.bf16 = device && strcmp(device, "cuda") == 0;
+    in.virtual_pp = 1;
+    in.ranks_per_gpu = 1;
+    if (in.bf16)   /* device memory: the backend refuses what it cannot allocate */
+        return G3_OK;
+    rc = g3_plan_compute(&in, &p);
+    if (rc != G3_OK)
+        return rc;   /* logged: a model beyond any memory, or no memory for the plan */
+    stage = m->pp_rank >= 0 && m->pp_rank < p.pp ? m->pp_rank : 0;
+    need = p.stages[stage].peak_bytes;
+    g3_plan_free(&p);
+    avail = g3_plan_host_available();
+    if (avail <= 0.0)
+        return G3_OK;
+    avail /= local_ranks > 1 ? local_ranks : 1;
+    if (need <= avail)
+        return G3_OK;
+    g3_error("this run needs %.2f GiB per rank (gpt3d plan's estimate for stage %d: model state, "
+             "activations of --micro-batch-size %lld x --seq-length %d, the process) but only "
+             "%.2f GiB is available%s: lower --micro-batch-size or --seq-length, add "
+             "--recompute-granularity full, or spread the model over more ranks (gpt3d plan "
+             "--search lists what fits)", need / gib, stage, (long long)micro_batch,
+             m->seq_length, avail / gib,
+             local_ranks > 1 ? " (the node's memory shared by its ranks)" : "");
+    return G3_ERR_INVALID_ARG;   /* flags that cannot run here: a usage error (exit 2) */
 }

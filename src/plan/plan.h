@@ -1,9 +1,10 @@
 /* gpt3d plan: what a model on a TP x PP x DP layout costs per rank, before anything runs:
  * parameters per pipeline stage, memory per rank (weights, gradients, optimizer state with and
  * without ZeRO-1, activations of the micro-batches 1F1B keeps in flight), FLOPs per iteration
- * and the pipeline bubble.  Pure arithmetic on the configuration; docs/plan.md gives every
- * formula and where it comes from.  The checks of the configuration are the trainer's
- * (g3_gpt_config_check, g3_train_plan, g3_topo_map), run by the driver (gpt3d plan).
+ * and the pipeline bubble.  Arithmetic on the configuration (the activations through the
+ * model's own layout code); docs/plan.md gives every formula and where it comes from.  The
+ * checks of the configuration are the trainer's (g3_gpt_config_check, g3_train_plan,
+ * g3_topo_map), run by plan/layout.h; gpt3d train calls g3_plan_check_fit.
  *
  * Glossary: L layers, C hidden size (h), F ffn hidden size, NH heads (a), T sequence length
  * (s), B micro-batch (b), Vp padded vocabulary, P position embeddings, TP/PP/DP the parallel
@@ -26,6 +27,9 @@ typedef struct {
     int     distributed_optimizer;/* ZeRO-1: optimizer state sharded over DP                  */
     int     bf16;                 /* --device cuda: bf16 weights and activations, fp32 master;
                                    * else (cpu) fp32 everything                               */
+    int     virtual_pp;           /* V: model chunks per pipeline rank, interleaved 1F1B (1)  */
+    int     sequence_parallel;    /* --sequence-parallel (TP > 1)                             */
+    int     ranks_per_gpu;        /* ranks sharing one GPU (--ranks-per-gpu; 1)               */
 } g3_plan_input_t;
 
 /* Activation bytes of one layer for one micro-batch, as kept for the backward pass. */
@@ -49,8 +53,14 @@ typedef struct {
     double  act_layer_bytes;          /* one layer, one micro-batch, as kept                  */
     double  act_recompute_bytes;      /* the extra working set while one layer is recomputed  */
     double  act_extra_bytes;          /* embedding (first stage), output layer (last stage)   */
-    double  act_bytes;                /* in_flight x layers x layer + recompute + extra       */
-    double  peak_bytes;               /* state (the chosen optimizer) + activations           */
+    double  act_bytes;                /* what the trainer allocates: in_flight x one
+                                       * micro-batch's activations (g3_gpt_acts_estimate)     */
+    double  act_set_bytes;            /* one micro-batch's set, as the model carves it        */
+    double  overhead_bytes;           /* the process or CUDA context, cuBLASLt workspace,
+                                       * allocator slack, communication buffers              */
+    double  peak_bytes;               /* state (the chosen optimizer) + activations + overhead:
+                                       * one rank                                             */
+    double  gpu_bytes;                /* peak_bytes x ranks per GPU: what the GPU holds       */
 } g3_plan_stage_t;
 
 typedef struct {
@@ -62,8 +72,8 @@ typedef struct {
     int64_t micro_per_iter;           /* m = GBS / (B x DP)                                   */
     int64_t micro_first;              /* m of the first iteration (ramp-up)                   */
     int     recompute;                /* G3_PLAN_ACT_* in use                                 */
-    double  bubble;                   /* (PP - 1) / (m + PP - 1): idle share of an iteration */
-    double  bubble_vs_compute;        /* (PP - 1) / m: what gpt3d train reports              */
+    double  bubble;                   /* (PP - 1) / (V m + PP - 1): idle share of an iteration */
+    double  bubble_vs_compute;        /* (PP - 1) / (V m): what gpt3d train reports          */
     double  flops_iter;               /* model FLOPs of one iteration (g3_gpt_flops_per_step) */
     double  flops_token;
     double  bytes_per_param[2];       /* model state per parameter held: [replicated, ZeRO-1] */
@@ -80,8 +90,27 @@ g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan);
 void g3_plan_free(g3_plan_t *plan);
 
 /* RET: the activation bytes of one layer for one micro-batch of B x T kept by mode
- * (Korthikanti et al. 2022 without sequence parallelism; docs/plan.md). */
+ * (Korthikanti et al. 2022, with or without sequence parallelism; docs/plan.md): Megatron's
+ * count, printed beside what gpt3d's backends keep. */
 double g3_plan_act_layer(const g3_plan_input_t *in, int mode);
+
+/* RET: the bytes of one micro-batch's activations stage `stage` allocates: the model's own
+ * layout (g3_gpt_acts_estimate, the code gpt3d train allocates with) on the backend
+ * in->bf16 names, with sequence parallelism's TP-split of the layer-boundary tensors. */
+double g3_plan_act_set(const g3_plan_input_t *in, int stage);
+
+/* RET: the bytes a rank needs besides its tensors (docs/plan.md "Overhead"): CUDA: the
+ * context, the cuBLASLt workspace, allocator slack; CPU: the process. */
+double g3_plan_overhead(const g3_plan_input_t *in);
+
+/* gpt3d train's check before it allocates anything: the plan of this rank's stage against
+ * the memory it can have (CPU: MemAvailable and the cgroup's limit, shared by local_ranks
+ * ranks on the node).  RET: G3_ERR_INVALID_ARG (logged, naming the flags: exit 2) when it
+ * cannot fit; g3_plan_compute's errors (logged); G3_OK otherwise (also when the memory
+ * cannot be read, and for --device cuda, whose allocations say it themselves). */
+g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, const char *device, int dp,
+                              int64_t micro_batch, int64_t global_batch, int zero,
+                              int local_ranks);
 
 /* RET: the G3_PLAN_ACT_ mode of m's recompute flags (--recompute-activations or
  * --recompute-granularity full: FULL; selective: SELECTIVE; else NONE). */

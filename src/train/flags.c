@@ -22,7 +22,7 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { "init-method-std", G3_OPT_FLOAT, "0.02", "Std of the normal initialisation; output projections use std/sqrt(2 x layers).", G3_NOOPT },
     { "layernorm-epsilon", G3_OPT_FLOAT, "1e-5", "LayerNorm epsilon.", G3_NOOPT },
     { "recompute-activations", G3_OPT_BOOL, NULL, "Keep only each layer's input and recompute the layer in backward.", G3_NOOPT },
-    { "recompute-granularity", G3_OPT_CHOICE, NULL, "Recompute in backward: full (each layer from its input, = --recompute-activations) or selective (the attention core only).", "full|selective", 0, 0, NULL },
+    { "recompute-granularity", G3_OPT_CHOICE, NULL, "Recompute in backward: full (each layer from its input, = --recompute-activations) or selective (the attention core only; saves nothing with --device cuda, whose fused attention never keeps the scores).", "full|selective", 0, 0, NULL },
     { "device", G3_OPT_CHOICE, "cpu", "Compute backend: cpu (fp32) or cuda (bf16 activations, fp32 master weights; one GPU per rank, NCCL between them).", "cpu|cuda", 0, 0, NULL },
     /* batches and length */
     { "micro-batch-size", G3_OPT_INT, "4", "Sequences per forward/backward pass.", G3_NOOPT },

@@ -18,6 +18,7 @@
 #include "data/dataset.h"
 #include "infer/infer.h"
 #include "parallel/par.h"
+#include "plan/plan.h"
 #include "train/train.h"
 #include "ckpt/ckpt.h"
 #include "train/train_ckpt.h"
@@ -213,6 +214,12 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         return st;
     mcfg->vocab_size = (int)vocab;
     st = g3_gpt_config_check(mcfg);
+    if (st != G3_OK)
+        return st;
+    /* before anything big is allocated: gpt3d plan's estimate against the memory there is */
+    st = g3_plan_check_fit(mcfg, cfg->backend, cfg->dp_size, cfg->micro_batch_size,
+                           tr->plan.global_batch_size, cfg->distributed_optimizer,
+                           cfg->par ? g3_par_layout(cfg->par)->local_size : 1);
     if (st != G3_OK)
         return st;
     tr->T = mcfg->seq_length;

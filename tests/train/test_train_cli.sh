@@ -113,7 +113,7 @@ expect 2 'save-interval, --keep-last, --no-save-optim and --async-save need --sa
     $data $model --train-iters 1 --save-interval 1 --load "$TMPD/ck"
 expect 2 'rampup-batch-size needs sample-based training' "ramp-up with --train-iters" \
     $data $model --train-iters 5 --rampup-batch-size 4 4 100
-expect 1 'training needs [0-9.]+ GiB more memory .* lower --micro-batch-size' "more memory than the machine has" \
+expect 2 'this run needs [0-9.]+ GiB per rank .* lower --micro-batch-size' "more memory than the machine has (gpt3d plan's estimate, before allocating)" \
     $data $model --micro-batch-size 65536 --train-iters 1 --eval-iters 0 --run-dir "$TMPD/big"
 if [ ! -e "$TMPD/ck" ]; then tap_result 0 "nothing was written for the refused runs"; else
     tap_result 1 "nothing was written for the refused runs"; fi

@@ -1,0 +1,453 @@
+/* gpt3d plan: time per iteration from measured speeds (see time.h; docs/plan.md has every
+ * formula and the source of every built-in number).  Glossary in plan.h; N = B T tokens of
+ * one micro-batch, e bytes per activation value, t = TP. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "core/log.h"
+#include "plan/time.h"
+
+const char *g3_plan_time_part_name(int part)
+{
+    static const char *names[G3_PLAN_T_PARTS] = { "compute", "tensor-parallel", "pipeline p2p",
+                                                  "bubble", "data-parallel", "optimizer" };
+    return part >= 0 && part < G3_PLAN_T_PARTS ? names[part] : "?";
+}
+
+/* ---- built-in machines ---------------------------------------------------------------------- */
+
+/* DGX A100 (NVIDIA A100 80GB SXM datasheet; DGX A100 datasheet): bf16 dense peak 312 TFLOP/s,
+ * HBM2e 2,039 GB/s, NVLink 3 600 GB/s per GPU (300 GB/s each way), eight 200 Gb/s HDR
+ * InfiniBand adapters for compute (25 GB/s per GPU).  The achieved fractions no datasheet
+ * gives (docs/plan.md "Built-in machines"): GEMMs 0.35 / 0.5 / 0.65 of peak at an intensity
+ * cube of side 256 / 1024 / 4096 (chosen so that MT-NLG at 280 nodes matches its published
+ * time: a fit, not a measurement), the attention core 0.4, memory-bound ops 0.8 of HBM, NCCL's
+ * bus bandwidth 0.8 of a link. */
+static const g3_plan_machine_t g3_plan_dgx_a100 = {
+    "dgx-a100 (DGX A100 datasheet numbers; docs/plan.md)", 8, 3,
+    { 256, 1024, 4096 }, { 0.35 * 312e12, 0.5 * 312e12, 0.65 * 312e12 },
+    0.40 * 312e12, 0.8 * 2039e9, 0.8 * 300e9, 10e-6, 0.8 * 25e9, 20e-6
+};
+
+/* DGX H100 (H100 SXM5 datasheet; DGX H100 datasheet): bf16 dense peak 989 TFLOP/s, HBM3
+ * 3.35 TB/s, NVLink 4 900 GB/s per GPU (450 each way), eight 400 Gb/s NDR InfiniBand
+ * adapters (50 GB/s per GPU); the A100's achieved fractions until a GPU calibration
+ * replaces them (cuBLASLt measured 902 TFLOP/s at 8192^3 on the project's
+ * H100: ../shared/gpu/README.md). */
+static const g3_plan_machine_t g3_plan_dgx_h100 = {
+    "dgx-h100 (DGX H100 datasheet numbers; docs/plan.md)", 8, 4,
+    { 256, 1024, 4096, 8192 }, { 0.35 * 989e12, 0.5 * 989e12, 0.65 * 989e12, 902e12 },
+    0.40 * 989e12, 0.8 * 3350e9, 0.8 * 450e9, 10e-6, 0.8 * 50e9, 20e-6
+};
+
+g3_status_t g3_plan_machine_builtin(const char *name, g3_plan_machine_t *mc)
+{
+    if (strcmp(name, "dgx-a100") == 0)
+        *mc = g3_plan_dgx_a100;
+    else if (strcmp(name, "dgx-h100") == 0)
+        *mc = g3_plan_dgx_h100;
+    else {
+        g3_error("--machine %s: not a built-in machine (dgx-a100, dgx-h100) and not a file; "
+                 "give one of those or a file written by gpt3d plan --calibrate", name);
+        return G3_ERR_INVALID_ARG;
+    }
+    return G3_OK;
+}
+
+/* ---- the calibration file: "key value..." lines, # comments ------------------------------- */
+
+g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int lineno = 0, have = 0;
+
+    if (!f) {
+        g3_error("cannot open the calibration file %s: %s; write one with gpt3d plan "
+                 "--calibrate %s", path, strerror(errno), path);
+        return G3_ERR_IO;
+    }
+    memset(mc, 0, sizeof(*mc));
+    snprintf(mc->name, sizeof(mc->name), "%s", path);
+    mc->gpus_per_node = 1;
+    while (fgets(line, sizeof(line), f)) {
+        char key[64];
+        double a = 0, b = 0;
+        int n;
+        lineno++;
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
+            continue;
+        n = sscanf(line, "%63s %lf %lf", key, &a, &b);
+        if (n >= 2 && strcmp(key, "gemm") == 0 && n == 3 && a > 0 && b > 0 &&
+            mc->ngemm < G3_PLAN_GEMM_POINTS) {
+            mc->gemm_size[mc->ngemm] = a;
+            mc->gemm_flops[mc->ngemm++] = b;
+        } else if (n == 2 && a > 0 && strcmp(key, "attention") == 0) {
+            mc->attn_flops = a;
+        } else if (n == 2 && a > 0 && strcmp(key, "memory") == 0) {
+            mc->mem_bw = a;
+        } else if (n == 3 && a > 0 && b >= 0 && strcmp(key, "intra") == 0) {
+            mc->intra_bw = a;
+            mc->intra_lat = b;
+        } else if (n == 3 && a > 0 && b >= 0 && strcmp(key, "inter") == 0) {
+            mc->inter_bw = a;
+            mc->inter_lat = b;
+        } else if (n == 2 && a >= 1 && a < 1e6 && strcmp(key, "gpus_per_node") == 0) {
+            mc->gpus_per_node = (int)a;
+        } else {
+            g3_error("%s:%d: cannot read '%.*s': expected 'gemm SIZE FLOPS', 'attention FLOPS', "
+                     "'memory BYTES_PER_S', 'intra|inter BYTES_PER_S LATENCY_S' or "
+                     "'gpus_per_node N' with positive numbers; write the file again with "
+                     "gpt3d plan --calibrate", path, lineno, (int)strcspn(line, "\r\n"), line);
+            fclose(f);
+            return G3_ERR_FORMAT;
+        }
+        have = 1;
+    }
+    fclose(f);
+    if (!have || mc->ngemm == 0 || mc->attn_flops <= 0 || mc->mem_bw <= 0 ||
+        mc->intra_bw <= 0 || mc->inter_bw <= 0) {
+        g3_error("%s: incomplete calibration (it needs gemm, attention, memory, intra and inter "
+                 "lines); write it again with gpt3d plan --calibrate", path);
+        return G3_ERR_FORMAT;
+    }
+    return G3_OK;
+}
+
+/* ---- measuring ------------------------------------------------------------------------------ */
+
+/* Wall time.  The best of several runs stands for the unloaded machine; CPU time would
+ * misprice the ops that run on fewer threads than the backend has (docs/plan.md). */
+static double g3_plan_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The best of several timings of fn (at least 3 and 0.3 s): on a busy machine the fastest run
+ * is the one least disturbed.  RET: seconds. */
+typedef void (*g3_plan_bench_fn)(g3_backend_t *be, void *ctx);
+
+static double g3_plan_best(g3_backend_t *be, g3_plan_bench_fn fn, void *ctx)
+{
+    double best = 1e30, t0 = g3_plan_wall();
+    fn(be, ctx);   /* warm-up */
+    be->ops->sync(be);
+    for (int i = 0; i < 50 && (i < 3 || g3_plan_wall() - t0 < 0.3); i++) {
+        double a = g3_plan_wall(), d;
+        fn(be, ctx);
+        be->ops->sync(be);
+        d = g3_plan_wall() - a;
+        if (d > 0 && d < best)
+            best = d;
+    }
+    return best;
+}
+
+typedef struct {
+    void *x, *y, *z;
+    float *dw;
+    int n, B, T, NH, HS;
+    size_t elems;
+} g3_plan_bufs_t;
+
+static void g3_plan_bench_gemm(g3_backend_t *be, void *ctx)
+{
+    g3_plan_bufs_t *b = ctx;
+    be->ops->matmul_fwd(be, b->y, b->x, b->z, NULL, b->n, b->n, b->n);
+    be->ops->matmul_bwd(be, b->x, b->dw, NULL, b->y, b->x, b->z, b->n, b->n, b->n);
+}
+
+static void g3_plan_bench_attn(g3_backend_t *be, void *ctx)
+{
+    g3_plan_bufs_t *b = ctx;
+    /* x: qkv (B,T,3C), y: out (B,T,C) then dout, z: state and scratch, dw: dqkv */
+    be->ops->attention_fwd(be, b->y, b->z, b->x, b->B, b->T, b->NH, b->HS);
+    be->ops->attention_bwd(be, b->dw, (char *)b->z + b->elems, b->y, b->y, b->x, b->z, b->B,
+                           b->T, b->NH, b->HS);
+}
+
+static void g3_plan_bench_mem(g3_backend_t *be, void *ctx)
+{
+    g3_plan_bufs_t *b = ctx;
+    be->ops->residual_fwd(be, b->z, b->x, b->y, b->elems);
+}
+
+static void g3_plan_bench_copy(g3_backend_t *be, void *ctx)
+{
+    g3_plan_bufs_t *b = ctx;
+    (void)be;
+    memcpy(b->z, b->x, b->elems);
+}
+
+g3_status_t g3_plan_calibrate(const char *device, int threads, const char *path)
+{
+    int cuda = strcmp(device, "cuda") == 0;
+    int sizes[6] = { 128, 256, 512, 1024, 2048, 4096 }, nsizes = cuda ? 6 : 4;
+    g3_backend_t *be = NULL;
+    g3_plan_bufs_t b;
+    size_t big = cuda ? (size_t)4096 * 4096 : (size_t)1024 * 1024, e;
+    double gemm[6], attn, mem, copy, t;
+    char host[128] = "this machine";
+    g3_status_t st;
+    FILE *f;
+
+    memset(&b, 0, sizeof(b));
+    st = g3_be_open(device, threads, &be);
+    if (st != G3_OK)
+        return st;
+    e = g3_be_dtype_size(be->act_dtype);
+    /* buffers for the largest GEMM (3 x n^2) and the attention below */
+    st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", &b.x);
+    if (st == G3_OK)
+        st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", &b.y);
+    if (st == G3_OK)
+        st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", &b.z);
+    if (st == G3_OK)
+        st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", (void **)&b.dw);
+    if (st != G3_OK)
+        goto out;
+    be->ops->zero(be, b.x, big * 16);
+    be->ops->zero(be, b.y, big * 16);
+    be->ops->zero(be, b.z, big * 16);
+    be->ops->zero(be, b.dw, big * 16);
+    for (int i = 0; i < nsizes; i++) {
+        b.n = sizes[i];
+        t = g3_plan_best(be, g3_plan_bench_gemm, &b);
+        gemm[i] = 6.0 * b.n * (double)b.n * b.n / t;   /* forward 2 n^3, backward 4 n^3 */
+    }
+    /* attention: causal, counted as the model counts it, 3 x 4 B T^2 C (forward + backward) */
+    b.B = cuda ? 4 : 1;
+    b.T = cuda ? 2048 : 512;
+    b.NH = cuda ? 16 : 4;
+    b.HS = 64;
+    b.elems = be->ops->attention_state_bytes(be, b.B, b.T, b.NH, b.HS);
+    t = g3_plan_best(be, g3_plan_bench_attn, &b);
+    attn = 12.0 * b.B * (double)b.T * b.T * b.NH * b.HS / t;
+    /* memory-bound: out = a + b, 3 arrays of big x 4 values */
+    b.elems = big * 4;
+    t = g3_plan_best(be, g3_plan_bench_mem, &b);
+    mem = 3.0 * (double)b.elems * e / t;
+    /* the host's copy bandwidth: what a shared-memory transport between ranks of one node
+     * moves at best (host collectives of the CPU backend) */
+    {
+        g3_plan_bufs_t hb;
+        memset(&hb, 0, sizeof(hb));
+        hb.elems = (size_t)64 << 20;
+        hb.x = malloc(hb.elems);
+        hb.z = malloc(hb.elems);
+        if (!hb.x || !hb.z) {
+            free(hb.x);
+            free(hb.z);
+            g3_error("gpt3d plan --calibrate: out of memory for the copy benchmark");
+            st = G3_ERR_NO_MEMORY;
+            goto out;
+        }
+        memset(hb.x, 1, hb.elems);
+        memset(hb.z, 0, hb.elems);
+        t = g3_plan_best(be, g3_plan_bench_copy, &hb);
+        copy = 2.0 * (double)hb.elems / t;
+        free(hb.x);
+        free(hb.z);
+    }
+    gethostname(host, sizeof(host) - 1);
+    f = fopen(path, "w");
+    if (!f) {
+        g3_error("cannot create the calibration file %s: %s; give a writable path", path,
+                 strerror(errno));
+        st = G3_ERR_IO;
+        goto out;
+    }
+    fprintf(f, "# gpt3d plan --calibrate on %s: backend %s, %s, %d threads\n", host, be->name,
+            be->device, be->nthreads);
+    fprintf(f, "# gemm SIZE FLOP/s: matmul forward + backward of SIZE^3 (6 SIZE^3 FLOPs)\n");
+    for (int i = 0; i < nsizes; i++)
+        fprintf(f, "gemm %d %.6g\n", sizes[i], gemm[i]);
+    fprintf(f, "# attention FLOP/s: forward + backward, counted as 12 B T^2 C (B %d T %d "
+            "heads %d x %d)\n", b.B, b.T, b.NH, b.HS);
+    fprintf(f, "attention %.6g\n", attn);
+    fprintf(f, "# memory bytes/s: a residual add (read 2, write 1)\n");
+    fprintf(f, "memory %.6g\n", mem);
+    fprintf(f, "# intra/inter BYTES/s LATENCY_s: %s\n",
+            cuda ? "not measured (one GPU): the DGX H100 numbers; edit for your machine"
+                 : "a host copy (read + write) bounds the shared-memory transport; between "
+                   "nodes: the DGX A100's InfiniBand, edit for your network");
+    if (cuda) {
+        fprintf(f, "intra %.6g %.6g\ninter %.6g %.6g\ngpus_per_node 8\n",
+                g3_plan_dgx_h100.intra_bw, g3_plan_dgx_h100.intra_lat,
+                g3_plan_dgx_h100.inter_bw, g3_plan_dgx_h100.inter_lat);
+    } else {
+        fprintf(f, "intra %.6g %.6g\ninter %.6g %.6g\ngpus_per_node 1\n", copy, 2e-6,
+                g3_plan_dgx_a100.inter_bw, g3_plan_dgx_a100.inter_lat);
+    }
+    if (fclose(f) != 0) {
+        g3_error("writing the calibration file %s failed: %s", path, strerror(errno));
+        st = G3_ERR_IO;
+        goto out;
+    }
+    printf("gpt3d plan --calibrate: %s, %s, %d threads -> %s\n", be->name, be->device,
+           be->nthreads, path);
+    for (int i = 0; i < nsizes; i++)
+        printf("  GEMM %5d^3: %9.2f GFLOP/s\n", sizes[i], gemm[i] / 1e9);
+    printf("  attention:   %9.2f GFLOP/s\n  memory-bound: %8.2f GB/s\n  host copy:   %9.2f GB/s\n",
+           attn / 1e9, mem / 1e9, copy / 1e9);
+out:
+    if (b.x)
+        be->ops->free(be, b.x);
+    if (b.y)
+        be->ops->free(be, b.y);
+    if (b.z)
+        be->ops->free(be, b.z);
+    if (b.dw)
+        be->ops->free(be, b.dw);
+    g3_be_close(be);
+    return st;
+}
+
+/* ---- the model ------------------------------------------------------------------------------ */
+
+/* RET: FLOP/s of a GEMM as intense as a cube of side d: the calibration's points, log-linear
+ * between them, the end points beyond. */
+static double g3_plan_gemm_rate(const g3_plan_machine_t *mc, double d)
+{
+    int n = mc->ngemm;
+    if (d <= mc->gemm_size[0])
+        return mc->gemm_flops[0];
+    for (int i = 1; i < n; i++)
+        if (d <= mc->gemm_size[i]) {
+            double u = log(d / mc->gemm_size[i - 1]) / log(mc->gemm_size[i] / mc->gemm_size[i - 1]);
+            return exp(log(mc->gemm_flops[i - 1]) +
+                       u * (log(mc->gemm_flops[i]) - log(mc->gemm_flops[i - 1])));
+        }
+    return mc->gemm_flops[n - 1];
+}
+
+/* Seconds of one forward GEMM (N,K) x (K,M), at the rate of the cube of the same arithmetic
+ * intensity: S = 3 N K M / (N K + K M + N M) (a cube of side S does 2 S^3 FLOPs on 3 S^2
+ * values, as this GEMM does 2 N K M on N K + K M + N M). */
+static double g3_plan_gemm(const g3_plan_machine_t *mc, double N, double K, double M)
+{
+    return 2.0 * N * K * M / g3_plan_gemm_rate(mc, 3.0 * N * K * M / (N * K + K * M + N * M));
+}
+
+/* Ring all-reduce of `bytes` over n ranks on a link (NCCL's bus bandwidth convention). */
+static double g3_plan_allreduce(double bytes, int n, double bw, double lat)
+{
+    return n > 1 ? 2.0 * (n - 1) / n * bytes / bw + 2.0 * (n - 1) * lat : 0.0;
+}
+
+g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
+                         const g3_plan_machine_t *mc, const g3_plan_time_opts_t *o,
+                         g3_plan_time_t *t)
+{
+    const g3_gpt_config_t *m = &in->model;
+    double N = (double)in->micro_batch * m->seq_length, S = m->seq_length;
+    double C = m->hidden_size, F = p->ffn, tp = m->tp_size, e = in->bf16 ? 2.0 : 4.0;
+    double V = in->virtual_pp > 1 ? in->virtual_pp : 1, mm = (double)p->micro_per_iter;
+    int gpn = o && o->ranks_per_node > 0 ? o->ranks_per_node
+              : mc->gpus_per_node > 0 ? mc->gpus_per_node : 1;
+    int PP = m->pp_size, dp = in->dp;
+    double share = in->ranks_per_gpu > 1 ? in->ranks_per_gpu : 1;   /* ranks on one GPU */
+    int full = p->recompute == G3_PLAN_ACT_FULL, sel = p->recompute == G3_PLAN_ACT_SELECTIVE;
+    double layer_c, layer_tp, head_c, worst = 0, worst_c = 0, worst_tp = 0, worst_p2p = 0;
+    double tp_bw = tp <= gpn ? mc->intra_bw : mc->inter_bw;
+    double tp_lat = tp <= gpn ? mc->intra_lat : mc->inter_lat;
+    double p2p, p2p_bw, p2p_lat, dp_bw, dp_lat, grad, dpt, exposed, opt;
+    double held = 0, head_flops, hw;
+    int stages_per_node;
+
+    memset(t, 0, sizeof(*t));
+    if (mc->ngemm < 1 || mc->attn_flops <= 0 || mc->mem_bw <= 0 || mc->intra_bw <= 0 ||
+        mc->inter_bw <= 0) {
+        g3_error("the machine %s lacks a rate; write its calibration again", mc->name);
+        return G3_ERR_INVALID_ARG;
+    }
+    /* one layer, one micro-batch, forward: the four GEMMs of one TP rank, the attention core
+     * (4 B T^2 C / t), the memory-bound ops (LayerNorms, residual adds, bias and GELU: about
+     * 10 N C + 4 N F / t values read or written, e bytes each) */
+    {
+        double g = g3_plan_gemm(mc, N, C, 3 * C / tp) + g3_plan_gemm(mc, N, C / tp, C) +
+                   g3_plan_gemm(mc, N, C, F / tp) + g3_plan_gemm(mc, N, F / tp, C);
+        double a = 4.0 * in->micro_batch * S * S * C / tp / (mc->attn_flops / 3.0);
+        double mem = (10.0 * N * C + 4.0 * N * F / tp) * e / mc->mem_bw;
+        /* backward: twice the GEMMs and the attention, twice the memory traffic; recompute:
+         * full runs the forward again, selective the attention core (the CPU's; CUDA's fused
+         * attention recomputes inside its backward anyway, which its rate includes) */
+        layer_c = 3.0 * g + a + 3.0 * mem;
+        if (full)
+            layer_c += g + a / 3.0 + mem;
+        else if (sel && !in->bf16)
+            layer_c += a / 3.0;
+        /* TP: two all-reduces of N C forward, two backward, two more with full recompute
+         * (sequence parallelism: reduce-scatter + all-gather, the same bytes) */
+        layer_tp = (4.0 + (full ? 2.0 : 0.0)) * g3_plan_allreduce(N * C * e, (int)tp, tp_bw, tp_lat);
+    }
+    /* the output layer (last stage): 3 GEMMs of N x C x Vp/t, the logits' softmax traffic */
+    head_c = 3.0 * g3_plan_gemm(mc, N, C, p->padded_vocab / tp) +
+             4.0 * N * p->padded_vocab / tp * e / mc->mem_bw;
+    /* --ranks-per-gpu R: R ranks take turns on one GPU's compute and memory bandwidth */
+    layer_c *= share;
+    head_c *= share;
+    for (int s = 0; s < p->pp; s++) {
+        const g3_plan_stage_t *st = &p->stages[s];
+        double nl = st->layer_end - st->layer_begin;
+        double c = nl * layer_c + (st->has_head ? head_c : 0.0);
+        double tpc = nl * layer_tp;
+        if (c + tpc > worst) {
+            worst = c + tpc;
+            worst_c = c;
+            worst_tp = tpc;
+        }
+        if ((double)st->params_held > held)
+            held = (double)st->params_held;
+    }
+    /* pipeline: each micro-batch's activation forward and its gradient back, V times with
+     * the interleaved schedule; over InfiniBand when a stage boundary leaves the node */
+    stages_per_node = gpn / (int)tp > 0 ? gpn / (int)tp : 1;
+    p2p_bw = PP > stages_per_node ? mc->inter_bw : mc->intra_bw;
+    p2p_lat = PP > stages_per_node ? mc->inter_lat : mc->intra_lat;
+    p2p = PP > 1 ? 2.0 * V * (N * C * e / (in->sequence_parallel ? tp : 1.0) / p2p_bw + p2p_lat)
+                 : 0.0;
+    worst_p2p = p2p;
+    t->micro_seconds = worst_c + worst_tp + worst_p2p;
+    t->part[G3_PLAN_T_COMPUTE] = mm * worst_c;
+    t->part[G3_PLAN_T_TP] = mm * worst_tp;
+    t->part[G3_PLAN_T_P2P] = mm * worst_p2p;
+    t->part[G3_PLAN_T_BUBBLE] = PP > 1 ? (PP - 1) / V * t->micro_seconds : 0.0;
+    /* data parallelism: the gradients of the largest stage (fp32, or bf16), a ring over the
+     * DP ranks, which leave the node once TP x PP fills it; ZeRO-1: reduce-scatter + the
+     * all-gather of the updated parameters (the same bytes as the all-reduce) */
+    dp_bw = (int)tp * PP >= gpn ? mc->inter_bw : mc->intra_bw;
+    dp_lat = (int)tp * PP >= gpn ? mc->inter_lat : mc->intra_lat;
+    grad = held * (o && o->grad_reduce_bf16 ? 2.0 : 4.0);
+    dpt = g3_plan_allreduce(grad, dp, dp_bw, dp_lat);
+    exposed = dpt;
+    if (o && o->overlap_grad_reduce)   /* hidden behind the last micro-batch's backward */
+        exposed = dpt - (2.0 / 3.0) * worst_c > 0 ? dpt - (2.0 / 3.0) * worst_c : 0.0;
+    t->part[G3_PLAN_T_DP] = exposed;
+    /* Adam: read w, g, m, v, write w, m, v (28 bytes per parameter; + the bf16 copy on CUDA),
+     * over 1/DP of the parameters with ZeRO-1 */
+    opt = held * (in->bf16 ? 30.0 : 28.0) / mc->mem_bw * share;
+    if (in->distributed_optimizer)
+        opt /= dp;
+    t->part[G3_PLAN_T_OPTIM] = opt;
+    for (int k = 0; k < G3_PLAN_T_PARTS; k++)
+        t->seconds += t->part[k];
+    t->tokens_per_s = (double)in->global_batch * S / t->seconds;
+    t->model_tflops_gpu = p->flops_iter / t->seconds / p->world / 1e12;
+    /* Megatron's (and MT-NLG's) hardware FLOPs count the recomputed forward: 4/3 of the layers'
+     * FLOPs with full recompute (96 instead of 72 B s l h^2) */
+    head_flops = 6.0 * (double)in->global_batch * S * C * p->padded_vocab;
+    hw = p->flops_iter + (full ? (p->flops_iter - head_flops) / 3.0 : 0.0);
+    t->hw_tflops_gpu = hw / t->seconds / p->world / 1e12;
+    return G3_OK;
+}

@@ -1,0 +1,75 @@
+/* gpt3d plan: time per iteration from measured speeds (docs/plan.md "Time per iteration").
+ * A machine is what the model needs to know about the hardware: the rates of GEMMs (by size),
+ * of the attention core and of memory-bound ops, and the links within and between nodes as
+ * bandwidth and latency.  Built-in machines (DGX A100, DGX H100) come from datasheets; a
+ * calibration file (gpt3d plan --calibrate FILE) holds what this machine measured.  Glossary
+ * in plan.h. */
+#ifndef G3_PLAN_TIME_H
+#define G3_PLAN_TIME_H
+
+#include "core/status.h"
+#include "plan/plan.h"
+
+#define G3_PLAN_GEMM_POINTS 8
+
+typedef struct g3_plan_machine {
+    char   name[160];             /* "dgx-a100", "dgx-h100", or the file and what measured it */
+    int    gpus_per_node;         /* ranks a node's fast link joins                          */
+    int    ngemm;                 /* GEMM rates, by the side of the cube of equal intensity  */
+    double gemm_size[G3_PLAN_GEMM_POINTS];
+    double gemm_flops[G3_PLAN_GEMM_POINTS];
+    double attn_flops;            /* attention core forward + backward, FLOP/s of 4 B T^2 C   */
+    double mem_bw;                /* bytes/s of memory-bound ops (LayerNorm, GELU, adds, Adam) */
+    double intra_bw, intra_lat;   /* within a node, per rank: bus bandwidth B/s, latency s    */
+    double inter_bw, inter_lat;   /* between nodes, per rank                                  */
+} g3_plan_machine_t;
+
+/* The parts of an iteration. */
+enum {
+    G3_PLAN_T_COMPUTE = 0,   /* GEMMs, attention, memory-bound ops of m micro-batches          */
+    G3_PLAN_T_TP,            /* tensor-parallel all-reduces (or reduce-scatter + all-gather)   */
+    G3_PLAN_T_P2P,           /* pipeline sends and receives                                     */
+    G3_PLAN_T_BUBBLE,        /* (PP - 1) / V micro-batch times of idle pipeline                */
+    G3_PLAN_T_DP,            /* the data-parallel reduction (and ZeRO-1 gathers) not overlapped */
+    G3_PLAN_T_OPTIM,         /* the Adam step                                                   */
+    G3_PLAN_T_PARTS
+};
+
+typedef struct {
+    int    overlap_grad_reduce;   /* --overlap-grad-reduce                                     */
+    int    overlap_param_gather;  /* --overlap-param-gather                                    */
+    int    grad_reduce_bf16;      /* gradients reduced in bf16                                 */
+    int    ranks_per_node;        /* --gpus-per-node when given (else the machine's)           */
+} g3_plan_time_opts_t;
+
+typedef struct {
+    double seconds;                      /* per iteration                                  */
+    double part[G3_PLAN_T_PARTS];        /* seconds of each part; they add up to seconds   */
+    double micro_seconds;                /* one micro-batch of the slowest stage           */
+    double tokens_per_s;
+    double model_tflops_gpu;             /* model FLOPs (no recompute) / s / rank, TFLOP/s */
+    double hw_tflops_gpu;                /* with recompute counted (Megatron's and MT-NLG's
+                                          * convention: 96 B s l h^2 (...) with full)       */
+} g3_plan_time_t;
+
+/* RET: "compute", "tensor-parallel", ... */
+const char *g3_plan_time_part_name(int part);
+
+/* The built-in machine `name` ("dgx-a100", "dgx-h100").  RET: G3_ERR_INVALID_ARG (logged,
+ * listing the names) for another name. */
+g3_status_t g3_plan_machine_builtin(const char *name, g3_plan_machine_t *mc);
+
+/* Read a calibration file.  RET: G3_ERR_IO, G3_ERR_FORMAT (logged with the file and line). */
+g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc);
+
+/* Measure this machine with the backend `device` ("cpu"; "cuda" on a GPU machine) and write
+ * the calibration to path.  threads as gpt3d train's --threads (0: the default).  Prints
+ * what it measured.  RET: errors of the backend, G3_ERR_IO. */
+g3_status_t g3_plan_calibrate(const char *device, int threads, const char *path);
+
+/* The time of one iteration of p on mc.  RET: G3_OK (mc incomplete: G3_ERR_INVALID_ARG). */
+g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
+                         const g3_plan_machine_t *mc, const g3_plan_time_opts_t *o,
+                         g3_plan_time_t *t);
+
+#endif

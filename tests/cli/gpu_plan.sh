@@ -1,0 +1,68 @@
+#!/bin/sh
+# The GPU half of gpt3d plan's calibration (docs/plan.md "On a GPU"), run on the GPU machine:
+#
+#   bash ../shared/gpu/pack.sh
+#   device run, carry [".gpu"]:  bash .gpu/on-device.sh sh ../src/tests/cli/gpu_plan.sh "$OUT"
+#
+# writes into OUTDIR (default .):
+#   gpu.cal     gpt3d plan --calibrate --device cuda: GEMM rates up to 4096^3, the fused
+#               attention, memory-bound ops (the links keep the DGX H100 numbers: one GPU)
+#   memory.txt  for each shape of issue 20's table: the peak of nvidia-smi's memory.used
+#               (100 ms samples) over 3 iterations, the trainer's "memory:" line and the plan's
+#               peak, one row each, in tests/cli/test_plan.sh's row format
+#   time.txt    the trainer's ms per iteration of GPT-2 124M and 1.5B next to the plan's with
+#               gpu.cal
+# Without a GPU it says so and exits 77 (skip).
+set -eu
+out=${1:-.}
+GPT3D=${GPT3D:-src/gpt3d}
+D=${GPT3D_TEST_DATA:-tests/_data}/kjv
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    echo "gpu_plan.sh: no GPU (nvidia-smi -L lists none)"
+    exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$out"
+
+"$GPT3D" plan --calibrate "$out/gpu.cal" --device cuda
+
+data="--data-path $D/kjv_text_document --vocab-file $D/encoder.json --merge-file $D/vocab.bpe --split 98,1,1"
+: > "$out/memory.txt"
+: > "$out/time.txt"
+while read -r L H A B R; do
+    rg=""
+    [ "$R" = none ] || rg="--recompute-granularity $R"
+    shape="--num-layers $L --hidden-size $H --num-attention-heads $A --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size $B --global-batch-size $B $rg"
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > "$tmp/mem" &
+    smi=$!
+    # shellcheck disable=SC2086
+    "$GPT3D" train --device cuda $shape $data --train-iters 3 --log-interval 1 --eval-iters 0 \
+        --run-dir "$tmp/run" > "$tmp/log" 2>&1 || { kill "$smi"; wait "$smi" || true; cat "$tmp/log"; exit 1; }
+    kill "$smi"
+    wait "$smi" || true
+    peak=$(sort -n "$tmp/mem" | tail -1)
+    line=$(sed -n 's/.*memory: \(.*\)$/\1/p' "$tmp/log")
+    # shellcheck disable=SC2086
+    planned=$("$GPT3D" plan --device cuda $shape --json | sed -n 's/.*"peak_bytes":\([0-9.e+]*\).*/\1/p' | tail -1)
+    echo "$L $H $A $B $R $peak plan=$(awk -v p="$planned" 'BEGIN { printf "%.0f", p / 1048576 }') trainer: $line" >> "$out/memory.txt"
+    ms=$(sed -n 's/.*"ms_per_iter":\([0-9.e+-]*\),.*/\1/p' "$tmp/run/metrics.jsonl" | tail -1)
+    # shellcheck disable=SC2086
+    ps=$("$GPT3D" plan --device cuda $shape --machine "$out/gpu.cal" --json | sed -n 's/.*"seconds_per_iteration":\([0-9.e+-]*\),.*/\1/p')
+    echo "$L $H $A $B $R measured_ms=$ms plan_ms=$(awk -v s="$ps" 'BEGIN { printf "%.1f", s * 1000 }')" >> "$out/time.txt"
+    rm -rf "$tmp/run"
+done <<'ROWS'
+12 768 12 1 none
+12 768 12 4 none
+12 768 12 8 none
+12 768 12 16 none
+12 768 12 16 selective
+12 768 12 16 full
+48 1600 25 1 none
+48 1600 25 4 none
+48 1600 25 8 none
+48 1600 25 8 selective
+48 1600 25 8 full
+48 1600 25 16 full
+ROWS
+cat "$out/gpu.cal" "$out/memory.txt" "$out/time.txt"
