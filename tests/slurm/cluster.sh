@@ -50,10 +50,35 @@ g3c_check() {
             return 1
         fi
     done
-    if ! unshare -m true 2>/dev/null; then
-        g3c_why="unshare -m fails here (no mount namespaces, e.g. an unprivileged container): each slurmd needs its own /tmp"
+    # What each slurmd needs, tried for real, so that a test skips with the
+    # reason instead of failing when a daemon cannot start: a mount namespace
+    # whose mounts are private (unshare makes / private: it fails where / is
+    # not a mount point, as in a plain chroot), a bind mount inside it (its own
+    # /tmp), and a cgroup file system (slurmd 22.05 refuses to start without
+    # one on /sys/fs/cgroup).
+    local err d fs
+    if ! err=$(unshare -m true 2>&1); then
+        g3c_why="unshare -m fails here: ${err:-no message} (each slurmd needs its own mount namespace for a private /tmp; in a chroot, make / a mount point: mount --bind / / before chroot; in a container, allow mount namespaces)"
         return 1
     fi
+    d=$(mktemp -d "${G3C_BASE:-/var/tmp}/gpt3d-check.XXXXXX" 2>/dev/null) || d=""
+    if [ -n "$d" ]; then
+        mkdir -p "$d/a" "$d/b"
+        # shellcheck disable=SC2016  # $1 and $2 belong to the inner sh
+        if ! err=$(unshare -m /bin/sh -c 'mount --bind "$1" "$2"' sh "$d/a" "$d/b" 2>&1); then
+            rm -rf "$d"
+            g3c_why="a bind mount in a new mount namespace fails here: ${err:-no message} (each slurmd bind-mounts its own /tmp; the tests need CAP_SYS_ADMIN)"
+            return 1
+        fi
+        rm -rf "$d"
+    fi
+    fs=$(stat -f -c %T /sys/fs/cgroup 2>/dev/null || true)
+    case "$fs" in
+        cgroup2fs|tmpfs|cgroupfs) ;;
+        *)
+            g3c_why="no cgroup file system is mounted on /sys/fs/cgroup (found: ${fs:-nothing}); slurmd needs one: mount -t cgroup2 none /sys/fs/cgroup"
+            return 1 ;;
+    esac
     return 0
 }
 
