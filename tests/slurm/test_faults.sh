@@ -120,12 +120,15 @@ like "$out" "submitted job array [0-9]+: variants 0,1,2 of 3, at most 2 at a tim
 array=$(head -n 1 "$W/abl/array-jobs")
 like "$(scontrol -o show job "$array" 2>/dev/null | head -n 1)" "ArrayTaskThrottle=2" "Slurm holds the array to 2 tasks at a time"
 
-# 5. The warning signal comes during the health check (a slow --node-check):
-# the job does not start the trainer and the next job continues.
+# 5. The warning signal comes during the health check (a --node-check that
+# waits until the test has sent the signal): the job does not start the
+# trainer and the next job continues.
 run_early=$W/early-warning
-submit --chain 1 -N 1 --node-check 'sleep 3' "$run_early" -- --train-iters 10 --seconds-per-iter 0.05 >/dev/null
-g3c_wait 30 sh -c "ls '$run_early'/health/*/step.out" || true
+submit --chain 1 -N 1 --node-check "while ! [ -e '$W/early-go' ]; do sleep 0.1; done" "$run_early" -- \
+    --train-iters 10 --seconds-per-iter 0.05 >/dev/null
+g3c_wait 120 sh -c "ls '$run_early'/health/*/step.out" || true
 scancel --batch --signal=USR2 "$(head -n 1 "$run_early/chain")"
+touch "$W/early-go"
 
 wait_end "$run_to" 60
 check "run with a timeout (exit 76) completes" "$run_to" test -e "$run_to/COMPLETE"

@@ -55,10 +55,11 @@ first_nodes=$(g3c_job_field "$first" NodeList)
 is "$(hosts "$first_nodes" | wc -w)" 4 "(2) the first job (--nodes=2-4, 4 nodes free) runs on 4 nodes ($first_nodes)"
 victim=$(scontrol show hostnames "$first_nodes" | sed -n 2p)
 g3c_kill_node "$victim" --crash
-sleep 1
-crash_iter=$(grep -c '"event":"train"' "$run_nf/metrics.jsonl" 2>/dev/null) || true
-crash_iter=${crash_iter:-0}
 real_wait_end "$run_nf" 180
+# The last iteration the first attempt logged (the iterations before the
+# numbering first goes back): the crash came after it.
+crash_iter=$(grep '"event":"train"' "$run_nf/metrics.jsonl" 2>/dev/null | sed 's/.*"iteration":\([0-9]*\),.*/\1/' |
+    awk 'NR > 1 && $1 <= prev { exit } { prev = $1 } END { print prev + 0 }')
 real_check "(2) after $victim failed (at iteration $crash_iter) the run completes" "$run_nf" test -e "$run_nf/COMPLETE"
 # (Whether the batch script on the first node records the attempt itself,
 # after Slurm's SIGTERM, or is killed first and the requeued job records it,
