@@ -50,11 +50,17 @@ g3c_wait 30 g3c_all_idle || true
 run_nf=$W/node-failure
 real_submit --chain 1 --sizes 2,4 "$run_nf" -- --train-iters $N2 --save-interval 5 >"$W/node-failure.submit" 2>&1
 first=$(head -n 1 "$run_nf/chain" 2>/dev/null || true)
-g3c_wait 90 sh -c "grep -q '\"iteration\":8,' '$run_nf/metrics.jsonl'" || true
+g3c_wait 120 g3c_job_state_is "$first" RUNNING || true
 first_nodes=$(g3c_job_field "$first" NodeList)
-is "$(hosts "$first_nodes" | wc -w)" 4 "(2) the first job (--nodes=2-4, 4 nodes free) runs on 4 nodes ($first_nodes)"
 victim=$(scontrol show hostnames "$first_nodes" | sed -n 2p)
+# From iteration 8 on, the ranks are held still (SIGSTOP) while the node is
+# crashed, then let go: the crash happens during training, however fast the
+# machine trains the remaining iterations.
+g3c_wait 120 sh -c "grep -q '\"iteration\":8,' '$run_nf/metrics.jsonl'" || true
+g3c_signal_procs STOP gpt3d
 g3c_kill_node "$victim" --crash
+g3c_signal_procs CONT gpt3d
+is "$(hosts "$first_nodes" | wc -w)" 4 "(2) the first job (--nodes=2-4, 4 nodes free) runs on 4 nodes ($first_nodes)"
 real_wait_end "$run_nf" 180
 # The last iteration the first attempt logged (the iterations before the
 # numbering first goes back): the crash came after it.
