@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "comm/comm.h"
@@ -97,6 +98,106 @@ static g3_status_t g3_job_from_world(g3_comm_world_t *world, g3_job_t *j, char *
              g3_comm_world_proc(world)->size,
              j->alloc.addrs ? ", with SLURM_TOPOLOGY_ADDR" : "");
     return G3_OK;
+}
+
+/* The switch tree Slurm itself reports, for one process in an allocation
+ * (a batch script or salloc, no srun: no task has SLURM_TOPOLOGY_ADDR).
+ * "scontrol show topology" prints topology.conf's keys plus Level=, and an
+ * upper switch lists every node below it in Nodes= as well: keep SwitchName=,
+ * Switches=, LinkSpeed= and the Nodes= of leaf switches only.
+ * RET G3_ERR_NOT_FOUND (why says so) when scontrol cannot be run or reports
+ * no switch; OUT: *topo_p. */
+static g3_status_t g3_topo_from_scontrol(g3_topo_t **topo_p, char *why, size_t why_len)
+{
+    FILE *p = popen("scontrol show topology 2>/dev/null", "r");
+    char line[4096], *text = NULL;
+    size_t used = 0, cap = 0;
+    int switches = 0, status;
+    g3_status_t st;
+
+    if (p == NULL) {
+        snprintf(why, why_len, "cannot run scontrol show topology");
+        return G3_ERR_NOT_FOUND;
+    }
+    while (fgets(line, sizeof(line), p)) {
+        char *save = NULL, *tok, rec[4096];
+        size_t rl = 0;
+        int upper = strstr(line, "Switches=") != NULL;
+        if (strncmp(line, "SwitchName=", 11) != 0)
+            continue;
+        rec[0] = '\0';
+        for (tok = strtok_r(line, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
+            if (strncmp(tok, "SwitchName=", 11) && strncmp(tok, "Switches=", 9) &&
+                strncmp(tok, "LinkSpeed=", 10) && (upper || strncmp(tok, "Nodes=", 6)))
+                continue;
+            rl += (size_t)snprintf(rec + rl, sizeof(rec) > rl ? sizeof(rec) - rl : 0, "%s%s",
+                                   rl ? " " : "", tok);
+        }
+        if (rl >= sizeof(rec) - 2)
+            continue;   /* a line too long for us: the tree will miss it and say so */
+        if (used + rl + 2 > cap) {
+            size_t ncap = cap ? 2 * cap + rl + 2 : 4096 + rl;
+            char *n = realloc(text, ncap);
+            if (n == NULL) {
+                free(text);
+                pclose(p);
+                g3_error("gpt3d topo: out of memory reading scontrol show topology");
+                return G3_ERR_NO_MEMORY;
+            }
+            text = n;
+            cap = ncap;
+        }
+        memcpy(text + used, rec, rl);
+        used += rl;
+        text[used++] = '\n';
+        text[used] = '\0';
+        switches++;
+    }
+    status = pclose(p);
+    if (switches == 0) {
+        free(text);
+        snprintf(why, why_len, "scontrol show topology reports no switch%s",
+                 status != 0 ? " (it failed: no scontrol, or no topology plugin)" : "");
+        return G3_ERR_NOT_FOUND;
+    }
+    st = g3_topo_parse(text, "scontrol show topology", topo_p);
+    free(text);
+    return st;
+}
+
+/* The nodes of the allocation in the switch tree topo.  OUT: *nodes_p
+ * (nnodes), RET G3_ERR_INVALID_ARG with why when a node is missing. */
+static g3_status_t g3_topo_find_nodes(const g3_topo_t *topo, const g3_par_alloc_t *a,
+                                      int **nodes_p, char *why, size_t why_len)
+{
+    int *nodes = malloc((size_t)a->nnodes * sizeof(int));
+    if (nodes == NULL) {
+        g3_error("gpt3d topo: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < a->nnodes; i++) {
+        nodes[i] = g3_topo_node_find(topo, a->names[i]);
+        if (nodes[i] < 0) {
+            snprintf(why, why_len, "node %s of the allocation is not in %s; give the cluster's "
+                     "topology.conf with --topology-file", a->names[i], topo->source);
+            free(nodes);
+            return G3_ERR_INVALID_ARG;
+        }
+    }
+    *nodes_p = nodes;
+    return G3_OK;
+}
+
+/* topology.conf beside slurm.conf ($SLURM_CONF, else /etc/slurm): buf, or
+ * NULL when it cannot be read. */
+static const char *g3_topo_conf_path(char *buf, size_t len)
+{
+    const char *conf = getenv("SLURM_CONF"), *slash;
+    if (conf && *conf && (slash = strrchr(conf, '/')) != NULL)
+        snprintf(buf, len, "%.*s/topology.conf", (int)(slash - conf), conf);
+    else
+        snprintf(buf, len, "/etc/slurm/topology.conf");
+    return access(buf, R_OK) == 0 ? buf : NULL;
 }
 
 static const char *g3_level_name(const g3_topo_t *t, int level, char *buf, size_t len)
@@ -303,8 +404,9 @@ int g3_cmd_topo(int argc, char **argv)
     int *nodes = NULL, rc = G3_EXIT_FAILURE;
     int tp, pp, rpn_flag;
     const char *tfile;
-    char why[512];
+    char why[512], conf_buf[1024];
     g3_status_t st;
+    int in_alloc = 0;   /* one process inside a Slurm allocation (no srun) */
 
     memset(&job, 0, sizeof(job));
     if (g3_opts_parse(&g3_topo_cmd, argc, argv, &o) != G3_OK)
@@ -382,6 +484,7 @@ int g3_cmd_topo(int argc, char **argv)
                 st = g3_job_from_nodelist(&job, nl, "SLURM_JOB_NODELIST");
                 if (st != G3_OK)
                     goto out;
+                in_alloc = 1;
                 if (rpn_flag)
                     job.alloc.rpn = rpn_flag;
                 else if (ntpn && atoi(ntpn) > 0)
@@ -400,8 +503,34 @@ int g3_cmd_topo(int argc, char **argv)
         }
     }
 
-    /* 2. the switches */
+    /* 2. the switches: --topology-file; under srun, the tasks'
+     * SLURM_TOPOLOGY_ADDR; one process in an allocation, the tree Slurm
+     * reports (scontrol show topology, else the topology.conf beside
+     * slurm.conf), or one flat switch with a word on how to get the tree. */
     why[0] = '\0';
+    if (in_alloc && tfile == NULL) {
+        char why_sc[256];
+        st = g3_topo_from_scontrol(&topo, why_sc, sizeof(why_sc));
+        if (st == G3_OK) {
+            st = g3_topo_find_nodes(topo, &job.alloc, &nodes, why, sizeof(why));
+            if (st != G3_OK) {
+                g3_error("gpt3d topo: %s", why);
+                rc = g3_status_exit_code(st);
+                goto out;
+            }
+            goto have_topo;
+        }
+        if (st != G3_ERR_NOT_FOUND) {
+            rc = g3_status_exit_code(st);
+            goto out;
+        }
+        tfile = g3_topo_conf_path(conf_buf, sizeof(conf_buf));
+        if (tfile == NULL)
+            g3_warn("gpt3d topo: one process in an allocation and no switch tree found (%s; no "
+                    "readable %s): planning as if all nodes were under one switch; run it under "
+                    "srun --mpi=pmix (each task reads SLURM_TOPOLOGY_ADDR) or give "
+                    "--topology-file", why_sc, conf_buf);
+    }
     st = g3_par_alloc_topo(&job.alloc, tfile, job.what, &topo, &nodes, why, sizeof(why));
     if (st != G3_OK) {
         if (why[0])
@@ -411,6 +540,7 @@ int g3_cmd_topo(int argc, char **argv)
         goto out;
     }
 
+have_topo:
     /* 3. the plan and the two references */
     alloc = (g3_topo_alloc_t){ job.alloc.nnodes, nodes, job.alloc.rpn, job.alloc.rank_node,
                                job.alloc.rank_local };

@@ -45,6 +45,7 @@ is "$(cat "$lua_file" "$tcl_file" | grep -c '@[a-zA-Z_]*@')" 0 \
 load_with() {
     bash -c '
         set -u
+        if [ -n "$3" ]; then export MANPATH=$3; fi
         eval "$1" >/dev/null 2>&1
         module use "$2"
         echo "avail=$(module -t avail gpt3d 2>&1 | grep gpt3d | tr "\n" " ")"
@@ -54,11 +55,15 @@ load_with() {
         echo "submit=$(gpt3d-submit --version 2>&1)"
         echo "root=${GPT3D_ROOT:-}"
         echo "manpath=${MANPATH:-}"
+        echo "man_ls=$(man -w ls 2>&1 | head -n 1)"
+        echo "man_submit=$(man -w gpt3d-submit 2>&1 | head -n 1)"
+        echo "man_sbatch=$(man -w 5 gpt3d-train.sbatch 2>&1 | head -n 1)"
         echo "whatis=$(module whatis gpt3d 2>&1 | tr "\n" " ")"
         echo "help=$(module help gpt3d 2>&1 | tr "\n" " ")"
         module unload gpt3d 2>&1
         echo "after_unload=$(command -v gpt3d || echo none) root=${GPT3D_ROOT:-unset}"
-    ' load_with "$1" "$2" 2>&1
+        echo "manpath_after=${MANPATH-unset}"
+    ' load_with "$1" "$2" "${3:-}" 2>&1
 }
 field() { printf '%s\n' "$1" | sed -n "s/^$2=//p"; }
 
@@ -73,6 +78,25 @@ check_load() {  # check_load LABEL OUTPUT
     like "$(field "$o" whatis)" "Version: $version" "$label: module whatis gives the version"
     like "$(field "$o" help)" "GPT3D_ROOT +$inst" "$label: module help names the prefix"
     is "$(field "$o" after_unload)" "none root=unset" "$label: module unload removes gpt3d and GPT3D_ROOT"
+    # MANPATH unset means the system's man path: the module keeps it (a
+    # trailing empty entry) and leaves MANPATH unset again on unload.
+    is "$(field "$o" manpath)" "$inst/share/man::" "$label: with MANPATH unset, MANPATH ends in ':' (the system's man path is kept)"
+    is "$(field "$o" manpath_after)" unset "$label: module unload leaves MANPATH unset again"
+    if command -v man >/dev/null && [ -n "$(man -w ls 2>/dev/null)" ]; then
+        like "$(field "$o" man_ls)" "/ls\.1" "$label: man ls still works with the module loaded"
+        is "$(field "$o" man_submit)" "$inst/share/man/man1/gpt3d-submit.1" "$label: man gpt3d-submit finds the installed page"
+        is "$(field "$o" man_sbatch)" "$inst/share/man/man5/gpt3d-train.sbatch.5" "$label: man 5 gpt3d-train.sbatch finds the site settings page"
+    else
+        skip "man or the ls manual page is not installed: the man lookups are not checked"
+        skip "man is not installed"
+        skip "man is not installed"
+    fi
+}
+
+# check_set_manpath LABEL OUTPUT: a MANPATH the user set is kept as it was.
+check_set_manpath() {
+    is "$(field "$2" manpath)" "$inst/share/man:/nonexistent/man" "$1: a MANPATH the user set gets no empty entry added"
+    is "$(field "$2" manpath_after)" "/nonexistent/man" "$1: module unload restores it"
 }
 
 lmod_setup=". '$lmod_init'"
@@ -80,6 +104,8 @@ out=$(load_with "$lmod_setup" "$inst/share/modulefiles")
 check_load "Lmod, Lua modulefile" "$out"
 out=$(load_with "$lmod_setup" "$inst/share/modulefiles-tcl")
 check_load "Lmod, Tcl modulefile" "$out"
+check_set_manpath "Lmod, Lua modulefile" "$(load_with "$lmod_setup" "$inst/share/modulefiles" /nonexistent/man)"
+check_set_manpath "Lmod, Tcl modulefile" "$(load_with "$lmod_setup" "$inst/share/modulefiles-tcl" /nonexistent/man)"
 
 # Environment Modules (the Tcl implementation), when installed; or name its
 # modulecmd.tcl in GPT3D_TEST_MODULECMD_TCL (an unpacked .deb will do).
@@ -92,6 +118,7 @@ if [ -n "$em_cmd" ] && command -v tclsh >/dev/null; then
     em_setup="module() { eval \"\$(tclsh '$em_cmd' bash \"\$@\")\"; }"
     out=$(load_with "$em_setup" "$inst/share/modulefiles-tcl")
     check_load "Environment Modules, Tcl modulefile" "$out"
+    check_set_manpath "Environment Modules, Tcl modulefile" "$(load_with "$em_setup" "$inst/share/modulefiles-tcl" /nonexistent/man)"
 else
     skip "Environment Modules is not installed (apt-get install environment-modules); the Tcl modulefile was loaded with Lmod only"
 fi

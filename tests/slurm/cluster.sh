@@ -27,7 +27,7 @@
 # requeued job waits before it may start again), G3C_START_TIMEOUT (60 s).
 #
 # Functions for tests: g3c_start N, g3c_stop, g3c_check, g3c_kill_node NODE [--crash],
-# g3c_start_node NODE, g3c_wait SECONDS CMD..., g3c_job_field JOBID FIELD,
+# g3c_start_node NODE, g3c_signal_procs SIGNAL NAME, g3c_procs_have_pending NAME SIGNUM, g3c_wait SECONDS CMD..., g3c_job_field JOBID FIELD,
 # g3c_wait_job JOBID REGEX SECONDS, g3c_node_state NODE.  After g3c_start:
 # G3C_DIR, G3C_WORK (shared scratch visible on every node), G3C_NODE_NAMES
 # (array), SLURM_CONF (exported).
@@ -50,10 +50,35 @@ g3c_check() {
             return 1
         fi
     done
-    if ! unshare -m true 2>/dev/null; then
-        g3c_why="unshare -m fails here (no mount namespaces, e.g. an unprivileged container): each slurmd needs its own /tmp"
+    # What each slurmd needs, tried for real, so that a test skips with the
+    # reason instead of failing when a daemon cannot start: a mount namespace
+    # whose mounts are private (unshare makes / private: it fails where / is
+    # not a mount point, as in a plain chroot), a bind mount inside it (its own
+    # /tmp), and a cgroup file system (slurmd 22.05 refuses to start without
+    # one on /sys/fs/cgroup).
+    local err d fs
+    if ! err=$(unshare -m true 2>&1); then
+        g3c_why="unshare -m fails here: ${err:-no message} (each slurmd needs its own mount namespace for a private /tmp; in a chroot, make / a mount point: mount --bind / / before chroot; in a container, allow mount namespaces)"
         return 1
     fi
+    d=$(mktemp -d "${G3C_BASE:-/var/tmp}/gpt3d-check.XXXXXX" 2>/dev/null) || d=""
+    if [ -n "$d" ]; then
+        mkdir -p "$d/a" "$d/b"
+        # shellcheck disable=SC2016  # $1 and $2 belong to the inner sh
+        if ! err=$(unshare -m /bin/sh -c 'mount --bind "$1" "$2"' sh "$d/a" "$d/b" 2>&1); then
+            rm -rf "$d"
+            g3c_why="a bind mount in a new mount namespace fails here: ${err:-no message} (each slurmd bind-mounts its own /tmp; the tests need CAP_SYS_ADMIN)"
+            return 1
+        fi
+        rm -rf "$d"
+    fi
+    fs=$(stat -f -c %T /sys/fs/cgroup 2>/dev/null || true)
+    case "$fs" in
+        cgroup2fs|tmpfs|cgroupfs) ;;
+        *)
+            g3c_why="no cgroup file system is mounted on /sys/fs/cgroup (found: ${fs:-nothing}); slurmd needs one: mount -t cgroup2 none /sys/fs/cgroup"
+            return 1 ;;
+    esac
     return 0
 }
 
@@ -236,6 +261,53 @@ g3c_kill_node() {
     fi
 }
 
+# g3c_signal_procs SIGNAL NAME: send SIGNAL to every process called NAME
+# (its comm) in any node's mount namespace: the job steps' tasks.  Tests use
+# STOP and CONT to hold a running trainer still while they act on the
+# cluster, so that what they do happens during training however fast or
+# slow the machine is.
+g3c_signal_procs() {
+    local sig=$1 name=$2 f p nss=" " ns comm
+    for f in "$G3C_DIR"/pids/ns-*; do
+        [ -s "$f" ] && nss="$nss$(cat "$f") "
+    done
+    for p in /proc/[0-9]*; do
+        # Builtins first (no process per entry: a scan must be quick on a
+        # busy machine): the name, then whether it is in our own namespace.
+        read -r comm <"$p/comm" 2>/dev/null || continue
+        [ "$comm" = "$name" ] || continue
+        if [ "$p/ns/mnt" -ef /proc/self/ns/mnt ]; then continue; fi
+        ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
+        case "$nss" in *" $ns "*) ;; *) continue ;; esac
+        kill -s "$sig" "${p#/proc/}" 2>/dev/null || true
+    done
+}
+
+# g3c_procs_have_pending NAME SIGNUM: every process called NAME in the nodes'
+# namespaces (at least one) has signal SIGNUM pending (a stopped process keeps
+# a signal pending until it is continued): a state to wait for.
+g3c_procs_have_pending() {
+    local name=$1 bit=$((1 << ($2 - 1))) f p nss=" " ns comm pnd shd n=0
+    for f in "$G3C_DIR"/pids/ns-*; do
+        [ -s "$f" ] && nss="$nss$(cat "$f") "
+    done
+    for p in /proc/[0-9]*; do
+        # Builtins first (no process per entry: a scan must be quick on a
+        # busy machine): the name, then whether it is in our own namespace.
+        read -r comm <"$p/comm" 2>/dev/null || continue
+        [ "$comm" = "$name" ] || continue
+        if [ "$p/ns/mnt" -ef /proc/self/ns/mnt ]; then continue; fi
+        ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
+        case "$nss" in *" $ns "*) ;; *) continue ;; esac
+        pnd=$(sed -n 's/^SigPnd:[[:space:]]*//p' "$p/status" 2>/dev/null) || continue
+        shd=$(sed -n 's/^ShdPnd:[[:space:]]*//p' "$p/status" 2>/dev/null) || continue
+        if [ -z "$pnd" ] || [ -z "$shd" ]; then continue; fi
+        if [ $(( (0x$pnd | 0x$shd) & bit )) -eq 0 ]; then return 1; fi
+        n=$((n + 1))
+    done
+    [ "$n" -gt 0 ]
+}
+
 g3c_not_running() { ! [ -d "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 
 # g3c_node_state NODE: the node's state as scontrol prints it (IDLE, DOWN*, ...).
@@ -331,6 +403,9 @@ g3c_kill_ns() {
     local ns=$1 p pids=()
     [ -n "$ns" ] && [ "$ns" != "$(readlink /proc/self/ns/mnt)" ] || return 0
     for p in /proc/[0-9]*; do
+        # (A builtin test skips the processes of our own namespace, most of
+        # the machine's, without starting a readlink for each.)
+        if [ "$p/ns/mnt" -ef /proc/self/ns/mnt ]; then continue; fi
         if [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ]; then pids+=("${p#/proc/}"); fi
     done
     [ "${#pids[@]}" -gt 0 ] || return 0

@@ -22,6 +22,11 @@
 #                            the timeout line of src/comm/comm.c (docs/comm.md)
 #                            naming that rank W as the peer it waited for, W
 #                            logs nothing, all exit 76
+#   --pause-at ITER          after training iteration ITER (in a process that
+#                            started before it) write RUN_DIR/fake-paused and
+#                            wait until RUN_DIR/fake-go exists or SIGUSR2 comes,
+#                            so that a test can look at a job that is surely
+#                            still running, however fast or slow the machine
 #   --lr X                   only shapes the fake loss (loss = 10 (1 + X) / (1 + iteration)),
 #                            so that ablation variants differ
 # and checks what the real trainer would: --global-batch-size G with
@@ -34,7 +39,7 @@
 # RUN_DIR/fake-starts.log, so tests can check what ran where.
 set -euo pipefail
 
-gbs="" mbs=4 tp=1 pp=1 save="" load="" run="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1 timeout_node="" lr=0
+gbs="" mbs=4 tp=1 pp=1 save="" load="" run="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1 timeout_node="" lr=0 pause_at=-1
 while [ $# -gt 0 ]; do
     case "$1" in
         --save) save=$2; shift 2 ;;
@@ -48,6 +53,7 @@ while [ $# -gt 0 ]; do
         --exit-code) fail_code=$2; shift 2 ;;
         --timeout-node) timeout_node=$2; shift 2 ;;
         --lr) lr=$2; shift 2 ;;
+        --pause-at) pause_at=$2; shift 2 ;;
         --global-batch-size) gbs=$2; shift 2 ;;
         --micro-batch-size) mbs=$2; shift 2 ;;
         --tensor-model-parallel-size) tp=$2; shift 2 ;;
@@ -153,6 +159,13 @@ while [ "$iter" -lt "$iters" ]; do
                    i, n, i * b, s * 1000, 10 * (1 + lr) / (1 + i), b * 64 / s }' >>"$run/metrics.jsonl"
     fi
     if [ "$save_interval" -gt 0 ] && [ $((iter % save_interval)) -eq 0 ]; then checkpoint; fi
+    if [ "$iter" -eq "$pause_at" ]; then
+        if [ "$rank" -eq 0 ]; then : >"$run/fake-paused"; fi
+        while [ "$stop" -eq 0 ] && ! [ -e "$run/fake-go" ]; do
+            sleep 0.1 &
+            wait $! || true
+        done
+    fi
 done
 checkpoint
 if [ "$rank" -eq 0 ]; then

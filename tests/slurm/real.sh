@@ -88,8 +88,13 @@ real_within_check() {
 
 # real_signal_during_training RUN JOB [ITER]: once RUN's metrics show
 # iteration ITER (3), send JOB's batch script the warning signal (as Slurm
-# does before the time limit).
+# does before the time limit).  The trainer's ranks are held still (SIGSTOP)
+# from then until the signal the job script forwards is pending in every
+# rank, so the signal lands during training however fast the machine is.
 real_signal_during_training() {
-    g3c_wait 90 sh -c "grep -q '\"iteration\":${3:-3},' '$1/metrics.jsonl'" || true
+    g3c_wait 120 sh -c "grep -q '\"iteration\":${3:-3},' '$1/metrics.jsonl'" || true
+    g3c_signal_procs STOP gpt3d
     scancel --batch --signal=USR2 "$2" || true
+    g3c_wait 60 g3c_procs_have_pending gpt3d 12 || true
+    g3c_signal_procs CONT gpt3d
 }

@@ -118,6 +118,36 @@ run cat "$W/warn.out"
 like "$out" "USR2 received by the batch shell" "--signal=B:USR2@50 reaches the batch shell before the time limit"
 is "$(g3c_job_field "$warn_job" JobState)" COMPLETED "the job exits cleanly from its USR2 trap"
 
+# 6b. gpt3d topo as one process inside an allocation (salloc, a batch
+# script; no srun, so no SLURM_TOPOLOGY_ADDR): it reads the switch tree Slurm
+# reports (scontrol show topology), else the topology.conf beside slurm.conf,
+# else says it plans on one flat switch and how to get the tree (#14.9).
+G=$top_builddir/src/gpt3d
+if [ -x "$G" ]; then
+    g3c_wait 60 g3c_all_idle || true
+    run salloc -N 4 "$G" topo --pipeline-model-parallel-size 2 --summary
+    is "$rc" 0 "gpt3d topo as one process in a 4-node allocation (salloc) exits 0"
+    like "$out" "from SLURM_JOB_NODELIST" "... reads the nodes from SLURM_JOB_NODELIST"
+    like "$out" "topology: scontrol show topology: 3 switches, 2 levels, 2 leaf switches in use" \
+        "... and the switch tree from scontrol show topology (two leaves under a top switch)"
+    topo_job=$(sbatch --parsable -N 4 -o "$W/topo.out" --wrap "'$G' topo --summary")
+    g3c_wait_job "$topo_job" 'COMPLETED|FAILED|CANCELLED' 120 || true
+    like "$(cat "$W/topo.out" 2>/dev/null)" "topology: scontrol show topology: 3 switches, 2 levels, 2 leaf switches in use" \
+        "... also from a batch script"
+    mkdir -p "$W/noscontrol"
+    printf '#!/bin/sh\nexit 1\n' >"$W/noscontrol/scontrol"
+    chmod +x "$W/noscontrol/scontrol"
+    run salloc -N 4 env PATH="$W/noscontrol:$PATH" "$G" topo --summary
+    like "$out" "topology: $G3C_DIR/etc/topology.conf: 3 switches, 2 levels, 2 leaf switches in use" \
+        "without scontrol it reads the topology.conf beside slurm.conf"
+    run salloc -N 2 env PATH="$W/noscontrol:$PATH" SLURM_CONF=/nonexistent/slurm.conf "$G" topo --summary
+    is "$rc" 0 "with neither, it still plans"
+    like "$out" "no switch tree found .*: planning as if all nodes were under one switch; run it under srun --mpi=pmix" \
+        "... and says it assumes one switch and that srun (or --topology-file) gives the tree"
+else
+    skip "$G is not built: gpt3d topo in an allocation is not checked"
+fi
+
 # 7. A second cluster beside this one: its own ports, directory and nodes.
 second=$(
     G3C_NO_TRAP=1

@@ -21,7 +21,10 @@
 . "$top_srcdir/tests/slurm/cluster.sh"
 set -e
 
-G3C_SLURMD_TIMEOUT=3
+# No node is killed here: a long SlurmdTimeout keeps a busy machine's slow
+# slurmd from being declared dead (a node "failure" that requeued a job and
+# made its attempt "lost" on a loaded machine).
+G3C_SLURMD_TIMEOUT=60
 g3c_check || skip_all "$g3c_why"
 [ -x "$top_builddir/src/gpt3d" ] || skip_all "$top_builddir/src/gpt3d is not built (run make first)"
 if ! g3c_start 4; then
@@ -117,12 +120,15 @@ like "$out" "submitted job array [0-9]+: variants 0,1,2 of 3, at most 2 at a tim
 array=$(head -n 1 "$W/abl/array-jobs")
 like "$(scontrol -o show job "$array" 2>/dev/null | head -n 1)" "ArrayTaskThrottle=2" "Slurm holds the array to 2 tasks at a time"
 
-# 5. The warning signal comes during the health check (a slow --node-check):
-# the job does not start the trainer and the next job continues.
+# 5. The warning signal comes during the health check (a --node-check that
+# waits until the test has sent the signal): the job does not start the
+# trainer and the next job continues.
 run_early=$W/early-warning
-submit --chain 1 -N 1 --node-check 'sleep 3' "$run_early" -- --train-iters 10 --seconds-per-iter 0.05 >/dev/null
-g3c_wait 30 sh -c "ls '$run_early'/health/*/step.out" || true
+submit --chain 1 -N 1 --node-check "while ! [ -e '$W/early-go' ]; do sleep 0.1; done" "$run_early" -- \
+    --train-iters 10 --seconds-per-iter 0.05 >/dev/null
+g3c_wait 120 sh -c "ls '$run_early'/health/*/step.out" || true
 scancel --batch --signal=USR2 "$(head -n 1 "$run_early/chain")"
+touch "$W/early-go"
 
 wait_end "$run_to" 60
 check "run with a timeout (exit 76) completes" "$run_to" test -e "$run_to/COMPLETE"
@@ -162,6 +168,33 @@ is "$(grep -c . "$W/abl/lr-high/iterations.log")" 20 "each variant trained in it
 run "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$FAKE" \
     --ablations "$W/ablations.txt" --array-throttle 2 -N 1 --no-health-check "$W/abl"
 like "$out" "no variant of .* needs a job" "re-running gpt3d-submit --ablations on a finished study submits nothing"
+
+# 6. A variant whose array task is held back by the throttle is a job of its
+# chain (#14.3): with a throttle of 1 and the first variant paused, the second
+# is pending in the array, not "no job", and is not submitted again.
+printf 'first\nsecond\n' >"$W/abl2.txt"
+run "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$FAKE" \
+    --ablations "$W/abl2.txt" --array-throttle 1 -N 1 --no-health-check "$W/abl2" -- \
+    --train-iters 4 --seconds-per-iter 0.02 --pause-at 2
+array2=$(head -n 1 "$W/abl2/array-jobs" 2>/dev/null || echo none)
+g3c_wait 120 sh -c "[ -e '$W/abl2/first/fake-paused' ] || [ -e '$W/abl2/second/fake-paused' ]" || true
+if [ -e "$W/abl2/first/fake-paused" ]; then running=first waiting=second wk=1; else running=second waiting=first wk=0; fi
+run "$SUBMIT" --summary "$W/abl2"
+like "$out" "$waiting +queued " "--summary: the variant held back by the throttle is queued"
+like "$out" "$running +running " "... and the paused one running"
+run "$SUBMIT" --status "$W/abl2/$waiting"
+like "$out" "chain:
+  ${array2}_$wk PENDING " "--status: the pending array task is the variant's chain"
+run "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$FAKE" \
+    --ablations "$W/abl2.txt" --array-throttle 1 -N 1 --no-health-check "$W/abl2" -- \
+    --train-iters 4 --seconds-per-iter 0.02 --pause-at 2
+like "$out" "variant $waiting has jobs queued or running; not submitting it again" \
+    "re-running the study does not submit the pending variant a second time"
+is "$(wc -l <"$W/abl2/array-jobs")" 1 "... no second array"
+touch "$W/abl2/first/fake-go" "$W/abl2/second/fake-go"
+g3c_wait 120 sh -c "[ -e '$W/abl2/first/COMPLETE' ] && [ -e '$W/abl2/second/COMPLETE' ]" || true
+is "$(cat "$W/abl2/first/fake-starts.log" "$W/abl2/second/fake-starts.log" 2>/dev/null | grep -c .)" 2 \
+    "each variant's trainer started once"
 
 wait_end "$run_early" 40
 check "a run warned during its health check completes" "$run_early" test -e "$run_early/COMPLETE"

@@ -68,11 +68,19 @@ g3c_wait 30 g3c_job_state_is "$hold" RUNNING || true
 run_el=$W/elastic
 # (--use-distributed-optimizer: the ZeRO-1 optimizer shards saved at DP 2 are
 # re-sharded to DP 4 on load, the MT-NLG 280 -> 350 -> 420-node case.)
-real_submit --chain 1 --sizes 2,4 "$run_el" -- --use-distributed-optimizer >"$W/elastic.submit" 2>&1
+real_submit --chain 2 --sizes 2,4 "$run_el" -- --use-distributed-optimizer >"$W/elastic.submit" 2>&1
 el_first=$(head -n 1 "$run_el/chain" 2>/dev/null || true)
+el_second=$(sed -n 2p "$run_el/chain" 2>/dev/null || true)
+# The second job is held until all four nodes are idle: with --nodes=2-4 it
+# would otherwise start on whatever is free at that moment (the first job's
+# nodes may still be completing) and train with DP 2.
+scontrol hold "$el_second" || true
 real_signal_during_training "$run_el" "$el_first"
 is "$(g3c_job_field "$el_first" NumNodes)" 2 "(3) the first job (--nodes=2-4, 2 nodes free) runs on 2 nodes"
 scancel "$hold"
+g3c_wait 150 g3c_job_state_is "$el_first" 'COMPLETED|FAILED|CANCELLED|TIMEOUT' || true
+g3c_wait 150 g3c_all_idle || true
+scontrol release "$el_second" || true
 real_wait_end "$run_el" 150
 real_check "(3) the elastic run completes" "$run_el" test -e "$run_el/COMPLETE"
 is "$(real_outcomes "$run_el")" "checkpointed complete " "(3) attempts: checkpointed on 2 nodes, complete on the next job"

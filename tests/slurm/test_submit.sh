@@ -8,7 +8,13 @@
 # progress stop the chain, --retry resumes it; a usage error stops at once;
 # re-running gpt3d-submit never starts a second chain and mends a broken one;
 # a node crash: the job is requeued, the node excluded, the run completes;
-# elastic sizes: a job shrinks to an allowed size, the next one grows.
+# elastic sizes: a job shrinks to an allowed size, the next one grows;
+# a job that checkpoints with two successors queued ends COMPLETED (no
+# SIGPIPE); two gpt3d-submit at once on a new run make one run and one chain;
+# a run on node-local storage is refused, checked on every node, and a job
+# that dies before its log is named by --status.  Every wait is for a state
+# (a file, a job state), never for a time: the test double pauses
+# (--pause-at) where a test looks at a running job.
 # (top_srcdir and top_builddir come from make check.)
 # shellcheck disable=SC2154
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -27,6 +33,8 @@ if ! g3c_start 4; then
     exit 1
 fi
 W=$G3C_WORK
+loc=""
+trap 'g3_rc=$?; if [ -n "$loc" ]; then rm -rf "$loc"; fi; (exit "$g3_rc"); g3c_stop' EXIT
 SUBMIT=$top_builddir/sbatch/gpt3d-submit
 FAKE=$top_srcdir/tests/slurm/fake-train.sh  # the test double for "gpt3d train"
 cd "$W"
@@ -57,7 +65,7 @@ check() {  # check DESCRIPTION RUN CMD...: a TAP result; the run's state on fail
 run_ok=$W/complete
 submit --chain 2 -N 2 "$run_ok" -- --train-iters 20 --seconds-per-iter 0.05 >"$W/complete.submit" 2>&1
 run_sig=$W/signal
-submit --chain 1 -N 1 "$run_sig" -- --train-iters 120 --seconds-per-iter 0.05 >"$W/signal.submit" 2>&1
+submit --chain 1 -N 1 "$run_sig" -- --train-iters 120 --seconds-per-iter 0.05 --pause-at 10 >"$W/signal.submit" 2>&1
 run_retry=$W/retry
 submit --chain 1 -N 1 "$run_retry" -- --train-iters 30 --seconds-per-iter 0.02 --save-interval 5 \
     --fail-at 13 --fail-times 1 >/dev/null 2>&1
@@ -87,7 +95,9 @@ is "$(wc -l <"$run_ok/chain")" 2 "... and submits no job"
 
 # 2. The warning signal: the trainer saves and exits 75, the chain (of one
 # job) extends itself, the next job resumes from the checkpoint.
-g3c_wait 30 sh -c "[ \$(wc -l <'$run_sig/iterations.log' 2>/dev/null || echo 0) -ge 10 ]" || true
+# The trainer pauses after iteration 10 until the signal: the job is surely
+# still running when gpt3d-submit looks at it, however fast the machine.
+g3c_wait 120 test -e "$run_sig/fake-paused" || true
 first=$(head -n 1 "$run_sig/chain")
 # Re-running gpt3d-submit while the chain runs submits nothing.
 run "$SUBMIT" "$run_sig"
@@ -178,6 +188,8 @@ check "iterations continue from the checkpoint (no iteration lost)" "$run_node" 
     "[ \"\$(awk '{print \$2}' '$run_node/iterations.log' | sort -un | wc -l)\" -eq 400 ]"
 run "$SUBMIT" --status "$run_node"
 like "$out" "excluded: +$victim" "gpt3d-submit --status lists the excluded node"
+like "$out" "  $victim: Slurm reports it [A-Z_+*]*DOWN[^ ]* after attempt 1 of job $job " \
+    "... with the attempt after which Slurm reported it down (#14.7)"
 like "$out" "state: +complete" "gpt3d-submit --status says complete"
 
 # 8. Elastic sizes: --sizes 2,4 makes each job ask for --nodes=2-4.  With the
@@ -188,21 +200,89 @@ idle_count() { sinfo -h -N -t idle -o %N | sort -u | wc -l; }
 g3c_wait 30 sh -c "[ \$(sinfo -h -N -t idle -o %N | sort -u | wc -l) -eq 3 ]" || true
 is "$(idle_count)" 3 "3 nodes are idle while $victim is down"
 run_el=$W/elastic
-submit --chain 1 --sizes 2,4 "$run_el" -- --train-iters 300 --seconds-per-iter 0.05 --save-interval 5 \
-    --global-batch-size 8 --micro-batch-size 2 >/dev/null 2>&1
-g3c_wait 30 sh -c "[ \$(wc -l <'$run_el/iterations.log' 2>/dev/null || echo 0) -ge 10 ]" || true
+submit --chain 2 --sizes 2,4 "$run_el" -- --train-iters 300 --seconds-per-iter 0.05 --save-interval 5 \
+    --global-batch-size 8 --micro-batch-size 2 --pause-at 10 >/dev/null 2>&1
 el_first=$(head -n 1 "$run_el/chain")
+el_second=$(sed -n 2p "$run_el/chain")
+# The second job is held until all four nodes are idle again: with
+# --nodes=2-4 it would otherwise start on the nodes free at that moment (the
+# first job's may still be completing) and train with DP 2.
+scontrol hold "$el_second"
+g3c_wait 120 test -e "$run_el/fake-paused" || true
 is "$(g3c_job_field "$el_first" NumNodes)" 2 "the first job (given 3 of --nodes=2-4) shrank to 2 nodes"
 like "$(cat "$run_el"/logs/*)" "the job got 3 nodes; shrinking to 2" "its log says so"
 g3c_start_node "$victim"
 g3c_wait 30 sh -c "scontrol show node '$victim' | grep -q 'State=IDLE '" || true
 g3c_wait 30 sh -c "[ \$(sinfo -h -N -t idle -o %N | sort -u | wc -l) -eq 2 ]" || true
 scancel --batch --signal=USR2 "$el_first"
-wait_end "$run_el" 60
+g3c_wait 120 g3c_job_state_is "$el_first" 'COMPLETED|FAILED|CANCELLED' || true
+g3c_wait 120 g3c_all_idle || true
+scontrol release "$el_second"
+wait_end "$run_el" 120
 check "the elastic run completes" "$run_el" test -e "$run_el/COMPLETE"
 check "attempts: checkpointed on 2 nodes, complete on 4" "$run_el" [ "$(outcomes "$run_el")" = "checkpointed complete " ]
 like "$(sed -n 1p "$run_el/fake-starts.log")" "ranks 2 dp 2 accum 2\$" "the first job trained with DP 2, accumulating 2 micro-batches"
 like "$(sed -n 2p "$run_el/fake-starts.log")" "ranks 4 dp 4 accum 1\$" "the second job trained with DP 4 and the same global batch"
 check "every iteration ran exactly once across the sizes" "$run_el" each_iteration_once "$run_el" 300
+
+# 9. A job that checkpoints with two jobs of its chain queued behind it ends
+# COMPLETED, exit 0: no SIGPIPE (141) from reading the list of successors.
+run_pipe=$W/pipe
+submit --chain 3 -N 1 --no-health-check "$run_pipe" -- --train-iters 6 --seconds-per-iter 0.02 --pause-at 3 >/dev/null 2>&1
+g3c_wait 120 test -e "$run_pipe/fake-paused" || true
+p_first=$(sed -n 1p "$run_pipe/chain")
+p_second=$(sed -n 2p "$run_pipe/chain")
+scancel --batch --signal=USR2 "$p_first"
+g3c_wait 120 g3c_job_state_is "$p_first" 'COMPLETED|FAILED|CANCELLED|TIMEOUT' || true
+is "$(g3c_job_field "$p_first" JobState) $(g3c_job_field "$p_first" ExitCode)" "COMPLETED 0:0" \
+    "a job that checkpointed with two successors queued ends COMPLETED, exit 0 (#14.1)"
+like "$(cat "$run_pipe"/logs/*)" "the chain continues with job $p_second" "... and hands the run to the next job of its chain"
+wait_end "$run_pipe" 120
+check "... which completes the run" "$run_pipe" test -e "$run_pipe/COMPLETE"
+
+# 10. Two gpt3d-submit at the same moment on one new run directory: one run,
+# one chain; the other submission finds it (#14.2).
+for i in 1 2; do
+    submit --chain 2 -N 1 --no-health-check "$W/race$i" -- --train-iters 5 --seconds-per-iter 0.02 >"$W/race$i.a" 2>&1 &
+    pa=$!
+    submit --chain 2 -N 1 --no-health-check "$W/race$i" -- --train-iters 5 --seconds-per-iter 0.02 >"$W/race$i.b" 2>&1 &
+    pb=$!
+    wait "$pa" || true
+    wait "$pb" || true
+    is "$(wc -l <"$W/race$i/chain") $(cat "$W/race$i.a" "$W/race$i.b" | grep -c 'submitted a chain of 2 jobs')" "2 1" \
+        "two gpt3d-submit at once on a new run directory (try $i) submit one chain of 2 jobs"
+    wait_end "$W/race$i" 120
+    is "$(outcomes "$W/race$i")" "complete " "... whose run trains once and completes"
+done
+
+# 11. Node-local storage (#14.8).  The cluster's TmpFS is /tmp, private to each
+# node: gpt3d-submit refuses a run there and creates nothing.
+loc=/tmp/gpt3d-local-$$
+run submit -N 1 "$loc/run" -- --train-iters 5
+is "$rc" 1 "a run directory under the node-local TmpFS (/tmp) is refused"
+like "$out" "node-local temporary storage of this cluster \(TmpFS in slurm.conf\)" "... saying why"
+is "$( [ -e "$loc" ] && echo exists || echo absent)" absent "... and nothing is created"
+# A run that only its first node sees (a copy in n1's own /tmp, submitted with
+# sbatch as a site without TmpFS set would): the job's check finds that n2
+# does not see it and excludes n2 with the reason.
+submit --create-only -N 2 --no-health-check --max-failures 1 "$W/localsrc" -- --train-iters 5 --seconds-per-iter 0.02 >/dev/null
+cp -a "$W/localsrc" "$loc"
+cp -a "$W/localsrc" "$G3C_DIR/nodes/n1/tmp/${loc#/tmp/}"
+vis=$(sbatch --parsable -N 2 -w n1,n2 --chdir=/ --output="$loc/logs/vis-%j.out" "$loc/gpt3d-train.sbatch" "$loc")
+g3c_wait 120 g3c_job_state_is "$vis" 'COMPLETED|FAILED|CANCELLED' || true
+n1copy=$G3C_DIR/nodes/n1/tmp/${loc#/tmp/}
+like "$(cat "$n1copy/exclusions.tsv" 2>/dev/null)" "	n2	the run directory $loc is not visible there \(not mounted on it, or on node-local storage\)" \
+    "the job finds that n2 does not see the run directory and excludes it, saying why"
+is "$(tail -n +2 "$n1copy/attempts.tsv" 2>/dev/null | cut -f10)" unhealthy "... and does not start the trainer"
+# A job whose first node does not see the run at all dies before writing its
+# log: gpt3d-submit --status names it.
+nolog=$(sbatch --parsable -N 1 -w n2 --chdir="$loc" --output="$loc/logs/nolog-%j.out" "$loc/gpt3d-train.sbatch" "$loc")
+echo "$nolog" >>"$loc/chain"
+g3c_wait 120 g3c_job_state_is "$nolog" 'FAILED|COMPLETED|CANCELLED|NODE_FAIL' || true
+run "$SUBMIT" --status "$loc"
+like "$out" "job $nolog ended [A-Z_]+ \([^)]*\) without writing its log $loc/logs/nolog-$nolog.out" \
+    "--status names the job that died before writing its log"
+like "$out" "is $loc on storage that every compute node sees" "... and asks whether the run is on shared storage"
+rm -rf "$loc"
 
 done_testing

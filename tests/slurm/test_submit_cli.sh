@@ -123,6 +123,178 @@ run "$SUBMIT" --summary "$TMPD/notrun"
 is "$rc" 1 "--summary on a directory that is neither a study nor a run exits 1"
 like "$out" "neither an ablation directory" "... and says so"
 
+# ---- Without a cluster: Slurm's commands replaced by stubs -----------------
+# sbatch prints a new job id (and remembers it as queued); squeue reports the
+# jobs of $STUB/squeue.db ("ID STATE REASON" lines; an array's tasks are
+# "ARRAY_K ..."); scontrol reports TmpFS=$TMPD/nodelocal and the jobs of
+# $STUB/scontrol.db ("ID key=value..." lines); column fails, as where it is not
+# installed.
+STUB=$TMPD/stub
+mkdir -p "$STUB"
+: >"$STUB/squeue.db"
+: >"$STUB/scontrol.db"
+echo 100 >"$STUB/next-id"
+cat >"$STUB/sbatch" <<'EOS'
+#!/bin/bash
+set -eu
+d=$(dirname "$0")
+exec 7>>"$d/sbatch.lock"
+flock 7
+id=$(cat "$d/next-id")
+echo $((id + 1)) >"$d/next-id"
+echo "$id PENDING Dependency" >>"$d/squeue.db"
+# A submission takes a moment on a real cluster: widen the window in which
+# two gpt3d-submit could both see a new run directory.
+sleep 0.2
+echo "$id"
+EOS
+cat >"$STUB/squeue" <<'EOS'
+#!/bin/bash
+d=$(dirname "$0")
+ids="" fmt='%i %T %r' arr=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -j) ids=$2; shift 2 ;;
+        -o) fmt=$2; shift 2 ;;
+        -r) arr=1; shift ;;
+        *) shift ;;
+    esac
+done
+while read -r id state reason; do
+    [ -n "$id" ] || continue
+    if [ "$id" = "$ids" ] || { [ "$arr" -eq 1 ] && [ "${id%%_*}" = "$ids" ]; }; then
+        o=${fmt//%i/$id}; o=${o//%T/$state}; o=${o//%r/$reason}
+        echo "$o"
+    fi
+done <"$d/squeue.db"
+EOS
+cat >"$STUB/scontrol" <<'EOS'
+#!/bin/bash
+d=$(dirname "$0")
+case "$*" in
+    "show config") echo "TmpFS                   = ${STUB_TMPFS:-/nonexistent}" ;;
+    "-o show job "*) sed -n "s/^$4 //p" "$d/scontrol.db" ;;
+    *) exit 1 ;;
+esac
+EOS
+printf '#!/bin/sh\nexit 1\n' >"$STUB/column"
+chmod +x "$STUB"/*
+stubbed() { env PATH="$STUB:$top_builddir/src:$PATH" STUB_TMPFS="$TMPD/nodelocal" "$@"; }
+
+# A refused submission leaves nothing behind (#14.5).
+run stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --sizes 2,4 "$TMPD/new/deep/run" -- --train-iters 10
+is "$rc" 2 "--sizes without a global batch is refused (exit 2)"
+is "$( [ -e "$TMPD/new" ] && echo exists || echo absent)" absent "... and the refused submission creates no directory"
+run stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --sizes 2,3 "$TMPD/new2" -- \
+    --global-batch-size 8 --micro-batch-size 4
+is "$rc" 2 "a size that cannot keep the global batch is refused"
+is "$( [ -e "$TMPD/new2" ] && echo exists || echo absent)" absent "... leaving nothing behind"
+
+# --dry-run names absolute paths, also under parents that do not exist (#14.4).
+run submit --dry-run "$TMPD/none/sub/run" -- --train-iters 10
+is "$rc" 0 "--dry-run with a run directory whose parents do not exist exits 0"
+like "$out" "would create run $TMPD/none/sub/run " "... and names the run directory's absolute path"
+like "$out" "--chdir=$TMPD/none/sub/run " "... in the jobs' --chdir too"
+run sh -c "cd '$TMPD' && '$SUBMIT' --job-script '$JOB' --train-command '/bin/true train' --dry-run nowhere/../rel -- --train-iters 10"
+like "$out" "would create run $TMPD/rel " "a relative run directory is resolved against the working directory"
+run submit --dry-run --ablations "$TMPD/abl.txt" "$TMPD/none/abl" -- --train-iters 20
+like "$out" "would create run $TMPD/none/abl/base with" "the ablation dry-run names the variants' absolute paths"
+is "$( [ -e "$TMPD/none" ] && echo exists || echo absent)" absent "... and creates nothing"
+
+# A run directory on Slurm's node-local TmpFS is refused (#14.8).
+run stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" "$TMPD/nodelocal/run" -- --train-iters 10
+is "$rc" 1 "a run directory under the cluster's TmpFS is refused"
+like "$out" "is under $TMPD/nodelocal, the node-local temporary storage of this cluster \(TmpFS in slurm.conf\)" "... saying why"
+is "$( [ -e "$TMPD/nodelocal" ] && echo exists || echo absent)" absent "... creating nothing"
+
+# Two gpt3d-submit at the same moment on one new run directory: one creates the
+# run and submits its chain, the other finds it (#14.2).
+for i in 1 2 3 4; do
+    stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --chain 2 "$TMPD/race$i" -- --train-iters 5 >"$TMPD/race$i.a" 2>&1 &
+    pa=$!
+    stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --chain 2 "$TMPD/race$i" -- --train-iters 5 >"$TMPD/race$i.b" 2>&1 &
+    pb=$!
+    wait "$pa" || true
+    wait "$pb" || true
+    is "$(wc -l <"$TMPD/race$i/chain") $(cat "$TMPD/race$i.a" "$TMPD/race$i.b" | grep -c 'submitted a chain of 2 jobs') $(cat "$TMPD/race$i.a" "$TMPD/race$i.b" | grep -c 'already has a chain queued or running')" \
+        "2 1 1" "two gpt3d-submit at once on a new run (try $i): one chain of 2 jobs, the other submission finds it"
+done
+
+# --status and --summary without column(1), and the states of the chain.
+stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --create-only "$TMPD/st" -- --train-iters 5 >/dev/null
+printf 'attempt\tjob\trestart\tstart\tend\tnodes\titer_start\titer_end\texit\toutcome\tdetail\n1\t77\t0\t2026-01-01T00:00:00\t2026-01-01T00:10:00\tn[1-2]\t0\t5\t75\tcheckpointed\tcheckpoint saved on request\n' \
+    >"$TMPD/st/attempts.tsv"
+printf '2\t78\t0\t2026-01-01T00:11:00\t-\tn[3-4]\t5\n' >"$TMPD/st/current-attempt"
+printf '77\n78\n' >"$TMPD/st/chain"
+echo "78 PENDING BeginTime" >>"$STUB/squeue.db"
+echo "77 JobId=77 JobState=FAILED Reason=JobLaunchFailure StdOut=$TMPD/st/logs/gpt3d-st-77.out" >>"$STUB/scontrol.db"
+run stubbed "$SUBMIT" --status "$TMPD/st"
+is "$rc" 0 "--status exits 0 where column(1) is missing"
+hdr=$(printf '%s\n' "$out" | grep '^  attempt ')
+row=$(printf '%s\n' "$out" | grep '^  1 ')
+is "$(awk -v h="$hdr" -v r="$row" 'BEGIN { print index(h, "outcome") == index(r, "checkpointed") && index(h, "detail") == index(r, "checkpoint saved") }')" 1 \
+    "the attempt history is aligned in columns without column(1)"
+like "$out" "interrupted: attempt 2 \(job 78 on n\[3-4\] since 2026-01-01T00:11:00\) ended without recording its end; job 78 is PENDING \(BeginTime\), requeued by Slurm" \
+    "an attempt whose job waits to be requeued is not reported as running (#14.7)"
+is "$(printf '%s\n' "$out" | grep -c '^running:')" 0 "... and no 'running' line"
+like "$out" "job 77 ended FAILED \(JobLaunchFailure\) without writing its log $TMPD/st/logs/gpt3d-st-77.out" \
+    "a job that died before writing its log is named, with a hint at node-local storage (#14.8)"
+like "$out" "not node-local /tmp" "... naming the likely cause"
+
+# A variant whose array task is still held back by the throttle is a job of
+# its chain (#14.3).
+run stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --ablations "$TMPD/abl.txt" --array-throttle 1 \
+    "$TMPD/study" -- --train-iters 20
+arr=$(head -n 1 "$TMPD/study/array-jobs" 2>/dev/null || echo none)
+like "$out" "submitted job array $arr: variants 0,1,2 of 3, at most 1 at a time" "a study is submitted (stub sbatch)"
+sed -i "/^$arr /d" "$STUB/squeue.db"
+printf '%s_0 RUNNING None\n%s_1 PENDING JobArrayTaskLimit\n%s_2 PENDING JobArrayTaskLimit\n' "$arr" "$arr" "$arr" >>"$STUB/squeue.db"
+run stubbed "$SUBMIT" --summary "$TMPD/study"
+like "$out" "lr-high +queued " "--summary: a variant whose array task is pending is queued, not 'no job'"
+run stubbed "$SUBMIT" --status "$TMPD/study/short"
+like "$out" "chain:
+  ${arr}_2 PENDING JobArrayTaskLimit" "--status: the pending array task is the variant's chain"
+run stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --ablations "$TMPD/abl.txt" --array-throttle 1 \
+    "$TMPD/study" -- --train-iters 20
+like "$out" "variant short has jobs queued or running; not submitting it again" "re-running the study does not submit a pending variant again"
+is "$(wc -l <"$TMPD/study/array-jobs")" 1 "... and submits no second array"
+
+# --sizes shows what each size buys: gpt3d plan per size (#20.4).
+run stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --dry-run --sizes 2,4 "$TMPD/el" -- \
+    --global-batch-size 8 --micro-batch-size 2
+is "$rc" 0 "--sizes with a plan per size exits 0"
+for n in 2 4; do
+    js=$("$top_builddir/src/gpt3d" plan --global-batch-size 8 --micro-batch-size 2 --nodes "$n" --gpus-per-node 1 --json)
+    gib=$(printf '%s' "$js" | sed -n 's/.*"peak_bytes":\([0-9]*\)}*$/\1/p' | awk '{ printf "%.2f", $1 / 1073741824 }')
+    secs=$(printf '%s' "$js" | sed -n 's/.*"seconds_per_iteration":\([0-9.eE+]*\).*/\1/p' | sed -n 1p)
+    if [ -n "$secs" ]; then
+        like "$out" "  $n nodes: DP $n, predicted $(awk -v t="$secs" 'BEGIN { printf "%.3g", t }') s per iteration" \
+            "--sizes: the plan's time per iteration at $n nodes"
+    else
+        like "$out" "  $n nodes: DP $n, $gib GiB peak memory per rank, .* model FLOPs per rank per iteration \(this gpt3d plan predicts no time per iteration\)" \
+            "--sizes: the plan's DP, memory and FLOPs at $n nodes (no time model in this gpt3d plan)"
+    fi
+done
+
+# The cluster tests' pre-check names the real reason it cannot start (#18.8).
+if bash -c ". '$top_srcdir/tests/slurm/cluster.sh'; g3c_check" >/dev/null 2>&1; then
+    printf '#!/bin/sh\necho "unshare: cannot change root filesystem propagation: Invalid argument" >&2\nexit 1\n' >"$TMPD/pre1-unshare"
+    mkdir -p "$TMPD/pre1" && mv "$TMPD/pre1-unshare" "$TMPD/pre1/unshare" && chmod +x "$TMPD/pre1/unshare"
+    run env PATH="$TMPD/pre1:$PATH" bash -c ". '$top_srcdir/tests/slurm/cluster.sh'; g3c_check; echo \"why=\$g3c_why\""
+    like "$out" "why=unshare -m fails here: unshare: cannot change root filesystem propagation: Invalid argument" \
+        "the pre-check reports unshare's own error (a chroot whose / is not a mount point)"
+    mkdir -p "$TMPD/pre2"
+    # shellcheck disable=SC2016  # the stub's own $a and $@
+    printf '#!/bin/sh\nfor a; do case "$a" in /sys/fs/cgroup) echo sysfs; exit 0 ;; esac; done\nexec /usr/bin/stat "$@"\n' >"$TMPD/pre2/stat"
+    chmod +x "$TMPD/pre2/stat"
+    run env PATH="$TMPD/pre2:$PATH" bash -c ". '$top_srcdir/tests/slurm/cluster.sh'; g3c_check; echo \"rc=\$? why=\$g3c_why\""
+    like "$out" "rc=1 why=no cgroup file system is mounted on /sys/fs/cgroup \(found: sysfs\); slurmd needs one" \
+        "without a cgroup file system the pre-check says so (and the tests skip)"
+else
+    skip "a private cluster cannot start here: the pre-check's own reasons are not tried"
+    skip "a private cluster cannot start here"
+fi
+
 # The per-node health check, run here as a single task without Slurm.
 HC=$top_srcdir/sbatch/gpt3d-healthcheck
 run env SLURMD_NODENAME=nx bash "$HC" --node-check "exit 3" "$TMPD/hc1"
