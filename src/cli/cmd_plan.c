@@ -86,9 +86,7 @@ static int g3_cli_plan_search(const g3_plan_flags_t *f, int tp_given, int pp_giv
     g3_plan_print_search(f, &s, mc, json);
     g3_plan_search_free(&s);
     if (s.fit == 0) {
-        g3_error("gpt3d plan --search: none of the %d valid layouts fits in --gpu-memory %g; "
-                 "recompute activations (--recompute-granularity full), shard the optimizer "
-                 "(--use-distributed-optimizer) or plan for more nodes", s.valid, f->gpu_gib);
+        g3_error("gpt3d plan --search: none of the %d valid layouts fits in --gpu-memory %g; recompute activations (--recompute-granularity full), shard the optimizer (--use-distributed-optimizer) or plan for more nodes", s.valid, f->gpu_gib);
         return G3_EXIT_FAILURE;
     }
     return G3_EXIT_OK;
@@ -130,8 +128,7 @@ static int g3_cli_plan_sizes(const char *arg, int *sizes, int max)
         char *end;
         long v = strtol(c, &end, 10);
         if (end == c || v < 1 || v > 1000000 || (*end && *end != ',') || n == max) {
-            g3_error("--sizes %s: give up to %d node counts separated by commas, e.g. "
-                     "--sizes 280,350,420", arg, max);
+            g3_error("--sizes %s: give up to %d node counts separated by commas, e.g. --sizes 280,350,420", arg, max);
             return -1;
         }
         sizes[n++] = (int)v;
@@ -153,8 +150,7 @@ static int g3_cli_plan_schedule_flags(const g3_opts_t *o, g3_plan_flags_t *f)
     if (g3_opts_is_set(o, "num-layers-per-virtual-pipeline-stage")) {
         ok &= g3_train_flags_int(o, "num-layers-per-virtual-pipeline-stage", 1, &per);
         if (ok && f->vpp_given) {
-            g3_error("give --virtual-pipeline-model-parallel-size or "
-                     "--num-layers-per-virtual-pipeline-stage, not both");
+            g3_error("give --virtual-pipeline-model-parallel-size or --num-layers-per-virtual-pipeline-stage, not both");
             ok = 0;
         }
         f->vpp_given = 1;
@@ -219,8 +215,7 @@ int g3_cmd_plan(int argc, char **argv)
     if (g3_opts_is_set(o, "data-parallel-size"))
         ok &= g3_train_flags_int(o, "data-parallel-size", 1, &f.dp_flag);
     if (gpn && rpn && gpn != rpn) {
-        g3_error("--gpus-per-node %d and --ranks-per-node %d disagree: they name the same "
-                 "thing; give one", gpn, rpn);
+        g3_error("--gpus-per-node %d and --ranks-per-node %d disagree: they name the same thing; give one", gpn, rpn);
         ok = 0;
     }
     f.rpn = gpn ? gpn : rpn;
@@ -229,8 +224,7 @@ int g3_cmd_plan(int argc, char **argv)
         ok = 0;
     }
     if (ok && (int64_t)f.nodes * f.rpn > INT_MAX / 4) {
-        g3_error("--nodes %d x --gpus-per-node %d = %lld ranks is too many (at most %d); give "
-                 "fewer --nodes or --gpus-per-node", f.nodes, f.rpn,
+        g3_error("--nodes %d x --gpus-per-node %d = %lld ranks is too many (at most %d); give fewer --nodes or --gpus-per-node", f.nodes, f.rpn,
                  (long long)f.nodes * f.rpn, INT_MAX / 4);
         ok = 0;
     }
@@ -252,8 +246,7 @@ int g3_cmd_plan(int argc, char **argv)
         if (nsizes < 0)
             ok = 0;
         else if (!f.rpn || f.dp_flag) {
-            g3_error("--sizes needs --gpus-per-node G (each size is a number of nodes of G "
-                     "ranks) and derives DP itself%s", f.dp_flag ? ": drop --data-parallel-size" : "");
+            g3_error("--sizes needs --gpus-per-node G (each size is a number of nodes of G ranks) and derives DP itself%s", f.dp_flag ? ": drop --data-parallel-size" : "");
             ok = 0;
         }
     }
@@ -293,15 +286,13 @@ int g3_cmd_plan(int argc, char **argv)
     }
     if (ok && !g3_opts_is_set(o, "ffn-hidden-size") &&
         f.cfg.model.hidden_size > 0x7fffffff / 4) {
-        g3_error("--hidden-size %d is too large for the default --ffn-hidden-size (4 x hidden "
-                 "size overflows); give a smaller --hidden-size", f.cfg.model.hidden_size);
+        g3_error("--hidden-size %d is too large for the default --ffn-hidden-size (4 x hidden size overflows); give a smaller --hidden-size", f.cfg.model.hidden_size);
         ok = 0;
     }
     if (ok && f.layers_per_chunk > 0) {   /* Megatron: V = L / (PP x layers per chunk) */
         int64_t chunk = (int64_t)pp * f.layers_per_chunk;
         if (f.cfg.model.num_layers % chunk != 0) {
-            g3_error("--num-layers-per-virtual-pipeline-stage %d: --num-layers %d is not a "
-                     "multiple of --pipeline-model-parallel-size %d x %d", f.layers_per_chunk,
+            g3_error("--num-layers-per-virtual-pipeline-stage %d: --num-layers %d is not a multiple of --pipeline-model-parallel-size %d x %d", f.layers_per_chunk,
                      f.cfg.model.num_layers, pp, f.layers_per_chunk);
             ok = 0;
         } else {
@@ -343,8 +334,7 @@ int g3_cmd_plan(int argc, char **argv)
             g3_plan_time(&sizes[i].in, &sizes[i].plan, mc, &topt, &stimes[i]);
     }
     if (nsizes > 0 && !mc) {
-        g3_error("--sizes prints the time per iteration of each size: give --machine "
-                 "dgx-a100|dgx-h100|FILE (a file from gpt3d plan --calibrate)");
+        g3_error("--sizes prints the time per iteration of each size: give --machine dgx-a100|dgx-h100|FILE (a file from gpt3d plan --calibrate)");
         rc = G3_EXIT_USAGE;
         goto out;
     }
@@ -359,10 +349,7 @@ int g3_cmd_plan(int argc, char **argv)
     rc = G3_EXIT_OK;
     if (f.gpu_gib > 0 &&
         !g3_plan_stage_fits(&f, &lay.plan, &lay.plan.stages[lay.plan.peak_stage])) {
-        g3_error("stage %d needs %.2f GiB per GPU, more than --gpu-memory %g: recompute "
-                 "activations (--recompute-granularity full), shard the optimizer "
-                 "(--use-distributed-optimizer), or use more pipeline or tensor parallelism "
-                 "(--search lists what fits)", lay.plan.peak_stage,
+        g3_error("stage %d needs %.2f GiB per GPU, more than --gpu-memory %g: recompute activations (--recompute-granularity full), shard the optimizer (--use-distributed-optimizer), or use more pipeline or tensor parallelism (--search lists what fits)", lay.plan.peak_stage,
                  g3_plan_gib(lay.plan.stages[lay.plan.peak_stage].gpu_bytes), f.gpu_gib);
         rc = G3_EXIT_FAILURE;
     }

@@ -92,20 +92,15 @@ static int g3_plan_schedule_check(const g3_plan_flags_t *f, int tp, int pp, int6
 
     if (V > 1) {
         if (pp < 2) {
-            g3_error("--virtual-pipeline-model-parallel-size %d needs "
-                     "--pipeline-model-parallel-size of 2 or more (it is %d)", V, pp);
+            g3_error("--virtual-pipeline-model-parallel-size %d needs --pipeline-model-parallel-size of 2 or more (it is %d)", V, pp);
             return G3_EXIT_USAGE;
         }
         if (mc->num_layers % (pp * V) != 0) {
-            g3_error("--num-layers %d does not split into --pipeline-model-parallel-size %d x "
-                     "--virtual-pipeline-model-parallel-size %d chunks of equal size; change "
-                     "one of them", mc->num_layers, pp, V);
+            g3_error("--num-layers %d does not split into --pipeline-model-parallel-size %d x --virtual-pipeline-model-parallel-size %d chunks of equal size; change one of them", mc->num_layers, pp, V);
             return G3_EXIT_USAGE;
         }
         if (m % pp != 0) {
-            g3_error("the interleaved schedule (--virtual-pipeline-model-parallel-size %d) "
-                     "needs the micro-batches per iteration (%lld) to be a multiple of "
-                     "--pipeline-model-parallel-size %d; change --global-batch-size",
+            g3_error("the interleaved schedule (--virtual-pipeline-model-parallel-size %d) needs the micro-batches per iteration (%lld) to be a multiple of --pipeline-model-parallel-size %d; change --global-batch-size",
                      V, (long long)m, pp);
             return G3_EXIT_USAGE;
         }
@@ -144,9 +139,7 @@ int g3_plan_layout(const g3_plan_flags_t *f, int tp, int pp, g3_plan_layout_t *l
         }
         if (rpn > 0) {
             if (world % rpn != 0) {
-                g3_error("impossible layout: TP %d x PP %d x DP %d = %lld ranks do not fill "
-                         "whole nodes of --gpus-per-node %d (every node runs the same number "
-                         "of ranks); change the sizes, or give --nodes N to derive DP", tp, pp,
+                g3_error("impossible layout: TP %d x PP %d x DP %d = %lld ranks do not fill whole nodes of --gpus-per-node %d (every node runs the same number of ranks); change the sizes, or give --nodes N to derive DP", tp, pp,
                          dp, (long long)world, rpn);
                 return G3_EXIT_USAGE;
             }
@@ -325,22 +318,16 @@ int g3_plan_search(const g3_plan_flags_t *f, int tp_given, int pp_given,
     qsort(s->c, (size_t)s->n, sizeof(*s->c), g3_plan_candidate_cmp);
     if (s->checked == 0) {   /* nothing to check: say which flag left no candidate */
         if (tp_given && (tp_given > 8 || f->rpn % tp_given != 0))
-            g3_error("gpt3d plan --search: --tensor-model-parallel-size %d leaves no layout: "
-                     "TP must divide --gpus-per-node %d and be at most 8 (tensor-parallel "
-                     "groups stay inside one node); give another TP or drop it", tp_given,
+            g3_error("gpt3d plan --search: --tensor-model-parallel-size %d leaves no layout: TP must divide --gpus-per-node %d and be at most 8 (tensor-parallel groups stay inside one node); give another TP or drop it", tp_given,
                      f->rpn);
         else if (pp_given)
-            g3_error("gpt3d plan --search: --pipeline-model-parallel-size %d leaves no layout: "
-                     "PP must be at most --num-layers %d and TP x PP must divide the %d ranks; "
-                     "give another PP or drop it", pp_given, m->num_layers, world);
+            g3_error("gpt3d plan --search: --pipeline-model-parallel-size %d leaves no layout: PP must be at most --num-layers %d and TP x PP must divide the %d ranks; give another PP or drop it", pp_given, m->num_layers, world);
         else
-            g3_error("gpt3d plan --search: no TP x PP divides the %d ranks; change --nodes or "
-                     "--gpus-per-node", world);
+            g3_error("gpt3d plan --search: no TP x PP divides the %d ranks; change --nodes or --gpus-per-node", world);
         return G3_EXIT_USAGE;
     }
     if (s->valid == 0) {
-        g3_error("gpt3d plan --search: none of the %d layouts checked passes gpt3d train's "
-                 "checks; run gpt3d plan with one TP and PP to see why", s->checked);
+        g3_error("gpt3d plan --search: none of the %d layouts checked passes gpt3d train's checks; run gpt3d plan with one TP and PP to see why", s->checked);
         return G3_EXIT_USAGE;
     }
     return G3_EXIT_OK;

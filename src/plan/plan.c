@@ -260,8 +260,7 @@ g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan)
     rough = L * (4.0 * C * C + 2.0 * C * p.ffn + 9.0 * C + p.ffn) +
             ((double)p.padded_vocab + p.positions) * C + 2.0 * C;
     if (rough > 1e17) {
-        g3_error("this model would have about %.3g parameters, beyond what gpt3d plan counts "
-                 "(1e17); check --num-layers, --hidden-size and --ffn-hidden-size", rough);
+        g3_error("this model would have about %.3g parameters, beyond what gpt3d plan counts (1e17); check --num-layers, --hidden-size and --ffn-hidden-size", rough);
         return G3_ERR_INVALID_ARG;
     }
     p.params_total = g3_gpt_num_parameters(m);
@@ -425,11 +424,7 @@ g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, const char *device, int 
     avail /= local_ranks > 1 ? local_ranks : 1;
     if (need <= avail)
         return G3_OK;
-    g3_error("this run needs %.2f GiB per rank (gpt3d plan's estimate for stage %d: model state, "
-             "activations of --micro-batch-size %lld x --seq-length %d, the process) but only "
-             "%.2f GiB is available%s: lower --micro-batch-size or --seq-length, add "
-             "--recompute-granularity full, or spread the model over more ranks (gpt3d plan "
-             "--search lists what fits)", need / gib, stage, (long long)micro_batch,
+    g3_error("this run needs %.2f GiB per rank (gpt3d plan's estimate for stage %d: model state, activations of --micro-batch-size %lld x --seq-length %d, the process) but only %.2f GiB is available%s: lower --micro-batch-size or --seq-length, add --recompute-granularity full, or spread the model over more ranks (gpt3d plan --search lists what fits)", need / gib, stage, (long long)micro_batch,
              m->seq_length, avail / gib,
              local_ranks > 1 ? " (the node's memory shared by its ranks)" : "");
     return G3_ERR_INVALID_ARG;   /* flags that cannot run here: a usage error (exit 2) */

@@ -55,8 +55,7 @@ g3_status_t g3_plan_machine_builtin(const char *name, g3_plan_machine_t *mc)
     else if (strcmp(name, "dgx-h100") == 0)
         *mc = g3_plan_dgx_h100;
     else {
-        g3_error("--machine %s: not a built-in machine (dgx-a100, dgx-h100) and not a file; "
-                 "give one of those or a file written by gpt3d plan --calibrate", name);
+        g3_error("--machine %s: not a built-in machine (dgx-a100, dgx-h100) and not a file; give one of those or a file written by gpt3d plan --calibrate", name);
         return G3_ERR_INVALID_ARG;
     }
     return G3_OK;
@@ -71,8 +70,7 @@ g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
     int lineno = 0, have = 0;
 
     if (!f) {
-        g3_error("cannot open the calibration file %s: %s; write one with gpt3d plan "
-                 "--calibrate %s", path, strerror(errno), path);
+        g3_error("cannot open the calibration file %s: %s; write one with gpt3d plan --calibrate %s", path, strerror(errno), path);
         return G3_ERR_IO;
     }
     memset(mc, 0, sizeof(*mc));
@@ -103,10 +101,7 @@ g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
         } else if (n == 2 && a >= 1 && a < 1e6 && strcmp(key, "gpus_per_node") == 0) {
             mc->gpus_per_node = (int)a;
         } else {
-            g3_error("%s:%d: cannot read '%.*s': expected 'gemm SIZE FLOPS', 'attention FLOPS', "
-                     "'memory BYTES_PER_S', 'intra|inter BYTES_PER_S LATENCY_S' or "
-                     "'gpus_per_node N' with positive numbers; write the file again with "
-                     "gpt3d plan --calibrate", path, lineno, (int)strcspn(line, "\r\n"), line);
+            g3_error("%s:%d: cannot read '%.*s': expected 'gemm SIZE FLOPS', 'attention FLOPS', 'memory BYTES_PER_S', 'intra|inter BYTES_PER_S LATENCY_S' or 'gpus_per_node N' with positive numbers; write the file again with gpt3d plan --calibrate", path, lineno, (int)strcspn(line, "\r\n"), line);
             fclose(f);
             return G3_ERR_FORMAT;
         }
@@ -115,8 +110,7 @@ g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
     fclose(f);
     if (!have || mc->ngemm == 0 || mc->attn_flops <= 0 || mc->mem_bw <= 0 ||
         mc->intra_bw <= 0 || mc->inter_bw <= 0) {
-        g3_error("%s: incomplete calibration (it needs gemm, attention, memory, intra and inter "
-                 "lines); write it again with gpt3d plan --calibrate", path);
+        g3_error("%s: incomplete calibration (it needs gemm, attention, memory, intra and inter lines); write it again with gpt3d plan --calibrate", path);
         return G3_ERR_FORMAT;
     }
     return G3_OK;
