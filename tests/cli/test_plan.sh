@@ -46,8 +46,8 @@ like "$out" '15 / 207 = 7\.25% of an iteration' "gpt3: bubble (PP-1)/(m+PP-1) = 
 like "$out" '\(PP - 1\) / m = 7\.81% of the compute time' "gpt3: and (PP-1)/m as gpt3d train reports it"
 
 # ---- MT-NLG 530B: TP 8, PP 35, DP 8 on 280 nodes x 8.  Its hidden size 20480 (head size 160)
-# is beyond the CUDA kernels (hidden at most 16384, head sizes 32-128): --device cuda refuses it,
-# as gpt3d train would; the counts are checked on --device cpu
+# is within the CUDA kernels (hidden at most 24576, head sizes 32-160): --device cuda plans it;
+# the counts are checked on --device cpu
 mtnlg="--num-layers 105 --hidden-size 20480 --num-attention-heads 128 --seq-length 2048 --micro-batch-size 1 --global-batch-size 1920"
 run "$GPT3D" plan $mtnlg --tensor-model-parallel-size 8 --pipeline-model-parallel-size 35 \
     --nodes 280 --gpus-per-node 8
@@ -57,16 +57,19 @@ like "$out" 'TP 8 x PP 35 x DP 8 = 2240 ranks on 280 nodes x 8' "mt-nlg: DP 8 on
 like "$out" '34 / 274 = 12\.41%' "mt-nlg: bubble 34 / (240 + 34)"
 run "$GPT3D" plan $mtnlg --device cuda --tensor-model-parallel-size 8 --pipeline-model-parallel-size 35 \
     --nodes 280 --gpus-per-node 8
-is "$rc" 2 "mt-nlg on --device cuda: exit 2 (gpt3d train would refuse it)"
-like "$out" 'error: --device cuda: hidden size 20480 is more than 16384' "... the message names the hidden size and the limit"
+is "$rc" 0 "mt-nlg on --device cuda: exit 0 (hidden 20480 and head size 160 are compiled)"
+like "$out" 'peak: stage 0, 122\.05 GiB' "... bf16 per-rank memory: 122.05 GiB at stage 0"
+run "$GPT3D" plan --num-layers 2 --hidden-size 24584 --num-attention-heads 1 --device cuda
+is "$rc" 2 "hidden 24584 on --device cuda: exit 2 (gpt3d train would refuse it)"
+like "$out" 'error: --device cuda: hidden size 24584 is more than 24576' "... the message names the hidden size and the limit"
 run "$GPT3D" plan --num-layers 96 --hidden-size 12288 --num-attention-heads 64 --seq-length 2048 \
     --device cuda --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 --nodes 128 --gpus-per-node 8
 is "$rc" 2 "head size 192 on --device cuda: exit 2"
-like "$out" 'error: --device cuda: head size 192 \(--hidden-size / --num-attention-heads\) is not one the flash-attention kernels are compiled for \(32, 64, 80, 96, 128\)' \
+like "$out" 'error: --device cuda: head size 192 \(--hidden-size / --num-attention-heads\) is not one the flash-attention kernels are compiled for \(32, 64, 80, 96, 128, 160\)' \
     "... the message names the head size and the sizes compiled"
 run "$GPT3D" plan $mtnlg --device cuda --nodes 280 --gpus-per-node 8 --search
-is "$rc" 2 "mt-nlg --search on --device cuda: exit 2"
-like "$out" 'none of the 65 layouts checked passes' "... no layout passes the CUDA size checks"
+is "$rc" 0 "mt-nlg --search on --device cuda: exit 0"
+like "$out" '65 layouts checked, 8 valid for gpt3d train' "... 8 of the 65 layouts pass the CUDA size checks"
 
 # ---- GPT-3 175B on --device cuda (bf16): memory per rank, what fits, --search
 gpt3c="$gpt3 --device cuda"
