@@ -105,7 +105,7 @@ static size_t g3_att_dkv_smem(void)
     typedef g3_att_dims<HS> D;
     return sizeof(bf16) * (size_t)4 * 64 * D::LDQ                          /* K, V, Q, dO  */
          + sizeof(float) * 2 * 64                                          /* lse2, Dv     */
-         + sizeof(float) * (size_t)G3_ATT_WARPS * D::SLAB                /* S^T, dP^T    */
+         + sizeof(float) * (size_t)G3_ATT_WARPS * D::SLAB                  /* S^T, dP^T    */
          + sizeof(bf16) * (size_t)G3_ATT_WARPS * 2 * 16 * G3_ATT_LDP;      /* P^T, dS^T    */
 }
 
@@ -213,7 +213,7 @@ static size_t g3_att_dq_smem(void)
     typedef g3_att_dims<HS> D;
     return sizeof(bf16) * (size_t)4 * 64 * D::LDQ                          /* Q, dO, K, V */
          + sizeof(float) * 2 * 64                                          /* lse2, Dv    */
-         + sizeof(float) * (size_t)G3_ATT_WARPS * D::SLAB                /* S, dP       */
+         + sizeof(float) * (size_t)G3_ATT_WARPS * D::SLAB                  /* S, dP       */
          + sizeof(bf16) * (size_t)G3_ATT_WARPS * 16 * G3_ATT_LDP;          /* dS          */
 }
 

@@ -238,7 +238,7 @@ static void xent(int N, int V, int ld, int shards)
     }
 }
 
-static void bias(int N, int OC, int sms)
+static void bias(int N, int OC, int sms, int vec = 0)
 {
     std::vector<float> dout((size_t)N * OC), db0(OC);
     ref_randn_bf(dout.data(), NULL, dout.size(), 1.0f, 5, "dout");
@@ -248,7 +248,7 @@ static void bias(int N, int OC, int sms)
         for (int i = 0; i < N; i++)
             r[c] += dout[(size_t)i * OC + c];
     auto h = tobf(dout);
-    int gx = (OC + 31) / 32, R = sms * 8 / gx;
+    int gx = vec ? (OC + 255) / 256 : (OC + 31) / 32, R = sms * 8 / gx;
     if (R > (N + 63) / 64)
         R = (N + 63) / 64;
     if (R < 1)
@@ -256,12 +256,16 @@ static void bias(int N, int OC, int sms)
     int rows = (N + R - 1) / R;
     R = (N + rows - 1) / rows;
     std::vector<float> partial((size_t)R * OC), db(db0);
-    emu_launch2({(unsigned)gx, (unsigned)R}, {32, 8},
-                [&] { g3_bias_bwd_kernel(partial.data(), BF(h), N, OC, rows); });
+    emu_launch2({(unsigned)gx, (unsigned)R}, {32, 8}, [&] {
+        if (vec)
+            g3_bias_bwd_vec_kernel(partial.data(), BF(h), N, OC, rows);
+        else
+            g3_bias_bwd_kernel(partial.data(), BF(h), N, OC, rows);
+    });
     emu_launch({(unsigned)((OC + 255) / 256), 1}, 256,
                [&] { g3_bias_bwd_sum_kernel(db.data(), partial.data(), R, OC); });
     char what[96];
-    snprintf(what, sizeof what, "bias_bwd N=%d OC=%d R=%d", N, OC, R);
+    snprintf(what, sizeof what, "bias_bwd N=%d OC=%d R=%d%s", N, OC, R, vec ? " 16-byte" : "");
     check(what, db.data(), r.data(), OC, 1e-5, -1e-5);
 }
 
@@ -478,6 +482,9 @@ int main()
     bias(5, 7, 2);
     bias(100, 768, 2);
     bias(300, 70, 1);
+    bias(5, 8, 2, 1);        /* the 16-byte variant: one chunk */
+    bias(100, 768, 2, 1);    /* 3 blocks of 256 columns */
+    bias(300, 2312, 3, 1);   /* a partial last block, several row chunks */
     sumsq(1, 2);
     sumsq(100003, 2);
     emb(1, 1, 5, 3, 0, 0, 3);
