@@ -105,7 +105,7 @@ static size_t g3_att_dkv_smem(void)
     typedef g3_att_dims<HS> D;
     return sizeof(bf16) * (size_t)4 * 64 * D::LDQ                          /* K, V, Q, dO  */
          + sizeof(float) * 2 * 64                                          /* lse2, Dv     */
-         + sizeof(float) * (size_t)G3_ATT_WARPS * 2 * 16 * G3_ATT_LDS      /* S^T, dP^T    */
+         + sizeof(float) * (size_t)G3_ATT_WARPS * D::SLAB                  /* S^T, dP^T    */
          + sizeof(bf16) * (size_t)G3_ATT_WARPS * 2 * 16 * G3_ATT_LDP;      /* P^T, dS^T    */
 }
 
@@ -137,9 +137,9 @@ g3_att_dkv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *ls
     float *lse2s = (float *)sp;
     float *Dvs = lse2s + 64;
     sp += sizeof(float) * 2 * 64;
-    float *St = (float *)sp + warp * 2 * 16 * G3_ATT_LDS;    /* S^T, then dP^T right after */
+    float *St = (float *)sp + warp * D::SLAB;    /* S^T, then dP^T right after */
     float *dPt = St + 16 * G3_ATT_LDS;
-    sp += sizeof(float) * G3_ATT_WARPS * 2 * 16 * G3_ATT_LDS;
+    sp += sizeof(float) * G3_ATT_WARPS * D::SLAB;
     bf16 *Pt = (bf16 *)sp + warp * 2 * 16 * G3_ATT_LDP;
     bf16 *dSt = Pt + 16 * G3_ATT_LDP;
 
@@ -213,7 +213,7 @@ static size_t g3_att_dq_smem(void)
     typedef g3_att_dims<HS> D;
     return sizeof(bf16) * (size_t)4 * 64 * D::LDQ                          /* Q, dO, K, V */
          + sizeof(float) * 2 * 64                                          /* lse2, Dv    */
-         + sizeof(float) * (size_t)G3_ATT_WARPS * 2 * 16 * G3_ATT_LDS      /* S, dP       */
+         + sizeof(float) * (size_t)G3_ATT_WARPS * D::SLAB                  /* S, dP       */
          + sizeof(bf16) * (size_t)G3_ATT_WARPS * 16 * G3_ATT_LDP;          /* dS          */
 }
 
@@ -245,9 +245,9 @@ g3_att_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
     float *lse2s = (float *)sp;
     float *Dvs = lse2s + 64;
     sp += sizeof(float) * 2 * 64;
-    float *Sw = (float *)sp + warp * 2 * 16 * G3_ATT_LDS;    /* S, then dP right after */
+    float *Sw = (float *)sp + warp * D::SLAB;    /* S, then dP right after */
     float *dPw = Sw + 16 * G3_ATT_LDS;
-    sp += sizeof(float) * G3_ATT_WARPS * 2 * 16 * G3_ATT_LDS;
+    sp += sizeof(float) * G3_ATT_WARPS * D::SLAB;
     bf16 *dSw = (bf16 *)sp + warp * 16 * G3_ATT_LDP;
 
     const bf16 *base = qkv + (size_t)b * T * 3 * C + h * HS;
@@ -317,7 +317,7 @@ static int g3_attention_bwd_launch(g3cuda_ctx_t *ctx, bf16 *dqkv, const bf16 *do
     float *dvec;
 
     /* the staging area must hold a 16 x HS fp32 tile */
-    static_assert(2 * 16 * G3_ATT_LDS >= 16 * g3_att_dims<HS>::LDO, "staging too small");
+    static_assert(g3_att_dims<HS>::SLAB >= 16 * g3_att_dims<HS>::LDO, "staging too small");
     if (g3cuda_smem_optin(ctx, (const void *)g3_att_dkv_kernel<HS>, smem_kv, "attention_bwd") ||
         g3cuda_smem_optin(ctx, (const void *)g3_att_dq_kernel<HS>, smem_q, "attention_bwd"))
         return ctx->err;
@@ -349,8 +349,8 @@ extern "C" int g3cuda_attention_bwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *dqkv,
         return ctx->err;
     if (B <= 0 || T <= 0 || NH <= 0 || !g3_att_hs_supported(HS) || (size_t)B * NH > 65535)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_bwd: unsupported shape B=%d T=%d "
-                           "NH=%d HS=%d (head size must be 32, 64, 80, 96 or 128; B*NH <= "
-                           "65535)", B, T, NH, HS);
+                           "NH=%d HS=%d (head size must be 32, 64, 80, 96, 128 or 160; "
+                           "B*NH <= 65535)", B, T, NH, HS);
     if (dqkv == NULL || dout == NULL || out == NULL || qkv == NULL || lse == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_bwd: NULL tensor");
     if (!g3cuda_aligned(qkv, 16) || !g3cuda_aligned(dout, 16))
@@ -361,6 +361,7 @@ extern "C" int g3cuda_attention_bwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *dqkv,
     case 64:  return g3_attention_bwd_launch<64>(ctx, dx, dO, O, x, lse, B, T, NH);
     case 80:  return g3_attention_bwd_launch<80>(ctx, dx, dO, O, x, lse, B, T, NH);
     case 96:  return g3_attention_bwd_launch<96>(ctx, dx, dO, O, x, lse, B, T, NH);
-    default:  return g3_attention_bwd_launch<128>(ctx, dx, dO, O, x, lse, B, T, NH);
+    case 128: return g3_attention_bwd_launch<128>(ctx, dx, dO, O, x, lse, B, T, NH);
+    default:  return g3_attention_bwd_launch<160>(ctx, dx, dO, O, x, lse, B, T, NH);
     }
 }

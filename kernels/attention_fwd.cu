@@ -162,8 +162,8 @@ extern "C" int g3cuda_attention_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *out, float
         return ctx->err;
     if (B <= 0 || T <= 0 || NH <= 0 || !g3_att_hs_supported(HS) || (size_t)B * NH > 65535)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_fwd: unsupported shape B=%d T=%d "
-                           "NH=%d HS=%d (head size must be 32, 64, 80, 96 or 128; B*NH <= "
-                           "65535)", B, T, NH, HS);
+                           "NH=%d HS=%d (head size must be 32, 64, 80, 96, 128 or 160; "
+                           "B*NH <= 65535)", B, T, NH, HS);
     if (out == NULL || lse == NULL || qkv == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_fwd: NULL tensor");
     if (!g3cuda_aligned(qkv, 16))
@@ -173,6 +173,7 @@ extern "C" int g3cuda_attention_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *out, float
     case 64:  return g3_attention_fwd_launch<64>(ctx, o, lse, x, B, T, NH);
     case 80:  return g3_attention_fwd_launch<80>(ctx, o, lse, x, B, T, NH);
     case 96:  return g3_attention_fwd_launch<96>(ctx, o, lse, x, B, T, NH);
-    default:  return g3_attention_fwd_launch<128>(ctx, o, lse, x, B, T, NH);
+    case 128: return g3_attention_fwd_launch<128>(ctx, o, lse, x, B, T, NH);
+    default:  return g3_attention_fwd_launch<160>(ctx, o, lse, x, B, T, NH);
     }
 }

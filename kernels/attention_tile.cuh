@@ -29,6 +29,10 @@ template <int HS>
 struct g3_att_dims {
     static constexpr int LDQ = HS + 8;   /* bf16 rows of Q, K, V, dO tiles */
     static constexpr int LDO = HS + 4;   /* fp32 rows of an output tile    */
+    /* fp32 per warp in the backward's score area: S and dP (2 x 16 x LDS), which also stages
+     * a 16 x HS output tile (16 x LDO, the larger for HS 160); a multiple of 8 (32 bytes) */
+    static constexpr int SLAB = ((2 * 16 * G3_ATT_LDS > 16 * LDO ? 2 * 16 * G3_ATT_LDS
+                                                                 : 16 * LDO) + 7) / 8 * 8;
 };
 
 /* dst (64, LDQ) bf16 in shared memory <- rows [row0, row0+64) of a (T, ld) bf16 matrix whose
@@ -52,7 +56,7 @@ __device__ __forceinline__ void g3_att_load_tile(bf16 *dst, const bf16 *src, int
 /* The shapes the kernels are compiled for. */
 static inline bool g3_att_hs_supported(int HS)
 {
-    return HS == 32 || HS == 64 || HS == 80 || HS == 96 || HS == 128;
+    return HS == 32 || HS == 64 || HS == 80 || HS == 96 || HS == 128 || HS == 160;
 }
 
 #endif

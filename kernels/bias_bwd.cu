@@ -1,7 +1,8 @@
 /* Bias gradient: dbias += sum over rows of dout, fp32, deterministic.
  * Kernel 1: grid (ceil(OC/32), R); block (32, 8) sums rows of chunk y for 32 columns (each of
  * the 8 thread rows takes every 8th row, then thread row 0 adds the 8 sums in order) and
- * writes partial[y, c].  Kernel 2 adds the R partials of each column in order.
+ * writes partial[y, c] (with OC % 8 == 0 the 16-byte-load variant, 256 columns a block).
+ * Kernel 2 adds the R partials of each column in order.
  * dbias (OC,) fp32  dout (N,OC) bf16 */
 #include "g3cuda_internal.cuh"
 
@@ -25,6 +26,41 @@ __global__ void g3_bias_bwd_kernel(float *partial, const bf16 *dout, int N, int 
     }
 }
 
+/* The same with 16-byte loads (OC % 8 == 0, dout 16-byte aligned): block (32, 8) covers 256
+ * columns, each thread 8 of them (columns blockIdx.x*256 + threadIdx.x*8 ..+8); the 8 thread
+ * rows' sums are added in order as above. */
+__global__ void g3_bias_bwd_vec_kernel(float *partial, const bf16 *dout, int N, int OC, int rows)
+{
+    __shared__ float shm[8][32 * 8 + 4];
+    int c0 = blockIdx.x * 256 + threadIdx.x * 8;
+    int r0 = blockIdx.y * rows, r1 = min(N, r0 + rows);
+    float s[8];
+
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        s[e] = 0.0f;
+    if (c0 < OC)
+        for (int r = r0 + threadIdx.y; r < r1; r += 8) {
+            uint4 v = *(const uint4 *)(dout + (size_t)r * OC + c0);
+            const bf16 *p = (const bf16 *)&v;
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                s[e] += g3_bf2f(p[e]);
+        }
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        shm[threadIdx.y][threadIdx.x * 8 + e] = s[e];
+    __syncthreads();
+    /* thread (x, y) finishes column x + 32 y of the block's 256 */
+    int j = threadIdx.x + 32 * threadIdx.y, c = blockIdx.x * 256 + j;
+    if (c < OC) {
+        float t = 0.0f;
+        for (int i = 0; i < 8; i++)
+            t += shm[i][j];
+        partial[(size_t)blockIdx.y * OC + c] = t;
+    }
+}
+
 __global__ void g3_bias_bwd_sum_kernel(float *dbias, const float *partial, int R, int OC)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -41,7 +77,8 @@ __global__ void g3_bias_bwd_sum_kernel(float *dbias, const float *partial, int R
 extern "C" int g3cuda_bias_bwd(g3cuda_ctx_t *ctx, float *dbias, const g3cuda_bf16_t *dout, int N,
                                int OC)
 {
-    int gx = (OC + 31) / 32;
+    int vec = OC % 8 == 0 && g3cuda_aligned(dout, 16);
+    int gx = vec ? (OC + 255) / 256 : (OC + 31) / 32;
     int R, rows;
     float *partial;
 
@@ -62,8 +99,12 @@ extern "C" int g3cuda_bias_bwd(g3cuda_ctx_t *ctx, float *dbias, const g3cuda_bf1
     partial = (float *)g3cuda_scratch(ctx, sizeof(float) * (size_t)R * OC, "bias_bwd");
     if (partial == NULL)
         return ctx->err;
-    g3_bias_bwd_kernel<<<dim3(gx, R), dim3(32, 8), 0, ctx->stream>>>(
-        partial, (const bf16 *)dout, N, OC, rows);
+    if (vec)
+        g3_bias_bwd_vec_kernel<<<dim3(gx, R), dim3(32, 8), 0, ctx->stream>>>(
+            partial, (const bf16 *)dout, N, OC, rows);
+    else
+        g3_bias_bwd_kernel<<<dim3(gx, R), dim3(32, 8), 0, ctx->stream>>>(
+            partial, (const bf16 *)dout, N, OC, rows);
     if (g3cuda_check_launch(ctx, "bias_bwd"))
         return ctx->err;
     g3_bias_bwd_sum_kernel<<<(OC + 255) / 256, 256, 0, ctx->stream>>>(dbias, partial, R, OC);

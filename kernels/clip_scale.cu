@@ -29,6 +29,11 @@ extern "C" int g3cuda_clip_scale(g3cuda_ctx_t *ctx, float *scale, float *norm,
         return ctx->err;
     if (scale == NULL || sumsq == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "clip_scale: NULL tensor");
+    if ((uintptr_t)sumsq % sizeof(double) != 0 || (uintptr_t)scale % sizeof(float) != 0 ||
+        (uintptr_t)norm % sizeof(float) != 0)
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG,
+                           "clip_scale: sumsq %p / scale %p / norm %p misaligned (the GPU faults on it)",
+                           (const void *)sumsq, (void *)scale, (void *)norm);
     g3_clip_scale_kernel<<<1, 1, 0, ctx->stream>>>(scale, norm, sumsq, max_norm);
     return g3cuda_check_launch(ctx, "clip_scale");
 }

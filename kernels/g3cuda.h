@@ -119,10 +119,14 @@ int g3cuda_embedding_bwd(g3cuda_ctx_t *ctx, float *dwte, float *dwpe, const g3cu
 
 /* ---- layer norm fused with the residual add (layernorm_fwd.cu, layernorm_bwd.cu) -------- */
 
+/* The widest row the LayerNorm kernels take: 1024 threads x 24 columns in registers (MT-NLG's
+ * 20480 included; g3_be_check_sizes in src/backend/backend.c repeats the number). */
+#define G3CUDA_LN_MAX_C 24576
+
 /* With b != NULL: resid = bf16(a + b) (the residual stream), x = resid; with b == NULL: x = a
  * (resid unused, may be NULL).  out = (x - mean) * rstd * w + bias per row (biased variance,
  * eps inside the square root), statistics in fp32 over the bf16 x that backward will read.
- * resid, out, a, b (N,C) bf16  mean, rstd (N,) fp32  w, bias (C,) bf16.  C <= 16384. */
+ * resid, out, a, b (N,C) bf16  mean, rstd (N,) fp32  w, bias (C,) bf16.  C <= G3CUDA_LN_MAX_C. */
 int g3cuda_layernorm_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *resid, g3cuda_bf16_t *out,
                          float *mean, float *rstd, const g3cuda_bf16_t *a,
                          const g3cuda_bf16_t *b, const g3cuda_bf16_t *w,

@@ -60,14 +60,14 @@ extern "C" int g3cuda_layernorm_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *resid, g3c
                                     const g3cuda_bf16_t *b, const g3cuda_bf16_t *w,
                                     const g3cuda_bf16_t *bias, int N, int C, float eps)
 {
-    int K = C <= 4 * 1024 ? 4 : C <= 8 * 1024 ? 8 : 16;
+    int K = C <= 4 * 1024 ? 4 : C <= 8 * 1024 ? 8 : C <= 16 * 1024 ? 16 : 24;
     int threads = ((C + K - 1) / K + 31) / 32 * 32;
 
     if (G3CUDA_PENDING(ctx))
         return ctx->err;
-    if (N <= 0 || C <= 0 || C > 16 * 1024)
+    if (N <= 0 || C <= 0 || C > G3CUDA_LN_MAX_C)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "layernorm_fwd: bad shape N=%d C=%d (C must be "
-                           "in [1, 16384])", N, C);
+                           "in [1, %d])", N, C, G3CUDA_LN_MAX_C);
     if (out == NULL || mean == NULL || rstd == NULL || a == NULL || w == NULL || bias == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "layernorm_fwd: NULL tensor");
     const bf16 *pa = (const bf16 *)a, *pb = (const bf16 *)b, *pw = (const bf16 *)w;
@@ -79,8 +79,11 @@ extern "C" int g3cuda_layernorm_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *resid, g3c
     else if (K == 8)
         g3_layernorm_fwd_kernel<8><<<N, threads, 0, ctx->stream>>>(pr, po, mean, rstd, pa, pb, pw,
                                                                    pbias, C, eps);
-    else
+    else if (K == 16)
         g3_layernorm_fwd_kernel<16><<<N, threads, 0, ctx->stream>>>(pr, po, mean, rstd, pa, pb,
+                                                                    pw, pbias, C, eps);
+    else
+        g3_layernorm_fwd_kernel<24><<<N, threads, 0, ctx->stream>>>(pr, po, mean, rstd, pa, pb,
                                                                     pw, pbias, C, eps);
     return g3cuda_check_launch(ctx, "layernorm_fwd");
 }

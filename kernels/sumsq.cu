@@ -56,6 +56,10 @@ extern "C" int g3cuda_sumsq(g3cuda_ctx_t *ctx, double *acc, const void *x, g3cud
         return 0;
     if (acc == NULL || x == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "sumsq: NULL tensor");
+    if ((uintptr_t)acc % sizeof(double) != 0)
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG,
+                           "sumsq: accumulator %p is not 8-byte aligned (the GPU faults on it)",
+                           (void *)acc);
     partial = (double *)g3cuda_scratch(ctx, sizeof(double) * G, "sumsq");
     if (partial == NULL)
         return ctx->err;

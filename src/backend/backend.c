@@ -55,17 +55,17 @@ g3_status_t g3_be_check_sizes(const char *name, int C, int NH, int HS, int F, in
     (void)NH;
     if (name == NULL || strcmp(name, "cuda") != 0)
         return G3_OK;
-    if (C > 16384) {
-        snprintf(why, why_len, "--device cuda: hidden size %d is more than 16384, the largest "
+    if (C > 24576) {   /* G3CUDA_LN_MAX_C (kernels/g3cuda.h) */
+        snprintf(why, why_len, "--device cuda: hidden size %d is more than 24576, the largest "
                  "the LayerNorm kernels are compiled for; give a smaller --hidden-size (and more "
                  "layers), or use --device cpu", C);
         return G3_ERR_UNSUPPORTED;
     }
-    if (HS != 32 && HS != 64 && HS != 80 && HS != 96 && HS != 128) {
+    if (HS != 32 && HS != 64 && HS != 80 && HS != 96 && HS != 128 && HS != 160) {
         snprintf(why, why_len, "--device cuda: head size %d (--hidden-size / "
                  "--num-attention-heads) is not one the flash-attention kernels are compiled for "
-                 "(32, 64, 80, 96, 128); choose sizes that give one of these, or use --device cpu",
-                 HS);
+                 "(32, 64, 80, 96, 128, 160); choose sizes that give one of these, or use "
+                 "--device cpu", HS);
         return G3_ERR_UNSUPPORTED;
     }
     if (C % 8 != 0 || F % 8 != 0 || Vp % 8 != 0) {

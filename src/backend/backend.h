@@ -264,8 +264,8 @@ g3_status_t g3_be_probe(const char *name, char *why, size_t why_len);
  * C: hidden size, NH: heads, HS = C/NH: head size, F: MLP size, Vp: padded vocabulary rows
  * of one tensor-parallel rank.  RET: G3_OK, or G3_ERR_UNSUPPORTED with the reason, naming
  * the flags and the fix, in why (nothing is logged).  The CPU runs any size; CUDA's kernels
- * are compiled for head sizes 32, 64, 80, 96 and 128, need C, F and Vp multiples of 8 and
- * C at most 16384. */
+ * are compiled for head sizes 32, 64, 80, 96, 128 and 160, need C, F and Vp multiples of 8
+ * and C at most 24576 (MT-NLG's 20480 fits). */
 g3_status_t g3_be_check_sizes(const char *name, int C, int NH, int HS, int F, int Vp,
                               char *why, size_t why_len);
 

@@ -46,8 +46,8 @@ like "$out" '15 / 207 = 7\.25% of an iteration' "gpt3: bubble (PP-1)/(m+PP-1) = 
 like "$out" '\(PP - 1\) / m = 7\.81% of the compute time' "gpt3: and (PP-1)/m as gpt3d train reports it"
 
 # ---- MT-NLG 530B: TP 8, PP 35, DP 8 on 280 nodes x 8.  Its hidden size 20480 (head size 160)
-# is beyond the CUDA kernels (hidden at most 16384, head sizes 32-128): --device cuda refuses it,
-# as gpt3d train would; the counts are checked on --device cpu
+# is within the CUDA kernels (hidden at most 24576, head sizes 32-160): --device cuda plans it;
+# the counts are checked on --device cpu
 mtnlg="--num-layers 105 --hidden-size 20480 --num-attention-heads 128 --seq-length 2048 --micro-batch-size 1 --global-batch-size 1920"
 run "$GPT3D" plan $mtnlg --tensor-model-parallel-size 8 --pipeline-model-parallel-size 35 \
     --nodes 280 --gpus-per-node 8
@@ -57,16 +57,19 @@ like "$out" 'TP 8 x PP 35 x DP 8 = 2240 ranks on 280 nodes x 8' "mt-nlg: DP 8 on
 like "$out" '34 / 274 = 12\.41%' "mt-nlg: bubble 34 / (240 + 34)"
 run "$GPT3D" plan $mtnlg --device cuda --tensor-model-parallel-size 8 --pipeline-model-parallel-size 35 \
     --nodes 280 --gpus-per-node 8
-is "$rc" 2 "mt-nlg on --device cuda: exit 2 (gpt3d train would refuse it)"
-like "$out" 'error: --device cuda: hidden size 20480 is more than 16384' "... the message names the hidden size and the limit"
+is "$rc" 0 "mt-nlg on --device cuda: exit 0 (hidden 20480 and head size 160 are compiled)"
+like "$out" 'peak: stage 0, 92\.75 GiB' "... bf16 per-rank memory: 92.75 GiB at stage 0 (fused attention keeps no scores)"
+run "$GPT3D" plan --num-layers 2 --hidden-size 24584 --num-attention-heads 1 --device cuda
+is "$rc" 2 "hidden 24584 on --device cuda: exit 2 (gpt3d train would refuse it)"
+like "$out" 'error: --device cuda: hidden size 24584 is more than 24576' "... the message names the hidden size and the limit"
 run "$GPT3D" plan --num-layers 96 --hidden-size 12288 --num-attention-heads 64 --seq-length 2048 \
     --device cuda --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 --nodes 128 --gpus-per-node 8
 is "$rc" 2 "head size 192 on --device cuda: exit 2"
-like "$out" 'error: --device cuda: head size 192 \(--hidden-size / --num-attention-heads\) is not one the flash-attention kernels are compiled for \(32, 64, 80, 96, 128\)' \
+like "$out" 'error: --device cuda: head size 192 \(--hidden-size / --num-attention-heads\) is not one the flash-attention kernels are compiled for \(32, 64, 80, 96, 128, 160\)' \
     "... the message names the head size and the sizes compiled"
 run "$GPT3D" plan $mtnlg --device cuda --nodes 280 --gpus-per-node 8 --search
-is "$rc" 2 "mt-nlg --search on --device cuda: exit 2"
-like "$out" 'none of the 427 layouts checked passes' "... no layout passes the CUDA size checks"
+is "$rc" 0 "mt-nlg --search on --device cuda: exit 0"
+like "$out" '427 layouts checked \(TP x PP x V x sequence parallelism\), 14 valid for gpt3d train' "... 14 of the 427 layouts pass the CUDA size checks"
 
 # ---- GPT-3 175B on --device cuda (bf16): memory per rank, what fits, --search
 gpt3c="$gpt3 --device cuda"
@@ -426,7 +429,13 @@ fi
 # The plan counts the tensors exactly (the trainer's own layout) plus 20 MiB for the process;
 # the runs measured here show 14-20 MiB beyond the tensors, so the plan is within 10% for
 # shapes of 100 MiB and more (docs/plan.md "Memory on the CPU").
-if [ -n "$PY" ] && [ -x "$mk" ]; then
+# A gpt3d linked with CUDA maps cuBLASLt and NCCL (150-230 MiB resident, varying from run to
+# run by which relocated pages are touched) even on --device cpu, which the plan's 20 MiB for a
+# CPU process does not model: the check runs on builds without CUDA (docs/plan.md).
+case $("$GPT3D" --version 2>&1) in *+cuda*) cuda_linked=1 ;; *) cuda_linked=0 ;; esac
+if [ "$cuda_linked" = 1 ]; then
+    for _s in 1 2 3; do skip "this gpt3d is linked with CUDA: its libraries' resident pages are not in the CPU plan"; done
+elif [ -n "$PY" ] && [ -x "$mk" ]; then
     for shape in "4 256 4 256 4" "4 256 4 256 16" "2 512 8 512 8"; do
         # shellcheck disable=SC2086
         set -- $shape

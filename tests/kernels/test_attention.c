@@ -11,7 +11,7 @@
  *     with T = 1 the exact dq and dk are 0).
  * The backward must be deterministic (two runs, same bits).  Shapes: T = 1, a single
  * partial tile, exactly one tile (64), one more than a tile (65), several tiles, every head
- * size compiled (32, 64, 80, 96, 128), several batches and heads. */
+ * size compiled (32, 64, 80, 96, 128, 160: MT-NLG's), several batches and heads. */
 #include "kernels/kt.h"
 
 static void test_attention(int B, int T, int NH, int HS)
@@ -127,7 +127,7 @@ int main(void)
     static const int shapes[][4] = {
         { 1, 1, 1, 64 }, { 2, 7, 3, 32 }, { 1, 64, 2, 64 }, { 2, 65, 2, 64 },
         { 1, 200, 4, 64 }, { 1, 130, 2, 128 }, { 1, 100, 2, 80 }, { 1, 70, 1, 96 },
-        { 2, 256, 3, 64 }, { 1, 1024, 1, 64 },
+        { 2, 256, 3, 64 }, { 1, 1024, 1, 64 }, { 1, 90, 2, 160 }, { 2, 200, 2, 160 },
     };
     kt_start();
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
@@ -136,6 +136,7 @@ int main(void)
         bench(16, 1024, 12, 64);     /* GPT-2 124M */
         bench(16, 1024, 25, 64);     /* GPT-2 1.5B */
         bench(4, 4096, 16, 128);
+        bench(1, 2048, 16, 160);     /* MT-NLG, one TP-8 rank's 16 heads */
     }
     kt_finish();
     return tap_exit();

@@ -8,7 +8,9 @@
 #     apart slowly; 0.1 nats is ~1% of the starting loss of 10.8);
 #   * checkpoints cross backends (they hold the fp32 master weights): stop the CUDA run at
 #     iteration 25, resume it on the CPU, and the losses of 26..50 are within 0.1 nats of the
-#     uninterrupted CUDA run's; the same from the CPU to CUDA against the CPU run's.
+#     uninterrupted CUDA run's; the same from the CPU to CUDA against the CPU run's;
+#   * MT-NLG's head size 160 (hidden 320, 2 heads): 20 steps on CUDA follow the CPU's curve
+#     within the same 0.1 nats.
 # Tolerances are a first estimate written without a GPU: docs/cuda.md, Status.
 # shellcheck source=tests/lib.sh disable=SC1091
 . "${top_srcdir:-.}/tests/lib.sh"
@@ -59,7 +61,7 @@ case "$features" in *+cuda*) ;; *) gpu=0 ;; esac
 if [ "$gpu" -eq 0 ] || [ ! -f "$D/kjv_text_document.bin" ]; then
     why="no GPU here (nvidia-smi lists none) or no +cuda in this build ($features)"
     [ -f "$D/kjv_text_document.bin" ] || why="no KJV test corpus in $D"
-    for _ in 1 2 3 4 5 6 7 8; do skip "$why"; done
+    for _ in 1 2 3 4 5 6 7 8 9 10 11; do skip "$why"; done
     done_testing
     exit
 fi
@@ -120,4 +122,15 @@ run "$GPT3D" train $flags --run-dir "$TMPD/p2c" --save "$TMPD/p2c/ck" --load "$T
 is "$rc" 0 "CUDA resumes the CPU checkpoint"
 r=$(within "$TMPD/p2c" "$TMPD/cpu" 26 50 0.1)
 like "$r" "^ok" "CPU -> CUDA: iterations 26-50 within 0.1 nats of the CPU run ($r)"
+
+# head size 160 (the attention kernels' largest; MT-NLG's 20480 / 128)
+hs160="--hidden-size 320 --num-attention-heads 2 --train-iters 20"
+# shellcheck disable=SC2086
+run "$GPT3D" train $flags $hs160 --run-dir "$TMPD/cpu160" --device cpu
+is "$rc" 0 "head size 160: 20 steps on the CPU"
+# shellcheck disable=SC2086
+run "$GPT3D" train $flags $hs160 --run-dir "$TMPD/cuda160" --device cuda
+is "$rc" 0 "head size 160: 20 steps on CUDA"
+r=$(within "$TMPD/cuda160" "$TMPD/cpu160" 1 20 0.1)
+like "$r" "^ok" "head size 160: CUDA follows the CPU loss curve within 0.1 nats ($r)"
 done_testing

@@ -25,7 +25,7 @@ printf '#include <barrier>\nint main() { std::barrier<> b(1); b.arrive_and_wait(
 for f in "$src"/kernels/*.cu; do
     grep -q 'host launcher' "$f" || continue
     awk '/host launcher \(tests\/kernels\/emu/ { exit } { print }' "$f" |
-        grep -v 'extern __shared__ .*g3_att_smem\|#include <cub/cub.cuh>' \
+        grep -v 'extern __shared__ .*g3_att_smem\|extern __shared__ .*g3_lnb_smem\|#include <cub/cub.cuh>' \
             >"$TMPD/$(basename "$f" .cu)_k.h"
 done
 "$cc" -O2 -c -I"$src/tests" -I"$src/src" "$src/tests/kernels/ref.c" -o "$TMPD/ref.o"

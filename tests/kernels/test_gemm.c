@@ -210,6 +210,7 @@ int main(void)
     test_linear(100, 768, 3072, G3CUDA_EPI_BIAS_GELU_AUX, 1);
     test_linear(48, 128, 64, G3CUDA_EPI_GELU_AUX, 0);
     test_linear(100, 3072, 768, G3CUDA_EPI_BIAS, 0);
+    test_linear(40, 64, 2312, G3CUDA_EPI_BIAS, 0);   /* bias_bwd: a partial 256-column block */
     test_errors();
     if (kt_bench) {                 /* GPT-2 124M at B=16, T=1024 (N = 16384 rows) */
         int N = 16384;

@@ -250,15 +250,17 @@ int main(void)
         if (ok) {
             for (size_t i = 0; i < n * 4; i++)
                 h[i] = (float)((double)(g3_rng_u64(9, 1, i) >> 11) / 9007199254740992.0 - 0.5);
-            p1 = dv;
+            /* the fp64 accumulator first: after 7 x n floats (n odd) it would sit 4 bytes off
+             * an 8-byte boundary, which the GPU faults on (misaligned address) */
+            acc = dv;
+            scale = (float *)(acc + 1);
+            p1 = (float *)(acc + 8);
             p2 = p1 + n;
             g = p2 + n;
             m1 = g + n;
             v1 = m1 + n;
             m2 = v1 + n;
             v2 = m2 + n;
-            acc = (double *)(v2 + n);
-            scale = (float *)(acc + 1);
             cuda->ops->upload(cuda, p1, h, sizeof(float) * n);
             cuda->ops->upload(cuda, p2, h, sizeof(float) * n);
             cuda->ops->upload(cuda, g, h + n, sizeof(float) * n);

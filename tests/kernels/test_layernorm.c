@@ -7,8 +7,10 @@
  *   mean, rstd (fp32 block reductions of C <= 9000 terms): rtol 1e-4, 1e-4 max|want|;
  *   dinp (bf16, dinp0 + dx rounded once): rtol 2^-7, 1e-4 max|want|;
  *   dw, db (fp32 sums over N rows): rtol 1e-4, 1e-4 max|want|.
- * The backward must be deterministic (two runs, same bits).  C covers the 4-, 8- and
- * 16-columns-per-thread kernels (C <= 4096, <= 8192, <= 16384) and non-multiples of 32. */
+ * The backward must be deterministic (two runs, same bits).  C covers the 4-, 8-, 16- and
+ * 24-columns-per-thread kernels (C <= 4096, <= 8192, <= 16384, <= 24576: MT-NLG's 20480),
+ * non-multiples of 32, and the backward's warp-per-row kernel (C <= 2048, C % 8 == 0: 8, 64,
+ * 768, 1600, 2048), once more with GPT3D_LN_BWD=block (the block kernel at those widths). */
 #include "kernels/kt.h"
 
 #define EPS 1e-5f
@@ -149,15 +151,24 @@ static void bench(int N, int C)
 int main(void)
 {
     static const int shapes[][2] = { { 1, 5 }, { 7, 64 }, { 64, 768 }, { 33, 1600 },
-                                     { 5, 4100 }, { 3, 9000 } };
+                                     { 5, 4100 }, { 3, 9000 }, { 1, 8 }, { 5, 2048 },
+                                     { 2, 20480 } };
     kt_start();
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
         test_layernorm(shapes[i][0], shapes[i][1], 0);
         test_layernorm(shapes[i][0], shapes[i][1], 1);
     }
+    setenv("GPT3D_LN_BWD", "block", 1);   /* the block kernel at the warp kernel's widths */
+    test_layernorm(64, 768, 1);
+    test_layernorm(33, 1600, 0);
+    unsetenv("GPT3D_LN_BWD");
     if (kt_bench) {
         bench(16 * 1024, 768);
         bench(16 * 1024, 1600);
+        setenv("GPT3D_LN_BWD", "block", 1);
+        bench(16 * 1024, 768);    /* the block kernel, to compare */
+        unsetenv("GPT3D_LN_BWD");
+        bench(2 * 1024, 20480);   /* MT-NLG */
     }
     kt_finish();
     return tap_exit();

@@ -67,7 +67,8 @@ static std::vector<float> frombf(const std::vector<uint16_t> &h)
 }
 #define BF(v) ((bf16 *)(v).data())
 
-static void ln(int N, int C, int fused, int sms)
+/* warp: layernorm_bwd.cu's warp-per-row kernel (C <= 2048, C % 8 == 0) instead of the block one */
+static void ln(int N, int C, int fused, int sms, int warp = 0)
 {
     size_t NC = (size_t)N * C;
     std::vector<float> a(NC), b(NC), w(C), bias(C), dout(NC), dinp0(NC), dw0(C), db0(C), rres(NC);
@@ -93,7 +94,7 @@ static void ln(int N, int C, int fused, int sms)
          hdinp = tobf(dinp0);
     std::vector<uint16_t> hres(NC), hout(NC);
     std::vector<float> mean(N), rstd(N), dw(dw0), db(db0);
-    int K = C <= 4096 ? 4 : C <= 8192 ? 8 : 16, threads = ((C + K - 1) / K + 31) / 32 * 32;
+    int K = C <= 4096 ? 4 : C <= 8192 ? 8 : C <= 16384 ? 16 : 24, threads = ((C + K - 1) / K + 31) / 32 * 32;
     auto fwd = [&] {
         if (K == 4)
             g3_layernorm_fwd_kernel<4>(fused ? BF(hres) : NULL, BF(hout), mean.data(), rstd.data(),
@@ -101,12 +102,17 @@ static void ln(int N, int C, int fused, int sms)
         else if (K == 8)
             g3_layernorm_fwd_kernel<8>(fused ? BF(hres) : NULL, BF(hout), mean.data(), rstd.data(),
                                        BF(ha), fused ? BF(hb) : NULL, BF(hw), BF(hbias), C, 1e-5f);
-        else
+        else if (K == 16)
             g3_layernorm_fwd_kernel<16>(fused ? BF(hres) : NULL, BF(hout), mean.data(), rstd.data(),
+                                        BF(ha), fused ? BF(hb) : NULL, BF(hw), BF(hbias), C, 1e-5f);
+        else
+            g3_layernorm_fwd_kernel<24>(fused ? BF(hres) : NULL, BF(hout), mean.data(), rstd.data(),
                                         BF(ha), fused ? BF(hb) : NULL, BF(hw), BF(hbias), C, 1e-5f);
     };
     emu_launch({(unsigned)N, 1}, threads, fwd);
     int per_sm = 2048 / threads > 0 ? 2048 / threads : 1, G = std::min(sms * per_sm, N);
+    if (warp)
+        G = std::min((N + G3_LNB_WARPS - 1) / G3_LNB_WARPS, sms * 2);
     std::vector<float> partial((size_t)2 * G * C);
     bf16 *x = fused ? BF(hres) : BF(ha);
     auto bwd = [&] {
@@ -116,11 +122,28 @@ static void ln(int N, int C, int fused, int sms)
         else if (K == 8)
             g3_layernorm_bwd_kernel<8>(BF(hdinp), partial.data(), BF(hdout), x, BF(hw), mean.data(),
                                        rstd.data(), N, C);
-        else
+        else if (K == 16)
             g3_layernorm_bwd_kernel<16>(BF(hdinp), partial.data(), BF(hdout), x, BF(hw),
                                         mean.data(), rstd.data(), N, C);
+        else
+            g3_layernorm_bwd_kernel<24>(BF(hdinp), partial.data(), BF(hdout), x, BF(hw),
+                                        mean.data(), rstd.data(), N, C);
     };
-    emu_launch({(unsigned)G, 1}, threads, bwd);
+    auto bwd_warp = [&] {
+        switch ((C + 255) / 256) {
+#define LNB(n)                                                                                     \
+    case n:                                                                                        \
+        g3_layernorm_bwd_warp_kernel<n>(BF(hdinp), partial.data(), BF(hdout), x, BF(hw),          \
+                                        mean.data(), rstd.data(), N, C);                           \
+        break;
+            LNB(1) LNB(2) LNB(3) LNB(4) LNB(5) LNB(6) LNB(7) LNB(8)
+#undef LNB
+        }
+    };
+    if (warp)
+        emu_launch({(unsigned)G, 1}, 32 * G3_LNB_WARPS, bwd_warp);
+    else
+        emu_launch({(unsigned)G, 1}, threads, bwd);
     emu_launch({(unsigned)((C + 255) / 256), 1}, 256,
                [&] { g3_layernorm_bwd_sum_kernel(dw.data(), db.data(), partial.data(), G, C); });
     char what[128];
@@ -131,17 +154,18 @@ static void ln(int N, int C, int fused, int sms)
         snprintf(what, sizeof what, "ln N=%d C=%d fused: resid", N, C);
         check(what, frombf(hres).data(), d.data(), NC, 0, 0);
     }
-    snprintf(what, sizeof what, "ln N=%d C=%d fused=%d G=%d: out", N, C, fused, G);
+    snprintf(what, sizeof what, "ln N=%d C=%d fused=%d G=%d%s: out", N, C, fused, G,
+             warp ? " warp" : "");
     check(what, frombf(hout).data(), rout.data(), NC, 1.0 / 128, -1e-4);
     snprintf(what, sizeof what, "ln N=%d C=%d: mean", N, C);
     check(what, mean.data(), rm.data(), N, 1e-4, -1e-4);
     snprintf(what, sizeof what, "ln N=%d C=%d: rstd", N, C);
     check(what, rstd.data(), rr.data(), N, 1e-4, -1e-4);
-    snprintf(what, sizeof what, "ln N=%d C=%d: dinp", N, C);
+    snprintf(what, sizeof what, "ln N=%d C=%d%s: dinp", N, C, warp ? " warp" : "");
     check(what, frombf(hdinp).data(), rdinp.data(), NC, 1.0 / 128, -1e-4);
-    snprintf(what, sizeof what, "ln N=%d C=%d: dw", N, C);
+    snprintf(what, sizeof what, "ln N=%d C=%d%s: dw", N, C, warp ? " warp" : "");
     check(what, dw.data(), rdw.data(), C, 1e-4, -1e-4);
-    snprintf(what, sizeof what, "ln N=%d C=%d: db", N, C);
+    snprintf(what, sizeof what, "ln N=%d C=%d%s: db", N, C, warp ? " warp" : "");
     check(what, db.data(), rdb.data(), C, 1e-4, -1e-4);
 }
 
@@ -214,7 +238,7 @@ static void xent(int N, int V, int ld, int shards)
     }
 }
 
-static void bias(int N, int OC, int sms)
+static void bias(int N, int OC, int sms, int vec = 0)
 {
     std::vector<float> dout((size_t)N * OC), db0(OC);
     ref_randn_bf(dout.data(), NULL, dout.size(), 1.0f, 5, "dout");
@@ -224,7 +248,7 @@ static void bias(int N, int OC, int sms)
         for (int i = 0; i < N; i++)
             r[c] += dout[(size_t)i * OC + c];
     auto h = tobf(dout);
-    int gx = (OC + 31) / 32, R = sms * 8 / gx;
+    int gx = vec ? (OC + 255) / 256 : (OC + 31) / 32, R = sms * 8 / gx;
     if (R > (N + 63) / 64)
         R = (N + 63) / 64;
     if (R < 1)
@@ -232,12 +256,16 @@ static void bias(int N, int OC, int sms)
     int rows = (N + R - 1) / R;
     R = (N + rows - 1) / rows;
     std::vector<float> partial((size_t)R * OC), db(db0);
-    emu_launch2({(unsigned)gx, (unsigned)R}, {32, 8},
-                [&] { g3_bias_bwd_kernel(partial.data(), BF(h), N, OC, rows); });
+    emu_launch2({(unsigned)gx, (unsigned)R}, {32, 8}, [&] {
+        if (vec)
+            g3_bias_bwd_vec_kernel(partial.data(), BF(h), N, OC, rows);
+        else
+            g3_bias_bwd_kernel(partial.data(), BF(h), N, OC, rows);
+    });
     emu_launch({(unsigned)((OC + 255) / 256), 1}, 256,
                [&] { g3_bias_bwd_sum_kernel(db.data(), partial.data(), R, OC); });
     char what[96];
-    snprintf(what, sizeof what, "bias_bwd N=%d OC=%d R=%d", N, OC, R);
+    snprintf(what, sizeof what, "bias_bwd N=%d OC=%d R=%d%s", N, OC, R, vec ? " 16-byte" : "");
     check(what, db.data(), r.data(), OC, 1e-5, -1e-5);
 }
 
@@ -433,12 +461,18 @@ int main()
     attention<128>(1, 130, 2);
     attention<80>(1, 100, 2);
     attention<96>(1, 70, 1);
+    attention<160>(1, 90, 2);   /* MT-NLG's head size */
     ln(1, 5, 0, 2);
     ln(7, 64, 1, 2);
     ln(64, 768, 1, 2);
     ln(33, 1600, 0, 1);
     ln(5, 4100, 1, 2);
     ln(3, 9000, 1, 132);
+    ln(2, 20480, 1, 2);      /* MT-NLG's hidden size: 24 columns per thread */
+    ln(1, 8, 0, 2, 1);       /* the warp-per-row backward: one chunk, partial lanes */
+    ln(9, 768, 1, 2, 1);     /* GPT-2 124M: 3 chunks per lane, 3 blocks, a ragged last one */
+    ln(13, 1600, 0, 1, 1);   /* GPT-2 1.5B: 7 chunks, the last partly outside the row */
+    ln(5, 2048, 1, 3, 1);    /* 8 chunks, the widest the warp kernel takes */
     xent(1, 5, 5, 1);
     xent(7, 100, 104, 1);
     xent(33, 1000, 1003, 1);
@@ -448,6 +482,9 @@ int main()
     bias(5, 7, 2);
     bias(100, 768, 2);
     bias(300, 70, 1);
+    bias(5, 8, 2, 1);        /* the 16-byte variant: one chunk */
+    bias(100, 768, 2, 1);    /* 3 blocks of 256 columns */
+    bias(300, 2312, 3, 1);   /* a partial last block, several row chunks */
     sumsq(1, 2);
     sumsq(100003, 2);
     emb(1, 1, 5, 3, 0, 0, 3);

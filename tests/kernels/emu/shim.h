@@ -173,6 +173,7 @@ inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d, const A &a, co
 
 /* the attention kernels' dynamic shared memory */
 alignas(128) inline unsigned char g3_att_smem[256 * 1024];
+#define g3_lnb_smem ((float *)g3_att_smem)   /* layernorm_bwd.cu's warp kernel */
 
 /* Run fn (a kernel call) for every block of grid, block.x * block.y threads each: one host
  * thread per CUDA thread, walking the blocks in order together (a barrier between blocks, the
