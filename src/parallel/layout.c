@@ -333,7 +333,7 @@ g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be)
 
     if (par->dev.tp)
         return G3_OK;   /* already made (a second engine on the same layout) */
-    if (strcmp(be->name, "cpu") == 0) {
+    if (be->host_memory) {
         par->buf = (g3_par_groups_t){ par->tp, par->pp, par->dp, par->emb };
         par->act = G3_DTYPE_FLOAT32;
         par->act_esize = 4;

@@ -184,7 +184,7 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
         avail /= (size_t)(l->local_size > 0 ? l->local_size : 1);
     }
 
-    if (strcmp(tr->be->name, "cpu") != 0 || avail == 0 || acts + adam <= avail)
+    if (!tr->be->host_memory || avail == 0 || acts + adam <= avail)
         return G3_OK;
     g3_error("training needs %.2f GiB more memory (activations of %d x %d tokens: %.2f GiB, "
              "Adam moments: %.2f GiB) but only %.2f GiB is available: lower "
