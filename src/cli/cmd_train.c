@@ -316,7 +316,7 @@ agree:
     rc = g3_cli_world_layout(&w, tp, pp, g3_opts_str(o, "topology-file"));
     if (rc != G3_EXIT_OK)
         goto out;
-    if (w.par) {
+    {
         const g3_par_layout_t *l = g3_par_layout(w.par);
         cfg.par = w.par;
         cfg.dp_rank = l->dp_rank;

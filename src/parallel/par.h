@@ -7,7 +7,8 @@
  * segment under ZeRO-1; "bucket" = the segments of a group of layers reduced together
  * (--ddp-bucket-size, --overlap-grad-reduce).
  *
- * Layers: core <- comm, topo <- backend <- model <- train/optim <- parallel <- train/train.c.
+ * Layers: core <- comm, topo <- backend <- model <- parallel <- train (one rank is the
+ * 1 x 1 x 1 layout: the trainer has no other path).
  * The layout (g3_par_t) comes from the topology mapping (src/topo) of the ranks the
  * launcher started; its groups are comm groups:
  *   tp   the TP ranks of one stage of one replica (Megatron's f/g all-reduces, the
@@ -37,7 +38,6 @@
 #include "core/status.h"
 #include "model/gpt.h"
 #include "topo/topo.h"
-#include "train/optim.h"
 
 /* ---- the layout ----------------------------------------------------------------------------- */
 
@@ -123,8 +123,21 @@ g3_status_t g3_par_world_allreduce(g3_par_t *par, double *buf, size_t n, int max
 
 typedef struct g3_par_engine g3_par_engine_t;
 
+/* AdamW with global-norm gradient clipping, through the backend's adamw and sumsq ops.
+ * Weight decay follows Megatron: every weight matrix and embedding decays, biases and
+ * LayerNorm parameters do not (g3_gpt_param_t.weight_decay).  Clipping is Megatron's /
+ * PyTorch's clip_grad_norm_: with the global L2 norm n of all gradients, gradients are
+ * scaled by clip / (n + 1e-6) when that is below 1. */
 typedef struct {
-    g3_train_adamw_config_t adamw;
+    double beta1;          /* --adam-beta1  (0.9)                     */
+    double beta2;          /* --adam-beta2  (0.999)                   */
+    double eps;            /* --adam-eps    (1e-8)                    */
+    double weight_decay;   /* --weight-decay (0.01)                   */
+    double clip_grad;      /* --clip-grad (1.0); 0 turns clipping off */
+} g3_par_adamw_config_t;
+
+typedef struct {
+    g3_par_adamw_config_t adamw;
     int         distributed_optimizer;  /* ZeRO-1 over DP (--use-distributed-optimizer) */
     int         grad_reduce_bf16;       /* DP reductions in bf16 (--grad-reduce-in-bf16) */
     int64_t     ddp_bucket_size;        /* > 0: DP reductions per bucket of about this many
@@ -165,6 +178,7 @@ void g3_par_engine_memory(const g3_par_engine_t *eng, g3_par_memory_t *mem);
 g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out);
 const g3_gpt_t *g3_par_engine_model(const g3_par_engine_t *eng);
 int g3_par_engine_rank(const g3_par_engine_t *eng);   /* world rank */
+const g3_par_layout_t *g3_par_engine_layout(const g3_par_engine_t *eng);
 
 /* One training iteration, collective over the world.  inputs, targets: (nmicro * B, T)
  * host, this DP rank's part of the global batch (micro-batch k = rows [k B, (k+1) B)).
@@ -234,7 +248,5 @@ g3_status_t g3_par_dump_model(const char *dir, const g3_gpt_t *model, int params
 /* The Adam first moments of the ranges this rank owns (g3_par_engine_optim_ranges), as
  * DIR/adam_m-rank<world rank>.bin: together the ranks' files hold every element once. */
 g3_status_t g3_par_engine_dump_adam(g3_par_engine_t *eng, const char *dir);
-/* The same for the one-rank optimizer: m (model->numel,) backend memory. */
-g3_status_t g3_par_dump_adam(const char *dir, const g3_gpt_t *model, const float *m);
 
 #endif

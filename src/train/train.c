@@ -28,9 +28,8 @@ typedef struct {
     g3_train_plan_t          plan;
     g3_backend_t            *be;
     g3_gpt_t                *model;
-    g3_gpt_acts_t           *acts;
-    g3_train_adamw_t        *opt;
-    g3_par_engine_t         *eng;       /* 3D-parallel runs: schedule and optimizer    */
+    g3_par_engine_t         *eng;       /* schedule and optimizer (one rank: 1 x 1 x 1) */
+    const g3_par_layout_t   *layout;    /* cfg->par's                                  */
     g3_data_t               *data;
     FILE                    *metrics;
     int                      T, B;
@@ -68,7 +67,7 @@ static g3_status_t g3_trainer_batch(g3_trainer_t *tr, g3_split_t split, uint64_t
  * samples every time, so evaluations are comparable).  OUT: *loss_p */
 static g3_status_t g3_trainer_evaluate(g3_trainer_t *tr, double *loss_p)
 {
-    g3_infer_lm_t lm = { tr->model, tr->acts, tr->eng };
+    g3_infer_lm_t lm = { tr->model, tr->eng };
     g3_infer_batch_t bt = g3_trainer_batcher(tr);
     uint64_t n = (uint64_t)tr->cfg->eval_iters * (uint64_t)tr->plan.global_batch_size;
     return g3_infer_evaluate(&lm, &bt, G3_SPLIT_VALID, n, tr->plan.global_batch_size, loss_p);
@@ -84,7 +83,7 @@ static void g3_trainer_report_eval(g3_trainer_t *tr, int64_t iter, double loss, 
 static g3_status_t g3_trainer_sample(g3_trainer_t *tr)
 {
     const g3_train_config_t *cfg = tr->cfg;
-    g3_infer_lm_t lm = { tr->model, tr->acts, tr->eng };
+    g3_infer_lm_t lm = { tr->model, tr->eng };
     g3_infer_generate_opts_t go;
     g3_bpe_t *bpe = NULL;
     g3_bpe_ids_t ids = { 0 };
@@ -139,9 +138,6 @@ static void g3_trainer_close(g3_trainer_t *tr)
                 strerror(errno));
     g3_data_close(tr->data);
     g3_par_engine_free(tr->eng);
-    g3_train_adamw_free(tr->opt);
-    if (tr->acts)
-        g3_gpt_acts_free(tr->model, tr->acts);
     g3_gpt_free(tr->model);
     g3_be_close(tr->be);
     free(tr->sample);
@@ -172,10 +168,10 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
     size_t adam = 2 * tr->model->numel * sizeof(float);
     size_t avail = g3_mem_available();
 
-    if (tr->cfg->par) {
+    {
         /* 1F1B keeps up to PP - pp micro-batches in flight; ZeRO-1 keeps m, v and the
          * reduced gradient for 1/DP of the parameters.  Ranks on one node share it. */
-        const g3_par_layout_t *l = g3_par_layout(tr->cfg->par);
+        const g3_par_layout_t *l = tr->layout;
         int64_t m = tr->plan.global_batch_size / (tr->B * (int64_t)l->dp);
         int64_t sets = l->pp - l->pp_rank < m ? l->pp - l->pp_rank : m;
         acts *= (size_t)(sets > 0 ? sets : 1);
@@ -194,12 +190,6 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
     return G3_ERR_NO_MEMORY;
 }
 
-/* Tests: the gradients of the first update of a one-rank run (see --debug-grad-dump). */
-static g3_status_t g3_trainer_dump_hook(void *ctx, g3_gpt_t *model, int64_t step)
-{
-    return step == 1 ? g3_par_dump_model((const char *)ctx, model, 0, 0) : G3_OK;
-}
-
 /* Everything before the first iteration: the order puts the cheap checks first. */
 static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cfg,
                                    g3_gpt_config_t *mcfg)
@@ -208,6 +198,11 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     int64_t vocab = 0, eod = 0, bound;
     g3_status_t st;
 
+    if (!cfg->par) {
+        g3_error("the trainer needs a layout (one rank: g3_par_init's 1 x 1 x 1)");
+        return G3_ERR_INTERNAL;
+    }
+    tr->layout = g3_par_layout(cfg->par);
     st = g3_train_plan(cfg, &tr->plan);
     if (st != G3_OK)
         return st;
@@ -278,7 +273,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     st = g3_trainer_check_memory(tr);
     if (st != G3_OK)
         return st;
-    if (cfg->par) {
+    {
         g3_par_engine_config_t ecfg;
         g3_gpt_tp_comm_t tpc;
         memset(&ecfg, 0, sizeof(ecfg));
@@ -294,15 +289,6 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         g3_gpt_set_tp_comm(tr->model, &tpc);
         return g3_par_engine_init(cfg->par, tr->model, tr->B, tr->T, &ecfg, &tr->eng);
     }
-    st = g3_gpt_acts_init(tr->model, tr->B, tr->T, &tr->acts);
-    if (st != G3_OK)
-        return st;
-    st = g3_train_adamw_init(tr->model, &cfg->adamw, &tr->opt);
-    if (st == G3_OK && cfg->grad_dump_dir) {
-        tr->opt->grad_hook = g3_trainer_dump_hook;
-        tr->opt->grad_hook_ctx = (void *)cfg->grad_dump_dir;
-    }
-    return st;
 }
 
 /* The peak of the whole job: the backend's per-thread peak times the threads of every rank,
@@ -313,9 +299,9 @@ static double g3_trainer_peak(const g3_trainer_t *tr)
     double per_thread, threads;
     long ncpu;
 
-    if (!tr->cfg->par || tr->be->nthreads < 1)
+    l = tr->layout;
+    if (l->world_size == 1 || tr->be->nthreads < 1)
         return tr->be->peak_flops;
-    l = g3_par_layout(tr->cfg->par);
     per_thread = tr->be->peak_flops / tr->be->nthreads;
     threads = (double)tr->be->nthreads * l->ranks_per_node;
     ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -328,6 +314,7 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
 {
     const g3_train_config_t *cfg = tr->cfg;
     size_t state = tr->model->numel * sizeof(float) * 4;   /* params, grads, m, v */
+    g3_par_memory_t mem;
 
     printf("gpt3d train: GPT %d layers, hidden %d, %d heads, ffn %d, sequence %d, vocabulary "
            "%d (padded %d): %.2fM parameters\n", m->num_layers, m->hidden_size,
@@ -341,20 +328,21 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
            tr->plan.lr.style == G3_LR_DECAY_COSINE ? "cosine"
            : tr->plan.lr.style == G3_LR_DECAY_LINEAR ? "linear" : "constant",
            (long long)tr->plan.lr.decay_samples, (long long)tr->plan.lr.warmup_samples);
-    if (tr->eng) {
+    if (tr->layout->world_size > 1) {
         g3_par_print_layout(cfg->par, m, stdout);
         printf("  backend %s: %s%s\n", tr->be->name, tr->be->device,
                m->recompute_activations ? "; activations recomputed per layer" : "");
         if (g3_par_print_memory(tr->eng, stdout) != G3_OK)
             g3_warn("could not gather the memory of every stage");
-    } else {
+    } else {   /* one rank: no layout to show */
+        g3_par_engine_memory(tr->eng, &mem);
         printf("  backend %s: %s; memory: %.1f MiB model state, %.1f MiB activations%s\n",
                tr->be->name, tr->be->device, (double)state / 1048576.0,
-               (double)g3_gpt_acts_bytes(tr->acts) / 1048576.0,
+               (double)mem.acts_bytes / 1048576.0,
                m->recompute_activations ? " (recomputed per layer)" : "");
     }
     tr->peak = g3_trainer_peak(tr);
-    if (cfg->par)
+    if (tr->layout->world_size > 1)
         printf("  MFU is measured against %.1f GFLOP/s: %d node%s x %.1f GFLOP/s (per rank: "
                "%s)\n", tr->peak / 1e9, g3_par_layout(cfg->par)->nnodes,
                g3_par_layout(cfg->par)->nnodes == 1 ? "" : "s",
@@ -382,9 +370,9 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
 static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consumed, int64_t gbs,
                                    double lr, const char *why)
 {
-    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
+    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->eng };
     double t0 = g3_now(), dt;
-    g3_status_t st = tr->eng ? g3_par_engine_params_ready(tr->eng) : G3_OK;   /* all-gathers */
+    g3_status_t st = g3_par_engine_params_ready(tr->eng);   /* all-gathers */
 
     if (st == G3_OK)
         st = g3_train_ckpt_save(&c, it, consumed, gbs, lr);
@@ -412,12 +400,12 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
 static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
                                          int64_t it, int64_t consumed, int64_t gbs, double lr)
 {
-    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
+    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->eng };
     double t0 = g3_now(), dt;
     int64_t done;
     g3_status_t st = g3_train_ckpt_async_finish(&c, pending, 1, &done);
 
-    if (st == G3_OK && tr->eng)
+    if (st == G3_OK)
         st = g3_par_engine_params_ready(tr->eng);   /* --overlap-param-gather's all-gathers */
     if (st == G3_OK)
         st = g3_train_ckpt_save_async(&c, it, consumed, gbs, lr, pending);
@@ -446,7 +434,7 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
 static g3_status_t g3_trainer_async_poll(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
                                          int block, int64_t *saved_it)
 {
-    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
+    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->eng };
     int64_t done;
     g3_status_t st;
 
@@ -481,8 +469,7 @@ static g3_status_t g3_trainer_exit_requested(g3_trainer_t *tr, int64_t it, doubl
     req[0] = cfg->exit_flag && *cfg->exit_flag ? 1.0 : 0.0;
     req[1] = cfg->exit_duration_mins > 0.0 &&
              (g3_now() - t_start) / 60.0 >= cfg->exit_duration_mins ? 1.0 : 0.0;
-    if (cfg->par)
-        st = g3_par_world_allreduce(cfg->par, req, 2, 1);
+    st = g3_par_world_allreduce(cfg->par, req, 2, 1);
     if (st != G3_OK)
         return st;
     if (req[0] > 0.0)
@@ -516,7 +503,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         goto out;
     g3_trainer_banner(&tr, &mcfg);
     if (cfg->load_dir) {
-        g3_train_ckpt_t c = { cfg, tr.model, tr.opt, tr.eng };
+        g3_train_ckpt_t c = { cfg, tr.model, tr.eng };
         int loaded = 0;
         st = g3_train_ckpt_load(&c, &start_it, &consumed, &loaded);
         if (st != G3_OK)
@@ -553,12 +540,9 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
 
         /* this replica's part of the global batch */
         st = g3_trainer_batch(&tr, G3_SPLIT_TRAIN, (uint64_t)consumed, nmicro * tr.B, 0);
-        if (st == G3_OK && tr.eng)
+        if (st == G3_OK)
             st = g3_par_train_step(tr.eng, tr.inputs, tr.targets, nmicro, gbs, lr, it,
                                    &iter_loss, &norm);
-        else if (st == G3_OK)
-            st = g3_train_step(tr.opt, tr.acts, tr.inputs, tr.targets, nmicro * tr.B, tr.B,
-                               tr.T, lr, it, &iter_loss, &norm);
         if (st != G3_OK)
             goto out;
         dt = g3_now() - t0;
@@ -663,17 +647,15 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         g3_trainer_report_eval(&tr, res.iterations, res.valid_loss, 1);
     }
     if (cfg->grad_dump_dir) {   /* tests: the parameters at the end, every rank */
-        st = tr.eng ? g3_par_engine_params_ready(tr.eng) : G3_OK;
+        st = g3_par_engine_params_ready(tr.eng);
         if (st == G3_OK)
-            st = g3_par_dump_model(cfg->grad_dump_dir, tr.model, 1,
-                               cfg->par ? g3_par_layout(cfg->par)->world_rank : 0);
+            st = g3_par_dump_model(cfg->grad_dump_dir, tr.model, 1, tr.layout->world_rank);
         if (st == G3_OK)
-            st = tr.eng ? g3_par_engine_dump_adam(tr.eng, cfg->grad_dump_dir)
-                        : g3_par_dump_adam(cfg->grad_dump_dir, tr.model, tr.opt->m);
+            st = g3_par_engine_dump_adam(tr.eng, cfg->grad_dump_dir);
         if (st != G3_OK)
             goto out;
     }
-    if (tr.eng && g3_par_layout(cfg->par)->pp > 1) {
+    if (tr.eng && tr.layout->pp > 1) {
         double bubble, formula;
         g3_par_engine_bubble(tr.eng, &bubble, &formula);
         const g3_par_layout_t *l = g3_par_layout(cfg->par);
@@ -700,7 +682,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
 out:
     g3_train_ckpt_async_drop(pending);   /* only after an error: not committed */
     if (st == G3_ERR_NUMERIC && (cfg->save_dir || cfg->load_dir) &&
-        (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0)) {
+        (!tr.layout || tr.layout->world_rank == 0)) {
         const char *dir = cfg->save_dir ? cfg->save_dir : cfg->load_dir;
         int64_t last;
         if (g3_ckpt_latest(dir, &last) == G3_OK)
