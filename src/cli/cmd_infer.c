@@ -262,8 +262,7 @@ int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
     if (rc != G3_EXIT_OK)
         return rc;
     l = g3_par_layout(s->w.par);   /* alone: 1 x 1 x 1 */
-    m->tp_rank = l->tp_rank;
-    m->pp_rank = l->pp_rank;
+    g3_par_shard(s->w.par, m);     /* this rank's part of the model */
     s->B = B;
     st = g3_be_open("cpu", s->w.threads, &s->be);
     if (st == G3_OK)

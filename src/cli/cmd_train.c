@@ -320,8 +320,7 @@ agree:
         const g3_par_layout_t *l = g3_par_layout(w.par);
         cfg.par = w.par;
         cfg.dp_rank = l->dp_rank;
-        cfg.model.tp_rank = l->tp_rank;
-        cfg.model.pp_rank = l->pp_rank;
+        g3_par_shard(w.par, &cfg.model);   /* this rank's part of the model */
         cfg.threads = w.threads;
         if (me->rank != 0)
             cfg.metrics_file = NULL;   /* one voice: rank 0 writes the metrics */

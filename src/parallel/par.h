@@ -83,6 +83,12 @@ typedef struct {
 
 typedef struct g3_par g3_par_t;
 
+/* The data-parallel size of a job of `world` ranks split into TP x PP ranks per replica (the
+ * one check of it: gpt3d train, eval, generate and plan call it through g3_train_flags_dp,
+ * g3_par_init too).  OUT: *dp_p.  RET: 1, or 0 with why[] saying what would fit (nothing
+ * logged). */
+int g3_par_dp_size(int64_t world, int tp, int pp, int *dp_p, char *why, size_t why_len);
+
 /* Place every rank of the world on a TP x PP x DP grid and create the groups.  Collective
  * over the world.  The placement of the ranks (host, local rank, SLURM_TOPOLOGY_ADDR) is
  * exchanged over PMIx; the switch tree is topology_file (a Slurm topology.conf) when given,
@@ -97,6 +103,10 @@ g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topo
 void g3_par_free(g3_par_t *par);
 
 const g3_par_layout_t *g3_par_layout(const g3_par_t *par);
+
+/* This rank's part of the model as the layout places it: cfg's tensor- and pipeline-parallel
+ * sizes and ranks (the one place they are copied from the layout).  OUT: cfg's four. */
+void g3_par_shard(const g3_par_t *par, g3_gpt_config_t *cfg);
 g3_comm_world_t *g3_par_world(const g3_par_t *par);
 
 /* Tell the layout which compute backend holds the buffers the groups move (collective over

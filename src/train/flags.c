@@ -240,18 +240,12 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
 
 int g3_train_flags_dp(int world, int tp, int pp, int *dp_p)
 {
-    /* in 64 bits: TP x PP of two int flags can overflow an int (65536 x 65536 is 0) */
-    int64_t rp = (int64_t)tp * pp;
+    char why[512];
 
-    if (tp < 1 || pp < 1 || rp > world || world % rp != 0) {
-        g3_error("impossible layout: the job's %d rank%s cannot be split into "
-                 "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %lld ranks "
-                 "per model replica (the world size must be TP x PP x DP); start a multiple of "
-                 "%lld ranks or change the sizes", world, world == 1 ? "" : "s", tp, pp,
-                 (long long)rp, (long long)rp);
+    if (!g3_par_dp_size(world, tp, pp, dp_p, why, sizeof(why))) {
+        g3_error("impossible layout: %s", why);
         return 0;
     }
-    *dp_p = (int)(world / rp);
     return 1;
 }
 

@@ -52,9 +52,9 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
  * problem once, naming its flags. */
 int g3_train_flags_ckpt(const g3_opts_t *o, g3_train_config_t *cfg);
 
-/* The data-parallel size of a job of `world` ranks: world / (TP x PP).  OUT: *dp_p.
- * RET: 1, or 0 after logging "impossible layout: ..." when world is not a multiple of
- * TP x PP. */
+/* The data-parallel size of a job of `world` ranks: world / (TP x PP) (g3_par_dp_size, the
+ * one check).  OUT: *dp_p.  RET: 1, or 0 after logging "impossible layout: ..." when world
+ * is not a multiple of TP x PP. */
 int g3_train_flags_dp(int world, int tp, int pp, int *dp_p);
 
 #endif
