@@ -481,15 +481,221 @@ static g3_status_t g3_trainer_exit_requested(g3_trainer_t *tr, int64_t it, doubl
     return G3_OK;
 }
 
+/* The progress statistics since the last progress line. */
+typedef struct {
+    double  t_sum, loss_sum, flops_sum;
+    int64_t n_iters, tokens;
+} g3_trainer_stats_t;
+
+/* --load: resume from the latest checkpoint if there is one.  OUT: *start_it_p, *consumed_p,
+ * *saved_it_p and res's counts when one was loaded (else left as they were). */
+static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
+                                     int64_t *consumed_p, int64_t *saved_it_p,
+                                     g3_train_result_t *res)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    g3_train_ckpt_t c = { cfg, tr->model, tr->eng };
+    int loaded = 0;
+    g3_status_t st = g3_train_ckpt_load(&c, start_it_p, consumed_p, &loaded);
+
+    if (st != G3_OK || !loaded)
+        return st;
+    *saved_it_p = *start_it_p;
+    res->iterations = *start_it_p;
+    res->consumed_samples = *consumed_p;
+    printf(" resumed from the checkpoint of iteration %lld in %s (consumed samples "
+           "%lld)\n", (long long)*start_it_p, cfg->load_dir, (long long)*consumed_p);
+    fflush(stdout);
+    if (tr->metrics) {
+        fprintf(tr->metrics, "{\"event\":\"load\",\"iteration\":%lld,"
+                "\"consumed_samples\":%lld}\n", (long long)*start_it_p,
+                (long long)*consumed_p);
+        fflush(tr->metrics);
+    }
+    if (*start_it_p > tr->plan.train_iters)
+        g3_warn("the checkpoint is at iteration %lld, beyond --train-iters %lld: "
+                "nothing to train", (long long)*start_it_p,
+                (long long)tr->plan.train_iters);
+    return G3_OK;
+}
+
+/* The progress line of iteration `it` (stdout and the metrics file) over the iterations
+ * since the last one; resets the statistics. */
+static void g3_trainer_progress(g3_trainer_t *tr, int64_t it, int64_t consumed, int64_t gbs,
+                                double lr, double norm, g3_trainer_stats_t *sx)
+{
+    double ms = sx->t_sum / sx->n_iters * 1e3, tps = sx->tokens / sx->t_sum;
+    double fl = sx->flops_sum / sx->t_sum, mfu = fl / tr->peak;
+
+    printf(" iteration %8lld/%8lld | consumed samples: %10lld | elapsed time per "
+           "iteration (ms): %.1f | learning rate: %.6E | global batch size: %5lld | "
+           "lm loss: %.6E | grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.4f | "
+           "MFU: %.2f%% |\n", (long long)it, (long long)tr->plan.train_iters,
+           (long long)consumed, ms, lr, (long long)gbs, sx->loss_sum / sx->n_iters, norm, tps,
+           fl / 1e12, 100.0 * mfu);
+    fflush(stdout);
+    if (tr->metrics) {
+        fprintf(tr->metrics, "{\"event\":\"train\",\"iteration\":%lld,\"train_iters\":%lld,"
+                "\"consumed_samples\":%lld,\"ms_per_iter\":%.3f,\"lr\":%.9g,"
+                "\"global_batch_size\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,"
+                "\"tokens_per_s\":%.3f,\"tflops\":%.6g,\"mfu\":%.6g}\n", (long long)it,
+                (long long)tr->plan.train_iters, (long long)consumed, ms, lr,
+                (long long)gbs, sx->loss_sum / sx->n_iters, norm, tps, fl / 1e12, mfu);
+        fflush(tr->metrics);
+    }
+    memset(sx, 0, sizeof(*sx));
+}
+
+/* A stop asked for at iteration `it` (why): commit or write its checkpoint (with --save),
+ * say so.  RET: G3_ERR_INTERRUPTED, or the save's error. */
+static g3_status_t g3_trainer_stop(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+                                   int64_t it, int64_t consumed, int64_t gbs, double lr,
+                                   const char *why, int64_t *saved_it)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    g3_status_t st = g3_trainer_async_poll(tr, pending, 1, saved_it);
+
+    if (st != G3_OK)
+        return st;
+    if (cfg->save_dir && *saved_it != it) {
+        st = g3_trainer_save(tr, it, consumed, gbs, lr, why);
+        if (st != G3_OK)
+            return st;
+    } else if (!cfg->save_dir) {
+        g3_warn("stopping at iteration %lld (%s) without --save: nothing was saved",
+                (long long)it, why);
+    }
+    printf(" stopping at iteration %lld (%s): exit %d so that the job is "
+           "requeued\n", (long long)it, why, g3_status_exit_code(G3_ERR_INTERRUPTED));
+    fflush(stdout);
+    if (tr->metrics) {
+        fprintf(tr->metrics, "{\"event\":\"exit\",\"iteration\":%lld,"
+                "\"consumed_samples\":%lld,\"reason\":\"%s\"}\n", (long long)it,
+                (long long)consumed, why);
+        fflush(tr->metrics);
+    }
+    return G3_ERR_INTERRUPTED;
+}
+
+/* After the update of iteration `it` (not the last): validation, interval saves, and a stop
+ * asked for.  RET: G3_ERR_INTERRUPTED when stopping (saved as asked), errors. */
+static g3_status_t g3_trainer_between(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+                                      int64_t it, int64_t consumed, int64_t gbs, double lr,
+                                      int have_valid, double t_start, int64_t *saved_it)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    const char *why;
+    g3_status_t st;
+
+    if (have_valid && it % cfg->eval_interval == 0) {
+        double vl;
+        st = g3_trainer_evaluate(tr, &vl);
+        if (st != G3_OK)
+            return st;
+        g3_trainer_report_eval(tr, it, vl, 0);
+    }
+    st = g3_trainer_async_poll(tr, pending, 0, saved_it);
+    if (st != G3_OK)
+        return st;
+    if (cfg->save_dir && cfg->save_interval > 0 && it % cfg->save_interval == 0) {
+        if (cfg->async_save) {
+            st = g3_trainer_save_async(tr, pending, it, consumed, gbs, lr);
+        } else {
+            st = g3_trainer_save(tr, it, consumed, gbs, lr, "save interval");
+            *saved_it = it;
+        }
+        if (st != G3_OK)
+            return st;
+    }
+    st = g3_trainer_exit_requested(tr, it, t_start, &why);
+    if (st != G3_OK || !why)
+        return st;
+    return g3_trainer_stop(tr, pending, it, consumed, gbs, lr, why, saved_it);
+}
+
+/* After the last iteration: the last checkpoint, the final validation, the tests' dumps, the
+ * pipeline bubble, the sample and the metrics' end line.  res: filled as far as training
+ * got; OUT: res->valid_loss. */
+static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+                                     int64_t start_it, int64_t saved_it, int64_t last_gbs,
+                                     double last_lr, int have_valid, g3_train_result_t *res)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    g3_status_t st = g3_trainer_async_poll(tr, pending, 1, &saved_it);
+
+    if (st != G3_OK)
+        return st;
+    if (cfg->save_dir && res->iterations > saved_it && res->iterations > start_it) {
+        st = g3_trainer_save(tr, res->iterations, res->consumed_samples, last_gbs, last_lr,
+                             "end of training");
+        if (st != G3_OK)
+            return st;
+    }
+    if (have_valid) {
+        st = g3_trainer_evaluate(tr, &res->valid_loss);
+        if (st != G3_OK)
+            return st;
+        g3_trainer_report_eval(tr, res->iterations, res->valid_loss, 1);
+    }
+    if (cfg->grad_dump_dir) {   /* tests: the parameters at the end, every rank */
+        st = g3_par_engine_params_ready(tr->eng);
+        if (st == G3_OK)
+            st = g3_par_dump_model(cfg->grad_dump_dir, tr->model, 1, tr->layout->world_rank);
+        if (st == G3_OK)
+            st = g3_par_engine_dump_adam(tr->eng, cfg->grad_dump_dir);
+        if (st != G3_OK)
+            return st;
+    }
+    if (tr->layout->pp > 1) {
+        double bubble, formula;
+        const g3_par_layout_t *l = tr->layout;
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        g3_par_engine_bubble(tr->eng, &bubble, &formula);
+        printf("pipeline bubble on rank 0 (stage 0): %.1f%% of the compute time idle or "
+               "passing activations; 1F1B's (p - 1) / m = %.1f%%%s\n", 100.0 * bubble,
+               100.0 * formula,
+               ncpu > 0 && (long)tr->be->nthreads * l->ranks_per_node > ncpu
+                   ? " (more threads than CPUs here: waiting for a CPU counts as idle)" : "");
+    }
+    if (cfg->sample_tokens > 0) {
+        st = g3_trainer_sample(tr);
+        if (st != G3_OK)
+            return st;
+    }
+    if (tr->metrics) {
+        char vl[32] = "null";
+        if (!isnan(res->valid_loss))
+            snprintf(vl, sizeof(vl), "%.9g", res->valid_loss);
+        fprintf(tr->metrics, "{\"event\":\"end\",\"iteration\":%lld,\"consumed_samples\":%lld,"
+                "\"loss\":%.9g,\"valid_loss\":%s}\n", (long long)res->iterations,
+                (long long)res->consumed_samples, res->last_loss, vl);
+    }
+    return G3_OK;
+}
+
+/* A non-finite loss or norm stopped the run: say where to resume from (rank 0). */
+static void g3_trainer_numeric_hint(const g3_trainer_t *tr)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    const char *dir = cfg->save_dir ? cfg->save_dir : cfg->load_dir;
+    int64_t last;
+
+    if (!dir || (tr->layout && tr->layout->world_rank != 0))
+        return;
+    if (g3_ckpt_latest(dir, &last) == G3_OK)
+        g3_info("the last committed checkpoint is iteration %lld in %s: resume from it "
+                "with --load %s once the cause is fixed", (long long)last, dir, dir);
+    else
+        g3_info("no checkpoint was committed in %s", dir);
+}
+
 g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result_p)
 {
     g3_trainer_t tr;
     g3_gpt_config_t mcfg = cfg->model;
     g3_train_result_t res = { 0, 0, NAN, NAN };
     int64_t consumed = 0, mdp = cfg->micro_batch_size * (cfg->dp_size > 0 ? cfg->dp_size : 1);
-    /* statistics since the last progress line */
-    double t_sum = 0.0, loss_sum = 0.0, flops_sum = 0.0;
-    int64_t n_iters = 0, tokens = 0;
+    g3_trainer_stats_t sx = { 0.0, 0.0, 0.0, 0, 0 };
     int have_valid;
     int64_t start_it = 0, saved_it = -1, last_gbs = 0;
     g3_train_ckpt_async_t *pending = NULL;
@@ -503,29 +709,9 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         goto out;
     g3_trainer_banner(&tr, &mcfg);
     if (cfg->load_dir) {
-        g3_train_ckpt_t c = { cfg, tr.model, tr.eng };
-        int loaded = 0;
-        st = g3_train_ckpt_load(&c, &start_it, &consumed, &loaded);
+        st = g3_trainer_resume(&tr, &start_it, &consumed, &saved_it, &res);
         if (st != G3_OK)
             goto out;
-        if (loaded) {
-            saved_it = start_it;
-            res.iterations = start_it;
-            res.consumed_samples = consumed;
-            printf(" resumed from the checkpoint of iteration %lld in %s (consumed samples "
-                   "%lld)\n", (long long)start_it, cfg->load_dir, (long long)consumed);
-            fflush(stdout);
-            if (tr.metrics) {
-                fprintf(tr.metrics, "{\"event\":\"load\",\"iteration\":%lld,"
-                        "\"consumed_samples\":%lld}\n", (long long)start_it,
-                        (long long)consumed);
-                fflush(tr.metrics);
-            }
-            if (start_it > tr.plan.train_iters)
-                g3_warn("the checkpoint is at iteration %lld, beyond --train-iters %lld: "
-                        "nothing to train", (long long)start_it,
-                        (long long)tr.plan.train_iters);
-        }
     }
     have_valid = cfg->eval_iters > 0 && g3_data_num_samples(tr.data, G3_SPLIT_VALID) > 0;
     if (cfg->eval_iters > 0 && !have_valid)
@@ -536,7 +722,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         int64_t gbs = g3_train_rampup_batch(&tr.plan.rampup, consumed);
         int64_t nmicro = gbs / mdp;
         double lr = g3_train_lr_at(&tr.plan.lr, consumed);
-        double t0 = g3_now(), iter_loss = 0.0, norm = 0.0, dt;
+        double t0 = g3_now(), iter_loss = 0.0, norm = 0.0;
 
         /* this replica's part of the global batch */
         st = g3_trainer_batch(&tr, G3_SPLIT_TRAIN, (uint64_t)consumed, nmicro * tr.B, 0);
@@ -545,152 +731,34 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
                                    &iter_loss, &norm);
         if (st != G3_OK)
             goto out;
-        dt = g3_now() - t0;
+        sx.t_sum += g3_now() - t0;
         consumed += gbs;
         last_gbs = gbs;
         last_lr = lr;
         res.iterations = it;
         res.consumed_samples = consumed;
         res.last_loss = iter_loss;
-        t_sum += dt;
-        loss_sum += iter_loss;
-        flops_sum += g3_gpt_flops_per_step(&mcfg, gbs, tr.T);
-        tokens += gbs * tr.T;
-        n_iters++;
+        sx.loss_sum += iter_loss;
+        sx.flops_sum += g3_gpt_flops_per_step(&mcfg, gbs, tr.T);
+        sx.tokens += gbs * tr.T;
+        sx.n_iters++;
 
-        if (it % cfg->log_interval == 0 || it == tr.plan.train_iters) {
-            double ms = t_sum / n_iters * 1e3, tps = tokens / t_sum, fl = flops_sum / t_sum;
-            double mfu = fl / tr.peak;
-            printf(" iteration %8lld/%8lld | consumed samples: %10lld | elapsed time per "
-                   "iteration (ms): %.1f | learning rate: %.6E | global batch size: %5lld | "
-                   "lm loss: %.6E | grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.4f | "
-                   "MFU: %.2f%% |\n", (long long)it, (long long)tr.plan.train_iters,
-                   (long long)consumed, ms, lr, (long long)gbs, loss_sum / n_iters, norm, tps,
-                   fl / 1e12, 100.0 * mfu);
-            fflush(stdout);
-            if (tr.metrics) {
-                fprintf(tr.metrics, "{\"event\":\"train\",\"iteration\":%lld,\"train_iters\":%lld,"
-                        "\"consumed_samples\":%lld,\"ms_per_iter\":%.3f,\"lr\":%.9g,"
-                        "\"global_batch_size\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,"
-                        "\"tokens_per_s\":%.3f,\"tflops\":%.6g,\"mfu\":%.6g}\n", (long long)it,
-                        (long long)tr.plan.train_iters, (long long)consumed, ms, lr,
-                        (long long)gbs, loss_sum / n_iters, norm, tps, fl / 1e12, mfu);
-                fflush(tr.metrics);
-            }
-            t_sum = loss_sum = flops_sum = 0.0;
-            n_iters = tokens = 0;
-        }
-        if (have_valid && it % cfg->eval_interval == 0 && it != tr.plan.train_iters) {
-            double vl;
-            st = g3_trainer_evaluate(&tr, &vl);
-            if (st != G3_OK)
-                goto out;
-            g3_trainer_report_eval(&tr, it, vl, 0);
-        }
-        st = g3_trainer_async_poll(&tr, &pending, 0, &saved_it);
-        if (st != G3_OK)
-            goto out;
-        if (cfg->save_dir && cfg->save_interval > 0 && it % cfg->save_interval == 0 &&
-            it != tr.plan.train_iters) {
-            if (cfg->async_save) {
-                st = g3_trainer_save_async(&tr, &pending, it, consumed, gbs, lr);
-            } else {
-                st = g3_trainer_save(&tr, it, consumed, gbs, lr, "save interval");
-                saved_it = it;
-            }
-            if (st != G3_OK)
-                goto out;
-        }
-        if (it != tr.plan.train_iters) {
-            const char *why;
-            st = g3_trainer_exit_requested(&tr, it, t_start, &why);
-            if (st != G3_OK)
-                goto out;
-            if (why) {
-                st = g3_trainer_async_poll(&tr, &pending, 1, &saved_it);
-                if (st != G3_OK)
-                    goto out;
-                if (cfg->save_dir && saved_it != it) {
-                    st = g3_trainer_save(&tr, it, consumed, gbs, lr, why);
-                    if (st != G3_OK)
-                        goto out;
-                } else if (!cfg->save_dir) {
-                    g3_warn("stopping at iteration %lld (%s) without --save: nothing was saved",
-                            (long long)it, why);
-                }
-                printf(" stopping at iteration %lld (%s): exit %d so that the job is "
-                       "requeued\n", (long long)it, why, g3_status_exit_code(G3_ERR_INTERRUPTED));
-                fflush(stdout);
-                if (tr.metrics) {
-                    fprintf(tr.metrics, "{\"event\":\"exit\",\"iteration\":%lld,"
-                            "\"consumed_samples\":%lld,\"reason\":\"%s\"}\n", (long long)it,
-                            (long long)consumed, why);
-                    fflush(tr.metrics);
-                }
-                st = G3_ERR_INTERRUPTED;
-                goto out;
-            }
-        }
-    }
-    st = g3_trainer_async_poll(&tr, &pending, 1, &saved_it);
-    if (st != G3_OK)
-        goto out;
-    if (cfg->save_dir && res.iterations > saved_it && res.iterations > start_it) {
-        st = g3_trainer_save(&tr, res.iterations, consumed, last_gbs, last_lr, "end of training");
+        if (it % cfg->log_interval == 0 || it == tr.plan.train_iters)
+            g3_trainer_progress(&tr, it, consumed, gbs, lr, norm, &sx);
+        if (it != tr.plan.train_iters)
+            st = g3_trainer_between(&tr, &pending, it, consumed, gbs, lr, have_valid, t_start,
+                                    &saved_it);
+        else   /* the last: g3_trainer_finish saves */
+            st = g3_trainer_async_poll(&tr, &pending, 0, &saved_it);
         if (st != G3_OK)
             goto out;
     }
-    if (have_valid) {
-        st = g3_trainer_evaluate(&tr, &res.valid_loss);
-        if (st != G3_OK)
-            goto out;
-        g3_trainer_report_eval(&tr, res.iterations, res.valid_loss, 1);
-    }
-    if (cfg->grad_dump_dir) {   /* tests: the parameters at the end, every rank */
-        st = g3_par_engine_params_ready(tr.eng);
-        if (st == G3_OK)
-            st = g3_par_dump_model(cfg->grad_dump_dir, tr.model, 1, tr.layout->world_rank);
-        if (st == G3_OK)
-            st = g3_par_engine_dump_adam(tr.eng, cfg->grad_dump_dir);
-        if (st != G3_OK)
-            goto out;
-    }
-    if (tr.eng && tr.layout->pp > 1) {
-        double bubble, formula;
-        g3_par_engine_bubble(tr.eng, &bubble, &formula);
-        const g3_par_layout_t *l = g3_par_layout(cfg->par);
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        printf("pipeline bubble on rank 0 (stage 0): %.1f%% of the compute time idle or "
-               "passing activations; 1F1B's (p - 1) / m = %.1f%%%s\n", 100.0 * bubble,
-               100.0 * formula,
-               ncpu > 0 && (long)tr.be->nthreads * l->ranks_per_node > ncpu
-                   ? " (more threads than CPUs here: waiting for a CPU counts as idle)" : "");
-    }
-    if (cfg->sample_tokens > 0) {
-        st = g3_trainer_sample(&tr);
-        if (st != G3_OK)
-            goto out;
-    }
-    if (tr.metrics) {
-        char vl[32] = "null";
-        if (!isnan(res.valid_loss))
-            snprintf(vl, sizeof(vl), "%.9g", res.valid_loss);
-        fprintf(tr.metrics, "{\"event\":\"end\",\"iteration\":%lld,\"consumed_samples\":%lld,"
-                "\"loss\":%.9g,\"valid_loss\":%s}\n", (long long)res.iterations,
-                (long long)res.consumed_samples, res.last_loss, vl);
-    }
+    st = g3_trainer_finish(&tr, &pending, start_it, saved_it, last_gbs, last_lr,
+                           have_valid, &res);
 out:
     g3_train_ckpt_async_drop(pending);   /* only after an error: not committed */
-    if (st == G3_ERR_NUMERIC && (cfg->save_dir || cfg->load_dir) &&
-        (!tr.layout || tr.layout->world_rank == 0)) {
-        const char *dir = cfg->save_dir ? cfg->save_dir : cfg->load_dir;
-        int64_t last;
-        if (g3_ckpt_latest(dir, &last) == G3_OK)
-            g3_info("the last committed checkpoint is iteration %lld in %s: resume from it "
-                    "with --load %s once the cause is fixed", (long long)last, dir, dir);
-        else
-            g3_info("no checkpoint was committed in %s", dir);
-    }
+    if (st == G3_ERR_NUMERIC)
+        g3_trainer_numeric_hint(&tr);
     g3_trainer_close(&tr);
     if (result_p)
         *result_p = res;
