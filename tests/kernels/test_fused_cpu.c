@@ -7,8 +7,8 @@
  *     NaN and infinite norms);
  *   - the model (gpt_pass.c): loss and every gradient of a forward/backward, also with full
  *     and selective recomputation;
- *   - the optimizer (train/optim.c): 4 training steps with clipping active and 2 with it
- *     off: the same losses, norms and master weights.
+ *   - the optimizer (the engine on one rank, parallel/optim.c): 4 training steps with
+ *     clipping active and 2 with it off: the same losses, norms and master weights.
  * This checks the model-side wiring without a GPU (CUDA fills the same ops with its
  * fusions, tests/kernels/test_gpt_cuda).  The 3D-parallel optimizer's use of them is
  * tests/kernels/test_fused_train.sh.
