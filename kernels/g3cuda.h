@@ -254,8 +254,8 @@ int g3cuda_adamw(g3cuda_ctx_t *ctx, float *master, g3cuda_bf16_t *param, const f
  * groups if needed, then g3cuda_clip_scale.  acc (1,) fp64 device  x (n,) fp32 or bf16 */
 int g3cuda_sumsq(g3cuda_ctx_t *ctx, double *acc, const void *x, g3cuda_dtype_t type, size_t n);
 /* *norm = sqrt(*sumsq); coeff = max_norm / (norm + 1e-6); *scale = coeff when max_norm > 0
- * and coeff < 1, else 1 (Megatron's clip_grad_norm and src/train/optim.c).  A non-finite norm
- * gives scale 1; the caller reads the norm and refuses the step.
+ * and coeff < 1, else 1 (Megatron's clip_grad_norm and src/parallel/optim.c).  A non-finite
+ * norm gives scale 1; the caller reads the norm and refuses the step.
  * scale, norm (1,) fp32 device  sumsq (1,) fp64 device */
 int g3cuda_clip_scale(g3cuda_ctx_t *ctx, float *scale, float *norm, const double *sumsq,
                       float max_norm);

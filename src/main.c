@@ -4,13 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "cli/commands.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "core/status.h"
-#ifdef HAVE_CUDA
-#include "g3cuda.h"
-#endif
 
 typedef struct {
     const char *name;
@@ -35,16 +33,7 @@ static void g3_print_version(void)
 {
     printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
     printf("features: %s\n", G3_FEATURES);
-#ifdef HAVE_CUDA
-    {
-        int n = 0;
-        char why[256];
-        if (g3cuda_device_count(&n, why, sizeof(why)) == 0)
-            printf("cuda devices: %d\n", n);
-        else
-            printf("cuda devices: none (%s)\n", why);
-    }
-#endif
+    g3_be_print_devices(stdout);
 }
 
 static void g3_print_usage(FILE *out)

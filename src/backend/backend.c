@@ -78,6 +78,20 @@ g3_status_t g3_be_check_sizes(const char *name, int C, int NH, int HS, int F, in
     return G3_OK;
 }
 
+void g3_be_print_devices(FILE *out)
+{
+#ifdef HAVE_CUDA
+    int n = 0;
+    char why[256];
+    if (g3cuda_device_count(&n, why, sizeof(why)) == 0)
+        fprintf(out, "cuda devices: %d\n", n);
+    else
+        fprintf(out, "cuda devices: none (%s)\n", why);
+#else
+    (void)out;
+#endif
+}
+
 g3_status_t g3_be_probe(const char *name, char *why, size_t why_len)
 {
     if (name == NULL || strcmp(name, "cpu") == 0)

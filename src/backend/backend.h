@@ -31,6 +31,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/status.h"
 
@@ -245,6 +246,9 @@ struct g3_backend {
     void       *stream;        /* the stream the ops queue on (cudaStream_t), NULL: none  */
     char        device_id[64]; /* the device's identity on its node (CUDA: PCI bus id), ""
                                 * for host memory: ranks with the same id share a device */
+    /* capabilities (what callers ask instead of comparing names) */
+    int         host_memory;   /* 1: its buffers are host memory (cpu): host comm groups move
+                                * them and the trainer's memory check counts them; 0: device */
 };
 
 /* Open a backend by name ("cpu", "cuda").  nthreads <= 0: the OpenMP default (OMP_NUM_THREADS,
@@ -253,6 +257,10 @@ struct g3_backend {
  * without CUDA, G3_ERR_DEVICE when no usable GPU is visible. */
 g3_status_t g3_be_open(const char *name, int nthreads, g3_backend_t **be_p);
 void g3_be_close(g3_backend_t *be);
+
+/* The compute devices this build can use, for `gpt3d --version`: one line per device kind
+ * built in beyond the CPU ("cuda devices: 2", or why none), written to out. */
+void g3_be_print_devices(FILE *out);
 
 /* Whether g3_be_open(name) can work here, without opening it (no GPU context is created).
  * RET: G3_OK, or the status g3_be_open would return, with the reason and the fix in why

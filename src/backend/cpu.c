@@ -349,6 +349,7 @@ g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p)
     }
     be->ops = &cpu->ops;
     be->name = "cpu";
+    be->host_memory = 1;
     be->act_dtype = G3_BE_F32;
     be->nthreads = cpu->nthreads;
     be->priv = cpu;

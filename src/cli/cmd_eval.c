@@ -365,7 +365,7 @@ int g3_cmd_eval(int argc, char **argv)
     for (int i = 0; i < d.nsplits; i++) {
         g3_infer_lm_t lm = g3_cli_infer_lm(&s);
         g3_infer_batch_t bt = { data, (int)d.B, s.T, s.dp,
-                                s.w.par ? g3_par_layout(s.w.par)->dp_rank : 0,
+                                g3_par_layout(s.w.par)->dp_rank,
                                 sample, inputs, targets };
         double loss = 0.0;
         st = g3_infer_evaluate(&lm, &bt, d.splits[i], n, d.gbs, &loss);

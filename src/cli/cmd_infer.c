@@ -246,7 +246,7 @@ int g3_cli_infer_fail(g3_cli_infer_t *s, g3_status_t st)
 
 g3_infer_lm_t g3_cli_infer_lm(const g3_cli_infer_t *s)
 {
-    g3_infer_lm_t lm = { s->model, s->acts, s->eng };
+    g3_infer_lm_t lm = { s->model, s->eng };
     return lm;
 }
 
@@ -261,16 +261,13 @@ int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
     rc = g3_cli_world_layout(&s->w, s->tp, s->pp, g3_opts_str(o, "topology-file"));
     if (rc != G3_EXIT_OK)
         return rc;
-    if (s->w.par) {
-        l = g3_par_layout(s->w.par);
-        m->tp_rank = l->tp_rank;
-        m->pp_rank = l->pp_rank;
-    }
+    l = g3_par_layout(s->w.par);   /* alone: 1 x 1 x 1 */
+    g3_par_shard(s->w.par, m);     /* this rank's part of the model */
     s->B = B;
     st = g3_be_open("cpu", s->w.threads, &s->be);
     if (st == G3_OK)
         st = g3_gpt_init(m, s->be, &s->model);
-    if (st == G3_OK && s->w.par) {
+    if (st == G3_OK) {
         /* the trainer's engine (one activation set: forward passes only) */
         g3_par_engine_config_t ecfg;
         g3_gpt_tp_comm_t tpc;
@@ -280,12 +277,10 @@ int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
         g3_par_tp_comm(s->w.par, &tpc);
         g3_gpt_set_tp_comm(s->model, &tpc);
         st = g3_par_engine_init(s->w.par, s->model, B, s->T, &ecfg, &s->eng);
-    } else if (st == G3_OK) {
-        st = g3_gpt_acts_init(s->model, B, s->T, &s->acts);
     }
     /* the weights by global offsets: any saved layout into this one */
     if (st == G3_OK)
-        st = g3_train_ckpt_model_load(s->info, s->model, s->w.par, s->dp, l ? l->dp_rank : 0,
+        st = g3_train_ckpt_model_load(s->info, s->model, s->w.par, s->dp, l->dp_rank,
                                       s->eng, g3_opts_bool(o, "load-fallback"));
     return st == G3_OK ? G3_EXIT_OK : g3_cli_infer_fail(s, st);
 }
@@ -301,7 +296,7 @@ void g3_cli_infer_describe(const g3_cli_infer_t *s, FILE *out)
             i->saved_pp, i->saved_dp, m->num_layers, m->hidden_size, m->num_attention_heads,
             g3_gpt_config_ffn(m), s->T,
             m->vocab_size, i->padded_vocab, (double)g3_gpt_num_parameters(m) / 1e6);
-    if (s->w.par)
+    if (s->w.par && g3_par_layout(s->w.par)->world_size > 1)
         g3_par_print_layout(s->w.par, m, out);
     fflush(out);
 }
@@ -309,8 +304,6 @@ void g3_cli_infer_describe(const g3_cli_infer_t *s, FILE *out)
 void g3_cli_infer_free(g3_cli_infer_t *s)
 {
     g3_par_engine_free(s->eng);
-    if (s->acts)
-        g3_gpt_acts_free(s->model, s->acts);
     g3_gpt_free(s->model);
     g3_be_close(s->be);
     g3_train_ckpt_info_free(s->info);

@@ -40,8 +40,7 @@ typedef struct {
     g3_train_ckpt_info_t *info;        /* the checkpoint and its model's configuration      */
     g3_backend_t         *be;
     g3_gpt_t             *model;       /* this rank's part of it                            */
-    g3_gpt_acts_t        *acts;        /* (B, T) alone; NULL with eng                       */
-    g3_par_engine_t      *eng;         /* with a layout: the trainer's engine               */
+    g3_par_engine_t      *eng;         /* the trainer's engine on the layout (alone: 1x1x1) */
     int                   B, T;        /* T: --seq-length or the checkpoint's               */
     char                  vocab_file[PATH_MAX + 32];
     char                  merge_file[PATH_MAX + 32];

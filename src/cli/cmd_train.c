@@ -221,32 +221,9 @@ int g3_cmd_train(int argc, char **argv)
     if (cfg.grad_reduce_bf16 && cfg.dp_size == 1 && me->rank == 0)
         g3_warn("--grad-reduce-in-bf16 with data-parallel size 1 reduces nothing");
 
-    /* checkpoints and stopping on request */
-    cfg.save_dir = g3_opts_str(o, "save");
-    cfg.load_dir = g3_opts_str(o, "load");
-    cfg.save_interval = g3_opts_int(o, "save-interval");
-    cfg.exit_interval = g3_opts_int(o, "exit-interval");
-    cfg.exit_duration_mins = g3_opts_float(o, "exit-duration-in-mins");
-    cfg.load_fallback = g3_opts_bool(o, "load-fallback");
-    cfg.no_save_optim = g3_opts_bool(o, "no-save-optim");
-    cfg.no_load_optim = g3_opts_bool(o, "no-load-optim");
-    cfg.async_save = g3_opts_bool(o, "async-save");
+    /* checkpoints and stopping on request (train/flags.c) */
+    ok &= g3_train_flags_ckpt(o, &cfg);
     cfg.save_id = getenv("SLURM_JOB_ID");
-    ok &= g3_train_flags_int(o, "keep-last", 0, &cfg.keep_last);
-    if (cfg.save_interval < 0 || cfg.exit_interval < 0 || !(cfg.exit_duration_mins >= 0.0)) {
-        g3_error("--save-interval, --exit-interval and --exit-duration-in-mins must not be "
-                 "negative");
-        ok = 0;
-    }
-    if (!cfg.save_dir && (cfg.save_interval > 0 || cfg.keep_last > 0 || cfg.no_save_optim ||
-                          cfg.async_save)) {
-        g3_error("--save-interval, --keep-last, --no-save-optim and --async-save need --save DIR");
-        ok = 0;
-    }
-    if (!cfg.load_dir && (cfg.load_fallback || cfg.no_load_optim)) {
-        g3_error("--load-fallback and --no-load-optim need --load DIR");
-        ok = 0;
-    }
     if (ok && !g3_exit_signal_install(g3_opts_str(o, "exit-signal")))
         ok = 0;
     cfg.exit_flag = &g3_exit_flag;
@@ -337,12 +314,11 @@ agree:
     rc = g3_cli_world_layout(&w, tp, pp, g3_opts_str(o, "topology-file"));
     if (rc != G3_EXIT_OK)
         goto out;
-    if (w.par) {
+    {
         const g3_par_layout_t *l = g3_par_layout(w.par);
         cfg.par = w.par;
         cfg.dp_rank = l->dp_rank;
-        cfg.model.tp_rank = l->tp_rank;
-        cfg.model.pp_rank = l->pp_rank;
+        g3_par_shard(w.par, &cfg.model);   /* this rank's part of the model */
         cfg.threads = w.threads;
         if (me->rank != 0)
             cfg.metrics_file = NULL;   /* one voice: rank 0 writes the metrics */

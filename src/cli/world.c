@@ -179,8 +179,6 @@ int g3_cli_world_layout(g3_cli_world_t *w, int tp, int pp, const char *topology_
     char why[1024];
     g3_status_t st;
 
-    if (w->me->size == 1 && tp == 1 && pp == 1)
-        return G3_EXIT_OK;
     /* 3D parallelism: place the ranks (src/topo) and create the groups */
     st = g3_par_init(w->world, tp, pp, topology_file, &w->par, why, sizeof(why));
     if (st == G3_ERR_INVALID_ARG && why[0]) {
@@ -198,8 +196,8 @@ int g3_cli_world_layout(g3_cli_world_t *w, int tp, int pp, const char *topology_
 
 void g3_cli_world_fail(g3_cli_world_t *w, int rc, g3_status_t st)
 {
-    if (!w->par)
-        return;
+    if (!w->par || w->me->size == 1)
+        return;   /* alone: nobody waits for this rank */
     fflush(stdout);
     g3_comm_world_abort(w->world, rc, g3_status_string(st));
 }

@@ -43,7 +43,7 @@ void g3_cli_quiet_end(g3_cli_quiet_t *q, int replay);
 typedef struct {
     g3_comm_world_t      *world;
     const g3_comm_proc_t *me;       /* rank, size                                        */
-    g3_par_t             *par;      /* the layout; NULL alone with TP = PP = 1           */
+    g3_par_t             *par;      /* the layout (alone: 1 x 1 x 1) after the layout call */
     int                   threads;  /* CPU backend threads per rank (0: its default)     */
     g3_cli_quiet_t        quiet;
 } g3_cli_world_t;
@@ -64,14 +64,14 @@ int g3_cli_world_init(double timeout_s, g3_cli_world_t *w);
  * highest). */
 int g3_cli_world_agree(g3_cli_world_t *w, int rc, const char *what);
 
-/* Place the ranks on the TP x PP x DP grid (g3_par_init) when the job has more than one rank
- * or tp or pp > 1, and set the CPU threads per rank; ranks other than 0 then print nothing
+/* Place the ranks on the TP x PP x DP grid (g3_par_init; one rank alone is the 1 x 1 x 1
+ * layout), and set the CPU threads per rank; ranks other than 0 then print nothing
  * to standard output (one voice).  Collective.  RET: the exit code (2 with "impossible
  * layout: ..." from rank 0 when the layout cannot be made). */
 int g3_cli_world_layout(g3_cli_world_t *w, int tp, int pp, const char *topology_file);
 
 /* After an error on this rank during the work: the other ranks may be waiting for it, so end
- * the job now with rc (when there is a layout; alone it just returns). */
+ * the job now with rc (with more than one rank; alone it just returns). */
 void g3_cli_world_fail(g3_cli_world_t *w, int rc, g3_status_t st);
 
 void g3_cli_world_free(g3_cli_world_t *w);

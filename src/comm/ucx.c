@@ -11,7 +11,7 @@
  *
  * Waiting: ranks often outnumber cores (8 ranks on 2 cores in tests), and
  * a rank that spins on ucp_worker_progress steals the core its peer needs
- * (a 256 KiB all-reduce at 4 ranks: 45 ms spinning, 0.7 ms waiting).  So
+ * (docs/benchmarks.md, "Host collectives": spinning against waiting).  So
  * when nothing is left to progress we poll a few rounds with sched_yield()
  * between them (16 when ranks outnumber cores, 64 otherwise;
  * GPT3D_COMM_SPIN), then arm the worker and sleep in poll() on its event
@@ -23,8 +23,8 @@
  *                  folding the ranks beyond a power of two);
  *                  N = 2 above 2 segments (512 KiB): ring (for two ranks
  *                  the same exchange as direct, but cut into segments that
- *                  are folded in as they land: 1-16 MiB went from 0.55-0.66x
- *                  to 0.75-1.0x MPI's bandwidth on the build machine);
+ *                  are folded in as they land; docs/benchmarks.md has the
+ *                  before and after);
  *                  up to 32 MiB and N <= 16: direct (every rank sends block
  *                  j to rank j at once, reduces its block, sends it to all:
  *                  2 rounds of concurrent messages);

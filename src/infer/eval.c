@@ -34,28 +34,18 @@ g3_status_t g3_infer_evaluate(const g3_infer_lm_t *lm, const g3_infer_batch_t *b
     uint64_t avail = g3_data_num_samples(bt->data, split);
     double sum = 0.0;
 
-    if (lm->eng) {   /* each replica its slice of each global batch, through the pipeline */
-        int64_t rows = gbs / (bt->dp_size > 0 ? bt->dp_size : 1);
-        for (uint64_t first = 0; first < n_samples; first += (uint64_t)gbs) {
-            double s = 0.0;
-            g3_status_t st = g3_infer_batch_load(bt, split, first, rows, avail);
-            if (st == G3_OK)
-                st = g3_par_eval(lm->eng, bt->inputs, bt->targets, rows, &s);
-            if (st != G3_OK)
-                return st;
-            sum += s;
-        }
-    } else {         /* one rank: micro-batch after micro-batch */
-        for (uint64_t first = 0; first < n_samples; first += (uint64_t)bt->B) {
-            double s = 0.0;
-            g3_status_t st = g3_infer_batch_load(bt, split, first, bt->B, avail);
-            if (st == G3_OK)
-                st = g3_gpt_forward(lm->model, lm->acts, bt->inputs, bt->targets, bt->B, bt->T,
-                                    0.0f, &s);
-            if (st != G3_OK)
-                return st;
-            sum += s;
-        }
+    /* each replica its slice of each global batch, through the pipeline; one rank alone a
+     * micro-batch per call, so that its losses add up in the order they always did */
+    int64_t DP = bt->dp_size > 0 ? bt->dp_size : 1;
+    int64_t rows = g3_par_engine_layout(lm->eng)->world_size == 1 ? bt->B : gbs / DP;
+    for (uint64_t first = 0; first < n_samples; first += (uint64_t)(rows * DP)) {
+        double s = 0.0;
+        g3_status_t st = g3_infer_batch_load(bt, split, first, rows, avail);
+        if (st == G3_OK)
+            st = g3_par_eval(lm->eng, bt->inputs, bt->targets, rows, &s);
+        if (st != G3_OK)
+            return st;
+        sum += s;
     }
     *loss_p = sum / ((double)n_samples * bt->T);
     return G3_OK;

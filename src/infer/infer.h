@@ -21,12 +21,11 @@
 #include "model/gpt.h"
 #include "parallel/par.h"
 
-/* The model a pass runs on: one rank alone (model and its activations) or this rank's part
- * of a 3D-parallel model (the engine; every rank of the world calls the same functions). */
+/* The model a pass runs on: this rank's part of it and the engine of its layout (one rank
+ * alone: the 1 x 1 x 1 layout; every rank of the world calls the same functions). */
 typedef struct {
     g3_gpt_t        *model;
-    g3_gpt_acts_t   *acts;   /* one rank: activations for (B, T); NULL with eng       */
-    g3_par_engine_t *eng;    /* 3D-parallel: the engine (it holds its activations)      */
+    g3_par_engine_t *eng;    /* the engine (it holds the activations)                  */
 } g3_infer_lm_t;
 
 /* ---- batches and evaluation -------------------------------------------------------------- */

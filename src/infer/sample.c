@@ -101,11 +101,7 @@ g3_status_t g3_infer_generate(const g3_infer_lm_t *lm, const g3_infer_generate_o
     for (int step = 0; step < o->max_new_tokens; step++) {
         size_t ctx = ids->len < (size_t)o->context ? ids->len : (size_t)o->context;
         int32_t next;
-        if (lm->eng)
-            st = g3_par_logits_last(lm->eng, ids->ids + ids->len - ctx, (int)ctx, logits);
-        else
-            st = g3_gpt_logits(lm->model, lm->acts, ids->ids + ids->len - ctx, 1, (int)ctx, 1,
-                               logits);
+        st = g3_par_logits_last(lm->eng, ids->ids + ids->len - ctx, (int)ctx, logits);
         if (st != G3_OK)
             goto out_free;
         next = g3_infer_pick(logits, o->vocab_size, &o->sampling, (uint64_t)step, cand);

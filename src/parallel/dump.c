@@ -111,28 +111,6 @@ g3_status_t g3_par_dump_model(const char *dir, const g3_gpt_t *m, int params, in
     return st;
 }
 
-g3_status_t g3_par_dump_adam(const char *dir, const g3_gpt_t *model, const float *m)
-{
-    float *host = malloc(sizeof(float) * (model->numel ? model->numel : 1));
-    char path[4200];
-    FILE *f;
-    g3_status_t st;
-
-    if (!host) {
-        g3_error("gradient dump: out of memory");
-        return G3_ERR_NO_MEMORY;
-    }
-    st = g3_par_dump_open(dir, "adam_m", 0, path, sizeof(path), &f);
-    if (st == G3_OK) {
-        model->be->ops->download(model->be, host, m, sizeof(float) * model->numel);
-        st = g3_par_dump_range(f, path, model, 0, model->numel, host);
-        if (g3_par_dump_close(f, path) != G3_OK && st == G3_OK)
-            st = G3_ERR_IO;
-    }
-    free(host);
-    return st;
-}
-
 g3_status_t g3_par_engine_dump_adam(g3_par_engine_t *eng, const char *dir)
 {
     const g3_gpt_t *model = g3_par_engine_model(eng);

@@ -185,6 +185,11 @@ int g3_par_engine_rank(const g3_par_engine_t *eng)
     return eng->par->layout.world_rank;
 }
 
+const g3_par_layout_t *g3_par_engine_layout(const g3_par_engine_t *eng)
+{
+    return &eng->par->layout;
+}
+
 g3_status_t g3_par_engine_params_ready(g3_par_engine_t *eng)
 {
     return g3_par_optim_gather_wait(eng);

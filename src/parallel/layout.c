@@ -215,6 +215,31 @@ static g3_status_t g3_par_group(g3_par_t *par, int axis, const char *name,
     return st;
 }
 
+int g3_par_dp_size(int64_t world, int tp, int pp, int *dp_p, char *why, size_t why_len)
+{
+    /* in 64 bits: TP x PP of two int flags can overflow an int (65536 x 65536 is 0) */
+    int64_t rp = (int64_t)tp * pp;
+
+    if (tp < 1 || pp < 1 || world < 1 || rp > world || world % rp != 0) {
+        snprintf(why, why_len, "the job's %lld rank%s cannot be split into "
+                 "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %lld ranks "
+                 "per model replica (the world size must be TP x PP x DP); start a multiple of "
+                 "%lld ranks or change the sizes", (long long)world, world == 1 ? "" : "s", tp,
+                 pp, (long long)rp, (long long)rp);
+        return 0;
+    }
+    *dp_p = (int)(world / rp);
+    return 1;
+}
+
+void g3_par_shard(const g3_par_t *par, g3_gpt_config_t *cfg)
+{
+    cfg->tp_size = par->layout.tp;
+    cfg->tp_rank = par->layout.tp_rank;
+    cfg->pp_size = par->layout.pp;
+    cfg->pp_rank = par->layout.pp_rank;
+}
+
 g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topology_file,
                         g3_par_t **par_p, char *why, size_t why_len)
 {
@@ -223,18 +248,12 @@ g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topo
     g3_topo_t *topo = NULL;
     int *nodes = NULL;
     g3_par_t *par;
+    int dp;
     g3_status_t st;
 
     why[0] = '\0';
-    if (tp < 1 || pp < 1 || me->size % (tp * pp) != 0) {
-        int tpp = tp * pp;
-        snprintf(why, why_len, "the job's %d rank%s cannot be split into tensor-parallel size "
-                 "%d x pipeline-parallel size %d = %d ranks per model replica: the world size "
-                 "must be TP x PP x DP; start a multiple of %d ranks or change "
-                 "--tensor-model-parallel-size / --pipeline-model-parallel-size", me->size,
-                 me->size == 1 ? "" : "s", tp, pp, tpp, tpp);
+    if (!g3_par_dp_size(me->size, tp, pp, &dp, why, why_len))
         return G3_ERR_INVALID_ARG;
-    }
     par = calloc(1, sizeof(*par));
     if (!par) {
         g3_error("parallel layout: out of memory");
@@ -413,7 +432,7 @@ g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dis
     g3_par_groups_t d = { NULL, NULL, NULL, NULL };
     g3_comm_devmem_t mem = { (void *)be, g3_par_to_host, g3_par_to_device, NULL, NULL };
     const char *force = getenv("GPT3D_STAGED_HOST");
-    int host_mem = strcmp(be->name, "cpu") == 0, staged;
+    int host_mem = be->host_memory, staged;
     g3_status_t st;
 
     if (par->dev.tp)

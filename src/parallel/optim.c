@@ -54,10 +54,10 @@ static int g3_par_counts(const g3_gpt_t *m, const g3_gpt_param_t *p)
 }
 
 /* Weight-decay runs tiling [0, numel): one AdamW call per run and piece. */
-static g3_status_t g3_par_runs(const g3_gpt_t *m, g3_train_adamw_run_t **runs_p, int *n_p)
+static g3_status_t g3_par_runs(const g3_gpt_t *m, g3_par_adamw_run_t **runs_p, int *n_p)
 {
     const g3_gpt_param_t **order = malloc(sizeof(*order) * (size_t)(m->nparams + 1));
-    g3_train_adamw_run_t *runs = calloc((size_t)m->nparams + 1, sizeof(*runs));
+    g3_par_adamw_run_t *runs = calloc((size_t)m->nparams + 1, sizeof(*runs));
     int n = 0;
 
     if (!order || !runs) {
@@ -685,7 +685,10 @@ static g3_status_t g3_par_norm_dev(g3_par_engine_t *eng, double *norm_p)
     g3_status_t st;
 
     be->ops->zero(be, o->dsumsq, sizeof(double));
-    g3_par_norm_terms(eng, g3_par_norm_term_dev, NULL);
+    if (par->layout.world_size == 1)
+        be->ops->sumsq_acc(be, o->dsumsq, m->g, m->numel);   /* g3_par_norm: one rank */
+    else
+        g3_par_norm_terms(eng, g3_par_norm_term_dev, NULL);
     st = be->ops->sync(be);
     if (st == G3_OK && par->dev.tp) {
         g3_comm_t *axes[3] = { par->buf.tp, par->buf.pp, par->buf.dp };
@@ -705,7 +708,10 @@ static g3_status_t g3_par_norm_dev(g3_par_engine_t *eng, double *norm_p)
     return st;
 }
 
-/* Step 3.  OUT: *norm_p */
+/* Step 3.  On one rank (the 1 x 1 x 1 layout) every element counts and the reduced
+ * gradients are the model's, so the squares are summed in one pass over the flat buffer
+ * (its alignment gaps hold zeros): the order of the single-rank trainer this engine
+ * replaced, so one-rank results stayed bitwise the same.  OUT: *norm_p */
 static g3_status_t g3_par_norm(g3_par_engine_t *eng, double *norm_p)
 {
     g3_par_optim_t *o = &eng->opt;
@@ -715,7 +721,10 @@ static g3_status_t g3_par_norm(g3_par_engine_t *eng, double *norm_p)
 
     if (o->dsumsq)
         return g3_par_norm_dev(eng, norm_p);
-    g3_par_norm_terms(eng, g3_par_norm_term_host, &ss);
+    if (eng->par->layout.world_size == 1)   /* one sum over the flat buffer (zero gaps) */
+        m->be->ops->sumsq(m->be, m->g, m->numel, &ss);
+    else
+        g3_par_norm_terms(eng, g3_par_norm_term_host, &ss);
     st = m->be->ops->sync(m->be);
     if (st == G3_OK)
         st = g3_par_world_allreduce(eng->par, &ss, 1, 0);

@@ -7,7 +7,8 @@
  * segment under ZeRO-1; "bucket" = the segments of a group of layers reduced together
  * (--ddp-bucket-size, --overlap-grad-reduce).
  *
- * Layers: core <- comm, topo <- backend <- model <- train/optim <- parallel <- train/train.c.
+ * Layers: core <- comm, topo <- backend <- model <- parallel <- train (one rank is the
+ * 1 x 1 x 1 layout: the trainer has no other path).
  * The layout (g3_par_t) comes from the topology mapping (src/topo) of the ranks the
  * launcher started; its groups are comm groups:
  *   tp   the TP ranks of one stage of one replica (Megatron's f/g all-reduces, the
@@ -38,7 +39,6 @@
 #include "core/timer.h"
 #include "model/gpt.h"
 #include "topo/topo.h"
-#include "train/optim.h"
 
 /* ---- the layout ----------------------------------------------------------------------------- */
 
@@ -84,6 +84,12 @@ typedef struct {
 
 typedef struct g3_par g3_par_t;
 
+/* The data-parallel size of a job of `world` ranks split into TP x PP ranks per replica (the
+ * one check of it: gpt3d train, eval, generate and plan call it through g3_train_flags_dp,
+ * g3_par_init too).  OUT: *dp_p.  RET: 1, or 0 with why[] saying what would fit (nothing
+ * logged). */
+int g3_par_dp_size(int64_t world, int tp, int pp, int *dp_p, char *why, size_t why_len);
+
 /* Place every rank of the world on a TP x PP x DP grid and create the groups.  Collective
  * over the world.  The placement of the ranks (host, local rank, SLURM_TOPOLOGY_ADDR) is
  * exchanged over PMIx; the switch tree is topology_file (a Slurm topology.conf) when given,
@@ -98,6 +104,10 @@ g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topo
 void g3_par_free(g3_par_t *par);
 
 const g3_par_layout_t *g3_par_layout(const g3_par_t *par);
+
+/* This rank's part of the model as the layout places it: cfg's tensor- and pipeline-parallel
+ * sizes and ranks (the one place they are copied from the layout).  OUT: cfg's four. */
+void g3_par_shard(const g3_par_t *par, g3_gpt_config_t *cfg);
 g3_comm_world_t *g3_par_world(const g3_par_t *par);
 
 /* What moves a GPU backend's buffers between ranks (--distributed-backend). */
@@ -142,8 +152,21 @@ g3_status_t g3_par_world_allreduce(g3_par_t *par, double *buf, size_t n, int max
 
 typedef struct g3_par_engine g3_par_engine_t;
 
+/* AdamW with global-norm gradient clipping, through the backend's adamw and sumsq ops.
+ * Weight decay follows Megatron: every weight matrix and embedding decays, biases and
+ * LayerNorm parameters do not (g3_gpt_param_t.weight_decay).  Clipping is Megatron's /
+ * PyTorch's clip_grad_norm_: with the global L2 norm n of all gradients, gradients are
+ * scaled by clip / (n + 1e-6) when that is below 1. */
 typedef struct {
-    g3_train_adamw_config_t adamw;
+    double beta1;          /* --adam-beta1  (0.9)                     */
+    double beta2;          /* --adam-beta2  (0.999)                   */
+    double eps;            /* --adam-eps    (1e-8)                    */
+    double weight_decay;   /* --weight-decay (0.01)                   */
+    double clip_grad;      /* --clip-grad (1.0); 0 turns clipping off */
+} g3_par_adamw_config_t;
+
+typedef struct {
+    g3_par_adamw_config_t adamw;
     int         distributed_optimizer;  /* ZeRO-1 over DP (--use-distributed-optimizer) */
     int         grad_reduce_bf16;       /* DP reductions in bf16 (--grad-reduce-in-bf16) */
     int64_t     ddp_bucket_size;        /* > 0: DP reductions per bucket of about this many
@@ -186,6 +209,7 @@ void g3_par_engine_memory(const g3_par_engine_t *eng, g3_par_memory_t *mem);
 g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out);
 const g3_gpt_t *g3_par_engine_model(const g3_par_engine_t *eng);
 int g3_par_engine_rank(const g3_par_engine_t *eng);   /* world rank */
+const g3_par_layout_t *g3_par_engine_layout(const g3_par_engine_t *eng);
 
 /* One training iteration, collective over the world.  inputs, targets: (nmicro * B, T)
  * host, this DP rank's part of the global batch (micro-batch k = rows [k B, (k+1) B)).
@@ -255,7 +279,5 @@ g3_status_t g3_par_dump_model(const char *dir, const g3_gpt_t *model, int params
 /* The Adam first moments of the ranges this rank owns (g3_par_engine_optim_ranges), as
  * DIR/adam_m-rank<world rank>.bin: together the ranks' files hold every element once. */
 g3_status_t g3_par_engine_dump_adam(g3_par_engine_t *eng, const char *dir);
-/* The same for the one-rank optimizer: m (model->numel,) backend memory. */
-g3_status_t g3_par_dump_adam(const char *dir, const g3_gpt_t *model, const float *m);
 
 #endif

@@ -28,6 +28,12 @@ struct g3_par {
     int              act_esize;  /* bytes per activation element                         */
 };
 
+/* Tensors adjacent in the flat buffer with the same weight decay, updated in one pass. */
+typedef struct {
+    size_t begin, end;     /* element range in the flat buffers */
+    int    weight_decay;
+} g3_par_adamw_run_t;
+
 /* A range of the flat buffers this rank updates: the elements [begin, end) of the
  * parameters, whose reduced gradient is at g and Adam moments at m, v (backend memory,
  * (end - begin,) each). */
@@ -65,7 +71,7 @@ typedef struct {
 } g3_par_bucket_t;
 
 typedef struct {
-    g3_train_adamw_config_t cfg;
+    g3_par_adamw_config_t cfg;
     int               zero;          /* ZeRO-1                                           */
     g3_par_segment_t *seg;           /* (nseg,) before, [the word embedding], after; or
                                       * the buckets' segments in offset order            */
@@ -81,7 +87,7 @@ typedef struct {
     size_t            state_numel;   /* elements of m (and v, and the ZeRO-1 gradient shard) */
     float            *m, *v;         /* (state_numel,) backend memory                    */
     float            *gshard;        /* (state_numel,) ZeRO-1 reduced gradients, or NULL */
-    g3_train_adamw_run_t *runs;      /* (nruns,) weight-decay runs tiling the flat buffer */
+    g3_par_adamw_run_t *runs;      /* (nruns,) weight-decay runs tiling the flat buffer */
     int               nruns;
     int64_t           step;
     /* --grad-reduce-in-bf16: the DP reductions move bf16 copies of the gradients */

@@ -1,5 +1,5 @@
 /* gpt3d train: the trainer's option table and the readers of its model, layout and batch
- * flags (shared with gpt3d plan; see flags.h). */
+ * flags (shared with gpt3d plan; see flags.h) and of its checkpoint and stop flags. */
 #include "config.h"
 
 #include <errno.h>
@@ -250,17 +250,42 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
 
 int g3_train_flags_dp(int world, int tp, int pp, int *dp_p)
 {
-    /* in 64 bits: TP x PP of two int flags can overflow an int (65536 x 65536 is 0) */
-    int64_t rp = (int64_t)tp * pp;
+    char why[512];
 
-    if (tp < 1 || pp < 1 || rp > world || world % rp != 0) {
-        g3_error("impossible layout: the job's %d rank%s cannot be split into "
-                 "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %lld ranks "
-                 "per model replica (the world size must be TP x PP x DP); start a multiple of "
-                 "%lld ranks or change the sizes", world, world == 1 ? "" : "s", tp, pp,
-                 (long long)rp, (long long)rp);
+    if (!g3_par_dp_size(world, tp, pp, dp_p, why, sizeof(why))) {
+        g3_error("impossible layout: %s", why);
         return 0;
     }
-    *dp_p = (int)(world / rp);
     return 1;
+}
+
+int g3_train_flags_ckpt(const g3_opts_t *o, g3_train_config_t *cfg)
+{
+    int ok = 1;
+
+    cfg->save_dir = g3_opts_str(o, "save");
+    cfg->load_dir = g3_opts_str(o, "load");
+    cfg->save_interval = g3_opts_int(o, "save-interval");
+    cfg->exit_interval = g3_opts_int(o, "exit-interval");
+    cfg->exit_duration_mins = g3_opts_float(o, "exit-duration-in-mins");
+    cfg->load_fallback = g3_opts_bool(o, "load-fallback");
+    cfg->no_save_optim = g3_opts_bool(o, "no-save-optim");
+    cfg->no_load_optim = g3_opts_bool(o, "no-load-optim");
+    cfg->async_save = g3_opts_bool(o, "async-save");
+    ok &= g3_train_flags_int(o, "keep-last", 0, &cfg->keep_last);
+    if (cfg->save_interval < 0 || cfg->exit_interval < 0 || !(cfg->exit_duration_mins >= 0.0)) {
+        g3_error("--save-interval, --exit-interval and --exit-duration-in-mins must not be "
+                 "negative");
+        ok = 0;
+    }
+    if (!cfg->save_dir && (cfg->save_interval > 0 || cfg->keep_last > 0 || cfg->no_save_optim ||
+                           cfg->async_save)) {
+        g3_error("--save-interval, --keep-last, --no-save-optim and --async-save need --save DIR");
+        ok = 0;
+    }
+    if (!cfg->load_dir && (cfg->load_fallback || cfg->no_load_optim)) {
+        g3_error("--load-fallback and --no-load-optim need --load DIR");
+        ok = 0;
+    }
+    return ok;
 }

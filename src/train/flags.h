@@ -45,9 +45,16 @@ int g3_train_flags_int(const g3_opts_t *o, const char *name, int64_t lo, int *ou
  * The relations between flags are checked later: g3_gpt_config_check, g3_train_plan. */
 int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, int *pp_p);
 
-/* The data-parallel size of a job of `world` ranks: world / (TP x PP).  OUT: *dp_p.
- * RET: 1, or 0 after logging "impossible layout: ..." when world is not a multiple of
- * TP x PP. */
+/* Read the checkpoint and stop-on-request flags (--save, --load, --save-interval,
+ * --keep-last, --load-fallback, --no-save-optim, --no-load-optim, --async-save,
+ * --exit-interval, --exit-duration-in-mins) into cfg and check how they go together
+ * (--exit-signal is installed by the driver).  OUT: cfg.  RET: 1, or 0 after logging every
+ * problem once, naming its flags. */
+int g3_train_flags_ckpt(const g3_opts_t *o, g3_train_config_t *cfg);
+
+/* The data-parallel size of a job of `world` ranks: world / (TP x PP) (g3_par_dp_size, the
+ * one check).  OUT: *dp_p.  RET: 1, or 0 after logging "impossible layout: ..." when world
+ * is not a multiple of TP x PP. */
 int g3_train_flags_dp(int world, int tp, int pp, int *dp_p);
 
 #endif

@@ -1,9 +1,7 @@
-# src/train: schedules, the optimizer and the training loop (g3_train_).
+# src/train: schedules and the training loop (g3_train_) on the engine of src/parallel.
 src_libgpt3d_a_SOURCES += \
 	src/train/schedule.h \
 	src/train/schedule.c \
-	src/train/optim.h \
-	src/train/optim.c \
 	src/train/train.h \
 	src/train/config.c \
 	src/train/flags.h \

@@ -31,9 +31,8 @@ typedef struct {
     g3_train_plan_t          plan;
     g3_backend_t            *be;
     g3_gpt_t                *model;
-    g3_gpt_acts_t           *acts;
-    g3_train_adamw_t        *opt;
-    g3_par_engine_t         *eng;       /* 3D-parallel runs: schedule and optimizer    */
+    g3_par_engine_t         *eng;       /* schedule and optimizer (one rank: 1 x 1 x 1) */
+    const g3_par_layout_t   *layout;    /* cfg->par's                                  */
     g3_train_timing_t       *timing;    /* --timing-log-level, or NULL                 */
     g3_data_t               *data;
     FILE                    *metrics;
@@ -65,7 +64,7 @@ static g3_status_t g3_trainer_batch(g3_trainer_t *tr, g3_split_t split, uint64_t
  * samples every time, so evaluations are comparable).  OUT: *loss_p */
 static g3_status_t g3_trainer_evaluate(g3_trainer_t *tr, double *loss_p)
 {
-    g3_infer_lm_t lm = { tr->model, tr->acts, tr->eng };
+    g3_infer_lm_t lm = { tr->model, tr->eng };
     g3_infer_batch_t bt = g3_trainer_batcher(tr);
     uint64_t n = (uint64_t)tr->cfg->eval_iters * (uint64_t)tr->plan.global_batch_size;
     return g3_infer_evaluate(&lm, &bt, G3_SPLIT_VALID, n, tr->plan.global_batch_size, loss_p);
@@ -81,7 +80,7 @@ static void g3_trainer_report_eval(g3_trainer_t *tr, int64_t iter, double loss, 
 static g3_status_t g3_trainer_sample(g3_trainer_t *tr)
 {
     const g3_train_config_t *cfg = tr->cfg;
-    g3_infer_lm_t lm = { tr->model, tr->acts, tr->eng };
+    g3_infer_lm_t lm = { tr->model, tr->eng };
     g3_infer_generate_opts_t go;
     g3_bpe_t *bpe = NULL;
     g3_bpe_ids_t ids = { 0 };
@@ -137,9 +136,6 @@ static void g3_trainer_close(g3_trainer_t *tr)
     g3_data_close(tr->data);
     g3_train_timing_free(tr->timing);
     g3_par_engine_free(tr->eng);
-    g3_train_adamw_free(tr->opt);
-    if (tr->acts)
-        g3_gpt_acts_free(tr->model, tr->acts);
     g3_gpt_free(tr->model);
     g3_be_close(tr->be);
     free(tr->sample);
@@ -170,10 +166,10 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
     size_t adam = 2 * tr->model->numel * sizeof(float);
     size_t avail = g3_mem_available();
 
-    if (tr->cfg->par) {
+    {
         /* 1F1B keeps up to PP - pp micro-batches in flight; ZeRO-1 keeps m, v and the
          * reduced gradient for 1/DP of the parameters.  Ranks on one node share it. */
-        const g3_par_layout_t *l = g3_par_layout(tr->cfg->par);
+        const g3_par_layout_t *l = tr->layout;
         int64_t m = tr->plan.global_batch_size / (tr->B * (int64_t)l->dp);
         int64_t sets = l->pp - l->pp_rank < m ? l->pp - l->pp_rank : m;
         acts *= (size_t)(sets > 0 ? sets : 1);
@@ -182,7 +178,7 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
         avail /= (size_t)(l->local_size > 0 ? l->local_size : 1);
     }
 
-    if (strcmp(tr->be->name, "cpu") != 0 || avail == 0 || acts + adam <= avail)
+    if (!tr->be->host_memory || avail == 0 || acts + adam <= avail)
         return G3_OK;
     g3_error("training needs %.2f GiB more memory (activations of %d x %d tokens: %.2f GiB, "
              "Adam moments: %.2f GiB) but only %.2f GiB is available: lower "
@@ -190,12 +186,6 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
              (double)(acts + adam) / 1073741824.0, tr->B, tr->T, (double)acts / 1073741824.0,
              (double)adam / 1073741824.0, (double)avail / 1073741824.0);
     return G3_ERR_NO_MEMORY;
-}
-
-/* Tests: the gradients of the first update of a one-rank run (see --debug-grad-dump). */
-static g3_status_t g3_trainer_dump_hook(void *ctx, g3_gpt_t *model, int64_t step)
-{
-    return step == 1 ? g3_par_dump_model((const char *)ctx, model, 0, 0) : G3_OK;
 }
 
 /* Everything before the first iteration: the order puts the cheap checks first. */
@@ -206,6 +196,11 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     int64_t vocab = 0, eod = 0, bound;
     g3_status_t st;
 
+    if (!cfg->par) {
+        g3_error("the trainer needs a layout (one rank: g3_par_init's 1 x 1 x 1)");
+        return G3_ERR_INTERNAL;
+    }
+    tr->layout = g3_par_layout(cfg->par);
     st = g3_train_plan(cfg, &tr->plan);
     if (st != G3_OK)
         return st;
@@ -219,7 +214,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     /* before anything big is allocated: gpt3d plan's estimate against the memory there is */
     st = g3_plan_check_fit(mcfg, cfg->backend, cfg->dp_size, cfg->micro_batch_size,
                            tr->plan.global_batch_size, cfg->distributed_optimizer,
-                           cfg->par ? g3_par_layout(cfg->par)->local_size : 1);
+                           tr->layout->local_size);
     if (st != G3_OK)
         return st;
     tr->T = mcfg->seq_length;
@@ -284,7 +279,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     st = g3_trainer_check_memory(tr);
     if (st != G3_OK)
         return st;
-    if (cfg->par) {
+    {
         g3_par_engine_config_t ecfg;
         g3_gpt_tp_comm_t tpc;
         memset(&ecfg, 0, sizeof(ecfg));
@@ -302,15 +297,6 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         g3_gpt_set_tp_comm(tr->model, &tpc);
         return g3_par_engine_init(cfg->par, tr->model, tr->B, tr->T, &ecfg, &tr->eng);
     }
-    st = g3_gpt_acts_init(tr->model, tr->B, tr->T, &tr->acts);
-    if (st != G3_OK)
-        return st;
-    st = g3_train_adamw_init(tr->model, &cfg->adamw, &tr->opt);
-    if (st == G3_OK && cfg->grad_dump_dir) {
-        tr->opt->grad_hook = g3_trainer_dump_hook;
-        tr->opt->grad_hook_ctx = (void *)cfg->grad_dump_dir;
-    }
-    return st;
 }
 
 /* The peak of the whole job: the backend's per-thread peak times the threads of every rank,
@@ -321,9 +307,9 @@ static double g3_trainer_peak(const g3_trainer_t *tr)
     double per_thread, threads;
     long ncpu;
 
-    if (!tr->cfg->par || tr->be->nthreads < 1)
+    l = tr->layout;
+    if (l->world_size == 1 || tr->be->nthreads < 1)
         return tr->be->peak_flops;
-    l = g3_par_layout(tr->cfg->par);
     per_thread = tr->be->peak_flops / tr->be->nthreads;
     threads = (double)tr->be->nthreads * l->ranks_per_node;
     ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -336,6 +322,7 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
 {
     const g3_train_config_t *cfg = tr->cfg;
     size_t state = tr->model->numel * sizeof(float) * 4;   /* params, grads, m, v */
+    g3_par_memory_t mem;
 
     printf("gpt3d train: GPT %d layers, hidden %d, %d heads, ffn %d, sequence %d, vocabulary "
            "%d (padded %d): %.2fM parameters\n", m->num_layers, m->hidden_size,
@@ -349,20 +336,21 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
            tr->plan.lr.style == G3_LR_DECAY_COSINE ? "cosine"
            : tr->plan.lr.style == G3_LR_DECAY_LINEAR ? "linear" : "constant",
            (long long)tr->plan.lr.decay_samples, (long long)tr->plan.lr.warmup_samples);
-    if (tr->eng) {
+    if (tr->layout->world_size > 1) {
         g3_par_print_layout(cfg->par, m, stdout);
         printf("  backend %s: %s%s\n", tr->be->name, tr->be->device,
                m->recompute_activations ? "; activations recomputed per layer" : "");
         if (g3_par_print_memory(tr->eng, stdout) != G3_OK)
             g3_warn("could not gather the memory of every stage");
-    } else {
+    } else {   /* one rank: no layout to show */
+        g3_par_engine_memory(tr->eng, &mem);
         printf("  backend %s: %s; memory: %.1f MiB model state, %.1f MiB activations%s\n",
                tr->be->name, tr->be->device, (double)state / 1048576.0,
-               (double)g3_gpt_acts_bytes(tr->acts) / 1048576.0,
+               (double)mem.acts_bytes / 1048576.0,
                m->recompute_activations ? " (recomputed per layer)" : "");
     }
     tr->peak = g3_trainer_peak(tr);
-    if (cfg->par)
+    if (tr->layout->world_size > 1)
         printf("  MFU is measured against %.1f GFLOP/s: %d node%s x %.1f GFLOP/s (per rank: "
                "%s)\n", tr->peak / 1e9, g3_par_layout(cfg->par)->nnodes,
                g3_par_layout(cfg->par)->nnodes == 1 ? "" : "s",
@@ -390,9 +378,9 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
 static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consumed, int64_t gbs,
                                    double lr, const char *why)
 {
-    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
+    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->eng };
     double t0 = g3_clock_now(), dt;
-    g3_status_t st = tr->eng ? g3_par_engine_params_ready(tr->eng) : G3_OK;   /* all-gathers */
+    g3_status_t st = g3_par_engine_params_ready(tr->eng);   /* all-gathers */
 
     g3_timers_start(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     if (st == G3_OK)
@@ -422,12 +410,12 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
 static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
                                          int64_t it, int64_t consumed, int64_t gbs, double lr)
 {
-    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
+    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->eng };
     double t0 = g3_clock_now(), dt;
     int64_t done;
     g3_status_t st = g3_train_ckpt_async_finish(&c, pending, 1, &done);
 
-    if (st == G3_OK && tr->eng)
+    if (st == G3_OK)
         st = g3_par_engine_params_ready(tr->eng);   /* --overlap-param-gather's all-gathers */
     g3_timers_start(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     if (st == G3_OK)
@@ -458,7 +446,7 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
 static g3_status_t g3_trainer_async_poll(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
                                          int block, int64_t *saved_it)
 {
-    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->opt, tr->eng };
+    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->eng };
     int64_t done;
     g3_status_t st;
 
@@ -493,8 +481,7 @@ static g3_status_t g3_trainer_exit_requested(g3_trainer_t *tr, int64_t it, doubl
     req[0] = cfg->exit_flag && *cfg->exit_flag ? 1.0 : 0.0;
     req[1] = cfg->exit_duration_mins > 0.0 &&
              (g3_clock_now() - t_start) / 60.0 >= cfg->exit_duration_mins ? 1.0 : 0.0;
-    if (cfg->par)
-        st = g3_par_world_allreduce(cfg->par, req, 2, 1);
+    st = g3_par_world_allreduce(cfg->par, req, 2, 1);
     if (st != G3_OK)
         return st;
     if (req[0] > 0.0)
@@ -506,15 +493,226 @@ static g3_status_t g3_trainer_exit_requested(g3_trainer_t *tr, int64_t it, doubl
     return G3_OK;
 }
 
+/* The progress statistics since the last progress line. */
+typedef struct {
+    double  t_sum, loss_sum, flops_sum;
+    int64_t n_iters, tokens;
+} g3_trainer_stats_t;
+
+/* --load: resume from the latest checkpoint if there is one.  OUT: *start_it_p, *consumed_p,
+ * *saved_it_p and res's counts when one was loaded (else left as they were). */
+static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
+                                     int64_t *consumed_p, int64_t *saved_it_p,
+                                     g3_train_result_t *res)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    g3_train_ckpt_t c = { cfg, tr->model, tr->eng };
+    int loaded = 0;
+    g3_status_t st = g3_train_ckpt_load(&c, start_it_p, consumed_p, &loaded);
+
+    if (st != G3_OK || !loaded)
+        return st;
+    *saved_it_p = *start_it_p;
+    res->iterations = *start_it_p;
+    res->consumed_samples = *consumed_p;
+    printf(" resumed from the checkpoint of iteration %lld in %s (consumed samples "
+           "%lld)\n", (long long)*start_it_p, cfg->load_dir, (long long)*consumed_p);
+    fflush(stdout);
+    if (tr->metrics) {
+        fprintf(tr->metrics, "{\"event\":\"load\",\"iteration\":%lld,"
+                "\"consumed_samples\":%lld}\n", (long long)*start_it_p,
+                (long long)*consumed_p);
+        fflush(tr->metrics);
+    }
+    if (*start_it_p > tr->plan.train_iters)
+        g3_warn("the checkpoint is at iteration %lld, beyond --train-iters %lld: "
+                "nothing to train", (long long)*start_it_p,
+                (long long)tr->plan.train_iters);
+    return G3_OK;
+}
+
+/* The progress line of iteration `it` (stdout and the metrics file) over the iterations
+ * since the last one; resets the statistics. */
+static g3_status_t g3_trainer_progress(g3_trainer_t *tr, int64_t it, int64_t consumed,
+                                       int64_t gbs, double lr, double norm,
+                                       g3_trainer_stats_t *sx)
+{
+    g3_status_t st;
+
+    double ms = sx->t_sum / sx->n_iters * 1e3, tps = sx->tokens / sx->t_sum;
+    double fl = sx->flops_sum / sx->t_sum, mfu = fl / tr->peak;
+
+    printf(" iteration %8lld/%8lld | consumed samples: %10lld | elapsed time per "
+           "iteration (ms): %.1f | learning rate: %.6E | global batch size: %5lld | "
+           "lm loss: %.6E | grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.4f | "
+           "MFU: %.2f%% |\n", (long long)it, (long long)tr->plan.train_iters,
+           (long long)consumed, ms, lr, (long long)gbs, sx->loss_sum / sx->n_iters, norm, tps,
+           fl / 1e12, 100.0 * mfu);
+    fflush(stdout);
+    if (tr->metrics) {
+        fprintf(tr->metrics, "{\"event\":\"train\",\"iteration\":%lld,\"train_iters\":%lld,"
+                "\"consumed_samples\":%lld,\"ms_per_iter\":%.3f,\"lr\":%.9g,"
+                "\"global_batch_size\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,"
+                "\"tokens_per_s\":%.3f,\"tflops\":%.6g,\"mfu\":%.6g}\n", (long long)it,
+                (long long)tr->plan.train_iters, (long long)consumed, ms, lr,
+                (long long)gbs, sx->loss_sum / sx->n_iters, norm, tps, fl / 1e12, mfu);
+        fflush(tr->metrics);
+    }
+    st = g3_train_timing_report(tr->timing, it, sx->n_iters, stdout, tr->metrics);
+    memset(sx, 0, sizeof(*sx));
+    return st;
+}
+
+/* A stop asked for at iteration `it` (why): commit or write its checkpoint (with --save),
+ * say so.  RET: G3_ERR_INTERRUPTED, or the save's error. */
+static g3_status_t g3_trainer_stop(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+                                   int64_t it, int64_t consumed, int64_t gbs, double lr,
+                                   const char *why, int64_t *saved_it)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    g3_status_t st = g3_trainer_async_poll(tr, pending, 1, saved_it);
+
+    if (st != G3_OK)
+        return st;
+    if (cfg->save_dir && *saved_it != it) {
+        st = g3_trainer_save(tr, it, consumed, gbs, lr, why);
+        if (st != G3_OK)
+            return st;
+    } else if (!cfg->save_dir) {
+        g3_warn("stopping at iteration %lld (%s) without --save: nothing was saved",
+                (long long)it, why);
+    }
+    printf(" stopping at iteration %lld (%s): exit %d so that the job is "
+           "requeued\n", (long long)it, why, g3_status_exit_code(G3_ERR_INTERRUPTED));
+    fflush(stdout);
+    if (tr->metrics) {
+        fprintf(tr->metrics, "{\"event\":\"exit\",\"iteration\":%lld,"
+                "\"consumed_samples\":%lld,\"reason\":\"%s\"}\n", (long long)it,
+                (long long)consumed, why);
+        fflush(tr->metrics);
+    }
+    return G3_ERR_INTERRUPTED;
+}
+
+/* After the update of iteration `it` (not the last): validation, interval saves, and a stop
+ * asked for.  RET: G3_ERR_INTERRUPTED when stopping (saved as asked), errors. */
+static g3_status_t g3_trainer_between(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+                                      int64_t it, int64_t consumed, int64_t gbs, double lr,
+                                      int have_valid, double t_start, int64_t *saved_it)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    const char *why;
+    g3_status_t st;
+
+    if (have_valid && it % cfg->eval_interval == 0) {
+        double vl;
+        st = g3_trainer_evaluate(tr, &vl);
+        if (st != G3_OK)
+            return st;
+        g3_trainer_report_eval(tr, it, vl, 0);
+    }
+    st = g3_trainer_async_poll(tr, pending, 0, saved_it);
+    if (st != G3_OK)
+        return st;
+    if (cfg->save_dir && cfg->save_interval > 0 && it % cfg->save_interval == 0) {
+        if (cfg->async_save) {
+            st = g3_trainer_save_async(tr, pending, it, consumed, gbs, lr);
+        } else {
+            st = g3_trainer_save(tr, it, consumed, gbs, lr, "save interval");
+            *saved_it = it;
+        }
+        if (st != G3_OK)
+            return st;
+    }
+    st = g3_trainer_exit_requested(tr, it, t_start, &why);
+    if (st != G3_OK || !why)
+        return st;
+    return g3_trainer_stop(tr, pending, it, consumed, gbs, lr, why, saved_it);
+}
+
+/* After the last iteration: the last checkpoint, the final validation, the tests' dumps, the
+ * pipeline bubble, the sample and the metrics' end line.  res: filled as far as training
+ * got; OUT: res->valid_loss. */
+static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+                                     int64_t start_it, int64_t saved_it, int64_t last_gbs,
+                                     double last_lr, int have_valid, g3_train_result_t *res)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    g3_status_t st = g3_trainer_async_poll(tr, pending, 1, &saved_it);
+
+    if (st != G3_OK)
+        return st;
+    if (cfg->save_dir && res->iterations > saved_it && res->iterations > start_it) {
+        st = g3_trainer_save(tr, res->iterations, res->consumed_samples, last_gbs, last_lr,
+                             "end of training");
+        if (st != G3_OK)
+            return st;
+    }
+    if (have_valid) {
+        st = g3_trainer_evaluate(tr, &res->valid_loss);
+        if (st != G3_OK)
+            return st;
+        g3_trainer_report_eval(tr, res->iterations, res->valid_loss, 1);
+    }
+    if (cfg->grad_dump_dir) {   /* tests: the parameters at the end, every rank */
+        st = g3_par_engine_params_ready(tr->eng);
+        if (st == G3_OK)
+            st = g3_par_dump_model(cfg->grad_dump_dir, tr->model, 1, tr->layout->world_rank);
+        if (st == G3_OK)
+            st = g3_par_engine_dump_adam(tr->eng, cfg->grad_dump_dir);
+        if (st != G3_OK)
+            return st;
+    }
+    if (tr->layout->pp > 1) {
+        double bubble, formula;
+        const g3_par_layout_t *l = tr->layout;
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        g3_par_engine_bubble(tr->eng, &bubble, &formula);
+        printf("pipeline bubble on rank 0 (stage 0): %.1f%% of the compute time idle or "
+               "passing activations; 1F1B's (p - 1) / m = %.1f%%%s\n", 100.0 * bubble,
+               100.0 * formula,
+               ncpu > 0 && (long)tr->be->nthreads * l->ranks_per_node > ncpu
+                   ? " (more threads than CPUs here: waiting for a CPU counts as idle)" : "");
+    }
+    if (cfg->sample_tokens > 0) {
+        st = g3_trainer_sample(tr);
+        if (st != G3_OK)
+            return st;
+    }
+    if (tr->metrics) {
+        char vl[32] = "null";
+        if (!isnan(res->valid_loss))
+            snprintf(vl, sizeof(vl), "%.9g", res->valid_loss);
+        fprintf(tr->metrics, "{\"event\":\"end\",\"iteration\":%lld,\"consumed_samples\":%lld,"
+                "\"loss\":%.9g,\"valid_loss\":%s}\n", (long long)res->iterations,
+                (long long)res->consumed_samples, res->last_loss, vl);
+    }
+    return G3_OK;
+}
+
+/* A non-finite loss or norm stopped the run: say where to resume from (rank 0). */
+static void g3_trainer_numeric_hint(const g3_trainer_t *tr)
+{
+    const g3_train_config_t *cfg = tr->cfg;
+    const char *dir = cfg->save_dir ? cfg->save_dir : cfg->load_dir;
+    int64_t last;
+
+    if (!dir || (tr->layout && tr->layout->world_rank != 0))
+        return;
+    if (g3_ckpt_latest(dir, &last) == G3_OK)
+        g3_info("the last committed checkpoint is iteration %lld in %s: resume from it "
+                "with --load %s once the cause is fixed", (long long)last, dir, dir);
+    else
+        g3_info("no checkpoint was committed in %s", dir);
+}
+
 g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result_p)
 {
     g3_trainer_t tr;
     g3_gpt_config_t mcfg = cfg->model;
     g3_train_result_t res = { 0, 0, NAN, NAN };
     int64_t consumed = 0, mdp = cfg->micro_batch_size * (cfg->dp_size > 0 ? cfg->dp_size : 1);
-    /* statistics since the last progress line */
-    double t_sum = 0.0, loss_sum = 0.0, flops_sum = 0.0;
-    int64_t n_iters = 0, tokens = 0;
+    g3_trainer_stats_t sx = { 0.0, 0.0, 0.0, 0, 0 };
     int have_valid;
     int64_t start_it = 0, saved_it = -1, last_gbs = 0;
     g3_train_ckpt_async_t *pending = NULL;
@@ -528,29 +726,9 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         goto out;
     g3_trainer_banner(&tr, &mcfg);
     if (cfg->load_dir) {
-        g3_train_ckpt_t c = { cfg, tr.model, tr.opt, tr.eng };
-        int loaded = 0;
-        st = g3_train_ckpt_load(&c, &start_it, &consumed, &loaded);
+        st = g3_trainer_resume(&tr, &start_it, &consumed, &saved_it, &res);
         if (st != G3_OK)
             goto out;
-        if (loaded) {
-            saved_it = start_it;
-            res.iterations = start_it;
-            res.consumed_samples = consumed;
-            printf(" resumed from the checkpoint of iteration %lld in %s (consumed samples "
-                   "%lld)\n", (long long)start_it, cfg->load_dir, (long long)consumed);
-            fflush(stdout);
-            if (tr.metrics) {
-                fprintf(tr.metrics, "{\"event\":\"load\",\"iteration\":%lld,"
-                        "\"consumed_samples\":%lld}\n", (long long)start_it,
-                        (long long)consumed);
-                fflush(tr.metrics);
-            }
-            if (start_it > tr.plan.train_iters)
-                g3_warn("the checkpoint is at iteration %lld, beyond --train-iters %lld: "
-                        "nothing to train", (long long)start_it,
-                        (long long)tr.plan.train_iters);
-        }
     }
     have_valid = cfg->eval_iters > 0 && g3_data_num_samples(tr.data, G3_SPLIT_VALID) > 0;
     if (cfg->eval_iters > 0 && !have_valid)
@@ -561,171 +739,47 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         int64_t gbs = g3_train_rampup_batch(&tr.plan.rampup, consumed);
         int64_t nmicro = gbs / mdp;
         double lr = g3_train_lr_at(&tr.plan.lr, consumed);
-        double t0 = g3_clock_now(), iter_loss = 0.0, norm = 0.0, dt;
+        double t0 = g3_clock_now(), iter_loss = 0.0, norm = 0.0;
 
         /* this replica's part of the global batch */
         g3_timers_start(g3_train_timing_timers(tr.timing), G3_TIMER_DATA);
         st = g3_trainer_batch(&tr, G3_SPLIT_TRAIN, (uint64_t)consumed, nmicro * tr.B, 0);
         g3_timers_stop(g3_train_timing_timers(tr.timing), G3_TIMER_DATA);
-        if (st == G3_OK && tr.eng)
+        if (st == G3_OK)
             st = g3_par_train_step(tr.eng, tr.inputs, tr.targets, nmicro, gbs, lr, it,
                                    &iter_loss, &norm);
-        else if (st == G3_OK)
-            st = g3_train_step(tr.opt, tr.acts, tr.inputs, tr.targets, nmicro * tr.B, tr.B,
-                               tr.T, lr, it, &iter_loss, &norm);
         if (st != G3_OK)
             goto out;
-        dt = g3_clock_now() - t0;
+        sx.t_sum += g3_clock_now() - t0;
         consumed += gbs;
         last_gbs = gbs;
         last_lr = lr;
         res.iterations = it;
         res.consumed_samples = consumed;
         res.last_loss = iter_loss;
-        t_sum += dt;
-        loss_sum += iter_loss;
-        flops_sum += g3_gpt_flops_per_step(&mcfg, gbs, tr.T);
-        tokens += gbs * tr.T;
-        n_iters++;
+        sx.loss_sum += iter_loss;
+        sx.flops_sum += g3_gpt_flops_per_step(&mcfg, gbs, tr.T);
+        sx.tokens += gbs * tr.T;
+        sx.n_iters++;
 
-        if (it % cfg->log_interval == 0 || it == tr.plan.train_iters) {
-            double ms = t_sum / n_iters * 1e3, tps = tokens / t_sum, fl = flops_sum / t_sum;
-            double mfu = fl / tr.peak;
-            printf(" iteration %8lld/%8lld | consumed samples: %10lld | elapsed time per "
-                   "iteration (ms): %.1f | learning rate: %.6E | global batch size: %5lld | "
-                   "lm loss: %.6E | grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.4f | "
-                   "MFU: %.2f%% |\n", (long long)it, (long long)tr.plan.train_iters,
-                   (long long)consumed, ms, lr, (long long)gbs, loss_sum / n_iters, norm, tps,
-                   fl / 1e12, 100.0 * mfu);
-            fflush(stdout);
-            if (tr.metrics) {
-                fprintf(tr.metrics, "{\"event\":\"train\",\"iteration\":%lld,\"train_iters\":%lld,"
-                        "\"consumed_samples\":%lld,\"ms_per_iter\":%.3f,\"lr\":%.9g,"
-                        "\"global_batch_size\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,"
-                        "\"tokens_per_s\":%.3f,\"tflops\":%.6g,\"mfu\":%.6g}\n", (long long)it,
-                        (long long)tr.plan.train_iters, (long long)consumed, ms, lr,
-                        (long long)gbs, loss_sum / n_iters, norm, tps, fl / 1e12, mfu);
-                fflush(tr.metrics);
-            }
-            st = g3_train_timing_report(tr.timing, it, n_iters, stdout, tr.metrics);
-            if (st != G3_OK)
-                goto out;
-            t_sum = loss_sum = flops_sum = 0.0;
-            n_iters = tokens = 0;
-        }
-        if (have_valid && it % cfg->eval_interval == 0 && it != tr.plan.train_iters) {
-            double vl;
-            st = g3_trainer_evaluate(&tr, &vl);
-            if (st != G3_OK)
-                goto out;
-            g3_trainer_report_eval(&tr, it, vl, 0);
-        }
-        st = g3_trainer_async_poll(&tr, &pending, 0, &saved_it);
+        if (it % cfg->log_interval == 0 || it == tr.plan.train_iters)
+            st = g3_trainer_progress(&tr, it, consumed, gbs, lr, norm, &sx);
         if (st != G3_OK)
             goto out;
-        if (cfg->save_dir && cfg->save_interval > 0 && it % cfg->save_interval == 0 &&
-            it != tr.plan.train_iters) {
-            if (cfg->async_save) {
-                st = g3_trainer_save_async(&tr, &pending, it, consumed, gbs, lr);
-            } else {
-                st = g3_trainer_save(&tr, it, consumed, gbs, lr, "save interval");
-                saved_it = it;
-            }
-            if (st != G3_OK)
-                goto out;
-        }
-        if (it != tr.plan.train_iters) {
-            const char *why;
-            st = g3_trainer_exit_requested(&tr, it, t_start, &why);
-            if (st != G3_OK)
-                goto out;
-            if (why) {
-                st = g3_trainer_async_poll(&tr, &pending, 1, &saved_it);
-                if (st != G3_OK)
-                    goto out;
-                if (cfg->save_dir && saved_it != it) {
-                    st = g3_trainer_save(&tr, it, consumed, gbs, lr, why);
-                    if (st != G3_OK)
-                        goto out;
-                } else if (!cfg->save_dir) {
-                    g3_warn("stopping at iteration %lld (%s) without --save: nothing was saved",
-                            (long long)it, why);
-                }
-                printf(" stopping at iteration %lld (%s): exit %d so that the job is "
-                       "requeued\n", (long long)it, why, g3_status_exit_code(G3_ERR_INTERRUPTED));
-                fflush(stdout);
-                if (tr.metrics) {
-                    fprintf(tr.metrics, "{\"event\":\"exit\",\"iteration\":%lld,"
-                            "\"consumed_samples\":%lld,\"reason\":\"%s\"}\n", (long long)it,
-                            (long long)consumed, why);
-                    fflush(tr.metrics);
-                }
-                st = G3_ERR_INTERRUPTED;
-                goto out;
-            }
-        }
-    }
-    st = g3_trainer_async_poll(&tr, &pending, 1, &saved_it);
-    if (st != G3_OK)
-        goto out;
-    if (cfg->save_dir && res.iterations > saved_it && res.iterations > start_it) {
-        st = g3_trainer_save(&tr, res.iterations, consumed, last_gbs, last_lr, "end of training");
+        if (it != tr.plan.train_iters)
+            st = g3_trainer_between(&tr, &pending, it, consumed, gbs, lr, have_valid, t_start,
+                                    &saved_it);
+        else   /* the last: g3_trainer_finish saves */
+            st = g3_trainer_async_poll(&tr, &pending, 0, &saved_it);
         if (st != G3_OK)
             goto out;
     }
-    if (have_valid) {
-        st = g3_trainer_evaluate(&tr, &res.valid_loss);
-        if (st != G3_OK)
-            goto out;
-        g3_trainer_report_eval(&tr, res.iterations, res.valid_loss, 1);
-    }
-    if (cfg->grad_dump_dir) {   /* tests: the parameters at the end, every rank */
-        st = tr.eng ? g3_par_engine_params_ready(tr.eng) : G3_OK;
-        if (st == G3_OK)
-            st = g3_par_dump_model(cfg->grad_dump_dir, tr.model, 1,
-                               cfg->par ? g3_par_layout(cfg->par)->world_rank : 0);
-        if (st == G3_OK)
-            st = tr.eng ? g3_par_engine_dump_adam(tr.eng, cfg->grad_dump_dir)
-                        : g3_par_dump_adam(cfg->grad_dump_dir, tr.model, tr.opt->m);
-        if (st != G3_OK)
-            goto out;
-    }
-    if (tr.eng && g3_par_layout(cfg->par)->pp > 1) {
-        double bubble, formula;
-        g3_par_engine_bubble(tr.eng, &bubble, &formula);
-        const g3_par_layout_t *l = g3_par_layout(cfg->par);
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        printf("pipeline bubble on rank 0 (stage 0): %.1f%% of the compute time idle or "
-               "passing activations; 1F1B's (p - 1) / m = %.1f%%%s\n", 100.0 * bubble,
-               100.0 * formula,
-               ncpu > 0 && (long)tr.be->nthreads * l->ranks_per_node > ncpu
-                   ? " (more threads than CPUs here: waiting for a CPU counts as idle)" : "");
-    }
-    if (cfg->sample_tokens > 0) {
-        st = g3_trainer_sample(&tr);
-        if (st != G3_OK)
-            goto out;
-    }
-    if (tr.metrics) {
-        char vl[32] = "null";
-        if (!isnan(res.valid_loss))
-            snprintf(vl, sizeof(vl), "%.9g", res.valid_loss);
-        fprintf(tr.metrics, "{\"event\":\"end\",\"iteration\":%lld,\"consumed_samples\":%lld,"
-                "\"loss\":%.9g,\"valid_loss\":%s}\n", (long long)res.iterations,
-                (long long)res.consumed_samples, res.last_loss, vl);
-    }
+    st = g3_trainer_finish(&tr, &pending, start_it, saved_it, last_gbs, last_lr,
+                           have_valid, &res);
 out:
     g3_train_ckpt_async_drop(pending);   /* only after an error: not committed */
-    if (st == G3_ERR_NUMERIC && (cfg->save_dir || cfg->load_dir) &&
-        (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0)) {
-        const char *dir = cfg->save_dir ? cfg->save_dir : cfg->load_dir;
-        int64_t last;
-        if (g3_ckpt_latest(dir, &last) == G3_OK)
-            g3_info("the last committed checkpoint is iteration %lld in %s: resume from it "
-                    "with --load %s once the cause is fixed", (long long)last, dir, dir);
-        else
-            g3_info("no checkpoint was committed in %s", dir);
-    }
+    if (st == G3_ERR_NUMERIC)
+        g3_trainer_numeric_hint(&tr);
     g3_trainer_close(&tr);
     if (result_p)
         *result_p = res;

@@ -1,4 +1,5 @@
-/* gpt3d train: the training loop, on one rank or on a 3D-parallel layout (src/parallel).
+/* gpt3d train: the training loop on a 3D-parallel layout (src/parallel; one rank alone is
+ * the 1 x 1 x 1 layout).
  *
  * An iteration consumes one global batch (possibly ramping up): the rank runs
  * global_batch / (micro_batch x DP) micro-batches forward and backward, accumulating
@@ -14,7 +15,7 @@
 
 #include "core/status.h"
 #include "model/gpt.h"
-#include "train/optim.h"
+#include "parallel/par.h"
 #include "train/schedule.h"
 
 typedef struct {
@@ -37,7 +38,7 @@ typedef struct {
     int64_t  lr_decay_iters;            /* --lr-decay-iters; -1: the training length          */
     int64_t  lr_decay_samples;          /* --lr-decay-samples; -1: the training length        */
     g3_lr_decay_t lr_decay_style;       /* --lr-decay-style                                   */
-    g3_train_adamw_config_t adamw;
+    g3_par_adamw_config_t adamw;
     /* evaluation and logging */
     int64_t  eval_interval;             /* --eval-interval                                    */
     int64_t  eval_iters;                /* --eval-iters (0: no validation)                    */
@@ -58,8 +59,8 @@ typedef struct {
     /* compute */
     const char  *backend;               /* "cpu"                                              */
     int          threads;               /* 0: OpenMP's default                                */
-    /* 3D parallelism: the layout (src/parallel) or NULL for one rank alone; the model
-     * config carries this rank's tp/pp position */
+    /* 3D parallelism: the layout (src/parallel; one rank alone: 1 x 1 x 1), required;
+     * the model config carries this rank's tp/pp position */
     struct g3_par *par;
     int          distributed_optimizer; /* --use-distributed-optimizer (ZeRO-1 over DP)      */
     int          grad_reduce_bf16;      /* --grad-reduce-in-bf16 (DP reductions in bf16)      */

@@ -80,13 +80,9 @@ static g3_status_t g3_tck_init(const g3_train_ckpt_t *c, g3_tck_t *t)
     }
     t->layout.stage_first_layer = t->stage_first;
 
-    if (c->eng) {
+    if (c->eng)
         t->n = g3_par_engine_optim_ranges(c->eng, t->r, &t->step);
-    } else if (c->opt) {
-        t->r[0] = (g3_par_optim_range_t){ 0, c->model->numel, c->opt->m, c->opt->v, 1 };
-        t->n = 1;
-        t->step = &c->opt->step;
-    }   /* neither: the model alone (gpt3d eval, generate), loaded with no_load_optim */
+    /* else the model alone (gpt3d eval, generate), loaded with no_load_optim */
     st = be->ops->sync(be);
     if (st != G3_OK)
         return st;

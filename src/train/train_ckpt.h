@@ -15,16 +15,15 @@
 #include "core/status.h"
 #include "model/gpt.h"
 #include "parallel/par.h"
-#include "train/optim.h"
 #include "train/train.h"
 
-/* What is saved and loaded: the model and either the one-rank optimizer or the engine. */
+/* What is saved and loaded: the model and the engine's optimizer state. */
 typedef struct {
     const g3_train_config_t *cfg;
     g3_gpt_t                *model;
-    g3_train_adamw_t        *opt;   /* one rank: m, v (model->numel,) and step, or NULL */
-    g3_par_engine_t         *eng;   /* 3D-parallel: its optimizer ranges, or NULL       */
-    /* opt and eng both NULL: the model alone; load it with cfg->no_load_optim set */
+    g3_par_engine_t         *eng;   /* its optimizer ranges (any layout, one rank
+                                     * included), or NULL: the model alone; load it
+                                     * with cfg->no_load_optim set */
 } g3_train_ckpt_t;
 
 /* Save the state after `iteration` (collective over the world).  gbs: the global batch of

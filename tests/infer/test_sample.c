@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "infer/infer.h"
+#include "par_alone.h"
 #include "tap.h"
 
 #define NV 8
@@ -153,7 +154,8 @@ static void test_generate(void)
     g3_backend_t *be = NULL;
     g3_gpt_config_t c;
     g3_gpt_t *m = NULL;
-    g3_gpt_acts_t *acts = NULL;
+    g3_alone_t one = { NULL, NULL };
+    g3_par_engine_t *eng = NULL;
     g3_infer_generate_opts_t o;
     g3_bpe_ids_t a = { 0 }, b = { 0 }, w = { 0 };
     int32_t prompt[2 * T];
@@ -171,10 +173,12 @@ static void test_generate(void)
     c.init_method_std = 0.5f;   /* large weights: the greedy tokens vary */
     c.seed = 3;
     if (!tap_ok(g3_be_open("cpu", 1, &be) == G3_OK && g3_gpt_init(&c, be, &m) == G3_OK &&
-                g3_gpt_acts_init(m, 1, T, &acts) == G3_OK, "a small random GPT"))
+                g3_alone_init(&one) == G3_OK &&
+                g3_alone_engine(&one, m, 1, T, 1, NULL, &eng) == G3_OK,
+                "a small random GPT on the one-rank layout"))
         goto out;
     {
-        g3_infer_lm_t lm = { m, acts, NULL };
+        g3_infer_lm_t lm = { m, eng };
         for (int i = 0; i < 2 * T; i++)
             prompt[i] = (int32_t)((i * 7 + 3) % V);
         memset(&o, 0, sizeof(o));
@@ -233,10 +237,10 @@ out:
     g3_bpe_ids_free(&a);
     g3_bpe_ids_free(&b);
     g3_bpe_ids_free(&w);
-    if (acts)
-        g3_gpt_acts_free(m, acts);
+    g3_par_engine_free(eng);
     g3_gpt_free(m);
     g3_be_close(be);
+    g3_alone_free(&one);
 }
 
 int main(void)

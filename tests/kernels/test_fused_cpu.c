@@ -7,8 +7,8 @@
  *     NaN and infinite norms);
  *   - the model (gpt_pass.c): loss and every gradient of a forward/backward, also with full
  *     and selective recomputation;
- *   - the optimizer (train/optim.c): 4 training steps with clipping active and 2 with it
- *     off: the same losses, norms and master weights.
+ *   - the optimizer (the engine on one rank, parallel/optim.c): 4 training steps with
+ *     clipping active and 2 with it off: the same losses, norms and master weights.
  * This checks the model-side wiring without a GPU (CUDA fills the same ops with its
  * fusions, tests/kernels/test_gpt_cuda).  The 3D-parallel optimizer's use of them is
  * tests/kernels/test_fused_train.sh.
@@ -24,7 +24,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "model/gpt.h"
-#include "train/optim.h"
+#include "par_alone.h"
 #include "tap.h"
 
 #define B 2
@@ -209,7 +209,7 @@ static int model_check(g3_backend_t *p, g3_backend_t *f, int gran, const int32_t
     return ok;
 }
 
-/* steps of g3_train_step on both at clip_grad clip.  RET: 1 when every loss, norm and the
+/* steps of the trainer's step (the engine on one rank) on both at clip_grad clip.  RET: 1 when every loss, norm and the
  * final master weights are bit-identical; OUT: *clipped, whether a norm exceeded clip. */
 static int train_check(g3_backend_t *p, g3_backend_t *f, double clip, int steps,
                        const int32_t *tok, const int32_t *tgt, int *clipped)
@@ -217,26 +217,29 @@ static int train_check(g3_backend_t *p, g3_backend_t *f, double clip, int steps,
     g3_gpt_config_t c;
     g3_gpt_t *m[2] = { NULL, NULL };
     g3_gpt_acts_t *a[2] = { NULL, NULL };
-    g3_train_adamw_t *o[2] = { NULL, NULL };
-    g3_train_adamw_config_t oc = { 0.9, 0.95, 1e-8, 0.1, clip };
+    g3_par_engine_t *o[2] = { NULL, NULL };
+    g3_par_adamw_config_t oc = { 0.9, 0.95, 1e-8, 0.1, clip };
+    g3_alone_t one;
     g3_backend_t *be[2] = { p, f };
     int ok = 1;
     g3_status_t st = G3_OK;
 
     *clipped = 0;
     cfg_init(&c, G3_GPT_RECOMPUTE_NONE);
+    st = g3_alone_init(&one);
     for (int i = 0; i < 2 && st == G3_OK; i++) {
         st = g3_gpt_init(&c, be[i], &m[i]);
         if (st == G3_OK)
             st = g3_gpt_acts_init(m[i], B, T, &a[i]);
         if (st == G3_OK)
-            st = g3_train_adamw_init(m[i], &oc, &o[i]);
+            st = g3_alone_engine(&one, m[i], B, T, 1, &oc, &o[i]);
     }
-    ok = st == G3_OK && o[0]->dsumsq == NULL && o[1]->dsumsq != NULL;
+    /* the plain backend clips on the host, the fused one in backend memory */
+    ok = st == G3_OK && p->ops->sumsq_acc == NULL && f->ops->sumsq_acc != NULL;
     for (int s = 1; s <= steps && ok; s++) {
         double loss[2] = { 0, 0 }, norm[2] = { 0, 0 };
         for (int i = 0; i < 2 && st == G3_OK; i++)
-            st = g3_train_step(o[i], a[i], tok, tgt, B, B, T, 1e-3, s, &loss[i], &norm[i]);
+            st = g3_par_train_step(o[i], tok, tgt, 1, B, 1e-3, s, &loss[i], &norm[i]);
         ok = st == G3_OK && loss[0] == loss[1] && norm[0] == norm[1] && isfinite(norm[0]);
         if (!ok)
             printf("# step %d: loss %.17g / %.17g, norm %.17g / %.17g\n", s, loss[0], loss[1],
@@ -250,10 +253,12 @@ static int train_check(g3_backend_t *p, g3_backend_t *f, double clip, int steps,
         free(w1);
     }
     for (int i = 0; i < 2; i++) {
-        g3_train_adamw_free(o[i]);
-        g3_gpt_acts_free(m[i], a[i]);
+        g3_par_engine_free(o[i]);
+        if (a[i])
+            g3_gpt_acts_free(m[i], a[i]);
         g3_gpt_free(m[i]);
     }
+    g3_alone_free(&one);
     return ok;
 }
 

@@ -15,7 +15,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "model/gpt.h"
-#include "train/optim.h"
+#include "par_alone.h"
 #include "train/schedule.h"
 
 /* the test model and schedule (ref_check.py reads them from the header) */
@@ -85,8 +85,9 @@ int main(int argc, char **argv)
     g3_gpt_config_t cfg;
     g3_gpt_t *m;
     g3_gpt_acts_t *acts;
-    g3_train_adamw_t *opt;
-    g3_train_adamw_config_t ocfg = { B1, B2, EPS, WD, CLIP };
+    g3_alone_t one;
+    g3_par_engine_t *eng;
+    g3_par_adamw_config_t ocfg = { B1, B2, EPS, WD, CLIP };
     g3_train_lr_sched_t sched = { LR, MIN_LR, WARMUP_ITERS * GBS, DECAY_ITERS * GBS,
                                   G3_LR_DECAY_COSINE };
     int32_t tok[GBS * T], tgt[GBS * T], all_tok[STEPS * GBS * T], all_tgt[STEPS * GBS * T];
@@ -110,8 +111,9 @@ int main(int argc, char **argv)
     cfg.vocab_size = V;
     cfg.seed = 5;
     cfg.recompute_activations = argc > 2 && !strcmp(argv[2], "--recompute");
-    if (g3_gpt_init(&cfg, be, &m) != G3_OK || g3_gpt_acts_init(m, GBS, T, &acts) != G3_OK ||
-        g3_train_adamw_init(m, &ocfg, &opt) != G3_OK)
+    if (g3_alone_init(&one) != G3_OK || g3_gpt_init(&cfg, be, &m) != G3_OK ||
+        g3_gpt_acts_init(m, GBS, T, &acts) != G3_OK ||
+        g3_alone_engine(&one, m, MB, T, GBS / MB, &ocfg, &eng) != G3_OK)
         return 1;
     add_params(m, "param/", 0);
 
@@ -131,13 +133,13 @@ int main(int argc, char **argv)
     add("loss", "f32", 1, (int64_t[]){ 1 }, &loss1);
     add_params(m, "grad/", 1);
 
-    /* ten iterations through the trainer's step */
+    /* ten iterations through the trainer's step (the engine on one rank) */
     for (int s = 0; s < STEPS; s++) {
         int32_t *bt = all_tok + (size_t)s * GBS * T, *bg = all_tgt + (size_t)s * GBS * T;
         batch(bt, bg, GBS, (uint64_t)s);
         lrs[s] = g3_train_lr_at(&sched, (int64_t)s * GBS);
-        if (g3_train_step(opt, acts, bt, bg, GBS, MB, T, lrs[s], s + 1, &losses[s],
-                          &norms[s]) != G3_OK)
+        if (g3_par_train_step(eng, bt, bg, GBS / MB, GBS, lrs[s], s + 1, &losses[s],
+                              &norms[s]) != G3_OK)
             return 1;
     }
     add("train/tokens", "i32", 3, (int64_t[]){ STEPS, GBS, T }, all_tok);
@@ -180,9 +182,10 @@ int main(int argc, char **argv)
         return 1;
     }
     free(logits);
-    g3_train_adamw_free(opt);
+    g3_par_engine_free(eng);
     g3_gpt_acts_free(m, acts);
     g3_gpt_free(m);
     g3_be_close(be);
+    g3_alone_free(&one);
     return 0;
 }

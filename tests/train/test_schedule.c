@@ -7,7 +7,6 @@
 #include "backend/backend.h"
 #include "core/log.h"
 #include "model/gpt.h"
-#include "train/optim.h"
 #include "tap.h"
 #include "train/schedule.h"
 #include "train/train.h"
@@ -140,40 +139,11 @@ static void test_plan(void)
     tap_ok(g3_train_plan(&c, &p) == G3_ERR_INVALID_ARG, "fewer samples than one global batch are refused");
 }
 
-static void test_optim_runs(void)
-{
-    g3_backend_t *be;
-    g3_gpt_config_t c;
-    g3_gpt_t *m;
-    g3_train_adamw_t *opt;
-    g3_train_adamw_config_t oc = { 0.9, 0.95, 1e-8, 0.1, 1.0 };
-    int covered = 1;
-
-    g3_be_open("cpu", 1, &be);
-    g3_gpt_config_defaults(&c);
-    c.num_layers = 3; c.hidden_size = 16; c.num_attention_heads = 2; c.seq_length = 8;
-    c.vocab_size = 50;
-    g3_gpt_init(&c, be, &m);
-    g3_train_adamw_init(m, &oc, &opt);
-    tap_ok(opt->nruns == 2 && opt->runs[0].weight_decay == 1 && opt->runs[1].weight_decay == 0,
-           "AdamW updates the decayed tensors and the rest in two passes (%d)", opt->nruns);
-    for (int i = 0; i < m->nparams; i++) {
-        const g3_gpt_param_t *p = &m->params[i];
-        const g3_train_adamw_run_t *r = &opt->runs[p->weight_decay ? 0 : 1];
-        covered &= p->offset >= r->begin && p->offset + p->numel <= r->end;
-    }
-    tap_ok(covered, "every tensor lies in the pass with its weight decay");
-    g3_train_adamw_free(opt);
-    g3_gpt_free(m);
-    g3_be_close(be);
-}
-
 int main(void)
 {
     g3_log_set_level(G3_LOG_WARN);
     test_lr();
     test_rampup();
     test_plan();
-    test_optim_runs();
     return tap_exit();
 }
