@@ -30,11 +30,15 @@ struct g3_gpt_acts {
     int                  B, T;        /* capacity                                            */
     int                  cur_B, cur_T;
     int                  head_grad;   /* the last forward ran the output layer's backward    */
+    int                  chunk;       /* the model chunk these activations serve            */
+    int                  lo, nl;      /* its local layers [lo, lo + nl)                      */
+    int                  emb, head;   /* it runs the embedding / the final LN and the head   */
     void                *base;        /* the one backend allocation everything is carved from */
     size_t               bytes;
     int32_t             *tokens;      /* (B,T) inputs                                        */
     int32_t             *targets;     /* (B,T) labels                                        */
-    void                *resid;       /* (nl+1, B,T,C) act residual stream at layer boundaries */
+    void                *resid;       /* (nl+1, B,T,C) act residual stream at layer boundaries
+                                       * of the chunk                                        */
     int                  nsets;       /* nl, or 1 with full recompute                        */
     int                  selective;   /* recompute the attention core in backward            */
     g3_gpt_layer_acts_t *layer;       /* (nsets,)                                            */
@@ -96,7 +100,7 @@ static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *
     size_t datt = be->ops->attention_scratch_bytes(be, a->B, a->T, m->NH_l, m->HS);
     size_t d1 = 3 * (size_t)m->C_l > (size_t)m->F_l ? 3 * (size_t)m->C_l : (size_t)m->F_l;
     size_t d2 = m->C > m->C_l ? m->C : m->C_l;
-    int nl = m->layer_end - m->layer_begin;
+    int nl = a->nl;
     void *att_shared = a->selective ? g3_carve(cv, att) : NULL;
 
     a->tokens = g3_carve(cv, N * sizeof(int32_t));
@@ -117,7 +121,7 @@ static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *
         L->fch = g3_carve(cv, N * m->F_l * e);
         L->fcg = g3_carve(cv, N * m->F_l * e);
     }
-    if (m->has_head) {
+    if (a->head) {
         a->lnf = g3_carve(cv, N * m->C * e);
         a->lnf_mean = g3_carve(cv, N * f);
         a->lnf_rstd = g3_carve(cv, N * f);
@@ -139,10 +143,19 @@ static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *
     a->datt = g3_carve(cv, datt);
 }
 
-/* How activations are kept: OUT: *nsets (layer sets), *selective. */
-static void g3_gpt_recompute_mode(const g3_gpt_t *m, int *nsets, int *selective)
+/* The part of the model acts a serves: chunk `chunk`. */
+static void g3_gpt_acts_chunk(const g3_gpt_t *m, g3_gpt_acts_t *a, int chunk)
 {
-    int nl = m->layer_end - m->layer_begin;
+    a->chunk = chunk;
+    a->nl = m->chunk_nl;
+    a->lo = chunk * m->chunk_nl;
+    a->emb = m->has_embedding && chunk == 0;
+    a->head = m->has_head && chunk == m->nchunks - 1;
+}
+
+/* How activations are kept: OUT: *nsets (layer sets), *selective. */
+static void g3_gpt_recompute_mode(const g3_gpt_t *m, int nl, int *nsets, int *selective)
+{
     int full = m->cfg.recompute_activations ||
                m->cfg.recompute_granularity == G3_GPT_RECOMPUTE_FULL;
     *nsets = full ? 1 : nl;
@@ -176,7 +189,8 @@ size_t g3_gpt_acts_estimate(const g3_gpt_t *m, int B, int T)
     memset(&a, 0, sizeof(a));
     a.B = B;
     a.T = T;
-    g3_gpt_recompute_mode(m, &a.nsets, &a.selective);
+    g3_gpt_acts_chunk(m, &a, m->nchunks - 1);   /* the largest: with the head, if any */
+    g3_gpt_recompute_mode(m, a.nl, &a.nsets, &a.selective);
     a.Nc = g3_gpt_head_chunk(m, B, T);
     a.layer = calloc((size_t)(a.nsets ? a.nsets : 1), sizeof(*a.layer));
     if (!a.layer)
@@ -187,6 +201,12 @@ size_t g3_gpt_acts_estimate(const g3_gpt_t *m, int B, int T)
 }
 
 g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
+{
+    return g3_gpt_acts_init_chunk(m, 0, B, T, acts_p);
+}
+
+g3_status_t g3_gpt_acts_init_chunk(g3_gpt_t *m, int chunk, int B, int T,
+                                   g3_gpt_acts_t **acts_p)
 {
     g3_backend_t *be = m->be;
     g3_gpt_acts_t *a;
@@ -203,7 +223,8 @@ g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
         goto err_no_memory;
     a->B = B;
     a->T = T;
-    g3_gpt_recompute_mode(m, &a->nsets, &a->selective);
+    g3_gpt_acts_chunk(m, a, chunk < 0 || chunk >= m->nchunks ? 0 : chunk);
+    g3_gpt_recompute_mode(m, a->nl, &a->nsets, &a->selective);
     a->layer = calloc((size_t)(a->nsets ? a->nsets : 1), sizeof(*a->layer));
     a->host_losses = malloc(sizeof(float) * (size_t)B * T);
     if (!a->layer || !a->host_losses)
@@ -271,8 +292,7 @@ void *g3_gpt_acts_input(g3_gpt_acts_t *a)
 
 const void *g3_gpt_acts_output(const g3_gpt_t *m, const g3_gpt_acts_t *a)
 {
-    int nl = m->layer_end - m->layer_begin;
-    return g3_gpt_at(m, a->resid, (size_t)nl * a->cur_B * a->cur_T * m->C);
+    return g3_gpt_at(m, a->resid, (size_t)a->nl * a->cur_B * a->cur_T * m->C);
 }
 
 void *g3_gpt_acts_grad(g3_gpt_acts_t *a)
@@ -319,7 +339,7 @@ static g3_status_t g3_gpt_layer_fwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
 {
     const g3_backend_ops_t *op = m->be->ops;
     g3_backend_t *be = m->be;
-    const g3_gpt_layer_t *w = &m->pt.layers[li];
+    const g3_gpt_layer_t *w = &m->pt.layers[a->lo + li];
     int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
     float eps = m->cfg.layernorm_epsilon;
     void *x = g3_gpt_at(m, a->resid, (size_t)li * N * C), *y = g3_gpt_at(m, x, (size_t)N * C);
@@ -365,8 +385,8 @@ static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
 {
     const g3_backend_ops_t *op = m->be->ops;
     g3_backend_t *be = m->be;
-    const g3_gpt_layer_t *w = &m->pt.layers[li];
-    g3_gpt_layer_t *g = &m->gt.layers[li];
+    const g3_gpt_layer_t *w = &m->pt.layers[a->lo + li];
+    g3_gpt_layer_t *g = &m->gt.layers[a->lo + li];
     int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
     void *x = g3_gpt_at(m, a->resid, (size_t)li * N * C);
     g3_status_t st;
@@ -411,11 +431,11 @@ static g3_gpt_layer_acts_t *g3_gpt_set(g3_gpt_acts_t *a, int li)
  * over the TP group is the embedding. */
 static g3_status_t g3_gpt_trunk_fwd(g3_gpt_t *m, g3_gpt_acts_t *a)
 {
-    int nl = m->layer_end - m->layer_begin;
+    int nl = a->nl;
     g3_status_t st = G3_OK;
-    if (m->has_embedding && m->hooks.fwd_layer)
+    if (a->emb && m->hooks.fwd_layer)
         st = m->hooks.fwd_layer(m->hooks.ctx, -1);
-    if (st == G3_OK && m->has_embedding) {
+    if (st == G3_OK && a->emb) {
         m->be->ops->embedding_fwd(m->be, a->resid, a->tokens, m->pt.wte,
                                   m->cfg.tp_rank == 0 ? m->pt.wpe : NULL, a->cur_B, a->cur_T,
                                   m->C, m->v0, m->Vp_l);
@@ -423,7 +443,7 @@ static g3_status_t g3_gpt_trunk_fwd(g3_gpt_t *m, g3_gpt_acts_t *a)
     }
     for (int li = 0; li < nl && st == G3_OK; li++) {
         if (m->hooks.fwd_layer)
-            st = m->hooks.fwd_layer(m->hooks.ctx, li);
+            st = m->hooks.fwd_layer(m->hooks.ctx, a->lo + li);
         if (st == G3_OK)
             st = g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));
     }
@@ -439,7 +459,7 @@ static g3_status_t g3_gpt_upload_tokens(g3_gpt_t *m, g3_gpt_acts_t *a, const int
                  B, T, a->B, a->T);
         return G3_ERR_INVALID_ARG;
     }
-    if (!tokens && m->has_embedding) {
+    if (!tokens && a->emb) {
         g3_error("model: the first pipeline stage needs the input tokens");
         return G3_ERR_INTERNAL;
     }
@@ -454,7 +474,7 @@ static g3_status_t g3_gpt_upload_tokens(g3_gpt_t *m, g3_gpt_acts_t *a, const int
         m->be->ops->upload(m->be, a->tokens, tokens, sizeof(int32_t) * (size_t)B * T);
     if (targets)
         m->be->ops->upload(m->be, a->targets, targets, sizeof(int32_t) * (size_t)B * T);
-    if (targets && m->cfg.tp_size > 1 && m->has_head) {
+    if (targets && m->cfg.tp_size > 1 && a->head) {
         /* vocabulary-parallel cross-entropy: the local column of each target this rank
          * holds; 0 (a placeholder, corrected in the backward) for the others */
         int32_t *tl = a->host_targets;
@@ -567,27 +587,27 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
 {
     const g3_backend_ops_t *op = m->be->ops;
     g3_backend_t *be = m->be;
-    int N = B * T, nl = m->layer_end - m->layer_begin;
+    int N = B * T, nl = a->nl;
     g3_status_t st;
     double sum = 0.0;
 
-    if (dloss != 0.0f && !targets && m->has_head) {
+    if (dloss != 0.0f && !targets && a->head) {
         g3_error("model: a training forward pass (dloss %g) needs targets", (double)dloss);
         return G3_ERR_INTERNAL;
     }
-    st = g3_gpt_upload_tokens(m, a, tokens, m->has_head ? targets : NULL, B, T);
+    st = g3_gpt_upload_tokens(m, a, a->emb ? tokens : NULL, a->head ? targets : NULL, B, T);
     if (st != G3_OK)
         return st;
     a->head_grad = 0;
     st = g3_gpt_trunk_fwd(m, a);
     if (st != G3_OK)
         return st;
-    if (!m->has_head) {
+    if (!a->head) {
         a->head_grad = dloss != 0.0f;   /* backward starts from the gradient received */
         return op->sync(be);
     }
-    if (m->hooks.fwd_layer) {
-        st = m->hooks.fwd_layer(m->hooks.ctx, nl);
+    if (m->hooks.fwd_layer) {   /* the head: after the last local layer */
+        st = m->hooks.fwd_layer(m->hooks.ctx, m->layer_end - m->layer_begin);
         if (st != G3_OK)
             return st;
     }
@@ -645,7 +665,7 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
 {
     const g3_backend_ops_t *op = m->be->ops;
     g3_backend_t *be = m->be;
-    int N = a->cur_B * a->cur_T, nl = m->layer_end - m->layer_begin;
+    int N = a->cur_B * a->cur_T, nl = a->nl;
     g3_status_t st = G3_OK;
 
     if (!a->head_grad) {
@@ -653,7 +673,7 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
         return G3_ERR_INTERNAL;
     }
     a->head_grad = 0;
-    if (m->has_head) {
+    if (a->head) {
         op->zero(be, a->dres, m->esize * (size_t)N * m->C);
         op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf,
                           g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w,
@@ -665,11 +685,11 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
         if (st == G3_OK)
             st = g3_gpt_layer_bwd(m, a, li, g3_gpt_set(a, li));
         if (st == G3_OK && m->hooks.bwd_layer)
-            st = m->hooks.bwd_layer(m->hooks.ctx, li);
+            st = m->hooks.bwd_layer(m->hooks.ctx, a->lo + li);
     }
     if (st != G3_OK)
         return st;
-    if (m->has_embedding)
+    if (a->emb)
         op->embedding_bwd(be, m->gt.wte, m->gt.wpe, a->dres, a->tokens, a->cur_B, a->cur_T,
                           m->C, m->v0, m->Vp_l);
     return op->sync(be);

@@ -198,6 +198,12 @@ g3_status_t g3_par_engine_params_ready(g3_par_engine_t *eng);
  * last iteration's m.  OUT: both (0 without pipeline parallelism). */
 void g3_par_engine_bubble(const g3_par_engine_t *eng, double *measured, double *formula);
 
+/* The idle fraction of this stage over the iterations so far: (time in the schedule - time
+ * computing) / time in the schedule, i.e. waiting for activations and gradients and passing
+ * them; and the formulas for the last iteration's m: 1F1B's (PP - 1) / (m + PP - 1) and the
+ * interleaved schedule's (PP - 1) / (V m + PP - 1).  OUT: all three. */
+void g3_par_engine_idle(const g3_par_engine_t *eng, double *measured, double *f1, double *fv);
+
 /* The Adam state this rank holds, for checkpoints and the equivalence tests' dumps: ranges
  * [begin, end) of the flat parameter buffer (they may span several tensors) whose moments
  * are at m, v (backend memory, (end - begin,) each).  owner: 1 when this rank is the one

@@ -100,8 +100,9 @@ struct g3_par_engine {
     g3_par_t        *par;
     g3_gpt_t        *model;
     int              B, T;
-    int              nsets;          /* activation sets: micro-batches in flight         */
-    g3_gpt_acts_t  **sets;           /* (nsets,)                                         */
+    int              nsets;          /* activation sets: micro-batches in flight, x V    */
+    int              nchunks, csets; /* V model chunks (interleaved 1F1B); sets per chunk */
+    g3_gpt_acts_t  **sets;           /* (nsets,) chunk c's at [c csets, (c+1) csets)     */
     g3_par_optim_t   opt;
     const char      *grad_dump_dir;
     /* pipeline timing */
