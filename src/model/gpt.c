@@ -180,6 +180,9 @@ g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
                    cfg->num_layers - cfg->pp_first_layers - cfg->pp_last_layers,
                    cfg->pp_size - given);
     }
+    G3_REQUIRE(!cfg->sequence_parallel || cfg->tp_size > 1,
+               "--sequence-parallel shards the LayerNorms and the residual stream over the "
+               "tensor-parallel ranks: it needs --tensor-model-parallel-size above 1; drop it");
     if (st == G3_OK && cfg->virtual_pp_size > 1) {
         G3_REQUIRE(cfg->pp_size > 1,
                    "--virtual-pipeline-model-parallel-size %d (or "

@@ -62,6 +62,10 @@ typedef struct {
      * of L / (PP V) layers; chunk c of stage r holds layers from (c PP + r) L / (PP V).
      * 0 or 1: one contiguous chunk. */
     int      virtual_pp_size;
+    /* Sequence parallelism (--sequence-parallel, TP > 1): the LayerNorms, the residual
+     * stream and the embedding output hold 1/TP of the tokens (rows [r n, (r+1) n) of the
+     * B*T, n = ceil(B T / TP)); the TP all-reduces become reduce-scatter + all-gather. */
+    int      sequence_parallel;
     int      head_chunk_tokens;          /* tokens per output-layer chunk; 0: automatic      */
 } g3_gpt_config_t;
 
@@ -161,6 +165,11 @@ typedef struct {
     /* Optional (NULL: the cross-entropy statistics go through allreduce_host): send (n,)
      * fp32 backend memory of every TP rank into recv (TP, n) backend memory, rank-major. */
     g3_status_t (*allgather)(void *ctx, const float *send, float *recv, size_t n);
+    /* Sequence parallelism (cfg.sequence_parallel; NULL otherwise).  Backend memory, act:
+     * send (TP, n) summed over the group, block r to TP rank r's recv (n,);
+     * send (n,) of every TP rank into recv (TP, n), rank-major. */
+    g3_status_t (*reduce_scatter)(void *ctx, const void *send, void *recv, size_t n);
+    g3_status_t (*allgather_act)(void *ctx, const void *send, void *recv, size_t n);
 } g3_gpt_tp_comm_t;
 
 /* Hooks for the data-parallel engine (src/parallel: overlapping its reductions with the
@@ -263,6 +272,10 @@ size_t g3_gpt_acts_bytes(const g3_gpt_acts_t *acts);
  *   grad:   a stage without the head: fill it with d(output) before g3_gpt_backward;
  *           after g3_gpt_backward of a stage without the embedding: d(input). */
 void *g3_gpt_acts_input(g3_gpt_acts_t *acts);
+/* RET: the elements of the residual stream of B x T tokens that stages exchange (input,
+ * output, grad above): B T C, or with sequence parallelism this TP rank's
+ * ceil(B T / TP) C. */
+size_t g3_gpt_stage_numel(const g3_gpt_t *model, int B, int T);
 const void *g3_gpt_acts_output(const g3_gpt_t *model, const g3_gpt_acts_t *acts);
 void *g3_gpt_acts_grad(g3_gpt_acts_t *acts);
 

@@ -21,6 +21,7 @@
 #include "parallel/par_internal.h"
 
 static int64_t g3_par_ilv_inflight(int pp, int V, int64_t m, int r);
+static g3_status_t g3_par_sp_bwd_hook(void *ctx, int li);
 
 #define G3_PAR_TAG_FWD 1   /* activations, stage s -> s+1        */
 #define G3_PAR_TAG_BWD 2   /* their gradients, stage s+1 -> s    */
@@ -62,6 +63,7 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
     eng->T = T;
     eng->grad_dump_dir = cfg->grad_dump_dir;
     eng->nchunks = model->nchunks > 1 ? model->nchunks : 1;
+    eng->sp = model->cfg.sequence_parallel && l->tp > 1;
     if (eng->nchunks > 1 && !cfg->forward_only && cfg->max_micro % l->pp != 0) {
         g3_error("--virtual-pipeline-model-parallel-size %d: the interleaved schedule needs "
                  "the number of micro-batches per data-parallel rank (%lld = "
@@ -99,7 +101,8 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
             goto err_free_sets;
         if (eng->opt.bucketed) {   /* the passes tell the optimizer where they are */
             model->hooks.ctx = eng;
-            model->hooks.bwd_layer = eng->opt.overlap ? g3_par_optim_bwd_hook : NULL;
+            model->hooks.bwd_layer = !eng->opt.overlap ? NULL
+                                     : eng->sp ? g3_par_sp_bwd_hook : g3_par_optim_bwd_hook;
             model->hooks.fwd_layer = eng->opt.param_overlap ? g3_par_optim_fwd_hook : NULL;
         }
     }
@@ -254,7 +257,7 @@ static g3_gpt_acts_t *g3_par_cset(g3_par_engine_t *eng, int c, int64_t k)
 /* RET: elements of the residual stream of a micro-batch (what stages exchange). */
 static size_t g3_par_act_numel(const g3_par_engine_t *eng)
 {
-    return (size_t)eng->B * eng->T * eng->model->C;
+    return g3_gpt_stage_numel(eng->model, eng->B, eng->T);   /* SP: this TP rank's rows */
 }
 
 static g3_status_t g3_par_fwd_chunk(g3_par_run_t *r, int c, int64_t k)
@@ -273,6 +276,36 @@ static g3_status_t g3_par_fwd_chunk(g3_par_run_t *r, int c, int64_t k)
     return st;
 }
 
+/* Sequence parallelism: each TP rank's LayerNorm gradients cover its rows of the tokens;
+ * sum them over the TP group (Megatron's allreduce of the sequence-parallel grads) once
+ * they are complete: local layer li's (li >= 0) or the final LayerNorm's (li < 0). */
+static g3_status_t g3_par_sp_ln_reduce(g3_par_engine_t *eng, int li)
+{
+    g3_gpt_t *m = eng->model;
+    g3_status_t st = m->be->ops->sync(m->be);
+    for (int i = 0; i < m->nparams && st == G3_OK; i++) {
+        const g3_gpt_param_t *p = &m->params[i];
+        if (!strstr(p->name, "layernorm") ||
+            (li >= 0 ? p->layer != g3_gpt_layer_global(m, li) : p->layer != -2))
+            continue;
+        st = g3_comm_allreduce(eng->par->buf.tp, m->g + p->offset, m->g + p->offset, p->numel,
+                               G3_DTYPE_FLOAT32, G3_COMM_SUM);
+    }
+    return st;
+}
+
+/* The model's backward hook when the LayerNorm gradients of SP must be summed before the
+ * overlapped DP reduction reads them: on the last micro-batch, sum layer li's, then let
+ * the optimizer start its buckets. */
+static g3_status_t g3_par_sp_bwd_hook(void *ctx, int li)
+{
+    g3_par_engine_t *eng = ctx;
+    g3_status_t st = G3_OK;
+    if (eng->opt.armed)
+        st = g3_par_sp_ln_reduce(eng, li);
+    return st == G3_OK ? g3_par_optim_bwd_hook(ctx, li) : st;
+}
+
 static g3_status_t g3_par_fwd(g3_par_run_t *r, int64_t k)
 {
     return g3_par_fwd_chunk(r, 0, k);
@@ -288,6 +321,8 @@ static g3_status_t g3_par_bwd_chunk(g3_par_run_t *r, int c, int64_t k)
      * buckets its layers complete; chunk 0's, the last of all, ends the backward */
     o->armed = o->overlap && k == r->m - 1;
     st = g3_gpt_backward(r->eng->model, g3_par_cset(r->eng, c, k));
+    if (st == G3_OK && o->armed && c == 0 && r->eng->sp && r->eng->model->has_head)
+        st = g3_par_sp_ln_reduce(r->eng, -1);   /* before the bucket of the final LN starts */
     if (st == G3_OK && o->armed && c == 0)
         st = g3_par_optim_bwd_hook(r->eng, G3_PAR_TRIGGER_END);
     r->eng->t_compute += g3_par_now() - t0;
@@ -692,6 +727,13 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
     st = eng->nchunks > 1 ? g3_par_interleaved(&r, nmicro) : g3_par_1f1b(&r, nmicro);
     eng->t_sched += g3_par_now() - t0;
     eng->last_m = nmicro;
+    if (st == G3_OK && eng->sp && !eng->opt.overlap) {   /* SP: every LayerNorm over TP */
+        for (int li = 0; li < eng->model->layer_end - eng->model->layer_begin && st == G3_OK;
+             li++)
+            st = g3_par_sp_ln_reduce(eng, li);
+        if (st == G3_OK && eng->model->has_head)
+            st = g3_par_sp_ln_reduce(eng, -1);
+    }
     if (st == G3_OK)
         st = g3_par_loss_sum(eng, r.loss_sum, &sum);
     if (st != G3_OK)
@@ -750,7 +792,7 @@ g3_status_t g3_par_eval(g3_par_engine_t *eng, const int32_t *inputs, const int32
             g3_gpt_t *md = eng->model;
             g3_gpt_acts_t *a = g3_par_cset(eng, c, 0);
             double s = 0.0;
-            st = g3_par_chunk_recv(eng, c, a, (size_t)eng->B * eng->T * md->C);
+            st = g3_par_chunk_recv(eng, c, a, g3_par_act_numel(eng));
             if (st == G3_OK)
                 st = g3_gpt_forward(md, a, md->has_embedding ? inputs + off : NULL,
                                     md->has_head ? targets + off : NULL, eng->B, eng->T, 0.0f,
@@ -758,7 +800,7 @@ g3_status_t g3_par_eval(g3_par_engine_t *eng, const int32_t *inputs, const int32
             if (st == G3_OK && md->has_head && c == eng->nchunks - 1)
                 r.loss_sum += s;
             if (st == G3_OK)
-                st = g3_par_chunk_send(eng, c, a, (size_t)eng->B * eng->T * md->C);
+                st = g3_par_chunk_send(eng, c, a, g3_par_act_numel(eng));
         }
     if (st == G3_OK)
         st = g3_par_loss_sum(eng, r.loss_sum, loss_sum_p);
@@ -771,7 +813,7 @@ g3_status_t g3_par_logits_last(g3_par_engine_t *eng, const int32_t *tokens, int 
     const g3_par_layout_t *l = &eng->par->layout;
     g3_gpt_t *m = eng->model;
     g3_gpt_acts_t *a = eng->sets[0];
-    size_t nact = (size_t)T * m->C;
+    size_t nact = g3_gpt_stage_numel(m, 1, T);
     float *local = NULL;
     g3_status_t st = G3_OK;
 

@@ -393,9 +393,24 @@ static g3_status_t g3_par_tp_gather(void *ctx, const float *send, float *recv, s
     return g3_comm_allgather(par->buf.tp, send, recv, n, G3_DTYPE_FLOAT32);
 }
 
+/* Sequence parallelism: send (TP, n) act -> recv (n,) act, and back (backend memory). */
+static g3_status_t g3_par_tp_rs(void *ctx, const void *send, void *recv, size_t n)
+{
+    g3_par_t *par = ctx;
+    return g3_comm_reduce_scatter(par->buf.tp, send, recv, n, par->act, G3_COMM_SUM);
+}
+
+static g3_status_t g3_par_tp_ag(void *ctx, const void *send, void *recv, size_t n)
+{
+    g3_par_t *par = ctx;
+    return g3_comm_allgather(par->buf.tp, send, recv, n, par->act);
+}
+
 void g3_par_tp_comm(g3_par_t *par, g3_gpt_tp_comm_t *comm)
 {
     comm->ctx = par;
+    comm->reduce_scatter = g3_par_tp_rs;
+    comm->allgather_act = g3_par_tp_ag;
     comm->allreduce_sum = g3_par_tp_sum;
     comm->allreduce_host = g3_par_tp_host;
     comm->allgather = g3_par_tp_gather;   /* used by backends with xent_stats (CUDA) */

@@ -67,6 +67,7 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     /* interleaved 1F1B (issue 19) */
     { "virtual-pipeline-model-parallel-size", G3_OPT_INT, NULL, "Interleaved 1F1B: model chunks per pipeline stage V (stage r holds layers (c x PP + r) x L / (PP x V) ... for c < V); the bubble shrinks by V for V times more pipeline transfers. Needs PP > 1, layers divisible by PP x V, micro-batches per DP rank a multiple of PP.", G3_NOOPT },
     { "num-layers-per-virtual-pipeline-stage", G3_OPT_INT, NULL, "Interleaved 1F1B given as layers per model chunk N: V = layers / (PP x N).", G3_NOOPT },
+    { "sequence-parallel", G3_OPT_BOOL, NULL, "Shard the LayerNorms, the residual stream and the embedding output over the tensor-parallel ranks along the tokens (TP all-reduces become reduce-scatter + all-gather): their activation memory drops by TP. Needs TP > 1.", G3_NOOPT },
     { "debug-grad-dump", G3_OPT_STRING, NULL, "Tests: write each rank's reduced gradients of iteration 1, and its parameters and Adam moments at the end, to DIR (see docs/parallelism.md).", NULL, 0, 0, "DIR" },
     { "save", G3_OPT_STRING, NULL, "Checkpoint directory to save to (at --save-interval, on request and at the end).", NULL, 0, 0, "DIR" },
     { "load", G3_OPT_STRING, NULL, "Checkpoint directory to resume from (its latest checkpoint; none there yet: start from scratch).", NULL, 0, 0, "DIR" },
@@ -132,6 +133,7 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     if (g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
         ok &= g3_train_flags_int(o, "decoder-last-pipeline-num-layers", 1,
                                  &cfg->model.pp_last_layers);
+    cfg->model.sequence_parallel = g3_opts_bool(o, "sequence-parallel");
     if (g3_opts_is_set(o, "virtual-pipeline-model-parallel-size"))
         ok &= g3_train_flags_int(o, "virtual-pipeline-model-parallel-size", 1,
                                  &cfg->model.virtual_pp_size);
