@@ -20,7 +20,7 @@
 #include "core/log.h"
 #include "parallel/par_internal.h"
 
-static int64_t g3_par_ilv_inflight(int pp, int V, int64_t m, int r);
+static int g3_par_ilv_csets(int pp, int V, int64_t mmax, int r);
 static g3_status_t g3_par_sp_bwd_hook(void *ctx, int li);
 
 #define G3_PAR_TAG_FWD 1   /* activations, stage s -> s+1        */
@@ -74,10 +74,8 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
         return G3_ERR_INVALID_ARG;
     }
     if (eng->nchunks > 1 && !cfg->forward_only) {
-        /* the most micro-batches of one chunk in flight in the schedule of this stage */
-        int64_t a = g3_par_ilv_inflight(l->pp, eng->nchunks, cfg->max_micro, l->pp_rank);
-        int64_t b = g3_par_ilv_inflight(l->pp, eng->nchunks, l->pp, l->pp_rank);
-        eng->csets = (int)(a > b ? a : b);
+        eng->csets = g3_par_ilv_csets(l->pp, eng->nchunks, cfg->max_micro, l->pp_rank);
+        eng->max_micro = cfg->max_micro;
     } else {
         eng->csets = (int)(cfg->max_micro < inflight ? cfg->max_micro : inflight);
     }
@@ -518,9 +516,19 @@ static int64_t g3_par_ilv_inflight(int pp, int V, int64_t m, int r)
     return most;
 }
 
-/* The global event sequence's part for stage `me`.  OUT: *ops_p (malloc'ed), *nops_p.
+/* RET: the activation sets per chunk of stage r for iterations of up to mmax
+ * micro-batches: the most micro-batches of one chunk in flight, for mmax and for m = PP
+ * (all forwards first). */
+static int g3_par_ilv_csets(int pp, int V, int64_t mmax, int r)
+{
+    int64_t a = g3_par_ilv_inflight(pp, V, mmax, r), b = g3_par_ilv_inflight(pp, V, pp, r);
+    return (int)(a > b ? a : b);
+}
+
+/* The global event sequence's part for stage `me` for m micro-batches, every stage having
+ * the sets of g3_par_ilv_csets(mmax).  OUT: *ops_p (malloc'ed), *nops_p.
  * RET: G3_ERR_NO_MEMORY, G3_ERR_INTERNAL when the rounds stop progressing (a bug). */
-static g3_status_t g3_par_ilv_program(int pp, int V, int64_t m, int csets, int me,
+static g3_status_t g3_par_ilv_program(int pp, int V, int64_t m, int64_t mmax, int me,
                                       g3_par_ilv_op_t **ops_p, int64_t *nops_p)
 {
     size_t n = (size_t)pp * V * m, mx = (size_t)V * m;
@@ -531,22 +539,23 @@ static g3_status_t g3_par_ilv_program(int pp, int V, int64_t m, int csets, int m
     /* transfers produced, not yet delivered: (from, chunk at the sender, k, fwd) */
     int64_t *pend = malloc(sizeof(int64_t) * 4 * (size_t)(2 * n + 1)), npend = 0;
     g3_par_ilv_op_t *ops = malloc(sizeof(*ops) * (size_t)cap);
-    int nv = pp * V, left = 2 * (int)0;
+    int nv = pp * V, *cs = malloc(sizeof(int) * (size_t)pp);   /* sets per chunk, by stage */
     int64_t todo = 2 * (int64_t)n;
     g3_status_t st = G3_OK;
 
-    (void)left;
 #define G3_IX(r, c, k) (((size_t)(r) * V + (size_t)(c)) * (size_t)m + (size_t)(k))
 #define G3_EMIT(o_, f_, c_, k_, p_)                                                        \
     do {                                                                                   \
         ops[nops].op = (o_); ops[nops].fwd = (char)(f_); ops[nops].c = (c_);               \
         ops[nops].k = (k_); ops[nops].peer = (p_); nops++;                                 \
     } while (0)
-    if (!fdone || !bdone || !in || !gin || !gleft || !pos || !pend || !ops) {
+    if (!fdone || !bdone || !in || !gin || !gleft || !pos || !pend || !ops || !cs) {
         g3_error("pipeline schedule: out of memory");
         st = G3_ERR_NO_MEMORY;
         goto out;
     }
+    for (int r = 0; r < pp; r++)
+        cs[r] = g3_par_ilv_csets(pp, V, mmax, r);
     while (todo > 0 && st == G3_OK) {
         int progress = 0;
         for (int r = 0; r < pp; r++) {
@@ -560,10 +569,12 @@ static g3_status_t g3_par_ilv_program(int pp, int V, int64_t m, int csets, int m
             if (fwd) {
                 if (c * pp + r > 0 && !in[ix])
                     continue;
+                if (k >= cs[r] && !bdone[G3_IX(r, c, k - cs[r])])
+                    continue;   /* its set still holds micro-batch k - cs[r] */
             } else {
                 if (c * pp + r < nv - 1 && !gin[ix])
                     continue;
-                if (c * pp + r > 0 && k >= csets && !gleft[G3_IX(r, c, k - csets)])
+                if (c * pp + r > 0 && k >= cs[r] && !gleft[G3_IX(r, c, k - cs[r])])
                     continue;
             }
             (fwd ? fdone : bdone)[ix] = 1;
@@ -583,8 +594,8 @@ static g3_status_t g3_par_ilv_program(int pp, int V, int64_t m, int csets, int m
             int64_t k = e[2];
             int to = fwd ? (from + 1) % pp : (from + pp - 1) % pp;
             int tc = fwd ? (from == pp - 1 ? c + 1 : c) : (from == 0 ? c - 1 : c);
-            if (fwd && k >= csets && !bdone[G3_IX(to, tc, k - csets)])
-                continue;   /* the receiving set still holds micro-batch k - csets */
+            if (fwd && k >= cs[to] && !bdone[G3_IX(to, tc, k - cs[to])])
+                continue;   /* the receiving set still holds micro-batch k - cs[to] */
             if (fwd)
                 in[G3_IX(to, tc, k)] = 1;
             else {
@@ -634,6 +645,7 @@ out:
     free(gleft);
     free(pos);
     free(pend);
+    free(cs);
     if (st != G3_OK) {
         free(ops);
         return st;
@@ -658,7 +670,7 @@ static g3_status_t g3_par_interleaved(g3_par_run_t *r, int64_t m)
                  "sizes (--rampup-batch-size steps too)", eng->nchunks, (long long)m, l->pp);
         return G3_ERR_INVALID_ARG;
     }
-    st = g3_par_ilv_program(l->pp, eng->nchunks, m, eng->csets, l->pp_rank, &ops, &nops);
+    st = g3_par_ilv_program(l->pp, eng->nchunks, m, eng->max_micro, l->pp_rank, &ops, &nops);
     for (int64_t i = 0; i < nops && st == G3_OK; i++) {
         const g3_par_ilv_op_t *o = &ops[i];
         g3_gpt_acts_t *a = g3_par_cset(eng, o->c, o->k);

@@ -103,6 +103,7 @@ struct g3_par_engine {
     int              nsets;          /* activation sets: micro-batches in flight, x V    */
     int              nchunks, csets; /* V model chunks (interleaved 1F1B); sets per chunk */
     int              sp;             /* sequence parallelism: LayerNorm grads over TP    */
+    int64_t          max_micro;      /* interleaved: the m the sets were sized for       */
     g3_gpt_acts_t  **sets;           /* (nsets,) chunk c's at [c csets, (c+1) csets)     */
     g3_par_optim_t   opt;
     const char      *grad_dump_dir;
