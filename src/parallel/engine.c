@@ -191,10 +191,16 @@ g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out)
                                            : "");
         for (int s = 0; s < l->pp; s++) {
             const double *x = v + 4 * s;
-            fprintf(out, "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model "
-                    "state; %.1f MiB activations for %d micro-batch%s in flight\n", s, x[0] / 1e6,
-                    x[0] > 0 ? x[1] / x[0] : 0.0, x[1] / 1048576.0, x[2] / 1048576.0, (int)x[3],
-                    (int)x[3] == 1 ? "" : "es");
+            if (eng->nchunks > 1)   /* interleaved: sets of 1/V of the stage's layers */
+                fprintf(out, "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model "
+                        "state; %.1f MiB activations for %d (model chunk, micro-batch) pairs in flight over %d chunks\n",
+                        s, x[0] / 1e6, x[0] > 0 ? x[1] / x[0] : 0.0, x[1] / 1048576.0,
+                        x[2] / 1048576.0, (int)x[3], eng->nchunks);
+            else
+                fprintf(out, "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model "
+                        "state; %.1f MiB activations for %d micro-batch%s in flight\n", s,
+                        x[0] / 1e6, x[0] > 0 ? x[1] / x[0] : 0.0, x[1] / 1048576.0,
+                        x[2] / 1048576.0, (int)x[3], (int)x[3] == 1 ? "" : "es");
         }
     }
     free(v);

@@ -440,6 +440,13 @@ void g3_par_print_layout(const g3_par_t *par, const g3_gpt_config_t *cfg, FILE *
     c.pp_size = l->pp;
     for (int s = 0; s < l->pp; s++) {
         int b = 0, e = 0;
+        if (c.virtual_pp_size > 1) {   /* interleaved: the stage's V chunks */
+            int lc = c.num_layers / (l->pp * c.virtual_pp_size);
+            fprintf(out, " %d:", s);
+            for (int v = 0; v < c.virtual_pp_size; v++)
+                fprintf(out, "[%d,%d)", (v * l->pp + s) * lc, (v * l->pp + s + 1) * lc);
+            continue;
+        }
         g3_gpt_stage_layers(&c, s, &b, &e);
         fprintf(out, " %d:[%d,%d)", s, b, e);
     }

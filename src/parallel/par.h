@@ -20,7 +20,9 @@
  *        gradient); a group of one elsewhere;
  *   world every rank (loss, gradient norm, agreement on errors).
  * The engine (g3_par_engine_t) runs an iteration on a layout: the 1F1B schedule over the
- * micro-batches, the gradient reductions, the global-norm clipping and the AdamW step
+ * micro-batches (interleaved over V model chunks per stage with
+ * --virtual-pipeline-model-parallel-size; with --sequence-parallel it also sums the
+ * LayerNorm gradients over TP), the gradient reductions, the global-norm clipping and the AdamW step
  * (replicated, or ZeRO-1 with --use-distributed-optimizer).  docs/parallelism.md has the
  * design and the arithmetic.
  *

@@ -38,6 +38,8 @@ is "$rc" 0 "the one-rank reference run exits 0"
 par_train tp2pp2v2 4 "$T" 2 "$P" 2 "$V" 2
 is "$rc" 0 "TP 2 x PP 2 x V 2: 4 ranks exit 0"
 par_compare tp2pp2v2 ref
+like "$out" 'pipeline 2 stages: 0:\[0,1\)\[2,3\) 1:\[1,2\)\[3,4\)' \
+    "the layout line shows each stage's chunks (Megatron's assignment)"
 like "$out" 'pipeline idle fraction of stage 0: measured [0-9.]+; 1F1B \(p - 1\) / \(m \+ p - 1\) = 0\.1111; interleaved \(p - 1\) / \(V m \+ p - 1\) = 0\.0588 \(V = 2\)' \
     "the idle fraction is printed next to both formulas (m 8, PP 2, V 2)"
 
