@@ -181,22 +181,15 @@ g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
                    cfg->pp_size - given);
     }
     G3_REQUIRE(!cfg->sequence_parallel || cfg->tp_size > 1,
-               "--sequence-parallel shards the LayerNorms and the residual stream over the "
-               "tensor-parallel ranks: it needs --tensor-model-parallel-size above 1; drop it");
+               "--sequence-parallel shards the LayerNorms and the residual stream over the tensor-parallel ranks: it needs --tensor-model-parallel-size above 1; drop it");
     if (st == G3_OK && cfg->virtual_pp_size > 1) {
         G3_REQUIRE(cfg->pp_size > 1,
-                   "--virtual-pipeline-model-parallel-size %d (or "
-                   "--num-layers-per-virtual-pipeline-stage) interleaves the chunks of several "
-                   "pipeline stages: it needs --pipeline-model-parallel-size above 1; drop it",
+                   "--virtual-pipeline-model-parallel-size %d (or --num-layers-per-virtual-pipeline-stage) interleaves the chunks of several pipeline stages: it needs --pipeline-model-parallel-size above 1; drop it",
                    cfg->virtual_pp_size);
         G3_REQUIRE(cfg->pp_first_layers == 0 && cfg->pp_last_layers == 0,
-                   "--virtual-pipeline-model-parallel-size cannot be combined with "
-                   "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers "
-                   "(every model chunk has the same number of layers); drop one of them");
+                   "--virtual-pipeline-model-parallel-size cannot be combined with --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (every model chunk has the same number of layers); drop one of them");
         G3_REQUIRE(cfg->num_layers % ((int64_t)cfg->pp_size * cfg->virtual_pp_size) == 0,
-                   "--num-layers %d is not divisible by --pipeline-model-parallel-size %d x "
-                   "--virtual-pipeline-model-parallel-size %d: every model chunk gets the same "
-                   "number of layers (the rule of Megatron-LM); change one of them",
+                   "--num-layers %d is not divisible by --pipeline-model-parallel-size %d x --virtual-pipeline-model-parallel-size %d: every model chunk gets the same number of layers (the rule of Megatron-LM); change one of them",
                    cfg->num_layers, cfg->pp_size, cfg->virtual_pp_size);
     }
     G3_REQUIRE(g3_gpt_padded_vocab(cfg->vocab_size, cfg->make_vocab_size_divisible_by,

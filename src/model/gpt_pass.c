@@ -774,8 +774,7 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
         return G3_ERR_INTERNAL;
     }
     if (g3_gpt_sp(m) && (!m->tp.reduce_scatter || !m->tp.allgather_act)) {
-        g3_error("model: sequence parallelism without the reduce-scatter and all-gather of "
-                 "g3_gpt_tp_comm_t");
+        g3_error("model: sequence parallelism without the reduce-scatter and all-gather of g3_gpt_tp_comm_t");
         return G3_ERR_INTERNAL;
     }
     st = g3_gpt_upload_tokens(m, a, a->emb ? tokens : NULL, a->head ? targets : NULL, B, T);

@@ -65,11 +65,7 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
     eng->nchunks = model->nchunks > 1 ? model->nchunks : 1;
     eng->sp = model->cfg.sequence_parallel && l->tp > 1;
     if (eng->nchunks > 1 && !cfg->forward_only && cfg->max_micro % l->pp != 0) {
-        g3_error("--virtual-pipeline-model-parallel-size %d: the interleaved schedule needs "
-                 "the number of micro-batches per data-parallel rank (%lld = "
-                 "--global-batch-size / (--micro-batch-size x DP)) to be a multiple of "
-                 "--pipeline-model-parallel-size %d (the rule of Megatron-LM); change the batch "
-                 "sizes", eng->nchunks, (long long)cfg->max_micro, l->pp);
+        g3_error("--virtual-pipeline-model-parallel-size %d: the interleaved schedule needs the number of micro-batches per data-parallel rank (%lld = --global-batch-size / (--micro-batch-size x DP)) to be a multiple of --pipeline-model-parallel-size %d (the rule of Megatron-LM); change the batch sizes", eng->nchunks, (long long)cfg->max_micro, l->pp);
         free(eng);
         return G3_ERR_INVALID_ARG;
     }
@@ -123,6 +119,7 @@ void g3_par_engine_free(g3_par_engine_t *eng)
     if (eng->model->hooks.ctx == eng)
         memset(&eng->model->hooks, 0, sizeof(eng->model->hooks));
     g3_par_optim_free(eng);
+    free(eng->ilv_ops);
     for (int i = 0; i < eng->nsets; i++)
         if (eng->sets[i])
             g3_gpt_acts_free(eng->model, eng->sets[i]);
@@ -192,8 +189,7 @@ g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out)
         for (int s = 0; s < l->pp; s++) {
             const double *x = v + 4 * s;
             if (eng->nchunks > 1)   /* interleaved: sets of 1/V of the stage's layers */
-                fprintf(out, "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model "
-                        "state; %.1f MiB activations for %d (model chunk, micro-batch) pairs in flight over %d chunks\n",
+                fprintf(out, "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model state; %.1f MiB activations for %d (model chunk, micro-batch) pairs in flight over %d chunks\n",
                         s, x[0] / 1e6, x[0] > 0 ? x[1] / x[0] : 0.0, x[1] / 1048576.0,
                         x[2] / 1048576.0, (int)x[3], eng->nchunks);
             else
@@ -471,7 +467,7 @@ static g3_status_t g3_par_1f1b(g3_par_run_t *r, int64_t m)
  * waits until micro-batch k - csets of the chunk finished its backward; a backward waits
  * until the input gradient its set holds from micro-batch k - csets has left. */
 
-typedef struct {
+typedef struct g3_par_ilv_op {
     char    op;      /* 'F', 'B' compute; 'S', 'R' send / receive                        */
     char    fwd;     /* S/R: activations (1) or their gradients (0)                      */
     int     c;       /* the chunk of this rank the op touches                            */
@@ -636,8 +632,7 @@ static g3_status_t g3_par_ilv_program(int pp, int V, int64_t m, int64_t mmax, in
             ops = grown;
         }
         if (!progress) {
-            g3_error("pipeline schedule: the interleaved schedule of %lld micro-batches over "
-                     "%d stages x %d chunks stopped progressing (a bug)", (long long)m, pp, V);
+            g3_error("pipeline schedule: the interleaved schedule of %lld micro-batches over %d stages x %d chunks stopped progressing (a bug)", (long long)m, pp, V);
             st = G3_ERR_INTERNAL;
         }
     }
@@ -665,18 +660,23 @@ static g3_status_t g3_par_interleaved(g3_par_run_t *r, int64_t m)
 {
     g3_par_engine_t *eng = r->eng;
     const g3_par_layout_t *l = &eng->par->layout;
-    g3_par_ilv_op_t *ops = NULL;
-    int64_t nops = 0;
-    g3_status_t st;
+    g3_par_ilv_op_t *ops;
+    int64_t nops;
+    g3_status_t st = G3_OK;
 
     if (m % l->pp != 0) {
-        g3_error("--virtual-pipeline-model-parallel-size %d: this iteration has %lld "
-                 "micro-batches per data-parallel rank, not a multiple of "
-                 "--pipeline-model-parallel-size %d (the rule of Megatron-LM); change the batch "
-                 "sizes (--rampup-batch-size steps too)", eng->nchunks, (long long)m, l->pp);
+        g3_error("--virtual-pipeline-model-parallel-size %d: this iteration has %lld micro-batches per data-parallel rank, not a multiple of --pipeline-model-parallel-size %d (the rule of Megatron-LM); change the batch sizes (--rampup-batch-size steps too)", eng->nchunks, (long long)m, l->pp);
         return G3_ERR_INVALID_ARG;
     }
-    st = g3_par_ilv_program(l->pp, eng->nchunks, m, eng->max_micro, l->pp_rank, &ops, &nops);
+    if (!eng->ilv_ops || eng->ilv_m != m) {   /* the program of this m, kept for the next */
+        free(eng->ilv_ops);
+        eng->ilv_ops = NULL;
+        st = g3_par_ilv_program(l->pp, eng->nchunks, m, eng->max_micro, l->pp_rank,
+                                &eng->ilv_ops, &eng->ilv_nops);
+        eng->ilv_m = m;
+    }
+    ops = eng->ilv_ops;
+    nops = st == G3_OK ? eng->ilv_nops : 0;
     for (int64_t i = 0; i < nops && st == G3_OK; i++) {
         const g3_par_ilv_op_t *o = &ops[i];
         g3_gpt_acts_t *a = g3_par_cset(eng, o->c, o->k);
@@ -714,7 +714,6 @@ static g3_status_t g3_par_interleaved(g3_par_run_t *r, int64_t m)
                                         ops[i].op, ops[i].c, (long long)ops[i].k);
         g3_debug("pipeline schedule of stage %d:%s", l->pp_rank, line);
     }
-    free(ops);
     return st;
 }
 

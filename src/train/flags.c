@@ -141,9 +141,7 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
         int n = 0, L = cfg->model.num_layers;
         ok &= g3_train_flags_int(o, "num-layers-per-virtual-pipeline-stage", 1, &n);
         if (ok && (L % ((int64_t)pp * n) != 0)) {
-            g3_error("--num-layers-per-virtual-pipeline-stage %d: --num-layers %d is not a "
-                     "multiple of --pipeline-model-parallel-size %d x %d, so the model chunks "
-                     "cannot all have %d layers; change one of them", n, L, pp, n, n);
+            g3_error("--num-layers-per-virtual-pipeline-stage %d: --num-layers %d is not a multiple of --pipeline-model-parallel-size %d x %d, so the model chunks cannot all have %d layers; change one of them", n, L, pp, n, n);
             ok = 0;
         } else if (ok && cfg->model.virtual_pp_size > 0 &&
                    cfg->model.virtual_pp_size != L / (pp * n)) {

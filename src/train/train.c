@@ -686,8 +686,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         {
             double idle, f1, fv;
             g3_par_engine_idle(tr.eng, &idle, &f1, &fv);
-            printf("pipeline idle fraction of stage 0: measured %.4f; 1F1B (p - 1) / (m + p - 1) "
-                   "= %.4f; interleaved (p - 1) / (V m + p - 1) = %.4f (V = %d)\n", idle, f1,
+            printf("pipeline idle fraction of stage 0: measured %.4f; 1F1B (p - 1) / (m + p - 1) = %.4f; interleaved (p - 1) / (V m + p - 1) = %.4f (V = %d)\n", idle, f1,
                    fv, tr.model->nchunks);
         }
     }
