@@ -503,7 +503,9 @@ static g3_status_t g3_gpt_layer_fwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     int bias_here = m->cfg.tp_rank == 0;
     g3_status_t st;
 
-    op->layernorm_fwd(be, s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1_w, w->ln1_b, nv, C, eps);
+    if (nv > 0)   /* a shard of padding only (fewer tokens than TP ranks): nothing to do */
+        op->layernorm_fwd(be, s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1_w, w->ln1_b, nv, C,
+                          eps);
     st = g3_gpt_sp_gather(m, s->ln1, a->gath, N);
     if (st != G3_OK)
         return st;
@@ -513,9 +515,11 @@ static g3_status_t g3_gpt_layer_fwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     st = g3_gpt_sp_scatter(m, a->tmp, a->ts, N);
     if (st != G3_OK)
         return st;
-    op->residual_fwd(be, s->xmid, x, a->ts, (size_t)nv * C);
-    op->layernorm_fwd(be, s->ln2, s->ln2_mean, s->ln2_rstd, s->xmid, w->ln2_w, w->ln2_b, nv, C,
-                      eps);
+    if (nv > 0) {
+        op->residual_fwd(be, s->xmid, x, a->ts, (size_t)nv * C);
+        op->layernorm_fwd(be, s->ln2, s->ln2_mean, s->ln2_rstd, s->xmid, w->ln2_w, w->ln2_b,
+                          nv, C, eps);
+    }
     st = g3_gpt_sp_gather(m, s->ln2, a->gath, N);
     if (st != G3_OK)
         return st;
@@ -529,7 +533,8 @@ static g3_status_t g3_gpt_layer_fwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     st = g3_gpt_sp_scatter(m, a->tmp, a->ts, N);
     if (st != G3_OK)
         return st;
-    op->residual_fwd(be, y, s->xmid, a->ts, (size_t)nv * C);
+    if (nv > 0)
+        op->residual_fwd(be, y, s->xmid, a->ts, (size_t)nv * C);
     return G3_OK;
 }
 
@@ -569,8 +574,9 @@ static g3_status_t g3_gpt_layer_bwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     st = g3_gpt_sp_scatter(m, a->d2, a->ts, N);
     if (st != G3_OK)
         return st;
-    op->layernorm_bwd(be, a->dres, g->ln2_w, g->ln2_b, a->ts, s->xmid, w->ln2_w, s->ln2_mean,
-                      s->ln2_rstd, nv, C);
+    if (nv > 0)
+        op->layernorm_bwd(be, a->dres, g->ln2_w, g->ln2_b, a->ts, s->xmid, w->ln2_w,
+                          s->ln2_mean, s->ln2_rstd, nv, C);
     /* attention: xmid = x + dense(attn(qkv(ln1(x)))) */
     st = g3_gpt_sp_gather(m, a->dres, a->gath, N);
     if (st != G3_OK)
@@ -587,8 +593,9 @@ static g3_status_t g3_gpt_layer_bwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     st = g3_gpt_sp_scatter(m, a->d2, a->ts, N);
     if (st != G3_OK)
         return st;
-    op->layernorm_bwd(be, a->dres, g->ln1_w, g->ln1_b, a->ts, x, w->ln1_w, s->ln1_mean,
-                      s->ln1_rstd, nv, C);
+    if (nv > 0)
+        op->layernorm_bwd(be, a->dres, g->ln1_w, g->ln1_b, a->ts, x, w->ln1_w, s->ln1_mean,
+                          s->ln1_rstd, nv, C);
     return G3_OK;
 }
 
@@ -795,9 +802,10 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
     }
 
     if (g3_gpt_sp(m)) {   /* this rank's rows, then every row for the output layer */
-        op->layernorm_fwd(be, a->lnf_s, a->lnf_mean, a->lnf_rstd,
-                          g3_gpt_at(m, a->resid, (size_t)nl * ns * m->C), m->pt.lnf_w,
-                          m->pt.lnf_b, nv, m->C, m->cfg.layernorm_epsilon);
+        if (nv > 0)
+            op->layernorm_fwd(be, a->lnf_s, a->lnf_mean, a->lnf_rstd,
+                              g3_gpt_at(m, a->resid, (size_t)nl * ns * m->C), m->pt.lnf_w,
+                              m->pt.lnf_b, nv, m->C, m->cfg.layernorm_epsilon);
         st = g3_gpt_sp_gather(m, a->lnf_s, a->lnf, N);
         if (st != G3_OK)
             return st;
@@ -868,9 +876,10 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
     a->head_grad = 0;
     if (a->head && sp) {
         op->zero(be, a->dres, m->esize * (size_t)n * m->C);
-        op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf_s,
-                          g3_gpt_at(m, a->resid, (size_t)nl * n * m->C), m->pt.lnf_w,
-                          a->lnf_mean, a->lnf_rstd, nv, m->C);
+        if (nv > 0)
+            op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf_s,
+                              g3_gpt_at(m, a->resid, (size_t)nl * n * m->C), m->pt.lnf_w,
+                              a->lnf_mean, a->lnf_rstd, nv, m->C);
     } else if (a->head) {
         op->zero(be, a->dres, m->esize * (size_t)N * m->C);
         op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf,

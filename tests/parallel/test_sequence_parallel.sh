@@ -80,6 +80,21 @@ par_train tp2pp2v2sp 4 "$T" 2 "$P" 2 --virtual-pipeline-model-parallel-size 2 "$
 is "$rc" 0 "TP 2 x PP 2 x V 2 with --sequence-parallel: exit 0"
 par_compare tp2pp2v2sp ref
 
+# a one-token prompt: fewer tokens than TP ranks, the second rank's shard is padding only
+flags_save=$flags
+flags=$(printf '%s\n' "$flags" | sed 's/--train-iters 20/--train-iters 3/')
+par_train ref1 0 --sample-tokens 4 --prompt "A"
+ref1_sample=$(sample "$out")
+if [ "$rc" -eq 0 ] && [ -n "$ref1_sample" ]; then
+    tap_result 0 "one rank, a one-token prompt: a sample"
+else
+    tap_result 1 "one rank, a one-token prompt: a sample (exit $rc)"
+fi
+par_train tp2sp1 2 "$T" 2 "$S" --sample-tokens 4 --prompt "A"
+is "$rc" 0 "TP 2 with SP, a one-token prompt: exit 0"
+is "$(sample "$out")" "$ref1_sample" "... the greedy sample is the one-rank sample"
+flags=$flags_save
+
 # shellcheck disable=SC2086
 run "$GPT3D" train $flags "$S"
 is "$rc" 2 "--sequence-parallel without tensor parallelism: exit 2"
