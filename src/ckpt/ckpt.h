@@ -99,6 +99,10 @@ typedef struct {
     /* (pp_size + 1) layer boundaries: stage s holds layers [b[s], b[s+1]).
      * NULL: an even split (num_layers must be divisible by pp_size). */
     const int *stage_first_layer;
+    /* Interleaved pipeline (--virtual-pipeline-model-parallel-size): V > 1 model chunks
+     * per stage, stage s owning layer l when (l / (num_layers / (pp_size V))) mod pp_size
+     * is s (stage_first_layer is then not used); 0 or 1: contiguous stages. */
+    int vpp_size;
 } g3_ckpt_layout_t;
 
 /* ---- the state a rank saves or loads ------------------------------------ */

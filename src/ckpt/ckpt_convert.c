@@ -160,7 +160,7 @@ g3_status_t g3_ckpt_convert(const char *in, const char *out, const g3_ckpt_conve
     for (int pp = 0; st == G3_OK && pp < o->pp_size; pp++)
         for (int dp = 0; st == G3_OK && dp < o->dp_size; dp++)
             for (int tp = 0; st == G3_OK && tp < o->tp_size; tp++) {
-                g3_ckpt_layout_t l = { o->tp_size, o->pp_size, o->dp_size, tp, pp, dp, r->num_layers, bounds };
+                g3_ckpt_layout_t l = { o->tp_size, o->pp_size, o->dp_size, tp, pp, dp, r->num_layers, bounds, 0 };
                 g3_ckpt_state_t *rs;
                 void **bufs;
                 int nbufs;

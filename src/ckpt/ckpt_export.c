@@ -47,7 +47,7 @@ static int config_int(const char *cfg, const char *key, long long *v)
 static g3_status_t load_f32(g3_ckpt_reader_t *r, const char *name, int ndim, int64_t rows, int64_t cols,
                             float *dst)
 {
-    g3_ckpt_layout_t l = { 1, 1, 1, 0, 0, 0, r->num_layers, NULL };
+    g3_ckpt_layout_t l = { 1, 1, 1, 0, 0, 0, r->num_layers, NULL, 0 };
     g3_ckpt_state_t *st;
     g3_ckpt_tensor_t t;
     g3_ckpt_piece_t p;

@@ -62,6 +62,9 @@ int g3_ckpt_owner_stage(const g3_ckpt_layout_t *layout, int pp_layer)
         return 0;
     if (pp_layer == G3_CKPT_PP_LAST || layout->pp_size <= 1)
         return layout->pp_size - 1;
+    if (layout->vpp_size > 1 && layout->num_layers >= layout->pp_size * layout->vpp_size)
+        return (pp_layer / (layout->num_layers / (layout->pp_size * layout->vpp_size))) %
+               layout->pp_size;
     if (layout->stage_first_layer != NULL) {
         for (int s = 0; s < layout->pp_size; s++)
             if (pp_layer < layout->stage_first_layer[s + 1])

@@ -180,6 +180,18 @@ g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
                    cfg->num_layers - cfg->pp_first_layers - cfg->pp_last_layers,
                    cfg->pp_size - given);
     }
+    G3_REQUIRE(!cfg->sequence_parallel || cfg->tp_size > 1,
+               "--sequence-parallel shards the LayerNorms and the residual stream over the tensor-parallel ranks: it needs --tensor-model-parallel-size above 1; drop it");
+    if (st == G3_OK && cfg->virtual_pp_size > 1) {
+        G3_REQUIRE(cfg->pp_size > 1,
+                   "--virtual-pipeline-model-parallel-size %d (or --num-layers-per-virtual-pipeline-stage) interleaves the chunks of several pipeline stages: it needs --pipeline-model-parallel-size above 1; drop it",
+                   cfg->virtual_pp_size);
+        G3_REQUIRE(cfg->pp_first_layers == 0 && cfg->pp_last_layers == 0,
+                   "--virtual-pipeline-model-parallel-size cannot be combined with --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers (every model chunk has the same number of layers); drop one of them");
+        G3_REQUIRE(cfg->num_layers % ((int64_t)cfg->pp_size * cfg->virtual_pp_size) == 0,
+                   "--num-layers %d is not divisible by --pipeline-model-parallel-size %d x --virtual-pipeline-model-parallel-size %d: every model chunk gets the same number of layers (the rule of Megatron-LM); change one of them",
+                   cfg->num_layers, cfg->pp_size, cfg->virtual_pp_size);
+    }
     G3_REQUIRE(g3_gpt_padded_vocab(cfg->vocab_size, cfg->make_vocab_size_divisible_by,
                                    cfg->tp_size) > 0,
                "the padded vocabulary (%d rounded up to a multiple of %d x %d) is too large",
@@ -272,6 +284,27 @@ static void g3_gpt_fill(const g3_gpt_param_t *p, uint64_t seed, int tp_rank, flo
     }
 }
 
+int g3_gpt_layer_global(const g3_gpt_t *m, int li)
+{
+    if (m->nchunks <= 1)
+        return m->layer_begin + li;
+    return ((li / m->chunk_nl) * m->cfg.pp_size + m->cfg.pp_rank) * m->chunk_nl +
+           li % m->chunk_nl;
+}
+
+int g3_gpt_layer_local(const g3_gpt_t *m, int layer)
+{
+    int vs;
+    if (m->nchunks <= 1)
+        return layer >= m->layer_begin && layer < m->layer_end ? layer - m->layer_begin : -1;
+    if (layer < 0 || layer >= m->cfg.num_layers)
+        return -1;
+    vs = layer / m->chunk_nl;   /* virtual stage c PP + r */
+    if (vs % m->cfg.pp_size != m->cfg.pp_rank)
+        return -1;
+    return (vs / m->cfg.pp_size) * m->chunk_nl + layer % m->chunk_nl;
+}
+
 static g3_status_t g3_gpt_build_table(g3_gpt_t *m)
 {
     const g3_gpt_config_t *cfg = &m->cfg;
@@ -289,7 +322,8 @@ static g3_status_t g3_gpt_build_table(g3_gpt_t *m)
     if (m->has_embedding)
         G3_ADD("embedding.position_embeddings.weight", 2, m->P, m->C, -1, 1,
                G3_GPT_INIT_NORMAL, std, 1, -1);
-    for (int l = m->layer_begin; l < m->layer_end; l++) {
+    for (int li = 0; li < m->layer_end - m->layer_begin; li++) {
+        int l = g3_gpt_layer_global(m, li);
 #define G3_NAME(suffix) (snprintf(name, sizeof(name), "layers.%d.%s", l, suffix), name)
         G3_ADD(G3_NAME("input_layernorm.weight"), 1, m->C, 0, -1, 1, G3_GPT_INIT_ONES, 0, 0, l);
         G3_ADD(G3_NAME("input_layernorm.bias"), 1, m->C, 0, -1, 1, G3_GPT_INIT_ZEROS, 0, 0, l);
@@ -396,7 +430,15 @@ g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t *
     m->NH_l = m->NH / cfg->tp_size;
     m->Vp_l = m->Vp / cfg->tp_size;
     m->v0 = cfg->tp_rank * m->Vp_l;
-    g3_gpt_stage_layers(cfg, cfg->pp_rank, &m->layer_begin, &m->layer_end);
+    m->nchunks = cfg->virtual_pp_size > 1 ? cfg->virtual_pp_size : 1;
+    if (m->nchunks > 1) {   /* interleaved: chunk c holds virtual stage c PP + pp_rank */
+        m->chunk_nl = cfg->num_layers / (cfg->pp_size * m->nchunks);
+        m->layer_begin = cfg->pp_rank * m->chunk_nl;
+        m->layer_end = m->layer_begin + m->nchunks * m->chunk_nl;
+    } else {
+        g3_gpt_stage_layers(cfg, cfg->pp_rank, &m->layer_begin, &m->layer_end);
+        m->chunk_nl = m->layer_end - m->layer_begin;
+    }
     nl = m->layer_end - m->layer_begin;
     m->has_embedding = cfg->pp_rank == 0;
     m->has_head = cfg->pp_rank == cfg->pp_size - 1;

@@ -58,6 +58,14 @@ typedef struct {
      * of the first / last stage; 0: not given.  The other stages share the rest evenly
      * (g3_gpt_stage_layers). */
     int      pp_first_layers, pp_last_layers;
+    /* Interleaved 1F1B (--virtual-pipeline-model-parallel-size V): each stage holds V chunks
+     * of L / (PP V) layers; chunk c of stage r holds layers from (c PP + r) L / (PP V).
+     * 0 or 1: one contiguous chunk. */
+    int      virtual_pp_size;
+    /* Sequence parallelism (--sequence-parallel, TP > 1): the LayerNorms, the residual
+     * stream and the embedding output hold 1/TP of the tokens (rows [r n, (r+1) n) of the
+     * B*T, n = ceil(B T / TP)); the TP all-reduces become reduce-scatter + all-gather. */
+    int      sequence_parallel;
     int      head_chunk_tokens;          /* tokens per output-layer chunk; 0: automatic      */
 } g3_gpt_config_t;
 
@@ -157,6 +165,11 @@ typedef struct {
     /* Optional (NULL: the cross-entropy statistics go through allreduce_host): send (n,)
      * fp32 backend memory of every TP rank into recv (TP, n) backend memory, rank-major. */
     g3_status_t (*allgather)(void *ctx, const float *send, float *recv, size_t n);
+    /* Sequence parallelism (cfg.sequence_parallel; NULL otherwise).  Backend memory, act:
+     * send (TP, n) summed over the group, block r to TP rank r's recv (n,);
+     * send (n,) of every TP rank into recv (TP, n), rank-major. */
+    g3_status_t (*reduce_scatter)(void *ctx, const void *send, void *recv, size_t n);
+    g3_status_t (*allgather_act)(void *ctx, const void *send, void *recv, size_t n);
 } g3_gpt_tp_comm_t;
 
 /* Hooks for the data-parallel engine (src/parallel: overlapping its reductions with the
@@ -181,7 +194,10 @@ typedef struct g3_gpt {
     /* derived sizes */
     int              C, F, NH, HS, P, Vp;       /* global                                  */
     int              C_l, F_l, NH_l, Vp_l, v0;  /* local; v0 first vocabulary row held     */
-    int              layer_begin, layer_end;    /* this stage's layers                      */
+    int              layer_begin, layer_end;    /* this stage's layers; with V > 1 chunks the
+                                                 * first one's begin and begin + nl: map local
+                                                 * layers with g3_gpt_layer_global           */
+    int              nchunks, chunk_nl;         /* V chunks of chunk_nl local layers each    */
     int              has_embedding, has_head;
     /* parameters */
     int              nparams;
@@ -203,6 +219,11 @@ void g3_gpt_free(g3_gpt_t *model);
 /* Give a tensor-parallel model (tp_size > 1) its collectives; copied.  Must be called
  * before the first pass of such a model. */
 void g3_gpt_set_tp_comm(g3_gpt_t *model, const g3_gpt_tp_comm_t *comm);
+
+/* RET: the global index of local layer li (0 <= li < nl = nchunks x chunk_nl). */
+int g3_gpt_layer_global(const g3_gpt_t *model, int li);
+/* RET: the local index of global layer `layer`, or -1 when this rank does not hold it. */
+int g3_gpt_layer_local(const g3_gpt_t *model, int layer);
 
 /* RET: the parameter named name, or NULL. */
 const g3_gpt_param_t *g3_gpt_param_find(const g3_gpt_t *model, const char *name);
@@ -233,6 +254,11 @@ typedef struct g3_gpt_acts g3_gpt_acts_t;
  * OUT: *acts_p.  RET: G3_ERR_NO_MEMORY. */
 g3_status_t g3_gpt_acts_init(g3_gpt_t *model, int B, int T, g3_gpt_acts_t **acts_p);
 void g3_gpt_acts_free(g3_gpt_t *model, g3_gpt_acts_t *acts);
+/* The same for model chunk `chunk` of an interleaved stage (0 <= chunk < nchunks): its
+ * passes run that chunk's layers, the embedding only in chunk 0 of the first stage, the
+ * head only in the last chunk of the last stage.  g3_gpt_acts_init is chunk 0. */
+g3_status_t g3_gpt_acts_init_chunk(g3_gpt_t *model, int chunk, int B, int T,
+                                   g3_gpt_acts_t **acts_p);
 /* RET: the bytes g3_gpt_acts_init(model, B, T) would allocate. */
 size_t g3_gpt_acts_estimate(const g3_gpt_t *model, int B, int T);
 /* RET: bytes of backend memory the activations hold. */
@@ -246,6 +272,10 @@ size_t g3_gpt_acts_bytes(const g3_gpt_acts_t *acts);
  *   grad:   a stage without the head: fill it with d(output) before g3_gpt_backward;
  *           after g3_gpt_backward of a stage without the embedding: d(input). */
 void *g3_gpt_acts_input(g3_gpt_acts_t *acts);
+/* RET: the elements of the residual stream of B x T tokens that stages exchange (input,
+ * output, grad above): B T C, or with sequence parallelism this TP rank's
+ * ceil(B T / TP) C. */
+size_t g3_gpt_stage_numel(const g3_gpt_t *model, int B, int T);
 const void *g3_gpt_acts_output(const g3_gpt_t *model, const g3_gpt_acts_t *acts);
 void *g3_gpt_acts_grad(g3_gpt_acts_t *acts);
 

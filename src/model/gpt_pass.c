@@ -30,15 +30,26 @@ struct g3_gpt_acts {
     int                  B, T;        /* capacity                                            */
     int                  cur_B, cur_T;
     int                  head_grad;   /* the last forward ran the output layer's backward    */
+    int                  chunk;       /* the model chunk these activations serve            */
+    int                  lo, nl;      /* its local layers [lo, lo + nl)                      */
+    int                  emb, head;   /* it runs the embedding / the final LN and the head   */
     void                *base;        /* the one backend allocation everything is carved from */
     size_t               bytes;
     int32_t             *tokens;      /* (B,T) inputs                                        */
     int32_t             *targets;     /* (B,T) labels                                        */
-    void                *resid;       /* (nl+1, B,T,C) act residual stream at layer boundaries */
+    void                *resid;       /* (nl+1, B,T,C) act residual stream at layer boundaries
+                                       * of the chunk                                        */
     int                  nsets;       /* nl, or 1 with full recompute                        */
     int                  selective;   /* recompute the attention core in backward            */
     g3_gpt_layer_acts_t *layer;       /* (nsets,)                                            */
-    void                *lnf;         /* (B,T,C) act final_layernorm output                  */
+    void                *lnf;         /* (B,T,C) act final_layernorm output (SP: gathered,
+                                       * (TP n, C))                                          */
+    /* sequence parallelism (SP): n = ceil(B T / TP) rows per TP rank; resid, ln1, xmid,
+     * ln2, their statistics, lnf's statistics and dres hold (n, C) rows of this rank */
+    void                *lnf_s;       /* (n,C) act SP: this rank's rows of lnf               */
+    void                *dlnf_s;      /* (n,C) act SP: its rows of dlnf, summed over TP      */
+    void                *ts;          /* (n,C) act SP: a projection reduce-scattered         */
+    void                *gath;        /* (TP n, C) act SP: a LayerNorm output or dres gathered */
     float *lnf_mean, *lnf_rstd;       /* (B,T) (B,T)                                         */
     void                *dlnf;        /* (B,T,C) act gradient at the final LayerNorm's output */
     float               *losses;      /* (B,T) per-token loss                                */
@@ -88,6 +99,26 @@ static int g3_gpt_xent_dev_ops(const g3_gpt_t *m)
     return op->xent_stats && op->xent_combine && op->xent_shard_bwd;
 }
 
+/* RET: 1 with sequence parallelism. */
+static int g3_gpt_sp(const g3_gpt_t *m)
+{
+    return m->cfg.sequence_parallel && m->cfg.tp_size > 1;
+}
+
+/* RET: rows of a TP rank's shard of N tokens: ceil(N / TP) with SP, else N. */
+static int g3_gpt_shard(const g3_gpt_t *m, int N)
+{
+    return g3_gpt_sp(m) ? (N + m->cfg.tp_size - 1) / m->cfg.tp_size : N;
+}
+
+/* RET: the rows of this rank's shard that hold tokens (the last ranks' shards are short
+ * when TP does not divide N). */
+static int g3_gpt_shard_valid(const g3_gpt_t *m, int N)
+{
+    int n = g3_gpt_shard(m, N), v = N - (g3_gpt_sp(m) ? m->cfg.tp_rank * n : 0);
+    return v < 0 ? 0 : v > n ? n : v;
+}
+
 static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *cv)
 {
     g3_backend_t *be = m->be;
@@ -96,32 +127,38 @@ static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *
     size_t datt = be->ops->attention_scratch_bytes(be, a->B, a->T, m->NH_l, m->HS);
     size_t d1 = 3 * (size_t)m->C_l > (size_t)m->F_l ? 3 * (size_t)m->C_l : (size_t)m->F_l;
     size_t d2 = m->C > m->C_l ? m->C : m->C_l;
-    int nl = m->layer_end - m->layer_begin;
+    int nl = a->nl, sp = g3_gpt_sp(m);
+    /* n: rows of the sharded tensors; Np: of the full ones a reduce-scatter reads */
+    size_t n = (size_t)g3_gpt_shard(m, (int)N), Np = sp ? n * m->cfg.tp_size : N;
     void *att_shared = a->selective ? g3_carve(cv, att) : NULL;
 
     a->tokens = g3_carve(cv, N * sizeof(int32_t));
     a->targets = g3_carve(cv, N * sizeof(int32_t));
-    a->resid = g3_carve(cv, (size_t)(nl + 1) * N * m->C * e);
+    a->resid = g3_carve(cv, (size_t)(nl + 1) * n * m->C * e);
     for (int s = 0; s < a->nsets; s++) {
         g3_gpt_layer_acts_t *L = &a->layer[s];
-        L->ln1 = g3_carve(cv, N * m->C * e);
-        L->ln1_mean = g3_carve(cv, N * f);
-        L->ln1_rstd = g3_carve(cv, N * f);
+        L->ln1 = g3_carve(cv, n * m->C * e);
+        L->ln1_mean = g3_carve(cv, n * f);
+        L->ln1_rstd = g3_carve(cv, n * f);
         L->qkv = g3_carve(cv, N * 3 * m->C_l * e);
         L->att = a->selective ? att_shared : g3_carve(cv, att);
         L->atty = g3_carve(cv, N * m->C_l * e);
-        L->xmid = g3_carve(cv, N * m->C * e);
-        L->ln2 = g3_carve(cv, N * m->C * e);
-        L->ln2_mean = g3_carve(cv, N * f);
-        L->ln2_rstd = g3_carve(cv, N * f);
+        L->xmid = g3_carve(cv, n * m->C * e);
+        L->ln2 = g3_carve(cv, n * m->C * e);
+        L->ln2_mean = g3_carve(cv, n * f);
+        L->ln2_rstd = g3_carve(cv, n * f);
         L->fch = g3_carve(cv, N * m->F_l * e);
         L->fcg = g3_carve(cv, N * m->F_l * e);
     }
-    if (m->has_head) {
-        a->lnf = g3_carve(cv, N * m->C * e);
-        a->lnf_mean = g3_carve(cv, N * f);
-        a->lnf_rstd = g3_carve(cv, N * f);
-        a->dlnf = g3_carve(cv, N * m->C * e);
+    if (a->head) {
+        a->lnf = g3_carve(cv, Np * m->C * e);
+        a->lnf_mean = g3_carve(cv, n * f);
+        a->lnf_rstd = g3_carve(cv, n * f);
+        a->dlnf = g3_carve(cv, Np * m->C * e);
+        if (sp) {
+            a->lnf_s = g3_carve(cv, n * m->C * e);
+            a->dlnf_s = g3_carve(cv, n * m->C * e);
+        }
         a->losses = g3_carve(cv, N * f);
         a->lse = g3_carve(cv, N * f);
         a->logits = g3_carve(cv, (size_t)a->Nc * m->Vp_l * e);
@@ -132,17 +169,30 @@ static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *
             a->xstats_all = g3_carve(cv, (size_t)m->cfg.tp_size * a->Nc * 3 * f);
         }
     }
-    a->tmp = g3_carve(cv, N * m->C * e);
-    a->dres = g3_carve(cv, N * m->C * e);
+    a->tmp = g3_carve(cv, Np * m->C * e);
+    a->dres = g3_carve(cv, n * m->C * e);
     a->d1 = g3_carve(cv, N * d1 * e);
-    a->d2 = g3_carve(cv, N * d2 * e);
+    a->d2 = g3_carve(cv, Np * d2 * e);
+    if (sp) {
+        a->ts = g3_carve(cv, n * m->C * e);
+        a->gath = g3_carve(cv, Np * m->C * e);
+    }
     a->datt = g3_carve(cv, datt);
 }
 
-/* How activations are kept: OUT: *nsets (layer sets), *selective. */
-static void g3_gpt_recompute_mode(const g3_gpt_t *m, int *nsets, int *selective)
+/* The part of the model acts a serves: chunk `chunk`. */
+static void g3_gpt_acts_chunk(const g3_gpt_t *m, g3_gpt_acts_t *a, int chunk)
 {
-    int nl = m->layer_end - m->layer_begin;
+    a->chunk = chunk;
+    a->nl = m->chunk_nl;
+    a->lo = chunk * m->chunk_nl;
+    a->emb = m->has_embedding && chunk == 0;
+    a->head = m->has_head && chunk == m->nchunks - 1;
+}
+
+/* How activations are kept: OUT: *nsets (layer sets), *selective. */
+static void g3_gpt_recompute_mode(const g3_gpt_t *m, int nl, int *nsets, int *selective)
+{
     int full = m->cfg.recompute_activations ||
                m->cfg.recompute_granularity == G3_GPT_RECOMPUTE_FULL;
     *nsets = full ? 1 : nl;
@@ -176,7 +226,8 @@ size_t g3_gpt_acts_estimate(const g3_gpt_t *m, int B, int T)
     memset(&a, 0, sizeof(a));
     a.B = B;
     a.T = T;
-    g3_gpt_recompute_mode(m, &a.nsets, &a.selective);
+    g3_gpt_acts_chunk(m, &a, m->nchunks - 1);   /* the largest: with the head, if any */
+    g3_gpt_recompute_mode(m, a.nl, &a.nsets, &a.selective);
     a.Nc = g3_gpt_head_chunk(m, B, T);
     a.layer = calloc((size_t)(a.nsets ? a.nsets : 1), sizeof(*a.layer));
     if (!a.layer)
@@ -187,6 +238,12 @@ size_t g3_gpt_acts_estimate(const g3_gpt_t *m, int B, int T)
 }
 
 g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
+{
+    return g3_gpt_acts_init_chunk(m, 0, B, T, acts_p);
+}
+
+g3_status_t g3_gpt_acts_init_chunk(g3_gpt_t *m, int chunk, int B, int T,
+                                   g3_gpt_acts_t **acts_p)
 {
     g3_backend_t *be = m->be;
     g3_gpt_acts_t *a;
@@ -203,7 +260,8 @@ g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
         goto err_no_memory;
     a->B = B;
     a->T = T;
-    g3_gpt_recompute_mode(m, &a->nsets, &a->selective);
+    g3_gpt_acts_chunk(m, a, chunk < 0 || chunk >= m->nchunks ? 0 : chunk);
+    g3_gpt_recompute_mode(m, a->nl, &a->nsets, &a->selective);
     a->layer = calloc((size_t)(a->nsets ? a->nsets : 1), sizeof(*a->layer));
     a->host_losses = malloc(sizeof(float) * (size_t)B * T);
     if (!a->layer || !a->host_losses)
@@ -269,10 +327,14 @@ void *g3_gpt_acts_input(g3_gpt_acts_t *a)
     return a->resid;
 }
 
+size_t g3_gpt_stage_numel(const g3_gpt_t *m, int B, int T)
+{
+    return (size_t)g3_gpt_shard(m, B * T) * m->C;
+}
+
 const void *g3_gpt_acts_output(const g3_gpt_t *m, const g3_gpt_acts_t *a)
 {
-    int nl = m->layer_end - m->layer_begin;
-    return g3_gpt_at(m, a->resid, (size_t)nl * a->cur_B * a->cur_T * m->C);
+    return g3_gpt_at(m, a->resid, (size_t)a->nl * g3_gpt_stage_numel(m, a->cur_B, a->cur_T));
 }
 
 void *g3_gpt_acts_grad(g3_gpt_acts_t *a)
@@ -292,6 +354,30 @@ static g3_status_t g3_gpt_tp_sum(g3_gpt_t *m, void *buf, size_t n)
     st = m->be->ops->sync(m->be);
     if (st == G3_OK)
         st = m->tp.allreduce_sum(m->tp.ctx, buf, n);
+    return st;
+}
+
+/* SP: gather every TP rank's rows shard (n, C) of N tokens into full (TP n, C). */
+static g3_status_t g3_gpt_sp_gather(g3_gpt_t *m, const void *shard, void *full, int N)
+{
+    g3_status_t st = m->be->ops->sync(m->be);
+    if (st == G3_OK)
+        st = m->tp.allgather_act(m->tp.ctx, shard, full, (size_t)g3_gpt_shard(m, N) * m->C);
+    return st;
+}
+
+/* SP: sum full (TP n, C) (rows [0, N) of it written) over the TP group and keep this rank's
+ * rows in shard (n, C); the padding rows [N, TP n) are zeroed first. */
+static g3_status_t g3_gpt_sp_scatter(g3_gpt_t *m, void *full, void *shard, int N)
+{
+    size_t n = (size_t)g3_gpt_shard(m, N), Np = n * m->cfg.tp_size;
+    g3_status_t st;
+    if (Np > (size_t)N)
+        m->be->ops->zero(m->be, g3_gpt_at(m, full, (size_t)N * m->C),
+                         (Np - (size_t)N) * m->C * m->esize);
+    st = m->be->ops->sync(m->be);
+    if (st == G3_OK)
+        st = m->tp.reduce_scatter(m->tp.ctx, full, shard, n * m->C);
     return st;
 }
 
@@ -319,7 +405,7 @@ static g3_status_t g3_gpt_layer_fwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
 {
     const g3_backend_ops_t *op = m->be->ops;
     g3_backend_t *be = m->be;
-    const g3_gpt_layer_t *w = &m->pt.layers[li];
+    const g3_gpt_layer_t *w = &m->pt.layers[a->lo + li];
     int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
     float eps = m->cfg.layernorm_epsilon;
     void *x = g3_gpt_at(m, a->resid, (size_t)li * N * C), *y = g3_gpt_at(m, x, (size_t)N * C);
@@ -365,8 +451,8 @@ static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
 {
     const g3_backend_ops_t *op = m->be->ops;
     g3_backend_t *be = m->be;
-    const g3_gpt_layer_t *w = &m->pt.layers[li];
-    g3_gpt_layer_t *g = &m->gt.layers[li];
+    const g3_gpt_layer_t *w = &m->pt.layers[a->lo + li];
+    g3_gpt_layer_t *g = &m->gt.layers[a->lo + li];
     int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
     void *x = g3_gpt_at(m, a->resid, (size_t)li * N * C);
     g3_status_t st;
@@ -400,6 +486,119 @@ static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     return G3_OK;
 }
 
+/* Layer li forward with sequence parallelism (Korthikanti et al. 2022): the residual
+ * stream x, y and the LayerNorms are this rank's nv of n rows; each LayerNorm output is
+ * all-gathered (g) before the column-parallel product, each row-parallel product is
+ * reduce-scattered (g-bar) instead of all-reduced. */
+static g3_status_t g3_gpt_layer_fwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
+                                       g3_gpt_layer_acts_t *s)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+    g3_backend_t *be = m->be;
+    const g3_gpt_layer_t *w = &m->pt.layers[a->lo + li];
+    int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
+    int n = g3_gpt_shard(m, N), nv = g3_gpt_shard_valid(m, N);
+    float eps = m->cfg.layernorm_epsilon;
+    void *x = g3_gpt_at(m, a->resid, (size_t)li * n * C), *y = g3_gpt_at(m, x, (size_t)n * C);
+    int bias_here = m->cfg.tp_rank == 0;
+    g3_status_t st;
+
+    if (nv > 0)   /* a shard of padding only (fewer tokens than TP ranks): nothing to do */
+        op->layernorm_fwd(be, s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1_w, w->ln1_b, nv, C,
+                          eps);
+    st = g3_gpt_sp_gather(m, s->ln1, a->gath, N);
+    if (st != G3_OK)
+        return st;
+    op->matmul_fwd(be, s->qkv, a->gath, w->qkv_w, w->qkv_b, N, C, 3 * m->C_l);
+    op->attention_fwd(be, s->atty, s->att, s->qkv, B, T, m->NH_l, m->HS);
+    op->matmul_fwd(be, a->tmp, s->atty, w->proj_w, bias_here ? w->proj_b : NULL, N, m->C_l, C);
+    st = g3_gpt_sp_scatter(m, a->tmp, a->ts, N);
+    if (st != G3_OK)
+        return st;
+    if (nv > 0) {
+        op->residual_fwd(be, s->xmid, x, a->ts, (size_t)nv * C);
+        op->layernorm_fwd(be, s->ln2, s->ln2_mean, s->ln2_rstd, s->xmid, w->ln2_w, w->ln2_b,
+                          nv, C, eps);
+    }
+    st = g3_gpt_sp_gather(m, s->ln2, a->gath, N);
+    if (st != G3_OK)
+        return st;
+    if (op->matmul_gelu_fwd) {
+        op->matmul_gelu_fwd(be, s->fcg, s->fch, a->gath, w->fc1_w, w->fc1_b, N, C, m->F_l);
+    } else {
+        op->matmul_fwd(be, s->fch, a->gath, w->fc1_w, w->fc1_b, N, C, m->F_l);
+        op->gelu_fwd(be, s->fcg, s->fch, (size_t)N * m->F_l);
+    }
+    op->matmul_fwd(be, a->tmp, s->fcg, w->fc2_w, bias_here ? w->fc2_b : NULL, N, m->F_l, C);
+    st = g3_gpt_sp_scatter(m, a->tmp, a->ts, N);
+    if (st != G3_OK)
+        return st;
+    if (nv > 0)
+        op->residual_fwd(be, y, s->xmid, a->ts, (size_t)nv * C);
+    return G3_OK;
+}
+
+/* Layer li backward with sequence parallelism: a->dres holds this rank's rows of
+ * d resid[li+1] on entry and of d resid[li] on return.  The transposes: the gradient of a
+ * reduce-scatter is an all-gather (of dres before each row-parallel backward), that of an
+ * all-gather a reduce-scatter (of the column-parallel input gradients); the LayerNorm
+ * outputs are gathered again for the weight gradients (Megatron keeps them sharded).  The
+ * LayerNorm parameters' gradients cover this rank's rows only: the engine sums them over TP. */
+static g3_status_t g3_gpt_layer_bwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
+                                       g3_gpt_layer_acts_t *s)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+    g3_backend_t *be = m->be;
+    const g3_gpt_layer_t *w = &m->pt.layers[a->lo + li];
+    g3_gpt_layer_t *g = &m->gt.layers[a->lo + li];
+    int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
+    int n = g3_gpt_shard(m, N), nv = g3_gpt_shard_valid(m, N);
+    void *x = g3_gpt_at(m, a->resid, (size_t)li * n * C);
+    g3_status_t st;
+
+    /* MLP: y = xmid + fc2(gelu(fc1(ln2(xmid)))) */
+    st = g3_gpt_sp_gather(m, a->dres, a->gath, N);
+    if (st != G3_OK)
+        return st;
+    if (op->matmul_dgelu_bwd) {
+        op->matmul_dgelu_bwd(be, a->d1, g->fc2_w, g->fc2_b, a->gath, s->fcg, s->fch, w->fc2_w,
+                             N, m->F_l, C);
+    } else {
+        op->matmul_bwd(be, a->d1, g->fc2_w, g->fc2_b, a->gath, s->fcg, w->fc2_w, N, m->F_l, C);
+        op->gelu_bwd(be, a->d1, s->fch, a->d1, (size_t)N * m->F_l);
+    }
+    st = g3_gpt_sp_gather(m, s->ln2, a->gath, N);
+    if (st != G3_OK)
+        return st;
+    op->matmul_bwd(be, a->d2, g->fc1_w, g->fc1_b, a->d1, a->gath, w->fc1_w, N, C, m->F_l);
+    st = g3_gpt_sp_scatter(m, a->d2, a->ts, N);
+    if (st != G3_OK)
+        return st;
+    if (nv > 0)
+        op->layernorm_bwd(be, a->dres, g->ln2_w, g->ln2_b, a->ts, s->xmid, w->ln2_w,
+                          s->ln2_mean, s->ln2_rstd, nv, C);
+    /* attention: xmid = x + dense(attn(qkv(ln1(x)))) */
+    st = g3_gpt_sp_gather(m, a->dres, a->gath, N);
+    if (st != G3_OK)
+        return st;
+    op->matmul_bwd(be, a->d2, g->proj_w, g->proj_b, a->gath, s->atty, w->proj_w, N, m->C_l, C);
+    if (a->selective)
+        op->attention_fwd(be, s->atty, s->att, s->qkv, B, T, m->NH_l, m->HS);
+    op->attention_bwd(be, a->d1, a->datt, a->d2, s->atty, s->qkv, s->att, B, T, m->NH_l,
+                      m->HS);
+    st = g3_gpt_sp_gather(m, s->ln1, a->gath, N);
+    if (st != G3_OK)
+        return st;
+    op->matmul_bwd(be, a->d2, g->qkv_w, g->qkv_b, a->d1, a->gath, w->qkv_w, N, C, 3 * m->C_l);
+    st = g3_gpt_sp_scatter(m, a->d2, a->ts, N);
+    if (st != G3_OK)
+        return st;
+    if (nv > 0)
+        op->layernorm_bwd(be, a->dres, g->ln1_w, g->ln1_b, a->ts, x, w->ln1_w, s->ln1_mean,
+                          s->ln1_rstd, nv, C);
+    return G3_OK;
+}
+
 static g3_gpt_layer_acts_t *g3_gpt_set(g3_gpt_acts_t *a, int li)
 {
     return &a->layer[a->nsets == 1 ? 0 : li];
@@ -411,11 +610,16 @@ static g3_gpt_layer_acts_t *g3_gpt_set(g3_gpt_acts_t *a, int li)
  * over the TP group is the embedding. */
 static g3_status_t g3_gpt_trunk_fwd(g3_gpt_t *m, g3_gpt_acts_t *a)
 {
-    int nl = m->layer_end - m->layer_begin;
+    int nl = a->nl;
     g3_status_t st = G3_OK;
-    if (m->has_embedding && m->hooks.fwd_layer)
+    if (a->emb && m->hooks.fwd_layer)
         st = m->hooks.fwd_layer(m->hooks.ctx, -1);
-    if (st == G3_OK && m->has_embedding) {
+    if (st == G3_OK && a->emb && g3_gpt_sp(m)) {   /* SP: reduce-scattered, not summed */
+        m->be->ops->embedding_fwd(m->be, a->tmp, a->tokens, m->pt.wte,
+                                  m->cfg.tp_rank == 0 ? m->pt.wpe : NULL, a->cur_B, a->cur_T,
+                                  m->C, m->v0, m->Vp_l);
+        st = g3_gpt_sp_scatter(m, a->tmp, a->resid, a->cur_B * a->cur_T);
+    } else if (st == G3_OK && a->emb) {
         m->be->ops->embedding_fwd(m->be, a->resid, a->tokens, m->pt.wte,
                                   m->cfg.tp_rank == 0 ? m->pt.wpe : NULL, a->cur_B, a->cur_T,
                                   m->C, m->v0, m->Vp_l);
@@ -423,9 +627,10 @@ static g3_status_t g3_gpt_trunk_fwd(g3_gpt_t *m, g3_gpt_acts_t *a)
     }
     for (int li = 0; li < nl && st == G3_OK; li++) {
         if (m->hooks.fwd_layer)
-            st = m->hooks.fwd_layer(m->hooks.ctx, li);
+            st = m->hooks.fwd_layer(m->hooks.ctx, a->lo + li);
         if (st == G3_OK)
-            st = g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));
+            st = g3_gpt_sp(m) ? g3_gpt_layer_fwd_sp(m, a, li, g3_gpt_set(a, li))
+                              : g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));
     }
     return st;
 }
@@ -439,7 +644,7 @@ static g3_status_t g3_gpt_upload_tokens(g3_gpt_t *m, g3_gpt_acts_t *a, const int
                  B, T, a->B, a->T);
         return G3_ERR_INVALID_ARG;
     }
-    if (!tokens && m->has_embedding) {
+    if (!tokens && a->emb) {
         g3_error("model: the first pipeline stage needs the input tokens");
         return G3_ERR_INTERNAL;
     }
@@ -454,7 +659,7 @@ static g3_status_t g3_gpt_upload_tokens(g3_gpt_t *m, g3_gpt_acts_t *a, const int
         m->be->ops->upload(m->be, a->tokens, tokens, sizeof(int32_t) * (size_t)B * T);
     if (targets)
         m->be->ops->upload(m->be, a->targets, targets, sizeof(int32_t) * (size_t)B * T);
-    if (targets && m->cfg.tp_size > 1 && m->has_head) {
+    if (targets && m->cfg.tp_size > 1 && a->head) {
         /* vocabulary-parallel cross-entropy: the local column of each target this rank
          * holds; 0 (a placeholder, corrected in the backward) for the others */
         int32_t *tl = a->host_targets;
@@ -567,34 +772,48 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
 {
     const g3_backend_ops_t *op = m->be->ops;
     g3_backend_t *be = m->be;
-    int N = B * T, nl = m->layer_end - m->layer_begin;
+    int N = B * T, nl = a->nl, ns = g3_gpt_shard(m, N), nv = g3_gpt_shard_valid(m, N);
     g3_status_t st;
     double sum = 0.0;
 
-    if (dloss != 0.0f && !targets && m->has_head) {
+    if (dloss != 0.0f && !targets && a->head) {
         g3_error("model: a training forward pass (dloss %g) needs targets", (double)dloss);
         return G3_ERR_INTERNAL;
     }
-    st = g3_gpt_upload_tokens(m, a, tokens, m->has_head ? targets : NULL, B, T);
+    if (g3_gpt_sp(m) && (!m->tp.reduce_scatter || !m->tp.allgather_act)) {
+        g3_error("model: sequence parallelism without the reduce-scatter and all-gather of g3_gpt_tp_comm_t");
+        return G3_ERR_INTERNAL;
+    }
+    st = g3_gpt_upload_tokens(m, a, a->emb ? tokens : NULL, a->head ? targets : NULL, B, T);
     if (st != G3_OK)
         return st;
     a->head_grad = 0;
     st = g3_gpt_trunk_fwd(m, a);
     if (st != G3_OK)
         return st;
-    if (!m->has_head) {
+    if (!a->head) {
         a->head_grad = dloss != 0.0f;   /* backward starts from the gradient received */
         return op->sync(be);
     }
-    if (m->hooks.fwd_layer) {
-        st = m->hooks.fwd_layer(m->hooks.ctx, nl);
+    if (m->hooks.fwd_layer) {   /* the head: after the last local layer */
+        st = m->hooks.fwd_layer(m->hooks.ctx, m->layer_end - m->layer_begin);
         if (st != G3_OK)
             return st;
     }
 
-    op->layernorm_fwd(be, a->lnf, a->lnf_mean, a->lnf_rstd,
-                      g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w, m->pt.lnf_b,
-                      N, m->C, m->cfg.layernorm_epsilon);
+    if (g3_gpt_sp(m)) {   /* this rank's rows, then every row for the output layer */
+        if (nv > 0)
+            op->layernorm_fwd(be, a->lnf_s, a->lnf_mean, a->lnf_rstd,
+                              g3_gpt_at(m, a->resid, (size_t)nl * ns * m->C), m->pt.lnf_w,
+                              m->pt.lnf_b, nv, m->C, m->cfg.layernorm_epsilon);
+        st = g3_gpt_sp_gather(m, a->lnf_s, a->lnf, N);
+        if (st != G3_OK)
+            return st;
+    } else {
+        op->layernorm_fwd(be, a->lnf, a->lnf_mean, a->lnf_rstd,
+                          g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w,
+                          m->pt.lnf_b, N, m->C, m->cfg.layernorm_epsilon);
+    }
     if (!targets)
         return op->sync(be);
     /* Output layer, chunk by chunk: logits = lnf . wte^T, loss, and (training) at once
@@ -624,7 +843,8 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
     if (m->cfg.tp_size > 1) {
         /* the output layer is column-parallel over the vocabulary: sum its input gradient */
         if (dloss != 0.0f) {
-            st = g3_gpt_tp_sum(m, a->dlnf, (size_t)N * m->C);
+            st = g3_gpt_sp(m) ? g3_gpt_sp_scatter(m, a->dlnf, a->dlnf_s, N)
+                              : g3_gpt_tp_sum(m, a->dlnf, (size_t)N * m->C);
             if (st != G3_OK)
                 return st;
         }
@@ -645,7 +865,8 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
 {
     const g3_backend_ops_t *op = m->be->ops;
     g3_backend_t *be = m->be;
-    int N = a->cur_B * a->cur_T, nl = m->layer_end - m->layer_begin;
+    int N = a->cur_B * a->cur_T, nl = a->nl, sp = g3_gpt_sp(m);
+    int n = g3_gpt_shard(m, N), nv = g3_gpt_shard_valid(m, N);
     g3_status_t st = G3_OK;
 
     if (!a->head_grad) {
@@ -653,7 +874,13 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
         return G3_ERR_INTERNAL;
     }
     a->head_grad = 0;
-    if (m->has_head) {
+    if (a->head && sp) {
+        op->zero(be, a->dres, m->esize * (size_t)n * m->C);
+        if (nv > 0)
+            op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf_s,
+                              g3_gpt_at(m, a->resid, (size_t)nl * n * m->C), m->pt.lnf_w,
+                              a->lnf_mean, a->lnf_rstd, nv, m->C);
+    } else if (a->head) {
         op->zero(be, a->dres, m->esize * (size_t)N * m->C);
         op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf,
                           g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w,
@@ -661,17 +888,26 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
     }   /* else dres holds the gradient the next stage sent */
     for (int li = nl - 1; li >= 0 && st == G3_OK; li--) {
         if (a->nsets == 1 && li != nl - 1)   /* the set still holds the last layer's */
-            st = g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));   /* recompute */
+            st = sp ? g3_gpt_layer_fwd_sp(m, a, li, g3_gpt_set(a, li))
+                    : g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));   /* recompute */
         if (st == G3_OK)
-            st = g3_gpt_layer_bwd(m, a, li, g3_gpt_set(a, li));
+            st = sp ? g3_gpt_layer_bwd_sp(m, a, li, g3_gpt_set(a, li))
+                    : g3_gpt_layer_bwd(m, a, li, g3_gpt_set(a, li));
         if (st == G3_OK && m->hooks.bwd_layer)
-            st = m->hooks.bwd_layer(m->hooks.ctx, li);
+            st = m->hooks.bwd_layer(m->hooks.ctx, a->lo + li);
     }
     if (st != G3_OK)
         return st;
-    if (m->has_embedding)
+    if (a->emb && sp) {   /* every row of the gradient for the lookup's backward */
+        st = g3_gpt_sp_gather(m, a->dres, a->gath, N);
+        if (st != G3_OK)
+            return st;
+        op->embedding_bwd(be, m->gt.wte, m->gt.wpe, a->gath, a->tokens, a->cur_B, a->cur_T,
+                          m->C, m->v0, m->Vp_l);
+    } else if (a->emb) {
         op->embedding_bwd(be, m->gt.wte, m->gt.wpe, a->dres, a->tokens, a->cur_B, a->cur_T,
                           m->C, m->v0, m->Vp_l);
+    }
     return op->sync(be);
 }
 

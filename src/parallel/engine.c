@@ -21,6 +21,9 @@
 #include "core/log.h"
 #include "parallel/par_internal.h"
 
+static int g3_par_ilv_csets(int pp, int V, int64_t mmax, int r);
+static g3_status_t g3_par_sp_bwd_hook(void *ctx, int li);
+
 #define G3_PAR_TAG_FWD 1   /* activations, stage s -> s+1        */
 #define G3_PAR_TAG_BWD 2   /* their gradients, stage s+1 -> s    */
 
@@ -54,9 +57,22 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
     eng->T = T;
     eng->grad_dump_dir = cfg->grad_dump_dir;
     eng->timers = cfg->timers;
-    eng->nsets = (int)(cfg->max_micro < inflight ? cfg->max_micro : inflight);
-    if (eng->nsets < 1)
-        eng->nsets = 1;
+    eng->nchunks = model->nchunks > 1 ? model->nchunks : 1;
+    eng->sp = model->cfg.sequence_parallel && l->tp > 1;
+    if (eng->nchunks > 1 && !cfg->forward_only && cfg->max_micro % l->pp != 0) {
+        g3_error("--virtual-pipeline-model-parallel-size %d: the interleaved schedule needs the number of micro-batches per data-parallel rank (%lld = --global-batch-size / (--micro-batch-size x DP)) to be a multiple of --pipeline-model-parallel-size %d (the rule of Megatron-LM); change the batch sizes", eng->nchunks, (long long)cfg->max_micro, l->pp);
+        free(eng);
+        return G3_ERR_INVALID_ARG;
+    }
+    if (eng->nchunks > 1 && !cfg->forward_only) {
+        eng->csets = g3_par_ilv_csets(l->pp, eng->nchunks, cfg->max_micro, l->pp_rank);
+        eng->max_micro = cfg->max_micro;
+    } else {
+        eng->csets = (int)(cfg->max_micro < inflight ? cfg->max_micro : inflight);
+    }
+    if (eng->csets < 1)
+        eng->csets = 1;
+    eng->nsets = eng->csets * eng->nchunks;
     eng->sets = calloc((size_t)eng->nsets, sizeof(*eng->sets));
     if (!eng->sets) {
         free(eng);
@@ -64,7 +80,7 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
         return G3_ERR_NO_MEMORY;
     }
     for (int i = 0; i < eng->nsets; i++) {
-        st = g3_gpt_acts_init(model, B, T, &eng->sets[i]);
+        st = g3_gpt_acts_init_chunk(model, i / eng->csets, B, T, &eng->sets[i]);
         if (st != G3_OK)
             goto err_free_sets;
     }
@@ -74,7 +90,8 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
             goto err_free_sets;
         if (eng->opt.bucketed) {   /* the passes tell the optimizer where they are */
             model->hooks.ctx = eng;
-            model->hooks.bwd_layer = eng->opt.overlap ? g3_par_optim_bwd_hook : NULL;
+            model->hooks.bwd_layer = !eng->opt.overlap ? NULL
+                                     : eng->sp ? g3_par_sp_bwd_hook : g3_par_optim_bwd_hook;
             model->hooks.fwd_layer = eng->opt.param_overlap ? g3_par_optim_fwd_hook : NULL;
         }
     }
@@ -97,6 +114,7 @@ void g3_par_engine_free(g3_par_engine_t *eng)
     if (eng->model->hooks.ctx == eng)
         memset(&eng->model->hooks, 0, sizeof(eng->model->hooks));
     g3_par_optim_free(eng);
+    free(eng->ilv_ops);
     for (int i = 0; i < eng->nsets; i++)
         if (eng->sets[i])
             g3_gpt_acts_free(eng->model, eng->sets[i]);
@@ -165,10 +183,15 @@ g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out)
                                            : "");
         for (int s = 0; s < l->pp; s++) {
             const double *x = v + 4 * s;
-            fprintf(out, "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model "
-                    "state; %.1f MiB activations for %d micro-batch%s in flight\n", s, x[0] / 1e6,
-                    x[0] > 0 ? x[1] / x[0] : 0.0, x[1] / 1048576.0, x[2] / 1048576.0, (int)x[3],
-                    (int)x[3] == 1 ? "" : "es");
+            if (eng->nchunks > 1)   /* interleaved: sets of 1/V of the stage's layers */
+                fprintf(out, "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model state; %.1f MiB activations for %d (model chunk, micro-batch) pairs in flight over %d chunks\n",
+                        s, x[0] / 1e6, x[0] > 0 ? x[1] / x[0] : 0.0, x[1] / 1048576.0,
+                        x[2] / 1048576.0, (int)x[3], eng->nchunks);
+            else
+                fprintf(out, "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model "
+                        "state; %.1f MiB activations for %d micro-batch%s in flight\n", s,
+                        x[0] / 1e6, x[0] > 0 ? x[1] / x[0] : 0.0, x[1] / 1048576.0,
+                        x[2] / 1048576.0, (int)x[3], (int)x[3] == 1 ? "" : "es");
         }
     }
     free(v);
@@ -199,7 +222,15 @@ void g3_par_engine_bubble(const g3_par_engine_t *eng, double *measured, double *
 {
     int pp = eng->par->layout.pp;
     *measured = eng->t_compute > 0.0 ? (eng->t_sched - eng->t_compute) / eng->t_compute : 0.0;
-    *formula = eng->last_m > 0 ? (double)(pp - 1) / (double)eng->last_m : 0.0;
+    *formula = eng->last_m > 0 ? (double)(pp - 1) / (double)(eng->nchunks * eng->last_m) : 0.0;
+}
+
+void g3_par_engine_idle(const g3_par_engine_t *eng, double *measured, double *f1, double *fv)
+{
+    double p = eng->par->layout.pp, m = (double)eng->last_m, V = eng->nchunks;
+    *measured = eng->t_sched > 0.0 ? (eng->t_sched - eng->t_compute) / eng->t_sched : 0.0;
+    *f1 = m > 0 ? (p - 1) / (m + p - 1) : 0.0;
+    *fv = m > 0 ? (p - 1) / (V * m + p - 1) : 0.0;
 }
 
 /* ---- the pieces of a schedule ----------------------------------------------------------------- */
@@ -214,16 +245,22 @@ typedef struct {
 
 static g3_gpt_acts_t *g3_par_set(g3_par_engine_t *eng, int64_t k)
 {
-    return eng->sets[k % eng->nsets];
+    return eng->sets[k % eng->csets];
+}
+
+/* The set of micro-batch k of chunk c. */
+static g3_gpt_acts_t *g3_par_cset(g3_par_engine_t *eng, int c, int64_t k)
+{
+    return eng->sets[c * eng->csets + k % eng->csets];
 }
 
 /* RET: elements of the residual stream of a micro-batch (what stages exchange). */
 static size_t g3_par_act_numel(const g3_par_engine_t *eng)
 {
-    return (size_t)eng->B * eng->T * eng->model->C;
+    return g3_gpt_stage_numel(eng->model, eng->B, eng->T);   /* SP: this TP rank's rows */
 }
 
-static g3_status_t g3_par_fwd(g3_par_run_t *r, int64_t k)
+static g3_status_t g3_par_fwd_chunk(g3_par_run_t *r, int c, int64_t k)
 {
     g3_par_engine_t *eng = r->eng;
     g3_gpt_t *m = eng->model;
@@ -232,7 +269,7 @@ static g3_status_t g3_par_fwd(g3_par_run_t *r, int64_t k)
     g3_status_t st;
 
     g3_timers_start(eng->timers, G3_TIMER_FORWARD);
-    st = g3_gpt_forward(m, g3_par_set(eng, k), m->has_embedding ? r->inputs + off : NULL,
+    st = g3_gpt_forward(m, g3_par_cset(eng, c, k), m->has_embedding ? r->inputs + off : NULL,
                         m->has_head ? r->targets + off : NULL, eng->B, eng->T, r->dloss, &s);
     g3_timers_stop(eng->timers, G3_TIMER_FORWARD);
     eng->t_compute += g3_clock_now() - t0;
@@ -241,21 +278,64 @@ static g3_status_t g3_par_fwd(g3_par_run_t *r, int64_t k)
     return st;
 }
 
-static g3_status_t g3_par_bwd(g3_par_run_t *r, int64_t k)
+/* Sequence parallelism: each TP rank's LayerNorm gradients cover its rows of the tokens;
+ * sum them over the TP group (Megatron's allreduce of the sequence-parallel grads) once
+ * they are complete: local layer li's (li >= 0) or the final LayerNorm's (li < 0). */
+static g3_status_t g3_par_sp_ln_reduce(g3_par_engine_t *eng, int li)
+{
+    g3_gpt_t *m = eng->model;
+    g3_status_t st = m->be->ops->sync(m->be);
+    for (int i = 0; i < m->nparams && st == G3_OK; i++) {
+        const g3_gpt_param_t *p = &m->params[i];
+        if (!strstr(p->name, "layernorm") ||
+            (li >= 0 ? p->layer != g3_gpt_layer_global(m, li) : p->layer != -2))
+            continue;
+        st = g3_comm_allreduce(eng->par->buf.tp, m->g + p->offset, m->g + p->offset, p->numel,
+                               G3_DTYPE_FLOAT32, G3_COMM_SUM);
+    }
+    return st;
+}
+
+/* The model's backward hook when the LayerNorm gradients of SP must be summed before the
+ * overlapped DP reduction reads them: on the last micro-batch, sum layer li's, then let
+ * the optimizer start its buckets. */
+static g3_status_t g3_par_sp_bwd_hook(void *ctx, int li)
+{
+    g3_par_engine_t *eng = ctx;
+    g3_status_t st = G3_OK;
+    if (eng->opt.armed)
+        st = g3_par_sp_ln_reduce(eng, li);
+    return st == G3_OK ? g3_par_optim_bwd_hook(ctx, li) : st;
+}
+
+static g3_status_t g3_par_fwd(g3_par_run_t *r, int64_t k)
+{
+    return g3_par_fwd_chunk(r, 0, k);
+}
+
+static g3_status_t g3_par_bwd_chunk(g3_par_run_t *r, int c, int64_t k)
 {
     g3_par_optim_t *o = &r->eng->opt;
     double t0 = g3_clock_now();
     g3_status_t st;
 
-    /* --overlap-grad-reduce: the last micro-batch's backward starts the buckets */
+    /* --overlap-grad-reduce: the last micro-batch's backward of each chunk starts the
+     * buckets its layers complete; chunk 0's, the last of all, ends the backward */
     o->armed = o->overlap && k == r->m - 1;
     g3_timers_start(r->eng->timers, G3_TIMER_BACKWARD);
-    st = g3_gpt_backward(r->eng->model, g3_par_set(r->eng, k));
-    if (st == G3_OK && o->armed)
+    st = g3_gpt_backward(r->eng->model, g3_par_cset(r->eng, c, k));
+    if (st == G3_OK && o->armed && c == 0 && r->eng->sp && r->eng->model->has_head)
+        st = g3_par_sp_ln_reduce(r->eng, -1);   /* before the bucket of the final LN starts */
+    if (st == G3_OK && o->armed && c == 0)
         st = g3_par_optim_bwd_hook(r->eng, G3_PAR_TRIGGER_END);
     g3_timers_stop(r->eng->timers, G3_TIMER_BACKWARD);
     r->eng->t_compute += g3_clock_now() - t0;
     return st;
+}
+
+static g3_status_t g3_par_bwd(g3_par_run_t *r, int64_t k)
+{
+    return g3_par_bwd_chunk(r, 0, k);
 }
 
 static g3_status_t g3_par_send_fwd(g3_par_engine_t *eng, int64_t k)
@@ -370,6 +450,277 @@ static g3_status_t g3_par_1f1b(g3_par_run_t *r, int64_t m)
     return st;
 }
 
+/* ---- interleaved 1F1B (--virtual-pipeline-model-parallel-size V > 1) ------------------------
+ *
+ * Megatron's forward_backward_pipelining_with_interleaving: stage r runs V m forwards and V m
+ * backwards of (chunk, micro-batch) pairs.  Forward number i is chunk (i mod PP V) / PP of
+ * micro-batch (i / PP V) PP + i mod PP (PP micro-batches through chunk 0, then the same
+ * through chunk 1, ...); backward number i the same with the chunks in reverse order.
+ * Warm-up: 2 (PP - r - 1) + (V - 1) PP forwards (all of them when m = PP), then one forward
+ * and one backward alternately, then the backwards left.  Chunk c of stage r is virtual
+ * stage c PP + r: its output goes to stage r + 1, from the last stage to stage 0's next
+ * chunk, so the transfers form a ring.
+ *
+ * Megatron overlaps the transfers with batched non-blocking send/receive pairs; our
+ * point-to-point calls block, and a ring of blocking calls deadlocks unless every stage
+ * orders them the same way.  So every rank simulates the compute order of every stage in
+ * rounds (one compute op per stage per round, then every transfer whose receive buffer is
+ * free), and runs its own part of that one global sequence of events: each transfer is
+ * matched on both sides at the same place of the sequence, hence no cycle of waits.  The
+ * buffers: micro-batch k of chunk c uses set c csets + k mod csets; a transfer into it
+ * waits until micro-batch k - csets of the chunk finished its backward; a backward waits
+ * until the input gradient its set holds from micro-batch k - csets has left. */
+
+typedef struct g3_par_ilv_op {
+    char    op;      /* 'F', 'B' compute; 'S', 'R' send / receive                        */
+    char    fwd;     /* S/R: activations (1) or their gradients (0)                      */
+    int     c;       /* the chunk of this rank the op touches                            */
+    int64_t k;       /* micro-batch                                                       */
+    int     peer;    /* S/R: the other stage                                              */
+} g3_par_ilv_op_t;
+
+/* Compute op i (0 <= i < 2 V m) of stage r, in Megatron's order.  OUT: *fwd, *c, *k */
+static void g3_par_ilv_compute(int pp, int V, int64_t m, int r, int64_t i, int *fwd, int *c,
+                               int64_t *k)
+{
+    int64_t total = (int64_t)V * m, w, j;
+    w = m == pp ? total : 2 * (int64_t)(pp - r - 1) + (int64_t)(V - 1) * pp;
+    if (w > total)
+        w = total;
+    if (i < w) {
+        *fwd = 1;
+        j = i;
+    } else if (i < w + 2 * (total - w)) {
+        *fwd = (i - w) % 2 == 0;
+        j = *fwd ? w + (i - w) / 2 : (i - w) / 2;
+    } else {
+        *fwd = 0;
+        j = i - w - (total - w);
+    }
+    *c = (int)((j % ((int64_t)pp * V)) / pp);
+    if (!*fwd)
+        *c = V - 1 - *c;
+    *k = (j / ((int64_t)pp * V)) * pp + j % pp;
+}
+
+/* RET: the most micro-batches of one chunk in flight (forward done, backward not) on
+ * stage r over the compute order for m micro-batches. */
+static int64_t g3_par_ilv_inflight(int pp, int V, int64_t m, int r)
+{
+    int64_t *fl = calloc((size_t)V, sizeof(int64_t)), most = 1;
+    if (!fl)
+        return m;
+    for (int64_t i = 0; i < 2 * (int64_t)V * m; i++) {
+        int fwd, c;
+        int64_t k;
+        g3_par_ilv_compute(pp, V, m, r, i, &fwd, &c, &k);
+        fl[c] += fwd ? 1 : -1;
+        if (fl[c] > most)
+            most = fl[c];
+    }
+    free(fl);
+    return most;
+}
+
+/* RET: the activation sets per chunk of stage r for iterations of up to mmax
+ * micro-batches: the most micro-batches of one chunk in flight, for mmax and for m = PP
+ * (all forwards first). */
+static int g3_par_ilv_csets(int pp, int V, int64_t mmax, int r)
+{
+    int64_t a = g3_par_ilv_inflight(pp, V, mmax, r), b = g3_par_ilv_inflight(pp, V, pp, r);
+    return (int)(a > b ? a : b);
+}
+
+/* The global event sequence's part for stage `me` for m micro-batches, every stage having
+ * the sets of g3_par_ilv_csets(mmax).  OUT: *ops_p (malloc'ed), *nops_p.
+ * RET: G3_ERR_NO_MEMORY, G3_ERR_INTERNAL when the rounds stop progressing (a bug). */
+static g3_status_t g3_par_ilv_program(int pp, int V, int64_t m, int64_t mmax, int me,
+                                      g3_par_ilv_op_t **ops_p, int64_t *nops_p)
+{
+    size_t n = (size_t)pp * V * m, mx = (size_t)V * m;
+    /* per (stage, chunk, micro-batch): 1 done / arrived / left */
+    char *fdone = calloc(n, 1), *bdone = calloc(n, 1), *in = calloc(n, 1), *gin = calloc(n, 1);
+    char *gleft = calloc(n, 1);
+    int64_t *pos = calloc((size_t)pp, sizeof(int64_t)), nops = 0, cap = 8 * (int64_t)mx + 16;
+    /* transfers produced, not yet delivered: (from, chunk at the sender, k, fwd) */
+    int64_t *pend = malloc(sizeof(int64_t) * 4 * (size_t)(2 * n + 1)), npend = 0;
+    g3_par_ilv_op_t *ops = malloc(sizeof(*ops) * (size_t)cap);
+    int nv = pp * V, *cs = malloc(sizeof(int) * (size_t)pp);   /* sets per chunk, by stage */
+    int64_t todo = 2 * (int64_t)n;
+    g3_status_t st = G3_OK;
+
+#define G3_IX(r, c, k) (((size_t)(r) * V + (size_t)(c)) * (size_t)m + (size_t)(k))
+#define G3_EMIT(o_, f_, c_, k_, p_)                                                        \
+    do {                                                                                   \
+        ops[nops].op = (o_); ops[nops].fwd = (char)(f_); ops[nops].c = (c_);               \
+        ops[nops].k = (k_); ops[nops].peer = (p_); nops++;                                 \
+    } while (0)
+    if (!fdone || !bdone || !in || !gin || !gleft || !pos || !pend || !ops || !cs) {
+        g3_error("pipeline schedule: out of memory");
+        st = G3_ERR_NO_MEMORY;
+        goto out;
+    }
+    for (int r = 0; r < pp; r++)
+        cs[r] = g3_par_ilv_csets(pp, V, mmax, r);
+    while (todo > 0 && st == G3_OK) {
+        int progress = 0;
+        for (int r = 0; r < pp; r++) {
+            int fwd, c;
+            int64_t k;
+            size_t ix;
+            if (pos[r] >= 2 * (int64_t)mx)
+                continue;
+            g3_par_ilv_compute(pp, V, m, r, pos[r], &fwd, &c, &k);
+            ix = G3_IX(r, c, k);
+            if (fwd) {
+                if (c * pp + r > 0 && !in[ix])
+                    continue;
+                if (k >= cs[r] && !bdone[G3_IX(r, c, k - cs[r])])
+                    continue;   /* its set still holds micro-batch k - cs[r] */
+            } else {
+                if (c * pp + r < nv - 1 && !gin[ix])
+                    continue;
+                if (c * pp + r > 0 && k >= cs[r] && !gleft[G3_IX(r, c, k - cs[r])])
+                    continue;
+            }
+            (fwd ? fdone : bdone)[ix] = 1;
+            if (r == me)
+                G3_EMIT(fwd ? 'F' : 'B', fwd, c, k, -1);
+            if (fwd ? c * pp + r < nv - 1 : c * pp + r > 0) {
+                int64_t *e = pend + 4 * npend++;
+                e[0] = r; e[1] = c; e[2] = k; e[3] = fwd;
+            }
+            pos[r]++;
+            todo--;
+            progress = 1;
+        }
+        for (int64_t i = 0; i < npend; i++) {
+            int64_t *e = pend + 4 * i;
+            int from = (int)e[0], c = (int)e[1], fwd = (int)e[3];
+            int64_t k = e[2];
+            int to = fwd ? (from + 1) % pp : (from + pp - 1) % pp;
+            int tc = fwd ? (from == pp - 1 ? c + 1 : c) : (from == 0 ? c - 1 : c);
+            if (fwd && k >= cs[to] && !bdone[G3_IX(to, tc, k - cs[to])])
+                continue;   /* the receiving set still holds micro-batch k - cs[to] */
+            if (fwd)
+                in[G3_IX(to, tc, k)] = 1;
+            else {
+                gin[G3_IX(to, tc, k)] = 1;
+                gleft[G3_IX(from, c, k)] = 1;
+            }
+            if (nops + 2 > cap) {
+                g3_par_ilv_op_t *grown = realloc(ops, sizeof(*ops) * (size_t)(cap *= 2));
+                if (!grown) {
+                    g3_error("pipeline schedule: out of memory");
+                    st = G3_ERR_NO_MEMORY;
+                    goto out;
+                }
+                ops = grown;
+            }
+            if (from == me)
+                G3_EMIT('S', fwd, c, k, to);
+            if (to == me)
+                G3_EMIT('R', fwd, tc, k, from);
+            memmove(e, e + 4, sizeof(int64_t) * 4 * (size_t)(npend - i - 1));
+            npend--;
+            i--;
+            progress = 1;
+        }
+        if (nops + 2 * pp + 2 > cap) {
+            g3_par_ilv_op_t *grown = realloc(ops, sizeof(*ops) * (size_t)(cap *= 2));
+            if (!grown) {
+                g3_error("pipeline schedule: out of memory");
+                st = G3_ERR_NO_MEMORY;
+                goto out;
+            }
+            ops = grown;
+        }
+        if (!progress) {
+            g3_error("pipeline schedule: the interleaved schedule of %lld micro-batches over %d stages x %d chunks stopped progressing (a bug)", (long long)m, pp, V);
+            st = G3_ERR_INTERNAL;
+        }
+    }
+#undef G3_IX
+#undef G3_EMIT
+out:
+    free(fdone);
+    free(bdone);
+    free(in);
+    free(gin);
+    free(gleft);
+    free(pos);
+    free(pend);
+    free(cs);
+    if (st != G3_OK) {
+        free(ops);
+        return st;
+    }
+    *ops_p = ops;
+    *nops_p = nops;
+    return G3_OK;
+}
+
+static g3_status_t g3_par_interleaved(g3_par_run_t *r, int64_t m)
+{
+    g3_par_engine_t *eng = r->eng;
+    const g3_par_layout_t *l = &eng->par->layout;
+    g3_par_ilv_op_t *ops;
+    int64_t nops;
+    g3_status_t st = G3_OK;
+
+    if (m % l->pp != 0) {
+        g3_error("--virtual-pipeline-model-parallel-size %d: this iteration has %lld micro-batches per data-parallel rank, not a multiple of --pipeline-model-parallel-size %d (the rule of Megatron-LM); change the batch sizes (--rampup-batch-size steps too)", eng->nchunks, (long long)m, l->pp);
+        return G3_ERR_INVALID_ARG;
+    }
+    if (!eng->ilv_ops || eng->ilv_m != m) {   /* the program of this m, kept for the next */
+        free(eng->ilv_ops);
+        eng->ilv_ops = NULL;
+        st = g3_par_ilv_program(l->pp, eng->nchunks, m, eng->max_micro, l->pp_rank,
+                                &eng->ilv_ops, &eng->ilv_nops);
+        eng->ilv_m = m;
+    }
+    ops = eng->ilv_ops;
+    nops = st == G3_OK ? eng->ilv_nops : 0;
+    for (int64_t i = 0; i < nops && st == G3_OK; i++) {
+        const g3_par_ilv_op_t *o = &ops[i];
+        g3_gpt_acts_t *a = g3_par_cset(eng, o->c, o->k);
+        switch (o->op) {
+        case 'F':
+            st = g3_par_fwd_chunk(r, o->c, o->k);
+            break;
+        case 'B':
+            st = g3_par_bwd_chunk(r, o->c, o->k);
+            break;
+        case 'S':
+            st = o->fwd ? g3_comm_send(eng->par->buf.pp, g3_gpt_acts_output(eng->model, a),
+                                       g3_par_act_numel(eng), eng->par->act, o->peer,
+                                       G3_PAR_TAG_FWD)
+                        : g3_comm_send(eng->par->buf.pp, g3_gpt_acts_grad(a),
+                                       g3_par_act_numel(eng), eng->par->act, o->peer,
+                                       G3_PAR_TAG_BWD);
+            break;
+        default:
+            st = g3_comm_recv(eng->par->buf.pp, o->fwd ? g3_gpt_acts_input(a)
+                                                       : g3_gpt_acts_grad(a),
+                              g3_par_act_numel(eng), eng->par->act, o->peer,
+                              o->fwd ? G3_PAR_TAG_FWD : G3_PAR_TAG_BWD);
+            break;
+        }
+    }
+    if (st == G3_OK && g3_log_enabled(G3_LOG_DEBUG)) {
+        /* the compute order of this stage, for tests and docs */
+        char line[4096];
+        size_t len = 0;
+        line[0] = '\0';
+        for (int64_t i = 0; i < nops && len + 24 < sizeof(line); i++)
+            if (ops[i].op == 'F' || ops[i].op == 'B')
+                len += (size_t)snprintf(line + len, sizeof(line) - len, " %c%d.%lld",
+                                        ops[i].op, ops[i].c, (long long)ops[i].k);
+        g3_debug("pipeline schedule of stage %d:%s", l->pp_rank, line);
+    }
+    return st;
+}
+
 /* The sum of the last stages' token losses over the world (TP rank 0 of each last stage
  * contributes, so each sequence counts once).  OUT: *sum_p */
 static g3_status_t g3_par_loss_sum(g3_par_engine_t *eng, double local, double *sum_p)
@@ -395,10 +746,17 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
     g3_gpt_zero_grad(eng->model);
     t0 = g3_clock_now();
     g3_timers_start(eng->timers, G3_TIMER_FWD_BWD);
-    st = g3_par_1f1b(&r, nmicro);
+    st = eng->nchunks > 1 ? g3_par_interleaved(&r, nmicro) : g3_par_1f1b(&r, nmicro);
     g3_timers_stop(eng->timers, G3_TIMER_FWD_BWD);
     eng->t_sched += g3_clock_now() - t0;
     eng->last_m = nmicro;
+    if (st == G3_OK && eng->sp && !eng->opt.overlap) {   /* SP: every LayerNorm over TP */
+        for (int li = 0; li < eng->model->layer_end - eng->model->layer_begin && st == G3_OK;
+             li++)
+            st = g3_par_sp_ln_reduce(eng, li);
+        if (st == G3_OK && eng->model->has_head)
+            st = g3_par_sp_ln_reduce(eng, -1);
+    }
     if (st == G3_OK)
         st = g3_par_loss_sum(eng, r.loss_sum, &sum);
     if (st != G3_OK)
@@ -424,6 +782,26 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
     return st;
 }
 
+/* Forward only: receive the input of chunk c (nothing on virtual stage 0) into a. */
+static g3_status_t g3_par_chunk_recv(g3_par_engine_t *eng, int c, g3_gpt_acts_t *a, size_t n)
+{
+    const g3_par_layout_t *l = &eng->par->layout;
+    if (c == 0 && l->pp_rank == 0)
+        return G3_OK;
+    return g3_comm_recv(eng->par->buf.pp, g3_gpt_acts_input(a), n, eng->par->act,
+                        (l->pp_rank + l->pp - 1) % l->pp, G3_PAR_TAG_FWD);
+}
+
+/* Forward only: send chunk c's output on (nothing from the last virtual stage). */
+static g3_status_t g3_par_chunk_send(g3_par_engine_t *eng, int c, g3_gpt_acts_t *a, size_t n)
+{
+    const g3_par_layout_t *l = &eng->par->layout;
+    if (c == eng->nchunks - 1 && l->pp_rank == l->pp - 1)
+        return G3_OK;
+    return g3_comm_send(eng->par->buf.pp, g3_gpt_acts_output(eng->model, a), n, eng->par->act,
+                        (l->pp_rank + 1) % l->pp, G3_PAR_TAG_FWD);
+}
+
 g3_status_t g3_par_eval(g3_par_engine_t *eng, const int32_t *inputs, const int32_t *targets,
                         int64_t n, double *loss_sum_p)
 {
@@ -431,21 +809,24 @@ g3_status_t g3_par_eval(g3_par_engine_t *eng, const int32_t *inputs, const int32
     g3_status_t st = G3_OK;
     int64_t m = n / eng->B;
 
-    /* forward only, one micro-batch at a time through the stages (set 0 each time) */
-    for (int64_t k = 0; k < m && st == G3_OK; k++) {
-        st = g3_par_recv_fwd(eng, 0);
-        if (st == G3_OK) {
+    /* forward only, one micro-batch at a time through the stages (each chunk's set 0):
+     * stage by stage, and with V chunks from the last stage back to the first's next one */
+    for (int64_t k = 0; k < m && st == G3_OK; k++)
+        for (int c = 0; c < eng->nchunks && st == G3_OK; c++) {
             size_t off = (size_t)k * eng->B * eng->T;
             g3_gpt_t *md = eng->model;
+            g3_gpt_acts_t *a = g3_par_cset(eng, c, 0);
             double s = 0.0;
-            st = g3_gpt_forward(md, eng->sets[0], md->has_embedding ? inputs + off : NULL,
-                                md->has_head ? targets + off : NULL, eng->B, eng->T, 0.0f, &s);
-            if (md->has_head)
+            st = g3_par_chunk_recv(eng, c, a, g3_par_act_numel(eng));
+            if (st == G3_OK)
+                st = g3_gpt_forward(md, a, md->has_embedding ? inputs + off : NULL,
+                                    md->has_head ? targets + off : NULL, eng->B, eng->T, 0.0f,
+                                    &s);
+            if (st == G3_OK && md->has_head && c == eng->nchunks - 1)
                 r.loss_sum += s;
+            if (st == G3_OK)
+                st = g3_par_chunk_send(eng, c, a, g3_par_act_numel(eng));
         }
-        if (st == G3_OK)
-            st = g3_par_send_fwd(eng, 0);
-    }
     if (st == G3_OK)
         st = g3_par_loss_sum(eng, r.loss_sum, loss_sum_p);
     return st;
@@ -457,13 +838,23 @@ g3_status_t g3_par_logits_last(g3_par_engine_t *eng, const int32_t *tokens, int 
     const g3_par_layout_t *l = &eng->par->layout;
     g3_gpt_t *m = eng->model;
     g3_gpt_acts_t *a = eng->sets[0];
-    size_t nact = (size_t)T * m->C;
+    size_t nact = g3_gpt_stage_numel(m, 1, T);
     float *local = NULL;
     g3_status_t st = G3_OK;
 
-    if (l->pp_rank > 0)
+    /* interleaved: every chunk but the one with the head, through the ring of stages */
+    for (int c = 0; c < eng->nchunks - 1 && st == G3_OK; c++) {
+        a = g3_par_cset(eng, c, 0);
+        st = g3_par_chunk_recv(eng, c, a, nact);
+        if (st == G3_OK)
+            st = g3_gpt_forward(m, a, m->has_embedding ? tokens : NULL, NULL, 1, T, 0.0f, NULL);
+        if (st == G3_OK)
+            st = g3_par_chunk_send(eng, c, a, nact);
+    }
+    a = g3_par_cset(eng, eng->nchunks - 1, 0);
+    if (st == G3_OK && (l->pp_rank > 0 || eng->nchunks > 1))
         st = g3_comm_recv(eng->par->buf.pp, g3_gpt_acts_input(a), nact, eng->par->act,
-                          l->pp_rank - 1, G3_PAR_TAG_FWD);
+                          (l->pp_rank + l->pp - 1) % l->pp, G3_PAR_TAG_FWD);
     if (st != G3_OK)
         return st;
     if (!m->has_head) {

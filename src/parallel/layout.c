@@ -511,9 +511,24 @@ static g3_status_t g3_par_tp_gather(void *ctx, const float *send, float *recv, s
     return g3_comm_allgather(par->buf.tp, send, recv, n, G3_DTYPE_FLOAT32);
 }
 
+/* Sequence parallelism: send (TP, n) act -> recv (n,) act, and back (backend memory). */
+static g3_status_t g3_par_tp_rs(void *ctx, const void *send, void *recv, size_t n)
+{
+    g3_par_t *par = ctx;
+    return g3_comm_reduce_scatter(par->buf.tp, send, recv, n, par->act, G3_COMM_SUM);
+}
+
+static g3_status_t g3_par_tp_ag(void *ctx, const void *send, void *recv, size_t n)
+{
+    g3_par_t *par = ctx;
+    return g3_comm_allgather(par->buf.tp, send, recv, n, par->act);
+}
+
 void g3_par_tp_comm(g3_par_t *par, g3_gpt_tp_comm_t *comm)
 {
     comm->ctx = par;
+    comm->reduce_scatter = g3_par_tp_rs;
+    comm->allgather_act = g3_par_tp_ag;
     comm->allreduce_sum = g3_par_tp_sum;
     comm->allreduce_host = g3_par_tp_host;
     comm->allgather = g3_par_tp_gather;   /* used by backends with xent_stats (CUDA) */
@@ -557,6 +572,13 @@ void g3_par_print_layout(const g3_par_t *par, const g3_gpt_config_t *cfg, FILE *
     c.pp_size = l->pp;
     for (int s = 0; s < l->pp; s++) {
         int b = 0, e = 0;
+        if (c.virtual_pp_size > 1) {   /* interleaved: the stage's V chunks */
+            int lc = c.num_layers / (l->pp * c.virtual_pp_size);
+            fprintf(out, " %d:", s);
+            for (int v = 0; v < c.virtual_pp_size; v++)
+                fprintf(out, "[%d,%d)", (v * l->pp + s) * lc, (v * l->pp + s + 1) * lc);
+            continue;
+        }
         g3_gpt_stage_layers(&c, s, &b, &e);
         fprintf(out, " %d:[%d,%d)", s, b, e);
     }

@@ -114,7 +114,7 @@ static g3_status_t g3_par_buckets(g3_par_engine_t *eng, int64_t size)
     wte_alone = eng->par->layout.pp > 1 && g3_gpt_param_find(m, G3_PAR_WTE) != NULL;
     for (int li = nl - 1; li >= 0; li--) {
         for (int k = 0; k < m->nparams; k++)
-            if (m->params[k].layer == m->layer_begin + li)
+            if (m->params[k].layer == g3_gpt_layer_global(m, li))
                 acc += (int64_t)m->params[k].numel;
         lb[li] = nb - 1;
         if (acc >= size && li > 0 && nb < G3_PAR_BUCKETS_MAX) {
@@ -143,8 +143,8 @@ static g3_status_t g3_par_buckets(g3_par_engine_t *eng, int64_t size)
     for (int k = 0; k < m->nparams; k++) {
         const g3_gpt_param_t *p = order[k];
         int b = nb - 1;
-        if (p->layer >= m->layer_begin && p->layer < m->layer_end)
-            b = lb[p->layer - m->layer_begin];
+        if (p->layer >= 0 && g3_gpt_layer_local(m, p->layer) >= 0)
+            b = lb[g3_gpt_layer_local(m, p->layer)];
         else if (wte_alone && strcmp(p->name, G3_PAR_WTE) == 0)
             b = nb;
         if (p->layer == -1 || p->layer == -2) {   /* the embedding, the head: first/last use */
@@ -477,7 +477,7 @@ g3_status_t g3_par_optim_bwd_hook(void *ctx, int li)
         if (!o->buckets[b].started && o->buckets[b].trigger == li) {
             if (li >= 0)
                 g3_debug("gradient bucket %d of %d: reduction started during the backward, "
-                         "after layer %d", b, o->nbuckets, eng->model->layer_begin + li);
+                         "after layer %d", b, o->nbuckets, g3_gpt_layer_global(eng->model, li));
             else
                 g3_debug("gradient bucket %d of %d: reduction started at the end of the "
                          "backward", b, o->nbuckets);

@@ -21,7 +21,9 @@
  *        gradient); a group of one elsewhere;
  *   world every rank (loss, gradient norm, agreement on errors).
  * The engine (g3_par_engine_t) runs an iteration on a layout: the 1F1B schedule over the
- * micro-batches, the gradient reductions, the global-norm clipping and the AdamW step
+ * micro-batches (interleaved over V model chunks per stage with
+ * --virtual-pipeline-model-parallel-size; with --sequence-parallel it also sums the
+ * LayerNorm gradients over TP), the gradient reductions, the global-norm clipping and the AdamW step
  * (replicated, or ZeRO-1 with --use-distributed-optimizer).  docs/parallelism.md has the
  * design and the arithmetic.
  *
@@ -242,6 +244,12 @@ g3_status_t g3_par_engine_params_ready(g3_par_engine_t *eng);
  * schedule - time computing) / time computing, and the 1F1B formula (PP - 1) / m for the
  * last iteration's m.  OUT: both (0 without pipeline parallelism). */
 void g3_par_engine_bubble(const g3_par_engine_t *eng, double *measured, double *formula);
+
+/* The idle fraction of this stage over the iterations so far: (time in the schedule - time
+ * computing) / time in the schedule, i.e. waiting for activations and gradients and passing
+ * them; and the formulas for the last iteration's m: 1F1B's (PP - 1) / (m + PP - 1) and the
+ * interleaved schedule's (PP - 1) / (V m + PP - 1).  OUT: all three. */
+void g3_par_engine_idle(const g3_par_engine_t *eng, double *measured, double *f1, double *fv);
 
 /* The Adam state this rank holds, for checkpoints and the equivalence tests' dumps: ranges
  * [begin, end) of the flat parameter buffer (they may span several tensors) whose moments

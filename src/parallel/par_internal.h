@@ -106,8 +106,13 @@ struct g3_par_engine {
     g3_par_t        *par;
     g3_gpt_t        *model;
     int              B, T;
-    int              nsets;          /* activation sets: micro-batches in flight         */
-    g3_gpt_acts_t  **sets;           /* (nsets,)                                         */
+    int              nsets;          /* activation sets: micro-batches in flight, x V    */
+    int              nchunks, csets; /* V model chunks (interleaved 1F1B); sets per chunk */
+    int              sp;             /* sequence parallelism: LayerNorm grads over TP    */
+    int64_t          max_micro;      /* interleaved: the m the sets were sized for       */
+    struct g3_par_ilv_op *ilv_ops;   /* interleaved: this stage's program for ilv_m      */
+    int64_t          ilv_nops, ilv_m;
+    g3_gpt_acts_t  **sets;           /* (nsets,) chunk c's at [c csets, (c+1) csets)     */
     g3_par_optim_t   opt;
     const char      *grad_dump_dir;
     g3_timers_t     *timers;         /* --timing-log-level (borrowed), or NULL           */

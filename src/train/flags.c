@@ -67,6 +67,10 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     /* --distributed-backend and --timing-log-level (docs/comm.md, docs/training.md) */
     { "distributed-backend", G3_OPT_CHOICE, "nccl", "How --device cuda moves tensors between ranks: nccl (one rank per GPU) or ucx (through page-locked host memory and the UCX collectives; several ranks may share a GPU). --device cpu always uses UCX.", "nccl|ucx", 0, 0, NULL },
     { "timing-log-level", G3_OPT_CHOICE, "0", "Per-operation timers at each --log-interval: 0 none, 1 forward-backward, optimizer, data, checkpoint and each communication group, 2 also forward/backward compute and the gradient reduction (min/max over ranks; also in the metrics file).", "0|1|2", 0, 0, NULL },
+    /* interleaved 1F1B (issue 19) */
+    { "virtual-pipeline-model-parallel-size", G3_OPT_INT, NULL, "Interleaved 1F1B: model chunks per pipeline stage V (stage r holds layers (c x PP + r) x L / (PP x V) ... for c < V); the bubble shrinks by V for V times more pipeline transfers. Needs PP > 1, layers divisible by PP x V, micro-batches per DP rank a multiple of PP.", G3_NOOPT },
+    { "num-layers-per-virtual-pipeline-stage", G3_OPT_INT, NULL, "Interleaved 1F1B given as layers per model chunk N: V = layers / (PP x N).", G3_NOOPT },
+    { "sequence-parallel", G3_OPT_BOOL, NULL, "Shard the LayerNorms, the residual stream and the embedding output over the tensor-parallel ranks along the tokens (TP all-reduces become reduce-scatter + all-gather): their activation memory drops by TP. Needs TP > 1.", G3_NOOPT },
     { "debug-grad-dump", G3_OPT_STRING, NULL, "Tests: write each rank's reduced gradients of iteration 1, and its parameters and Adam moments at the end, to DIR (see docs/parallelism.md).", NULL, 0, 0, "DIR" },
     { "save", G3_OPT_STRING, NULL, "Checkpoint directory to save to (at --save-interval, on request and at the end).", NULL, 0, 0, "DIR" },
     { "load", G3_OPT_STRING, NULL, "Checkpoint directory to resume from (its latest checkpoint; none there yet: start from scratch).", NULL, 0, 0, "DIR" },
@@ -132,6 +136,27 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     if (g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
         ok &= g3_train_flags_int(o, "decoder-last-pipeline-num-layers", 1,
                                  &cfg->model.pp_last_layers);
+    cfg->model.sequence_parallel = g3_opts_bool(o, "sequence-parallel");
+    if (g3_opts_is_set(o, "virtual-pipeline-model-parallel-size"))
+        ok &= g3_train_flags_int(o, "virtual-pipeline-model-parallel-size", 1,
+                                 &cfg->model.virtual_pp_size);
+    if (ok && g3_opts_is_set(o, "num-layers-per-virtual-pipeline-stage")) {
+        int n = 0, L = cfg->model.num_layers;
+        ok &= g3_train_flags_int(o, "num-layers-per-virtual-pipeline-stage", 1, &n);
+        if (ok && (L % ((int64_t)pp * n) != 0)) {
+            g3_error("--num-layers-per-virtual-pipeline-stage %d: --num-layers %d is not a multiple of --pipeline-model-parallel-size %d x %d, so the model chunks cannot all have %d layers; change one of them", n, L, pp, n, n);
+            ok = 0;
+        } else if (ok && cfg->model.virtual_pp_size > 0 &&
+                   cfg->model.virtual_pp_size != L / (pp * n)) {
+            g3_error("--num-layers-per-virtual-pipeline-stage %d gives %d model chunks per "
+                     "stage (%d layers / (PP %d x %d)) but --virtual-pipeline-model-parallel-size "
+                     "says %d; give only one of them", n, L / (pp * n), L, pp, n,
+                     cfg->model.virtual_pp_size);
+            ok = 0;
+        } else if (ok) {
+            cfg->model.virtual_pp_size = L / (pp * n);
+        }
+    }
     if (!(g3_opts_float(o, "distributed-timeout-minutes") > 0.0)) {
         g3_error("--distributed-timeout-minutes must be positive (got %g)",
                  g3_opts_float(o, "distributed-timeout-minutes"));

@@ -673,6 +673,12 @@ static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **p
                100.0 * formula,
                ncpu > 0 && (long)tr->be->nthreads * l->ranks_per_node > ncpu
                    ? " (more threads than CPUs here: waiting for a CPU counts as idle)" : "");
+        {
+            double idle, f1, fv;
+            g3_par_engine_idle(tr->eng, &idle, &f1, &fv);
+            printf("pipeline idle fraction of stage 0: measured %.4f; 1F1B (p - 1) / (m + p - 1) = %.4f; interleaved (p - 1) / (V m + p - 1) = %.4f (V = %d)\n",
+                   idle, f1, fv, tr->model->nchunks);
+        }
     }
     if (cfg->sample_tokens > 0) {
         st = g3_trainer_sample(tr);

@@ -79,6 +79,7 @@ static g3_status_t g3_tck_init(const g3_train_ckpt_t *c, g3_tck_t *t)
         t->stage_first[s + 1] = e;
     }
     t->layout.stage_first_layer = t->stage_first;
+    t->layout.vpp_size = mc->virtual_pp_size;   /* interleaved: chunks of every stage */
 
     if (c->eng)
         t->n = g3_par_engine_optim_ranges(c->eng, t->r, &t->step);

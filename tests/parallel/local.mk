@@ -23,3 +23,12 @@ TESTS += tests/parallel/test_overlap.sh
 EXTRA_DIST += tests/parallel/test_overlap.sh
 # Their time per iteration under DP 2, by hand (docs/benchmarks.md): not a TAP test.
 EXTRA_DIST += tests/parallel/bench_overlap.sh
+# Interleaved 1F1B (--virtual-pipeline-model-parallel-size): the one-rank model under TP, DP,
+# ZeRO-1, overlap, recomputation; V 1 bitwise 1F1B; checkpoints across V, TP, PP; refusals.
+# The measured idle fraction of stage 0 under PP 4 for V 1 and V 2 beside the formulas.
+TESTS += tests/parallel/test_interleaved.sh tests/parallel/test_bubble.sh
+EXTRA_DIST += tests/parallel/test_interleaved.sh tests/parallel/test_bubble.sh
+# --sequence-parallel: the one-rank model under TP 2 alone, with PP, DP + ZeRO-1, overlap,
+# recomputation, V 2; less activation memory; the sample; the refusal without TP.
+TESTS += tests/parallel/test_sequence_parallel.sh
+EXTRA_DIST += tests/parallel/test_sequence_parallel.sh

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Helpers shared by tests/parallel/test_grad_reduce_bf16.sh and test_parallel_cuda.sh (sourced
+# Helpers shared by the tests of tests/parallel (sourced
 # after tests/lib.sh and g3_tmpdir): a small synthetic corpus, one training run with its
 # metrics and dumps, and loss-curve comparisons.
 # (top_builddir, GPT3D come from make check; TMPD from g3_tmpdir; run sets rc and out.)
@@ -50,3 +50,33 @@ par_maxdiff() {
 
 # par_within A B: exit 0 when the number A <= B
 par_within() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'; }
+
+# par_compare NAME REF: run NAME against REF (20 iterations each, par_train's dumps): the loss
+# curve and the validation loss within 1e-5 relative, the gradients of step 1 within 1e-5,
+# the parameters and Adam moments at the end within 1e-3 (grad_check at $check).
+par_compare() {
+    name=$1 ref=$2
+    # shellcheck disable=SC2046
+    set -- $(par_maxdiff "$TMPD/$ref.jsonl" "$TMPD/$name.jsonl" loss train rel)
+    if [ "$#" -eq 2 ] && [ "$2" -eq 20 ] && par_within "$1" 1e-5; then
+        tap_result 0 "$name: loss curve within 1e-5 of one rank over 20 iterations (max $1)"
+    else
+        tap_result 1 "$name: loss curve within 1e-5 of one rank over 20 iterations ($*)"
+    fi
+    # shellcheck disable=SC2046
+    set -- $(par_maxdiff "$TMPD/$ref.jsonl" "$TMPD/$name.jsonl" loss eval rel)
+    if [ "$#" -eq 2 ] && par_within "$1" 1e-5; then
+        tap_result 0 "$name: validation loss within 1e-5 ($1)"
+    else
+        tap_result 1 "$name: validation loss within 1e-5 ($*)"
+    fi
+    gout=$("$check" "$TMPD/$ref" "$TMPD/$name" 2>&1) && grc=0 || grc=$?
+    is "$grc" 0 "$name: gradients of step 1 within 1e-5, every element present, copies equal ($(printf '%s\n' "$gout" | tail -n 1))"
+    [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -8 | sed 's/^/#   /'
+    gout=$("$check" --what params --tol 1e-3 "$TMPD/$ref" "$TMPD/$name" 2>&1) && grc=0 || grc=$?
+    is "$grc" 0 "$name: parameters after 20 steps: replicated copies bitwise equal, within 1e-3 of one rank"
+    [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -8 | sed 's/^/#   /'
+    gout=$("$check" --what adam_m --tol 1e-3 "$TMPD/$ref" "$TMPD/$name" 2>&1) && grc=0 || grc=$?
+    is "$grc" 0 "$name: Adam moments by tensor slice (the checkpoint view): every element, within 1e-3"
+    [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -8 | sed 's/^/#   /'
+}

@@ -36,35 +36,6 @@ flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.t
  --eval-iters 2 --eval-interval 100 --distributed-timeout-minutes 2"
 export OMP_NUM_THREADS=1
 
-# compare NAME REF: the loss curve, the gradients of step 1, the parameters at the end, the
-# validation loss
-compare() {
-    name=$1 ref=$2
-    # shellcheck disable=SC2046
-    set -- $(par_maxdiff "$TMPD/$ref.jsonl" "$TMPD/$name.jsonl" loss train rel)
-    if [ "$#" -eq 2 ] && [ "$2" -eq 20 ] && par_within "$1" 1e-5; then
-        tap_result 0 "$name: loss curve within 1e-5 of one rank over 20 iterations (max $1)"
-    else
-        tap_result 1 "$name: loss curve within 1e-5 of one rank over 20 iterations ($*)"
-    fi
-    # shellcheck disable=SC2046
-    set -- $(par_maxdiff "$TMPD/$ref.jsonl" "$TMPD/$name.jsonl" loss eval rel)
-    if [ "$#" -eq 2 ] && par_within "$1" 1e-5; then
-        tap_result 0 "$name: validation loss within 1e-5 ($1)"
-    else
-        tap_result 1 "$name: validation loss within 1e-5 ($*)"
-    fi
-    gout=$("$check" "$TMPD/$ref" "$TMPD/$name" 2>&1) && grc=0 || grc=$?
-    is "$grc" 0 "$name: gradients of step 1 within 1e-5, every element present, copies equal ($(printf '%s\n' "$gout" | tail -n 1))"
-    [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -8 | sed 's/^/#   /'
-    gout=$("$check" --what params --tol 1e-3 "$TMPD/$ref" "$TMPD/$name" 2>&1) && grc=0 || grc=$?
-    is "$grc" 0 "$name: parameters after 20 steps: replicated copies bitwise equal, within 1e-3 of one rank"
-    [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -8 | sed 's/^/#   /'
-    gout=$("$check" --what adam_m --tol 1e-3 "$TMPD/$ref" "$TMPD/$name" 2>&1) && grc=0 || grc=$?
-    is "$grc" 0 "$name: Adam moments by tensor slice (the checkpoint view): every element, within 1e-3"
-    [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -8 | sed 's/^/#   /'
-}
-
 T=--tensor-model-parallel-size
 P=--pipeline-model-parallel-size
 
@@ -79,7 +50,7 @@ for layout in "tp2 2 $T 2" "pp2 2 $P 2" "dp2 2" "tp2pp2 4 $T 2 $P 2" "tp2dp2 4 $
     shift 2
     par_train "$name" "$np" "$@"
     is "$rc" 0 "$name: $np ranks exit 0"
-    compare "$name" ref
+    par_compare "$name" ref
 done
 like "$out" 'layout: TP 1 x PP 4 x DP 2 = 8 ranks on 1 node x 8' "the layout is printed at start"
 like "$out" 'pipeline 4 stages: 0:\[0,1\) 1:\[1,2\) 2:\[2,3\) 3:\[3,4\); data parallel 2' "... with the stages' layers"
@@ -97,20 +68,20 @@ is "$rc" 0 "zero_dp2: exits 0"
 like "$out" 'params 4 \+ grads 4 \+ \(Adam m 4 \+ v 4 \+ reduced gradient 4\) / DP = 14\.00 bytes per parameter held' \
     "ZeRO-1 over DP 2: 4 + 4 + 12/2 = 14 bytes per parameter"
 like "$out" 'stage 0: 0\.[0-9]+M parameters held, 14\.00 bytes each' "... as measured"
-compare zero_dp2 ref
+par_compare zero_dp2 ref
 par_train zero_tp2pp2dp2 8 "$T" 2 "$P" 2 --use-distributed-optimizer --sample-tokens 12 --prompt "And God"
 is "$rc" 0 "zero_tp2pp2dp2: exits 0"
-compare zero_tp2pp2dp2 ref
+par_compare zero_tp2pp2dp2 ref
 like "$out" 'sample \(greedy, 12 tokens after a 7-token prompt\):' "the text sample runs through the pipeline"
 par_train zero_pp4dp2 8 "$P" 4 --use-distributed-optimizer --recompute-activations
 is "$rc" 0 "zero_pp4dp2 with recomputed activations: exits 0"
-compare zero_pp4dp2 ref
+par_compare zero_pp4dp2 ref
 
 # ---- an uneven split: 2 layers on the first of 3 stages, 1 on each other
 par_train uneven 3 "$P" 3 --decoder-first-pipeline-num-layers 2
 is "$rc" 0 "uneven: PP 3 with --decoder-first-pipeline-num-layers 2 exits 0"
 like "$out" 'pipeline 3 stages: 0:\[0,2\) 1:\[2,3\) 2:\[3,4\)' "uneven: the first stage holds 2 layers"
-compare uneven ref
+par_compare uneven ref
 
 # ---- the batch ramp-up under DP 2 (4 -> 16 sequences) against the same ramp on one rank
 flags_save=$flags
