@@ -3,11 +3,11 @@
  * Tokens are kept as raw bytes: the GPT-2 files spell each byte as one
  * printable code point (bytes_to_unicode), which is undone at load time, so
  * a word starts as one symbol per byte and merges join adjacent symbols by
- * rank.  Merging uses a heap ordered by (rank, position) and processes one
- * rank at a time in left-to-right order, which is exactly GPT-2's "merge
- * every occurrence of the lowest-ranked pair, left to right" loop in
- * O(n log n) instead of O(n^2) (long words without spaces, e.g. CJK text,
- * stay fast). */
+ * rank.  Merging keeps the candidate pairs in one bucket per rank and
+ * processes one rank at a time in left-to-right order, which is exactly
+ * GPT-2's "merge every occurrence of the lowest-ranked pair, left to right"
+ * loop in near-linear time and bounded memory instead of O(n^2) (long words
+ * without spaces, e.g. CJK text or a 50 MB run of letters, stay fast). */
 #include "data/bpe.h"
 
 #include <errno.h>
@@ -693,13 +693,12 @@ static size_t g3_piece_end(const unsigned char *s, size_t i, size_t n)
 
 /* ---- merging ------------------------------------------------------------ */
 
+/* One merge candidate in a rank's bucket: the position of its left symbol, and the next
+ * entry of the same bucket (or of the free list), -1 ending the list. */
 typedef struct {
-    int32_t rank;
-    int32_t pos;      /* symbol index of the left symbol (its first byte)   */
-    int32_t left;
-    int32_t right;
-    int32_t merged;
-} g3_bpe_cand_t;
+    int32_t pos;
+    int32_t link;
+} g3_bpe_ent_t;
 
 typedef struct {
     uint64_t key_hash;   /* 0 = empty slot                                   */
@@ -714,10 +713,17 @@ struct g3_bpe_cache {
     size_t         used;
     char          *arena;
     size_t         arena_len, arena_cap;
-    /* scratch for merging one word */
+    /* scratch for merging one word: the symbols as a linked list */
     int32_t       *tok, *next, *prev;   /* (m,) */
-    g3_bpe_cand_t *heap, *deferred;
-    size_t         scratch_cap;    /* symbols; heap: 3x, deferred: 2x */
+    size_t         scratch_cap;         /* symbols */
+    /* the candidates, one bucket per merge rank: a bucket queue (bits: which ranks hold
+     * candidates, sum: which 64-rank words of bits are non-zero) */
+    int32_t       *head;                /* (num_merges,) first entry of each rank, -1: none */
+    uint64_t      *bits, *sum;          /* (num_merges / 64,), (num_merges / 4096,)          */
+    int32_t        nranks;              /* ranks the bucket arrays cover                     */
+    g3_bpe_ent_t  *ent;                 /* (ent_cap,) bucket entries and the free list       */
+    int32_t        ent_cap, ent_used, ent_free;
+    int32_t       *round;               /* (m,) the positions of one rank, sorted            */
 };
 
 #define G3_BPE_CACHE_SLOTS    (1u << 18)
@@ -733,6 +739,7 @@ g3_status_t g3_bpe_cache_init(g3_bpe_cache_t **cache_p)
     c->slots = calloc(G3_BPE_CACHE_SLOTS, sizeof(*c->slots));
     c->arena_cap = 1 << 20;
     c->arena = malloc(c->arena_cap);
+    c->ent_free = -1;
     if (!c->slots || !c->arena) {
         g3_bpe_cache_free(c);
         return G3_ERR_NO_MEMORY;
@@ -750,50 +757,35 @@ void g3_bpe_cache_free(g3_bpe_cache_t *c)
     free(c->tok);
     free(c->next);
     free(c->prev);
-    free(c->heap);
-    free(c->deferred);
+    free(c->head);
+    free(c->bits);
+    free(c->sum);
+    free(c->ent);
+    free(c->round);
     free(c);
 }
 
-static inline int g3_cand_less(const g3_bpe_cand_t *a, const g3_bpe_cand_t *b)
+/* The scratch for a word of m symbols and a vocabulary of nranks merges. */
+static g3_status_t g3_bpe_scratch(g3_bpe_cache_t *c, size_t m, int32_t nranks)
 {
-    return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
-}
-
-static void g3_heap_push(g3_bpe_cand_t *h, size_t *n, g3_bpe_cand_t c)
-{
-    size_t i = (*n)++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!g3_cand_less(&c, &h[p]))
-            break;
-        h[i] = h[p];
-        i = p;
+    if (nranks > c->nranks) {
+        size_t nw = ((size_t)nranks + 63) / 64, ns = (nw + 63) / 64;
+        int32_t *h = realloc(c->head, (size_t)nranks * sizeof(int32_t));
+        if (h) c->head = h;
+        uint64_t *b = h ? calloc(nw, sizeof(uint64_t)) : NULL;
+        uint64_t *su = b ? calloc(ns, sizeof(uint64_t)) : NULL;
+        if (!su) {
+            free(b);
+            return G3_ERR_NO_MEMORY;
+        }
+        free(c->bits);
+        free(c->sum);
+        c->bits = b;
+        c->sum = su;
+        for (int32_t r = 0; r < nranks; r++)
+            c->head[r] = -1;
+        c->nranks = nranks;
     }
-    h[i] = c;
-}
-
-static g3_bpe_cand_t g3_heap_pop(g3_bpe_cand_t *h, size_t *n)
-{
-    g3_bpe_cand_t top = h[0], last = h[--(*n)];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        const g3_bpe_cand_t *best = &last;
-        if (l < *n && g3_cand_less(&h[l], best)) { m = l; best = &h[l]; }
-        if (r < *n && g3_cand_less(&h[r], best)) { m = r; best = &h[r]; }
-        if (m == i)
-            break;
-        h[i] = h[m];
-        i = m;
-    }
-    if (*n > 0)
-        h[i] = last;
-    return top;
-}
-
-static g3_status_t g3_bpe_scratch(g3_bpe_cache_t *c, size_t m)
-{
     if (m <= c->scratch_cap)
         return G3_OK;
     size_t cap = g3_pow2_at_least(m);
@@ -803,44 +795,120 @@ static g3_status_t g3_bpe_scratch(g3_bpe_cache_t *c, size_t m)
     if (nx) c->next = nx;
     int32_t *pv = nx ? realloc(c->prev, cap * sizeof(int32_t)) : NULL;
     if (pv) c->prev = pv;
-    /* The heap holds the m - 1 first pairs plus at most two new pairs per
-     * merge (stale entries stay until popped): < 3m.  Deferred pairs: < 2m. */
-    g3_bpe_cand_t *h = pv ? realloc(c->heap, 3 * cap * sizeof(g3_bpe_cand_t)) : NULL;
-    if (h) c->heap = h;
-    g3_bpe_cand_t *d = h ? realloc(c->deferred, 2 * cap * sizeof(g3_bpe_cand_t)) : NULL;
-    if (!d)
+    int32_t *rd = pv ? realloc(c->round, cap * sizeof(int32_t)) : NULL;
+    if (!rd)
         return G3_ERR_NO_MEMORY;
-    c->deferred = d;
+    c->round = rd;
     c->scratch_cap = cap;
     return G3_OK;
 }
 
-/* Candidate for the pair (a, b) whose left symbol is at pos; RET 0 if the
- * pair has no merge. */
-static inline int g3_bpe_cand(const g3_bpe_t *bpe, int32_t pos, int32_t a, int32_t b, g3_bpe_cand_t *c)
+/* Add the candidate at pos to rank r's bucket. */
+static g3_status_t g3_bpe_bucket_push(g3_bpe_cache_t *c, int32_t r, int32_t pos)
 {
-    const g3_bpe_merge_t *m = g3_bpe_merge_find(bpe, a, b);
-    if (!m)
-        return 0;
-    c->rank = m->rank;
-    c->pos = pos;
-    c->left = a;
-    c->right = b;
-    c->merged = m->merged;
-    return 1;
+    int32_t e = c->ent_free;
+    if (e >= 0) {
+        c->ent_free = c->ent[e].link;
+    } else {
+        if (c->ent_used == c->ent_cap) {
+            int32_t cap = c->ent_cap ? c->ent_cap * 2 : 1024;
+            g3_bpe_ent_t *n = cap > 0 ? realloc(c->ent, (size_t)cap * sizeof(*n)) : NULL;
+            if (!n)
+                return G3_ERR_NO_MEMORY;
+            c->ent = n;
+            c->ent_cap = cap;
+        }
+        e = c->ent_used++;
+    }
+    c->ent[e].pos = pos;
+    c->ent[e].link = c->head[r];
+    c->head[r] = e;
+    c->bits[r >> 6] |= (uint64_t)1 << (r & 63);
+    c->sum[r >> 12] |= (uint64_t)1 << ((r >> 6) & 63);
+    return G3_OK;
 }
 
-/* BPE-merge one pre-token of m bytes and append its ids to out. */
+/* The lowest rank with candidates, -1 when none is left. */
+static int32_t g3_bpe_bucket_min(const g3_bpe_cache_t *c)
+{
+    size_t ns = (((size_t)c->nranks + 63) / 64 + 63) / 64;
+    for (size_t i = 0; i < ns; i++) {
+        if (!c->sum[i])
+            continue;
+        size_t w = i * 64 + (size_t)__builtin_ctzll(c->sum[i]);
+        return (int32_t)(w * 64 + (size_t)__builtin_ctzll(c->bits[w]));
+    }
+    return -1;
+}
+
+static int g3_int32_cmp(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Empty rank r's bucket into c->round, sorted by position; RET: how many. */
+static int32_t g3_bpe_bucket_take(g3_bpe_cache_t *c, int32_t r)
+{
+    int32_t k = 0, asc = 1, desc = 1;
+    for (int32_t e = c->head[r], nx; e >= 0; e = nx) {
+        nx = c->ent[e].link;
+        c->round[k] = c->ent[e].pos;
+        if (k > 0) {
+            asc &= c->round[k - 1] < c->round[k];
+            desc &= c->round[k - 1] > c->round[k];
+        }
+        k++;
+        c->ent[e].link = c->ent_free;
+        c->ent_free = e;
+    }
+    c->head[r] = -1;
+    c->bits[r >> 6] &= ~((uint64_t)1 << (r & 63));
+    if (!c->bits[r >> 6])
+        c->sum[r >> 12] &= ~((uint64_t)1 << ((r >> 6) & 63));
+    /* the entries come newest first, so a bucket filled left to right comes reversed */
+    if (desc) {
+        for (int32_t i = 0, j = k - 1; i < j; i++, j--) {
+            int32_t t = c->round[i];
+            c->round[i] = c->round[j];
+            c->round[j] = t;
+        }
+    } else if (!asc) {
+        qsort(c->round, (size_t)k, sizeof(int32_t), g3_int32_cmp);
+    }
+    return k;
+}
+
+/* The candidate of the pair that starts at symbol p (if it has a merge) into its bucket. */
+static g3_status_t g3_bpe_consider(const g3_bpe_t *bpe, g3_bpe_cache_t *c, int32_t p, int32_t n)
+{
+    int32_t q = c->next[p];
+    if (p < 0 || q >= n)
+        return G3_OK;
+    const g3_bpe_merge_t *mg = g3_bpe_merge_find(bpe, c->tok[p], c->tok[q]);
+    return mg ? g3_bpe_bucket_push(c, mg->rank, p) : G3_OK;
+}
+
+/* BPE-merge one pre-token of m bytes and append its ids to out.
+ *
+ * GPT-2's loop: while some adjacent pair has a merge, take the lowest-ranked pair and merge
+ * every occurrence of it, left to right, in one pass over the word.  Here every adjacent
+ * pair with a merge waits in the bucket of its rank; each round takes the lowest non-empty
+ * bucket, sorts its positions and merges those whose pair is still that rank's pair (a
+ * merge to its left may have consumed a symbol).  A merge creates at most two new pairs,
+ * which go to their own buckets: a round never creates its own pair (the merged token is
+ * longer than either half), so the rounds are exactly GPT-2's.  Time: O(m) bucket
+ * operations plus the sorting of each round's positions, O(m log m) at worst; memory: 12
+ * bytes per symbol, 8 per live candidate, 4 per position of the largest round. */
 static g3_status_t g3_bpe_word(const g3_bpe_t *bpe, g3_bpe_cache_t *c, const unsigned char *w,
                                size_t m, g3_bpe_ids_t *out)
 {
-    g3_bpe_cand_t cand;
-    size_t nh = 0, nd = 0;
-    int32_t cur_rank = -1;
+    g3_status_t st = G3_OK;
+    int32_t r;
 
     if (m > INT32_MAX / 2)
         return G3_ERR_INVALID_ARG;
-    if (g3_bpe_scratch(c, m) != G3_OK)
+    if (g3_bpe_scratch(c, m, bpe->num_merges) != G3_OK)
         return G3_ERR_NO_MEMORY;
     int32_t *tok = c->tok, *next = c->next, *prev = c->prev;
     int32_t n = (int32_t)m;
@@ -849,40 +917,33 @@ static g3_status_t g3_bpe_word(const g3_bpe_t *bpe, g3_bpe_cache_t *c, const uns
         next[i] = i + 1;      /* n = no next */
         prev[i] = i - 1;      /* -1 = no prev */
     }
-    for (int32_t i = 0; i + 1 < n; i++)
-        if (g3_bpe_cand(bpe, i, tok[i], tok[i + 1], &cand))
-            g3_heap_push(c->heap, &nh, cand);
+    for (int32_t i = 0; i + 1 < n && st == G3_OK; i++)
+        st = g3_bpe_consider(bpe, c, i, n);
 
-    for (;;) {
-        if (nh == 0 || c->heap[0].rank > cur_rank) {
-            /* The round of rank cur_rank is over: pairs it created with a
-             * lower rank join the heap only now, as in GPT-2's loop. */
-            for (size_t k = 0; k < nd; k++)
-                g3_heap_push(c->heap, &nh, c->deferred[k]);
-            nd = 0;
-            if (nh == 0)
-                break;
-            cur_rank = c->heap[0].rank;
+    while (st == G3_OK && (r = g3_bpe_bucket_min(c)) >= 0) {
+        int32_t k = g3_bpe_bucket_take(c, r);
+        for (int32_t j = 0; j < k && st == G3_OK; j++) {
+            int32_t p = c->round[j], q = next[p];
+            if (prev[p] == -2 || q >= n)
+                continue;   /* consumed by a merge to its left */
+            const g3_bpe_merge_t *mg = g3_bpe_merge_find(bpe, tok[p], tok[q]);
+            if (!mg || mg->rank != r)
+                continue;   /* its right symbol was merged away: not this pair any more */
+            tok[p] = mg->merged;
+            next[p] = next[q];
+            if (next[q] < n)
+                prev[next[q]] = p;
+            prev[q] = -2;   /* dead */
+            tok[q] = -1;
+            st = g3_bpe_consider(bpe, c, prev[p], n);
+            if (st == G3_OK)
+                st = g3_bpe_consider(bpe, c, p, n);
         }
-        cand = g3_heap_pop(c->heap, &nh);
-        int32_t p = cand.pos, q = next[p];
-        if (tok[p] != cand.left || q >= n || tok[q] != cand.right || prev[p] == -2)
-            continue;   /* stale: one side was merged since */
-        tok[p] = cand.merged;
-        next[p] = next[q];
-        if (next[q] < n)
-            prev[next[q]] = p;
-        prev[q] = -2;   /* dead */
-        tok[q] = -1;
-        g3_bpe_cand_t nc;
-        if (prev[p] >= 0 && g3_bpe_cand(bpe, prev[p], tok[prev[p]], tok[p], &nc)) {
-            if (nc.rank < cur_rank) c->deferred[nd++] = nc;
-            else g3_heap_push(c->heap, &nh, nc);
-        }
-        if (next[p] < n && g3_bpe_cand(bpe, p, tok[p], tok[next[p]], &nc)) {
-            if (nc.rank < cur_rank) c->deferred[nd++] = nc;
-            else g3_heap_push(c->heap, &nh, nc);
-        }
+    }
+    if (st != G3_OK) {   /* out of memory: leave the buckets empty for the next word */
+        while ((r = g3_bpe_bucket_min(c)) >= 0)
+            (void)g3_bpe_bucket_take(c, r);
+        return st;
     }
     size_t count = 0;
     for (int32_t i = 0; i < n; i = next[i])

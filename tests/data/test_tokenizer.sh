@@ -72,4 +72,45 @@ run "$GPT3D" tokenize --vocab-file "$TMPD/nope.json" --merge-file "$K/vocab.bpe"
 like "$out" "nope.json" "a missing vocabulary file is named"
 run "$GPT3D" tokenize
 is "$rc" 2 "missing --vocab-file/--merge-file is a usage error"
+
+# ---- long words (one pre-token of thousands of symbols): the same ids as gpt-3-encoder
+# (whose merge loop is quadratic, so these stay a few KB), and the merging stays near-linear
+# on megabyte words.  "x"-runs merge into few long tokens in many rounds; random letters
+# use many different merges; a CJK run is one letter match of 3-byte symbols.
+awk 'BEGIN { srand(7); s = ""; for (i = 0; i < 6000; i++) s = s sprintf("%c", 97 + int(rand() * 26)); print s
+             s = ""; for (i = 0; i < 5000; i++) s = s "x"; print s
+             s = ""; for (i = 0; i < 2500; i++) s = s "ab"; print "  " s "!" }' > "$TMPD/long.txt"
+printf '%s\n' "$(awk 'BEGIN { for (i = 0; i < 1500; i++) printf "\344\270\200\346\227\245" }')" >> "$TMPD/long.txt"
+$TOK < "$TMPD/long.txt" > "$TMPD/long.c"
+"$NODE" "$JS" "$K/gpt-3-encoder" "$TMPD/long.txt" > "$TMPD/long.js"
+run cmp "$TMPD/long.c" "$TMPD/long.js"
+is "$rc" 0 "words of 5,000 to 9,000 bytes (random letters, one letter repeated, 'ab' repeated, CJK): identical to gpt-3-encoder"
+# CPU seconds of a 1 MB and a 4 MB word of random letters, less those of an empty input
+# (start-up): a quadratic merge loop would take 16 times as long for the larger, a linear
+# one 4 times; CPU time, not wall time, so a busy machine does not change the ratio much.
+PY=""
+for p in "${PYTHON_REF:-}" python3; do
+    if [ -n "$p" ] && command -v "$p" >/dev/null 2>&1; then PY=$p; break; fi
+done
+if [ -n "$PY" ]; then
+    awk 'BEGIN { srand(11); for (i = 0; i < 4194304 / 4096; i++) { s = ""; for (j = 0; j < 4096; j++) s = s sprintf("%c", 97 + int(rand() * 26)); printf "%s", s } }' > "$TMPD/w4m.txt"
+    head -c 1048576 "$TMPD/w4m.txt" > "$TMPD/w1m.txt"
+    : > "$TMPD/empty.txt"
+    cpu() {
+        "$PY" -c 'import resource, subprocess, sys
+with open(sys.argv[1], "rb") as f:
+    r = subprocess.run(sys.argv[2:], stdin=f, stdout=subprocess.DEVNULL)
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("%.3f" % (u.ru_utime + u.ru_stime) if r.returncode == 0 else -1)' "$1" $TOK
+    }
+    t0=$(cpu "$TMPD/empty.txt"); t2=$(cpu "$TMPD/w1m.txt"); t8=$(cpu "$TMPD/w4m.txt")
+    ok=$(awk -v a="$t0" -v b="$t2" -v c="$t8" 'BEGIN { x = b - a; y = c - a; if (x < 0.05) x = 0.05
+         print (a >= 0 && b >= 0 && c >= 0 && y / x < 9) ? 0 : 1 }')
+    is "$ok" 0 "a 4 MB word costs less than 9 times a 1 MB word (CPU s: start-up $t0, 1 MB $t2, 4 MB $t8; quadratic would be 16)"
+    $TOK < "$TMPD/w1m.txt" | $TOK --decode > "$TMPD/w1m.back"
+    run cmp "$TMPD/w1m.txt" "$TMPD/w1m.back"
+    is "$rc" 0 "the 1 MB word decodes back to itself"
+else
+    skip "no python3 to measure CPU time"; skip "no python3 to measure CPU time"
+fi
 done_testing
