@@ -211,6 +211,10 @@ static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval
     ok &= g3_eval_int(o, s, "eval-iters", 100, &d->eval_iters);
     ok &= g3_eval_int(o, s, "micro-batch-size", 1, &d->B);
     ok &= g3_eval_int(o, s, "seed", (int64_t)s->info->model.seed, &seed);
+    if (ok && (seed < 0 || seed > (int64_t)UINT32_MAX)) {
+        g3_error("--seed %lld is out of range (0 .. 4294967295): the data shuffles use numpy's 32-bit seeding, as Megatron does", (long long)seed);
+        ok = 0;
+    }
     if (!ok)
         return G3_EXIT_USAGE;
     if (g3_opts_is_set(o, "global-batch-size")) {

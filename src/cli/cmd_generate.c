@@ -152,6 +152,10 @@ static int g3_generate_sampling(const g3_opts_t *o, const g3_cli_infer_t *s,
     sp->greedy = g3_opts_bool(o, "greedy");
     sp->temperature = g3_opts_float(o, "temperature");
     sp->top_p = g3_opts_float(o, "top-p");
+    if (g3_opts_is_set(o, "seed") && g3_opts_int(o, "seed") < 0) {
+        g3_error("--seed %lld is negative: give a seed of 0 or more", (long long)g3_opts_int(o, "seed"));
+        return G3_EXIT_USAGE;
+    }
     sp->seed = g3_opts_is_set(o, "seed") ? (uint64_t)g3_opts_int(o, "seed") : s->info->model.seed;
     if (sp->greedy && (g3_opts_is_set(o, "temperature") || g3_opts_is_set(o, "top-k") ||
                        g3_opts_is_set(o, "top-p"))) {

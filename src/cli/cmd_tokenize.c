@@ -133,11 +133,16 @@ static g3_status_t g3_tokenize_decode(const g3_bpe_t *bpe, const char *text, siz
             v = v * 10 + (text[i++] - '0');
         if (i == start || v > INT32_MAX
             || (i < len && text[i] != ' ' && text[i] != '\n' && text[i] != '\t' && text[i] != '\r')) {
-            size_t e = start;
-            while (e < len && e < start + 20 && text[e] != ' ' && text[e] != '\n')
+            size_t e = start, shown;
+            int digits = 1;
+            while (e < len && text[e] != ' ' && text[e] != '\n' && text[e] != '\t' && text[e] != '\r') {
+                digits &= text[e] >= '0' && text[e] <= '9';
                 e++;
-            g3_error("gpt3d tokenize --decode: '%.*s' (token %zu, byte offset %zu of standard input) is not a token id; give non-negative integers separated by whitespace",
-                     (int)(e - start), text + start, n, start);
+            }
+            shown = e - start > 64 ? 64 : e - start;   /* the whole word, up to 64 bytes */
+            g3_error("gpt3d tokenize --decode: '%.*s%s' (token %zu, byte offset %zu of standard input) is not a token id%s; give non-negative integers separated by whitespace",
+                     (int)shown, text + start, shown < e - start ? "..." : "", n, start,
+                     digits ? " (larger than 2147483647)" : "");
             free(ids);
             return G3_ERR_INVALID_ARG;
         }

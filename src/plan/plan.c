@@ -139,9 +139,8 @@ double g3_plan_act_set(const g3_plan_input_t *in, int stage)
     g3_backend_t be;
     g3_gpt_t sh;   /* the sizes g3_gpt_init derives; no parameters */
     const g3_gpt_config_t *m = &in->model;
-    double bytes, t = m->tp_size;
+    double bytes;
     size_t est;
-    int nl;
 
     memset(&be, 0, sizeof(be));
     be.ops = in->bf16 ? &g3_plan_cuda_ops : &g3_plan_cpu_ops;
@@ -163,6 +162,9 @@ double g3_plan_act_set(const g3_plan_input_t *in, int stage)
     sh.NH_l = sh.NH / m->tp_size;
     sh.Vp_l = sh.Vp / m->tp_size;
     g3_gpt_stage_layers(m, stage, &sh.layer_begin, &sh.layer_end);
+    /* the whole stage as one chunk: under V > 1 the caller scales the set by chunks / V */
+    sh.nchunks = 1;
+    sh.chunk_nl = sh.layer_end - sh.layer_begin;
     sh.has_embedding = stage == 0;
     sh.has_head = stage == m->pp_size - 1;
     sh.cfg.ffn_hidden_size = sh.F;
@@ -177,16 +179,9 @@ double g3_plan_act_set(const g3_plan_input_t *in, int stage)
         est = g3_gpt_acts_estimate(&sh, (int)Bc, m->seq_length);
         bytes = est == (size_t)-1 ? 0.0 : (double)est * ((double)B / (double)Bc);
     }
-    if (in->sequence_parallel && m->tp_size > 1) {
-        /* Korthikanti et al. 2022, 4.2.2: the tensors of the whole hidden size each rank keeps
-         * (the residual stream at layer boundaries, the two LayerNorm outputs and the
-         * mid-layer residual of every layer set) are split along the sequence over TP */
-        double N = (double)in->micro_batch * m->seq_length, ce = (double)sh.esize;
-        int full = m->recompute_activations ||
-                   m->recompute_granularity == G3_GPT_RECOMPUTE_FULL;
-        nl = sh.layer_end - sh.layer_begin;
-        bytes -= (1.0 - 1.0 / t) * N * sh.C * ce * ((nl + 1) + 3.0 * (full ? 1 : nl));
-    }
+    /* sequence parallelism (Korthikanti et al. 2022, 4.2.2): the model carves the split
+     * tensors itself (g3_gpt_acts_layout: the residual stream, the LayerNorm inputs, outputs
+     * and statistics by ceil(N / TP) rows, plus the gather buffer), so the estimate holds it */
     return bytes;
 }
 

@@ -127,6 +127,10 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
         cfg->model.recompute_granularity =
             strcmp(g3_opts_str(o, "recompute-granularity"), "full") == 0
                 ? G3_GPT_RECOMPUTE_FULL : G3_GPT_RECOMPUTE_SELECTIVE;
+    if (g3_opts_int(o, "seed") < 0 || g3_opts_int(o, "seed") > (int64_t)UINT32_MAX) {
+        g3_error("--seed %lld is out of range (0 .. 4294967295): the data shuffles use numpy's 32-bit seeding, as Megatron does", (long long)g3_opts_int(o, "seed"));
+        ok = 0;
+    }
     cfg->model.seed = (uint64_t)g3_opts_int(o, "seed");
     ok &= g3_train_flags_int(o, "tensor-model-parallel-size", 1, &tp);
     ok &= g3_train_flags_int(o, "pipeline-model-parallel-size", 1, &pp);

@@ -251,7 +251,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     }
     {
         size_t rows = (size_t)(tr->plan.global_batch_size / (cfg->dp_size > 0 ? cfg->dp_size : 1));
-        tr->sample = malloc(sizeof(int32_t) * (size_t)(tr->T + 1));
+        tr->sample = malloc(sizeof(int32_t) * ((size_t)tr->T + 1));
         tr->inputs = malloc(sizeof(int32_t) * rows * (size_t)tr->T);
         tr->targets = malloc(sizeof(int32_t) * rows * (size_t)tr->T);
     }
