@@ -271,11 +271,25 @@ for n in 2 4; do
         like "$out" "  $n nodes: DP $n, predicted $(awk -v t="$secs" 'BEGIN { printf "%.3g", t }') s per iteration" \
             "--sizes: the plan's time per iteration at $n nodes"
     else
-        like "$out" "  $n nodes: DP $n, $gib GiB peak memory per rank, .* model FLOPs per rank per iteration \(no time per iteration: gpt3d plan predicts it for a --machine it knows" \
+        like "$out" "  $n nodes: DP $n, $gib GiB peak memory per rank, .* model FLOPs per rank per iteration \(no time per iteration: name the machine with --plan-machine" \
             "--sizes: the plan's DP, memory and FLOPs at $n nodes (no --machine: no time per iteration)"
         is "$(awk -v g="$gib" 'BEGIN { print (g + 0 > 0) ? "read" : "not read" }')" read "... the test read the plan's peak ($gib GiB)"
     fi
 done
+
+# --plan-machine: the plan times each size on the machine named (#20.4)
+run stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --dry-run --sizes 2,4 \
+    --plan-machine dgx-a100 "$TMPD/el2" -- --global-batch-size 8 --micro-batch-size 2
+is "$rc" 0 "--sizes with --plan-machine exits 0"
+for n in 2 4; do
+    js=$("$top_builddir/src/gpt3d" plan --global-batch-size 8 --micro-batch-size 2 --nodes "$n" --gpus-per-node 1 --machine dgx-a100 --json)
+    secs=$(printf '%s' "$js" | sed -n 's/.*"seconds_per_iteration":\([0-9.eE+-]*\).*/\1/p' | sed -n 1p)
+    like "$out" "  $n nodes: DP $n, predicted $(awk -v t="${secs:-0}" 'BEGIN { printf "%.3g", t }') s per iteration.*GiB peak memory per rank" \
+        "--plan-machine dgx-a100: the plan's time per iteration at $n nodes (${secs:-none} s)"
+done
+run stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --dry-run --sizes 2,4 \
+    --plan-machine "$TMPD/no-such-machine" "$TMPD/el3" -- --global-batch-size 8 --micro-batch-size 2
+like "$out" "2 nodes: gpt3d plan refused the flags: .*no-such-machine" "an unknown --plan-machine: the plan's own message, per size"
 
 # The cluster tests' pre-check names the real reason it cannot start (#18.8).
 if bash -c ". '$top_srcdir/tests/slurm/cluster.sh'; g3c_check" >/dev/null 2>&1; then
