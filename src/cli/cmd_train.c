@@ -140,8 +140,9 @@ static char *g3_config_text(const g3_opts_t *o, const g3_gpt_config_t *m)
         return NULL;
     g3_opts_write_config(o, f);
     if (!g3_opts_is_set(o, "ffn-hidden-size"))
-        fprintf(f, "ffn-hidden-size = %d\n", m->ffn_hidden_size > 0 ? m->ffn_hidden_size
-                                                                     : 4 * m->hidden_size);
+        fprintf(f, "ffn-hidden-size = %lld\n", m->ffn_hidden_size > 0
+                                                    ? (long long)m->ffn_hidden_size
+                                                    : 4 * (long long)m->hidden_size);
     if (!g3_opts_is_set(o, "max-position-embeddings"))
         fprintf(f, "max-position-embeddings = %d\n",
                 m->max_position_embeddings > 0 ? m->max_position_embeddings : m->seq_length);

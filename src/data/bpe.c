@@ -882,8 +882,11 @@ static int32_t g3_bpe_bucket_take(g3_bpe_cache_t *c, int32_t r)
 /* The candidate of the pair that starts at symbol p (if it has a merge) into its bucket. */
 static g3_status_t g3_bpe_consider(const g3_bpe_t *bpe, g3_bpe_cache_t *c, int32_t p, int32_t n)
 {
-    int32_t q = c->next[p];
-    if (p < 0 || q >= n)
+    int32_t q;
+    if (p < 0)
+        return G3_OK;   /* no symbol to the left */
+    q = c->next[p];
+    if (q >= n)
         return G3_OK;
     const g3_bpe_merge_t *mg = g3_bpe_merge_find(bpe, c->tok[p], c->tok[q]);
     return mg ? g3_bpe_bucket_push(c, mg->rank, p) : G3_OK;
