@@ -12,6 +12,7 @@
 #include "data/bpe.h"
 #include "data/gpt_index.h"
 #include "data/indexed.h"
+#include "data/tokid.h"
 
 typedef struct {
     g3_idx_t    *idx;
@@ -366,6 +367,38 @@ void g3_data_close(g3_data_t *d)
     }
     free(d->sources);
     free(d);
+}
+
+g3_status_t g3_data_check_tokenizer(int count, char *const *words, const g3_tokid_t *run,
+                                    int allow)
+{
+    const char **prefixes = NULL;
+    double *weights = NULL;
+    g3_status_t st, worst = G3_OK;
+    int n;
+
+    if ((st = g3_data_parse_paths(count, words, &n, &prefixes, &weights)) != G3_OK)
+        return st;
+    for (int i = 0; i < n; i++) {
+        g3_tokid_t made;
+        int found = 0;
+        char what[G3_TOKID_PATH_MAX + 32];
+        st = g3_tokid_read_sidecar(prefixes[i], &made, &found);
+        if (st == G3_OK && !found) {
+            g3_info("dataset '%s' has no '%s.tokenizer.json' (made by Megatron's tools or an older gpt3d): its tokenizer cannot be checked against --vocab-file/--merge-file",
+                    prefixes[i], prefixes[i]);
+            continue;
+        }
+        if (st == G3_OK) {
+            snprintf(what, sizeof(what), "dataset '%s'", prefixes[i]);
+            st = g3_tokid_check(&made, run, what, allow);
+        }
+        if (st != G3_OK && worst == G3_OK)
+            worst = st;
+    }
+    free(prefixes);
+    free(weights);
+    return worst;
 }
 
 g3_status_t g3_data_vocab_info(const char *vocab_file, int64_t *vocab_size_p, int64_t *eod_id_p)

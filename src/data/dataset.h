@@ -110,6 +110,15 @@ int64_t g3_data_max_token_bound(const g3_data_t *d);
 
 void g3_data_close(g3_data_t *d);
 
+/* The tokenizer record beside each dataset of --data-path (PREFIX.tokenizer.json, written by
+ * 'gpt3d preprocess') against the run's tokenizer files: every dataset made with other
+ * files is named, with the file that differs (data/tokid.h); a dataset without a record
+ * (Megatron's tools) is logged as unchecked.  allow: warnings instead of errors.
+ * RET: G3_ERR_FORMAT when some dataset differs and !allow. */
+struct g3_tokid;
+g3_status_t g3_data_check_tokenizer(int data_path_count, char *const *data_path,
+                                    const struct g3_tokid *run, int allow);
+
 /* The tokenizer facts training needs, read from a GPT-2 vocabulary file
  * (encoder.json or vocab.json) without building the whole tokenizer.
  * OUT: *vocab_size_p (entries in the file: 50257 for GPT-2),

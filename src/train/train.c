@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "data/bpe.h"
 #include "data/dataset.h"
+#include "data/tokid.h"
 #include "infer/infer.h"
 #include "parallel/par.h"
 #include "plan/plan.h"
@@ -220,6 +221,15 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     tr->T = mcfg->seq_length;
     tr->B = (int)cfg->micro_batch_size;
 
+    if (cfg->tokenizer) {   /* the datasets' recorded tokenizer files against the run's */
+        g3_tokid_t run;
+        st = g3_tokid_from_json(cfg->tokenizer, strlen(cfg->tokenizer), "the run's tokenizer", &run);
+        if (st == G3_OK)
+            st = g3_data_check_tokenizer(cfg->data_path_count, cfg->data_path, &run,
+                                         cfg->allow_tokenizer_mismatch);
+        if (st != G3_OK)
+            return st;
+    }
     memset(&dcfg, 0, sizeof(dcfg));
     dcfg.data_path_count = cfg->data_path_count;
     dcfg.data_path = cfg->data_path;

@@ -29,9 +29,10 @@ TESTS += tests/data/test_bpe tests/data/test_indexed tests/data/test_dataset \
 	tests/data/test_index_speed \
 	tests/data/test_tokenizer.sh tests/data/test_preprocess.sh \
 	tests/data/test_megatron_index.sh tests/data/test_corpus.sh \
-	tests/data/test_data_checks.sh
+	tests/data/test_data_checks.sh tests/data/test_tokenizer_identity.sh
 LONG_TESTS += tests/data/bench_tokenizer.sh
 EXTRA_DIST += tests/data/test_tokenizer.sh tests/data/test_preprocess.sh \
 	tests/data/test_megatron_index.sh tests/data/test_corpus.sh \
-	tests/data/test_data_checks.sh tests/data/bench_tokenizer.sh tests/data/mmidx.py tests/data/js-encode.js \
+	tests/data/test_data_checks.sh tests/data/test_tokenizer_identity.sh \
+	tests/data/bench_tokenizer.sh tests/data/mmidx.py tests/data/js-encode.js \
 	tests/data/js-adversarial.js
