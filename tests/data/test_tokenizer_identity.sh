@@ -58,7 +58,8 @@ like "$out" "merges file '.*shuffled.bpe' line [0-9]+: '.*' joins '.*', which no
     "tokenize: the message names the file, the line and the merge"
 run $GPT3D preprocess --input "$TMPD/s.jsonl" --output-prefix "$TMPD/half" --vocab-file "$K/encoder.json" --merge-file "$TMPD/half.bpe"
 is "$rc" 1 "preprocess: merges cut to half: exit 1"
-is "$(ls "$TMPD" | grep -c '^half_')" 0 "preprocess: nothing written"
+written=$(find "$TMPD" -maxdepth 1 -name 'half_*' | wc -l)
+is "$written" 0 "preprocess: nothing written"
 run $GPT3D preprocess --input "$TMPD/s.jsonl" --output-prefix "$TMPD/shuf" --vocab-file "$K/encoder.json" --merge-file "$TMPD/shuffled.bpe"
 is "$rc" 1 "preprocess: shuffled merges: exit 1"
 run $GPT3D tokenize --vocab-file "$TMPD/permuted.json" --merge-file "$K/vocab.bpe" < "$TMPD/line.txt"
