@@ -5,7 +5,8 @@
 # no earlier merge makes); 'gpt3d preprocess' records the SHA-256 of both files beside the
 # dataset (PREFIX.tokenizer.json, equal to sha256sum's); 'gpt3d train' refuses a dataset or
 # a checkpoint made with other files (the cut and shuffled merges, an encoder.json with
-# permuted ids, and the other way round), naming the file that differs, unless
+# permuted ids, and the other way round: data made with the permuted vocabulary, or with a
+# consistent half-size pair), naming the file that differs, unless
 # --allow-tokenizer-mismatch; a dataset without a record is trained on with a log line that
 # its tokenizer cannot be checked; GPT-2's published files are named "GPT-2 BPE".
 # Environment (GPT3D, top_srcdir, ...) comes from tests/local.mk, $out/$rc from lib.sh's run;
@@ -43,6 +44,10 @@ enc = json.load(open(K + "/encoder.json", encoding="utf-8"))
 ids = list(enc.values())
 r.shuffle(ids)
 json.dump(dict(zip(enc.keys(), ids)), open(T + "/permuted.json", "w", encoding="utf-8"))
+# A consistent smaller tokenizer: the first half of the merges with the vocabulary they make.
+small = {t: i for t, i in enc.items() if i < 256 + len(merges) // 2}
+small["<|endoftext|>"] = len(small)
+json.dump(small, open(T + "/half.json", "w", encoding="utf-8"))
 PYEOF
 head -n 20 "$K/kjv.jsonl" > "$TMPD/s.jsonl"
 printf 'In the beginning God created the heaven and the earth.\n' > "$TMPD/line.txt"
@@ -108,6 +113,12 @@ run $GPT3D train --data-path "$P" $V $M --run-dir "$TMPD/run2"
 is "$rc" 1 "and the other way round: data made with the permuted vocabulary, trained with the original: exit 1"
 like "$out" "dataset '.*perm_text_document' was made with the vocabulary file .*permuted.json .* but --vocab-file .*encoder.json has sha256 196139668be6" \
     "the message names the vocabulary file"
+run $GPT3D preprocess --input "$TMPD/s.jsonl" --output-prefix "$TMPD/halfpair" --vocab-file "$TMPD/half.json" --merge-file "$TMPD/half.bpe" --append-eod
+is "$rc" 0 "preprocess with a consistent half-size pair (half the merges, the vocabulary they make)"
+run $GPT3D train --data-path "$TMPD/halfpair_text_document" $V $M --run-dir "$TMPD/run2"
+is "$rc" 1 "data made with the half-size pair, trained with GPT-2's files: exit 1"
+like "$out" "was made with the vocabulary file .*half.json .* but --vocab-file .*encoder.json has sha256" "the vocabulary file is named"
+like "$out" "was made with the merges file .*half.bpe .* but --merge-file .*vocab.bpe has sha256" "and the merges file"
 run $GPT3D train --data-path 0.5 "$O" 0.5 "$P" $V $M --run-dir "$TMPD/run2"
 is "$rc" 1 "a blend with one mismatched dataset: exit 1"
 like "$out" "dataset '.*perm_text_document' was made with" "the mismatched dataset of the blend is named"
