@@ -5,7 +5,9 @@
  *       [--append-eod] [--workers N]
  *
  * writes out/corpus_text_document.bin/.idx (one pair per JSON key, named as
- * Megatron's tools/preprocess_data.py names them).  Input formats:
+ * Megatron's tools/preprocess_data.py names them) and beside each pair
+ * out/corpus_text_document.tokenizer.json, the SHA-256 digests of the two
+ * tokenizer files (data/tokid.h; Megatron's readers ignore it).  Input formats:
  *   jsonl  one JSON object per line; the document is the string under each
  *          key (blank lines are skipped);
  *   text   plain UTF-8; --text-docs says what a document is: "paragraph"
@@ -18,6 +20,7 @@
  * Threads: --workers tokenizer threads take batches of whole documents in
  * turn; the main thread writes the batches in input order, so the output
  * does not depend on the number of workers. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -35,6 +38,7 @@
 #include "data/bpe.h"
 #include "data/indexed.h"
 #include "data/json.h"
+#include "data/tokid.h"
 
 static const g3_opt_spec_t g3_pre_specs[] = {
     { "input",          G3_OPT_STRING, NULL, "Input file: JSON lines or plain UTF-8 text ('-' for stdin).", NULL, 0, 0, "FILE" },
@@ -477,6 +481,7 @@ int g3_cmd_preprocess(int argc, char **argv)
 {
     g3_opts_t *opts = NULL;
     g3_bpe_t *bpe = NULL;
+    g3_tokid_t tokid;
     g3_pre_t p;
     g3_idx_writer_t **writers = NULL;
     pthread_t *threads = NULL;
@@ -519,6 +524,14 @@ int g3_cmd_preprocess(int argc, char **argv)
 
     if ((st = g3_bpe_load(vocab, merges, &bpe)) != G3_OK)
         goto err_free_opts;
+    /* the tokenizer's identity, recorded beside each dataset (data/tokid.h) */
+    if ((st = g3_tokid_of_files(vocab, merges, &tokid)) != G3_OK)
+        goto err_free_bpe;
+    {
+        char desc[512];
+        g3_tokid_describe(&tokid, desc, sizeof(desc));
+        g3_info("preprocess: tokenizer %s", desc);
+    }
     p.bpe = bpe;
     p.eod = -1;
     if (g3_opts_bool(opts, "append-eod")) {
@@ -712,6 +725,15 @@ err_join:
                 st = g3_idx_writer_finish(w);
             else
                 g3_idx_writer_abort(w);
+        }
+        for (int k = 0; k < p.num_keys && st == G3_OK; k++) {
+            char *dp = NULL;
+            if (asprintf(&dp, "%s_%s_document", prefix, p.keys[k]) < 0) {
+                st = G3_ERR_NO_MEMORY;
+                break;
+            }
+            st = g3_tokid_write_sidecar(dp, &tokid);
+            free(dp);
         }
         if (st == G3_OK) {
             g3_info("preprocess: wrote %llu documents, %llu tokens from %llu records, %.1f MB in %.2f s (%.2f MB/s); %llu empty documents skipped",

@@ -24,6 +24,7 @@
 #include "core/opt.h"
 #include "core/status.h"
 #include "data/dataset.h"
+#include "data/tokid.h"
 #include "model/gpt.h"
 #include "parallel/par.h"
 #include "train/flags.h"
@@ -168,7 +169,7 @@ int g3_cmd_train(int argc, char **argv)
     g3_cli_world_t w;
     const g3_comm_proc_t *me;
     char why[1024];
-    char *config_text = NULL;
+    char *config_text = NULL, *tokenizer_json = NULL;
 
     st = g3_cli_world_parse(&g3_train_cmd, argc, argv, &o);
     if (st != G3_OK)
@@ -285,6 +286,25 @@ int g3_cmd_train(int argc, char **argv)
         rc = G3_EXIT_FAILURE;
         goto agree;
     }
+    /* the tokenizer's identity: checked against the data's and the checkpoint's records */
+    cfg.allow_tokenizer_mismatch = g3_opts_bool(o, "allow-tokenizer-mismatch");
+    {
+        g3_tokid_t *tid = malloc(sizeof(*tid));
+        char desc[512];
+        st = tid ? g3_tokid_of_files(cfg.vocab_file, cfg.merge_file, tid) : G3_ERR_NO_MEMORY;
+        if (st == G3_OK)
+            st = g3_tokid_to_json(tid, &tokenizer_json);
+        if (st == G3_OK && me->rank == 0) {
+            g3_tokid_describe(tid, desc, sizeof(desc));
+            g3_info("tokenizer: %s", desc);
+        }
+        free(tid);
+        if (st != G3_OK) {
+            rc = g3_status_exit_code(st) == G3_EXIT_USAGE ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
+            goto agree;
+        }
+        cfg.tokenizer = tokenizer_json;
+    }
     rc = g3_train_device_sizes(&cfg);
     if (rc != G3_EXIT_OK)
         goto agree;
@@ -333,5 +353,6 @@ out:
     g3_cli_world_free(&w);
     g3_opts_free(o);
     free(config_text);
+    free(tokenizer_json);
     return rc;
 }

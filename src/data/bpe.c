@@ -365,8 +365,10 @@ err_free:
     return st;
 }
 
-static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const int byte_of_cp[324])
+static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const char *vocab_path,
+                                      const int byte_of_cp[324])
 {
+    unsigned char *made = NULL;   /* (V,) 1: some merge so far makes this token */
     char *text = NULL;
     size_t len;
     g3_status_t st = g3_read_file(path, "merges file (--merge-file)", &text, &len);
@@ -386,6 +388,12 @@ static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const int
     }
     for (size_t i = 0; i <= bpe->merge_mask; i++)
         bpe->merges[i].key = UINT64_MAX;
+    made = calloc((size_t)bpe->vocab_size, sizeof(*made));
+    if (!made) {
+        g3_error("out of memory loading the merges '%s'", path);
+        st = G3_ERR_NO_MEMORY;
+        goto err_free;
+    }
 
     for (size_t pos = 0; pos < len;) {
         size_t end = pos;
@@ -427,6 +435,23 @@ static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const int
             st = G3_ERR_FORMAT;
             goto err_free;
         }
+        /* A merge joins symbols that exist by then: single bytes, or the results of earlier
+         * merges (BPE learns them in this order).  Shuffled merges, or merges from another
+         * tokenizer that happen to use tokens of this vocabulary, fail here. */
+        for (int k = 0; k < 2; k++) {
+            int32_t part = k ? ib : ia;
+            size_t plen;
+            g3_bpe_tok(bpe, part, &plen);
+            if (plen > 1 && !made[part]) {
+                g3_error("merges file '%s' line %zu: '%.*s' joins '%.*s', which no earlier merge makes: the merges are out of order (shuffled?) or do not belong to --vocab-file %s",
+                         path, line, (int)ll, l, (int)(k ? l + ll - sp - 1 : sp - l), k ? sp + 1 : l,
+                         vocab_path);
+                st = G3_ERR_FORMAT;
+                goto err_free;
+            }
+        }
+        if (!made[iab])
+            made[iab] = 1;
         uint64_t key = ((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib;
         size_t i = g3_hash_u64(key) & bpe->merge_mask;
         while (bpe->merges[i].key != UINT64_MAX && bpe->merges[i].key != key)
@@ -440,8 +465,33 @@ static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const int
     if (bpe->num_merges == 0) {
         g3_error("merges file '%s' has no merges", path);
         st = G3_ERR_FORMAT;
+        goto err_free;
+    }
+    /* Every vocabulary token of two or more bytes is made by some merge, except special
+     * tokens spelled <...> (GPT-2's <|endoftext|>): otherwise the merges file was cut short
+     * or belongs to another vocabulary, and those tokens could never be produced. */
+    {
+        size_t unmade = 0;
+        int32_t first = -1;
+        for (int32_t id = 0; id < bpe->vocab_size; id++) {
+            size_t tl;
+            const char *t = g3_bpe_tok(bpe, id, &tl);
+            if (tl < 2 || made[id] || (t[0] == '<' && t[tl - 1] == '>'))
+                continue;
+            if (first < 0)
+                first = id;
+            unmade++;
+        }
+        if (unmade) {
+            size_t tl;
+            const char *t = g3_bpe_tok(bpe, first, &tl);
+            g3_error("merges file '%s' makes none of %zu tokens of the vocabulary --vocab-file %s (the first: id %d, %zu bytes '%.*s'): the merges file was cut short or belongs to another vocabulary; pass the merges file made with it",
+                     path, unmade, vocab_path, first, tl, (int)(tl > 40 ? 40 : tl), t);
+            st = G3_ERR_FORMAT;
+        }
     }
 err_free:
+    free(made);
     g3_buf_free(&a);
     g3_buf_free(&b);
     g3_buf_free(&ab);
@@ -461,7 +511,7 @@ g3_status_t g3_bpe_load(const char *vocab_file, const char *merge_file, g3_bpe_t
     g3_bpe_byte_table(cp_of_byte, byte_of_cp);
     if ((st = g3_bpe_load_vocab(bpe, vocab_file, byte_of_cp)) != G3_OK)
         goto err_free_bpe;
-    if ((st = g3_bpe_load_merges(bpe, merge_file, byte_of_cp)) != G3_OK)
+    if ((st = g3_bpe_load_merges(bpe, merge_file, vocab_file, byte_of_cp)) != G3_OK)
         goto err_free_bpe;
     g3_ucs_class(0x4E00);   /* build the class table now, not in the first encode */
     *bpe_p = bpe;

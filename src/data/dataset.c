@@ -12,6 +12,7 @@
 #include "data/bpe.h"
 #include "data/gpt_index.h"
 #include "data/indexed.h"
+#include "data/tokid.h"
 
 typedef struct {
     g3_idx_t    *idx;
@@ -142,6 +143,53 @@ static g3_status_t g3_data_blend(g3_data_t *d, g3_split_t s, const uint64_t *ava
     return G3_OK;
 }
 
+/* The largest id a dtype can hold. */
+static int64_t g3_data_dtype_max(int dtype)
+{
+    switch (dtype) {
+    case G3_IDX_UINT8:  return UINT8_MAX;
+    case G3_IDX_INT8:   return INT8_MAX;
+    case G3_IDX_INT16:  return INT16_MAX;
+    case G3_IDX_UINT16: return UINT16_MAX;
+    case G3_IDX_INT32:  return INT32_MAX;
+    default:            return INT64_MAX;
+    }
+}
+
+/* The dtype must be able to hold every id of the vocabulary: uint8 data with GPT-2's 50257
+ * ids is a changed dtype byte or a dataset made for another tokenizer, never right. */
+static g3_status_t g3_data_check_dtype(const g3_data_config_t *cfg, const g3_idx_t *idx)
+{
+    int dt = g3_idx_dtype(idx);
+    if (cfg->vocab_size <= 0 || g3_data_dtype_max(dt) >= cfg->vocab_size - 1)
+        return G3_OK;
+    g3_error("indexed dataset '%s.idx': its dtype byte (offset 17) is %d (%s), which holds ids up to %lld, but the vocabulary%s%s has %lld ids: the dtype byte was changed or the data was made for another tokenizer; a dataset for this vocabulary has dtype %d (%s): re-run 'gpt3d preprocess' with this vocabulary",
+             g3_idx_prefix(idx), dt, g3_idx_dtype_name(dt), (long long)g3_data_dtype_max(dt),
+             cfg->vocab_file ? " " : "", cfg->vocab_file ? cfg->vocab_file : "",
+             (long long)cfg->vocab_size, g3_idx_dtype_for_vocab(cfg->vocab_size),
+             g3_idx_dtype_name(g3_idx_dtype_for_vocab(cfg->vocab_size)));
+    return G3_ERR_FORMAT;
+}
+
+/* Every token of a split's documents in [0, vocab_size): the range comes with the sample
+ * index (computed when it was built, cached with it); only a bad range reads the data again,
+ * to name the first bad token. */
+static g3_status_t g3_data_check_tokens(const g3_data_config_t *cfg, const g3_idx_t *idx,
+                                        const g3_gptidx_t *gi, const char *split_name)
+{
+    uint64_t seq = 0, pos = 0;
+    int64_t v = gi->token_min < 0 ? gi->token_min : gi->token_max;
+
+    if (cfg->vocab_size <= 0 || (gi->token_min >= 0 && gi->token_max < cfg->vocab_size))
+        return G3_OK;
+    g3_idx_token_find_outside(idx, gi->doc_first, gi->doc_end, 0, cfg->vocab_size, &seq, &pos, &v);
+    g3_error("indexed dataset '%s.bin': token id %lld (sequence %llu, position %llu, in the %s split) is outside the vocabulary%s%s of %lld ids [0, %lld): the data is corrupt or was made with another tokenizer; re-run 'gpt3d preprocess' with this vocabulary",
+             g3_idx_prefix(idx), (long long)v, (unsigned long long)seq, (unsigned long long)pos,
+             split_name, cfg->vocab_file ? " " : "", cfg->vocab_file ? cfg->vocab_file : "",
+             (long long)cfg->vocab_size, (long long)cfg->vocab_size);
+    return G3_ERR_FORMAT;
+}
+
 g3_status_t g3_data_open(const g3_data_config_t *cfg, g3_data_t **data_p)
 {
     const char **prefixes = NULL;
@@ -179,6 +227,8 @@ g3_status_t g3_data_open(const g3_data_config_t *cfg, g3_data_t **data_p)
         d->sources[i].weight = weights[i];
         if ((st = g3_idx_open(prefixes[i], &d->sources[i].idx)) != G3_OK)
             goto err_close;
+        if ((st = g3_data_check_dtype(cfg, d->sources[i].idx)) != G3_OK)
+            goto err_close;
     }
 
     for (int s = 0; s < G3_SPLIT_COUNT; s++) {
@@ -215,7 +265,11 @@ g3_status_t g3_data_open(const g3_data_config_t *cfg, g3_data_t **data_p)
             if (ask == 0)
                 ask = 1;
             st = g3_gptidx_open(idx, g3_split_name((g3_split_t)s), b[s], b[s + 1], cfg->seq_length,
-                                cfg->seed, ask, cfg->cache_dir, &d->sources[i].split[s]);
+                                cfg->seed, ask, cfg->cache_dir, cfg->vocab_size > 0,
+                                &d->sources[i].split[s]);
+            if (st == G3_OK)
+                st = g3_data_check_tokens(cfg, idx, d->sources[i].split[s],
+                                          g3_split_name((g3_split_t)s));
             if (st != G3_OK) {
                 free(av);
                 goto err_close;
@@ -313,6 +367,38 @@ void g3_data_close(g3_data_t *d)
     }
     free(d->sources);
     free(d);
+}
+
+g3_status_t g3_data_check_tokenizer(int count, char *const *words, const g3_tokid_t *run,
+                                    int allow)
+{
+    const char **prefixes = NULL;
+    double *weights = NULL;
+    g3_status_t st, worst = G3_OK;
+    int n;
+
+    if ((st = g3_data_parse_paths(count, words, &n, &prefixes, &weights)) != G3_OK)
+        return st;
+    for (int i = 0; i < n; i++) {
+        g3_tokid_t made;
+        int found = 0;
+        char what[G3_TOKID_PATH_MAX + 32];
+        st = g3_tokid_read_sidecar(prefixes[i], &made, &found);
+        if (st == G3_OK && !found) {
+            g3_info("dataset '%s' has no '%s.tokenizer.json' (made by Megatron's tools or an older gpt3d): its tokenizer cannot be checked against --vocab-file/--merge-file",
+                    prefixes[i], prefixes[i]);
+            continue;
+        }
+        if (st == G3_OK) {
+            snprintf(what, sizeof(what), "dataset '%s'", prefixes[i]);
+            st = g3_tokid_check(&made, run, what, allow);
+        }
+        if (st != G3_OK && worst == G3_OK)
+            worst = st;
+    }
+    free(prefixes);
+    free(weights);
+    return worst;
 }
 
 g3_status_t g3_data_vocab_info(const char *vocab_file, int64_t *vocab_size_p, int64_t *eod_id_p)

@@ -70,13 +70,20 @@ typedef struct {
      * test = eval_iters * GBS).  0: that split is not built. */
     uint64_t            num_samples[G3_SPLIT_COUNT];
     const char         *cache_dir;      /* --data-cache-path; NULL: beside the data      */
+    /* The vocabulary the run uses.  > 0: every dataset's dtype must be able to
+     * hold its ids and every token of the splits built must lie in
+     * [0, vocab_size) (checked at open; the range is cached with the sample
+     * index).  0: token values are not checked. */
+    int64_t             vocab_size;
+    const char         *vocab_file;     /* names the vocabulary in messages; may be NULL */
 } g3_data_config_t;
 
 typedef struct g3_data g3_data_t;
 
 /* Open the datasets, validate them, and load or build the sample indices of
- * every split whose num_samples is > 0.  Errors are logged (naming the file
- * and the field or flag) and returned.
+ * every split whose num_samples is > 0; with cfg->vocab_size, check the
+ * dtypes and token ids against it.  Errors are logged (naming the file
+ * and the field or flag) and returned (G3_ERR_FORMAT for bad data).
  * OUT: *data_p, only on G3_OK; free with g3_data_close(). */
 g3_status_t g3_data_open(const g3_data_config_t *cfg, g3_data_t **data_p);
 
@@ -102,6 +109,15 @@ int64_t g3_data_seq_length(const g3_data_t *d);
 int64_t g3_data_max_token_bound(const g3_data_t *d);
 
 void g3_data_close(g3_data_t *d);
+
+/* The tokenizer record beside each dataset of --data-path (PREFIX.tokenizer.json, written by
+ * 'gpt3d preprocess') against the run's tokenizer files: every dataset made with other
+ * files is named, with the file that differs (data/tokid.h); a dataset without a record
+ * (Megatron's tools) is logged as unchecked.  allow: warnings instead of errors.
+ * RET: G3_ERR_FORMAT when some dataset differs and !allow. */
+struct g3_tokid;
+g3_status_t g3_data_check_tokenizer(int data_path_count, char *const *data_path,
+                                    const struct g3_tokid *run, int allow);
 
 /* The tokenizer facts training needs, read from a GPT-2 vocabulary file
  * (encoder.json or vocab.json) without building the whole tokenizer.

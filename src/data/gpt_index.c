@@ -248,6 +248,8 @@ g3_status_t g3_gptidx_build(const g3_idx_t *idx, uint64_t doc_first, uint64_t do
     gi->num_epochs = E;
     gi->num_doc_idx = nd;
     gi->num_samples = N;
+    gi->token_min = 0;
+    gi->token_max = G3_GPTIDX_TOKENS_UNKNOWN;   /* g3_gptidx_open's token_range fills it */
     int32_t *doc_idx = (int32_t *)((char *)gi->mem + off[0]);
     int64_t *sample_doc = (int64_t *)((char *)gi->mem + off[1]);
     int32_t *sample_off = (int32_t *)((char *)gi->mem + off[2]);
@@ -329,7 +331,7 @@ void g3_gptidx_get(const g3_gptidx_t *gi, const g3_idx_t *idx, uint64_t i, int32
 /* ---- the cache ----------------------------------------------------------- */
 
 #define G3_GPTIDX_MAGIC   "G3GPTIDX"
-#define G3_GPTIDX_VERSION 1
+#define G3_GPTIDX_VERSION 2   /* 2: the split's token range */
 #define G3_GPTIDX_HDR     128
 
 typedef struct {
@@ -346,7 +348,8 @@ typedef struct {
     uint64_t num_samples;
     uint64_t data_len;
     uint64_t checksum;
-    char     pad[G3_GPTIDX_HDR - 16 - 11 * 8];
+    int64_t  token_min, token_max;   /* the split's smallest and largest token id */
+    char     pad[G3_GPTIDX_HDR - 16 - 13 * 8];
 } g3_gptidx_hdr_t;
 
 _Static_assert(sizeof(g3_gptidx_hdr_t) == G3_GPTIDX_HDR, "the cache header is 128 bytes");
@@ -486,6 +489,8 @@ static g3_status_t g3_gptidx_load(const char *path, const g3_idx_t *idx, uint64_
     gi->num_epochs = h.num_epochs;
     gi->num_doc_idx = h.num_doc_idx;
     gi->num_samples = h.num_samples;
+    gi->token_min = h.token_min;
+    gi->token_max = h.token_max;
     gi->mem = (char *)map + G3_GPTIDX_HDR;
     gi->mem_len = h.data_len;
     gi->mapped = 1;
@@ -531,6 +536,8 @@ static g3_status_t g3_gptidx_save(const char *path, const g3_idx_t *idx, const g
     h.num_samples = gi->num_samples;
     h.data_len = gi->mem_len;
     h.checksum = g3_checksum(gi->mem, gi->mem_len);
+    h.token_min = gi->token_min;
+    h.token_max = gi->token_max;
     const char *parts[2] = { (const char *)&h, gi->mem };
     size_t lens[2] = { sizeof(h), gi->mem_len };
     for (int k = 0; k < 2; k++) {
@@ -603,8 +610,11 @@ static int g3_fallback_dir(char *buf, size_t size)
 
 g3_status_t g3_gptidx_open(g3_idx_t *idx, const char *split_name, uint64_t doc_first,
                            uint64_t doc_end, int64_t seq_length, uint64_t seed,
-                           uint64_t num_samples, const char *cache_dir, g3_gptidx_t **gi_p)
+                           uint64_t num_samples, const char *cache_dir, int token_range,
+                           g3_gptidx_t **gi_p)
 {
+    int rebuilt = 1;
+    double secs = 0;
     const char *prefix = g3_idx_prefix(idx);
     char dirs[2][4096], paths[2][4400];
     int hashed[2], ndirs = 0, lock_fd = -1;
@@ -654,7 +664,10 @@ g3_status_t g3_gptidx_open(g3_idx_t *idx, const char *split_name, uint64_t doc_f
         st = g3_gptidx_load(paths[k], idx, doc_first, doc_end, seq_length, seed, num_samples, &gi, &why);
         if (st == G3_OK) {
             g3_debug("loaded the %s sample index of '%s' from '%s'", split_name, prefix, paths[k]);
-            goto done;
+            if (!token_range || gi->token_max != G3_GPTIDX_TOKENS_UNKNOWN)
+                goto done;
+            rebuilt = 0;   /* cached without the token range: add it */
+            goto scan;
         }
         if (st == G3_ERR_NO_MEMORY)
             goto done;
@@ -665,17 +678,28 @@ g3_status_t g3_gptidx_open(g3_idx_t *idx, const char *split_name, uint64_t doc_f
     double t0 = g3_clock_now();
     if ((st = g3_gptidx_build(idx, doc_first, doc_end, seq_length, seed, num_samples, &gi)) != G3_OK)
         goto done;
-    double secs = g3_clock_now() - t0;
+    secs = g3_clock_now() - t0;
 
+scan:
+    if (token_range) {
+        double t1 = g3_clock_now();
+        g3_idx_token_range(idx, doc_first, doc_end, &gi->token_min, &gi->token_max);
+        g3_info("checked the token ids of the %s split of '%s' (documents %llu..%llu) in %.2f s",
+                split_name, prefix, (unsigned long long)doc_first, (unsigned long long)doc_end,
+                g3_clock_now() - t1);
+    }
     for (int k = 0; k < ndirs; k++) {
         int err = 0;
         if (hashed[k] && g3_mkdir_p(dirs[k]) != G3_OK) {
             err = errno;
         } else if (g3_gptidx_save(paths[k], idx, gi, &err) == G3_OK) {
-            g3_info("built the %s sample index of '%s': %llu samples, %llu epochs over %llu documents in %.2f s; cached in '%s'",
-                    split_name, prefix, (unsigned long long)gi->num_samples,
-                    (unsigned long long)gi->num_epochs, (unsigned long long)(doc_end - doc_first),
-                    secs, paths[k]);
+            if (rebuilt)
+                g3_info("built the %s sample index of '%s': %llu samples, %llu epochs over %llu documents in %.2f s; cached in '%s'",
+                        split_name, prefix, (unsigned long long)gi->num_samples,
+                        (unsigned long long)gi->num_epochs, (unsigned long long)(doc_end - doc_first),
+                        secs, paths[k]);
+            else
+                g3_info("added the token range to the %s sample index cache '%s'", split_name, paths[k]);
             goto done;
         }
         if (k + 1 < ndirs)

@@ -15,7 +15,9 @@
  *
  * Cache file "<name>_<split>_<N>ns_<S>sl_<seed>s_<first>-<end>d.g3ix", see
  * docs/data.md; header: magic "G3GPTIDX", u32 version, the parameters, the
- * dataset's fingerprint and a checksum of the arrays. */
+ * dataset's fingerprint, the split's token range (so the vocabulary check
+ * at open reads the .bin once per dataset change, not once per run) and a
+ * checksum of the arrays. */
 #ifndef G3_DATA_GPT_INDEX_H
 #define G3_DATA_GPT_INDEX_H
 
@@ -32,6 +34,10 @@ typedef struct {
     uint64_t       num_epochs;           /* E                                  */
     uint64_t       num_doc_idx;          /* E * D                              */
     uint64_t       num_samples;          /* N                                  */
+    int64_t        token_min, token_max; /* smallest, largest token id of the
+                                          * split's documents (0, -1: none;
+                                          * token_max G3_GPTIDX_TOKENS_UNKNOWN:
+                                          * not scanned)                       */
     const int32_t *doc_idx;              /* (E*D,)                             */
     const int64_t *sample_doc;           /* (N+1,)                             */
     const int32_t *sample_off;           /* (N+1,)                             */
@@ -41,17 +47,22 @@ typedef struct {
     int            mapped;
 } g3_gptidx_t;
 
-/* Build the index in memory (no cache).  OUT: *gi_p. */
+#define G3_GPTIDX_TOKENS_UNKNOWN INT64_MIN
+
+/* Build the index in memory (no cache; the token range is left unknown).  OUT: *gi_p. */
 g3_status_t g3_gptidx_build(const g3_idx_t *idx, uint64_t doc_first, uint64_t doc_end,
                             int64_t seq_length, uint64_t seed, uint64_t num_samples,
                             g3_gptidx_t **gi_p);
 
 /* Load the cached index, or build and cache it.  split_name names the
  * split in the cache file; cache_dir may be NULL (see dataset.h).
+ * token_range: also know the split's token range (one pass over its part
+ * of the .bin the first time, then cached with the index).
  * OUT: *gi_p. */
 g3_status_t g3_gptidx_open(g3_idx_t *idx, const char *split_name, uint64_t doc_first,
                            uint64_t doc_end, int64_t seq_length, uint64_t seed,
-                           uint64_t num_samples, const char *cache_dir, g3_gptidx_t **gi_p);
+                           uint64_t num_samples, const char *cache_dir, int token_range,
+                           g3_gptidx_t **gi_p);
 
 /* The cache file path g3_gptidx_open() uses in directory dir.
  * OUT: buf (size bytes).  RET: G3_ERR_INVALID_ARG if it does not fit. */

@@ -135,6 +135,59 @@ static uint64_t g3_idx_hash(const unsigned char *p, size_t n, uint64_t h)
     return h;
 }
 
+__extension__ typedef unsigned __int128 g3_u128_t;
+
+/* n in decimal into buf (>= 40 bytes). */
+static void g3_idx_u128_str(g3_u128_t n, char *buf)
+{
+    char tmp[48];
+    int k = 0;
+    do {
+        tmp[k++] = (char)('0' + (int)(n % 10));
+        n /= 10;
+    } while (n);
+    for (int i = 0; i < k; i++)
+        buf[i] = tmp[k - 1 - i];
+    buf[k] = '\0';
+}
+
+/* RET: the integer item size (1, 2, 4 or 8) other than x->itemsize with which the pointers
+ * lie back to back from byte 0 and fill the .bin exactly, or 0 when there is none. */
+static size_t g3_idx_step_fits(const g3_idx_t *x)
+{
+    static const size_t steps[] = { 1, 2, 4, 8 };
+    for (int k = 0; k < 4; k++) {
+        size_t step = steps[k];
+        uint64_t end = 0;
+        uint64_t i;
+        if (step == x->itemsize)
+            continue;
+        for (i = 0; i < x->num_seq; i++) {
+            int32_t sz = g3_ld_i32(x->sizes + 4 * i);
+            int64_t ptr = g3_ld_i64(x->pointers + 8 * i);
+            if (sz < 0 || ptr < 0 || (uint64_t)ptr != end)
+                break;
+            end += (uint64_t)sz * step;
+        }
+        if (i == x->num_seq && end == x->bin_len)
+            return step;
+    }
+    return 0;
+}
+
+/* When the pointers and the .bin fit another item size than the dtype byte's, the dtype byte
+ * is what is wrong: say so (logged).  RET: 1 when it logged. */
+static int g3_idx_dtype_diagnose(const g3_idx_t *x)
+{
+    size_t step = g3_idx_step_fits(x);
+    if (!step)
+        return 0;
+    g3_error("indexed dataset '%s': its dtype byte (offset 17) is %d (%s, %zu byte%s per token), but its pointers and '%s' (%zu bytes) are laid out for %zu-byte tokens: the dtype byte was changed or the .idx belongs to other data; datasets for a vocabulary of fewer than 65500 ids have dtype 8 (uint16), larger ones 4 (int32): re-run 'gpt3d preprocess'",
+             x->idx_path, x->dtype, g3_idx_dtype_name(x->dtype), x->itemsize,
+             x->itemsize == 1 ? "" : "s", x->bin_path, x->bin_len, step);
+    return 1;
+}
+
 /* Validate the mapped index; RET G3_OK or logs the first bad field. */
 static g3_status_t g3_idx_validate(g3_idx_t *x)
 {
@@ -171,19 +224,21 @@ static g3_status_t g3_idx_validate(g3_idx_t *x)
     }
     x->num_seq = g3_ld_u64(m + 18);
     x->num_doc_idx = g3_ld_u64(m + 26);
+    /* The arrays' size in exact (128-bit) arithmetic: the counts are whatever the file says,
+     * up to 2^64 - 1 each, and a message must give the real byte count. */
     uint64_t avail = x->idx_len - G3_IDX_HEADER_LEN;
-    if (x->num_seq > avail / 12 || x->num_doc_idx > avail / 8
-        || 12 * x->num_seq + 8 * x->num_doc_idx > avail) {
-        g3_error("indexed dataset '%s' is truncated or corrupt: the header's sequence count %llu and document count %llu need %llu bytes of arrays but the file has %llu after the header",
-                 f, (unsigned long long)x->num_seq, (unsigned long long)x->num_doc_idx,
-                 (unsigned long long)(12 * (x->num_seq < avail ? x->num_seq : avail)
-                                      + 8 * (x->num_doc_idx < avail ? x->num_doc_idx : avail)),
+    g3_u128_t need = (g3_u128_t)12 * x->num_seq + (g3_u128_t)8 * x->num_doc_idx;
+    if (need > avail) {
+        char need_s[48];
+        g3_idx_u128_str(need, need_s);
+        g3_error("indexed dataset '%s' is truncated or corrupt: the header's sequence count %llu and document count %llu need %s bytes of arrays but the file has %llu after the header",
+                 f, (unsigned long long)x->num_seq, (unsigned long long)x->num_doc_idx, need_s,
                  (unsigned long long)avail);
         return G3_ERR_FORMAT;
     }
-    if (12 * x->num_seq + 8 * x->num_doc_idx != avail) {
+    if (need != avail) {
         g3_error("indexed dataset '%s' is corrupt: %llu bytes of trailing data after the doc_idx array (header says %llu sequences, %llu document entries)",
-                 f, (unsigned long long)(avail - 12 * x->num_seq - 8 * x->num_doc_idx),
+                 f, (unsigned long long)(avail - (uint64_t)need),
                  (unsigned long long)x->num_seq, (unsigned long long)x->num_doc_idx);
         return G3_ERR_FORMAT;
     }
@@ -191,8 +246,12 @@ static g3_status_t g3_idx_validate(g3_idx_t *x)
     x->pointers = x->sizes + 4 * x->num_seq;
     x->doc_idx = x->pointers + 8 * x->num_seq;
 
-    /* sizes and pointers: each sequence lies inside .bin, aligned, in order. */
-    int64_t prev_end = 0;
+    /* sizes and pointers: the sequences lie back to back from byte 0 and fill .bin exactly,
+     * as every writer (Megatron's, ours) makes them.  A gap or an overlap means a sizes or
+     * pointers entry was changed, or the two files do not belong together: either way some
+     * tokens would be dropped or read twice without a word.  Byte counts are unsigned (a
+     * pointer can be anything up to 2^63 - 1; a size times the item size is < 2^34). */
+    uint64_t prev_end = 0;
     for (uint64_t i = 0; i < x->num_seq; i++) {
         int32_t sz = g3_ld_i32(x->sizes + 4 * i);
         int64_t ptr = g3_ld_i64(x->pointers + 8 * i);
@@ -201,22 +260,39 @@ static g3_status_t g3_idx_validate(g3_idx_t *x)
                      f, (unsigned long long)i, sz);
             return G3_ERR_FORMAT;
         }
-        if (ptr < prev_end || ptr % (int64_t)x->itemsize != 0) {
-            g3_error("indexed dataset '%s' is corrupt: pointers[%llu] = %lld is %s (previous sequence ends at byte %lld)",
-                     f, (unsigned long long)i, (long long)ptr,
-                     ptr < prev_end ? "not monotonic: it overlaps the previous sequence"
-                                    : "not a multiple of the dtype size",
-                     (long long)prev_end);
+        if (ptr < 0 || (uint64_t)ptr != prev_end) {
+            if (g3_idx_dtype_diagnose(x))
+                return G3_ERR_FORMAT;
+            if (i == 0)
+                g3_error("indexed dataset '%s' is corrupt: pointers[0] = %lld, but the first sequence starts at byte 0 of '%s'; re-run 'gpt3d preprocess'",
+                         f, (long long)ptr, x->bin_path);
+            else
+                g3_error("indexed dataset '%s' is corrupt: pointers[%llu] = %lld, but sequence %llu (pointers[%llu] = %lld, sizes[%llu] = %d tokens of %s) ends at byte %llu: a sizes or pointers entry was changed, or the .idx belongs to another .bin; re-run 'gpt3d preprocess'",
+                         f, (unsigned long long)i, (long long)ptr, (unsigned long long)(i - 1),
+                         (unsigned long long)(i - 1), (long long)g3_ld_i64(x->pointers + 8 * (i - 1)),
+                         (unsigned long long)(i - 1), g3_ld_i32(x->sizes + 4 * (i - 1)),
+                         g3_idx_dtype_name(x->dtype), (unsigned long long)prev_end);
             return G3_ERR_FORMAT;
         }
-        int64_t end = ptr + (int64_t)sz * (int64_t)x->itemsize;
-        if ((uint64_t)end > x->bin_len) {
-            g3_error("indexed dataset '%s': pointers[%llu] = %lld with sizes[%llu] = %d ends at byte %lld, past the end of '%s' (%zu bytes); the .bin is truncated or belongs to another .idx",
+        uint64_t end = (uint64_t)ptr + (uint64_t)sz * x->itemsize;
+        if (end > x->bin_len) {
+            if (g3_idx_dtype_diagnose(x))
+                return G3_ERR_FORMAT;
+            g3_error("indexed dataset '%s': pointers[%llu] = %lld with sizes[%llu] = %d ends at byte %llu, past the end of '%s' (%zu bytes); the .bin is truncated or belongs to another .idx",
                      f, (unsigned long long)i, (long long)ptr, (unsigned long long)i, sz,
-                     (long long)end, x->bin_path, x->bin_len);
+                     (unsigned long long)end, x->bin_path, x->bin_len);
             return G3_ERR_FORMAT;
         }
         prev_end = end;
+    }
+    if (prev_end != x->bin_len) {
+        if (g3_idx_dtype_diagnose(x))
+            return G3_ERR_FORMAT;
+        g3_error("indexed dataset '%s': its %llu sequences hold %llu bytes of %s tokens but '%s' has %zu bytes (%llu bytes unaccounted for): a sizes entry was lowered, or the .bin belongs to another .idx; re-run 'gpt3d preprocess'",
+                 f, (unsigned long long)x->num_seq, (unsigned long long)prev_end,
+                 g3_idx_dtype_name(x->dtype), x->bin_path, x->bin_len,
+                 (unsigned long long)(x->bin_len - prev_end));
+        return G3_ERR_FORMAT;
     }
     /* doc_idx: starts at 0, non-decreasing, ends at S. */
     if (x->num_doc_idx < 1) {
@@ -245,7 +321,7 @@ static g3_status_t g3_idx_validate(g3_idx_t *x)
 g3_status_t g3_idx_open(const char *prefix, g3_idx_t **idx_p)
 {
     g3_idx_t *x = calloc(1, sizeof(*x));
-    struct stat sb;
+    struct stat sb, bin_sb;
     g3_status_t st;
     size_t n = strlen(prefix);
 
@@ -265,15 +341,22 @@ g3_status_t g3_idx_open(const char *prefix, g3_idx_t **idx_p)
     memcpy(x->bin_path + n, ".bin", 5);
     if ((st = g3_idx_map(x->idx_path, "index", &x->idx_map, &x->idx_len, &sb)) != G3_OK)
         goto err_free;
-    if ((st = g3_idx_map(x->bin_path, "data file", &x->bin_map, &x->bin_len, NULL)) != G3_OK)
+    if ((st = g3_idx_map(x->bin_path, "data file", &x->bin_map, &x->bin_len, &bin_sb)) != G3_OK)
         goto err_free;
     if ((st = g3_idx_validate(x)) != G3_OK)
         goto err_free;
-    /* Fingerprint: file identity plus the content of header and sizes. */
-    uint64_t h = 0xcbf29ce484222325ULL;
-    h ^= (uint64_t)sb.st_size * 0x9E3779B97F4A7C15ULL;
+    /* Fingerprint: the content of header and sizes, and the identity of both files (size,
+     * modification time): the sample index cache also holds what the token check found in
+     * the .bin, so a .bin changed in place must not match its old cache. */
+    uint64_t h = 0xcbf29ce484222325ULL, ids[6];
+    ids[0] = (uint64_t)sb.st_size;
+    ids[1] = (uint64_t)sb.st_mtim.tv_sec;
+    ids[2] = (uint64_t)sb.st_mtim.tv_nsec;
+    ids[3] = (uint64_t)x->bin_len;
+    ids[4] = (uint64_t)bin_sb.st_mtim.tv_sec;
+    ids[5] = (uint64_t)bin_sb.st_mtim.tv_nsec;
     h = g3_idx_hash(x->idx_map, G3_IDX_HEADER_LEN + 4 * x->num_seq, h);
-    h = g3_idx_hash((const unsigned char *)&x->bin_len, sizeof(x->bin_len), h);
+    h = g3_idx_hash((const unsigned char *)ids, sizeof(ids), h);
     x->fingerprint = h;
     *idx_p = x;
     return G3_OK;
@@ -354,36 +437,170 @@ void g3_idx_read(const g3_idx_t *x, uint64_t i, uint64_t offset, uint64_t n, int
     }
 }
 
+/* The token bytes of sequences [first, end): they lie back to back (checked at open).
+ * OUT: *p_p, *n_p (tokens). */
+static void g3_idx_span(const g3_idx_t *x, uint64_t first, uint64_t end, const unsigned char **p_p,
+                        uint64_t *n_p)
+{
+    uint64_t b0, b1;
+    if (first >= end || first >= x->num_seq) {
+        *p_p = x->bin_map;
+        *n_p = 0;
+        return;
+    }
+    b0 = (uint64_t)g3_idx_pointer(x, first);
+    b1 = end >= x->num_seq ? x->bin_len : (uint64_t)g3_idx_pointer(x, end);
+    *p_p = x->bin_map + b0;
+    *n_p = (b1 - b0) / x->itemsize;
+}
+
+/* min and max of n tokens of one dtype with GCC's portable vector extension (32 bytes
+ * at a time, SSE2/AVX2/NEON as the target has them): one pass at memory speed on one core.
+ * The comparisons give all-ones lanes where true, so (a & m) | (b & ~m) picks per lane. */
+#define G3_IDX_RANGE_KERNEL(name, type)                                                     \
+    static void name(const unsigned char *bytes, uint64_t n, int64_t *lo, int64_t *hi)      \
+    {                                                                                       \
+        typedef type vec_t __attribute__((vector_size(32)));                                \
+        enum { L = 32 / sizeof(type) };                                                     \
+        vec_t mn, mx;                                                                       \
+        type first, a, b;                                                                   \
+        uint64_t i = 0;                                                                     \
+        memcpy(&first, bytes, sizeof(type));                                                \
+        for (int k = 0; k < L; k++)                                                         \
+            mn[k] = mx[k] = first;                                                          \
+        for (; i + L <= n; i += L) {                                                        \
+            vec_t v, lt, gt;                                                                \
+            memcpy(&v, bytes + i * sizeof(type), sizeof(v));                                \
+            lt = (vec_t)(v < mn);                                                           \
+            gt = (vec_t)(v > mx);                                                           \
+            mn = (v & lt) | (mn & ~lt);                                                     \
+            mx = (v & gt) | (mx & ~gt);                                                     \
+        }                                                                                   \
+        a = first;                                                                          \
+        b = first;                                                                          \
+        for (int k = 0; k < L; k++) {                                                       \
+            a = mn[k] < a ? mn[k] : a;                                                      \
+            b = mx[k] > b ? mx[k] : b;                                                      \
+        }                                                                                   \
+        for (; i < n; i++) {                                                                \
+            type v;                                                                         \
+            memcpy(&v, bytes + i * sizeof(type), sizeof(type));                             \
+            a = v < a ? v : a;                                                              \
+            b = v > b ? v : b;                                                              \
+        }                                                                                   \
+        *lo = (int64_t)a;                                                                   \
+        *hi = (int64_t)b;                                                                   \
+    }
+G3_IDX_RANGE_KERNEL(g3_idx_range_u8, uint8_t)
+G3_IDX_RANGE_KERNEL(g3_idx_range_i8, int8_t)
+G3_IDX_RANGE_KERNEL(g3_idx_range_i16, int16_t)
+G3_IDX_RANGE_KERNEL(g3_idx_range_u16, uint16_t)
+G3_IDX_RANGE_KERNEL(g3_idx_range_i32, int32_t)
+G3_IDX_RANGE_KERNEL(g3_idx_range_i64, int64_t)
+
+/* min/max of n tokens at p (aligned) into *lo, *hi. */
+static void g3_idx_range_any(int dtype, const unsigned char *p, uint64_t n, int64_t *lo, int64_t *hi)
+{
+    switch (dtype) {
+    case G3_IDX_UINT8:  g3_idx_range_u8(p, n, lo, hi); break;
+    case G3_IDX_INT8:   g3_idx_range_i8(p, n, lo, hi); break;
+    case G3_IDX_INT16:  g3_idx_range_i16(p, n, lo, hi); break;
+    case G3_IDX_UINT16: g3_idx_range_u16(p, n, lo, hi); break;
+    case G3_IDX_INT32:  g3_idx_range_i32(p, n, lo, hi); break;
+    case G3_IDX_INT64:  g3_idx_range_i64(p, n, lo, hi); break;
+    default:            *lo = 0; *hi = -1; break;   /* float dtypes are refused at open */
+    }
+}
+
+/* The scan reads the .bin with pread in 256 KiB chunks (one buffer that stays in the L2 cache) rather than through the mapping:
+ * copying from the page cache is several times faster than faulting in every page of a
+ * mapping once, and the pages it reads are the ones training maps next. */
+#define G3_IDX_SCAN_CHUNK (256u << 10)
+
+void g3_idx_token_range(const g3_idx_t *x, uint64_t first, uint64_t end, int64_t *min_p,
+                        int64_t *max_p)
+{
+    const unsigned char *p;
+    uint64_t n, bytes, off, done = 0;
+    int64_t lo = 0, hi = -1;
+    unsigned char *buf = NULL;
+    int fd = -1;
+
+    g3_idx_span(x, first, end, &p, &n);
+    bytes = n * x->itemsize;
+    off = (uint64_t)(p - x->bin_map);
+    if (n > 0) {
+        fd = open(x->bin_path, O_RDONLY | O_CLOEXEC);
+        buf = fd >= 0 ? malloc(G3_IDX_SCAN_CHUNK) : NULL;
+        if (buf)
+            posix_fadvise(fd, (off_t)off, (off_t)bytes, POSIX_FADV_SEQUENTIAL);
+    }
+    while (done < bytes) {
+        uint64_t c = bytes - done < G3_IDX_SCAN_CHUNK ? bytes - done : G3_IDX_SCAN_CHUNK;
+        const unsigned char *q = p + done;
+        int64_t l, h;
+        if (buf) {
+            ssize_t r = pread(fd, buf, c, (off_t)(off + done));
+            if (r > 0 && (uint64_t)r % x->itemsize == 0) {
+                c = (uint64_t)r;
+                q = buf;
+            }   /* else: read this chunk through the mapping */
+        }
+        g3_idx_range_any(x->dtype, q, c / x->itemsize, &l, &h);
+        if (done == 0 || l < lo)
+            lo = l;
+        if (done == 0 || h > hi)
+            hi = h;
+        done += c;
+    }
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    *min_p = lo;
+    *max_p = hi;
+}
+
+int g3_idx_token_find_outside(const g3_idx_t *x, uint64_t first, uint64_t end, int64_t lo,
+                              int64_t hi, uint64_t *seq_p, uint64_t *pos_p, int64_t *value_p)
+{
+    int64_t buf[512];
+    if (end > x->num_seq)
+        end = x->num_seq;
+    for (uint64_t i = first; i < end; i++) {
+        uint64_t sz = (uint64_t)g3_idx_size(x, i);
+        const unsigned char *p = x->bin_map + g3_idx_pointer(x, i);
+        for (uint64_t o = 0; o < sz; o += 512) {
+            uint64_t c = sz - o < 512 ? sz - o : 512;
+            for (uint64_t k = 0; k < c; k++) {
+                const unsigned char *q = p + (o + k) * x->itemsize;
+                switch (x->dtype) {
+                case G3_IDX_UINT8:  buf[k] = q[0]; break;
+                case G3_IDX_INT8:   buf[k] = (int8_t)q[0]; break;
+                case G3_IDX_INT16:  { int16_t v; memcpy(&v, q, 2); buf[k] = v; break; }
+                case G3_IDX_UINT16: { uint16_t v; memcpy(&v, q, 2); buf[k] = v; break; }
+                case G3_IDX_INT32:  { int32_t v; memcpy(&v, q, 4); buf[k] = v; break; }
+                default:            buf[k] = g3_ld_i64(q); break;
+                }
+            }
+            for (uint64_t k = 0; k < c; k++)
+                if (buf[k] < lo || buf[k] >= hi) {
+                    *seq_p = i;
+                    *pos_p = o + k;
+                    *value_p = buf[k];
+                    return 1;
+                }
+        }
+    }
+    return 0;
+}
+
 int64_t g3_idx_max_token_bound(g3_idx_t *x)
 {
-    if (x->max_token_bound >= 0)
-        return x->max_token_bound;
-    int64_t mx = -1;
-    uint64_t n = x->bin_len / x->itemsize;
-    const unsigned char *p = x->bin_map;
-    switch (x->dtype) {
-    case G3_IDX_UINT16:
-        for (uint64_t k = 0; k < n; k++) {
-            uint16_t v;
-            memcpy(&v, p + 2 * k, 2);
-            if (v > mx) mx = v;
-        }
-        break;
-    default: {
-        int32_t buf[4096];
-        /* Generic path: read in chunks through the dtype converter. */
-        for (uint64_t i = 0; i < x->num_seq; i++) {
-            uint64_t sz = (uint64_t)g3_idx_size(x, i);
-            for (uint64_t o = 0; o < sz; o += 4096) {
-                uint64_t c = sz - o < 4096 ? sz - o : 4096;
-                g3_idx_read(x, i, o, c, buf);
-                for (uint64_t k = 0; k < c; k++)
-                    if (buf[k] > mx) mx = buf[k];
-            }
-        }
+    if (x->max_token_bound < 0) {
+        int64_t lo, hi;
+        g3_idx_token_range(x, 0, x->num_seq, &lo, &hi);
+        x->max_token_bound = hi + 1;
     }
-    }
-    x->max_token_bound = mx + 1;
     return x->max_token_bound;
 }
 

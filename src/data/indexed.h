@@ -50,9 +50,11 @@ g3_idx_dtype_t g3_idx_dtype_for_vocab(int64_t vocab_size);
 typedef struct g3_idx g3_idx_t;
 
 /* Map PREFIX.idx and PREFIX.bin and validate everything: magic, version,
- * dtype, counts against the file sizes, sizes >= 0, pointers aligned,
- * non-decreasing and inside .bin, doc_idx starting at 0, non-decreasing
- * and ending at S.  A bad file is logged naming the file and the field.
+ * dtype, counts against the file sizes (in exact arithmetic), sizes >= 0,
+ * the sequences back to back from byte 0 filling .bin exactly (a changed
+ * dtype byte is named as such), doc_idx starting at 0, non-decreasing and
+ * ending at S.  Token values are checked by the caller, who knows the
+ * vocabulary (g3_idx_token_range; dataset.c).  A bad file is logged naming the file and the field.
  * OUT: *idx_p, only on G3_OK. */
 g3_status_t g3_idx_open(const char *prefix, g3_idx_t **idx_p);
 void g3_idx_close(g3_idx_t *idx);
@@ -71,10 +73,21 @@ int64_t g3_idx_doc_index(const g3_idx_t *idx, uint64_t i);
 /* Copy tokens [offset, offset + n) of sequence i as int32 into out.
  * out: (n,).  The range must lie inside the sequence. */
 void g3_idx_read(const g3_idx_t *idx, uint64_t i, uint64_t offset, uint64_t n, int32_t *out);
+/* The smallest and largest token id of sequences [first, end), one pass over their bytes
+ * (which lie back to back: checked at open) at memory speed.
+ * OUT: *min_p, *max_p (0 and -1 when the range holds no tokens). */
+void g3_idx_token_range(const g3_idx_t *idx, uint64_t first, uint64_t end, int64_t *min_p,
+                        int64_t *max_p);
+/* Find the first token of sequences [first, end) outside [lo, hi) (for the message after
+ * g3_idx_token_range found one).  RET: 1 when found; OUT: *seq_p, *pos_p (its sequence
+ * and position in it), *value_p. */
+int g3_idx_token_find_outside(const g3_idx_t *idx, uint64_t first, uint64_t end, int64_t lo,
+                              int64_t hi, uint64_t *seq_p, uint64_t *pos_p, int64_t *value_p);
 /* RET: 1 + the largest token id in the .bin (scans once, then cached). */
 int64_t g3_idx_max_token_bound(g3_idx_t *idx);
-/* Identity of PREFIX.idx for cache staleness: size, mtime (ns), and a
- * 64-bit hash of the header and the sizes array. */
+/* Identity of the dataset for cache staleness: the sizes and modification
+ * times (ns) of .idx and .bin, and a 64-bit hash of the header and the
+ * sizes array. */
 uint64_t g3_idx_fingerprint(const g3_idx_t *idx);
 
 /* ---- writing ------------------------------------------------------------ */

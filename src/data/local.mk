@@ -7,6 +7,7 @@ src_libgpt3d_a_SOURCES += \
 	src/data/bpe.c src/data/bpe.h
 EXTRA_DIST += scripts/data-gen-unicode.js
 src_libgpt3d_a_SOURCES += src/data/indexed.c src/data/indexed.h
+src_libgpt3d_a_SOURCES += src/data/sha256.c src/data/sha256.h src/data/tokid.c src/data/tokid.h
 src_libgpt3d_a_SOURCES += \
 	src/data/gpt_index.c src/data/gpt_index.h \
 	src/data/dataset.c src/data/dataset.h

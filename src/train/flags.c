@@ -57,6 +57,7 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { "vocab-file", G3_OPT_STRING, NULL, "GPT-2 vocabulary, encoder.json or vocab.json (default: the built-in corpus's).", NULL, 0, 0, "FILE" },
     { "merge-file", G3_OPT_STRING, NULL, "GPT-2 merges, vocab.bpe or merges.txt (default: the built-in corpus's).", NULL, 0, 0, "FILE" },
     { "data-cache-path", G3_OPT_STRING, NULL, "Where sample indices are cached (default: beside the data).", NULL, 0, 0, "DIR" },
+    { "allow-tokenizer-mismatch", G3_OPT_BOOL, NULL, "Train although a dataset's or the checkpoint's recorded tokenizer files differ from --vocab-file/--merge-file (a warning instead of an error).", G3_NOOPT },
     /* parallel layout and checkpoints */
     G3_TRAIN_LAYOUT_SPECS,
     { "use-distributed-optimizer", G3_OPT_BOOL, NULL, "Shard the Adam state and the reduced gradients over the data-parallel ranks (ZeRO-1).", G3_NOOPT },

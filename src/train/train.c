@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "data/bpe.h"
 #include "data/dataset.h"
+#include "data/tokid.h"
 #include "infer/infer.h"
 #include "parallel/par.h"
 #include "plan/plan.h"
@@ -193,7 +194,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
                                    g3_gpt_config_t *mcfg)
 {
     g3_data_config_t dcfg;
-    int64_t vocab = 0, eod = 0, bound;
+    int64_t vocab = 0, eod = 0;
     g3_status_t st;
 
     if (!cfg->par) {
@@ -220,6 +221,15 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     tr->T = mcfg->seq_length;
     tr->B = (int)cfg->micro_batch_size;
 
+    if (cfg->tokenizer) {   /* the datasets' recorded tokenizer files against the run's */
+        g3_tokid_t run;
+        st = g3_tokid_from_json(cfg->tokenizer, strlen(cfg->tokenizer), "the run's tokenizer", &run);
+        if (st == G3_OK)
+            st = g3_data_check_tokenizer(cfg->data_path_count, cfg->data_path, &run,
+                                         cfg->allow_tokenizer_mismatch);
+        if (st != G3_OK)
+            return st;
+    }
     memset(&dcfg, 0, sizeof(dcfg));
     dcfg.data_path_count = cfg->data_path_count;
     dcfg.data_path = cfg->data_path;
@@ -232,16 +242,11 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     dcfg.num_samples[G3_SPLIT_VALID] =
         (uint64_t)(cfg->eval_iters * tr->plan.global_batch_size);
     dcfg.cache_dir = cfg->data_cache_path;
+    dcfg.vocab_size = vocab;   /* every dtype and token id checked against it at open */
+    dcfg.vocab_file = cfg->vocab_file;
     st = g3_data_open(&dcfg, &tr->data);
     if (st != G3_OK)
         return st;
-    bound = g3_data_max_token_bound(tr->data);
-    if (bound > vocab) {
-        g3_error("the training data holds token ids up to %lld but --vocab-file %s has %lld "
-                 "entries: the data was tokenized with another vocabulary; pass the vocabulary "
-                 "it was made with", (long long)bound - 1, cfg->vocab_file, (long long)vocab);
-        return G3_ERR_INVALID_ARG;
-    }
     if (g3_data_num_samples(tr->data, G3_SPLIT_TRAIN) < dcfg.num_samples[G3_SPLIT_TRAIN]) {
         g3_error("the train split has %llu samples of %d tokens, fewer than the %llu the run "
                  "needs; change --split or add data",

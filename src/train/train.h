@@ -51,6 +51,11 @@ typedef struct {
     const char  *vocab_file;            /* --vocab-file                                       */
     const char  *merge_file;            /* --merge-file                                       */
     const char  *data_cache_path;       /* --data-cache-path; NULL: beside the data           */
+    const char  *tokenizer;             /* the identity of vocab_file + merge_file, JSON
+                                         * (data/tokid.h): checked against each dataset's
+                                         * record and the checkpoint's, saved in checkpoints;
+                                         * NULL: neither checked nor saved                    */
+    int          allow_tokenizer_mismatch; /* --allow-tokenizer-mismatch: warn, go on        */
     /* a text sample at the end */
     int          sample_tokens;         /* --sample-tokens (0: none)                          */
     int          top_k;                 /* --top-k (1: greedy; 0: all tokens)                 */

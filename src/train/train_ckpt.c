@@ -13,6 +13,7 @@
 #include "ckpt/ckpt.h"
 #include "core/log.h"
 #include "train/train_ckpt.h"
+#include "data/tokid.h"
 
 #define G3_TCK_MAX_RANGES G3_PAR_OPTIM_RANGES_MAX
 
@@ -216,6 +217,8 @@ static g3_status_t g3_tck_state(const g3_train_ckpt_t *c, g3_tck_t *t, int64_t i
         st = g3_ckpt_state_set_i64(state, "rng", &seed, 1);
     if (st == G3_OK)
         st = g3_ckpt_state_set_i64(state, "data_sampler", sampler, 2);
+    if (st == G3_OK && cfg->tokenizer)   /* which tokenizer files the model learnt ids of */
+        st = g3_ckpt_state_set_str(state, "tokenizer", cfg->tokenizer);
     if (st != G3_OK) {
         g3_ckpt_state_free(state);
         return st;
@@ -414,6 +417,35 @@ static int g3_tck_empty(const char *dir)
     return 1;
 }
 
+/* The checkpoint's recorded tokenizer files against the run's (data/tokid.h); a checkpoint
+ * without a record (saved by an older gpt3d) is logged as unchecked. */
+static g3_status_t g3_tck_check_tokenizer(const g3_train_config_t *cfg, g3_ckpt_reader_t *r)
+{
+    size_t size = 3 * G3_TOKID_PATH_MAX + 1024;
+    char *text, what[G3_TOKID_PATH_MAX + 32];
+    g3_tokid_t made, run;
+    g3_status_t st;
+
+    if (!g3_ckpt_reader_has(r, "tokenizer")) {
+        g3_info("checkpoint %s records no tokenizer (saved by an older gpt3d): its tokenizer cannot be checked against --vocab-file/--merge-file",
+                g3_ckpt_reader_path(r));
+        return G3_OK;
+    }
+    text = malloc(size);
+    if (!text)
+        return G3_ERR_NO_MEMORY;
+    snprintf(what, sizeof(what), "checkpoint %s", g3_ckpt_reader_path(r));
+    st = g3_ckpt_reader_get_str(r, "tokenizer", text, size);
+    if (st == G3_OK)
+        st = g3_tokid_from_json(text, strlen(text), what, &made);
+    if (st == G3_OK)
+        st = g3_tokid_from_json(cfg->tokenizer, strlen(cfg->tokenizer), "the run's tokenizer", &run);
+    if (st == G3_OK)
+        st = g3_tokid_check(&made, &run, what, cfg->allow_tokenizer_mismatch);
+    free(text);
+    return st;
+}
+
 g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
                                int64_t *consumed_p, int *loaded_p)
 {
@@ -450,6 +482,11 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
         goto out_free_state;
     if (!cfg->no_load_optim) {
         st = g3_ckpt_reader_get_i64(r, "optimizer.step", &step, 1);
+        if (st != G3_OK)
+            goto out_close;
+    }
+    if (cfg->tokenizer) {
+        st = g3_tck_check_tokenizer(cfg, r);
         if (st != G3_OK)
             goto out_close;
     }

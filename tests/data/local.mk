@@ -11,7 +11,8 @@ tests/data/kjv-corpus.stamp: src/gpt3d
 CLEANFILES += tests/data/kjv-corpus.stamp
 
 check_PROGRAMS += tests/data/data_dump tests/data/test_bpe tests/data/test_indexed \
-	tests/data/test_dataset tests/data/test_index_speed tests/data/bench_bpe
+	tests/data/test_dataset tests/data/test_index_speed tests/data/bench_bpe \
+	tests/data/test_sha256
 tests_data_bench_bpe_SOURCES = tests/data/bench_bpe.c
 tests_data_bench_bpe_LDADD = $(G3_TEST_LDADD)
 tests_data_data_dump_SOURCES = tests/data/data_dump.c
@@ -24,13 +25,17 @@ tests_data_test_dataset_SOURCES = tests/data/test_dataset.c tests/tap.h
 tests_data_test_dataset_LDADD = $(G3_TEST_LDADD)
 tests_data_test_index_speed_SOURCES = tests/data/test_index_speed.c tests/tap.h
 tests_data_test_index_speed_LDADD = $(G3_TEST_LDADD)
+tests_data_test_sha256_SOURCES = tests/data/test_sha256.c tests/tap.h
+tests_data_test_sha256_LDADD = $(G3_TEST_LDADD)
 
 TESTS += tests/data/test_bpe tests/data/test_indexed tests/data/test_dataset \
-	tests/data/test_index_speed \
+	tests/data/test_index_speed tests/data/test_sha256 \
 	tests/data/test_tokenizer.sh tests/data/test_preprocess.sh \
-	tests/data/test_megatron_index.sh tests/data/test_corpus.sh
+	tests/data/test_megatron_index.sh tests/data/test_corpus.sh \
+	tests/data/test_data_checks.sh tests/data/test_tokenizer_identity.sh
 LONG_TESTS += tests/data/bench_tokenizer.sh
 EXTRA_DIST += tests/data/test_tokenizer.sh tests/data/test_preprocess.sh \
 	tests/data/test_megatron_index.sh tests/data/test_corpus.sh \
+	tests/data/test_data_checks.sh tests/data/test_tokenizer_identity.sh \
 	tests/data/bench_tokenizer.sh tests/data/mmidx.py tests/data/js-encode.js \
 	tests/data/js-adversarial.js

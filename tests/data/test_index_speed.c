@@ -73,7 +73,7 @@ int main(void)
     g3_split_parse("949,50,1", NDOCS, b);
     uint64_t ntrain = (total * 949 / 1000) / 2049;
     g3_gptidx_t *gi = NULL;
-    tap_ok(g3_gptidx_open(idx, "train", b[0], b[1], 2048, 1234, ntrain, NULL, &gi) == G3_OK,
+    tap_ok(g3_gptidx_open(idx, "train", b[0], b[1], 2048, 1234, ntrain, NULL, 0, &gi) == G3_OK,
            "train index over %llu documents builds", (unsigned long long)(b[1] - b[0]));
     double t2 = now();
     tap_diag("validate %.2f s; build + cache %.2f s (%llu documents, %llu samples, %llu epochs)",
@@ -83,7 +83,7 @@ int main(void)
     g3_gptidx_free(gi);
     gi = NULL;
     double t3 = now();
-    tap_ok(g3_gptidx_open(idx, "train", b[0], b[1], 2048, 1234, ntrain, NULL, &gi) == G3_OK
+    tap_ok(g3_gptidx_open(idx, "train", b[0], b[1], 2048, 1234, ntrain, NULL, 0, &gi) == G3_OK
            && now() - t3 < 5.0, "reloading the cached index takes %.2f s", now() - t3);
     g3_gptidx_free(gi);
     g3_idx_close(idx);

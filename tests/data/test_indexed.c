@@ -75,6 +75,94 @@ static void corrupt_case(const unsigned char *idx, size_t ni, const unsigned cha
         tap_diag("got %s: %s", g3_status_string(st), msg);
 }
 
+/* Write PREFIX.idx/.bin by hand: dtype code, n sequences of sizes[i] tokens, values v (as
+ * int64, stored in the dtype). */
+static void write_raw(int dtype, size_t itemsize, uint64_t n, const int32_t *sizes, const int64_t *v)
+{
+    FILE *f = fopen(idxp, "wb");
+    uint64_t ver = 1, d = n + 1, total = 0;
+    fwrite("MMIDIDX\0\0", 1, 9, f);
+    fwrite(&ver, 8, 1, f);
+    fputc(dtype, f);
+    fwrite(&n, 8, 1, f);
+    fwrite(&d, 8, 1, f);
+    fwrite(sizes, 4, n, f);
+    for (uint64_t i = 0; i < n; i++) {
+        int64_t ptr = (int64_t)(total * itemsize);
+        fwrite(&ptr, 8, 1, f);
+        total += (uint64_t)sizes[i];
+    }
+    for (uint64_t i = 0; i <= n; i++)
+        fwrite(&i, 8, 1, f);
+    fclose(f);
+    f = fopen(binp, "wb");
+    for (uint64_t k = 0; k < total; k++)
+        fwrite(&v[k], itemsize, 1, f);   /* little-endian: the low bytes */
+    fclose(f);
+}
+
+/* g3_idx_token_range and g3_idx_token_find_outside against a plain loop, for every integer
+ * dtype, on sequence ranges whose lengths are not multiples of the vector width and that
+ * cross the scan's 256 KiB read chunks. */
+static void token_range_cases(void)
+{
+    static const struct { int code; size_t size; int64_t lo, hi; } dt[] = {
+        { G3_IDX_UINT8, 1, 0, 255 }, { G3_IDX_INT8, 1, -128, 127 },
+        { G3_IDX_INT16, 2, -32768, 32767 }, { G3_IDX_UINT16, 2, 0, 65535 },
+        { G3_IDX_INT32, 4, -2147483647 - 1, 2147483647 }, { G3_IDX_INT64, 8, -2147483647 - 1, 2147483647 },
+    };
+    enum { NSEQ = 7 };
+    int32_t sizes[NSEQ] = { 3, 0, 131, 70001, 1, 200003, 65 };
+    uint64_t total = 0, rng = 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < NSEQ; i++)
+        total += (uint64_t)sizes[i];
+    int64_t *v = malloc(total * sizeof(int64_t));
+    for (size_t t = 0; t < sizeof(dt) / sizeof(dt[0]); t++) {
+        int ok = 1;
+        for (uint64_t k = 0; k < total; k++) {
+            rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+            /* mostly a narrow band, with the extremes planted at a few places */
+            v[k] = dt[t].lo + (int64_t)(rng % 100);
+        }
+        v[total - 1] = dt[t].hi;                 /* the last token of the last sequence */
+        v[3 + 131 + 70000] = dt[t].lo;           /* the last token of sequence 3 */
+        v[3 + 131 + 70001 + 1 + 100000] = dt[t].hi - 1;
+        write_raw(dt[t].code, dt[t].size, NSEQ, sizes, v);
+        g3_idx_t *x = NULL;
+        if (g3_idx_open(prefix, &x) != G3_OK) {
+            tap_ok(0, "%s: opens", g3_idx_dtype_name(dt[t].code));
+            continue;
+        }
+        for (uint64_t a = 0; a <= NSEQ && ok; a++)
+            for (uint64_t b = a; b <= NSEQ && ok; b++) {
+                int64_t lo, hi, wlo = 0, whi = -1;
+                uint64_t off = 0, n = 0, seq, pos;
+                int64_t val;
+                for (uint64_t i = 0; i < a; i++)
+                    off += (uint64_t)sizes[i];
+                for (uint64_t i = a; i < b; i++)
+                    n += (uint64_t)sizes[i];
+                for (uint64_t k = off; k < off + n; k++) {
+                    if (k == off || v[k] < wlo) wlo = v[k];
+                    if (k == off || v[k] > whi) whi = v[k];
+                }
+                g3_idx_token_range(x, a, b, &lo, &hi);
+                if (lo != wlo || hi != whi)
+                    ok = 0;
+                /* the first token >= whi (or the none when the range is empty) */
+                int found = g3_idx_token_find_outside(x, a, b, dt[t].lo, whi, &seq, &pos, &val);
+                if (n > 0 && (!found || val != whi))
+                    ok = 0;
+                if (n == 0 && found)
+                    ok = 0;
+            }
+        tap_ok(ok, "%s: the token range and the first token outside a range equal a plain loop's over every sequence range",
+               g3_idx_dtype_name(dt[t].code));
+        g3_idx_close(x);
+    }
+    free(v);
+}
+
 int main(void)
 {
     g3_log_set_level(G3_LOG_ERROR);
@@ -167,6 +255,7 @@ int main(void)
         tap_ok(g3_idx_dtype_for_vocab(50257) == G3_IDX_UINT16 && g3_idx_dtype_for_vocab(65500) == G3_IDX_INT32,
                "dtype choice follows Megatron (uint16 below 65500)");
     }
+    token_range_cases();
     char cmd[4200];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)
