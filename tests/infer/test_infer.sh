@@ -178,6 +178,11 @@ bad "a vocabulary of another size" 2 "--vocab-file $TMPD/v262.json has 262 entri
     "$GPT3D" generate --load "$R/ck" --prompt x --vocab-file "$TMPD/v262.json"
 bad "a data path that is not there" 1 "--data-path: $TMPD/none.bin does not exist or is not a file" \
     "$GPT3D" eval --load "$R/ck" --data-path "$TMPD/none"
+# eval checks the data's ids against the checkpoint's vocabulary when it opens the data (#21.2)
+cp "$D/verses.bin" "$TMPD/hi.bin"; cp "$D/verses.idx" "$TMPD/hi.idx"
+printf '\377\377' | dd of="$TMPD/hi.bin" bs=1 seek=$(($(wc -c <"$TMPD/hi.bin") - 4)) conv=notrunc 2>/dev/null
+bad "an id beyond the checkpoint's vocabulary (in the last document: the test split)" 1 "hi.bin': token id 65535 \(sequence [0-9]*, position [0-9]*, in the test split\) is outside the vocabulary.* of 261 ids" \
+    "$GPT3D" eval --load "$R/ck" --data-path "$TMPD/hi" --eval-split test
 bad "a --data-path of an odd word count" 2 '--data-path has 3 words: give PREFIX, or weight and prefix pairs' \
     "$GPT3D" eval --load "$R/ck" --data-path 1 "$TMPD/a" "$TMPD/b"
 # shellcheck disable=SC2086
