@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "plan/time.h"
 
@@ -118,29 +119,21 @@ g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
 
 /* ---- measuring ------------------------------------------------------------------------------ */
 
-/* Wall time.  The best of several runs stands for the unloaded machine; CPU time would
- * misprice the ops that run on fewer threads than the backend has (docs/plan.md). */
-static double g3_plan_wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* The best of several timings of fn (at least 3 and 0.3 s): on a busy machine the fastest run
- * is the one least disturbed.  RET: seconds. */
+/* The best of several wall-clock timings of fn (at least 3 and 0.3 s): on a busy machine the
+ * fastest run is the one least disturbed (CPU time would misprice the ops that run on fewer
+ * threads than the backend has: docs/plan.md).  RET: seconds. */
 typedef void (*g3_plan_bench_fn)(g3_backend_t *be, void *ctx);
 
 static double g3_plan_best(g3_backend_t *be, g3_plan_bench_fn fn, void *ctx)
 {
-    double best = 1e30, t0 = g3_plan_wall();
+    double best = 1e30, t0 = g3_clock_now();
     fn(be, ctx);   /* warm-up */
     be->ops->sync(be);
-    for (int i = 0; i < 50 && (i < 3 || g3_plan_wall() - t0 < 0.3); i++) {
-        double a = g3_plan_wall(), d;
+    for (int i = 0; i < 50 && (i < 3 || g3_clock_now() - t0 < 0.3); i++) {
+        double a = g3_clock_now(), d;
         fn(be, ctx);
         be->ops->sync(be);
-        d = g3_plan_wall() - a;
+        d = g3_clock_now() - a;
         if (d > 0 && d < best)
             best = d;
     }
