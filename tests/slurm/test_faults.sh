@@ -25,14 +25,8 @@ set -e
 # slurmd from being declared dead (a node "failure" that requeued a job and
 # made its attempt "lost" on a loaded machine).
 G3C_SLURMD_TIMEOUT=60
-g3c_check || skip_all "$g3c_why"
 [ -x "$top_builddir/src/gpt3d" ] || skip_all "$top_builddir/src/gpt3d is not built (run make first)"
-if ! g3c_start 4; then
-    tap_result 1 "a private cluster of 4 nodes starts"
-    diag "$g3c_why"
-    done_testing
-    exit 1
-fi
+g3c_need 4
 W=$G3C_WORK
 SUBMIT=$top_builddir/sbatch/gpt3d-submit
 FAKE=$top_srcdir/tests/slurm/fake-train.sh  # the test double for "gpt3d train"

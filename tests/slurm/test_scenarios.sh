@@ -21,19 +21,7 @@
 . "$top_srcdir/tests/slurm/real.sh"
 set -e
 
-K=${GPT3D_TEST_DATA:-$top_builddir/tests/_data}/kjv  # (real_setup sets it again)
-[ -f "$K/kjv_text_document.idx" ] || skip_all "the test corpus $K is missing (make check builds it: check_DATA)"
-G3C_SLURMD_TIMEOUT=3
-g3c_check || skip_all "$g3c_why"
-if ! g3c_start 4; then
-    tap_result 1 "a private cluster of 4 nodes starts"
-    diag "$g3c_why"
-    done_testing
-    exit 1
-fi
-W=$G3C_WORK
-cd "$W"
-real_setup
+real_start 4
 
 # The uninterrupted reference: one "gpt3d train" outside Slurm.
 ref=$W/reference
