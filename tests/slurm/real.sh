@@ -2,18 +2,16 @@
 # tests/slurm/real.sh: helpers for the scenarios that run the REAL trainer
 # ("$GPT3D train": a tiny model on the test corpus $GPT3D_TEST_DATA/kjv)
 # through gpt3d-submit on a private Slurm cluster (tests/slurm/cluster.sh).
-# Sourced after tests/lib.sh and cluster.sh; real_start begins the test.
+# Sourced after tests/lib.sh, cluster.sh and runs.sh (SUBMIT, sub_wait_end, sub_outcomes,
+# sub_check, ...); real_start begins the test.
 #
 #   real_start N               K, a cluster of N nodes, W (the current directory), real_setup
-#   real_setup                 SUBMIT, the common training flags (real_flags) on $K
+#   real_setup                 the common training flags (real_flags) on $K
 #   real_submit ARGS... RUN [-- MORE-TRAIN-FLAGS...]
-#   real_wait_end RUN SECONDS  until RUN has COMPLETE or FAILED
-#   real_outcomes RUN          the attempts' outcomes, one line
 #   real_losses RUN            the training losses of RUN's metrics.jsonl, one line
 #   real_iters RUN             the iterations of those train events, one line
 #   real_last_losses RUN       per iteration the LAST loss recorded (a re-run
 #                              iteration after a failure counts once), one line
-#   real_check WHAT RUN CMD... a TAP result; the run's state on failure
 #   real_signal_during_training RUN JOB [ITER]
 # (top_srcdir, top_builddir, GPT3D and GPT3D_TEST_DATA come from make check.)
 # shellcheck disable=SC2154
@@ -34,7 +32,6 @@ real_start() {
 }
 
 real_setup() {
-    SUBMIT=$top_builddir/sbatch/gpt3d-submit
     export OMP_NUM_THREADS=1
     # A tiny model on the KJV corpus: iterations of 80-300 ms on this machine.
     real_flags=(--data-path "$K/kjv_text_document" --vocab-file "$K/encoder.json" --merge-file "$K/vocab.bpe"
@@ -52,8 +49,6 @@ real_submit() {
         "${a[@]}" -- "${real_flags[@]}" "$@"
 }
 
-real_wait_end() { g3c_wait "$2" sh -c "[ -e '$1/COMPLETE' ] || [ -e '$1/FAILED' ]" || true; }
-real_outcomes() { tail -n +2 "$1/attempts.tsv" 2>/dev/null | cut -f10 | tr '\n' ' '; }
 
 real_losses() {
     grep '"event":"train"' "$1/metrics.jsonl" 2>/dev/null | sed 's/.*"loss":\([^,]*\),.*/\1/' | tr '\n' ' '
@@ -67,16 +62,6 @@ real_last_losses() {
         awk '{ l[$1] = $2; if ($1 > n) n = $1 } END { for (i = 1; i <= n; i++) printf "%s ", (i in l ? l[i] : "missing") }'
 }
 
-real_show_run() {
-    diag "--- $1"
-    "$SUBMIT" --status "$1" 2>&1 | sed 's/^/#   /' || true
-    cat "$1"/logs/* 2>/dev/null | grep -v '^ *$' | tail -n 25 | sed 's/^/#   /' || true
-}
-real_check() {
-    local what=$1 run=$2
-    shift 2
-    if "$@"; then tap_result 0 "$what"; else tap_result 1 "$what"; real_show_run "$run"; fi
-}
 # real_within_check WHAT RUN A B LIMIT: a TAP result for loss lines A and B
 # within LIMIT; both lines and the run's state on failure.
 real_within_check() {
@@ -87,7 +72,7 @@ real_within_check() {
     else
         tap_result 1 "$1 ($d)"
         diag "expected: $3"; diag "got:      $4"
-        real_show_run "$2"
+        sub_show "$2"
     fi
 }
 
