@@ -132,3 +132,29 @@ g3_byte_corpus() {
     "$top_builddir/tests/train/mkdata" "$1/vocab.json" "$1/merges.txt" "$1/text.txt" "$1/verses"
     g3_data="--data-path $1/verses --vocab-file $1/vocab.json --merge-file $1/merges.txt --split 90,5,5"
 }
+
+# g3_small_flags LAYERS [FLAGS...]: set g3_flags to the trainer's flags for the small GPT the
+# training tests share, on the corpus of g3_byte_corpus ($g3_data): LAYERS layers of width
+# 32, 4 heads, sequence 32, the vocabulary padded to a multiple of 6 (261 -> 264 under TP 1
+# and TP 2, so every layout has the same model), micro-batch 2, lr 3e-3 with 2 warm-up
+# iterations and cosine decay, a progress line per iteration, validation every 100
+# iterations; then FLAGS (the batch, the iterations, ...).  One string: expand it unquoted.
+g3_small_flags() {
+    _layers=$1
+    shift
+    g3_flags="$g3_data --num-layers $_layers --hidden-size 32 --num-attention-heads 4
+ --seq-length 32 --make-vocab-size-divisible-by 6 --micro-batch-size 2 --lr 3e-3
+ --lr-warmup-iters 2 --lr-decay-style cosine --log-interval 1 --eval-interval 100 $*"
+}
+
+# g3_maxrel A B: the largest relative difference between two lines of numbers (loss lines:
+# space-separated, the same count), as %.3g; "mismatch" when the counts differ or are 0.
+g3_maxrel() {
+    printf '%s\n%s\n' "$1" "$2" | awk 'NR == 1 { n = split($0, a, " ") } NR == 2 { m = split($0, b, " ") }
+        END { if (n != m || n == 0) { print "mismatch"; exit } w = 0
+              for (i = 1; i <= n; i++) { d = a[i] - b[i]; if (d < 0) d = -d; d /= (a[i] < 0 ? -a[i] : a[i]); if (d > w) w = d }
+              printf "%.3g\n", w }'
+}
+
+# g3_within D LIMIT: exit 0 when D (g3_maxrel's answer) is a number <= LIMIT.
+g3_within() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "mismatch" && a + 0 <= b + 0) }'; }

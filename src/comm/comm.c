@@ -450,6 +450,13 @@ static g3_status_t g3_comm_check(g3_comm_t *comm, const char *op, g3_comm_dtype_
     return G3_OK;
 }
 
+/* The start of a call: its name (a timeout's message names it) and the time it started. */
+static double g3_comm_start(g3_comm_t *comm, const char *op)
+{
+    comm->cur_op = op;
+    return g3_clock_now();
+}
+
 /* After a call of kind that started at t0: its time, and a failure breaks the group. */
 static g3_status_t g3_comm_finish(g3_comm_t *comm, g3_comm_stat_t kind, double t0,
                                   g3_status_t st)
@@ -468,12 +475,9 @@ g3_status_t g3_comm_allreduce(g3_comm_t *comm, const void *send, void *recv, siz
 {
     double t0;
     g3_status_t st = g3_comm_check(comm, "all-reduce", dtype, n, 1, op);
-    if (st != G3_OK)
+    if (st != G3_OK || n == 0)
         return st;
-    if (n == 0)
-        return G3_OK;
-    comm->cur_op = "all-reduce";
-    t0 = g3_clock_now();
+    t0 = g3_comm_start(comm, "all-reduce");
     st = comm->ops->allreduce(comm, send, recv, n, dtype, op);
     return g3_comm_finish(comm, G3_COMM_STAT_ALLREDUCE, t0, st);
 }
@@ -483,12 +487,9 @@ g3_status_t g3_comm_reduce_scatter(g3_comm_t *comm, const void *send, void *recv
 {
     double t0;
     g3_status_t st = g3_comm_check(comm, "reduce-scatter", dtype, n, 1, op);
-    if (st != G3_OK)
+    if (st != G3_OK || n == 0)
         return st;
-    if (n == 0)
-        return G3_OK;
-    comm->cur_op = "reduce-scatter";
-    t0 = g3_clock_now();
+    t0 = g3_comm_start(comm, "reduce-scatter");
     st = comm->ops->reduce_scatter(comm, send, recv, n, dtype, op);
     return g3_comm_finish(comm, G3_COMM_STAT_REDUCE_SCATTER, t0, st);
 }
@@ -498,12 +499,9 @@ g3_status_t g3_comm_allgather(g3_comm_t *comm, const void *send, void *recv, siz
 {
     double t0;
     g3_status_t st = g3_comm_check(comm, "all-gather", dtype, n, 0, G3_COMM_SUM);
-    if (st != G3_OK)
+    if (st != G3_OK || n == 0)
         return st;
-    if (n == 0)
-        return G3_OK;
-    comm->cur_op = "all-gather";
-    t0 = g3_clock_now();
+    t0 = g3_comm_start(comm, "all-gather");
     st = comm->ops->allgather(comm, send, recv, n, dtype);
     return g3_comm_finish(comm, G3_COMM_STAT_ALLGATHER, t0, st);
 }
@@ -522,8 +520,7 @@ g3_status_t g3_comm_broadcast(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtyp
     }
     if (n == 0)
         return G3_OK;
-    comm->cur_op = "broadcast";
-    t0 = g3_clock_now();
+    t0 = g3_comm_start(comm, "broadcast");
     st = comm->ops->broadcast(comm, buf, n, dtype, root);
     return g3_comm_finish(comm, G3_COMM_STAT_BROADCAST, t0, st);
 }
@@ -552,8 +549,7 @@ g3_status_t g3_comm_send(g3_comm_t *comm, const void *buf, size_t n, g3_comm_dty
         st = g3_comm_check_p2p(comm, "send", peer, tag);
     if (st != G3_OK)
         return st;
-    comm->cur_op = "send";
-    t0 = g3_clock_now();
+    t0 = g3_comm_start(comm, "send");
     st = comm->ops->send(comm, buf, n, dtype, peer, tag);
     return g3_comm_finish(comm, G3_COMM_STAT_SEND, t0, st);
 }
@@ -567,8 +563,7 @@ g3_status_t g3_comm_recv(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtype_t d
         st = g3_comm_check_p2p(comm, "recv", peer, tag);
     if (st != G3_OK)
         return st;
-    comm->cur_op = "recv";
-    t0 = g3_clock_now();
+    t0 = g3_comm_start(comm, "recv");
     st = comm->ops->recv(comm, buf, n, dtype, peer, tag);
     return g3_comm_finish(comm, G3_COMM_STAT_RECV, t0, st);
 }
@@ -581,8 +576,7 @@ g3_status_t g3_comm_barrier(g3_comm_t *comm)
         return st;
     if (comm->size == 1)
         return G3_OK;
-    comm->cur_op = "barrier";
-    t0 = g3_clock_now();
+    t0 = g3_comm_start(comm, "barrier");
     st = comm->ops->barrier(comm);
     return g3_comm_finish(comm, G3_COMM_STAT_BARRIER, t0, st);
 }
@@ -611,8 +605,7 @@ static g3_status_t g3_comm_istart(g3_comm_t *comm, g3_comm_req_kind_t kind, cons
     *req = (g3_comm_req_t){ comm, kind, what, send, recv, n, dtype, op, after, 0, n == 0, NULL };
     if (n > 0) {
         const char *prev = comm->cur_op;
-        double t0 = g3_clock_now();
-        comm->cur_op = what;
+        double t0 = g3_comm_start(comm, what);
         st = comm->ops->istart(comm, req);
         g3_comm_finish(comm, G3_COMM_STAT_NONBLOCKING, t0, st);
         comm->cur_op = prev;
@@ -662,8 +655,7 @@ static g3_status_t g3_comm_iprogress(g3_comm_req_t *req, int block)
                  "must stop", req->what, comm->name, g3_status_string(comm->broken));
         return comm->broken;
     }
-    double t0 = g3_clock_now();
-    comm->cur_op = req->what;
+    double t0 = g3_comm_start(comm, req->what);
     st = comm->ops->iprogress(comm, req, block, &done);
     g3_comm_finish(comm, G3_COMM_STAT_NONBLOCKING, t0, st);
     comm->cur_op = prev;

@@ -294,27 +294,19 @@ static g3_status_t g3_ucx_ep(g3_comm_t *comm, int world_rank, ucp_ep_h *ep_p)
 
 /* ---- posting and waiting ------------------------------------------------------ */
 
-static g3_status_t g3_ucx_post_send(g3_comm_t *comm, g3_ucx_op_t *op, int peer, const void *buf,
-                                    size_t bytes, int user, uint32_t low)
+/* What ucp_tag_send_nbx / ucp_tag_recv_nbx returned for op: a failure (logged), or the
+ * request to wait for (NULL: done at once). */
+static g3_status_t g3_ucx_posted(g3_comm_t *comm, g3_ucx_op_t *op, void *req)
 {
-    ucp_request_param_t p;
-    ucp_ep_h ep;
-    void *req;
-    g3_status_t st;
-
-    memset(op, 0, sizeof(*op));
-    op->peer = peer;
-    op->bytes = bytes;
-    st = g3_ucx_ep(comm, comm->members[peer], &ep);
-    if (st != G3_OK)
-        return st;
-    memset(&p, 0, sizeof(p));
-    req = ucp_tag_send_nbx(ep, buf, bytes,
-                           g3_ucx_tag(comm, comm->members[comm->rank], user, low), &p);
     if (UCS_PTR_IS_ERR(req)) {
-        g3_error("%s on group %s: UCX send of %zu bytes to world rank %d failed: %s",
-                 comm->cur_op, comm->name, bytes, comm->members[peer],
-                 ucs_status_string(UCS_PTR_STATUS(req)));
+        if (op->is_recv)
+            g3_error("%s on group %s: UCX receive of %zu bytes from world rank %d failed: %s",
+                     comm->cur_op, comm->name, op->bytes, comm->members[op->peer],
+                     ucs_status_string(UCS_PTR_STATUS(req)));
+        else
+            g3_error("%s on group %s: UCX send of %zu bytes to world rank %d failed: %s",
+                     comm->cur_op, comm->name, op->bytes, comm->members[op->peer],
+                     ucs_status_string(UCS_PTR_STATUS(req)));
         return G3_ERR_COMM;
     }
     op->req = req;
@@ -323,16 +315,31 @@ static g3_status_t g3_ucx_post_send(g3_comm_t *comm, g3_ucx_op_t *op, int peer, 
     return G3_OK;
 }
 
+static g3_status_t g3_ucx_post_send(g3_comm_t *comm, g3_ucx_op_t *op, int peer, const void *buf,
+                                    size_t bytes, int user, uint32_t low)
+{
+    ucp_request_param_t p;
+    ucp_ep_h ep;
+    void *req;
+    g3_status_t st;
+
+    *op = (g3_ucx_op_t){ .peer = peer, .bytes = bytes };
+    st = g3_ucx_ep(comm, comm->members[peer], &ep);
+    if (st != G3_OK)
+        return st;
+    memset(&p, 0, sizeof(p));
+    req = ucp_tag_send_nbx(ep, buf, bytes,
+                           g3_ucx_tag(comm, comm->members[comm->rank], user, low), &p);
+    return g3_ucx_posted(comm, op, req);
+}
+
 static g3_status_t g3_ucx_post_recv(g3_comm_t *comm, g3_ucx_op_t *op, int peer, void *buf,
                                     size_t bytes, int user, uint32_t low)
 {
     ucp_request_param_t p;
     void *req;
 
-    memset(op, 0, sizeof(*op));
-    op->peer = peer;
-    op->bytes = bytes;
-    op->is_recv = 1;
+    *op = (g3_ucx_op_t){ .peer = peer, .bytes = bytes, .is_recv = 1 };
     memset(&p, 0, sizeof(p));
     /* UCX 1.13 does not fill recv_info.tag_info when a receive completes
      * at once, so always take a request and read the length from it. */
@@ -340,16 +347,7 @@ static g3_status_t g3_ucx_post_recv(g3_comm_t *comm, g3_ucx_op_t *op, int peer, 
     req = ucp_tag_recv_nbx(comm->world->ucx->worker, buf, bytes,
                            g3_ucx_tag(comm, comm->members[peer], user, low),
                            (ucp_tag_t)-1, &p);
-    if (UCS_PTR_IS_ERR(req)) {
-        g3_error("%s on group %s: UCX receive of %zu bytes from world rank %d failed: %s",
-                 comm->cur_op, comm->name, bytes, comm->members[peer],
-                 ucs_status_string(UCS_PTR_STATUS(req)));
-        return G3_ERR_COMM;
-    }
-    op->req = req;
-    op->done = req == NULL;
-    op->status = UCS_OK;
-    return G3_OK;
+    return g3_ucx_posted(comm, op, req);
 }
 
 /* RET: number of ops still in flight; *st_p set on the first failure. */

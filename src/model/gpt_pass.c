@@ -396,6 +396,59 @@ static g3_status_t g3_gpt_check_ids(const g3_gpt_t *m, const int32_t *ids, int B
     return G3_OK;
 }
 
+/* The MLP's first product and its GeLU, fused where the backend has the op (backend.h):
+ * s->fch = inp . fc1 + b, s->fcg = gelu(s->fch).  inp (N, C) act: ln2, or its gathered
+ * rows under sequence parallelism. */
+static void g3_gpt_fc1_gelu_fwd(g3_gpt_t *m, g3_gpt_layer_acts_t *s, const g3_gpt_layer_t *w,
+                                const void *inp, int N)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+
+    if (op->matmul_gelu_fwd) {
+        op->matmul_gelu_fwd(m->be, s->fcg, s->fch, inp, w->fc1_w, w->fc1_b, N, m->C, m->F_l);
+    } else {
+        op->matmul_fwd(m->be, s->fch, inp, w->fc1_w, w->fc1_b, N, m->C, m->F_l);
+        op->gelu_fwd(m->be, s->fcg, s->fch, (size_t)N * m->F_l);
+    }
+}
+
+/* The backward of fc2 and the GeLU before it, fused where the backend has the op:
+ * a->d1 = (dout . fc2) * gelu'(s->fch), fc2's gradients accumulated in g.  dout (N, C) act:
+ * d resid[li+1], or its gathered rows under sequence parallelism. */
+static void g3_gpt_fc2_gelu_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, g3_gpt_layer_acts_t *s,
+                                const g3_gpt_layer_t *w, g3_gpt_layer_t *g, const void *dout,
+                                int N)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+
+    if (op->matmul_dgelu_bwd) {
+        op->matmul_dgelu_bwd(m->be, a->d1, g->fc2_w, g->fc2_b, dout, s->fcg, s->fch, w->fc2_w,
+                             N, m->F_l, m->C);
+    } else {
+        op->matmul_bwd(m->be, a->d1, g->fc2_w, g->fc2_b, dout, s->fcg, w->fc2_w, N, m->F_l,
+                       m->C);
+        op->gelu_bwd(m->be, a->d1, s->fch, a->d1, (size_t)N * m->F_l);
+    }
+}
+
+/* The backward of the dense product and the attention: a->d1 = d qkv from dout, the
+ * gradient of dense's output ((N, C) act: d xmid, or its gathered rows under sequence
+ * parallelism); dense's gradients accumulated in g.  With selective recomputation the
+ * shared attention state holds another layer's: this layer's is recomputed first. */
+static void g3_gpt_attn_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, g3_gpt_layer_acts_t *s,
+                            const g3_gpt_layer_t *w, g3_gpt_layer_t *g, const void *dout)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+    int B = a->cur_B, T = a->cur_T, N = B * T;
+
+    op->matmul_bwd(m->be, a->d2, g->proj_w, g->proj_b, dout, s->atty, w->proj_w, N, m->C_l,
+                   m->C);
+    if (a->selective)
+        op->attention_fwd(m->be, s->atty, s->att, s->qkv, B, T, m->NH_l, m->HS);
+    op->attention_bwd(m->be, a->d1, a->datt, a->d2, s->atty, s->qkv, s->att, B, T, m->NH_l,
+                      m->HS);
+}
+
 /* Layer li (local index) forward: resid[li] -> resid[li+1], activations in set s.
  * Tensor parallel: qkv and fc1 are column-parallel (local heads / MLP columns), dense and
  * fc2 row-parallel: their partial products are summed over the TP group before the
@@ -427,12 +480,7 @@ static g3_status_t g3_gpt_layer_fwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
         op->layernorm_fwd(be, s->ln2, s->ln2_mean, s->ln2_rstd, s->xmid, w->ln2_w, w->ln2_b, N,
                           C, eps);
     }
-    if (op->matmul_gelu_fwd) {
-        op->matmul_gelu_fwd(be, s->fcg, s->fch, s->ln2, w->fc1_w, w->fc1_b, N, C, m->F_l);
-    } else {
-        op->matmul_fwd(be, s->fch, s->ln2, w->fc1_w, w->fc1_b, N, C, m->F_l);
-        op->gelu_fwd(be, s->fcg, s->fch, (size_t)N * m->F_l);
-    }
+    g3_gpt_fc1_gelu_fwd(m, s, w, s->ln2, N);
     op->matmul_fwd(be, a->tmp, s->fcg, w->fc2_w, bias_here ? w->fc2_b : NULL, N, m->F_l, C);
     st = g3_gpt_tp_sum(m, a->tmp, (size_t)N * C);
     if (st != G3_OK)
@@ -458,13 +506,7 @@ static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     g3_status_t st;
 
     /* MLP: y = xmid + fc2(gelu(fc1(ln2(xmid)))) */
-    if (op->matmul_dgelu_bwd) {   /* fused (backend.h) */
-        op->matmul_dgelu_bwd(be, a->d1, g->fc2_w, g->fc2_b, a->dres, s->fcg, s->fch, w->fc2_w,
-                             N, m->F_l, C);
-    } else {
-        op->matmul_bwd(be, a->d1, g->fc2_w, g->fc2_b, a->dres, s->fcg, w->fc2_w, N, m->F_l, C);
-        op->gelu_bwd(be, a->d1, s->fch, a->d1, (size_t)N * m->F_l);
-    }
+    g3_gpt_fc2_gelu_bwd(m, a, s, w, g, a->dres, N);
     op->matmul_bwd(be, a->d2, g->fc1_w, g->fc1_b, a->d1, s->ln2, w->fc1_w, N, C, m->F_l);
     st = g3_gpt_tp_sum(m, a->d2, (size_t)N * C);
     if (st != G3_OK)
@@ -472,11 +514,7 @@ static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     op->layernorm_bwd(be, a->dres, g->ln2_w, g->ln2_b, a->d2, s->xmid, w->ln2_w, s->ln2_mean,
                       s->ln2_rstd, N, C);
     /* attention: xmid = x + dense(attn(qkv(ln1(x)))) */
-    op->matmul_bwd(be, a->d2, g->proj_w, g->proj_b, a->dres, s->atty, w->proj_w, N, m->C_l, C);
-    if (a->selective)   /* the shared state holds another layer's: recompute this one's */
-        op->attention_fwd(be, s->atty, s->att, s->qkv, B, T, m->NH_l, m->HS);
-    op->attention_bwd(be, a->d1, a->datt, a->d2, s->atty, s->qkv, s->att, B, T, m->NH_l,
-                      m->HS);
+    g3_gpt_attn_bwd(m, a, s, w, g, a->dres);
     op->matmul_bwd(be, a->d2, g->qkv_w, g->qkv_b, a->d1, s->ln1, w->qkv_w, N, C, 3 * m->C_l);
     st = g3_gpt_tp_sum(m, a->d2, (size_t)N * C);
     if (st != G3_OK)
@@ -523,12 +561,7 @@ static g3_status_t g3_gpt_layer_fwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     st = g3_gpt_sp_gather(m, s->ln2, a->gath, N);
     if (st != G3_OK)
         return st;
-    if (op->matmul_gelu_fwd) {
-        op->matmul_gelu_fwd(be, s->fcg, s->fch, a->gath, w->fc1_w, w->fc1_b, N, C, m->F_l);
-    } else {
-        op->matmul_fwd(be, s->fch, a->gath, w->fc1_w, w->fc1_b, N, C, m->F_l);
-        op->gelu_fwd(be, s->fcg, s->fch, (size_t)N * m->F_l);
-    }
+    g3_gpt_fc1_gelu_fwd(m, s, w, a->gath, N);
     op->matmul_fwd(be, a->tmp, s->fcg, w->fc2_w, bias_here ? w->fc2_b : NULL, N, m->F_l, C);
     st = g3_gpt_sp_scatter(m, a->tmp, a->ts, N);
     if (st != G3_OK)
@@ -560,13 +593,7 @@ static g3_status_t g3_gpt_layer_bwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     st = g3_gpt_sp_gather(m, a->dres, a->gath, N);
     if (st != G3_OK)
         return st;
-    if (op->matmul_dgelu_bwd) {
-        op->matmul_dgelu_bwd(be, a->d1, g->fc2_w, g->fc2_b, a->gath, s->fcg, s->fch, w->fc2_w,
-                             N, m->F_l, C);
-    } else {
-        op->matmul_bwd(be, a->d1, g->fc2_w, g->fc2_b, a->gath, s->fcg, w->fc2_w, N, m->F_l, C);
-        op->gelu_bwd(be, a->d1, s->fch, a->d1, (size_t)N * m->F_l);
-    }
+    g3_gpt_fc2_gelu_bwd(m, a, s, w, g, a->gath, N);
     st = g3_gpt_sp_gather(m, s->ln2, a->gath, N);
     if (st != G3_OK)
         return st;
@@ -581,11 +608,7 @@ static g3_status_t g3_gpt_layer_bwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     st = g3_gpt_sp_gather(m, a->dres, a->gath, N);
     if (st != G3_OK)
         return st;
-    op->matmul_bwd(be, a->d2, g->proj_w, g->proj_b, a->gath, s->atty, w->proj_w, N, m->C_l, C);
-    if (a->selective)
-        op->attention_fwd(be, s->atty, s->att, s->qkv, B, T, m->NH_l, m->HS);
-    op->attention_bwd(be, a->d1, a->datt, a->d2, s->atty, s->qkv, s->att, B, T, m->NH_l,
-                      m->HS);
+    g3_gpt_attn_bwd(m, a, s, w, g, a->gath);
     st = g3_gpt_sp_gather(m, s->ln1, a->gath, N);
     if (st != G3_OK)
         return st;

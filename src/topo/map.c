@@ -115,6 +115,8 @@ static g3_status_t g3_map_check(const g3_topo_t *topo, const g3_topo_alloc_t *al
     int *nl;
     char divs[160];
 
+    if (why_len)
+        why[0] = '\0';
     if (al->nnodes < 1 || rpn < 1) {
         snprintf(why, why_len, "the allocation is empty (%d nodes, %d ranks per node)",
                  al->nnodes, rpn);
@@ -374,8 +376,6 @@ g3_status_t g3_topo_map(const g3_topo_t *topo, const g3_topo_alloc_t *al, int tp
     g3_score_t sa, sb;
     g3_status_t st;
 
-    if (why_len)
-        why[0] = '\0';
     st = g3_map_check(topo, al, tp, pp, &dp, &node_local, why, why_len);
     if (st != G3_OK)
         return st;
@@ -455,8 +455,6 @@ g3_status_t g3_topo_map_order(const g3_topo_t *topo, const g3_topo_alloc_t *al, 
     int *node_local = NULL;
     g3_status_t st;
 
-    if (why_len)
-        why[0] = '\0';
     st = g3_map_check(topo, al, tp, pp, &dp, &node_local, why, why_len);
     if (st != G3_OK)
         return st;

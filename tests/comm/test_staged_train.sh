@@ -16,27 +16,9 @@
 set -e
 
 g3_need_mpirun
-g3_tmpdir
-check="$top_builddir/tests/parallel/grad_check"
-D="$TMPD/data"
-par_corpus "$D"
-flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
- --num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 32
- --make-vocab-size-divisible-by 6 --micro-batch-size 2 --train-iters 4
- --lr 3e-3 --lr-warmup-iters 2 --lr-decay-style cosine --min-lr 3e-4 --log-interval 1
- --eval-iters 1 --eval-interval 100 --distributed-timeout-minutes 2"
-export OMP_NUM_THREADS=1
-P=--pipeline-model-parallel-size
-T=--tensor-model-parallel-size
-Z=--use-distributed-optimizer
+par_setup
+par_flags 4 --train-iters 4 --eval-iters 1
 OV="--overlap-grad-reduce --ddp-bucket-size 3000"
-
-# train NAME NP FLAGS...: par_train, then its training losses (NAME.losses)
-train() {
-    _n=$1
-    par_train "$@"
-    grep '"event":"train"' "$TMPD/$_n.jsonl" | grep -o '"loss":[^,}]*' > "$TMPD/$_n.losses" || :
-}
 
 for layout in "tp2 2 4 $T 2" "pp2 2 4 $P 2" "dp2_zero_overlap 2 8 $Z $OV --overlap-param-gather" \
               "tp2dp2_bf16 4 8 $T 2 --grad-reduce-in-bf16 $OV" \
@@ -45,26 +27,15 @@ for layout in "tp2 2 4 $T 2" "pp2 2 4 $P 2" "dp2_zero_overlap 2 8 $Z $OV --overl
     set -- $layout
     name=$1 np=$2 gbs=$3
     shift 3
-    train "host_$name" "$np" --global-batch-size "$gbs" "$@"
+    par_train_losses "host_$name" "$np" --global-batch-size "$gbs" "$@"
     is "$rc" 0 "$name: host groups exit 0"
     GPT3D_STAGED_HOST=1 GPT3D_LOG_LEVEL=debug
     export GPT3D_STAGED_HOST GPT3D_LOG_LEVEL
-    train "staged_$name" "$np" --global-batch-size "$gbs" "$@"
+    par_train_losses "staged_$name" "$np" --global-batch-size "$gbs" "$@"
     unset GPT3D_STAGED_HOST GPT3D_LOG_LEVEL
     is "$rc" 0 "$name: staged groups exit 0"
     like "$out" "group tp \(staged\) \(host, context" "$name: the buffers' groups are staged"
-    if cmp -s "$TMPD/host_$name.losses" "$TMPD/staged_$name.losses" && \
-       [ "$(wc -l < "$TMPD/host_$name.losses")" -eq 4 ]; then
-        tap_result 0 "$name: the 4 losses bitwise equal, staged vs host"
-    else
-        tap_result 1 "$name: the 4 losses bitwise equal, staged vs host"
-        diff "$TMPD/host_$name.losses" "$TMPD/staged_$name.losses" | head -4 | sed 's/^/#   /'
-    fi
-    for w in grads params; do
-        gout=$("$check" --what $w --tol 0 "$TMPD/host_$name" "$TMPD/staged_$name" 2>&1) && grc=0 || grc=$?
-        is "$grc" 0 "$name: $w bitwise equal, staged vs host ($(printf '%s\n' "$gout" | tail -n 1))"
-        [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -6 | sed 's/^/#   /'
-    done
+    par_same "host_$name" "staged_$name" "$name" 4 ", staged vs host"
 done
 
 # refusals on the CPU, before any work

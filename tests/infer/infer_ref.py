@@ -22,19 +22,10 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
-from ref_check import GPTRef  # noqa: E402  the reference model the training tests use
+import ref_check  # noqa: E402  the training tests' reference: the model and the TAP counter
+from ref_check import GPTRef, ok  # noqa: E402
 
 LOSS_TOL = 1e-5
-n_test = 0
-n_fail = 0
-
-
-def ok(cond, what):
-    global n_test, n_fail
-    n_test += 1
-    if not cond:
-        n_fail += 1
-    print(("ok" if cond else "not ok") + " %d - %s" % (n_test, what), flush=True)
 
 
 def config_of(text):
@@ -116,8 +107,8 @@ def main():
        "eval: torch's loss %.9f equals gpt3d's %.9f within %.0e (|diff| %.1e)"
        % (loss, reported, LOSS_TOL, abs(loss - reported)))
 
-    print("1..%d" % n_test)
-    return 1 if n_fail else 0
+    print("1..%d" % ref_check.n_test)
+    return 1 if ref_check.n_fail else 0
 
 
 if __name__ == "__main__":

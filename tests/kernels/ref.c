@@ -95,6 +95,21 @@ void ref_embedding_bwd(double *dwte, double *dwpe, const float *dout, const int3
 
 /* ---- layer norm --------------------------------------------------------------------------- */
 
+/* A row's mean (*m_p) and 1 / sqrt(var + eps), summed in index order.  x (C,) */
+static double ref_row_rstd(const double *x, int C, double eps, double *m_p)
+{
+    double m = 0.0, var = 0.0;
+
+    for (int c = 0; c < C; c++)
+        m += x[c];
+    m /= C;
+    for (int c = 0; c < C; c++)
+        var += (x[c] - m) * (x[c] - m);
+    var /= C;
+    *m_p = m;
+    return 1.0 / sqrt(var + eps);
+}
+
 void ref_layernorm_fwd(float *resid, double *out, double *mean, double *rstd, const float *a,
                        const float *b, const float *w, const float *bias, int N, int C,
                        double eps)
@@ -102,7 +117,6 @@ void ref_layernorm_fwd(float *resid, double *out, double *mean, double *rstd, co
     double *x = malloc(sizeof(double) * (size_t)C);
     for (int r = 0; r < N; r++) {
         const float *ar = a + (size_t)r * C;
-        double m = 0.0, var = 0.0;
         for (int c = 0; c < C; c++) {
             if (b != NULL) {
                 float s = ref_round_bf(ar[c] + b[(size_t)r * C + c]);   /* fp32 add, bf16 */
@@ -111,13 +125,8 @@ void ref_layernorm_fwd(float *resid, double *out, double *mean, double *rstd, co
             } else {
                 x[c] = ar[c];
             }
-            m += x[c];
         }
-        m /= C;
-        for (int c = 0; c < C; c++)
-            var += (x[c] - m) * (x[c] - m);
-        var /= C;
-        double rs = 1.0 / sqrt(var + eps);
+        double m, rs = ref_row_rstd(x, C, eps, &m);
         for (int c = 0; c < C; c++)
             out[(size_t)r * C + c] = (x[c] - m) * rs * w[c] + bias[c];
         mean[r] = m;
@@ -129,16 +138,13 @@ void ref_layernorm_fwd(float *resid, double *out, double *mean, double *rstd, co
 void ref_layernorm_bwd(double *dinp, double *dw, double *db, const float *dout, const float *inp,
                        const float *w, int N, int C, double eps)
 {
+    double *xd = malloc(sizeof(double) * (size_t)C);
     for (int r = 0; r < N; r++) {
         const float *x = inp + (size_t)r * C, *d = dout + (size_t)r * C;
-        double m = 0.0, var = 0.0, gm = 0.0, gxm = 0.0;
+        double gm = 0.0, gxm = 0.0;
         for (int c = 0; c < C; c++)
-            m += x[c];
-        m /= C;
-        for (int c = 0; c < C; c++)
-            var += (x[c] - m) * (x[c] - m);
-        var /= C;
-        double rs = 1.0 / sqrt(var + eps);
+            xd[c] = x[c];
+        double m, rs = ref_row_rstd(xd, C, eps, &m);
         for (int c = 0; c < C; c++) {
             double xh = (x[c] - m) * rs, g = (double)d[c] * w[c];
             gm += g;
@@ -153,6 +159,7 @@ void ref_layernorm_bwd(double *dinp, double *dw, double *db, const float *dout, 
             dinp[(size_t)r * C + c] += rs * (g - gm - xh * gxm);
         }
     }
+    free(xd);
 }
 
 /* ---- GELU (tanh approximation) -------------------------------------------------------------- */
@@ -188,27 +195,39 @@ void ref_gemm(double *D, const float *A, int lda, int ta, const float *B, int ld
 
 /* ---- causal attention ----------------------------------------------------------------------- */
 
-void ref_attention_fwd(double *out, double *lse, const float *qkv, int B, int T, int NH, int HS)
+/* The causal scores of query t of head h in batch row b: s[j] = q_t . k_j / sqrt(HS) for
+ * j = 0..t, *l_p = sum_j exp(s[j] - max).  RET: the max.  s (T,)  qkv (B,T,3C) */
+static double ref_attention_scores(double *s, double *l_p, const float *qkv, int b, int t,
+                                   int h, int T, int NH, int HS)
 {
     int C = NH * HS;
     double scale = 1.0 / sqrt((double)HS);
+    const float *q = qkv + ((size_t)b * T + t) * 3 * C + h * HS;
+    double m = -INFINITY, l = 0.0;
+
+    for (int j = 0; j <= t; j++) {
+        const float *k = qkv + ((size_t)b * T + j) * 3 * C + C + h * HS;
+        double dot = 0.0;
+        for (int d = 0; d < HS; d++)
+            dot += (double)q[d] * k[d];
+        s[j] = dot * scale;
+        if (s[j] > m)
+            m = s[j];
+    }
+    for (int j = 0; j <= t; j++)
+        l += exp(s[j] - m);
+    *l_p = l;
+    return m;
+}
+
+void ref_attention_fwd(double *out, double *lse, const float *qkv, int B, int T, int NH, int HS)
+{
+    int C = NH * HS;
     double *s = malloc(sizeof(double) * (size_t)T);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
-                const float *q = qkv + ((size_t)b * T + t) * 3 * C + h * HS;
-                double m = -INFINITY, l = 0.0;
-                for (int j = 0; j <= t; j++) {
-                    const float *k = qkv + ((size_t)b * T + j) * 3 * C + C + h * HS;
-                    double dot = 0.0;
-                    for (int d = 0; d < HS; d++)
-                        dot += (double)q[d] * k[d];
-                    s[j] = dot * scale;
-                    if (s[j] > m)
-                        m = s[j];
-                }
-                for (int j = 0; j <= t; j++)
-                    l += exp(s[j] - m);
+                double l, m = ref_attention_scores(s, &l, qkv, b, t, h, T, NH, HS);
                 double ls = m + log(l);
                 double *o = out + ((size_t)b * T + t) * C + h * HS;
                 for (int d = 0; d < HS; d++)
@@ -236,18 +255,7 @@ void ref_attention_bwd(double *dqkv, const float *dout, const float *qkv, int B,
             for (int t = 0; t < T; t++) {
                 size_t qrow = ((size_t)b * T + t) * 3 * C + h * HS;
                 const float *q = qkv + qrow, *dO = dout + ((size_t)b * T + t) * C + h * HS;
-                double m = -INFINITY, l = 0.0, D = 0.0;
-                for (int j = 0; j <= t; j++) {
-                    const float *k = qkv + ((size_t)b * T + j) * 3 * C + C + h * HS;
-                    double dot = 0.0;
-                    for (int d = 0; d < HS; d++)
-                        dot += (double)q[d] * k[d];
-                    p[j] = dot * scale;
-                    if (p[j] > m)
-                        m = p[j];
-                }
-                for (int j = 0; j <= t; j++)
-                    l += exp(p[j] - m);
+                double l, m = ref_attention_scores(p, &l, qkv, b, t, h, T, NH, HS), D = 0.0;
                 for (int j = 0; j <= t; j++) {
                     const float *v = qkv + ((size_t)b * T + j) * 3 * C + 2 * C + h * HS;
                     p[j] = exp(p[j] - m) / l;

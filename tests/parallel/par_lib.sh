@@ -1,14 +1,41 @@
 #!/bin/sh
 # Helpers shared by the tests of tests/parallel (sourced
-# after tests/lib.sh and g3_tmpdir): a small synthetic corpus, one training run with its
-# metrics and dumps, and loss-curve comparisons.
+# after tests/lib.sh): the scratch directory and a small synthetic corpus, the small GPT's
+# flags, one training run with its metrics and dumps, and loss-curve comparisons.
 # (top_builddir, GPT3D come from make check; TMPD from g3_tmpdir; run sets rc and out.)
-# shellcheck shell=sh disable=SC2154
+# shellcheck shell=sh disable=SC2154,SC2034
+
+# Shorthands for the layout flags, as the tests write their layouts: "$T 2 $P 2 $Z".
+T=--tensor-model-parallel-size
+P=--pipeline-model-parallel-size
+Z=--use-distributed-optimizer
 
 # par_corpus DIR: 400 short verses and a byte-level vocabulary of 261 entries in DIR
 # (DIR/verses, DIR/vocab.json, DIR/merges.txt).
 par_corpus() {
     g3_byte_corpus "$1" mixed4 400
+}
+
+# par_setup: the scratch directory $TMPD (g3_tmpdir), par_corpus in $D = $TMPD/data,
+# grad_check at $check, and one OpenMP thread per rank (exported for mpirun -x).
+# (Call it directly, not in $(...): g3_tmpdir's trap must live in the test's shell.)
+par_setup() {
+    g3_tmpdir
+    check="$top_builddir/tests/parallel/grad_check"
+    D="$TMPD/data"
+    par_corpus "$D"
+    OMP_NUM_THREADS=1
+    export OMP_NUM_THREADS
+}
+
+# par_flags LAYERS [FLAGS...]: set $flags (par_train's) to g3_small_flags's small GPT on
+# the corpus of par_setup, with a minimum learning rate of 3e-4 and a 2-minute timeout; then
+# FLAGS.
+par_flags() {
+    _layers=$1
+    shift
+    g3_small_flags "$_layers" --min-lr 3e-4 --distributed-timeout-minutes 2 "$@"
+    flags=$g3_flags
 }
 
 # par_train NAME NP [FLAGS...]: one run of gpt3d train $flags (mpirun unless NP is 0) writing
@@ -26,6 +53,32 @@ par_train() {
             --metrics-file "$TMPD/$_name.jsonl" --debug-grad-dump "$TMPD/$_name" "$@"
     fi
     [ "$rc" -eq 0 ] || printf '%s\n' "$out" | grep -v '^ *$' | tail -15 | sed 's/^/#   /'
+}
+
+# par_train_losses NAME NP [FLAGS...]: par_train, then its training losses as logged, one
+# "loss":VALUE a line, in $TMPD/NAME.losses (empty when the run logged none).
+par_train_losses() {
+    _n=$1
+    par_train "$@"
+    grep '"event":"train"' "$TMPD/$_n.jsonl" | grep -o '"loss":[^,}]*' > "$TMPD/$_n.losses" || :
+}
+
+# par_same NAME_A NAME_B WHAT N [SUFFIX]: two par_train_losses runs agree bitwise: their N
+# losses, their gradients of step 1 and their final parameters (grad_check at $check, tolerance
+# 0); the results are named "WHAT: ...SUFFIX".
+par_same() {
+    _sfx=${5:-}
+    if cmp -s "$TMPD/$1.losses" "$TMPD/$2.losses" && [ "$(wc -l < "$TMPD/$1.losses")" -eq "$4" ]; then
+        tap_result 0 "$3: the $4 losses bitwise equal$_sfx"
+    else
+        tap_result 1 "$3: the $4 losses bitwise equal$_sfx"
+        diff "$TMPD/$1.losses" "$TMPD/$2.losses" | head -4 | sed 's/^/#   /'
+    fi
+    for _w in grads params; do
+        gout=$("$check" --what $_w --tol 0 "$TMPD/$1" "$TMPD/$2" 2>&1) && grc=0 || grc=$?
+        is "$grc" 0 "$3: $_w bitwise equal$_sfx ($(printf '%s\n' "$gout" | tail -n 1))"
+        [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -6 | sed 's/^/#   /'
+    done
 }
 
 # par_maxdiff REF RUN KEY EVENT MODE: the largest difference of KEY over the records of

@@ -16,16 +16,13 @@
 set -eu
 
 g3_need_mpirun
-g3_tmpdir
-D="$TMPD/data"
-par_corpus "$D"
+par_setup
 
 flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
  --num-layers 8 --hidden-size 32 --num-attention-heads 4 --seq-length 32
  --make-vocab-size-divisible-by 6 --micro-batch-size 2 --global-batch-size 16 --train-iters 3
  --lr 3e-3 --log-interval 1 --eval-iters 0 --distributed-timeout-minutes 2
  --pipeline-model-parallel-size 4 --run-dir $TMPD/run"
-export OMP_NUM_THREADS=1
 
 # idle OUT: the measured fraction in the trainer's line
 idle() {

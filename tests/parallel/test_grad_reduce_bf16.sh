@@ -17,17 +17,8 @@
 set -e
 
 g3_need_mpirun
-g3_tmpdir
-check="$top_builddir/tests/parallel/grad_check"
-D="$TMPD/data"
-par_corpus "$D"
-flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
- --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
- --make-vocab-size-divisible-by 6 --micro-batch-size 2 --global-batch-size 8 --train-iters 20
- --lr 3e-3 --lr-warmup-iters 2 --lr-decay-style cosine --min-lr 3e-4 --log-interval 1
- --eval-iters 1 --eval-interval 100 --distributed-timeout-minutes 2"
-export OMP_NUM_THREADS=1
-P=--pipeline-model-parallel-size
+par_setup
+par_flags 2 --global-batch-size 8 --train-iters 20 --eval-iters 1
 
 for layout in "dp2 2" "zero_dp2 2 --use-distributed-optimizer" "pp2dp2 4 $P 2"; do
     # shellcheck disable=SC2086

@@ -15,21 +15,11 @@
 set -eu
 
 g3_need_mpirun
-g3_tmpdir
-check="$top_builddir/tests/parallel/grad_check"
-D="$TMPD/data"
-par_corpus "$D"
+par_setup
 
 # 4 layers: PP 2 x V 2 gives chunks of one layer (stage 0: layers 0 and 2, stage 1: 1 and 3).
 # Global batch 16, micro-batch 2: 8 or 4 micro-batches per replica, multiples of PP.
-flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
- --num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 32
- --make-vocab-size-divisible-by 6 --micro-batch-size 2 --global-batch-size 16 --train-iters 20
- --lr 3e-3 --lr-warmup-iters 2 --lr-decay-style cosine --min-lr 3e-4 --log-interval 1
- --eval-iters 2 --eval-interval 100 --distributed-timeout-minutes 2"
-export OMP_NUM_THREADS=1
-T=--tensor-model-parallel-size
-P=--pipeline-model-parallel-size
+par_flags 4 --global-batch-size 16 --train-iters 20 --eval-iters 2
 V=--virtual-pipeline-model-parallel-size
 
 par_train ref 0

@@ -23,42 +23,9 @@
 set -e
 
 g3_need_mpirun
-g3_tmpdir
-check="$top_builddir/tests/parallel/grad_check"
-D="$TMPD/data"
-par_corpus "$D"
-flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
- --num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 32
- --make-vocab-size-divisible-by 6 --micro-batch-size 2 --train-iters 6
- --lr 3e-3 --lr-warmup-iters 2 --lr-decay-style cosine --min-lr 3e-4 --log-interval 1
- --eval-iters 1 --eval-interval 100 --distributed-timeout-minutes 2"
-export OMP_NUM_THREADS=1
-P=--pipeline-model-parallel-size
-T=--tensor-model-parallel-size
-Z=--use-distributed-optimizer
+par_setup
+par_flags 4 --train-iters 6 --eval-iters 1
 B="--ddp-bucket-size 3000"
-
-# same NAME_A NAME_B WHAT: losses, step-1 gradients and final parameters bitwise equal
-same() {
-    if cmp -s "$TMPD/$1.losses" "$TMPD/$2.losses" && [ -s "$TMPD/$1.losses" ]; then
-        tap_result 0 "$3: the 6 losses bitwise equal"
-    else
-        tap_result 1 "$3: the 6 losses bitwise equal"
-        diff "$TMPD/$1.losses" "$TMPD/$2.losses" | head -4 | sed 's/^/#   /'
-    fi
-    for w in grads params; do
-        gout=$("$check" --what $w --tol 0 "$TMPD/$1" "$TMPD/$2" 2>&1) && grc=0 || grc=$?
-        is "$grc" 0 "$3: $w bitwise equal ($(printf '%s\n' "$gout" | tail -n 1))"
-        [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -6 | sed 's/^/#   /'
-    done
-}
-
-# train NAME NP FLAGS...: par_train, then its training losses (NAME.losses, as logged)
-train() {
-    _n=$1
-    par_train "$@"
-    grep '"event":"train"' "$TMPD/$_n.jsonl" | grep -o '"loss":[^,}]*' > "$TMPD/$_n.losses" || :
-}
 
 for layout in "dp2 2 8" "zero_dp2 2 8 $Z" "pp2dp2 4 8 $P 2" "tp2dp2_bf16 4 8 $T 2 --grad-reduce-in-bf16" \
               "pp2dp2_zero 4 8 $P 2 $Z" "dp3 3 12"; do
@@ -69,12 +36,12 @@ for layout in "dp2 2 8" "zero_dp2 2 8 $Z" "pp2dp2 4 8 $P 2" "tp2dp2_bf16 4 8 $T 
     extra=
     case $name in *zero*) extra=--overlap-param-gather ;; esac
     # shellcheck disable=SC2086
-    train "off_$name" "$np" --global-batch-size "$gbs" $B "$@"
+    par_train_losses "off_$name" "$np" --global-batch-size "$gbs" $B "$@"
     is "$rc" 0 "$name: buckets without overlap exit 0"
-    # shellcheck disable=SC2086
     GPT3D_LOG_LEVEL=debug
     export GPT3D_LOG_LEVEL
-    train "on_$name" "$np" --global-batch-size "$gbs" $B "$@" --overlap-grad-reduce $extra
+    # shellcheck disable=SC2086
+    par_train_losses "on_$name" "$np" --global-batch-size "$gbs" $B "$@" --overlap-grad-reduce $extra
     unset GPT3D_LOG_LEVEL
     is "$rc" 0 "$name: --overlap-grad-reduce $extra exits 0"
     like "$out" "reduction started during the backward, after layer" \
@@ -83,10 +50,10 @@ for layout in "dp2 2 8" "zero_dp2 2 8 $Z" "pp2dp2 4 8 $P 2" "tp2dp2_bf16 4 8 $T 
         like "$out" "parameter bucket [0-9]* of [0-9]*: all-gather waited for at its first use in the forward" \
             "$name: parameter all-gathers waited for in the next forward"
     fi
-    same "off_$name" "on_$name" "$name: overlap on vs off"
+    par_same "off_$name" "on_$name" "$name: overlap on vs off" 6
     case $name in
     dp2|pp2dp2|dp3)
-        train "plain_$name" "$np" --global-batch-size "$gbs" "$@"
+        par_train_losses "plain_$name" "$np" --global-batch-size "$gbs" "$@"
         gout=$("$check" --tol 1e-6 "$TMPD/plain_$name" "$TMPD/off_$name" 2>&1) && grc=0 || grc=$?
         is "$grc" 0 "$name: bucketed gradients within 1e-6 of the unbucketed reduction ($(printf '%s\n' "$gout" | tail -n 1))"
         ;;
@@ -98,18 +65,18 @@ done
 # resumes without buckets (other ZeRO-1 shards: the state is found by global index)
 zb="--global-batch-size 8 $B $Z --overlap-grad-reduce --overlap-param-gather"
 # shellcheck disable=SC2086
-train ck_stop 2 $zb --save "$TMPD/ck" --exit-interval 3
+par_train_losses ck_stop 2 $zb --save "$TMPD/ck" --exit-interval 3
 is "$rc" 75 "zero_dp2 + overlap: --exit-interval 3 saves and exits 75"
 # shellcheck disable=SC2086
-train ck_resume 2 $zb --load "$TMPD/ck"
+par_train_losses ck_resume 2 $zb --load "$TMPD/ck"
 is "$rc" 0 "zero_dp2 + overlap: resumed from iteration 3"
 cat "$TMPD/ck_stop.losses" "$TMPD/ck_resume.losses" > "$TMPD/ck_both.losses"
 mkdir -p "$TMPD/ck_both"
 cp "$TMPD/ck_resume/params-"* "$TMPD/ck_both/"
 cp "$TMPD/on_zero_dp2/grads-"* "$TMPD/ck_both/"   # step 1 is not part of the resumed run
-same on_zero_dp2 ck_both "zero_dp2 + overlap: stopped at 3 and resumed vs uninterrupted"
+par_same on_zero_dp2 ck_both "zero_dp2 + overlap: stopped at 3 and resumed vs uninterrupted" 6
 # shellcheck disable=SC2086
-train ck_plain 2 --global-batch-size 8 $Z --load "$TMPD/ck"
+par_train_losses ck_plain 2 --global-batch-size 8 $Z --load "$TMPD/ck"
 is "$rc" 0 "the checkpoint of the bucketed ZeRO-1 run resumes without buckets"
 # shellcheck disable=SC2046
 set -- $(par_maxdiff "$TMPD/on_zero_dp2.jsonl" "$TMPD/ck_plain.jsonl" loss train rel)

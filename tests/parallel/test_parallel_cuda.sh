@@ -55,10 +55,7 @@ set -e
 
 MPIRUN=${MPIRUN:-$(command -v mpirun || true)}
 g3_need_mpirun
-g3_tmpdir
-check="$top_builddir/tests/parallel/grad_check"
-D="$TMPD/data"
-par_corpus "$D"
+par_setup
 # 136: 261 -> 272 rows under TP 1 (a multiple of 136) and TP 2 (of 272), 136 per TP rank,
 # a multiple of 8 as the CUDA backend needs
 flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
@@ -66,10 +63,6 @@ flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.t
  --make-vocab-size-divisible-by 136 --micro-batch-size 2 --global-batch-size 16
  --train-iters 20 --lr 3e-3 --lr-warmup-iters 2 --lr-decay-style cosine --min-lr 3e-4
  --log-interval 1 --eval-iters 1 --eval-interval 100 --distributed-timeout-minutes 3"
-export OMP_NUM_THREADS=1
-T=--tensor-model-parallel-size
-P=--pipeline-model-parallel-size
-Z=--use-distributed-optimizer
 OV="--ddp-bucket-size 50000"
 UCX="--distributed-backend ucx"
 

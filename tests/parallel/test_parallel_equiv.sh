@@ -18,26 +18,13 @@
 set -e
 
 g3_need_mpirun
-g3_tmpdir
-check="$top_builddir/tests/parallel/grad_check"
-D="$TMPD/data"
-mkdir -p "$D"
-
-# ---- a corpus: 400 short verses, a byte-level vocabulary of 261 entries
-par_corpus "$D"
+# ---- a corpus: 400 short verses, a byte-level vocabulary of 261 entries (par_corpus)
+par_setup
 
 # --make-vocab-size-divisible-by 6 pads 261 to 264 with TP 1 and with TP 2 (a multiple of
 # 6 x TP), so every layout has the same model.  Global batch 16, micro-batch 2: 8, 4 or 2
 # micro-batches per replica, enough for the 1F1B steady state.
-flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
- --num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 32
- --make-vocab-size-divisible-by 6 --micro-batch-size 2 --global-batch-size 16 --train-iters 20
- --lr 3e-3 --lr-warmup-iters 2 --lr-decay-style cosine --min-lr 3e-4 --log-interval 1
- --eval-iters 2 --eval-interval 100 --distributed-timeout-minutes 2"
-export OMP_NUM_THREADS=1
-
-T=--tensor-model-parallel-size
-P=--pipeline-model-parallel-size
+par_flags 4 --global-batch-size 16 --train-iters 20 --eval-iters 2
 
 par_train ref 0
 is "$rc" 0 "the one-rank reference run exits 0"

@@ -16,13 +16,7 @@ mk="$top_builddir/tests/train/mkdata"
 check="$top_builddir/tests/parallel/grad_check"
 
 G3C_SLURMD_TIMEOUT=3
-g3c_check || skip_all "$g3c_why"
-if ! g3c_start 4; then
-    tap_result 1 "a private cluster of 4 nodes starts"
-    diag "$g3c_why"
-    done_testing
-    exit 1
-fi
+g3c_need 4
 tap_result 0 "a private cluster of 4 nodes starts"
 W="$G3C_WORK"
 cd "$W"

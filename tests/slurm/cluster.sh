@@ -26,7 +26,7 @@
 # per node, 2), G3C_SLURMD_TIMEOUT (6 s), G3C_CRED_EXPIRE (5 s: how long a
 # requeued job waits before it may start again), G3C_START_TIMEOUT (60 s).
 #
-# Functions for tests: g3c_start N, g3c_stop, g3c_check, g3c_kill_node NODE [--crash],
+# Functions for tests: g3c_need N, g3c_start N, g3c_stop, g3c_check, g3c_kill_node NODE [--crash],
 # g3c_start_node NODE, g3c_signal_procs SIGNAL NAME, g3c_procs_have_pending NAME SIGNUM, g3c_wait SECONDS CMD..., g3c_job_field JOBID FIELD,
 # g3c_wait_job JOBID REGEX SECONDS, g3c_node_state NODE.  After g3c_start:
 # G3C_DIR, G3C_WORK (shared scratch visible on every node), G3C_NODE_NAMES
@@ -261,13 +261,12 @@ g3c_kill_node() {
     fi
 }
 
-# g3c_signal_procs SIGNAL NAME: send SIGNAL to every process called NAME
-# (its comm) in any node's mount namespace: the job steps' tasks.  Tests use
-# STOP and CONT to hold a running trainer still while they act on the
-# cluster, so that what they do happens during training however fast or
-# slow the machine is.
-g3c_signal_procs() {
-    local sig=$1 name=$2 f p nss=" " ns comm
+# g3c_node_procs NAME: set the array g3c_procs to the process ids of every
+# process called NAME (its comm) in any node's mount namespace: the job steps'
+# tasks.
+g3c_node_procs() {
+    local name=$1 f p nss=" " ns comm
+    g3c_procs=()
     for f in "$G3C_DIR"/pids/ns-*; do
         [ -s "$f" ] && nss="$nss$(cat "$f") "
     done
@@ -279,7 +278,20 @@ g3c_signal_procs() {
         if [ "$p/ns/mnt" -ef /proc/self/ns/mnt ]; then continue; fi
         ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
         case "$nss" in *" $ns "*) ;; *) continue ;; esac
-        kill -s "$sig" "${p#/proc/}" 2>/dev/null || true
+        g3c_procs+=("${p#/proc/}")
+    done
+}
+
+# g3c_signal_procs SIGNAL NAME: send SIGNAL to every process called NAME
+# (its comm) in any node's mount namespace: the job steps' tasks.  Tests use
+# STOP and CONT to hold a running trainer still while they act on the
+# cluster, so that what they do happens during training however fast or
+# slow the machine is.
+g3c_signal_procs() {
+    local p
+    g3c_node_procs "$2"
+    for p in "${g3c_procs[@]}"; do
+        kill -s "$1" "$p" 2>/dev/null || true
     done
 }
 
@@ -287,20 +299,11 @@ g3c_signal_procs() {
 # namespaces (at least one) has signal SIGNUM pending (a stopped process keeps
 # a signal pending until it is continued): a state to wait for.
 g3c_procs_have_pending() {
-    local name=$1 bit=$((1 << ($2 - 1))) f p nss=" " ns comm pnd shd n=0
-    for f in "$G3C_DIR"/pids/ns-*; do
-        [ -s "$f" ] && nss="$nss$(cat "$f") "
-    done
-    for p in /proc/[0-9]*; do
-        # Builtins first (no process per entry: a scan must be quick on a
-        # busy machine): the name, then whether it is in our own namespace.
-        read -r comm <"$p/comm" 2>/dev/null || continue
-        [ "$comm" = "$name" ] || continue
-        if [ "$p/ns/mnt" -ef /proc/self/ns/mnt ]; then continue; fi
-        ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
-        case "$nss" in *" $ns "*) ;; *) continue ;; esac
-        pnd=$(sed -n 's/^SigPnd:[[:space:]]*//p' "$p/status" 2>/dev/null) || continue
-        shd=$(sed -n 's/^ShdPnd:[[:space:]]*//p' "$p/status" 2>/dev/null) || continue
+    local bit=$((1 << ($2 - 1))) p pnd shd n=0
+    g3c_node_procs "$1"
+    for p in "${g3c_procs[@]}"; do
+        pnd=$(sed -n 's/^SigPnd:[[:space:]]*//p' "/proc/$p/status" 2>/dev/null) || continue
+        shd=$(sed -n 's/^ShdPnd:[[:space:]]*//p' "/proc/$p/status" 2>/dev/null) || continue
         if [ -z "$pnd" ] || [ -z "$shd" ]; then continue; fi
         if [ $(( (0x$pnd | 0x$shd) & bit )) -eq 0 ]; then return 1; fi
         n=$((n + 1))
@@ -383,6 +386,21 @@ g3c_start() {
         return 1
     fi
     return 0
+}
+
+# g3c_need N: how the tests begin (they source tests/lib.sh first): skip the whole test where
+# no private cluster can start here (g3c_check), else start one of N nodes; where that
+# fails, one failing result "a private cluster of N nodes starts" with the reason, and the
+# test ends (exit 1).  On success it prints nothing: a test that counts the start as a
+# result says so itself.
+g3c_need() {
+    g3c_check || skip_all "$g3c_why"
+    if ! g3c_start "$1"; then
+        tap_result 1 "a private cluster of $1 nodes starts"
+        diag "$g3c_why"
+        done_testing
+        exit 1
+    fi
 }
 
 g3c_ctld_up() {

@@ -3,8 +3,8 @@
 # batch suite run on it: with a stand-in trainer (fake-train.sh, a test double
 # used only here) for the many fault cases, and with the real trainer for the
 # four scenarios of docs/slurm.md (test_scenarios.sh, test_recovery.sh, helpers
-# in real.sh).  The cluster tests skip with the reason where a private cluster
-# cannot start.
+# in real.sh; what every test that submits asks of a run in runs.sh).  The
+# cluster tests skip with the reason where a private cluster cannot start.
 TESTS += \
 	tests/slurm/test_submit_cli.sh \
 	tests/slurm/test_cluster.sh \
@@ -22,4 +22,5 @@ EXTRA_DIST += \
 	tests/slurm/test_scenarios.sh \
 	tests/slurm/test_recovery.sh \
 	tests/slurm/real.sh \
+	tests/slurm/runs.sh \
 	tests/slurm/test_submit_cli.sh

@@ -2,26 +2,36 @@
 # tests/slurm/real.sh: helpers for the scenarios that run the REAL trainer
 # ("$GPT3D train": a tiny model on the test corpus $GPT3D_TEST_DATA/kjv)
 # through gpt3d-submit on a private Slurm cluster (tests/slurm/cluster.sh).
-# Sourced after tests/lib.sh and cluster.sh, once g3c_start has succeeded.
+# Sourced after tests/lib.sh, cluster.sh and runs.sh (SUBMIT, sub_wait_end, sub_outcomes,
+# sub_check, ...); real_start begins the test.
 #
-#   real_setup                 SUBMIT, K, the common training flags (real_flags)
+#   real_start N               K, a cluster of N nodes, W (the current directory), real_setup
+#   real_setup                 the common training flags (real_flags) on $K
 #   real_submit ARGS... RUN [-- MORE-TRAIN-FLAGS...]
-#   real_wait_end RUN SECONDS  until RUN has COMPLETE or FAILED
-#   real_outcomes RUN          the attempts' outcomes, one line
 #   real_losses RUN            the training losses of RUN's metrics.jsonl, one line
 #   real_iters RUN             the iterations of those train events, one line
 #   real_last_losses RUN       per iteration the LAST loss recorded (a re-run
 #                              iteration after a failure counts once), one line
-#   real_maxrel A B            the largest relative difference of two loss lines
-#   real_within D LIMIT        D is a number <= LIMIT
-#   real_check WHAT RUN CMD... a TAP result; the run's state on failure
 #   real_signal_during_training RUN JOB [ITER]
 # (top_srcdir, top_builddir, GPT3D and GPT3D_TEST_DATA come from make check.)
 # shellcheck disable=SC2154
 
-real_setup() {
+# real_start N: how these tests begin: K, the test corpus (the whole test skips where it is
+# missing); a private cluster of N nodes with a 3 s SlurmdTimeout (g3c_need: skips where
+# none can start here, fails where one does not start); W, its shared work directory, as
+# the current directory; real_setup.
+real_start() {
     K=${GPT3D_TEST_DATA:-$top_builddir/tests/_data}/kjv
-    SUBMIT=$top_builddir/sbatch/gpt3d-submit
+    [ -f "$K/kjv_text_document.idx" ] || skip_all "the test corpus $K is missing (make check builds it: check_DATA)"
+    # shellcheck disable=SC2034  # g3c_start (cluster.sh) reads it
+    G3C_SLURMD_TIMEOUT=3
+    g3c_need "$1"
+    W=$G3C_WORK
+    cd "$W" || return 1
+    real_setup
+}
+
+real_setup() {
     export OMP_NUM_THREADS=1
     # A tiny model on the KJV corpus: iterations of 80-300 ms on this machine.
     real_flags=(--data-path "$K/kjv_text_document" --vocab-file "$K/encoder.json" --merge-file "$K/vocab.bpe"
@@ -39,8 +49,6 @@ real_submit() {
         "${a[@]}" -- "${real_flags[@]}" "$@"
 }
 
-real_wait_end() { g3c_wait "$2" sh -c "[ -e '$1/COMPLETE' ] || [ -e '$1/FAILED' ]" || true; }
-real_outcomes() { tail -n +2 "$1/attempts.tsv" 2>/dev/null | cut -f10 | tr '\n' ' '; }
 
 real_losses() {
     grep '"event":"train"' "$1/metrics.jsonl" 2>/dev/null | sed 's/.*"loss":\([^,]*\),.*/\1/' | tr '\n' ' '
@@ -54,35 +62,17 @@ real_last_losses() {
         awk '{ l[$1] = $2; if ($1 > n) n = $1 } END { for (i = 1; i <= n; i++) printf "%s ", (i in l ? l[i] : "missing") }'
 }
 
-real_maxrel() {
-    printf '%s\n%s\n' "$1" "$2" | awk 'NR == 1 { n = split($0, a, " ") } NR == 2 { m = split($0, b, " ") }
-        END { if (n != m || n == 0) { print "mismatch"; exit } w = 0
-              for (i = 1; i <= n; i++) { d = a[i] - b[i]; if (d < 0) d = -d; d /= (a[i] < 0 ? -a[i] : a[i]); if (d > w) w = d }
-              printf "%.3g\n", w }'
-}
-real_within() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "mismatch" && a + 0 <= b + 0) }'; }
-
-real_show_run() {
-    diag "--- $1"
-    "$SUBMIT" --status "$1" 2>&1 | sed 's/^/#   /' || true
-    cat "$1"/logs/* 2>/dev/null | grep -v '^ *$' | tail -n 25 | sed 's/^/#   /' || true
-}
-real_check() {
-    local what=$1 run=$2
-    shift 2
-    if "$@"; then tap_result 0 "$what"; else tap_result 1 "$what"; real_show_run "$run"; fi
-}
 # real_within_check WHAT RUN A B LIMIT: a TAP result for loss lines A and B
 # within LIMIT; both lines and the run's state on failure.
 real_within_check() {
     local d
-    d=$(real_maxrel "$3" "$4")
-    if real_within "$d" "$5"; then
+    d=$(g3_maxrel "$3" "$4")
+    if g3_within "$d" "$5"; then
         tap_result 0 "$1 ($d)"
     else
         tap_result 1 "$1 ($d)"
         diag "expected: $3"; diag "got:      $4"
-        real_show_run "$2"
+        sub_show "$2"
     fi
 }
 

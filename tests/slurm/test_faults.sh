@@ -19,56 +19,35 @@
 . "$top_srcdir/tests/lib.sh"
 # shellcheck source=tests/slurm/cluster.sh
 . "$top_srcdir/tests/slurm/cluster.sh"
+# shellcheck source=tests/slurm/runs.sh
+. "$top_srcdir/tests/slurm/runs.sh"
 set -e
 
 # No node is killed here: a long SlurmdTimeout keeps a busy machine's slow
 # slurmd from being declared dead (a node "failure" that requeued a job and
 # made its attempt "lost" on a loaded machine).
 G3C_SLURMD_TIMEOUT=60
-g3c_check || skip_all "$g3c_why"
 [ -x "$top_builddir/src/gpt3d" ] || skip_all "$top_builddir/src/gpt3d is not built (run make first)"
-if ! g3c_start 4; then
-    tap_result 1 "a private cluster of 4 nodes starts"
-    diag "$g3c_why"
-    done_testing
-    exit 1
-fi
+g3c_need 4
 W=$G3C_WORK
-SUBMIT=$top_builddir/sbatch/gpt3d-submit
-FAKE=$top_srcdir/tests/slurm/fake-train.sh  # the test double for "gpt3d train"
 # The health check's communication test runs the gpt3d that gpt3d-submit
 # finds: the one just built.
 PATH=$top_builddir/src:$PATH
 cd "$W"
 
-submit() {  # submit GPT3D-SUBMIT-ARGS...: gpt3d-submit with the test double
-    "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$FAKE" "$@"
-}
-wait_end() { g3c_wait "$2" sh -c "[ -e '$1/COMPLETE' ] || [ -e '$1/FAILED' ]" || true; }
-outcomes() { tail -n +2 "$1/attempts.tsv" 2>/dev/null | cut -f10 | tr '\n' ' '; }
-show_run() {
-    diag "--- $1"
-    "$SUBMIT" --status "$1" 2>&1 | sed 's/^/#   /' || true
-    cat "$1"/logs/* 2>/dev/null | tail -n 20 | sed 's/^/#   /' || true
-}
-check() {  # check DESCRIPTION RUN CMD...
-    local what=$1 run=$2
-    shift 2
-    if "$@"; then tap_result 0 "$what"; else tap_result 1 "$what"; show_run "$run"; fi
-}
 hosts() { scontrol show hostnames "$1" | tr '\n' ' '; }
 
 # 1. Fixed-size job (2 nodes), health check fails on n2: this attempt does not
 # train ("unhealthy"), the next job runs without n2.
 run_hf=$W/health-fixed
-submit --chain 1 -N 2 --node-check '[ "$SLURMD_NODENAME" != n2 ]' "$run_hf" -- \
+sub_fake --chain 1 -N 2 --node-check '[ "$SLURMD_NODENAME" != n2 ]' "$run_hf" -- \
     --train-iters 20 --seconds-per-iter 0.05 >/dev/null
 
-wait_end "$run_hf" 60
-check "fixed-size run with a bad node completes" "$run_hf" test -e "$run_hf/COMPLETE"
-is "$(outcomes "$run_hf")" "unhealthy complete " "attempts: unhealthy, complete"
+sub_wait_end "$run_hf" 60
+sub_check "fixed-size run with a bad node completes" "$run_hf" test -e "$run_hf/COMPLETE"
+is "$(sub_outcomes "$run_hf")" "unhealthy complete " "attempts: unhealthy, complete"
 like "$(sed -n 2p "$run_hf/attempts.tsv" | cut -f11)" "health check failed on n2" "the unhealthy attempt names n2"
-check "the second attempt ran without n2" "$run_hf" sh -c \
+sub_check "the second attempt ran without n2" "$run_hf" sh -c \
     "! scontrol show hostnames '$(tail -n 1 "$run_hf/attempts.tsv" | cut -f6)' | grep -qx n2"
 is "$(tail -n +2 "$run_hf/attempts.tsv" | cut -f8 | tr '\n' ' ')" "0 20 " "the unhealthy attempt did not train"
 
@@ -77,11 +56,11 @@ is "$(tail -n +2 "$run_hf/attempts.tsv" | cut -f8 | tr '\n' ' ')" "0 20 " "the u
 # on 2 (the largest allowed size among the 3 healthy nodes).
 run_hc=$W/health-elastic
 g3c_wait 20 g3c_all_idle || true
-submit --chain 1 --sizes 2,4 --node-check '[ "$SLURMD_NODENAME" != n3 ]' "$run_hc" -- \
+sub_fake --chain 1 --sizes 2,4 --node-check '[ "$SLURMD_NODENAME" != n3 ]' "$run_hc" -- \
     --train-iters 20 --seconds-per-iter 0.05 --global-batch-size 8 --micro-batch-size 2 >/dev/null
-wait_end "$run_hc" 40
-check "elastic run: completes after its health check failed on one node" "$run_hc" test -e "$run_hc/COMPLETE"
-is "$(outcomes "$run_hc")" "complete " "... in one attempt"
+sub_wait_end "$run_hc" 40
+sub_check "elastic run: completes after its health check failed on one node" "$run_hc" test -e "$run_hc/COMPLETE"
+is "$(sub_outcomes "$run_hc")" "complete " "... in one attempt"
 job=$(head -n 1 "$run_hc/chain")
 is "$(cat "$run_hc/health/$job.0/n3.local")" "bad: the node check '[ \"\$SLURMD_NODENAME\" != n3 ]' exited 1" \
     "the health check records why n3 is bad"
@@ -101,7 +80,7 @@ like "$(cat "$run_hc/exclusions.tsv")" "	n3	health check: the node check" "exclu
 # allowed size without it.
 run_to=$W/timeout
 g3c_wait 20 g3c_all_idle || true
-submit --chain 1 --sizes 2,4 "$run_to" -- --train-iters 40 --seconds-per-iter 0.05 --save-interval 5 \
+sub_fake --chain 1 --sizes 2,4 "$run_to" -- --train-iters 40 --seconds-per-iter 0.05 --save-interval 5 \
     --fail-at 8 --timeout-node n3 --global-batch-size 8 --micro-batch-size 2 >/dev/null
 g3c_wait 30 sh -c "[ -s '$run_to/attempts.tsv' ]" || true
 
@@ -112,7 +91,7 @@ base
 lr-high     --lr 0.5        # the fake loss grows with --lr
 short       --train-iters 10
 EOF
-run "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$FAKE" \
+run sub_fake \
     --ablations "$W/ablations.txt" --array-throttle 2 -N 1 --no-health-check "$W/abl" -- \
     --train-iters 20 --seconds-per-iter 0.05
 is "$rc" 0 "gpt3d-submit --ablations submits"
@@ -124,22 +103,22 @@ like "$(scontrol -o show job "$array" 2>/dev/null | head -n 1)" "ArrayTaskThrott
 # waits until the test has sent the signal): the job does not start the
 # trainer and the next job continues.
 run_early=$W/early-warning
-submit --chain 1 -N 1 --node-check "while ! [ -e '$W/early-go' ]; do sleep 0.1; done" "$run_early" -- \
+sub_fake --chain 1 -N 1 --node-check "while ! [ -e '$W/early-go' ]; do sleep 0.1; done" "$run_early" -- \
     --train-iters 10 --seconds-per-iter 0.05 >/dev/null
 g3c_wait 120 sh -c "ls '$run_early'/health/*/step.out" || true
 scancel --batch --signal=USR2 "$(head -n 1 "$run_early/chain")"
 touch "$W/early-go"
 
-wait_end "$run_to" 60
-check "run with a timeout (exit 76) completes" "$run_to" test -e "$run_to/COMPLETE"
-is "$(outcomes "$run_to")" "failed complete " "attempts: failed (76), complete"
+sub_wait_end "$run_to" 60
+sub_check "run with a timeout (exit 76) completes" "$run_to" test -e "$run_to/COMPLETE"
+is "$(sub_outcomes "$run_to")" "failed complete " "attempts: failed (76), complete"
 is "$(sed -n 2p "$run_to/attempts.tsv" | cut -f9)" 76 "the failed attempt exited 76"
 like "$(sed -n 2p "$run_to/attempts.tsv" | cut -f11)" "distributed timeout \(exit 76\): the trainer waited for rank 2 on n3" \
     "the history names the rank waited for and its node"
 is "$(sort -u "$run_to/excluded-nodes" | tr '\n' ' ')" "n3 " "n3 is excluded"
-check "the next job trained on 2 nodes without n3" "$run_to" sh -c \
+sub_check "the next job trained on 2 nodes without n3" "$run_to" sh -c \
     "[ \"\$(scontrol show hostnames '$(tail -n 1 "$run_to/attempts.tsv" | cut -f6)' | grep -vx n3 | wc -l)\" -eq 2 ]"
-check "iterations continue from the last checkpoint (iteration 5): 6 and 7 ran twice, every other once" "$run_to" sh -c \
+sub_check "iterations continue from the last checkpoint (iteration 5): 6 and 7 ran twice, every other once" "$run_to" sh -c \
     "[ \"\$(awk '{print \$2}' '$run_to/iterations.log' | sort -n | uniq -d | tr '\n' ' ')\" = '6 7 ' ] && [ \"\$(awk '{print \$2}' '$run_to/iterations.log' | sort -un | wc -l)\" -eq 40 ]"
 run "$SUBMIT" --status "$run_to"
 like "$out" "excluded: +n3" "gpt3d-submit --status lists the excluded node"
@@ -165,7 +144,7 @@ like "$out" "short +complete +10 +0.909091 +1.000000 +1280.000 +--train-iters 10
 is "$(tail -n +2 "$W/abl/summary.tsv" | cut -f1,2 | tr '\t\n' ': ')" "base:complete lr-high:complete short:complete " \
     "the table is also written to summary.tsv"
 is "$(grep -c . "$W/abl/lr-high/iterations.log")" 20 "each variant trained in its own run directory"
-run "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$FAKE" \
+run sub_fake \
     --ablations "$W/ablations.txt" --array-throttle 2 -N 1 --no-health-check "$W/abl"
 like "$out" "no variant of .* needs a job" "re-running gpt3d-submit --ablations on a finished study submits nothing"
 
@@ -173,7 +152,7 @@ like "$out" "no variant of .* needs a job" "re-running gpt3d-submit --ablations 
 # chain (#14.3): with a throttle of 1 and the first variant paused, the second
 # is pending in the array, not "no job", and is not submitted again.
 printf 'first\nsecond\n' >"$W/abl2.txt"
-run "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$FAKE" \
+run sub_fake \
     --ablations "$W/abl2.txt" --array-throttle 1 -N 1 --no-health-check "$W/abl2" -- \
     --train-iters 4 --seconds-per-iter 0.02 --pause-at 2
 array2=$(head -n 1 "$W/abl2/array-jobs" 2>/dev/null || echo none)
@@ -185,7 +164,7 @@ like "$out" "$running +running " "... and the paused one running"
 run "$SUBMIT" --status "$W/abl2/$waiting"
 like "$out" "chain:
   ${array2}_$wk PENDING " "--status: the pending array task is the variant's chain"
-run "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$FAKE" \
+run sub_fake \
     --ablations "$W/abl2.txt" --array-throttle 1 -N 1 --no-health-check "$W/abl2" -- \
     --train-iters 4 --seconds-per-iter 0.02 --pause-at 2
 like "$out" "variant $waiting has jobs queued or running; not submitting it again" \
@@ -196,9 +175,9 @@ g3c_wait 120 sh -c "[ -e '$W/abl2/first/COMPLETE' ] && [ -e '$W/abl2/second/COMP
 is "$(cat "$W/abl2/first/fake-starts.log" "$W/abl2/second/fake-starts.log" 2>/dev/null | grep -c .)" 2 \
     "each variant's trainer started once"
 
-wait_end "$run_early" 40
-check "a run warned during its health check completes" "$run_early" test -e "$run_early/COMPLETE"
-is "$(outcomes "$run_early")" "checkpointed complete " "attempts: the warned one (trainer not started), then complete"
+sub_wait_end "$run_early" 40
+sub_check "a run warned during its health check completes" "$run_early" test -e "$run_early/COMPLETE"
+is "$(sub_outcomes "$run_early")" "checkpointed complete " "attempts: the warned one (trainer not started), then complete"
 like "$(sed -n 2p "$run_early/attempts.tsv" | cut -f11)" "came before the trainer started" "the history says the trainer was not started"
 is "$(head -n 1 "$run_early/fake-starts.log" | awk '{print $3}') $(grep -c . "$run_early/fake-starts.log")" "0 1" \
     "the trainer started once, in the second job, from iteration 0"

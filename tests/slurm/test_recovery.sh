@@ -21,23 +21,13 @@
 . "$top_srcdir/tests/lib.sh"
 # shellcheck source=tests/slurm/cluster.sh
 . "$top_srcdir/tests/slurm/cluster.sh"
+# shellcheck source=tests/slurm/runs.sh
+. "$top_srcdir/tests/slurm/runs.sh"
 # shellcheck source=tests/slurm/real.sh
 . "$top_srcdir/tests/slurm/real.sh"
 set -e
 
-K=${GPT3D_TEST_DATA:-$top_builddir/tests/_data}/kjv
-[ -f "$K/kjv_text_document.idx" ] || skip_all "the test corpus $K is missing (make check builds it: check_DATA)"
-G3C_SLURMD_TIMEOUT=3
-g3c_check || skip_all "$g3c_why"
-if ! g3c_start 4; then
-    tap_result 1 "a private cluster of 4 nodes starts"
-    diag "$g3c_why"
-    done_testing
-    exit 1
-fi
-W=$G3C_WORK
-cd "$W"
-real_setup
+real_start 4
 hosts() { scontrol show hostnames "$1" 2>/dev/null | tr '\n' ' '; }
 
 # ---- (2) A node fails during training --------------------------------------
@@ -61,24 +51,24 @@ g3c_signal_procs STOP gpt3d
 g3c_kill_node "$victim" --crash
 g3c_signal_procs CONT gpt3d
 is "$(hosts "$first_nodes" | wc -w)" 4 "(2) the first job (--nodes=2-4, 4 nodes free) runs on 4 nodes ($first_nodes)"
-real_wait_end "$run_nf" 180
+sub_wait_end "$run_nf" 180
 # The last iteration the first attempt logged (the iterations before the
 # numbering first goes back): the crash came after it.
 crash_iter=$(grep '"event":"train"' "$run_nf/metrics.jsonl" 2>/dev/null | sed 's/.*"iteration":\([0-9]*\),.*/\1/' |
     awk 'NR > 1 && $1 <= prev { exit } { prev = $1 } END { print prev + 0 }')
-real_check "(2) after $victim failed (at iteration $crash_iter) the run completes" "$run_nf" test -e "$run_nf/COMPLETE"
+sub_check "(2) after $victim failed (at iteration $crash_iter) the run completes" "$run_nf" test -e "$run_nf/COMPLETE"
 # (Whether the batch script on the first node records the attempt itself,
 # after Slurm's SIGTERM, or is killed first and the requeued job records it,
 # the attempt is "failed" with the node failure named: the suite classifies
 # both the same way.)
-is "$(real_outcomes "$run_nf")" "failed complete " "(2) attempts: the one hit by the failure, then complete"
+is "$(sub_outcomes "$run_nf")" "failed complete " "(2) attempts: the one hit by the failure, then complete"
 is "$(tail -n +2 "$run_nf/attempts.tsv" | cut -f2,3 | tr '\t\n' ': ')" "$first:0 $first:1 " \
     "(2) Slurm requeued the job after the failure (the same job, restart 1)"
 like "$(sed -n 2p "$run_nf/attempts.tsv" | cut -f11)" "node failure \($victim [A-Z_+*]*DOWN" \
     "(2) the history names the failed node"
 is "$(sort -u "$run_nf/excluded-nodes" 2>/dev/null | tr '\n' ' ')" "$victim " "(2) the failed node ($victim) is excluded from the run"
 last_nodes=$(tail -n 1 "$run_nf/attempts.tsv" | cut -f6)
-real_check "(2) the last attempt ran on 2 nodes without $victim ($last_nodes)" "$run_nf" sh -c \
+sub_check "(2) the last attempt ran on 2 nodes without $victim ($last_nodes)" "$run_nf" sh -c \
     "[ \"\$(scontrol show hostnames '$last_nodes' | grep -vx '$victim' | wc -l)\" -eq 2 ] && [ \"\$(scontrol show hostnames '$last_nodes' | wc -l)\" -eq 2 ]"
 logs=$(cat "$run_nf"/logs/* 2>/dev/null)
 like "$logs" "the job got 3 nodes.*; shrinking to 2" "(2) the requeued job got the 3 nodes left and shrank to 2, the largest allowed size"
@@ -87,7 +77,7 @@ like "$logs" "layout: TP 1 x PP 1 x DP 2 = 2 ranks on 2 nodes" "(2) after it, wi
 resumed=$(printf '%s\n' "$logs" | sed -n 's/.*resumed from the checkpoint of iteration \([0-9]*\).*/\1/p' | tail -n 1)
 ok_resume=1
 if [ -n "$resumed" ] && [ "$resumed" -ge 5 ] && [ $((resumed % 5)) -eq 0 ] && [ "$resumed" -le "$crash_iter" ]; then ok_resume=0; fi
-real_check "(2) the second attempt resumed from a checkpoint saved before the failure (iteration ${resumed:-none} <= $crash_iter)" "$run_nf" \
+sub_check "(2) the second attempt resumed from a checkpoint saved before the failure (iteration ${resumed:-none} <= $crash_iter)" "$run_nf" \
     test "$ok_resume" -eq 0
 run "$SUBMIT" --status "$run_nf"
 like "$out" "  $victim: Slurm reports it DOWN" "(2) gpt3d-submit --status says why $victim was excluded"
@@ -121,10 +111,10 @@ array=$(head -n 1 "$W/abl/array-jobs" 2>/dev/null || true)
 like "$(scontrol -o show job "$array" 2>/dev/null | head -n 1)" "ArrayTaskThrottle=2" "(4) Slurm holds the array to 2 tasks at a time"
 g3c_wait 150 sh -c "for v in base lr-low short; do [ -e '$W/abl/'\$v/COMPLETE ] || [ -e '$W/abl/'\$v/FAILED ] || exit 1; done" || true
 for v in base lr-low short; do
-    real_check "(4) variant $v completes in its own run directory" "$W/abl/$v" test -e "$W/abl/$v/COMPLETE"
+    sub_check "(4) variant $v completes in its own run directory" "$W/abl/$v" test -e "$W/abl/$v/COMPLETE"
 done
 is "$(real_losses "$W/abl/base")" "$(real_losses "$W/reference-12")" "(4) base: the 12 losses are bitwise those of gpt3d train with the same flags"
-real_check "(4) lr-low: its own losses (trained with --lr 1e-3, not those of base)" "$W/abl/lr-low" \
+sub_check "(4) lr-low: its own losses (trained with --lr 1e-3, not those of base)" "$W/abl/lr-low" \
     sh -c "[ \"\$(printf '%s' '$(real_losses "$W/abl/lr-low")' | wc -w)\" -eq 12 ] && [ '$(real_losses "$W/abl/lr-low")' != '$(real_losses "$W/abl/base")' ]"
 is "$(real_iters "$W/abl/short")" "1 2 3 4 5 6 " "(4) short: the overriding --train-iters 6 trained 6 iterations"
 run "$SUBMIT" --summary "$W/abl"

@@ -17,23 +17,13 @@
 . "$top_srcdir/tests/lib.sh"
 # shellcheck source=tests/slurm/cluster.sh
 . "$top_srcdir/tests/slurm/cluster.sh"
+# shellcheck source=tests/slurm/runs.sh
+. "$top_srcdir/tests/slurm/runs.sh"
 # shellcheck source=tests/slurm/real.sh
 . "$top_srcdir/tests/slurm/real.sh"
 set -e
 
-K=${GPT3D_TEST_DATA:-$top_builddir/tests/_data}/kjv  # (real_setup sets it again)
-[ -f "$K/kjv_text_document.idx" ] || skip_all "the test corpus $K is missing (make check builds it: check_DATA)"
-G3C_SLURMD_TIMEOUT=3
-g3c_check || skip_all "$g3c_why"
-if ! g3c_start 4; then
-    tap_result 1 "a private cluster of 4 nodes starts"
-    diag "$g3c_why"
-    done_testing
-    exit 1
-fi
-W=$G3C_WORK
-cd "$W"
-real_setup
+real_start 4
 
 # The uninterrupted reference: one "gpt3d train" outside Slurm.
 ref=$W/reference
@@ -47,12 +37,12 @@ run_sig=$W/signal
 real_submit --chain 1 -N 1 "$run_sig" >"$W/signal.submit" 2>&1
 sig_first=$(head -n 1 "$run_sig/chain" 2>/dev/null || true)
 real_signal_during_training "$run_sig" "$sig_first"
-real_wait_end "$run_sig" 120
-real_check "(1) after the warning signal during training the run completes" "$run_sig" test -e "$run_sig/COMPLETE"
-is "$(real_outcomes "$run_sig")" "checkpointed complete " "(1) attempts: checkpointed (exit 75), then complete"
+sub_wait_end "$run_sig" 120
+sub_check "(1) after the warning signal during training the run completes" "$run_sig" test -e "$run_sig/COMPLETE"
+is "$(sub_outcomes "$run_sig")" "checkpointed complete " "(1) attempts: checkpointed (exit 75), then complete"
 is "$(tail -n +2 "$run_sig/attempts.tsv" | cut -f9 | tr '\n' ' ')" "75 0 " "(1) the trainer exited 75, then 0"
 saved=$(sed -n 2p "$run_sig/attempts.tsv" | cut -f8)
-real_check "(1) the first job saved mid-run (iteration $saved, between 3 and 11)" "$run_sig" \
+sub_check "(1) the first job saved mid-run (iteration $saved, between 3 and 11)" "$run_sig" \
     sh -c "[ '${saved:-0}' -ge 3 ] && [ '${saved:-0}' -lt 12 ]"
 like "$(cat "$run_sig"/logs/*)" "resumed from the checkpoint of iteration $saved" "(1) the second job resumed from that checkpoint"
 is "$(real_iters "$run_sig")" "$want" "(1) metrics.jsonl holds iterations 1..12, each once"
@@ -81,11 +71,11 @@ scancel "$hold"
 g3c_wait 150 g3c_job_state_is "$el_first" 'COMPLETED|FAILED|CANCELLED|TIMEOUT' || true
 g3c_wait 150 g3c_all_idle || true
 scontrol release "$el_second" || true
-real_wait_end "$run_el" 150
-real_check "(3) the elastic run completes" "$run_el" test -e "$run_el/COMPLETE"
-is "$(real_outcomes "$run_el")" "checkpointed complete " "(3) attempts: checkpointed on 2 nodes, complete on the next job"
+sub_wait_end "$run_el" 150
+sub_check "(3) the elastic run completes" "$run_el" test -e "$run_el/COMPLETE"
+is "$(sub_outcomes "$run_el")" "checkpointed complete " "(3) attempts: checkpointed on 2 nodes, complete on the next job"
 el_saved=$(sed -n 2p "$run_el/attempts.tsv" | cut -f8)
-real_check "(3) the 2-node job saved mid-run (iteration $el_saved, between 3 and 11)" "$run_el" \
+sub_check "(3) the 2-node job saved mid-run (iteration $el_saved, between 3 and 11)" "$run_el" \
     sh -c "[ '${el_saved:-0}' -ge 3 ] && [ '${el_saved:-0}' -lt 12 ]"
 el_nodes=$(tail -n 1 "$run_el/attempts.tsv" | cut -f6)
 is "$(scontrol show hostnames "$el_nodes" 2>/dev/null | wc -l)" 4 "(3) the second job ran on 4 nodes ($el_nodes)"

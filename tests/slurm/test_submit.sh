@@ -22,64 +22,42 @@
 . "$top_srcdir/tests/lib.sh"
 # shellcheck source=tests/slurm/cluster.sh
 . "$top_srcdir/tests/slurm/cluster.sh"
+# shellcheck source=tests/slurm/runs.sh
+. "$top_srcdir/tests/slurm/runs.sh"
 set -e
 
 G3C_SLURMD_TIMEOUT=3
-g3c_check || skip_all "$g3c_why"
-if ! g3c_start 4; then
-    tap_result 1 "a private cluster of 4 nodes starts"
-    diag "$g3c_why"
-    done_testing
-    exit 1
-fi
+g3c_need 4
 W=$G3C_WORK
 loc=""
 trap 'g3_rc=$?; if [ -n "$loc" ]; then rm -rf "$loc"; fi; (exit "$g3_rc"); g3c_stop' EXIT
-SUBMIT=$top_builddir/sbatch/gpt3d-submit
-FAKE=$top_srcdir/tests/slurm/fake-train.sh  # the test double for "gpt3d train"
 cd "$W"
 
-submit() {  # submit GPT3D-SUBMIT-ARGS...: gpt3d-submit with the test double
-    "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" --train-command "$FAKE" "$@"
-}
-# wait_end RUN SECONDS: until RUN has COMPLETE or FAILED.
-wait_end() { g3c_wait "$2" sh -c "[ -e '$1/COMPLETE' ] || [ -e '$1/FAILED' ]" || true; }
-outcomes() { tail -n +2 "$1/attempts.tsv" 2>/dev/null | cut -f10 | tr '\n' ' '; }
 # each_iteration_once RUN N: iterations.log holds 1..N, each exactly once.
 each_iteration_once() {
     [ "$(awk '{print $2}' "$1/iterations.log" | sort -n | uniq | tr '\n' ' ')" = "$(seq 1 "$2" | tr '\n' ' ')" ] &&
     [ "$(wc -l <"$1/iterations.log")" -eq "$2" ]
 }
-show_run() {  # on failure: what happened
-    diag "--- $1"
-    "$SUBMIT" --status "$1" 2>&1 | sed 's/^/#   /' || true
-    cat "$1"/logs/* 2>/dev/null | tail -n 20 | sed 's/^/#   /' || true
-}
-check() {  # check DESCRIPTION RUN CMD...: a TAP result; the run's state on failure
-    local what=$1 run=$2
-    shift 2
-    if "$@"; then tap_result 0 "$what"; else tap_result 1 "$what"; show_run "$run"; fi
-}
 
 # Start the scenarios that can run side by side (one or two nodes each).
 run_ok=$W/complete
-submit --chain 2 -N 2 "$run_ok" -- --train-iters 20 --seconds-per-iter 0.05 >"$W/complete.submit" 2>&1
+sub_fake --chain 2 -N 2 "$run_ok" -- --train-iters 20 --seconds-per-iter 0.05 >"$W/complete.submit" 2>&1
 run_sig=$W/signal
-submit --chain 1 -N 1 "$run_sig" -- --train-iters 120 --seconds-per-iter 0.05 --pause-at 10 >"$W/signal.submit" 2>&1
+sub_fake --chain 1 -N 1 "$run_sig" -- --train-iters 120 --seconds-per-iter 0.05 --pause-at 10 >"$W/signal.submit" 2>&1
 run_retry=$W/retry
-submit --chain 1 -N 1 "$run_retry" -- --train-iters 30 --seconds-per-iter 0.02 --save-interval 5 \
+sub_fake --chain 1 -N 1 "$run_retry" -- --train-iters 30 --seconds-per-iter 0.02 --save-interval 5 \
     --fail-at 13 --fail-times 1 >/dev/null 2>&1
 run_stop=$W/stop
-submit --chain 3 -N 1 --max-failures 2 "$run_stop" -- --train-iters 30 --seconds-per-iter 0.02 --fail-at 3 >/dev/null 2>&1
+sub_fake --chain 3 -N 1 --max-failures 2 "$run_stop" -- --train-iters 30 --seconds-per-iter 0.02 --fail-at 3 >/dev/null 2>&1
 run_usage=$W/usage
-submit --chain 2 -N 1 "$run_usage" -- --train-iters 30 --fail-at 2 --exit-code 2 >/dev/null 2>&1
+sub_fake --chain 2 -N 1 "$run_usage" -- --train-iters 30 --fail-at 2 --exit-code 2 >/dev/null 2>&1
 
 # 1. A run that completes in its first job; its successor is cancelled.
 like "$(cat "$W/complete.submit")" "submitted a chain of 2 jobs" "gpt3d-submit submits a chain of 2 jobs"
-wait_end "$run_ok" 60
-check "the run completes (COMPLETE written)" "$run_ok" test -e "$run_ok/COMPLETE"
-is "$(outcomes "$run_ok")" "complete " "one attempt, complete"
-check "every iteration ran exactly once" "$run_ok" each_iteration_once "$run_ok" 20
+sub_wait_end "$run_ok" 60
+sub_check "the run completes (COMPLETE written)" "$run_ok" test -e "$run_ok/COMPLETE"
+is "$(sub_outcomes "$run_ok")" "complete " "one attempt, complete"
+sub_check "every iteration ran exactly once" "$run_ok" each_iteration_once "$run_ok" 20
 second=$(sed -n 2p "$run_ok/chain")
 g3c_wait 20 g3c_job_state_is "$second" CANCELLED || true
 is "$(g3c_job_field "$second" JobState)" CANCELLED "the chain's queued successor is cancelled"
@@ -104,14 +82,14 @@ run "$SUBMIT" "$run_sig"
 like "$out" "already has a chain queued or running \(jobs $first\)" "gpt3d-submit leaves a running chain alone"
 is "$(wc -l <"$run_sig/chain")" 1 "... and submits no second chain"
 scancel --batch --signal=USR2 "$first"
-wait_end "$run_sig" 60
-check "after the warning signal the run completes" "$run_sig" test -e "$run_sig/COMPLETE"
-is "$(outcomes "$run_sig")" "checkpointed complete " "attempts: checkpointed (75), then complete"
+sub_wait_end "$run_sig" 60
+sub_check "after the warning signal the run completes" "$run_sig" test -e "$run_sig/COMPLETE"
+is "$(sub_outcomes "$run_sig")" "checkpointed complete " "attempts: checkpointed (75), then complete"
 is "$(tail -n +2 "$run_sig/attempts.tsv" | cut -f9 | tr '\n' ' ')" "75 0 " "the history keeps the trainer's exit codes"
 is "$(wc -l <"$run_sig/chain")" 2 "the job extended the chain by one job"
 resumed=$(sed -n 2p "$run_sig/fake-starts.log" | awk '{print $3}')
 is "$resumed" "$(sed -n 2p "$run_sig/attempts.tsv" | cut -f8)" "the second job resumed from the checkpoint the first saved"
-check "every iteration ran exactly once across the two jobs (as in an uninterrupted run)" "$run_sig" \
+sub_check "every iteration ran exactly once across the two jobs (as in an uninterrupted run)" "$run_sig" \
     each_iteration_once "$run_sig" 120
 like "$(cat "$run_sig"/logs/*)" "warning signal USR2" "the job log records the warning signal"
 run "$SUBMIT" --status "$run_sig"
@@ -120,18 +98,18 @@ like "$out" "training: +iteration 120 of 120, loss 0.082645, 50.0 ms/iteration, 
 like "$out" "checkpointed +checkpoint saved on request" "gpt3d-submit --status lists the attempts with their reasons"
 
 # 3. A failure after progress is retried and the run completes.
-wait_end "$run_retry" 60
-check "a run that failed once after progress completes" "$run_retry" test -e "$run_retry/COMPLETE"
-is "$(outcomes "$run_retry")" "failed complete " "attempts: failed, complete"
+sub_wait_end "$run_retry" 60
+sub_check "a run that failed once after progress completes" "$run_retry" test -e "$run_retry/COMPLETE"
+is "$(sub_outcomes "$run_retry")" "failed complete " "attempts: failed, complete"
 is "$(sed -n 2p "$run_retry/attempts.tsv" | cut -f8,9 | tr '\t' ' ')" "10 1" \
     "the failed attempt reached the checkpoint of iteration 10 and exited 1"
-check "iterations 11 and 12 ran twice, all others once" "$run_retry" sh -c \
+sub_check "iterations 11 and 12 ran twice, all others once" "$run_retry" sh -c \
     "[ \"\$(awk '{print \$2}' '$run_retry/iterations.log' | sort -n | uniq -d | tr '\n' ' ')\" = '11 12 ' ]"
 
 # 4. Failures without progress stop the chain; --retry resumes it.
-wait_end "$run_stop" 60
-check "two failures without progress stop the run (FAILED written)" "$run_stop" test -e "$run_stop/FAILED"
-is "$(outcomes "$run_stop")" "failed failed " "attempts: failed, failed"
+sub_wait_end "$run_stop" 60
+sub_check "two failures without progress stop the run (FAILED written)" "$run_stop" test -e "$run_stop/FAILED"
+is "$(sub_outcomes "$run_stop")" "failed failed " "attempts: failed, failed"
 like "$(cat "$run_stop/FAILED")" "2 failed attempts in a row without progress \(limit 2\)" "FAILED says why"
 third=$(sed -n 3p "$run_stop/chain")
 g3c_wait 20 g3c_job_state_is "$third" CANCELLED || true
@@ -143,18 +121,18 @@ run "$SUBMIT" --retry "$run_stop"
 is "$rc" 0 "gpt3d-submit --retry resubmits"
 like "$out" "submitted a chain of 3 jobs" "... a new chain"
 g3c_wait 60 sh -c "[ \$(tail -n +2 '$run_stop/attempts.tsv' | grep -c failed) -ge 4 ] && [ -e '$run_stop/FAILED' ]" || true
-is "$(outcomes "$run_stop")" "failed failed retry failed failed " \
+is "$(sub_outcomes "$run_stop")" "failed failed retry failed failed " \
     "failures before --retry do not count: two more attempts, then it stops again"
 
 # 5. A usage error (exit 2) stops the chain at once.
-wait_end "$run_usage" 60
-check "a usage error stops the run after one attempt" "$run_usage" test -e "$run_usage/FAILED"
-is "$(outcomes "$run_usage")" "failed " "one attempt"
+sub_wait_end "$run_usage" 60
+sub_check "a usage error stops the run after one attempt" "$run_usage" test -e "$run_usage/FAILED"
+is "$(sub_outcomes "$run_usage")" "failed " "one attempt"
 like "$(cat "$run_usage/FAILED")" "usage error \(exit 2\)" "FAILED names the usage error"
 
 # 6. A broken chain (its jobs cancelled) is mended by re-running gpt3d-submit.
 run_broken=$W/broken
-submit --chain 2 -N 1 "$run_broken" -- --train-iters 150 --seconds-per-iter 0.05 --save-interval 5 >/dev/null 2>&1
+sub_fake --chain 2 -N 1 "$run_broken" -- --train-iters 150 --seconds-per-iter 0.05 --save-interval 5 >/dev/null 2>&1
 g3c_wait 30 sh -c "[ \$(wc -l <'$run_broken/iterations.log' 2>/dev/null || echo 0) -ge 20 ]" || true
 # shellcheck disable=SC2046
 scancel $(cat "$run_broken/chain")
@@ -163,8 +141,8 @@ run "$SUBMIT" "$run_broken"
 is "$rc" 0 "gpt3d-submit on a run whose chain was cancelled exits 0"
 like "$out" "resuming .* from iteration [1-9][0-9]* with a new chain" "... and resumes it from its checkpoint"
 is "$(wc -l <"$run_broken/chain")" 4 "... with a new chain of 2 jobs"
-wait_end "$run_broken" 60
-check "the mended run completes" "$run_broken" test -e "$run_broken/COMPLETE"
+sub_wait_end "$run_broken" 60
+sub_check "the mended run completes" "$run_broken" test -e "$run_broken/COMPLETE"
 run "$SUBMIT" --nodes 2 "$run_broken"
 is "$rc" 1 "re-running with other settings is refused"
 like "$out" "created with other settings" "... with a message saying so"
@@ -172,19 +150,19 @@ like "$out" "created with other settings" "... with a message saying so"
 # 7. A node crashes during a 2-node job: Slurm requeues the job, the node is
 # excluded, the run resumes on other nodes from its checkpoint and completes.
 run_node=$W/node
-submit --chain 1 -N 2 "$run_node" -- --train-iters 400 --seconds-per-iter 0.05 --save-interval 5 >/dev/null 2>&1
+sub_fake --chain 1 -N 2 "$run_node" -- --train-iters 400 --seconds-per-iter 0.05 --save-interval 5 >/dev/null 2>&1
 g3c_wait 30 sh -c "[ \$(wc -l <'$run_node/iterations.log' 2>/dev/null || echo 0) -ge 20 ]" || true
 job=$(head -n 1 "$run_node/chain")
 victim=$(scontrol show hostnames "$(g3c_job_field "$job" NodeList)" | sed -n 2p)
 g3c_kill_node "$victim" --crash
-wait_end "$run_node" 90
-check "after a node crash the run completes" "$run_node" test -e "$run_node/COMPLETE"
+sub_wait_end "$run_node" 90
+sub_check "after a node crash the run completes" "$run_node" test -e "$run_node/COMPLETE"
 is "$(sort -u "$run_node/excluded-nodes" 2>/dev/null | tr '\n' ' ')" "$victim " "the crashed node ($victim) is excluded from the run"
 last_nodes=$(tail -n 1 "$run_node/attempts.tsv" | cut -f6)
-check "the last attempt ran without $victim (on $last_nodes)" "$run_node" \
+sub_check "the last attempt ran without $victim (on $last_nodes)" "$run_node" \
     sh -c "! scontrol show hostnames '$last_nodes' | grep -qx '$victim'"
 is "$(tail -n 1 "$run_node/attempts.tsv" | cut -f3)" 1 "the job was requeued by Slurm (restart 1)"
-check "iterations continue from the checkpoint (no iteration lost)" "$run_node" sh -c \
+sub_check "iterations continue from the checkpoint (no iteration lost)" "$run_node" sh -c \
     "[ \"\$(awk '{print \$2}' '$run_node/iterations.log' | sort -un | wc -l)\" -eq 400 ]"
 run "$SUBMIT" --status "$run_node"
 like "$out" "excluded: +$victim" "gpt3d-submit --status lists the excluded node"
@@ -200,7 +178,7 @@ idle_count() { sinfo -h -N -t idle -o %N | sort -u | wc -l; }
 g3c_wait 30 sh -c "[ \$(sinfo -h -N -t idle -o %N | sort -u | wc -l) -eq 3 ]" || true
 is "$(idle_count)" 3 "3 nodes are idle while $victim is down"
 run_el=$W/elastic
-submit --chain 2 --sizes 2,4 "$run_el" -- --train-iters 300 --seconds-per-iter 0.05 --save-interval 5 \
+sub_fake --chain 2 --sizes 2,4 "$run_el" -- --train-iters 300 --seconds-per-iter 0.05 --save-interval 5 \
     --global-batch-size 8 --micro-batch-size 2 --pause-at 10 >/dev/null 2>&1
 el_first=$(head -n 1 "$run_el/chain")
 el_second=$(sed -n 2p "$run_el/chain")
@@ -218,17 +196,17 @@ scancel --batch --signal=USR2 "$el_first"
 g3c_wait 120 g3c_job_state_is "$el_first" 'COMPLETED|FAILED|CANCELLED' || true
 g3c_wait 120 g3c_all_idle || true
 scontrol release "$el_second"
-wait_end "$run_el" 120
-check "the elastic run completes" "$run_el" test -e "$run_el/COMPLETE"
-check "attempts: checkpointed on 2 nodes, complete on 4" "$run_el" [ "$(outcomes "$run_el")" = "checkpointed complete " ]
+sub_wait_end "$run_el" 120
+sub_check "the elastic run completes" "$run_el" test -e "$run_el/COMPLETE"
+sub_check "attempts: checkpointed on 2 nodes, complete on 4" "$run_el" [ "$(sub_outcomes "$run_el")" = "checkpointed complete " ]
 like "$(sed -n 1p "$run_el/fake-starts.log")" "ranks 2 dp 2 accum 2\$" "the first job trained with DP 2, accumulating 2 micro-batches"
 like "$(sed -n 2p "$run_el/fake-starts.log")" "ranks 4 dp 4 accum 1\$" "the second job trained with DP 4 and the same global batch"
-check "every iteration ran exactly once across the sizes" "$run_el" each_iteration_once "$run_el" 300
+sub_check "every iteration ran exactly once across the sizes" "$run_el" each_iteration_once "$run_el" 300
 
 # 9. A job that checkpoints with two jobs of its chain queued behind it ends
 # COMPLETED, exit 0: no SIGPIPE (141) from reading the list of successors.
 run_pipe=$W/pipe
-submit --chain 3 -N 1 --no-health-check "$run_pipe" -- --train-iters 6 --seconds-per-iter 0.02 --pause-at 3 >/dev/null 2>&1
+sub_fake --chain 3 -N 1 --no-health-check "$run_pipe" -- --train-iters 6 --seconds-per-iter 0.02 --pause-at 3 >/dev/null 2>&1
 g3c_wait 120 test -e "$run_pipe/fake-paused" || true
 p_first=$(sed -n 1p "$run_pipe/chain")
 p_second=$(sed -n 2p "$run_pipe/chain")
@@ -237,35 +215,35 @@ g3c_wait 120 g3c_job_state_is "$p_first" 'COMPLETED|FAILED|CANCELLED|TIMEOUT' ||
 is "$(g3c_job_field "$p_first" JobState) $(g3c_job_field "$p_first" ExitCode)" "COMPLETED 0:0" \
     "a job that checkpointed with two successors queued ends COMPLETED, exit 0 (#14.1)"
 like "$(cat "$run_pipe"/logs/*)" "the chain continues with job $p_second" "... and hands the run to the next job of its chain"
-wait_end "$run_pipe" 120
-check "... which completes the run" "$run_pipe" test -e "$run_pipe/COMPLETE"
+sub_wait_end "$run_pipe" 120
+sub_check "... which completes the run" "$run_pipe" test -e "$run_pipe/COMPLETE"
 
 # 10. Two gpt3d-submit at the same moment on one new run directory: one run,
 # one chain; the other submission finds it (#14.2).
 for i in 1 2; do
-    submit --chain 2 -N 1 --no-health-check "$W/race$i" -- --train-iters 5 --seconds-per-iter 0.02 >"$W/race$i.a" 2>&1 &
+    sub_fake --chain 2 -N 1 --no-health-check "$W/race$i" -- --train-iters 5 --seconds-per-iter 0.02 >"$W/race$i.a" 2>&1 &
     pa=$!
-    submit --chain 2 -N 1 --no-health-check "$W/race$i" -- --train-iters 5 --seconds-per-iter 0.02 >"$W/race$i.b" 2>&1 &
+    sub_fake --chain 2 -N 1 --no-health-check "$W/race$i" -- --train-iters 5 --seconds-per-iter 0.02 >"$W/race$i.b" 2>&1 &
     pb=$!
     wait "$pa" || true
     wait "$pb" || true
     is "$(wc -l <"$W/race$i/chain") $(cat "$W/race$i.a" "$W/race$i.b" | grep -c 'submitted a chain of 2 jobs')" "2 1" \
         "two gpt3d-submit at once on a new run directory (try $i) submit one chain of 2 jobs"
-    wait_end "$W/race$i" 120
-    is "$(outcomes "$W/race$i")" "complete " "... whose run trains once and completes"
+    sub_wait_end "$W/race$i" 120
+    is "$(sub_outcomes "$W/race$i")" "complete " "... whose run trains once and completes"
 done
 
 # 11. Node-local storage (#14.8).  The cluster's TmpFS is /tmp, private to each
 # node: gpt3d-submit refuses a run there and creates nothing.
 loc=/tmp/gpt3d-local-$$
-run submit -N 1 "$loc/run" -- --train-iters 5
+run sub_fake -N 1 "$loc/run" -- --train-iters 5
 is "$rc" 1 "a run directory under the node-local TmpFS (/tmp) is refused"
 like "$out" "node-local temporary storage of this cluster \(TmpFS in slurm.conf\)" "... saying why"
 is "$( [ -e "$loc" ] && echo exists || echo absent)" absent "... and nothing is created"
 # A run that only its first node sees (a copy in n1's own /tmp, submitted with
 # sbatch as a site without TmpFS set would): the job's check finds that n2
 # does not see it and excludes n2 with the reason.
-submit --create-only -N 2 --no-health-check --max-failures 1 "$W/localsrc" -- --train-iters 5 --seconds-per-iter 0.02 >/dev/null
+sub_fake --create-only -N 2 --no-health-check --max-failures 1 "$W/localsrc" -- --train-iters 5 --seconds-per-iter 0.02 >/dev/null
 cp -a "$W/localsrc" "$loc"
 cp -a "$W/localsrc" "$G3C_DIR/nodes/n1/tmp/${loc#/tmp/}"
 vis=$(sbatch --parsable -N 2 -w n1,n2 --chdir=/ --output="$loc/logs/vis-%j.out" "$loc/gpt3d-train.sbatch" "$loc")

@@ -15,13 +15,7 @@ set -e
 CHECK="$top_builddir/tests/comm/comm_check"
 
 G3C_SLURMD_TIMEOUT=3
-g3c_check || skip_all "$g3c_why"
-if ! g3c_start 4; then
-    tap_result 1 "a private cluster of 4 nodes starts"
-    diag "$g3c_why"
-    done_testing
-    exit 1
-fi
+g3c_need 4
 tap_result 0 "a private cluster of 4 nodes starts"
 cd "$G3C_WORK"
 

@@ -21,11 +21,8 @@ D="$TMPD/data"
 g3_byte_corpus "$D" light 300
 
 # --make-vocab-size-divisible-by 6: the same padded vocabulary under TP 1 and TP 2
-flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
- --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
- --make-vocab-size-divisible-by 6 --micro-batch-size 2 --global-batch-size 8 --train-iters 10
- --lr 3e-3 --lr-warmup-iters 2 --lr-decay-style cosine --log-interval 1 --eval-iters 1
- --eval-interval 100 --distributed-timeout-minutes 1"
+g3_small_flags 2 --global-batch-size 8 --train-iters 10 --eval-iters 1 --distributed-timeout-minutes 1
+flags=$g3_flags
 export OMP_NUM_THREADS=1
 have_mpi=0
 if g3_have_mpirun; then have_mpi=1; fi
@@ -46,18 +43,25 @@ train() {
     fi
     case "$rc" in 0|75) ;; *) printf '%s\n' "$out" | grep -v '^ *$' | tail -12 | sed 's/^/#   /' ;; esac
 }
+# usr2_at_3 RUN TRIES CMD...: CMD in the background (its output in $TMPD/RUN.out); once RUN's
+# metrics show iteration 3 (looked for TRIES times, 0.05 s apart), SIGUSR2 to it; its exit
+# status in rc.  (CMD is a command, not a function: $! must be the process to signal.)
+usr2_at_3() {
+    _r=$1 _tries=$2
+    shift 2
+    "$@" > "$TMPD/$_r.out" 2>&1 &
+    pid=$!
+    n=0
+    while [ "$n" -lt "$_tries" ] && ! grep -q '"iteration":3,' "$TMPD/$_r/metrics.jsonl" 2>/dev/null; do
+        sleep 0.05; n=$((n + 1))
+    done
+    kill -USR2 "$pid"
+    set +e; wait "$pid"; rc=$?; set -e
+}
 # losses RUN: the training losses of RUN's metrics, one line
 losses() {
     grep '"event":"train"' "$TMPD/$1/metrics.jsonl" | sed 's/.*"loss":\([^,]*\),.*/\1/' | tr '\n' ' '
 }
-# maxrel A B: the largest relative difference between two loss lines
-maxrel() {
-    printf '%s\n%s\n' "$1" "$2" | awk 'NR == 1 { n = split($0, a, " ") } NR == 2 { m = split($0, b, " ") }
-        END { if (n != m || n == 0) { print "mismatch"; exit } w = 0
-              for (i = 1; i <= n; i++) { d = a[i] - b[i]; if (d < 0) d = -d; d /= (a[i] < 0 ? -a[i] : a[i]); if (d > w) w = d }
-              printf "%.3g\n", w }'
-}
-within() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "mismatch" && a + 0 <= b + 0) }'; }
 
 # exact LABEL NP [FLAGS...]: uninterrupted vs stopped at 4 (--exit-interval, exit 75) and
 # resumed: losses, parameters and Adam moments bitwise equal
@@ -133,15 +137,8 @@ fi
 # SIGUSR2 mid-run (one rank; the handler sets a flag, the save happens at the next step)
 slow="--train-iters 60 --eval-iters 0 --hidden-size 128"
 # shellcheck disable=SC2086
-"$GPT3D" train $flags $slow --save "$TMPD/sig/ck" --load "$TMPD/sig/ck" --run-dir "$TMPD/sig" \
-    > "$TMPD/sig.out" 2>&1 &
-pid=$!
-n=0
-while [ "$n" -lt 200 ] && ! grep -q '"iteration":3,' "$TMPD/sig/metrics.jsonl" 2>/dev/null; do
-    sleep 0.05; n=$((n + 1))
-done
-kill -USR2 "$pid"
-set +e; wait "$pid"; rc=$?; set -e
+usr2_at_3 sig 200 "$GPT3D" train $flags $slow --save "$TMPD/sig/ck" --load "$TMPD/sig/ck" \
+    --run-dir "$TMPD/sig"
 is "$rc" 75 "SIGUSR2: saved and exited 75"
 it=$(sed -n 's/^iter_0*//p' "$TMPD/sig/ck/latest" 2>/dev/null)
 like "$(cat "$TMPD/sig.out")" "stopping at iteration $it \\(exit signal\\)" "SIGUSR2: stopped at the saved iteration ($it)"
@@ -161,15 +158,8 @@ fi
 # with one save and exit 75
 # (not g3_mpirun: $! must be mpirun itself, not a subshell running a function)
 # shellcheck disable=SC2086
-"$MPIRUN" --oversubscribe -x OMP_NUM_THREADS -np 2 "$GPT3D" train $flags $slow \
-    --tensor-model-parallel-size 2 --save "$TMPD/msig/ck" --run-dir "$TMPD/msig" > "$TMPD/msig.out" 2>&1 &
-pid=$!
-n=0
-while [ "$n" -lt 300 ] && ! grep -q '"iteration":3,' "$TMPD/msig/metrics.jsonl" 2>/dev/null; do
-    sleep 0.05; n=$((n + 1))
-done
-kill -USR2 "$pid"
-set +e; wait "$pid"; rc=$?; set -e
+usr2_at_3 msig 300 "$MPIRUN" --oversubscribe -x OMP_NUM_THREADS -np 2 "$GPT3D" train $flags $slow \
+    --tensor-model-parallel-size 2 --save "$TMPD/msig/ck" --run-dir "$TMPD/msig"
 is "$rc" 75 "SIGUSR2 under mpirun (TP 2): every rank saved and the job exited 75"
 it=$(sed -n 's/^iter_0*//p' "$TMPD/msig/ck/latest" 2>/dev/null)
 like "$(cat "$TMPD/msig.out")" "stopping at iteration $it \\(exit signal\\)" "SIGUSR2 under mpirun: stopped at the saved iteration ($it)"
@@ -210,8 +200,8 @@ for new in "tp2 2 --tensor-model-parallel-size 2" "dp4z 4 --use-distributed-opti
     echo iter_0000004 > "$TMPD/x$lay/ck/latest"
     train "x$lay" "$np" --load "$TMPD/x$lay/ck" "$@"
     is "$rc" 0 "DP 2 ZeRO-1 -> $lay: resumed"
-    d=$(maxrel "$(losses one-a | cut -d' ' -f5-)" "$(losses "x$lay")")
-    if within "$d" 1e-5; then
+    d=$(g3_maxrel "$(losses one-a | cut -d' ' -f5-)" "$(losses "x$lay")")
+    if g3_within "$d" 1e-5; then
         tap_result 0 "DP 2 ZeRO-1 -> $lay: losses 5..10 within 1e-5 of the uninterrupted run ($d)"
     else
         tap_result 1 "DP 2 ZeRO-1 -> $lay: losses 5..10 within 1e-5 of the uninterrupted run ($d)"

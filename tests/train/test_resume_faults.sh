@@ -32,12 +32,9 @@ check="$top_builddir/tests/parallel/grad_check"
 D="$TMPD/data"
 g3_byte_corpus "$D" light 300
 
-flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
- --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
- --make-vocab-size-divisible-by 6 --micro-batch-size 2 --global-batch-size 8 --train-iters 40
- --lr 3e-3 --lr-warmup-iters 2 --lr-decay-style cosine --log-interval 1 --eval-iters 1
- --eval-interval 100 --distributed-timeout-minutes 1 --use-distributed-optimizer
- --save-interval 1 --keep-last 3"
+g3_small_flags 2 --global-batch-size 8 --train-iters 40 --eval-iters 1 --distributed-timeout-minutes 1 \
+    --use-distributed-optimizer --save-interval 1 --keep-last 3
+flags=$g3_flags
 export OMP_NUM_THREADS=1
 seed=${G3_FAULT_SEED:-$(date +%s)}
 diag "G3_FAULT_SEED=$seed"

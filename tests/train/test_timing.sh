@@ -17,15 +17,11 @@
 . "$top_srcdir/tests/parallel/par_lib.sh"
 set -e
 
-g3_tmpdir
-check="$top_builddir/tests/parallel/grad_check"
-D="$TMPD/data"
-par_corpus "$D"
+par_setup
 flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.txt --split 90,5,5
  --num-layers 4 --hidden-size 32 --num-attention-heads 4 --seq-length 32
  --make-vocab-size-divisible-by 6 --micro-batch-size 2 --global-batch-size 4 --train-iters 6
  --lr 3e-3 --log-interval 2 --eval-iters 1 --eval-interval 100"
-export OMP_NUM_THREADS=1
 
 # numbers NAME: the train records without their timing fields (loss, grad norm, lr, ...)
 numbers() {
