@@ -3,6 +3,9 @@
 # the same count and FLOPs as a real one-iteration gpt3d train, memory per stage against a
 # hand computation, the activation formula of Korthikanti et al. 2022, the pipeline bubble,
 # --gpu-memory, --search, --json, and every invalid layout refused with the trainer's message.
+# make check sets top_srcdir; the flag blocks ($small, $mtnlg, ...) are word-split on purpose;
+# 104 / t * c is the rows per TP rank (104 / t, exact) times c.
+# shellcheck disable=SC2154,SC2086,SC2017
 . "$top_srcdir/tests/lib.sh"
 set -e
 g3_tmpdir
