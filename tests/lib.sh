@@ -63,6 +63,29 @@ g3_have_mpirun() {
     [ -n "${MPIRUN:-}" ] && command -v "$MPIRUN" >/dev/null 2>&1
 }
 
+# g3_need_kjv [FILE...]: set $K to the test corpus that make check builds ('gpt3d corpus' into
+# $GPT3D_TEST_DATA/kjv) and bail out when it or one of FILE (names inside it; default
+# encoder.json and kjv.jsonl) is missing: a missing corpus is a failure, not a skip.
+g3_need_kjv() {
+    K="$GPT3D_TEST_DATA/kjv"
+    [ $# -gt 0 ] || set -- encoder.json kjv.jsonl
+    for _f; do
+        if [ ! -f "$K/$_f" ]; then
+            echo "Bail out! the test corpus is missing in $K (no $_f; run 'make check', which builds it with 'gpt3d corpus')"
+            exit 1
+        fi
+    done
+}
+
+# g3_need_numpy: set $PY to the reference Python and bail out when it has no numpy.
+g3_need_numpy() {
+    PY="$PYTHON_REF"
+    if ! "$PY" -c 'import numpy' 2>/dev/null; then
+        echo "Bail out! $PY has no numpy (Debian: apt-get install python3-numpy)"
+        exit 1
+    fi
+}
+
 # g3_need_mpirun: skip the whole test when there is no mpirun (see g3_have_mpirun).
 g3_need_mpirun() {
     g3_have_mpirun || skip_all "mpirun not found (configure: install Debian's openmpi-bin)"

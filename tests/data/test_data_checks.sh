@@ -13,16 +13,8 @@
 . "$top_srcdir/tests/lib.sh"
 set -e
 g3_tmpdir
-K="$GPT3D_TEST_DATA/kjv"
-if [ ! -f "$K/encoder.json" ] || [ ! -f "$K/kjv.jsonl" ]; then
-    echo "Bail out! the test corpus is missing in $K (run 'make check', which builds it with 'gpt3d corpus')"
-    exit 1
-fi
-PY="$PYTHON_REF"
-if ! "$PY" -c 'import numpy' 2>/dev/null; then
-    echo "Bail out! $PY has no numpy (Debian: apt-get install python3-numpy)"
-    exit 1
-fi
+g3_need_kjv
+g3_need_numpy
 V="--vocab-file $K/encoder.json --merge-file $K/vocab.bpe"
 M="--num-layers 1 --hidden-size 16 --num-attention-heads 2 --seq-length 32 --micro-batch-size 2 --global-batch-size 2 --train-iters 1 --eval-iters 1 --split 90,10,0"
 

@@ -12,13 +12,9 @@
 . "$top_srcdir/tests/lib.sh"
 set -e
 g3_tmpdir
-PY="$PYTHON_REF"
 MM="$top_srcdir/tests/data/mmidx.py"
 DD="$top_builddir/tests/data/data_dump"
-if ! "$PY" -c 'import numpy' 2>/dev/null; then
-    echo "Bail out! $PY has no numpy (Debian: apt-get install python3-numpy)"
-    exit 1
-fi
+g3_need_numpy
 export GPT3D_LOG_LEVEL=error
 
 # numpy's RandomState(seed).shuffle, element for element.

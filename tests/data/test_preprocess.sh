@@ -10,18 +10,10 @@
 . "$top_srcdir/tests/lib.sh"
 set -e
 g3_tmpdir
-K="$GPT3D_TEST_DATA/kjv"
-if [ ! -f "$K/encoder.json" ] || [ ! -f "$K/kjv.jsonl" ]; then
-    echo "Bail out! the test corpus is missing in $K (run 'make check', which builds it with 'gpt3d corpus')"
-    exit 1
-fi
+g3_need_kjv
 V="--vocab-file $K/encoder.json --merge-file $K/vocab.bpe"
-PY="$PYTHON_REF"
 MM="$top_srcdir/tests/data/mmidx.py"
-if ! "$PY" -c 'import numpy' 2>/dev/null; then
-    echo "Bail out! $PY has no numpy (Debian: apt-get install python3-numpy)"
-    exit 1
-fi
+g3_need_numpy
 
 # expect_docs PREFIX EOD FILE...: the dataset holds, in order, the
 # tokenization of each FILE (plus 50256 when EOD=1), per the Python reader.

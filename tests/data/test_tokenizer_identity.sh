@@ -15,11 +15,7 @@
 . "$top_srcdir/tests/lib.sh"
 set -e
 g3_tmpdir
-K="$GPT3D_TEST_DATA/kjv"
-if [ ! -f "$K/encoder.json" ] || [ ! -f "$K/kjv.jsonl" ]; then
-    echo "Bail out! the test corpus is missing in $K (run 'make check', which builds it with 'gpt3d corpus')"
-    exit 1
-fi
+g3_need_kjv
 PY="$PYTHON_REF"
 if ! command -v sha256sum >/dev/null 2>&1; then
     echo "Bail out! sha256sum (coreutils) is missing"
