@@ -28,6 +28,7 @@
 #include "core/opt.h"
 #include "core/status.h"
 #include "data/bpe.h"
+#include "data/json.h"
 #include "infer/infer.h"
 
 static const g3_opt_spec_t g3_generate_specs[] = {
@@ -200,7 +201,7 @@ static int g3_generate_write_json(const char *path, const g3_cli_infer_t *s,
         return G3_EXIT_FAILURE;
     }
     fprintf(f, "{\"checkpoint\":");
-    g3_infer_json_string(f, s->info->path);
+    g3_json_write_string(f, s->info->path);
     fprintf(f, ",\"iteration\":%" PRId64 ",\"greedy\":%s,\"temperature\":%.9g,\"top_k\":%d,"
             "\"top_p\":%.9g,\"seed\":%" PRIu64 ",\"prompt_ids\":[", s->info->iteration,
             sp->greedy || sp->top_k == 1 ? "true" : "false", sp->temperature, sp->top_k,
@@ -211,7 +212,7 @@ static int g3_generate_write_json(const char *path, const g3_cli_infer_t *s,
     for (size_t i = prompt_len; i < ids->len; i++)
         fprintf(f, "%s%d", i > prompt_len ? "," : "", ids->ids[i]);
     fprintf(f, "],\"text\":");
-    g3_infer_json_string(f, text);
+    g3_json_write_string(f, text);
     fprintf(f, ",\"stop\":\"%s\"}\n", stop);
     err = ferror(f);
     if (fclose(f) != 0 || err) {

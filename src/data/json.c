@@ -315,3 +315,18 @@ g3_status_t g3_json_object_next(g3_json_t *j, int *first, g3_buf_t *key)
     g3_json_skip_ws(j);
     return G3_OK;
 }
+
+void g3_json_write_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}

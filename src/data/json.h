@@ -8,6 +8,7 @@
 #define G3_DATA_JSON_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "core/status.h"
 
@@ -46,5 +47,9 @@ g3_status_t g3_json_object_next(g3_json_t *j, int *first, g3_buf_t *key);
 
 /* Append the UTF-8 encoding of code point cp to out. */
 g3_status_t g3_utf8_put(g3_buf_t *out, unsigned cp);
+
+/* Write s (NUL-terminated UTF-8) to f as a JSON string: quotes, backslashes and control
+ * characters escaped. */
+void g3_json_write_string(FILE *f, const char *s);
 
 #endif

@@ -63,22 +63,6 @@ void g3_tokid_describe(const g3_tokid_t *id, char *buf, size_t size)
              g3_base(id->merge_file), id->merge_sha256);
 }
 
-/* s as a JSON string (quotes, backslashes and control characters escaped) into f. */
-static void g3_json_put_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 g3_status_t g3_tokid_to_json(const g3_tokid_t *id, char **text_p)
 {
     char *text = NULL;
@@ -89,9 +73,9 @@ g3_status_t g3_tokid_to_json(const g3_tokid_t *id, char **text_p)
         return G3_ERR_NO_MEMORY;
     fprintf(f, "{\"format\": \"%s\", \"version\": %d, \"name\": \"%s\", \"vocab_file\": ",
             G3_TOKID_FORMAT, G3_TOKID_VERSION, name ? name : "custom");
-    g3_json_put_string(f, id->vocab_file);
+    g3_json_write_string(f, id->vocab_file);
     fprintf(f, ", \"vocab_sha256\": \"%s\", \"merge_file\": ", id->vocab_sha256);
-    g3_json_put_string(f, id->merge_file);
+    g3_json_write_string(f, id->merge_file);
     fprintf(f, ", \"merge_sha256\": \"%s\"}", id->merge_sha256);
     if (fclose(f) != 0) {
         free(text);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "data/json.h"
 #include "infer/infer.h"
 
 g3_status_t g3_infer_batch_load(const g3_infer_batch_t *bt, g3_split_t split, uint64_t first,
@@ -51,21 +52,6 @@ g3_status_t g3_infer_evaluate(const g3_infer_lm_t *lm, const g3_infer_batch_t *b
     return G3_OK;
 }
 
-void g3_infer_json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 void g3_infer_report_eval(FILE *metrics, g3_split_t split, int64_t iteration, double loss,
                           int final, uint64_t samples, const char *checkpoint)
 {
@@ -88,7 +74,7 @@ void g3_infer_report_eval(FILE *metrics, g3_split_t split, int64_t iteration, do
     fprintf(metrics, "\"final\":%s", final ? "true" : "false");
     if (checkpoint) {
         fprintf(metrics, ",\"samples\":%llu,\"checkpoint\":", (unsigned long long)samples);
-        g3_infer_json_string(metrics, checkpoint);
+        g3_json_write_string(metrics, checkpoint);
     }
     fprintf(metrics, "}\n");
     fflush(metrics);

@@ -65,9 +65,6 @@ g3_status_t g3_infer_evaluate(const g3_infer_lm_t *lm, const g3_infer_batch_t *b
 void g3_infer_report_eval(FILE *metrics, g3_split_t split, int64_t iteration, double loss,
                           int final, uint64_t samples, const char *checkpoint);
 
-/* Write s (NUL-terminated UTF-8) as a JSON string: quotes, backslashes and control
- * characters escaped. */
-void g3_infer_json_string(FILE *f, const char *s);
 
 /* ---- sampling and generation ------------------------------------------------------------- */
 
