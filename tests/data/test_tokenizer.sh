@@ -66,6 +66,9 @@ like "$out" "byte offset 3" "an encoded surrogate is invalid UTF-8 at its offset
 run sh -c "printf '12 x7 4' | $TOK --decode"
 [ "$rc" -ne 0 ]; is $? 0 "decode refuses a non-integer token"
 like "$out" "'x7'" "the error quotes it"
+run sh -c "printf '5 12345678901234567890123 7' | $TOK --decode"
+like "$out" "'12345678901234567890123' \(token 1, byte offset 2 of standard input\) is not a token id \(larger than 2147483647\)" \
+    "decode quotes a 23-digit id whole and says it is too large (#21.4)"
 run sh -c "printf '50257' | $TOK --decode"
 like "$out" "outside the vocabulary" "decode refuses an id outside the vocabulary"
 run "$GPT3D" tokenize --vocab-file "$TMPD/nope.json" --merge-file "$K/vocab.bpe"

@@ -113,6 +113,14 @@ expect 2 'save-interval, --keep-last, --no-save-optim and --async-save need --sa
     $data $model --train-iters 1 --save-interval 1 --load "$TMPD/ck"
 expect 2 'rampup-batch-size needs sample-based training' "ramp-up with --train-iters" \
     $data $model --train-iters 5 --rampup-batch-size 4 4 100
+expect 2 '--seed -1 is out of range \(0 \.\. 4294967295\)' "a negative --seed (#21.4)" \
+    $data $model --train-iters 1 --seed -1
+expect 2 '--seed 4294967296 is out of range' "a --seed past 32 bits" $data $model --train-iters 1 --seed 4294967296
+expect 2 'this run needs [0-9.]+ GiB per rank .*--micro-batch-size [0-9]+ x --seq-length 2147483647' \
+    "--seq-length 2147483647 (no overflow: the memory estimate refuses it before anything is allocated)" \
+    $data $model --seq-length 2147483647 --max-position-embeddings 2147483647 --train-iters 1 --eval-iters 0 --run-dir "$TMPD/big"
+expect 2 'this run needs [0-9.]+ GiB per rank .*lower --micro-batch-size' "--micro-batch-size and --global-batch-size 1000000000: refused at once (#21.4)" \
+    $data $model --micro-batch-size 1000000000 --global-batch-size 1000000000 --train-iters 1 --eval-iters 0 --run-dir "$TMPD/big"
 expect 2 'this run needs [0-9.]+ GiB per rank .* lower --micro-batch-size' "more memory than the machine has (gpt3d plan's estimate, before allocating)" \
     $data $model --micro-batch-size 65536 --train-iters 1 --eval-iters 0 --run-dir "$TMPD/big"
 if [ ! -e "$TMPD/ck" ]; then tap_result 0 "nothing was written for the refused runs"; else
