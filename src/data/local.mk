@@ -1,5 +1,6 @@
 # src/data: the GPT-2 BPE tokenizer, Megatron indexed datasets (MMIDIDX v1),
-# the GPT sample index (Megatron semantics) and weighted blends.
+# the preprocessing pipeline behind gpt3d preprocess, the GPT sample index
+# (Megatron semantics) and weighted blends.
 # Depends on core only.  See docs/data.md.
 src_libgpt3d_a_SOURCES += \
 	src/data/unicode_tables.c src/data/unicode_tables.h src/data/unicode.c \
@@ -11,3 +12,4 @@ src_libgpt3d_a_SOURCES += src/data/sha256.c src/data/sha256.h src/data/tokid.c s
 src_libgpt3d_a_SOURCES += \
 	src/data/gpt_index.c src/data/gpt_index.h \
 	src/data/dataset.c src/data/dataset.h
+src_libgpt3d_a_SOURCES += src/data/preprocess.c src/data/preprocess.h
