@@ -149,7 +149,7 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
 
     if (st != G3_OK)
         return st;
-    st = g3_ckpt_check_format(f, path, G3_CKPT_FORMAT);
+    st = g3_ckpt_check_format(f, path, G3_CKPT_FORMAT, &r->version);
     if (st != G3_OK)
         goto err_close_file;
     if (g3_ckpt_attr_read_i64(f, "iteration", &r->iteration, 1) != G3_OK ||
@@ -158,6 +158,25 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
         g3_error("%s lacks its iteration / consumed_samples / consumed_tokens attributes: the index is damaged", path);
         st = G3_ERR_FORMAT;
         goto err_close_file;
+    }
+    /* Version 2 checksums each of them (version 1 did not: nothing to check). */
+    for (int i = 0; r->version >= 2 && i < G3_CKPT_NPROGRESS; i++) {
+        const int64_t v[G3_CKPT_NPROGRESS] = { r->iteration, r->consumed_samples, r->consumed_tokens };
+        char name[64];
+        uint32_t want = 0;
+        snprintf(name, sizeof(name), "%s_crc32c", g3_ckpt_progress_names[i]);
+        if (g3_ckpt_attr_read_u32(f, name, &want) != G3_OK) {
+            g3_error("%s lacks the %s attribute (format version %d): the index is damaged; load another checkpoint (--load-fallback)",
+                     path, name, r->version);
+            st = G3_ERR_FORMAT;
+            goto err_close_file;
+        }
+        if (want != g3_ckpt_progress_crc(v[i])) {
+            g3_error("%s: root attribute %s (%lld) fails its checksum (stored crc32c %08x, computed %08x): the index was altered; load another checkpoint (--load-fallback)",
+                     path, g3_ckpt_progress_names[i], (long long)v[i], want, g3_ckpt_progress_crc(v[i]));
+            st = G3_ERR_FORMAT;
+            goto err_close_file;
+        }
     }
     {   /* /config */
         hid_t d = H5Dopen2(f, "config", H5P_DEFAULT), t;
@@ -268,6 +287,9 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
         if (g >= 0)
             H5Gclose(g);
     }
+    /* The virtual datasets are the h5py view of the checkpoint: check them as verify does. */
+    if (st == G3_OK && g3_ckpt_check_vds(r, f, path) != 0)
+        st = G3_ERR_FORMAT;
 
 err_close_file:
     H5Fclose(f);
@@ -634,25 +656,6 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const 
     return G3_OK;
 }
 
-/* H5Lexists on "a/b/c" fails when "a/b" is missing: check component by component. */
-static int link_path_exists(hid_t f, const char *path)
-{
-    char p[G3_CKPT_NAME_MAX + 16];
-
-    snprintf(p, sizeof(p), "%s", path);
-    for (char *s = p; ; s++) {
-        if (*s == '/' || *s == '\0') {
-            char c = *s;
-            *s = '\0';
-            if (H5Lexists(f, p, H5P_DEFAULT) <= 0)
-                return 0;
-            if (c == '\0')
-                return 1;
-            *s = c;
-        }
-    }
-}
-
 /* Raw reads go in 2 MiB blocks: large enough for the kernel's read-ahead, small
  * enough that the checksum thread finds each block still in the CPU's cache
  * (8 and 16 MiB measured slower, 1 MiB no better). */
@@ -806,7 +809,7 @@ static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, c
     double t0 = t_now();
 
     g3_ckpt_piece_dataset(t->name, sp->piece, dname, sizeof(dname));
-    if (!link_path_exists(f, dname)) {
+    if (!g3_ckpt_link_exists(f, dname)) {
         g3_error("%s has no dataset %s (tensor %s): the shard does not match the index; run 'gpt3d ckpt verify'",
                  fpath, dname, t->name);
         return G3_ERR_FORMAT;
@@ -833,6 +836,10 @@ static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, c
             st = G3_ERR_FORMAT;
             goto err_close_dataset;
         }
+    }
+    if (g3_ckpt_check_piece(r, sp, d, fpath, dname) != 0) {
+        st = G3_ERR_FORMAT;
+        goto err_close_dataset;
     }
     T_ADD(T_DOPEN, t0);
     /* Direct read: one reader wants exactly this box in the same dtype. */
@@ -943,7 +950,6 @@ err_close_dataset:
 static g3_status_t open_shard(g3_ckpt_reader_t *r, int file, hid_t *f_p, char *path, size_t size)
 {
     const g3_ckpt_frow_t *fr = &r->files[file];
-    int64_t it = -1;
     g3_status_t st;
 
     snprintf(path, size, "%s/%s", r->dir, fr->name);
@@ -957,12 +963,9 @@ static g3_status_t open_shard(g3_ckpt_reader_t *r, int file, hid_t *f_p, char *p
         if (H5Fget_vfd_handle(*f_p, H5P_DEFAULT, &handle) >= 0 && handle != NULL)
             posix_fadvise(*(int *)handle, 0, 0, POSIX_FADV_SEQUENTIAL);
     }
-    st = g3_ckpt_check_format(*f_p, path, G3_CKPT_SHARD_FORMAT);
-    if (st == G3_OK && (g3_ckpt_attr_read_i64(*f_p, "iteration", &it, 1) != G3_OK || it != r->iteration)) {
-        g3_error("shard file %s belongs to iteration %lld but the index is for iteration %lld: it was copied from another checkpoint",
-                 path, (long long)it, (long long)r->iteration);
+    st = g3_ckpt_check_format(*f_p, path, G3_CKPT_SHARD_FORMAT, NULL);
+    if (st == G3_OK && g3_ckpt_check_shard(r, (size_t)file, *f_p, path) != 0)
         st = G3_ERR_FORMAT;
-    }
     if (st != G3_OK)
         H5Fclose(*f_p);
     return st;
@@ -1079,6 +1082,28 @@ g3_status_t g3_ckpt_config_compare(const char *ckpt_config, const char *run_conf
 
 /* ---- the whole load ------------------------------------------------------------------ */
 
+/* What verify checks of the index before any data: every tensor tiled exactly, and (on the
+ * first rank, to spare a parallel file system one stat per rank and file) every shard file
+ * present.  The shard files a rank reads are checked as they are opened (check_shard,
+ * check_piece), the virtual datasets when the index is (check_vds). */
+static g3_status_t check_index(const g3_ckpt_reader_t *r, const g3_ckpt_state_t *state)
+{
+    const g3_ckpt_layout_t *l = &state->layout;
+    int faults = g3_ckpt_check_tiling(r), missing = 0;
+
+    for (size_t i = 0; l->tp == 0 && l->pp == 0 && l->dp == 0 && i < r->nfiles; i++) {
+        char p[PATH_MAX + 80];
+        struct stat sb;
+        snprintf(p, sizeof(p), "%s/%s", r->dir, r->files[i].name);
+        if (stat(p, &sb) != 0) {
+            g3_error("checkpoint %s is incomplete: shard file %s is missing (%s)", r->dir, r->files[i].name,
+                     strerror(errno));
+            missing++;
+        }
+    }
+    return faults ? G3_ERR_FORMAT : missing ? G3_ERR_NOT_FOUND : G3_OK;
+}
+
 g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_load_opts_t *opts,
                          const g3_ckpt_comm_t *comm, g3_ckpt_reader_t **reader_p)
 {
@@ -1123,6 +1148,8 @@ g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_
         T_ADD(T_INDEX, t0);
         if (st == G3_OK && opts && opts->config_text)
             st = g3_ckpt_config_compare(r->config, opts->config_text, opts->model_keys, r->dir);
+        if (st == G3_OK)
+            st = check_index(r, state);
         if (st == G3_OK)
             st = g3_ckpt_reader_load(r, state, opts);
         ok = st == G3_OK;

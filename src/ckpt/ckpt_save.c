@@ -149,7 +149,7 @@ static g3_status_t write_piece(hid_t f, const char *path, const g3_ckpt_stensor_
     H5Pset_layout(dcpl, H5D_CONTIGUOUS);
     H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
     H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE);
-    d = H5Dcreate2(f, dname, type, space, lcpl, dcpl, H5P_DEFAULT);
+    d = g3_ckpt_h5_parents(f, dname) == G3_OK ? H5Dcreate2(f, dname, type, space, lcpl, dcpl, H5P_DEFAULT) : -1;
     if (d < 0 || g3_ckpt_dataset_io(d, type, t->ndim, p->extent, g3_ckpt_dtype_size(t->dtype), p->data, 1,
                                      &crc) != G3_OK) {
         g3_error("cannot write tensor %s (piece %d, %zu bytes) to %s: %s; check free space and quota",
@@ -364,7 +364,7 @@ static g3_status_t read_manifest(const char *path, const char *fname, const g3_c
                      fr->tp, fr->pp, fr->dp);
         return st;
     }
-    st = g3_ckpt_check_format(f, path, G3_CKPT_SHARD_FORMAT);
+    st = g3_ckpt_check_format(f, path, G3_CKPT_SHARD_FORMAT, NULL);
     if (st == G3_OK) {
         g3_ckpt_attr_read_str(f, "kind", kind, sizeof(kind));
         g3_ckpt_attr_read_i32(f, "tp", &tp);
@@ -391,10 +391,12 @@ static g3_status_t read_manifest(const char *path, const char *fname, const g3_c
 
 static g3_status_t write_state_group(hid_t idx, const g3_ckpt_state_t *state, const char *path)
 {
-    hid_t g = H5Gcreate2(idx, "state", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t gcpl = g3_ckpt_h5_gcpl();
+    hid_t g = H5Gcreate2(idx, "state", H5P_DEFAULT, gcpl, H5P_DEFAULT);
     g3_status_t st = G3_OK;
     char msg[512];
 
+    H5Pclose(gcpl);
     if (g < 0)
         return G3_ERR_IO;
     for (int i = 0; st == G3_OK && i < state->nkv; i++) {
@@ -466,6 +468,8 @@ static g3_status_t write_vds(hid_t idx, const g3_ckpt_trow_t *t, const found_t *
     H5Sselect_all(vspace);
     lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
+    if (st == G3_OK && g3_ckpt_h5_parents(idx, t->name) != G3_OK)
+        st = G3_ERR_IO;
     d = st == G3_OK ? H5Dcreate2(idx, t->name, g3_ckpt_h5_type(dtype), vspace, lcpl, dcpl, H5P_DEFAULT) : -1;
     if (d < 0 || g3_ckpt_attr_write_str(d, "dtype", t->dtype) != G3_OK) {
         g3_error("cannot write the virtual dataset of %s in %s: %s", t->name, path,
@@ -506,6 +510,13 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
     if (st == G3_OK) st = g3_ckpt_attr_write_i64(f, "iteration", &state->iteration, 1);
     if (st == G3_OK) st = g3_ckpt_attr_write_i64(f, "consumed_samples", &state->consumed_samples, 1);
     if (st == G3_OK) st = g3_ckpt_attr_write_i64(f, "consumed_tokens", &state->consumed_tokens, 1);
+    for (int i = 0; st == G3_OK && i < G3_CKPT_NPROGRESS; i++) {   /* format version 2 */
+        const int64_t v[G3_CKPT_NPROGRESS] = { state->iteration, state->consumed_samples,
+                                               state->consumed_tokens };
+        char name[64];
+        snprintf(name, sizeof(name), "%s_crc32c", g3_ckpt_progress_names[i]);
+        st = g3_ckpt_attr_write_u32(f, name, g3_ckpt_progress_crc(v[i]));
+    }
     if (st == G3_OK) st = g3_ckpt_attr_write_str(f, "writer", writer);
     if (st == G3_OK) st = g3_ckpt_attr_write_str(f, "created", created);
     if (st == G3_OK) {        /* /config */
@@ -525,7 +536,9 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
         H5Tclose(t);
     }
     if (st == G3_OK) {        /* /layout */
-        g = H5Gcreate2(f, "layout", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        hid_t gcpl = g3_ckpt_h5_gcpl();
+        g = H5Gcreate2(f, "layout", H5P_DEFAULT, gcpl, H5P_DEFAULT);
+        H5Pclose(gcpl);
         bounds = malloc((size_t)(l->pp_size + 1) * sizeof(int64_t));
         if (g < 0 || bounds == NULL)
             st = G3_ERR_IO;

@@ -453,6 +453,22 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
         if (st != G3_OK)
             goto out_close;
     }
+    /* The index's consumed_samples decides the schedule and the data order: it must agree
+     * with the checksummed copies under /state (a version-1 index has no checksum of its own). */
+    {
+        static const char *const keys[] = { "data_sampler", "lr_scheduler" };
+        int64_t cs = g3_ckpt_reader_consumed_samples(r), v[2] = { 0, 0 };
+        for (int k = 0; k < 2; k++) {
+            int n = !strcmp(keys[k], "data_sampler") ? 2 : 1;
+            if (!g3_ckpt_reader_has(r, keys[k]) || g3_ckpt_reader_get_i64(r, keys[k], v, n) != G3_OK)
+                continue;
+            if (v[0] != cs) {
+                g3_error("checkpoint %s: consumed_samples %lld in index.h5 disagrees with state/%s (%lld consumed samples): the index was altered; load another checkpoint (--load DIR/iter_NNNNNNN) or restore it", g3_ckpt_reader_path(r), (long long)cs, keys[k], (long long)v[0]);
+                st = G3_ERR_FORMAT;
+                goto out_close;
+            }
+        }
+    }
     if (g3_ckpt_reader_has(r, "rng") && g3_ckpt_reader_get_i64(r, "rng", &seed, 1) == G3_OK &&
         seed != (int64_t)c->model->cfg.seed)
         g3_warn("checkpoint %s was trained with --seed %lld, this run has --seed %llu: the data "
