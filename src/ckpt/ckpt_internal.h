@@ -57,9 +57,11 @@ uint64_t g3_ckpt_name_hash(const char *s);
 
 /* ---- HDF5 helpers ------------------------------------------------------------ */
 
-/* Silence HDF5's own error printing (once per process). */
+/* Initialise HDF5 for checkpoints (once per process) and, in each calling thread, replace
+ * HDF5's own error printing by the capture that g3_ckpt_h5_errmsg reads. */
 void g3_ckpt_h5_init(void);
-/* The innermost messages of HDF5's error stack, into buf. */
+/* The innermost messages of HDF5's error stack (or of this thread's last HDF5 failure,
+ * when a later call cleared the stack), with an errno HDF5 reports as strerror, into buf. */
 const char *g3_ckpt_h5_errmsg(char *buf, size_t size);
 /* HDF5 file type and memory type of a dtype (do not close them). */
 hid_t g3_ckpt_h5_type(g3_ckpt_dtype_t dtype);
@@ -72,6 +74,10 @@ hid_t g3_ckpt_h5_gcpl(void);
 /* Create the missing parent groups of path ("a/b/c": a and a/b) with g3_ckpt_h5_gcpl.
  * RET: G3_ERR_IO (not logged: the caller names the file). */
 g3_status_t g3_ckpt_h5_parents(hid_t loc, const char *path);
+/* Flush and close a file written by this process.  When the flush fails (a full disk) the
+ * error is logged (unless quiet: an error was logged already), the file's space is
+ * released and the file closed for good.  RET: G3_OK or G3_ERR_IO. */
+g3_status_t g3_ckpt_h5_close_written(hid_t file, const char *path, int quiet);
 /* fsync a file or directory by path. */
 g3_status_t g3_ckpt_fsync_path(const char *path, int is_dir);
 

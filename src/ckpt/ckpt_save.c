@@ -241,11 +241,8 @@ static g3_status_t write_shard(const char *tmp, const g3_ckpt_state_t *state, g3
     if (st == G3_OK)
         st = g3_ckpt_table_write(f, "manifest", G3_CKPT_TABLE_MANIFEST, rows, nrows, path);
     free(rows);
-    if (H5Fclose(f) < 0 && st == G3_OK) {
-        char msg[512];
-        g3_error("cannot close %s: %s", path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+    if (g3_ckpt_h5_close_written(f, path, st != G3_OK) != G3_OK)
         st = G3_ERR_IO;
-    }
     if (st == G3_OK)
         st = g3_ckpt_fsync_path(path, 0);
     if (st == G3_OK)
@@ -582,7 +579,7 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
     free(prows);
     for (size_t t = 0; st == G3_OK && t < ntensors; t++)
         st = write_vds(f, &trows[t], &found[trows[t].first_piece], (size_t)trows[t].npieces, files, path);
-    if (H5Fclose(f) < 0 && st == G3_OK)
+    if (g3_ckpt_h5_close_written(f, path, st != G3_OK) != G3_OK)
         st = G3_ERR_IO;
     if (st == G3_OK)
         st = g3_ckpt_fsync_path(path, 0);
