@@ -313,11 +313,24 @@ g3_status_t g3_ckpt_reader_open(const char *path, g3_ckpt_reader_t **reader_p)
         int64_t it;
         st = g3_ckpt_latest(path, &it);
         if (st == G3_ERR_NOT_FOUND) {
-            if (stat(path, &sb) != 0)
+            int64_t *iters = NULL;
+            int n = 0;
+            if (stat(path, &sb) != 0) {
                 g3_error("checkpoint directory %s: %s", path, strerror(errno));
-            else
+            } else if (g3_ckpt_list(path, &iters, &n) == G3_OK && n > 0) {
+                char names[160] = "", newest[PATH_MAX];
+                size_t len = 0;
+                for (int i = n - 1; i >= 0 && i >= n - 4; i--)
+                    len += (size_t)snprintf(names + len, sizeof(names) - len, "%siter_%07lld", len ? ", " : "",
+                                            (long long)iters[i]);
+                g3_ckpt_iter_path(path, iters[n - 1], newest, sizeof(newest));
+                g3_error("%s has no 'latest' file but holds %d committed checkpoint%s (%s%s): resume from the newest with --load %s (or --load-fallback), or restore the file: echo iter_%07lld > %s/latest",
+                         path, n, n > 1 ? "s" : "", names, n > 4 ? ", ..." : "", newest, (long long)iters[n - 1], path);
+            } else {
                 g3_error("%s holds no checkpoint: it has neither a 'latest' file nor an %s (pass the directory given to --save, or an iter_NNNNNNN directory in it)",
                          path, G3_CKPT_INDEX_NAME);
+            }
+            free(iters);
         }
         if (st != G3_OK) {
             free(r);
@@ -348,6 +361,14 @@ int64_t g3_ckpt_reader_iteration(const g3_ckpt_reader_t *r) { return r->iteratio
 int64_t g3_ckpt_reader_consumed_samples(const g3_ckpt_reader_t *r) { return r->consumed_samples; }
 int64_t g3_ckpt_reader_consumed_tokens(const g3_ckpt_reader_t *r) { return r->consumed_tokens; }
 const char *g3_ckpt_reader_config(const g3_ckpt_reader_t *r) { return r->config ? r->config : ""; }
+
+int g3_ckpt_reader_has_optim(const g3_ckpt_reader_t *r)
+{
+    for (size_t i = 0; i < r->ntensors; i++)
+        if (r->tensors[i].kind == G3_CKPT_OPTIM)
+            return 1;
+    return 0;
+}
 
 void g3_ckpt_reader_layout(const g3_ckpt_reader_t *r, g3_ckpt_layout_t *l)
 {
@@ -555,6 +576,7 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const 
     work_t *work = NULL;
     size_t nwork = 0, cap = 0;
     g3_status_t st = G3_OK;
+    int skip_optim = opts && (opts->no_load_optim || (opts->optim_optional && !g3_ckpt_reader_has_optim(r)));
 
     for (int i = 0; i < state->ntensors; i++) {
         g3_ckpt_stensor_t *s = &state->tensors[i];
@@ -564,7 +586,7 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const 
         int ti;
         char a[96], b[96];
 
-        if (s->npieces == 0 || (t->kind == G3_CKPT_OPTIM && opts && opts->no_load_optim))
+        if (s->npieces == 0 || (t->kind == G3_CKPT_OPTIM && skip_optim))
             continue;
         ti = g3_ckpt_reader_find(r, s->name);
         if (ti < 0) {

@@ -48,6 +48,50 @@ static g3_status_t mkdir_p(const char *path)
     return G3_OK;
 }
 
+/* `latest` must be a regular file (or absent) for the commit's rename over it to work. */
+static g3_status_t check_latest_file(const char *dir)
+{
+    char p[PATH_MAX + 16];
+    struct stat sb;
+
+    snprintf(p, sizeof(p), "%s/latest", dir);
+    if (lstat(p, &sb) != 0 || S_ISREG(sb.st_mode))
+        return G3_OK;
+    g3_error("%s is not a regular file (it is %s), so no checkpoint can be committed there: remove it (the checkpoints in %s are not touched) and rewrite it if needed, e.g. 'echo iter_0000100 > %s'",
+             p, S_ISDIR(sb.st_mode) ? "a directory" : S_ISLNK(sb.st_mode) ? "a symbolic link" : "a special file", dir, p);
+    return G3_ERR_INVALID_ARG;
+}
+
+g3_status_t g3_ckpt_save_check(const char *dir)
+{
+    char probe[PATH_MAX], host[64] = "host";
+    g3_status_t st;
+
+    st = mkdir_p(dir);
+    if (st != G3_OK) {
+        g3_error("--save %s cannot hold checkpoints (see above): pass a directory this process can create and write", dir);
+        return G3_ERR_INVALID_ARG;
+    }
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    /* a probe entry where the checkpoints go: iter_*.tmp-* directories are created there */
+    if ((size_t)snprintf(probe, sizeof(probe), "%s/.gpt3d-probe-%s-%ld", dir, host, (long)getpid()) >= sizeof(probe)) {
+        g3_error("--save %s: the path is too long", dir);
+        return G3_ERR_INVALID_ARG;
+    }
+    if (mkdir(probe, 0777) != 0) {
+        g3_error("--save %s is not writable: cannot create %s: %s; pass a directory this process can write", dir, probe,
+                 strerror(errno));
+        return G3_ERR_INVALID_ARG;
+    }
+    if (rmdir(probe) != 0) {
+        g3_error("--save %s: cannot remove the probe directory %s: %s; remove it and pass a directory this process can write", dir,
+                 probe, strerror(errno));
+        return G3_ERR_INVALID_ARG;
+    }
+    return check_latest_file(dir);
+}
+
 /* Remove debris of interrupted saves and prunes. */
 static g3_status_t remove_debris(const char *dir)
 {
@@ -91,6 +135,8 @@ g3_status_t g3_ckpt_save_prepare(const char *dir, int64_t iteration, const g3_ck
     }
     st = mkdir_p(dir);
     if (st == G3_OK)
+        st = check_latest_file(dir);
+    if (st == G3_OK)
         st = remove_debris(dir);
     if (st != G3_OK)
         return st;
@@ -106,7 +152,11 @@ void g3_ckpt_save_abort(const char *dir, int64_t iteration, const g3_ckpt_save_o
 {
     char tmp[PATH_MAX];
 
+    struct stat sb;
+
     g3_ckpt_tmp_path(dir, iteration, g3_ckpt_save_id(opts), tmp, sizeof(tmp));
+    if (stat(tmp, &sb) != 0)
+        return;   /* nothing to abandon: it was renamed into place (and said so) or never made */
     g3_ckpt_rmdir_flat(tmp);
     g3_warn("checkpoint save of iteration %lld was abandoned; the previous checkpoints in %s are unchanged",
             (long long)iteration, dir);
@@ -791,6 +841,15 @@ g3_status_t g3_ckpt_commit(const char *dir, const g3_ckpt_state_t *state, const 
     if (st == G3_OK) {
         g3_ckpt_fault("renamed");
         st = write_latest(dir, state->iteration, sid);
+        if (st != G3_OK) {
+            g3_error("checkpoint %s is complete but %s/latest was not updated (see above): it still names the previous checkpoint; load the new one with --load %s",
+                     final, dir, final);
+            free(map.slot);
+            free(found);
+            free(trows);
+            free(files);
+            return st;
+        }
     }
     if (st == G3_OK) {
         int64_t bytes = 0;

@@ -396,13 +396,14 @@ static int g3_tck_empty(const char *dir)
 {
     char p[PATH_MAX];
     struct stat sb;
-    int64_t it, *iters = NULL;
+    int64_t *iters = NULL;
     int n = 0;
 
     if (stat(dir, &sb) != 0 && errno == ENOENT)
         return 1;
-    if (g3_ckpt_latest(dir, &it) != G3_ERR_NOT_FOUND)
-        return 0;
+    snprintf(p, sizeof(p), "%s/latest", dir);
+    if (lstat(p, &sb) == 0)
+        return 0;        /* whatever it is: the load says what is wrong with it */
     snprintf(p, sizeof(p), "%s/index.h5", dir);
     if (stat(p, &sb) == 0)
         return 0;
@@ -425,6 +426,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     g3_ckpt_comm_t comm = { cfg->par, g3_tck_allreduce_min };
     g3_tck_t t;
     int64_t step = 0, seed = -1;
+    int fresh_optim;
     g3_status_t st;
 
     *iteration_p = 0;
@@ -444,11 +446,15 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     memset(&lo, 0, sizeof(lo));
     lo.fallback = cfg->load_fallback;
     lo.no_load_optim = cfg->no_load_optim;
+    lo.optim_optional = 1;   /* a --no-save-optim checkpoint resumes with a fresh optimizer */
     lo.config_text = cfg->config_text;
     st = g3_ckpt_load(cfg->load_dir, state, &lo, cfg->par ? &comm : NULL, &r);
     if (st != G3_OK)
         goto out_free_state;
-    if (!cfg->no_load_optim) {
+    fresh_optim = cfg->no_load_optim || !g3_ckpt_reader_has_optim(r);
+    if (!cfg->no_load_optim && fresh_optim && (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0))
+        g3_info("checkpoint %s holds no optimizer state (saved with --no-save-optim): resuming with fresh Adam moments and step 0", g3_ckpt_reader_path(r));
+    if (!fresh_optim) {
         st = g3_ckpt_reader_get_i64(r, "optimizer.step", &step, 1);
         if (st != G3_OK)
             goto out_close;
@@ -477,7 +483,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     /* into the backend's buffers */
     be->ops->upload(be, c->model->w, t.hw, sizeof(float) * c->model->numel);
     g3_gpt_params_refresh(c->model);   /* the passes' bf16 copy on CUDA */
-    for (int i = 0; i < t.n && !cfg->no_load_optim; i++) {
+    for (int i = 0; i < t.n && !fresh_optim; i++) {
         size_t len = t.r[i].end - t.r[i].begin;
         be->ops->upload(be, t.r[i].m, t.hm[i], sizeof(float) * len);
         be->ops->upload(be, t.r[i].v, t.hv[i], sizeof(float) * len);
@@ -486,7 +492,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     if (st != G3_OK)
         goto out_close;
     if (t.step)
-        *t.step = cfg->no_load_optim ? 0 : step;
+        *t.step = fresh_optim ? 0 : step;
     *iteration_p = g3_ckpt_reader_iteration(r);
     *consumed_p = g3_ckpt_reader_consumed_samples(r);
     *loaded_p = 1;
