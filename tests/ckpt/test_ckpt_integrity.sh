@@ -252,7 +252,7 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=900k tmpfs "$TMPD/full" 2>/dev/n
     is "$(cat "$TMPD/full/ck/latest")" "iter_0000002" "... latest still names the checkpoint of iteration 2"
     run "$GPT3D" ckpt verify "$TMPD/full/ck"
     is "$rc" 0 "... which passes verify"
-    is "$(ls "$TMPD/full/ck" | tr '\n' ' ')" "iter_0000002 latest " "... and no debris is left"
+    is "$(cd "$TMPD/full/ck" && echo *)" "iter_0000002 latest" "... and no debris is left"
     umount "$TMPD/full"
     MNT=""
 else
