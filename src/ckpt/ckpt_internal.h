@@ -200,11 +200,15 @@ struct g3_ckpt_reader {
  * Each logs every fault it finds (naming the file and what is wrong) and returns their
  * number.  check_tiling: every tensor's pieces tile its shape.  check_vds: every tensor's
  * virtual dataset in the open index f maps its pieces (file, dataset, box) as the /pieces
- * table says.  check_shard: the open shard file fi's root attributes and /manifest agree
- * with the index.  check_piece: an open piece dataset's crc32c attribute is the index's. */
+ * table says.  check_shard: the open shard file fi's root attributes agree with the index;
+ * check_manifest: its /manifest does (checksum, and each row's piece, box and checksum).
+ * check_piece: an open piece dataset's crc32c attribute is the index's. */
 int g3_ckpt_check_tiling(const g3_ckpt_reader_t *r);
 int g3_ckpt_check_vds(const g3_ckpt_reader_t *r, hid_t f, const char *path);
+/* check_vds on the reader's index.h5, opened for it. */
+int g3_ckpt_verify_vds(const g3_ckpt_reader_t *r);
 int g3_ckpt_check_shard(const g3_ckpt_reader_t *r, size_t fi, hid_t f, const char *path);
+int g3_ckpt_check_manifest(const g3_ckpt_reader_t *r, size_t fi, hid_t f, const char *path);
 int g3_ckpt_check_piece(const g3_ckpt_reader_t *r, const g3_ckpt_prow_t *sp, hid_t d, const char *path,
                         const char *dname);
 

@@ -287,9 +287,6 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
         if (g >= 0)
             H5Gclose(g);
     }
-    /* The virtual datasets are the h5py view of the checkpoint: check them as verify does. */
-    if (st == G3_OK && g3_ckpt_check_vds(r, f, path) != 0)
-        st = G3_ERR_FORMAT;
 
 err_close_file:
     H5Fclose(f);
@@ -1016,6 +1013,12 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
         while (j < nwork && work[j].src == work[i].src)
             j++;
         if (file != cur_file) {
+            /* The manifest is written last, so it lies at the end of the file: checked
+             * after the pieces, the reads go front to back (a cold cache's read-ahead). */
+            if (f >= 0 && g3_ckpt_check_manifest(r, (size_t)cur_file, f, fpath) != 0) {
+                st = G3_ERR_FORMAT;
+                break;
+            }
             t0 = t_now();
             if (f >= 0)
                 H5Fclose(f);
@@ -1031,6 +1034,8 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
         st = load_piece(r, f, fpath, &work[i], j - i, verify);
         i = j;
     }
+    if (st == G3_OK && f >= 0 && g3_ckpt_check_manifest(r, (size_t)cur_file, f, fpath) != 0)
+        st = G3_ERR_FORMAT;
     t0 = t_now();
     if (f >= 0)
         H5Fclose(f);
@@ -1105,15 +1110,18 @@ g3_status_t g3_ckpt_config_compare(const char *ckpt_config, const char *run_conf
 /* ---- the whole load ------------------------------------------------------------------ */
 
 /* What verify checks of the index before any data: every tensor tiled exactly, and (on the
- * first rank, to spare a parallel file system one stat per rank and file) every shard file
- * present.  The shard files a rank reads are checked as they are opened (check_shard,
- * check_piece), the virtual datasets when the index is (check_vds). */
+ * first rank: the index is the same for all, and a parallel file system is spared one open
+ * and stat per rank and file) the virtual datasets and every shard file present.  The shard
+ * files a rank reads are checked as they are read (check_shard, check_piece, check_manifest). */
 static g3_status_t check_index(const g3_ckpt_reader_t *r, const g3_ckpt_state_t *state)
 {
     const g3_ckpt_layout_t *l = &state->layout;
+    int first = l->tp == 0 && l->pp == 0 && l->dp == 0;
     int faults = g3_ckpt_check_tiling(r), missing = 0;
 
-    for (size_t i = 0; l->tp == 0 && l->pp == 0 && l->dp == 0 && i < r->nfiles; i++) {
+    if (first)
+        faults += g3_ckpt_verify_vds(r);
+    for (size_t i = 0; first && i < r->nfiles; i++) {
         char p[PATH_MAX + 80];
         struct stat sb;
         snprintf(p, sizeof(p), "%s/%s", r->dir, r->files[i].name);

@@ -114,9 +114,6 @@ int g3_ckpt_check_shard(const g3_ckpt_reader_t *r, size_t fi, hid_t f, const cha
     char kind[16] = "";
     int32_t tp = -1, pp = -1, dp = -1;
     int64_t it = -1;
-    g3_ckpt_mrow_t *rows = NULL;
-    size_t nrows = 0, nidx = 0;
-    unsigned char *seen = NULL;
     int faults = 0;
 
     g3_ckpt_attr_read_str(f, "kind", kind, sizeof(kind));
@@ -135,8 +132,18 @@ int g3_ckpt_check_shard(const g3_ckpt_reader_t *r, size_t fi, hid_t f, const cha
                  path, kind, tp, pp, dp, fr->kind == G3_CKPT_MODEL ? "model" : "optim", fr->tp, fr->pp, fr->dp);
         faults++;
     }
+    return faults;
+}
+
+int g3_ckpt_check_manifest(const g3_ckpt_reader_t *r, size_t fi, hid_t f, const char *path)
+{
+    g3_ckpt_mrow_t *rows = NULL;
+    size_t nrows = 0, nidx = 0;
+    unsigned char *seen = NULL;
+    int faults = 0;
+
     if (g3_ckpt_table_read(f, "manifest", G3_CKPT_TABLE_MANIFEST, (void **)&rows, &nrows, path) != G3_OK)
-        return faults + 1;
+        return 1;
     seen = calloc(r->npieces + 1, 1);
     if (seen == NULL) {
         free(rows);
@@ -282,6 +289,7 @@ static int verify_file(const g3_ckpt_reader_t *r, size_t fi, const size_t *pidx,
         return 1;
     }
     faults += g3_ckpt_check_shard(r, fi, f, path);
+    faults += g3_ckpt_check_manifest(r, fi, f, path);
     for (size_t q = 0; q < npidx; q++) {
         const g3_ckpt_prow_t *sp = &r->pieces[pidx[q]];
         const g3_ckpt_trow_t *t;
@@ -337,6 +345,20 @@ static int verify_file(const g3_ckpt_reader_t *r, size_t fi, const size_t *pidx,
     return faults;
 }
 
+int g3_ckpt_verify_vds(const g3_ckpt_reader_t *r)
+{
+    char path[PATH_MAX + 16];
+    hid_t f;
+    int faults;
+
+    snprintf(path, sizeof(path), "%s/%s", r->dir, G3_CKPT_INDEX_NAME);
+    if (g3_ckpt_h5_open(path, &f) != G3_OK)
+        return 1;
+    faults = g3_ckpt_check_vds(r, f, path);
+    H5Fclose(f);
+    return faults;
+}
+
 g3_status_t g3_ckpt_verify(const char *path, int *nfaults_p)
 {
     g3_ckpt_reader_t *r = NULL;
@@ -347,7 +369,8 @@ g3_status_t g3_ckpt_verify(const char *path, int *nfaults_p)
         *nfaults_p = 1;
         return G3_ERR_FORMAT;
     }
-    faults += g3_ckpt_check_tiling(r);   /* the virtual datasets were checked by the open */
+    faults += g3_ckpt_check_tiling(r);
+    faults += g3_ckpt_verify_vds(r);
     {   /* pieces grouped by file (counting sort) */
         size_t *start = calloc(r->nfiles + 1, sizeof(size_t)), *pidx = malloc((r->npieces + 1) * sizeof(size_t));
         size_t *fill = calloc(r->nfiles + 1, sizeof(size_t));
