@@ -33,7 +33,9 @@
 
 #define G3_CKPT_FORMAT          "gpt3d-checkpoint"
 #define G3_CKPT_SHARD_FORMAT    "gpt3d-checkpoint-shard"
-#define G3_CKPT_FORMAT_VERSION  1
+/* Version 2: HDF5 1.8+ file format (checksummed metadata), checksums of the index's
+ * iteration / consumed_samples / consumed_tokens.  Readers read versions 1 and 2. */
+#define G3_CKPT_FORMAT_VERSION  2
 #define G3_CKPT_MAX_DIMS        4
 #define G3_CKPT_NAME_MAX        256   /* tensor paths, including the NUL */
 
@@ -188,6 +190,11 @@ typedef struct {
 g3_status_t g3_ckpt_save(const char *dir, const g3_ckpt_state_t *state,
                          const g3_ckpt_save_opts_t *opts, const g3_ckpt_comm_t *comm);
 
+/* Before training, on every rank that will save: can checkpoints be written into dir?
+ * Creates dir (and its parents) when missing, creates and removes a probe directory in
+ * it, and refuses a `latest` that is not a regular file.  RET: G3_ERR_INVALID_ARG, logged
+ * naming dir and the cause (the caller exits 2). */
+g3_status_t g3_ckpt_save_check(const char *dir);
 /* Phase 1, rank 0 only: create dir, remove debris, create the temporary directory. */
 g3_status_t g3_ckpt_save_prepare(const char *dir, int64_t iteration, const g3_ckpt_save_opts_t *opts);
 /* Phase 2, every rank: write and fsync this rank's shard files: the model file
@@ -233,6 +240,11 @@ typedef struct {
                             loaded, try the previous committed ones            */
     int no_verify;       /* skip checksum verification (not recommended)      */
     int no_load_optim;   /* skip G3_CKPT_OPTIM tensors of the state            */
+    int optim_optional;  /* a checkpoint without any optimizer tensor (saved with
+                            --no-save-optim) loads its model only; the caller
+                            asks g3_ckpt_reader_has_optim and starts the
+                            optimizer fresh.  One with some but not all of the
+                            state's optimizer tensors is still refused.       */
     /* Model-configuration check: keys (without "--") whose values must agree
      * between the checkpoint's configuration and config_text.  NULL: no check. */
     const char         *config_text;
@@ -265,6 +277,8 @@ int64_t     g3_ckpt_reader_iteration(const g3_ckpt_reader_t *reader);
 int64_t     g3_ckpt_reader_consumed_samples(const g3_ckpt_reader_t *reader);
 int64_t     g3_ckpt_reader_consumed_tokens(const g3_ckpt_reader_t *reader);
 const char *g3_ckpt_reader_config(const g3_ckpt_reader_t *reader);   /* never NULL */
+/* RET: 1 when the checkpoint stores at least one G3_CKPT_OPTIM tensor. */
+int         g3_ckpt_reader_has_optim(const g3_ckpt_reader_t *reader);
 /* The stored layout (stage_first_layer points into the reader). */
 void        g3_ckpt_reader_layout(const g3_ckpt_reader_t *reader, g3_ckpt_layout_t *layout);
 /* RET: G3_ERR_NOT_FOUND (logged) when the key is absent, G3_ERR_FORMAT when it

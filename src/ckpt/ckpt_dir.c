@@ -58,14 +58,41 @@ g3_status_t g3_ckpt_list(const char *dir, int64_t **iters_p, int *n_p)
     return G3_OK;
 }
 
+/* buf <- at most 40 bytes of s[0, n) with every byte that is not printable ASCII as \xNN,
+ * and "..." when more followed: what a damaged `latest` held, safe to print. */
+static void escape_bytes(const char *s, size_t n, char *buf, size_t size)
+{
+    size_t len = 0, i;
+
+    buf[0] = '\0';
+    for (i = 0; i < n && i < 40 && len + 8 < size; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'')
+            buf[len++] = (char)c;
+        else
+            len += (size_t)snprintf(buf + len, size - len, "\\x%02x", c);
+        buf[len] = '\0';
+    }
+    if (i < n && len + 4 < size)
+        snprintf(buf + len, size - len, "...");
+}
+
 g3_status_t g3_ckpt_latest(const char *dir, int64_t *iteration_p)
 {
-    char p[PATH_MAX], line[128];
+    char p[PATH_MAX], line[128], shown[200];
+    struct stat sb;
     FILE *f;
     size_t len;
     int64_t it;
 
     snprintf(p, sizeof(p), "%s/latest", dir);
+    if (stat(p, &sb) != 0)
+        return errno == ENOENT ? G3_ERR_NOT_FOUND : G3_ERR_IO;
+    if (!S_ISREG(sb.st_mode)) {
+        g3_error("%s is not a regular file (it is %s); it should hold one line naming a checkpoint: remove it and write e.g. 'echo iter_0000100 > %s', or load an iter_NNNNNNN directory in %s directly (--load %s/iter_NNNNNNN)",
+                 p, S_ISDIR(sb.st_mode) ? "a directory" : "a special file", p, dir, dir);
+        return G3_ERR_FORMAT;
+    }
     f = fopen(p, "r");
     if (f == NULL)
         return errno == ENOENT ? G3_ERR_NOT_FOUND : G3_ERR_IO;
@@ -74,9 +101,10 @@ g3_status_t g3_ckpt_latest(const char *dir, int64_t *iteration_p)
     line[len] = '\0';
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
         line[--len] = '\0';
-    if (!g3_ckpt_parse_iter_name(line, &it)) {
-        g3_error("%s does not name a checkpoint (it holds '%.40s', expected a line like iter_0000100): it was damaged; rewrite it or load with --load-fallback",
-                 p, line);
+    if (strlen(line) != len || !g3_ckpt_parse_iter_name(line, &it)) {
+        escape_bytes(line, len, shown, sizeof(shown));
+        g3_error("%s does not name a checkpoint (it holds '%s', %lld bytes; expected a line like iter_0000100): it was damaged; rewrite it or load with --load-fallback",
+                 p, shown, (long long)sb.st_size);
         return G3_ERR_FORMAT;
     }
     *iteration_p = it;

@@ -14,6 +14,7 @@
 #include "core/log.h"
 
 static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
+static void h5_thread_init(void);
 static hid_t h5_types[G3_CKPT_DTYPE_COUNT];
 
 /* A float type from field positions (bf16 and f16 do not exist natively). */
@@ -32,7 +33,6 @@ static hid_t h5_make_float(size_t spos, size_t epos, size_t esize, size_t mpos, 
 static void h5_init_once(void)
 {
     H5open();
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     h5_types[G3_CKPT_F32]  = H5T_IEEE_F32LE;
     h5_types[G3_CKPT_BF16] = h5_make_float(15, 7, 8, 0, 7, 127);
     h5_types[G3_CKPT_F16]  = h5_make_float(15, 10, 5, 0, 10, 15);
@@ -45,6 +45,7 @@ static void h5_init_once(void)
 void g3_ckpt_h5_init(void)
 {
     pthread_once(&h5_once, h5_init_once);
+    h5_thread_init();
 }
 
 hid_t g3_ckpt_h5_type(g3_ckpt_dtype_t dtype)
@@ -53,40 +54,97 @@ hid_t g3_ckpt_h5_type(g3_ckpt_dtype_t dtype)
     return h5_types[dtype];
 }
 
+/* HDF5's error stack is per thread (thread-safe build) and every API call clears it on
+ * entry, so a message read after a cleanup call (H5Sclose, H5Dclose, ...) would find it
+ * empty.  Instead an "auto" error handler, installed in every thread that touches a
+ * checkpoint, keeps the text of the last failure of that thread; g3_ckpt_h5_errmsg hands it
+ * out once.  An errno that HDF5 reports inside its text ("errno = 28, error message = ...")
+ * is put first, as strerror's words: it is usually the whole story. */
+static __thread char h5_last_err[512];
+static __thread int h5_thread_ready;
+
 typedef struct {
     char  *buf;
     size_t size;
-    int    n;
+    int    n, err;
 } h5_err_walk_t;
 
 static herr_t h5_err_walk_cb(unsigned n, const H5E_error2_t *err, void *data)
 {
     h5_err_walk_t *w = data;
     size_t len = strlen(w->buf);
+    const char *e;
 
     (void)n;
-    if (w->n >= 3 || err->desc == NULL || err->desc[0] == '\0')
+    if (err->desc == NULL || err->desc[0] == '\0')
+        return 0;
+    e = strstr(err->desc, "errno = ");
+    if (e != NULL && w->err == 0) {
+        w->err = atoi(e + 8);
+        if (w->err > 0)
+            return 0;        /* the long sec2 text (time, buffer address, ...) is left out */
+    }
+    if (w->n >= 3)
         return 0;
     snprintf(w->buf + len, w->size - len, "%s%s", len ? "; " : "", err->desc);
     w->n++;
     return 0;
 }
 
-const char *g3_ckpt_h5_errmsg(char *buf, size_t size)
+static void h5_err_format(hid_t stack, char *buf, size_t size)
 {
-    h5_err_walk_t w = { buf, size, 0 };
+    h5_err_walk_t w = { buf, size, 0, 0 };
 
     buf[0] = '\0';
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5_err_walk_cb, &w);
+    H5Ewalk2(stack, H5E_WALK_UPWARD, h5_err_walk_cb, &w);
+    if (w.err > 0) {
+        char rest[512];
+        snprintf(rest, sizeof(rest), "%s", buf);
+        snprintf(buf, size, "%s (errno %d)%s%s", strerror(w.err), w.err, rest[0] ? "; " : "", rest);
+    }
+}
+
+static herr_t h5_err_auto(hid_t stack, void *data)
+{
+    (void)data;
+    h5_err_format(stack, h5_last_err, sizeof(h5_last_err));
+    return 0;
+}
+
+/* Per thread: HDF5 keeps the auto handler per thread in a thread-safe build. */
+static void h5_thread_init(void)
+{
+    if (!h5_thread_ready) {
+        H5Eset_auto2(H5E_DEFAULT, h5_err_auto, NULL);
+        h5_thread_ready = 1;
+    }
+}
+
+const char *g3_ckpt_h5_errmsg(char *buf, size_t size)
+{
+    h5_thread_init();
+    h5_err_format(H5E_DEFAULT, buf, size);
+    if (buf[0] == '\0' && h5_last_err[0] != '\0')
+        snprintf(buf, size, "%s", h5_last_err);
+    h5_last_err[0] = '\0';
     if (buf[0] == '\0')
         snprintf(buf, size, "no HDF5 error detail");
     return buf;
 }
 
-static hid_t h5_fapl(void)
+static hid_t h5_fapl(int create)
 {
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+    /* Format version 2: files are written in the HDF5 1.8 file format or later (superblock
+     * version 2, object header version 2, new-style groups and dense attribute storage), every
+     * one of whose metadata structures carries a checksum that libhdf5 checks on each read: a
+     * damaged object header, heap or B-tree fails to open instead of being misread.  The upper
+     * bound keeps the files readable by HDF5 1.10 (and h5py built on it); the index's virtual
+     * datasets need 1.10's layout message anyway.  Reading needs no bounds: version-1 files
+     * (HDF5's oldest formats, no metadata checksums) open as before. */
+    if (create)
+        H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_V110);
     /* Allocate metadata (object headers, attributes, B-trees) from 256 KiB
      * blocks, so a file's metadata sits together instead of between the
      * tensors: a reader with a cold cache then reads it in one sweep. */
@@ -116,11 +174,12 @@ g3_status_t g3_ckpt_h5_open(const char *path, hid_t *file_p)
                  path, (long long)st.st_size);
         return G3_ERR_FORMAT;
     }
-    fapl = h5_fapl();
+    fapl = h5_fapl(0);
     file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    if (file < 0)
+        g3_ckpt_h5_errmsg(msg, sizeof(msg));
     H5Pclose(fapl);
     if (file < 0) {
-        g3_ckpt_h5_errmsg(msg, sizeof(msg));
         g3_error("cannot open checkpoint file %s: %s (truncated or damaged?)", path, msg);
         h5_lock_hint(msg);
         return G3_ERR_FORMAT;
@@ -129,23 +188,98 @@ g3_status_t g3_ckpt_h5_open(const char *path, hid_t *file_p)
     return G3_OK;
 }
 
+/* Links and attributes stay "compact" (messages in the object header, which version 2
+ * headers checksum) instead of moving to dense storage past 8 of them: dense storage keeps
+ * them in fractal heaps whose free-space records readers never look at and whose direct
+ * blocks carry no checksum, so a flipped byte there would go unnoticed.  A group's links are
+ * then found by a scan of its header in memory: a few thousand pieces per file cost nothing. */
+#define H5_COMPACT_MAX 65535
+
+hid_t g3_ckpt_h5_gcpl(void)
+{
+    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+
+    H5Pset_link_phase_change(gcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);
+    H5Pset_attr_phase_change(gcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);
+    return gcpl;
+}
+
+g3_status_t g3_ckpt_h5_parents(hid_t loc, const char *path)
+{
+    char p[G3_CKPT_NAME_MAX + 16];
+    hid_t gcpl = -1;
+    g3_status_t st = G3_OK;
+
+    snprintf(p, sizeof(p), "%s", path);
+    for (char *s = strchr(p, '/'); st == G3_OK && s != NULL; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        if (H5Lexists(loc, p, H5P_DEFAULT) <= 0) {
+            hid_t g;
+            if (gcpl < 0)
+                gcpl = g3_ckpt_h5_gcpl();
+            g = H5Gcreate2(loc, p, H5P_DEFAULT, gcpl, H5P_DEFAULT);
+            if (g < 0)
+                st = G3_ERR_IO;
+            else
+                H5Gclose(g);
+        }
+        *s = '/';
+    }
+    if (gcpl >= 0)
+        H5Pclose(gcpl);
+    return st;
+}
+
 g3_status_t g3_ckpt_h5_create(const char *path, hid_t *file_p)
 {
     char msg[512];
-    hid_t fapl, file;
+    hid_t fapl, fcpl, file;
 
     g3_ckpt_h5_init();
-    fapl = h5_fapl();
-    file = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+    fapl = h5_fapl(1);
+    fcpl = H5Pcreate(H5P_FILE_CREATE);
+    if (fapl < 0 || fcpl < 0) {
+        g3_error("cannot create checkpoint file %s: HDF5 refused the file properties", path);
+        if (fapl >= 0)
+            H5Pclose(fapl);
+        if (fcpl >= 0)
+            H5Pclose(fcpl);
+        return G3_ERR_IO;
+    }
+    H5Pset_link_phase_change(fcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);   /* the root group */
+    H5Pset_attr_phase_change(fcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);
+    file = H5Fcreate(path, H5F_ACC_EXCL, fcpl, fapl);
+    if (file < 0)
+        g3_ckpt_h5_errmsg(msg, sizeof(msg));
+    H5Pclose(fcpl);
     H5Pclose(fapl);
     if (file < 0) {
-        g3_ckpt_h5_errmsg(msg, sizeof(msg));
         g3_error("cannot create checkpoint file %s: %s", path, msg);
         h5_lock_hint(msg);
         return G3_ERR_IO;
     }
     *file_p = file;
     return G3_OK;
+}
+
+g3_status_t g3_ckpt_h5_close_written(hid_t file, const char *path, int quiet)
+{
+    char msg[512];
+    void *handle = NULL;
+
+    if (H5Fflush(file, H5F_SCOPE_LOCAL) >= 0)
+        return H5Fclose(file) >= 0 ? G3_OK : G3_ERR_IO;
+    g3_ckpt_h5_errmsg(msg, sizeof(msg));
+    if (!quiet)
+        g3_error("cannot write %s: %s; the save is abandoned (check free space and quota)", path, msg);
+    /* HDF5 1.10 leaves a file whose close failed half-freed, and its exit handler then
+     * crashes on it: give the file's space back (it is being abandoned) so that the final
+     * flush of the close succeeds, and close it for real. */
+    if (H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) >= 0 && handle != NULL &&
+        ftruncate(*(int *)handle, 0) != 0)
+        g3_warn("cannot release the space of the abandoned %s: %s", path, strerror(errno));
+    H5Fclose(file);
+    return G3_ERR_IO;
 }
 
 g3_status_t g3_ckpt_fsync_path(const char *path, int is_dir)
@@ -163,6 +297,24 @@ g3_status_t g3_ckpt_fsync_path(const char *path, int is_dir)
     }
     close(fd);
     return G3_OK;
+}
+
+int g3_ckpt_link_exists(hid_t loc, const char *path)
+{
+    char p[G3_CKPT_NAME_MAX + 16];
+
+    snprintf(p, sizeof(p), "%s", path);
+    for (char *s = p; ; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (H5Lexists(loc, p, H5P_DEFAULT) <= 0)
+                return 0;
+            if (c == '\0')
+                return 1;
+            *s = c;
+        }
+    }
 }
 
 /* ---- attributes ---------------------------------------------------------------- */
@@ -306,7 +458,7 @@ g3_status_t g3_ckpt_attr_read_u32(hid_t obj, const char *name, uint32_t *v)
     return attr_read_num(obj, name, H5T_NATIVE_UINT32, v, 1);
 }
 
-g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *format)
+g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *format, int *version_p)
 {
     char got[128];
     int32_t version = 0;
@@ -325,12 +477,27 @@ g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *forma
         g3_error("%s has no readable 'format_version' attribute: the file is damaged", path);
         return G3_ERR_FORMAT;
     }
-    if (version != G3_CKPT_FORMAT_VERSION) {
-        g3_error("%s has %s format version %d; this gpt3d reads version %d only: use the gpt3d version that wrote it, or convert it with that version",
+    if (version < 1 || version > G3_CKPT_FORMAT_VERSION) {
+        g3_error("%s has %s format version %d; this gpt3d reads versions 1 to %d: use the gpt3d version that wrote it, or convert it with that version",
                  path, format, (int)version, G3_CKPT_FORMAT_VERSION);
         return G3_ERR_VERSION;
     }
+    if (version_p)
+        *version_p = (int)version;
     return G3_OK;
+}
+
+const char *const g3_ckpt_progress_names[G3_CKPT_NPROGRESS] = {
+    "iteration", "consumed_samples", "consumed_tokens"
+};
+
+uint32_t g3_ckpt_progress_crc(int64_t value)
+{
+    unsigned char le[8];
+
+    for (int k = 0; k < 8; k++)
+        le[k] = (unsigned char)((uint64_t)value >> (8 * k));
+    return g3_crc32c(0, le, sizeof(le));
 }
 
 /* ---- tables ---------------------------------------------------------------------- */

@@ -57,15 +57,27 @@ uint64_t g3_ckpt_name_hash(const char *s);
 
 /* ---- HDF5 helpers ------------------------------------------------------------ */
 
-/* Silence HDF5's own error printing (once per process). */
+/* Initialise HDF5 for checkpoints (once per process) and, in each calling thread, replace
+ * HDF5's own error printing by the capture that g3_ckpt_h5_errmsg reads. */
 void g3_ckpt_h5_init(void);
-/* The innermost messages of HDF5's error stack, into buf. */
+/* The innermost messages of HDF5's error stack (or of this thread's last HDF5 failure,
+ * when a later call cleared the stack), with an errno HDF5 reports as strerror, into buf. */
 const char *g3_ckpt_h5_errmsg(char *buf, size_t size);
 /* HDF5 file type and memory type of a dtype (do not close them). */
 hid_t g3_ckpt_h5_type(g3_ckpt_dtype_t dtype);
 /* Open a file read-only / create it; errors logged with path and cause. */
 g3_status_t g3_ckpt_h5_open(const char *path, hid_t *file_p);
 g3_status_t g3_ckpt_h5_create(const char *path, hid_t *file_p);
+/* A group creation property list that keeps links and attributes in the (checksummed)
+ * object header; the caller closes it. */
+hid_t g3_ckpt_h5_gcpl(void);
+/* Create the missing parent groups of path ("a/b/c": a and a/b) with g3_ckpt_h5_gcpl.
+ * RET: G3_ERR_IO (not logged: the caller names the file). */
+g3_status_t g3_ckpt_h5_parents(hid_t loc, const char *path);
+/* Flush and close a file written by this process.  When the flush fails (a full disk) the
+ * error is logged (unless quiet: an error was logged already), the file's space is
+ * released and the file closed for good.  RET: G3_OK or G3_ERR_IO. */
+g3_status_t g3_ckpt_h5_close_written(hid_t file, const char *path, int quiet);
 /* fsync a file or directory by path. */
 g3_status_t g3_ckpt_fsync_path(const char *path, int is_dir);
 
@@ -80,9 +92,16 @@ g3_status_t g3_ckpt_attr_read_i64(hid_t obj, const char *name, int64_t *v, int n
 g3_status_t g3_ckpt_attr_read_i32(hid_t obj, const char *name, int32_t *v);
 g3_status_t g3_ckpt_attr_read_u32(hid_t obj, const char *name, uint32_t *v);
 
-/* Check the format / format_version root attributes of an open file.
- * what: "index" or "shard" (for messages).  Errors logged naming path. */
-g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *format);
+/* Check the format / format_version root attributes of an open file: versions 1 to
+ * G3_CKPT_FORMAT_VERSION are read.  Errors logged naming path.  OUT: *version_p (may be NULL) */
+g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *format, int *version_p);
+
+/* The index's root attributes iteration, consumed_samples and consumed_tokens (int64) each
+ * carry a checksum attribute "<name>_crc32c" (format version 2): the CRC-32C of the value's
+ * 8 little-endian bytes. */
+#define G3_CKPT_NPROGRESS 3
+extern const char *const g3_ckpt_progress_names[G3_CKPT_NPROGRESS];
+uint32_t g3_ckpt_progress_crc(int64_t value);
 
 /* CRC-32C of a dataset's bytes as stored (read with its file type). */
 g3_status_t g3_ckpt_dataset_raw_crc(hid_t d, uint32_t *crc_p);
@@ -96,6 +115,9 @@ g3_status_t g3_ckpt_dataset_io(hid_t d, hid_t type, int ndim, const int64_t *ext
                               int write, uint32_t *crc_p);
 /* Compare with the dataset's crc32c attribute; errors logged naming path/name. */
 g3_status_t g3_ckpt_dataset_check_crc(hid_t d, const char *name, const char *path);
+
+/* H5Lexists of every component of "a/b/c" (H5Lexists fails when "a/b" is missing). */
+int g3_ckpt_link_exists(hid_t loc, const char *path);
 
 /* ---- tables -------------------------------------------------------------------- */
 
@@ -157,6 +179,7 @@ const char *g3_ckpt_save_id(const g3_ckpt_save_opts_t *opts);
 
 struct g3_ckpt_reader {
     char            dir[PATH_MAX];         /* the iter_ directory                */
+    int             version;               /* the index's format_version         */
     int64_t         iteration, consumed_samples, consumed_tokens;
     char           *config;
     int             tp_size, pp_size, dp_size, num_layers;
@@ -172,6 +195,22 @@ struct g3_ckpt_reader {
     int            *map;                   /* tensor-name hash (built on first find) */
     size_t          mapcap;
 };
+
+/* The metadata checks of gpt3d ckpt verify that every load runs too (ckpt_verify.c).
+ * Each logs every fault it finds (naming the file and what is wrong) and returns their
+ * number.  check_tiling: every tensor's pieces tile its shape.  check_vds: every tensor's
+ * virtual dataset in the open index f maps its pieces (file, dataset, box) as the /pieces
+ * table says.  check_shard: the open shard file fi's root attributes agree with the index;
+ * check_manifest: its /manifest does (checksum, and each row's piece, box and checksum).
+ * check_piece: an open piece dataset's crc32c attribute is the index's. */
+int g3_ckpt_check_tiling(const g3_ckpt_reader_t *r);
+int g3_ckpt_check_vds(const g3_ckpt_reader_t *r, hid_t f, const char *path);
+/* check_vds on the reader's index.h5, opened for it. */
+int g3_ckpt_verify_vds(const g3_ckpt_reader_t *r);
+int g3_ckpt_check_shard(const g3_ckpt_reader_t *r, size_t fi, hid_t f, const char *path);
+int g3_ckpt_check_manifest(const g3_ckpt_reader_t *r, size_t fi, hid_t f, const char *path);
+int g3_ckpt_check_piece(const g3_ckpt_reader_t *r, const g3_ckpt_prow_t *sp, hid_t d, const char *path,
+                        const char *dname);
 
 /* Convert n elements between float types (f32 <-> bf16, or a plain copy). */
 void g3_ckpt_convert_elems(void *dst, g3_ckpt_dtype_t dt, const void *src, g3_ckpt_dtype_t st, size_t n);

@@ -149,7 +149,7 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
 
     if (st != G3_OK)
         return st;
-    st = g3_ckpt_check_format(f, path, G3_CKPT_FORMAT);
+    st = g3_ckpt_check_format(f, path, G3_CKPT_FORMAT, &r->version);
     if (st != G3_OK)
         goto err_close_file;
     if (g3_ckpt_attr_read_i64(f, "iteration", &r->iteration, 1) != G3_OK ||
@@ -158,6 +158,25 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
         g3_error("%s lacks its iteration / consumed_samples / consumed_tokens attributes: the index is damaged", path);
         st = G3_ERR_FORMAT;
         goto err_close_file;
+    }
+    /* Version 2 checksums each of them (version 1 did not: nothing to check). */
+    for (int i = 0; r->version >= 2 && i < G3_CKPT_NPROGRESS; i++) {
+        const int64_t v[G3_CKPT_NPROGRESS] = { r->iteration, r->consumed_samples, r->consumed_tokens };
+        char name[64];
+        uint32_t want = 0;
+        snprintf(name, sizeof(name), "%s_crc32c", g3_ckpt_progress_names[i]);
+        if (g3_ckpt_attr_read_u32(f, name, &want) != G3_OK) {
+            g3_error("%s lacks the %s attribute (format version %d): the index is damaged; load another checkpoint (--load-fallback)",
+                     path, name, r->version);
+            st = G3_ERR_FORMAT;
+            goto err_close_file;
+        }
+        if (want != g3_ckpt_progress_crc(v[i])) {
+            g3_error("%s: root attribute %s (%lld) fails its checksum (stored crc32c %08x, computed %08x): the index was altered; load another checkpoint (--load-fallback)",
+                     path, g3_ckpt_progress_names[i], (long long)v[i], want, g3_ckpt_progress_crc(v[i]));
+            st = G3_ERR_FORMAT;
+            goto err_close_file;
+        }
     }
     {   /* /config */
         hid_t d = H5Dopen2(f, "config", H5P_DEFAULT), t;
@@ -291,11 +310,24 @@ g3_status_t g3_ckpt_reader_open(const char *path, g3_ckpt_reader_t **reader_p)
         int64_t it;
         st = g3_ckpt_latest(path, &it);
         if (st == G3_ERR_NOT_FOUND) {
-            if (stat(path, &sb) != 0)
+            int64_t *iters = NULL;
+            int n = 0;
+            if (stat(path, &sb) != 0) {
                 g3_error("checkpoint directory %s: %s", path, strerror(errno));
-            else
+            } else if (g3_ckpt_list(path, &iters, &n) == G3_OK && n > 0) {
+                char names[160] = "", newest[PATH_MAX];
+                size_t len = 0;
+                for (int i = n - 1; i >= 0 && i >= n - 4; i--)
+                    len += (size_t)snprintf(names + len, sizeof(names) - len, "%siter_%07lld", len ? ", " : "",
+                                            (long long)iters[i]);
+                g3_ckpt_iter_path(path, iters[n - 1], newest, sizeof(newest));
+                g3_error("%s has no 'latest' file but holds %d committed checkpoint%s (%s%s): resume from the newest with --load %s (or --load-fallback), or restore the file: echo iter_%07lld > %s/latest",
+                         path, n, n > 1 ? "s" : "", names, n > 4 ? ", ..." : "", newest, (long long)iters[n - 1], path);
+            } else {
                 g3_error("%s holds no checkpoint: it has neither a 'latest' file nor an %s (pass the directory given to --save, or an iter_NNNNNNN directory in it)",
                          path, G3_CKPT_INDEX_NAME);
+            }
+            free(iters);
         }
         if (st != G3_OK) {
             free(r);
@@ -326,6 +358,14 @@ int64_t g3_ckpt_reader_iteration(const g3_ckpt_reader_t *r) { return r->iteratio
 int64_t g3_ckpt_reader_consumed_samples(const g3_ckpt_reader_t *r) { return r->consumed_samples; }
 int64_t g3_ckpt_reader_consumed_tokens(const g3_ckpt_reader_t *r) { return r->consumed_tokens; }
 const char *g3_ckpt_reader_config(const g3_ckpt_reader_t *r) { return r->config ? r->config : ""; }
+
+int g3_ckpt_reader_has_optim(const g3_ckpt_reader_t *r)
+{
+    for (size_t i = 0; i < r->ntensors; i++)
+        if (r->tensors[i].kind == G3_CKPT_OPTIM)
+            return 1;
+    return 0;
+}
 
 void g3_ckpt_reader_layout(const g3_ckpt_reader_t *r, g3_ckpt_layout_t *l)
 {
@@ -533,6 +573,7 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const 
     work_t *work = NULL;
     size_t nwork = 0, cap = 0;
     g3_status_t st = G3_OK;
+    int skip_optim = opts && (opts->no_load_optim || (opts->optim_optional && !g3_ckpt_reader_has_optim(r)));
 
     for (int i = 0; i < state->ntensors; i++) {
         g3_ckpt_stensor_t *s = &state->tensors[i];
@@ -542,7 +583,7 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const 
         int ti;
         char a[96], b[96];
 
-        if (s->npieces == 0 || (t->kind == G3_CKPT_OPTIM && opts && opts->no_load_optim))
+        if (s->npieces == 0 || (t->kind == G3_CKPT_OPTIM && skip_optim))
             continue;
         ti = g3_ckpt_reader_find(r, s->name);
         if (ti < 0) {
@@ -632,25 +673,6 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const 
     *work_p = work;
     *nwork_p = nwork;
     return G3_OK;
-}
-
-/* H5Lexists on "a/b/c" fails when "a/b" is missing: check component by component. */
-static int link_path_exists(hid_t f, const char *path)
-{
-    char p[G3_CKPT_NAME_MAX + 16];
-
-    snprintf(p, sizeof(p), "%s", path);
-    for (char *s = p; ; s++) {
-        if (*s == '/' || *s == '\0') {
-            char c = *s;
-            *s = '\0';
-            if (H5Lexists(f, p, H5P_DEFAULT) <= 0)
-                return 0;
-            if (c == '\0')
-                return 1;
-            *s = c;
-        }
-    }
 }
 
 /* Raw reads go in 2 MiB blocks: large enough for the kernel's read-ahead, small
@@ -806,7 +828,7 @@ static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, c
     double t0 = t_now();
 
     g3_ckpt_piece_dataset(t->name, sp->piece, dname, sizeof(dname));
-    if (!link_path_exists(f, dname)) {
+    if (!g3_ckpt_link_exists(f, dname)) {
         g3_error("%s has no dataset %s (tensor %s): the shard does not match the index; run 'gpt3d ckpt verify'",
                  fpath, dname, t->name);
         return G3_ERR_FORMAT;
@@ -833,6 +855,10 @@ static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, c
             st = G3_ERR_FORMAT;
             goto err_close_dataset;
         }
+    }
+    if (g3_ckpt_check_piece(r, sp, d, fpath, dname) != 0) {
+        st = G3_ERR_FORMAT;
+        goto err_close_dataset;
     }
     T_ADD(T_DOPEN, t0);
     /* Direct read: one reader wants exactly this box in the same dtype. */
@@ -943,7 +969,6 @@ err_close_dataset:
 static g3_status_t open_shard(g3_ckpt_reader_t *r, int file, hid_t *f_p, char *path, size_t size)
 {
     const g3_ckpt_frow_t *fr = &r->files[file];
-    int64_t it = -1;
     g3_status_t st;
 
     snprintf(path, size, "%s/%s", r->dir, fr->name);
@@ -957,12 +982,9 @@ static g3_status_t open_shard(g3_ckpt_reader_t *r, int file, hid_t *f_p, char *p
         if (H5Fget_vfd_handle(*f_p, H5P_DEFAULT, &handle) >= 0 && handle != NULL)
             posix_fadvise(*(int *)handle, 0, 0, POSIX_FADV_SEQUENTIAL);
     }
-    st = g3_ckpt_check_format(*f_p, path, G3_CKPT_SHARD_FORMAT);
-    if (st == G3_OK && (g3_ckpt_attr_read_i64(*f_p, "iteration", &it, 1) != G3_OK || it != r->iteration)) {
-        g3_error("shard file %s belongs to iteration %lld but the index is for iteration %lld: it was copied from another checkpoint",
-                 path, (long long)it, (long long)r->iteration);
+    st = g3_ckpt_check_format(*f_p, path, G3_CKPT_SHARD_FORMAT, NULL);
+    if (st == G3_OK && g3_ckpt_check_shard(r, (size_t)file, *f_p, path) != 0)
         st = G3_ERR_FORMAT;
-    }
     if (st != G3_OK)
         H5Fclose(*f_p);
     return st;
@@ -991,6 +1013,12 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
         while (j < nwork && work[j].src == work[i].src)
             j++;
         if (file != cur_file) {
+            /* The manifest is written last, so it lies at the end of the file: checked
+             * after the pieces, the reads go front to back (a cold cache's read-ahead). */
+            if (f >= 0 && g3_ckpt_check_manifest(r, (size_t)cur_file, f, fpath) != 0) {
+                st = G3_ERR_FORMAT;
+                break;
+            }
             t0 = t_now();
             if (f >= 0)
                 H5Fclose(f);
@@ -1006,6 +1034,8 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
         st = load_piece(r, f, fpath, &work[i], j - i, verify);
         i = j;
     }
+    if (st == G3_OK && f >= 0 && g3_ckpt_check_manifest(r, (size_t)cur_file, f, fpath) != 0)
+        st = G3_ERR_FORMAT;
     t0 = t_now();
     if (f >= 0)
         H5Fclose(f);
@@ -1079,6 +1109,31 @@ g3_status_t g3_ckpt_config_compare(const char *ckpt_config, const char *run_conf
 
 /* ---- the whole load ------------------------------------------------------------------ */
 
+/* What verify checks of the index before any data: every tensor tiled exactly, and (on the
+ * first rank: the index is the same for all, and a parallel file system is spared one open
+ * and stat per rank and file) the virtual datasets and every shard file present.  The shard
+ * files a rank reads are checked as they are read (check_shard, check_piece, check_manifest). */
+static g3_status_t check_index(const g3_ckpt_reader_t *r, const g3_ckpt_state_t *state)
+{
+    const g3_ckpt_layout_t *l = &state->layout;
+    int first = l->tp == 0 && l->pp == 0 && l->dp == 0;
+    int faults = g3_ckpt_check_tiling(r), missing = 0;
+
+    if (first)
+        faults += g3_ckpt_verify_vds(r);
+    for (size_t i = 0; first && i < r->nfiles; i++) {
+        char p[PATH_MAX + 80];
+        struct stat sb;
+        snprintf(p, sizeof(p), "%s/%s", r->dir, r->files[i].name);
+        if (stat(p, &sb) != 0) {
+            g3_error("checkpoint %s is incomplete: shard file %s is missing (%s)", r->dir, r->files[i].name,
+                     strerror(errno));
+            missing++;
+        }
+    }
+    return faults ? G3_ERR_FORMAT : missing ? G3_ERR_NOT_FOUND : G3_OK;
+}
+
 g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_load_opts_t *opts,
                          const g3_ckpt_comm_t *comm, g3_ckpt_reader_t **reader_p)
 {
@@ -1123,6 +1178,8 @@ g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_
         T_ADD(T_INDEX, t0);
         if (st == G3_OK && opts && opts->config_text)
             st = g3_ckpt_config_compare(r->config, opts->config_text, opts->model_keys, r->dir);
+        if (st == G3_OK)
+            st = check_index(r, state);
         if (st == G3_OK)
             st = g3_ckpt_reader_load(r, state, opts);
         ok = st == G3_OK;

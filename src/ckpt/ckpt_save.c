@@ -48,6 +48,50 @@ static g3_status_t mkdir_p(const char *path)
     return G3_OK;
 }
 
+/* `latest` must be a regular file (or absent) for the commit's rename over it to work. */
+static g3_status_t check_latest_file(const char *dir)
+{
+    char p[PATH_MAX + 16];
+    struct stat sb;
+
+    snprintf(p, sizeof(p), "%s/latest", dir);
+    if (lstat(p, &sb) != 0 || S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode))
+        return G3_OK;    /* the rename replaces a symbolic link itself */
+    g3_error("%s is not a regular file (it is %s), so no checkpoint can be committed there: remove it (the checkpoints in %s are not touched) and rewrite it if needed, e.g. 'echo iter_0000100 > %s'",
+             p, S_ISDIR(sb.st_mode) ? "a directory" : "a special file", dir, p);
+    return G3_ERR_INVALID_ARG;
+}
+
+g3_status_t g3_ckpt_save_check(const char *dir)
+{
+    char probe[PATH_MAX], host[64] = "host";
+    g3_status_t st;
+
+    st = mkdir_p(dir);
+    if (st != G3_OK) {
+        g3_error("--save %s cannot hold checkpoints (see above): pass a directory this process can create and write", dir);
+        return G3_ERR_INVALID_ARG;
+    }
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    /* a probe entry where the checkpoints go: iter_*.tmp-* directories are created there */
+    if ((size_t)snprintf(probe, sizeof(probe), "%s/.gpt3d-probe-%s-%ld", dir, host, (long)getpid()) >= sizeof(probe)) {
+        g3_error("--save %s: the path is too long", dir);
+        return G3_ERR_INVALID_ARG;
+    }
+    if (mkdir(probe, 0777) != 0) {
+        g3_error("--save %s is not writable: cannot create %s: %s; pass a directory this process can write", dir, probe,
+                 strerror(errno));
+        return G3_ERR_INVALID_ARG;
+    }
+    if (rmdir(probe) != 0) {
+        g3_error("--save %s: cannot remove the probe directory %s: %s; remove it and pass a directory this process can write", dir,
+                 probe, strerror(errno));
+        return G3_ERR_INVALID_ARG;
+    }
+    return check_latest_file(dir);
+}
+
 /* Remove debris of interrupted saves and prunes. */
 static g3_status_t remove_debris(const char *dir)
 {
@@ -91,6 +135,8 @@ g3_status_t g3_ckpt_save_prepare(const char *dir, int64_t iteration, const g3_ck
     }
     st = mkdir_p(dir);
     if (st == G3_OK)
+        st = check_latest_file(dir);
+    if (st == G3_OK)
         st = remove_debris(dir);
     if (st != G3_OK)
         return st;
@@ -106,7 +152,11 @@ void g3_ckpt_save_abort(const char *dir, int64_t iteration, const g3_ckpt_save_o
 {
     char tmp[PATH_MAX];
 
+    struct stat sb;
+
     g3_ckpt_tmp_path(dir, iteration, g3_ckpt_save_id(opts), tmp, sizeof(tmp));
+    if (stat(tmp, &sb) != 0)
+        return;   /* nothing to abandon: it was renamed into place (and said so) or never made */
     g3_ckpt_rmdir_flat(tmp);
     g3_warn("checkpoint save of iteration %lld was abandoned; the previous checkpoints in %s are unchanged",
             (long long)iteration, dir);
@@ -149,7 +199,7 @@ static g3_status_t write_piece(hid_t f, const char *path, const g3_ckpt_stensor_
     H5Pset_layout(dcpl, H5D_CONTIGUOUS);
     H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
     H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE);
-    d = H5Dcreate2(f, dname, type, space, lcpl, dcpl, H5P_DEFAULT);
+    d = g3_ckpt_h5_parents(f, dname) == G3_OK ? H5Dcreate2(f, dname, type, space, lcpl, dcpl, H5P_DEFAULT) : -1;
     if (d < 0 || g3_ckpt_dataset_io(d, type, t->ndim, p->extent, g3_ckpt_dtype_size(t->dtype), p->data, 1,
                                      &crc) != G3_OK) {
         g3_error("cannot write tensor %s (piece %d, %zu bytes) to %s: %s; check free space and quota",
@@ -241,11 +291,8 @@ static g3_status_t write_shard(const char *tmp, const g3_ckpt_state_t *state, g3
     if (st == G3_OK)
         st = g3_ckpt_table_write(f, "manifest", G3_CKPT_TABLE_MANIFEST, rows, nrows, path);
     free(rows);
-    if (H5Fclose(f) < 0 && st == G3_OK) {
-        char msg[512];
-        g3_error("cannot close %s: %s", path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+    if (g3_ckpt_h5_close_written(f, path, st != G3_OK) != G3_OK)
         st = G3_ERR_IO;
-    }
     if (st == G3_OK)
         st = g3_ckpt_fsync_path(path, 0);
     if (st == G3_OK)
@@ -364,7 +411,7 @@ static g3_status_t read_manifest(const char *path, const char *fname, const g3_c
                      fr->tp, fr->pp, fr->dp);
         return st;
     }
-    st = g3_ckpt_check_format(f, path, G3_CKPT_SHARD_FORMAT);
+    st = g3_ckpt_check_format(f, path, G3_CKPT_SHARD_FORMAT, NULL);
     if (st == G3_OK) {
         g3_ckpt_attr_read_str(f, "kind", kind, sizeof(kind));
         g3_ckpt_attr_read_i32(f, "tp", &tp);
@@ -391,10 +438,12 @@ static g3_status_t read_manifest(const char *path, const char *fname, const g3_c
 
 static g3_status_t write_state_group(hid_t idx, const g3_ckpt_state_t *state, const char *path)
 {
-    hid_t g = H5Gcreate2(idx, "state", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t gcpl = g3_ckpt_h5_gcpl();
+    hid_t g = H5Gcreate2(idx, "state", H5P_DEFAULT, gcpl, H5P_DEFAULT);
     g3_status_t st = G3_OK;
     char msg[512];
 
+    H5Pclose(gcpl);
     if (g < 0)
         return G3_ERR_IO;
     for (int i = 0; st == G3_OK && i < state->nkv; i++) {
@@ -466,6 +515,8 @@ static g3_status_t write_vds(hid_t idx, const g3_ckpt_trow_t *t, const found_t *
     H5Sselect_all(vspace);
     lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
+    if (st == G3_OK && g3_ckpt_h5_parents(idx, t->name) != G3_OK)
+        st = G3_ERR_IO;
     d = st == G3_OK ? H5Dcreate2(idx, t->name, g3_ckpt_h5_type(dtype), vspace, lcpl, dcpl, H5P_DEFAULT) : -1;
     if (d < 0 || g3_ckpt_attr_write_str(d, "dtype", t->dtype) != G3_OK) {
         g3_error("cannot write the virtual dataset of %s in %s: %s", t->name, path,
@@ -506,6 +557,13 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
     if (st == G3_OK) st = g3_ckpt_attr_write_i64(f, "iteration", &state->iteration, 1);
     if (st == G3_OK) st = g3_ckpt_attr_write_i64(f, "consumed_samples", &state->consumed_samples, 1);
     if (st == G3_OK) st = g3_ckpt_attr_write_i64(f, "consumed_tokens", &state->consumed_tokens, 1);
+    for (int i = 0; st == G3_OK && i < G3_CKPT_NPROGRESS; i++) {   /* format version 2 */
+        const int64_t v[G3_CKPT_NPROGRESS] = { state->iteration, state->consumed_samples,
+                                               state->consumed_tokens };
+        char name[64];
+        snprintf(name, sizeof(name), "%s_crc32c", g3_ckpt_progress_names[i]);
+        st = g3_ckpt_attr_write_u32(f, name, g3_ckpt_progress_crc(v[i]));
+    }
     if (st == G3_OK) st = g3_ckpt_attr_write_str(f, "writer", writer);
     if (st == G3_OK) st = g3_ckpt_attr_write_str(f, "created", created);
     if (st == G3_OK) {        /* /config */
@@ -525,7 +583,9 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
         H5Tclose(t);
     }
     if (st == G3_OK) {        /* /layout */
-        g = H5Gcreate2(f, "layout", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        hid_t gcpl = g3_ckpt_h5_gcpl();
+        g = H5Gcreate2(f, "layout", H5P_DEFAULT, gcpl, H5P_DEFAULT);
+        H5Pclose(gcpl);
         bounds = malloc((size_t)(l->pp_size + 1) * sizeof(int64_t));
         if (g < 0 || bounds == NULL)
             st = G3_ERR_IO;
@@ -569,7 +629,7 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
     free(prows);
     for (size_t t = 0; st == G3_OK && t < ntensors; t++)
         st = write_vds(f, &trows[t], &found[trows[t].first_piece], (size_t)trows[t].npieces, files, path);
-    if (H5Fclose(f) < 0 && st == G3_OK)
+    if (g3_ckpt_h5_close_written(f, path, st != G3_OK) != G3_OK)
         st = G3_ERR_IO;
     if (st == G3_OK)
         st = g3_ckpt_fsync_path(path, 0);
@@ -781,6 +841,15 @@ g3_status_t g3_ckpt_commit(const char *dir, const g3_ckpt_state_t *state, const 
     if (st == G3_OK) {
         g3_ckpt_fault("renamed");
         st = write_latest(dir, state->iteration, sid);
+        if (st != G3_OK) {
+            g3_error("checkpoint %s is complete but %s/latest was not updated (see above): it still names the previous checkpoint; load the new one with --load %s",
+                     final, dir, final);
+            free(map.slot);
+            free(found);
+            free(trows);
+            free(files);
+            return st;
+        }
     }
     if (st == G3_OK) {
         int64_t bytes = 0;

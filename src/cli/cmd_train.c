@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "ckpt/ckpt.h"
 #include "cli/commands.h"
 #include "cli/world.h"
 #include "comm/comm.h"
@@ -308,6 +309,13 @@ int g3_cmd_train(int argc, char **argv)
     rc = g3_train_device_sizes(&cfg);
     if (rc != G3_EXIT_OK)
         goto agree;
+
+    /* --save: a directory that cannot take a checkpoint is refused now, not at the first save
+     * after the training it was meant to keep */
+    if (cfg.save_dir && g3_ckpt_save_check(cfg.save_dir) != G3_OK) {
+        rc = G3_EXIT_USAGE;
+        goto agree;
+    }
 
     /* the run directory and the metrics file (rank 0 writes it) */
     run_dir = g3_opts_str(o, "run-dir");

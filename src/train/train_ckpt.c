@@ -399,13 +399,14 @@ static int g3_tck_empty(const char *dir)
 {
     char p[PATH_MAX];
     struct stat sb;
-    int64_t it, *iters = NULL;
+    int64_t *iters = NULL;
     int n = 0;
 
     if (stat(dir, &sb) != 0 && errno == ENOENT)
         return 1;
-    if (g3_ckpt_latest(dir, &it) != G3_ERR_NOT_FOUND)
-        return 0;
+    snprintf(p, sizeof(p), "%s/latest", dir);
+    if (lstat(p, &sb) == 0)
+        return 0;        /* whatever it is: the load says what is wrong with it */
     snprintf(p, sizeof(p), "%s/index.h5", dir);
     if (stat(p, &sb) == 0)
         return 0;
@@ -457,6 +458,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     g3_ckpt_comm_t comm = { cfg->par, g3_tck_allreduce_min };
     g3_tck_t t;
     int64_t step = 0, seed = -1;
+    int fresh_optim;
     g3_status_t st;
 
     *iteration_p = 0;
@@ -476,11 +478,15 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     memset(&lo, 0, sizeof(lo));
     lo.fallback = cfg->load_fallback;
     lo.no_load_optim = cfg->no_load_optim;
+    lo.optim_optional = 1;   /* a --no-save-optim checkpoint resumes with a fresh optimizer */
     lo.config_text = cfg->config_text;
     st = g3_ckpt_load(cfg->load_dir, state, &lo, cfg->par ? &comm : NULL, &r);
     if (st != G3_OK)
         goto out_free_state;
-    if (!cfg->no_load_optim) {
+    fresh_optim = cfg->no_load_optim || !g3_ckpt_reader_has_optim(r);
+    if (!cfg->no_load_optim && fresh_optim && (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0))
+        g3_info("checkpoint %s holds no optimizer state (saved with --no-save-optim): resuming with fresh Adam moments and step 0", g3_ckpt_reader_path(r));
+    if (!fresh_optim) {
         st = g3_ckpt_reader_get_i64(r, "optimizer.step", &step, 1);
         if (st != G3_OK)
             goto out_close;
@@ -490,6 +496,22 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
         if (st != G3_OK)
             goto out_close;
     }
+    /* The index's consumed_samples decides the schedule and the data order: it must agree
+     * with the checksummed copies under /state (a version-1 index has no checksum of its own). */
+    {
+        static const char *const keys[] = { "data_sampler", "lr_scheduler" };
+        int64_t cs = g3_ckpt_reader_consumed_samples(r), v[2] = { 0, 0 };
+        for (int k = 0; k < 2; k++) {
+            int n = !strcmp(keys[k], "data_sampler") ? 2 : 1;
+            if (!g3_ckpt_reader_has(r, keys[k]) || g3_ckpt_reader_get_i64(r, keys[k], v, n) != G3_OK)
+                continue;
+            if (v[0] != cs) {
+                g3_error("checkpoint %s: consumed_samples %lld in index.h5 disagrees with state/%s (%lld consumed samples): the index was altered; load another checkpoint (--load DIR/iter_NNNNNNN) or restore it", g3_ckpt_reader_path(r), (long long)cs, keys[k], (long long)v[0]);
+                st = G3_ERR_FORMAT;
+                goto out_close;
+            }
+        }
+    }
     if (g3_ckpt_reader_has(r, "rng") && g3_ckpt_reader_get_i64(r, "rng", &seed, 1) == G3_OK &&
         seed != (int64_t)c->model->cfg.seed)
         g3_warn("checkpoint %s was trained with --seed %lld, this run has --seed %llu: the data "
@@ -498,7 +520,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     /* into the backend's buffers */
     be->ops->upload(be, c->model->w, t.hw, sizeof(float) * c->model->numel);
     g3_gpt_params_refresh(c->model);   /* the passes' bf16 copy on CUDA */
-    for (int i = 0; i < t.n && !cfg->no_load_optim; i++) {
+    for (int i = 0; i < t.n && !fresh_optim; i++) {
         size_t len = t.r[i].end - t.r[i].begin;
         be->ops->upload(be, t.r[i].m, t.hm[i], sizeof(float) * len);
         be->ops->upload(be, t.r[i].v, t.hv[i], sizeof(float) * len);
@@ -507,7 +529,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     if (st != G3_OK)
         goto out_close;
     if (t.step)
-        *t.step = cfg->no_load_optim ? 0 : step;
+        *t.step = fresh_optim ? 0 : step;
     *iteration_p = g3_ckpt_reader_iteration(r);
     *consumed_p = g3_ckpt_reader_consumed_samples(r);
     *loaded_p = 1;
