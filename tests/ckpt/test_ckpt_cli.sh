@@ -2,7 +2,7 @@
 # gpt3d ckpt inspect / verify / convert / export on synthetic sharded checkpoints,
 # checked independently with h5py and numpy (tests/ckpt/check_ckpt.py).
 # shellcheck disable=SC2154  # top_srcdir, top_builddir come from the environment; run sets rc, out
-# shellcheck source=../lib.sh
+# shellcheck source=tests/lib.sh
 . "$top_srcdir/tests/lib.sh"
 set -e
 SYNTH="$top_builddir/tests/ckpt/ckpt_synth"
