@@ -990,19 +990,45 @@ static g3_status_t open_shard(g3_ckpt_reader_t *r, int file, hid_t *f_p, char *p
     return st;
 }
 
+/* What verify checks of the index before any data: every tensor tiled exactly, and (on the
+ * first rank: the index is the same for all, and a parallel file system is spared one open
+ * and stat per rank and file) the virtual datasets and every shard file present.  The shard
+ * files a rank reads are checked as they are read (check_shard, check_piece, check_manifest). */
+static g3_status_t check_index(const g3_ckpt_reader_t *r, const g3_ckpt_state_t *state)
+{
+    const g3_ckpt_layout_t *l = &state->layout;
+    int first = l->tp == 0 && l->pp == 0 && l->dp == 0;
+    int faults = g3_ckpt_check_tiling(r), missing = 0;
+
+    if (first)
+        faults += g3_ckpt_verify_vds(r);
+    for (size_t i = 0; first && i < r->nfiles; i++) {
+        char p[PATH_MAX + 80];
+        struct stat sb;
+        snprintf(p, sizeof(p), "%s/%s", r->dir, r->files[i].name);
+        if (stat(p, &sb) != 0) {
+            g3_error("checkpoint %s is incomplete: shard file %s is missing (%s)", r->dir, r->files[i].name,
+                     strerror(errno));
+            missing++;
+        }
+    }
+    return faults ? G3_ERR_FORMAT : missing ? G3_ERR_NOT_FOUND : G3_OK;
+}
+
 g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const g3_ckpt_load_opts_t *opts)
 {
     work_t *work = NULL;
     size_t nwork = 0;
     int verify = !(opts && opts->no_verify);
     double t0 = t_now();
-    g3_status_t st = plan_load(r, state, opts, &work, &nwork);
+    g3_status_t st = check_index(r, state);
     hid_t f = -1;
     int cur_file = -1;
     char fpath[PATH_MAX + 80];
 
+    if (st == G3_OK)
+        st = plan_load(r, state, opts, &work, &nwork);
     T_ADD(T_PLAN, t0);
-
     if (st != G3_OK)
         return st;
     /* Work is sorted by file, then stored piece: each file is opened once. */
@@ -1109,31 +1135,6 @@ g3_status_t g3_ckpt_config_compare(const char *ckpt_config, const char *run_conf
 
 /* ---- the whole load ------------------------------------------------------------------ */
 
-/* What verify checks of the index before any data: every tensor tiled exactly, and (on the
- * first rank: the index is the same for all, and a parallel file system is spared one open
- * and stat per rank and file) the virtual datasets and every shard file present.  The shard
- * files a rank reads are checked as they are read (check_shard, check_piece, check_manifest). */
-static g3_status_t check_index(const g3_ckpt_reader_t *r, const g3_ckpt_state_t *state)
-{
-    const g3_ckpt_layout_t *l = &state->layout;
-    int first = l->tp == 0 && l->pp == 0 && l->dp == 0;
-    int faults = g3_ckpt_check_tiling(r), missing = 0;
-
-    if (first)
-        faults += g3_ckpt_verify_vds(r);
-    for (size_t i = 0; first && i < r->nfiles; i++) {
-        char p[PATH_MAX + 80];
-        struct stat sb;
-        snprintf(p, sizeof(p), "%s/%s", r->dir, r->files[i].name);
-        if (stat(p, &sb) != 0) {
-            g3_error("checkpoint %s is incomplete: shard file %s is missing (%s)", r->dir, r->files[i].name,
-                     strerror(errno));
-            missing++;
-        }
-    }
-    return faults ? G3_ERR_FORMAT : missing ? G3_ERR_NOT_FOUND : G3_OK;
-}
-
 g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_load_opts_t *opts,
                          const g3_ckpt_comm_t *comm, g3_ckpt_reader_t **reader_p)
 {
@@ -1178,8 +1179,6 @@ g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_
         T_ADD(T_INDEX, t0);
         if (st == G3_OK && opts && opts->config_text)
             st = g3_ckpt_config_compare(r->config, opts->config_text, opts->model_keys, r->dir);
-        if (st == G3_OK)
-            st = check_index(r, state);
         if (st == G3_OK)
             st = g3_ckpt_reader_load(r, state, opts);
         ok = st == G3_OK;

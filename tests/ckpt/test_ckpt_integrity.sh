@@ -182,6 +182,17 @@ fresh c11
 $edit pieces-crc "$TMPD/c11/$I/index.h5"
 refused c11 "model_tp00_pp000.h5" "a piece's checksum in the index's /pieces edited, the table's checksum redone"
 
+for c in c1:model_tp00_pp000.h5 c8:index.h5; do
+    run "$GPT3D" ckpt export --format hf-gpt2 "$TMPD/${c%:*}" "$TMPD/${c%:*}.hf"
+    e_rc=$rc e_out=$out
+    run "$GPT3D" ckpt convert --tensor-model-parallel-size 1 "$TMPD/${c%:*}" "$TMPD/${c%:*}.cv"
+    if [ "$e_rc" = 1 ] && [ "$rc" = 1 ] && printf '%s' "$e_out$out" | grep -q "${c#*:}" && [ ! -e "$TMPD/${c%:*}.cv/latest" ]; then
+        tap_result 0 "export and convert refuse the damage of ${c%:*} too (exit 1, naming ${c#*:})"
+    else
+        tap_result 1 "export exit $e_rc, convert exit $rc for ${c%:*} (want 1 and 1, naming ${c#*:})"
+    fi
+done
+
 # ---- 4. an unusable --save is refused before training --------------------------------------------
 : > "$TMPD/afile"
 train 4 --save "$TMPD/afile/ck" --run-dir "$TMPD/r4"
