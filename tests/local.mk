@@ -38,12 +38,14 @@ clean-local:
 # make check-asan: a second build in ./asan with AddressSanitizer and UndefinedBehaviorSanitizer
 # (CPU only; any report fails the test that triggered it), running the tests that feed gpt3d bad
 # inputs: options, data files, tokenizer files, flags, checkpoints.  It reuses this build's test
-# corpus.  A few minutes on 2 cores (README.md, "Tests").
+# corpus.  About 10 minutes on 2 busy cores (README.md, "Building by hand").
 G3_ASAN_TESTS = tests/core/test_opt tests/core/test_status \
 	tests/data/test_bpe tests/data/test_indexed tests/data/test_dataset \
 	tests/data/test_tokenizer.sh tests/data/test_preprocess.sh tests/data/test_megatron_index.sh \
+	tests/data/test_data_checks.sh tests/data/test_tokenizer_identity.sh \
 	tests/train/test_train_cli.sh tests/cli/test_cli.sh \
-	tests/ckpt/test_ckpt_roundtrip tests/ckpt/test_ckpt_corrupt tests/ckpt/test_ckpt_cli.sh
+	tests/ckpt/test_ckpt_roundtrip tests/ckpt/test_ckpt_corrupt tests/ckpt/test_ckpt_cli.sh \
+	tests/ckpt/test_ckpt_integrity.sh
 G3_ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 check-asan: $(check_DATA)
 	@mkdir -p asan
