@@ -11,27 +11,58 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 /* GPT3D_CKPT_TIMING=1: a phase breakdown of every load on stderr. */
 enum { T_INDEX, T_PLAN, T_FOPEN, T_DOPEN, T_READ, T_CRC, T_SCATTER, T_CLOSE, T_NPHASES };
 static const char *const t_names[T_NPHASES] = { "index", "plan", "shard-open", "dataset-open",
                                                 "read", "crc", "scatter", "close" };
-static double t_acc[T_NPHASES];
-static int t_on = -1;
-static double t_now(void)
+
+/* The process's load timing: off, or the seconds each phase took since the last report. */
+typedef struct {
+    int    on;                  /* -1: GPT3D_CKPT_TIMING not read yet; else 0 or 1 */
+    double acc[T_NPHASES];      /* seconds per phase                               */
+} g3_ckpt_load_timing_t;
+
+static g3_ckpt_load_timing_t load_timing = { -1, { 0 } };
+
+/* RET: the clock when timing is on, else 0. */
+static double load_timing_now(void)
 {
-    struct timespec ts;
-    if (t_on < 0)
-        t_on = getenv("GPT3D_CKPT_TIMING") != NULL;
-    if (!t_on)
-        return 0;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (load_timing.on < 0)
+        load_timing.on = getenv("GPT3D_CKPT_TIMING") != NULL;
+    return load_timing.on ? g3_clock_now() : 0;
 }
-#define T_ADD(ph, t0) do { if (t_on > 0) { double t1_ = t_now(); t_acc[ph] += t1_ - (t0); (t0) = t1_; } } while (0)
+
+/* Charge the time since *t0 to phase and restart *t0 there. */
+static void load_timing_add(int phase, double *t0)
+{
+    double t1;
+
+    if (load_timing.on <= 0)
+        return;
+    t1 = g3_clock_now();
+    load_timing.acc[phase] += t1 - *t0;
+    *t0 = t1;
+}
+
+/* One line on stderr for the load of path, then start over. */
+static void load_timing_report(const char *path)
+{
+    double tot = 0;
+
+    if (load_timing.on <= 0)
+        return;
+    for (int k = 0; k < T_NPHASES; k++)
+        tot += load_timing.acc[k];
+    fprintf(stderr, "ckpt load timing (%s):", path);
+    for (int k = 0; k < T_NPHASES; k++)
+        fprintf(stderr, " %s %.3f", t_names[k], load_timing.acc[k]);
+    fprintf(stderr, " total %.3f s\n", tot);
+    memset(load_timing.acc, 0, sizeof(load_timing.acc));
+}
 
 #define LOAD_BLOCK_BYTES (64u << 20)   /* streaming buffer for partial reads */
 
@@ -764,7 +795,7 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
     pthread_t th;
     int threaded = 0, e = 0;
     size_t done = 0;
-    double t0 = t_now();
+    double t0 = load_timing_now();
 
     if (crc_p && nbytes > RAW_BLOCK_BYTES) {
         memset(&c, 0, sizeof(c));
@@ -794,7 +825,7 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
         if (threaded)
             crc_follow_post(&c, done, 0);
     }
-    T_ADD(T_READ, t0);
+    load_timing_add(T_READ, &t0);
     if (threaded) {
         crc_follow_post(&c, done, 1);
         pthread_join(th, NULL);
@@ -804,7 +835,7 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
     } else if (crc_p && e == 0) {
         *crc_p = g3_crc32c(*crc_p, buf, nbytes);
     }
-    T_ADD(T_CRC, t0);
+    load_timing_add(T_CRC, &t0);
     return e;
 }
 
@@ -888,7 +919,7 @@ static g3_status_t piece_read_raw(const piece_read_t *p, void *dst, double *t0)
         piece_read_error(p, e);
         return G3_ERR_FORMAT;
     }
-    *t0 = t_now();
+    *t0 = load_timing_now();
     return G3_OK;
 }
 
@@ -899,7 +930,7 @@ static g3_status_t piece_read_h5(const piece_read_t *p, void *dst, double *t0)
         piece_read_error(p, 0);
         return G3_ERR_FORMAT;
     }
-    T_ADD(T_READ, *t0);
+    load_timing_add(T_READ, t0);
     return G3_OK;
 }
 
@@ -918,7 +949,7 @@ static g3_status_t piece_read_rows(const piece_read_t *p, int64_t r0, int64_t nr
             piece_read_error(p, e);
             return G3_ERR_FORMAT;
         }
-        *t0 = t_now();
+        *t0 = load_timing_now();
         return G3_OK;
     }
     for (int k = 0; k < p->t->ndim; k++)
@@ -933,10 +964,10 @@ static g3_status_t piece_read_rows(const piece_read_t *p, int64_t r0, int64_t nr
     H5Sclose(mspace);
     if (rc < 0)
         return G3_ERR_FORMAT;
-    T_ADD(T_READ, *t0);
+    load_timing_add(T_READ, t0);
     if (p->crc)
         *p->crc = g3_crc32c(*p->crc, buf, (size_t)(nr * row_elems) * p->esz);
-    T_ADD(T_CRC, *t0);
+    load_timing_add(T_CRC, t0);
     return G3_OK;
 }
 
@@ -980,7 +1011,7 @@ static g3_status_t piece_read_blocks(const piece_read_t *p, const work_t *w, siz
             g3_ckpt_copy_box(ndim, io, ie, buf, bo, be, w[i].sdt, w[i].dst->data, w[i].dst->offset,
                              w[i].dst->extent, w[i].ddt);
         }
-        T_ADD(T_SCATTER, *t0);
+        load_timing_add(T_SCATTER, t0);
     }
     free(buf);
     return st;
@@ -993,7 +1024,7 @@ static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, c
 {
     piece_read_t p;
     uint32_t crc = 0;
-    double t0 = t_now();
+    double t0 = load_timing_now();
     g3_status_t st;
     int direct;
 
@@ -1008,7 +1039,7 @@ static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, c
     st = piece_open(r, f, &p);
     if (st != G3_OK)
         return st;
-    T_ADD(T_DOPEN, t0);
+    load_timing_add(T_DOPEN, &t0);
     /* Direct read: one reader wants exactly this box in the same dtype. */
     direct = n == 1 && w[0].sdt == w[0].ddt;
     for (int k = 0; direct && k < p.t->ndim; k++)
@@ -1028,7 +1059,7 @@ static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, c
     }
     H5Sclose(p.fspace);
     H5Dclose(p.d);
-    T_ADD(T_CLOSE, t0);
+    load_timing_add(T_CLOSE, &t0);
     return st;
 }
 
@@ -1086,7 +1117,7 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
     work_t *work = NULL;
     size_t nwork = 0;
     int verify = !(opts && opts->no_verify);
-    double t0 = t_now();
+    double t0 = load_timing_now();
     g3_status_t st = check_index(r, state);
     hid_t f = -1;
     int cur_file = -1;
@@ -1094,7 +1125,7 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
 
     if (st == G3_OK)
         st = plan_load(r, state, opts, &work, &nwork);
-    T_ADD(T_PLAN, t0);
+    load_timing_add(T_PLAN, &t0);
     if (st != G3_OK)
         return st;
     /* Work is sorted by file, then stored piece: each file is opened once. */
@@ -1111,14 +1142,14 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
                 st = G3_ERR_FORMAT;
                 break;
             }
-            t0 = t_now();
+            t0 = load_timing_now();
             if (f >= 0)
                 H5Fclose(f);
             f = -1;
             cur_file = -1;
-            T_ADD(T_CLOSE, t0);
+            load_timing_add(T_CLOSE, &t0);
             st = open_shard(r, file, &f, fpath, sizeof(fpath));
-            T_ADD(T_FOPEN, t0);
+            load_timing_add(T_FOPEN, &t0);
             if (st != G3_OK)
                 break;
             cur_file = file;
@@ -1128,10 +1159,10 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
     }
     if (st == G3_OK && f >= 0 && g3_ckpt_check_manifest(r, (size_t)cur_file, f, fpath) != 0)
         st = G3_ERR_FORMAT;
-    t0 = t_now();
+    t0 = load_timing_now();
     if (f >= 0)
         H5Fclose(f);
-    T_ADD(T_CLOSE, t0);
+    load_timing_add(T_CLOSE, &t0);
     free(work);
     return st;
 }
@@ -1240,9 +1271,9 @@ g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_
         g3_ckpt_reader_t *r = NULL;
         int ok;
 
-        double t0 = t_now();
+        double t0 = load_timing_now();
         st = g3_ckpt_reader_open(cand[c], &r);
-        T_ADD(T_INDEX, t0);
+        load_timing_add(T_INDEX, &t0);
         if (st == G3_OK && opts && opts->config_text)
             st = g3_ckpt_config_compare(r->config, opts->config_text, opts->model_keys, r->dir);
         if (st == G3_OK)
@@ -1260,16 +1291,7 @@ g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_
                 g3_info("another rank could not load %s (it says why)", r ? r->dir : cand[c]);
             }
         }
-        if (t_on > 0) {
-            double tot = 0;
-            for (int k = 0; k < T_NPHASES; k++)
-                tot += t_acc[k];
-            fprintf(stderr, "ckpt load timing (%s):", cand[c]);
-            for (int k = 0; k < T_NPHASES; k++)
-                fprintf(stderr, " %s %.3f", t_names[k], t_acc[k]);
-            fprintf(stderr, " total %.3f s\n", tot);
-            memset(t_acc, 0, sizeof(t_acc));
-        }
+        load_timing_report(cand[c]);
         if (ok) {
             g3_info("loaded checkpoint %s (iteration %lld)", r->dir, (long long)r->iteration);
             if (reader_p)
