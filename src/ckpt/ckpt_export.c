@@ -131,54 +131,54 @@ static g3_status_t write_text_file(const char *path, const char *text)
     return st;
 }
 
-g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out, const g3_ckpt_export_opts_t *opts)
-{
-    g3_ckpt_reader_t *r = NULL;
-    exp_tensor_t *e = NULL;
-    int n = 0, fd = -1, bf16 = opts && opts->dtype == G3_CKPT_BF16;
-    long long L = 0, heads = 0;
-    int64_t h, V, P, f;
-    char *header = NULL, path[PATH_MAX + 32], tmp[PATH_MAX + 48], cfg[2048], epsbuf[64];
-    size_t hlen = 0, hcap, esz = bf16 ? 2 : 4;
-    uint64_t off = 0, hsize;
-    float *buf = NULL, *tbuf = NULL;
-    g3_status_t st = g3_ckpt_reader_open(in, &r);
-    int wi, pi, fi;
+/* The GPT-2 model a checkpoint holds: shapes from its tensors, heads and layers from its
+ * configuration. */
+typedef struct {
+    int64_t   h, V, P, f;        /* hidden size, vocabulary (unpadded), positions, ffn size */
+    long long L, heads;          /* layers, attention heads                                 */
+    char      eps[64];           /* layernorm-epsilon as stored, else 1e-05                 */
+} exp_model_t;
 
-    if (st != G3_OK)
-        return st;
-    /* Shapes from the tensors; heads and layers from the configuration. */
-    wi = g3_ckpt_reader_find(r, "model/embedding.word_embeddings.weight");
-    pi = g3_ckpt_reader_find(r, "model/embedding.position_embeddings.weight");
-    fi = g3_ckpt_reader_find(r, "model/layers.0.mlp.fc1.weight");
+static g3_status_t export_read_model(const g3_ckpt_reader_t *r, exp_model_t *m)
+{
+    int wi = g3_ckpt_reader_find(r, "model/embedding.word_embeddings.weight");
+    int pi = g3_ckpt_reader_find(r, "model/embedding.position_embeddings.weight");
+    int fi = g3_ckpt_reader_find(r, "model/layers.0.mlp.fc1.weight");
+
     if (wi < 0 || pi < 0 || fi < 0) {
         g3_error("export: %s is not a gpt3d GPT checkpoint: it lacks model/embedding.word_embeddings.weight, model/embedding.position_embeddings.weight or model/layers.0.mlp.fc1.weight",
                  r->dir);
-        st = G3_ERR_FORMAT;
-        goto err_close_reader;
+        return G3_ERR_FORMAT;
     }
-    h = r->tensors[wi].shape[1];
-    V = r->tensors[wi].pad_dim == 0 ? r->tensors[wi].unpadded : r->tensors[wi].shape[0];
-    P = r->tensors[pi].shape[0];
-    f = r->tensors[fi].shape[0];
-    if (!config_int(r->config, "num-layers", &L))
-        L = r->num_layers;
-    if (!config_int(r->config, "num-attention-heads", &heads) || heads <= 0 || h % heads != 0) {
+    m->h = r->tensors[wi].shape[1];
+    m->V = r->tensors[wi].pad_dim == 0 ? r->tensors[wi].unpadded : r->tensors[wi].shape[0];
+    m->P = r->tensors[pi].shape[0];
+    m->f = r->tensors[fi].shape[0];
+    if (!config_int(r->config, "num-layers", &m->L))
+        m->L = r->num_layers;
+    if (!config_int(r->config, "num-attention-heads", &m->heads) || m->heads <= 0 || m->h % m->heads != 0) {
         g3_error("export: the configuration stored in %s has no usable num-attention-heads (hidden size %lld): GPT-2's config.json needs it",
-                 r->dir, (long long)h);
-        st = G3_ERR_FORMAT;
-        goto err_close_reader;
+                 r->dir, (long long)m->h);
+        return G3_ERR_FORMAT;
     }
-    if (g3_ckpt_config_get(r->config, "layernorm-epsilon", epsbuf, sizeof(epsbuf)) == NULL)
-        snprintf(epsbuf, sizeof(epsbuf), "1e-05");
-    e = calloc((size_t)(4 + 12 * L), sizeof(*e));
-    if (e == NULL) {
-        st = G3_ERR_NO_MEMORY;
-        goto err_close_reader;
-    }
-    exp_add(e, &n, "transformer.wte.weight", "embedding.word_embeddings.weight", 2, V, h, 0);
-    exp_add(e, &n, "transformer.wpe.weight", "embedding.position_embeddings.weight", 2, P, h, 0);
-    for (long long l = 0; l < L; l++) {
+    if (g3_ckpt_config_get(r->config, "layernorm-epsilon", m->eps, sizeof(m->eps)) == NULL)
+        snprintf(m->eps, sizeof(m->eps), "1e-05");
+    return G3_OK;
+}
+
+/* The table of tensors to export, in safetensors order; each must be in the checkpoint.
+ * RET: G3_OK with *e_p (the caller frees it) and *n_p. */
+static g3_status_t export_table(const g3_ckpt_reader_t *r, const exp_model_t *m, exp_tensor_t **e_p, int *n_p)
+{
+    int64_t h = m->h, f = m->f;
+    exp_tensor_t *e = calloc((size_t)(4 + 12 * m->L), sizeof(*e));
+    int n = 0;
+
+    if (e == NULL)
+        return G3_ERR_NO_MEMORY;
+    exp_add(e, &n, "transformer.wte.weight", "embedding.word_embeddings.weight", 2, m->V, h, 0);
+    exp_add(e, &n, "transformer.wpe.weight", "embedding.position_embeddings.weight", 2, m->P, h, 0);
+    for (long long l = 0; l < m->L; l++) {
         char hf[96], src[128];
 #define E(hfs, srcs, nd, rows, cols, tr) \
         snprintf(hf, sizeof(hf), "transformer.h.%lld.%s", l, hfs); \
@@ -203,16 +203,26 @@ g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out, const g3_ckp
     for (int i = 0; i < n; i++)
         if (g3_ckpt_reader_find(r, e[i].src) < 0) {
             g3_error("export: checkpoint %s has no tensor %s (for %s)", r->dir, e[i].src, e[i].hf);
-            st = G3_ERR_NOT_FOUND;
-            goto err_free_table;
+            free(e);
+            return G3_ERR_NOT_FOUND;
         }
-    /* The JSON header: names, dtypes, shapes (HF's), byte ranges. */
-    hcap = 256 + (size_t)n * 256;
-    header = malloc(hcap);
-    if (header == NULL) {
-        st = G3_ERR_NO_MEMORY;
-        goto err_free_table;
-    }
+    *e_p = e;
+    *n_p = n;
+    return G3_OK;
+}
+
+/* The safetensors JSON header: names, dtypes, shapes (HF's), byte ranges; padded with
+ * spaces to a multiple of 8 so that the data is 8-byte aligned.  RET: G3_OK with
+ * *header_p (the caller frees it), *hlen_p and *data_bytes_p (the data after it). */
+static g3_status_t export_header(const exp_tensor_t *e, int n, int bf16, char **header_p, size_t *hlen_p,
+                                 uint64_t *data_bytes_p)
+{
+    size_t hlen = 0, hcap = 256 + (size_t)n * 256, esz = bf16 ? 2 : 4;
+    char *header = malloc(hcap);
+    uint64_t off = 0;
+
+    if (header == NULL)
+        return G3_ERR_NO_MEMORY;
     hlen += (size_t)snprintf(header + hlen, hcap - hlen, "{\"__metadata__\":{\"format\":\"pt\"}");
     for (int i = 0; i < n; i++) {
         uint64_t bytes = (uint64_t)(e[i].rows * (e[i].ndim > 1 ? e[i].cols : 1)) * esz;
@@ -230,63 +240,76 @@ g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out, const g3_ckp
         off += bytes;
     }
     hlen += (size_t)snprintf(header + hlen, hcap - hlen, "}");
-    while (hlen % 8 != 0)                    /* pad with spaces: data 8-byte aligned */
+    while (hlen % 8 != 0)
         header[hlen++] = ' ';
-    hsize = hlen;
-    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
-        g3_error("export: cannot create %s: %s", out, strerror(errno));
-        st = G3_ERR_IO;
-        goto err_free_header;
+    *header_p = header;
+    *hlen_p = hlen;
+    *data_bytes_p = off;
+    return G3_OK;
+}
+
+/* One tensor: loaded as f32, transposed where HF's Conv1D wants [in, out], converted to
+ * bf16 if asked, appended to fd (the file tmp). */
+static g3_status_t export_tensor(g3_ckpt_reader_t *r, const exp_tensor_t *e, int bf16, int fd, const char *tmp)
+{
+    int64_t cnt = e->rows * (e->ndim > 1 ? e->cols : 1);
+    float *buf = malloc((size_t)cnt * 4), *tbuf = malloc((size_t)cnt * 4);
+    const float *src;
+    g3_status_t st;
+
+    if (buf == NULL || tbuf == NULL) {
+        g3_error("export: out of memory for %s", e->src);
+        st = G3_ERR_NO_MEMORY;
+        goto free_buffers;
     }
+    st = load_f32(r, e->src, e->ndim, e->rows, e->cols, buf);
+    if (st != G3_OK)
+        goto free_buffers;
+    src = buf;
+    if (e->transpose) {                /* (rows, cols) -> (cols, rows) */
+        for (int64_t a = 0; a < e->rows; a++)
+            for (int64_t b = 0; b < e->cols; b++)
+                tbuf[b * e->rows + a] = buf[a * e->cols + b];
+        src = tbuf;
+    }
+    if (bf16) {
+        uint16_t *o = (uint16_t *)(e->transpose ? buf : tbuf);
+        g3_ckpt_convert_elems(o, G3_CKPT_BF16, src, G3_CKPT_F32, (size_t)cnt);
+        st = write_all(fd, o, (size_t)cnt * 2, tmp);
+    } else {
+        st = write_all(fd, src, (size_t)cnt * 4, tmp);
+    }
+
+free_buffers:
+    free(buf);
+    free(tbuf);
+    return st;
+}
+
+/* out/model.safetensors: the 8-byte little-endian header size, the header, the tensors;
+ * written to a temporary name, synced and renamed (removed on failure). */
+static g3_status_t export_safetensors(g3_ckpt_reader_t *r, const char *out, const exp_tensor_t *e, int n,
+                                      int bf16, const char *header, size_t hlen)
+{
+    char path[PATH_MAX + 32], tmp[PATH_MAX + 48];
+    unsigned char le[8];
+    g3_status_t st;
+    int fd;
+
     snprintf(path, sizeof(path), "%s/model.safetensors", out);
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0) {
         g3_error("export: cannot create %s: %s", tmp, strerror(errno));
-        st = G3_ERR_IO;
-        goto err_free_header;
+        return G3_ERR_IO;
     }
-    {
-        unsigned char le[8];
-        for (int k = 0; k < 8; k++)
-            le[k] = (unsigned char)(hsize >> (8 * k));
-        st = write_all(fd, le, 8, tmp);
-        if (st == G3_OK)
-            st = write_all(fd, header, hlen, tmp);
-    }
-    for (int i = 0; st == G3_OK && i < n; i++) {
-        int64_t cnt = e[i].rows * (e[i].ndim > 1 ? e[i].cols : 1);
-        const float *src;
-        buf = malloc((size_t)cnt * 4);
-        tbuf = malloc((size_t)cnt * 4);
-        if (buf == NULL || tbuf == NULL) {
-            g3_error("export: out of memory for %s", e[i].src);
-            st = G3_ERR_NO_MEMORY;
-            break;
-        }
-        st = load_f32(r, e[i].src, e[i].ndim, e[i].rows, e[i].cols, buf);
-        if (st != G3_OK)
-            break;
-        src = buf;
-        if (e[i].transpose) {              /* (rows, cols) -> (cols, rows) */
-            for (int64_t a = 0; a < e[i].rows; a++)
-                for (int64_t b = 0; b < e[i].cols; b++)
-                    tbuf[b * e[i].rows + a] = buf[a * e[i].cols + b];
-            src = tbuf;
-        }
-        if (bf16) {
-            uint16_t *o = (uint16_t *)(e[i].transpose ? buf : tbuf);
-            g3_ckpt_convert_elems(o, G3_CKPT_BF16, src, G3_CKPT_F32, (size_t)cnt);
-            st = write_all(fd, o, (size_t)cnt * 2, tmp);
-        } else {
-            st = write_all(fd, src, (size_t)cnt * 4, tmp);
-        }
-        free(buf);
-        free(tbuf);
-        buf = tbuf = NULL;
-    }
-    free(buf);
-    free(tbuf);
+    for (int k = 0; k < 8; k++)
+        le[k] = (unsigned char)((uint64_t)hlen >> (8 * k));
+    st = write_all(fd, le, 8, tmp);
+    if (st == G3_OK)
+        st = write_all(fd, header, hlen, tmp);
+    for (int i = 0; st == G3_OK && i < n; i++)
+        st = export_tensor(r, &e[i], bf16, fd, tmp);
     if (st == G3_OK && fsync(fd) != 0) {
         g3_error("export: fsync %s: %s", tmp, strerror(errno));
         st = G3_ERR_IO;
@@ -296,10 +319,16 @@ g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out, const g3_ckp
         g3_error("export: cannot rename %s to %s: %s", tmp, path, strerror(errno));
         st = G3_ERR_IO;
     }
-    if (st != G3_OK) {
+    if (st != G3_OK)
         unlink(tmp);
-        goto err_free_header;
-    }
+    return st;
+}
+
+/* out/config.json for GPT2LMHeadModel. */
+static g3_status_t export_config(const char *out, const exp_model_t *m, int bf16)
+{
+    char path[PATH_MAX + 32], cfg[2048];
+
     snprintf(cfg, sizeof(cfg),
              "{\n"
              "  \"architectures\": [\"GPT2LMHeadModel\"],\n"
@@ -324,14 +353,47 @@ g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out, const g3_ckp
              "  \"eos_token_id\": %lld,\n"
              "  \"torch_dtype\": \"%s\"\n"
              "}\n",
-             (long long)V, (long long)P, (long long)P, (long long)h, L, heads, (long long)f, epsbuf,
-             (long long)(V > 50256 ? 50256 : V - 1), (long long)(V > 50256 ? 50256 : V - 1),
-             bf16 ? "bfloat16" : "float32");
+             (long long)m->V, (long long)m->P, (long long)m->P, (long long)m->h, m->L, m->heads,
+             (long long)m->f, m->eps, (long long)(m->V > 50256 ? 50256 : m->V - 1),
+             (long long)(m->V > 50256 ? 50256 : m->V - 1), bf16 ? "bfloat16" : "float32");
     snprintf(path, sizeof(path), "%s/config.json", out);
-    st = write_text_file(path, cfg);
+    return write_text_file(path, cfg);
+}
+
+g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out, const g3_ckpt_export_opts_t *opts)
+{
+    g3_ckpt_reader_t *r = NULL;
+    exp_tensor_t *e = NULL;
+    exp_model_t m;
+    int n = 0, bf16 = opts && opts->dtype == G3_CKPT_BF16;
+    char *header = NULL;
+    size_t hlen = 0;
+    uint64_t data_bytes = 0;
+    g3_status_t st = g3_ckpt_reader_open(in, &r);
+
+    if (st != G3_OK)
+        return st;
+    memset(&m, 0, sizeof(m));
+    st = export_read_model(r, &m);
+    if (st != G3_OK)
+        goto err_close_reader;
+    st = export_table(r, &m, &e, &n);
+    if (st != G3_OK)
+        goto err_close_reader;
+    st = export_header(e, n, bf16, &header, &hlen, &data_bytes);
+    if (st != G3_OK)
+        goto err_free_table;
+    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+        g3_error("export: cannot create %s: %s", out, strerror(errno));
+        st = G3_ERR_IO;
+        goto err_free_header;
+    }
+    st = export_safetensors(r, out, e, n, bf16, header, hlen);
+    if (st == G3_OK)
+        st = export_config(out, &m, bf16);
     if (st == G3_OK)
         g3_info("export: wrote %s/model.safetensors (%d tensors, %.1f MB, %s) and %s/config.json from %s",
-                out, n, (double)off / 1e6, bf16 ? "bf16" : "f32", out, r->dir);
+                out, n, (double)data_bytes / 1e6, bf16 ? "bf16" : "f32", out, r->dir);
 
 err_free_header:
     free(header);

@@ -11,27 +11,58 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 /* GPT3D_CKPT_TIMING=1: a phase breakdown of every load on stderr. */
 enum { T_INDEX, T_PLAN, T_FOPEN, T_DOPEN, T_READ, T_CRC, T_SCATTER, T_CLOSE, T_NPHASES };
 static const char *const t_names[T_NPHASES] = { "index", "plan", "shard-open", "dataset-open",
                                                 "read", "crc", "scatter", "close" };
-static double t_acc[T_NPHASES];
-static int t_on = -1;
-static double t_now(void)
+
+/* The process's load timing: off, or the seconds each phase took since the last report. */
+typedef struct {
+    int    on;                  /* -1: GPT3D_CKPT_TIMING not read yet; else 0 or 1 */
+    double acc[T_NPHASES];      /* seconds per phase                               */
+} g3_ckpt_load_timing_t;
+
+static g3_ckpt_load_timing_t load_timing = { -1, { 0 } };
+
+/* RET: the clock when timing is on, else 0. */
+static double load_timing_now(void)
 {
-    struct timespec ts;
-    if (t_on < 0)
-        t_on = getenv("GPT3D_CKPT_TIMING") != NULL;
-    if (!t_on)
-        return 0;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (load_timing.on < 0)
+        load_timing.on = getenv("GPT3D_CKPT_TIMING") != NULL;
+    return load_timing.on ? g3_clock_now() : 0;
 }
-#define T_ADD(ph, t0) do { if (t_on > 0) { double t1_ = t_now(); t_acc[ph] += t1_ - (t0); (t0) = t1_; } } while (0)
+
+/* Charge the time since *t0 to phase and restart *t0 there. */
+static void load_timing_add(int phase, double *t0)
+{
+    double t1;
+
+    if (load_timing.on <= 0)
+        return;
+    t1 = g3_clock_now();
+    load_timing.acc[phase] += t1 - *t0;
+    *t0 = t1;
+}
+
+/* One line on stderr for the load of path, then start over. */
+static void load_timing_report(const char *path)
+{
+    double tot = 0;
+
+    if (load_timing.on <= 0)
+        return;
+    for (int k = 0; k < T_NPHASES; k++)
+        tot += load_timing.acc[k];
+    fprintf(stderr, "ckpt load timing (%s):", path);
+    for (int k = 0; k < T_NPHASES; k++)
+        fprintf(stderr, " %s %.3f", t_names[k], load_timing.acc[k]);
+    fprintf(stderr, " total %.3f s\n", tot);
+    memset(load_timing.acc, 0, sizeof(load_timing.acc));
+}
 
 #define LOAD_BLOCK_BYTES (64u << 20)   /* streaming buffer for partial reads */
 
@@ -764,7 +795,7 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
     pthread_t th;
     int threaded = 0, e = 0;
     size_t done = 0;
-    double t0 = t_now();
+    double t0 = load_timing_now();
 
     if (crc_p && nbytes > RAW_BLOCK_BYTES) {
         memset(&c, 0, sizeof(c));
@@ -794,7 +825,7 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
         if (threaded)
             crc_follow_post(&c, done, 0);
     }
-    T_ADD(T_READ, t0);
+    load_timing_add(T_READ, &t0);
     if (threaded) {
         crc_follow_post(&c, done, 1);
         pthread_join(th, NULL);
@@ -804,8 +835,186 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
     } else if (crc_p && e == 0) {
         *crc_p = g3_crc32c(*crc_p, buf, nbytes);
     }
-    T_ADD(T_CRC, t0);
+    load_timing_add(T_CRC, &t0);
     return e;
+}
+
+/* One stored piece being read: its dataset, open, and where its bytes lie. */
+typedef struct {
+    const g3_ckpt_prow_t *sp;           /* its row in r->pieces                     */
+    const g3_ckpt_trow_t *t;            /* its tensor's row in r->tensors           */
+    const char *fpath;                  /* the shard file                           */
+    char        dname[G3_CKPT_NAME_MAX + 16];
+    hid_t       d, fspace;
+    hid_t       type;                   /* the stored dtype's HDF5 type             */
+    size_t      esz;                    /* its element size                         */
+    size_t      nbytes;                 /* the whole piece                          */
+    hsize_t     dims[G3_CKPT_MAX_DIMS];
+    int         raw, fd;                /* raw: pread of fd at addr, not H5Dread    */
+    off_t       addr;
+    uint32_t   *crc;                    /* running CRC-32C; NULL when not verifying */
+} piece_read_t;
+
+/* The one message for a piece that cannot be read.  e: the errno of a raw read
+ * (EIO: the file ends early), or 0 after an HDF5 read, whose error stack says why. */
+static void piece_read_error(const piece_read_t *p, int e)
+{
+    char msg[512];
+    const char *why = e == 0     ? g3_ckpt_h5_errmsg(msg, sizeof(msg))
+                      : e == EIO ? "the file ends before the dataset's data"
+                                 : strerror(e);
+
+    g3_error("cannot read %s from %s: %s (truncated or damaged file?)", p->dname, p->fpath, why);
+}
+
+/* Open the piece's dataset and check it against the index.  RET: G3_OK with p->d
+ * and p->fspace open (the caller closes them), else both closed. */
+static g3_status_t piece_open(g3_ckpt_reader_t *r, hid_t f, piece_read_t *p)
+{
+    int ndim = p->t->ndim, ok;
+    char msg[512];
+    hid_t ft;
+
+    g3_ckpt_piece_dataset(p->t->name, p->sp->piece, p->dname, sizeof(p->dname));
+    if (!g3_ckpt_link_exists(f, p->dname)) {
+        g3_error("%s has no dataset %s (tensor %s): the shard does not match the index; run 'gpt3d ckpt verify'",
+                 p->fpath, p->dname, p->t->name);
+        return G3_ERR_FORMAT;
+    }
+    p->d = H5Dopen2(f, p->dname, H5P_DEFAULT);
+    if (p->d < 0) {
+        g3_error("cannot open %s in %s: %s", p->dname, p->fpath, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+        return G3_ERR_FORMAT;
+    }
+    p->fspace = H5Dget_space(p->d);
+    ok = H5Sget_simple_extent_ndims(p->fspace) == ndim;
+    ft = H5Dget_type(p->d);
+    H5Sget_simple_extent_dims(p->fspace, p->dims, NULL);
+    for (int k = 0; ok && k < ndim; k++)
+        ok = (int64_t)p->dims[k] == p->sp->extent[k];
+    if (ok && H5Tequal(ft, p->type) <= 0)
+        ok = 0;
+    H5Tclose(ft);
+    if (!ok) {
+        g3_error("dataset %s in %s has another shape or type than the index says (%s): the file is foreign or damaged",
+                 p->dname, p->fpath, p->t->dtype);
+        goto err_close_dataset;
+    }
+    if (g3_ckpt_check_piece(r, p->sp, p->d, p->fpath, p->dname) != 0)
+        goto err_close_dataset;
+    return G3_OK;
+
+err_close_dataset:
+    H5Sclose(p->fspace);
+    H5Dclose(p->d);
+    return G3_ERR_FORMAT;
+}
+
+/* Read path 1: the whole piece into dst with pread, its bytes lying unchanged in the file. */
+static g3_status_t piece_read_raw(const piece_read_t *p, void *dst, double *t0)
+{
+    int e = raw_read(p->fd, p->addr, p->nbytes, dst, p->crc);
+
+    if (e != 0) {
+        piece_read_error(p, e);
+        return G3_ERR_FORMAT;
+    }
+    *t0 = load_timing_now();
+    return G3_OK;
+}
+
+/* Read path 2: the whole piece into dst with HDF5. */
+static g3_status_t piece_read_h5(const piece_read_t *p, void *dst, double *t0)
+{
+    if (g3_ckpt_dataset_io(p->d, p->type, p->t->ndim, p->sp->extent, p->esz, dst, 0, p->crc) != G3_OK) {
+        piece_read_error(p, 0);
+        return G3_ERR_FORMAT;
+    }
+    load_timing_add(T_READ, t0);
+    return G3_OK;
+}
+
+/* Rows [r0, r0 + nr) of the piece (row_elems elements each) into buf, folded into the CRC. */
+static g3_status_t piece_read_rows(const piece_read_t *p, int64_t r0, int64_t nr, int64_t row_elems, void *buf,
+                                   double *t0)
+{
+    hsize_t off[G3_CKPT_MAX_DIMS] = { 0 }, cnt[G3_CKPT_MAX_DIMS];
+    hid_t mspace;
+    herr_t rc;
+
+    if (p->raw) {        /* rows [r0, r0 + nr) are bytes [r0, r0 + nr) * row of the piece */
+        size_t rowb = (size_t)row_elems * p->esz;
+        int e = raw_read(p->fd, p->addr + (off_t)((size_t)r0 * rowb), (size_t)nr * rowb, buf, p->crc);
+        if (e != 0) {
+            piece_read_error(p, e);
+            return G3_ERR_FORMAT;
+        }
+        *t0 = load_timing_now();
+        return G3_OK;
+    }
+    for (int k = 0; k < p->t->ndim; k++)
+        cnt[k] = p->dims[k];
+    off[0] = (hsize_t)r0;
+    cnt[0] = (hsize_t)nr;
+    H5Sselect_hyperslab(p->fspace, H5S_SELECT_SET, off, NULL, cnt, NULL);
+    mspace = H5Screate_simple(p->t->ndim, cnt, NULL);
+    rc = H5Dread(p->d, p->type, mspace, p->fspace, H5P_DEFAULT, buf);
+    if (rc < 0)
+        piece_read_error(p, 0);         /* before H5Sclose: the message reads HDF5's error stack */
+    H5Sclose(mspace);
+    if (rc < 0)
+        return G3_ERR_FORMAT;
+    load_timing_add(T_READ, t0);
+    if (p->crc)
+        *p->crc = g3_crc32c(*p->crc, buf, (size_t)(nr * row_elems) * p->esz);
+    load_timing_add(T_CRC, t0);
+    return G3_OK;
+}
+
+/* Read path 3: the piece in blocks of whole rows (LOAD_BLOCK_BYTES), each block
+ * scattered to the work items w[0..n) that want part of it. */
+static g3_status_t piece_read_blocks(const piece_read_t *p, const work_t *w, size_t n, double *t0)
+{
+    const g3_ckpt_prow_t *sp = p->sp;
+    int ndim = p->t->ndim;
+    int64_t row_elems = g3_ckpt_box_volume(ndim, sp->extent) / sp->extent[0];
+    int64_t rows = (int64_t)(LOAD_BLOCK_BYTES / ((size_t)row_elems * p->esz));
+    g3_status_t st = G3_OK;
+    void *buf;
+
+    if (rows < 1)
+        rows = 1;
+    if (rows > sp->extent[0])
+        rows = sp->extent[0];
+    buf = malloc((size_t)(rows * row_elems) * p->esz);
+    if (buf == NULL) {
+        g3_error("out of memory reading %s from %s", p->dname, p->fpath);
+        return G3_ERR_NO_MEMORY;
+    }
+    for (int64_t r0 = 0; st == G3_OK && r0 < sp->extent[0]; r0 += rows) {
+        int64_t nr = sp->extent[0] - r0 < rows ? sp->extent[0] - r0 : rows;
+        int64_t bo[G3_CKPT_MAX_DIMS], be[G3_CKPT_MAX_DIMS];
+
+        st = piece_read_rows(p, r0, nr, row_elems, buf, t0);
+        if (st != G3_OK)
+            break;
+        for (int k = 0; k < ndim; k++) {
+            bo[k] = sp->offset[k];
+            be[k] = sp->extent[k];
+        }
+        bo[0] = sp->offset[0] + r0;
+        be[0] = nr;
+        for (size_t i = 0; i < n; i++) {
+            int64_t io[G3_CKPT_MAX_DIMS], ie[G3_CKPT_MAX_DIMS];
+            if (!g3_ckpt_box_intersect(ndim, w[i].io, w[i].ie, bo, be, io, ie))
+                continue;
+            g3_ckpt_copy_box(ndim, io, ie, buf, bo, be, w[i].sdt, w[i].dst->data, w[i].dst->offset,
+                             w[i].dst->extent, w[i].ddt);
+        }
+        load_timing_add(T_SCATTER, t0);
+    }
+    free(buf);
+    return st;
 }
 
 /* Read one stored piece (all of it), check its CRC, scatter to the work items
@@ -813,156 +1022,44 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
 static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, const work_t *w, size_t n,
                               int verify)
 {
-    const g3_ckpt_prow_t *sp = &r->pieces[w[0].src];
-    const g3_ckpt_trow_t *t = &r->tensors[sp->tensor];
-    int ndim = t->ndim;
-    size_t esz = g3_ckpt_dtype_size(w[0].sdt);
-    hid_t type = g3_ckpt_h5_type(w[0].sdt);
-    char dname[G3_CKPT_NAME_MAX + 16], msg[512];
-    hsize_t dims[G3_CKPT_MAX_DIMS];
-    hid_t d, fspace;
+    piece_read_t p;
     uint32_t crc = 0;
-    g3_status_t st = G3_OK;
-    int direct, raw, fd;
-    off_t addr;
-    double t0 = t_now();
+    double t0 = load_timing_now();
+    g3_status_t st;
+    int direct;
 
-    g3_ckpt_piece_dataset(t->name, sp->piece, dname, sizeof(dname));
-    if (!g3_ckpt_link_exists(f, dname)) {
-        g3_error("%s has no dataset %s (tensor %s): the shard does not match the index; run 'gpt3d ckpt verify'",
-                 fpath, dname, t->name);
-        return G3_ERR_FORMAT;
-    }
-    d = H5Dopen2(f, dname, H5P_DEFAULT);
-    if (d < 0) {
-        g3_error("cannot open %s in %s: %s", dname, fpath, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
-        return G3_ERR_FORMAT;
-    }
-    fspace = H5Dget_space(d);
-    {
-        int nd = H5Sget_simple_extent_ndims(fspace);
-        int ok = nd == ndim;
-        hid_t ft = H5Dget_type(d);
-        H5Sget_simple_extent_dims(fspace, dims, NULL);
-        for (int k = 0; ok && k < ndim; k++)
-            ok = (int64_t)dims[k] == sp->extent[k];
-        if (ok && H5Tequal(ft, type) <= 0)
-            ok = 0;
-        H5Tclose(ft);
-        if (!ok) {
-            g3_error("dataset %s in %s has another shape or type than the index says (%s): the file is foreign or damaged",
-                     dname, fpath, t->dtype);
-            st = G3_ERR_FORMAT;
-            goto err_close_dataset;
-        }
-    }
-    if (g3_ckpt_check_piece(r, sp, d, fpath, dname) != 0) {
-        st = G3_ERR_FORMAT;
-        goto err_close_dataset;
-    }
-    T_ADD(T_DOPEN, t0);
+    memset(&p, 0, sizeof(p));
+    p.sp = &r->pieces[w[0].src];
+    p.t = &r->tensors[p.sp->tensor];
+    p.fpath = fpath;
+    p.type = g3_ckpt_h5_type(w[0].sdt);
+    p.esz = g3_ckpt_dtype_size(w[0].sdt);
+    p.nbytes = (size_t)g3_ckpt_box_volume(p.t->ndim, p.sp->extent) * p.esz;
+    p.crc = verify ? &crc : NULL;
+    st = piece_open(r, f, &p);
+    if (st != G3_OK)
+        return st;
+    load_timing_add(T_DOPEN, &t0);
     /* Direct read: one reader wants exactly this box in the same dtype. */
     direct = n == 1 && w[0].sdt == w[0].ddt;
-    for (int k = 0; direct && k < ndim; k++)
-        direct = w[0].io[k] == sp->offset[k] && w[0].ie[k] == sp->extent[k] &&
-                 w[0].dst->offset[k] == sp->offset[k] && w[0].dst->extent[k] == sp->extent[k];
-    raw = raw_extent(f, d, (size_t)g3_ckpt_box_volume(ndim, sp->extent) * esz, &fd, &addr);
-    if (direct && raw) {
-        int e = raw_read(fd, addr, (size_t)g3_ckpt_box_volume(ndim, sp->extent) * esz, w[0].dst->data,
-                         verify ? &crc : NULL);
-        if (e != 0) {
-            g3_error("cannot read %s from %s: %s (truncated or damaged file?)", dname, fpath,
-                     e == EIO ? "the file ends before the dataset's data" : strerror(e));
-            st = G3_ERR_FORMAT;
-            goto err_close_dataset;
-        }
-        t0 = t_now();
-    } else if (direct) {
-        if (g3_ckpt_dataset_io(d, type, ndim, sp->extent, esz, w[0].dst->data, 0, verify ? &crc : NULL) != G3_OK) {
-            g3_error("cannot read %s from %s: %s (truncated or damaged file?)", dname, fpath,
-                     g3_ckpt_h5_errmsg(msg, sizeof(msg)));
-            st = G3_ERR_FORMAT;
-            goto err_close_dataset;
-        }
-        T_ADD(T_READ, t0);
-    } else {
-        int64_t row_elems = g3_ckpt_box_volume(ndim, sp->extent) / sp->extent[0];
-        int64_t rows = (int64_t)(LOAD_BLOCK_BYTES / ((size_t)row_elems * esz));
-        void *buf;
-
-        if (rows < 1)
-            rows = 1;
-        if (rows > sp->extent[0])
-            rows = sp->extent[0];
-        buf = malloc((size_t)(rows * row_elems) * esz);
-        if (buf == NULL) {
-            g3_error("out of memory reading %s from %s", dname, fpath);
-            st = G3_ERR_NO_MEMORY;
-            goto err_close_dataset;
-        }
-        for (int64_t r0 = 0; st == G3_OK && r0 < sp->extent[0]; r0 += rows) {
-            int64_t nr = sp->extent[0] - r0 < rows ? sp->extent[0] - r0 : rows;
-            hsize_t off[G3_CKPT_MAX_DIMS] = { 0 }, cnt[G3_CKPT_MAX_DIMS];
-            int64_t bo[G3_CKPT_MAX_DIMS], be[G3_CKPT_MAX_DIMS];
-            hid_t mspace;
-
-            for (int k = 0; k < ndim; k++) {
-                cnt[k] = dims[k];
-                bo[k] = sp->offset[k];
-                be[k] = sp->extent[k];
-            }
-            off[0] = (hsize_t)r0;
-            cnt[0] = (hsize_t)nr;
-            bo[0] = sp->offset[0] + r0;
-            be[0] = nr;
-            if (raw) {        /* rows [r0, r0 + nr) are bytes [r0, r0 + nr) * row of the piece */
-                size_t rowb = (size_t)row_elems * esz;
-                int e = raw_read(fd, addr + (off_t)((size_t)r0 * rowb), (size_t)nr * rowb, buf,
-                                 verify ? &crc : NULL);
-                if (e != 0) {
-                    g3_error("cannot read %s from %s: %s (truncated or damaged file?)", dname, fpath,
-                             e == EIO ? "the file ends before the dataset's data" : strerror(e));
-                    st = G3_ERR_FORMAT;
-                    break;
-                }
-                t0 = t_now();
-            } else {
-                H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL);
-                mspace = H5Screate_simple(ndim, cnt, NULL);
-                if (H5Dread(d, type, mspace, fspace, H5P_DEFAULT, buf) < 0) {
-                    g3_error("cannot read %s from %s: %s (truncated or damaged file?)", dname, fpath,
-                             g3_ckpt_h5_errmsg(msg, sizeof(msg)));
-                    st = G3_ERR_FORMAT;
-                }
-                H5Sclose(mspace);
-                if (st != G3_OK)
-                    break;
-                T_ADD(T_READ, t0);
-                if (verify)
-                    crc = g3_crc32c(crc, buf, (size_t)(nr * row_elems) * esz);
-                T_ADD(T_CRC, t0);
-            }
-            for (size_t i = 0; i < n; i++) {
-                int64_t io[G3_CKPT_MAX_DIMS], ie[G3_CKPT_MAX_DIMS];
-                if (!g3_ckpt_box_intersect(ndim, w[i].io, w[i].ie, bo, be, io, ie))
-                    continue;
-                g3_ckpt_copy_box(ndim, io, ie, buf, bo, be, w[i].sdt, w[i].dst->data, w[i].dst->offset,
-                                 w[i].dst->extent, w[i].ddt);
-            }
-            T_ADD(T_SCATTER, t0);
-        }
-        free(buf);
-    }
-    if (st == G3_OK && verify && crc != sp->crc32c) {
+    for (int k = 0; direct && k < p.t->ndim; k++)
+        direct = w[0].io[k] == p.sp->offset[k] && w[0].ie[k] == p.sp->extent[k] &&
+                 w[0].dst->offset[k] == p.sp->offset[k] && w[0].dst->extent[k] == p.sp->extent[k];
+    p.raw = raw_extent(f, p.d, p.nbytes, &p.fd, &p.addr);
+    if (direct && p.raw)
+        st = piece_read_raw(&p, w[0].dst->data, &t0);
+    else if (direct)
+        st = piece_read_h5(&p, w[0].dst->data, &t0);
+    else
+        st = piece_read_blocks(&p, w, n, &t0);
+    if (st == G3_OK && verify && crc != p.sp->crc32c) {
         g3_error("checksum mismatch in %s, dataset %s (tensor %s): stored crc32c %08x, computed %08x: the file is corrupt; load another checkpoint (--load-fallback)",
-                 fpath, dname, t->name, sp->crc32c, crc);
+                 fpath, p.dname, p.t->name, p.sp->crc32c, crc);
         st = G3_ERR_FORMAT;
     }
-
-err_close_dataset:
-    H5Sclose(fspace);
-    H5Dclose(d);
-    T_ADD(T_CLOSE, t0);
+    H5Sclose(p.fspace);
+    H5Dclose(p.d);
+    load_timing_add(T_CLOSE, &t0);
     return st;
 }
 
@@ -1020,7 +1117,7 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
     work_t *work = NULL;
     size_t nwork = 0;
     int verify = !(opts && opts->no_verify);
-    double t0 = t_now();
+    double t0 = load_timing_now();
     g3_status_t st = check_index(r, state);
     hid_t f = -1;
     int cur_file = -1;
@@ -1028,7 +1125,7 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
 
     if (st == G3_OK)
         st = plan_load(r, state, opts, &work, &nwork);
-    T_ADD(T_PLAN, t0);
+    load_timing_add(T_PLAN, &t0);
     if (st != G3_OK)
         return st;
     /* Work is sorted by file, then stored piece: each file is opened once. */
@@ -1045,14 +1142,14 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
                 st = G3_ERR_FORMAT;
                 break;
             }
-            t0 = t_now();
+            t0 = load_timing_now();
             if (f >= 0)
                 H5Fclose(f);
             f = -1;
             cur_file = -1;
-            T_ADD(T_CLOSE, t0);
+            load_timing_add(T_CLOSE, &t0);
             st = open_shard(r, file, &f, fpath, sizeof(fpath));
-            T_ADD(T_FOPEN, t0);
+            load_timing_add(T_FOPEN, &t0);
             if (st != G3_OK)
                 break;
             cur_file = file;
@@ -1062,10 +1159,10 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, con
     }
     if (st == G3_OK && f >= 0 && g3_ckpt_check_manifest(r, (size_t)cur_file, f, fpath) != 0)
         st = G3_ERR_FORMAT;
-    t0 = t_now();
+    t0 = load_timing_now();
     if (f >= 0)
         H5Fclose(f);
-    T_ADD(T_CLOSE, t0);
+    load_timing_add(T_CLOSE, &t0);
     free(work);
     return st;
 }
@@ -1174,9 +1271,9 @@ g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_
         g3_ckpt_reader_t *r = NULL;
         int ok;
 
-        double t0 = t_now();
+        double t0 = load_timing_now();
         st = g3_ckpt_reader_open(cand[c], &r);
-        T_ADD(T_INDEX, t0);
+        load_timing_add(T_INDEX, &t0);
         if (st == G3_OK && opts && opts->config_text)
             st = g3_ckpt_config_compare(r->config, opts->config_text, opts->model_keys, r->dir);
         if (st == G3_OK)
@@ -1194,16 +1291,7 @@ g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_
                 g3_info("another rank could not load %s (it says why)", r ? r->dir : cand[c]);
             }
         }
-        if (t_on > 0) {
-            double tot = 0;
-            for (int k = 0; k < T_NPHASES; k++)
-                tot += t_acc[k];
-            fprintf(stderr, "ckpt load timing (%s):", cand[c]);
-            for (int k = 0; k < T_NPHASES; k++)
-                fprintf(stderr, " %s %.3f", t_names[k], t_acc[k]);
-            fprintf(stderr, " total %.3f s\n", tot);
-            memset(t_acc, 0, sizeof(t_acc));
-        }
+        load_timing_report(cand[c]);
         if (ok) {
             g3_info("loaded checkpoint %s (iteration %lld)", r->dir, (long long)r->iteration);
             if (reader_p)

@@ -683,192 +683,263 @@ static g3_status_t write_latest(const char *dir, int64_t iteration, const char *
     return g3_ckpt_fsync_path(dir, 1);
 }
 
-g3_status_t g3_ckpt_commit(const char *dir, const g3_ckpt_state_t *state, const g3_ckpt_save_opts_t *opts)
-{
-    const g3_ckpt_layout_t *l = &state->layout;
-    const char *sid = g3_ckpt_save_id(opts);
-    char tmp[PATH_MAX], final[PATH_MAX];
-    int with_optim = state_has_optim(state) && !(opts && opts->no_save_optim);
-    size_t nfiles = (size_t)l->tp_size * l->pp_size * (with_optim ? 1 + (size_t)l->dp_size : 1);
-    g3_ckpt_frow_t *files = calloc(nfiles, sizeof(*files));
-    g3_ckpt_trow_t *trows = NULL;
-    found_t *found = NULL;
-    size_t nfound = 0, capfound = 0, ntensors = 0, captensors = 0, fi = 0;
-    name_map_t map = { NULL, 0 };
-    g3_status_t st = G3_OK;
+/* The index's tables, gathered by a commit from the shard manifests. */
+typedef struct {
+    g3_ckpt_frow_t *files;        /* (nfiles) one row per shard file                       */
+    size_t          nfiles;
+    found_t        *found;        /* (nfound) every piece; sorted by tensor, then offset   */
+    size_t          nfound, capfound;
+    g3_ckpt_trow_t *trows;        /* (ntensors) one row per distinct tensor name           */
+    size_t          ntensors, captensors;
+} commit_tables_t;
 
-    g3_ckpt_tmp_path(dir, state->iteration, sid, tmp, sizeof(tmp));
-    g3_ckpt_iter_path(dir, state->iteration, final, sizeof(final));
-    if (files == NULL)
+static void commit_tables_free(commit_tables_t *c)
+{
+    free(c->found);
+    free(c->trows);
+    free(c->files);
+}
+
+/* The shard files the layout writes: model shards per (pp, tp), optimizer shards per
+ * (pp, tp, dp) when with_optim. */
+static g3_status_t commit_list_files(const g3_ckpt_layout_t *l, int with_optim, commit_tables_t *c)
+{
+    size_t fi = 0;
+
+    c->nfiles = (size_t)l->tp_size * l->pp_size * (with_optim ? 1 + (size_t)l->dp_size : 1);
+    c->files = calloc(c->nfiles, sizeof(*c->files));
+    if (c->files == NULL)
         return G3_ERR_NO_MEMORY;
     for (int kind = 0; kind < (with_optim ? 2 : 1); kind++)
         for (int pp = 0; pp < l->pp_size; pp++)
             for (int tp = 0; tp < l->tp_size; tp++)
                 for (int dp = 0; dp < (kind == G3_CKPT_MODEL ? 1 : l->dp_size); dp++) {
-                    g3_ckpt_frow_t *fr = &files[fi++];
+                    g3_ckpt_frow_t *fr = &c->files[fi++];
                     g3_ckpt_shard_name((g3_ckpt_kind_t)kind, tp, pp, dp, fr->name, sizeof(fr->name));
                     fr->kind = kind;
                     fr->tp = tp;
                     fr->pp = pp;
                     fr->dp = dp;
                 }
-    /* Gather every shard's manifest. */
-    for (size_t i = 0; st == G3_OK && i < nfiles; i++) {
+    return G3_OK;
+}
+
+/* Every shard's manifest, read from tmp into c->found (and each file's piece count and bytes). */
+static g3_status_t commit_gather_manifests(const char *tmp, const g3_ckpt_state_t *state, commit_tables_t *c)
+{
+    for (size_t i = 0; i < c->nfiles; i++) {
         char path[PATH_MAX + 80];
         g3_ckpt_mrow_t *rows = NULL;
         size_t n = 0;
+        g3_status_t st;
 
-        snprintf(path, sizeof(path), "%s/%s", tmp, files[i].name);
-        st = read_manifest(path, files[i].name, &files[i], state, &rows, &n);
+        snprintf(path, sizeof(path), "%s/%s", tmp, c->files[i].name);
+        st = read_manifest(path, c->files[i].name, &c->files[i], state, &rows, &n);
         if (st != G3_OK)
-            break;
-        files[i].npieces = (int64_t)n;
-        if (nfound + n > capfound) {
+            return st;
+        c->files[i].npieces = (int64_t)n;
+        if (c->nfound + n > c->capfound) {
             found_t *a;
-            capfound = (nfound + n) * 2 + 64;
-            a = realloc(found, capfound * sizeof(*a));
+            c->capfound = (c->nfound + n) * 2 + 64;
+            a = realloc(c->found, c->capfound * sizeof(*a));
             if (a == NULL) {
                 free(rows);
-                st = G3_ERR_NO_MEMORY;
-                break;
+                return G3_ERR_NO_MEMORY;
             }
-            found = a;
+            c->found = a;
         }
         for (size_t j = 0; j < n; j++) {
+            found_t *pc = &c->found[c->nfound++];
             g3_ckpt_dtype_t dt;
-            found[nfound].file = (int)i;
-            found[nfound].row = rows[j];
-            found[nfound].row.tensor[G3_CKPT_NAME_MAX - 1] = '\0';
-            found[nfound].tensor = -1;
+            pc->file = (int)i;
+            pc->row = rows[j];
+            pc->row.tensor[G3_CKPT_NAME_MAX - 1] = '\0';
+            pc->tensor = -1;
             if (g3_ckpt_dtype_parse(rows[j].dtype, &dt) == G3_OK)
-                files[i].nbytes += g3_ckpt_box_volume(rows[j].ndim, rows[j].extent) *
-                                   (int64_t)g3_ckpt_dtype_size(dt);
-            nfound++;
+                c->files[i].nbytes += g3_ckpt_box_volume(rows[j].ndim, rows[j].extent) *
+                                      (int64_t)g3_ckpt_dtype_size(dt);
         }
         free(rows);
     }
-    /* One /tensors row per distinct name; descriptions must agree. */
-    if (st == G3_OK) {
-        map.cap = 64;
-        while (map.cap < 2 * nfound + 2)
-            map.cap *= 2;
-        map.slot = malloc(map.cap * sizeof(int));
-        if (map.slot == NULL)
-            st = G3_ERR_NO_MEMORY;
-        else
-            memset(map.slot, 0xff, map.cap * sizeof(int));
+    return G3_OK;
+}
+
+/* A new /tensors row described by the piece p, whose name is not in the table yet.
+ * RET: G3_OK with *t_p its row. */
+static g3_status_t commit_add_tensor(commit_tables_t *c, const found_t *p, int *t_p)
+{
+    const g3_ckpt_mrow_t *r = &p->row;
+    const char *slash = strchr(r->tensor, '/');
+    size_t first = slash ? (size_t)(slash - r->tensor) : strlen(r->tensor);
+    g3_ckpt_trow_t *tr;
+    g3_ckpt_dtype_t dt;
+    g3_status_t st = G3_OK;
+
+    for (int k = 0; reserved_names[k]; k++)
+        if (strlen(reserved_names[k]) == first && strncmp(r->tensor, reserved_names[k], first) == 0) {
+            g3_error("tensor name %s uses the reserved index name '%s': put tensors in a group such as model/ or optim/",
+                     r->tensor, reserved_names[k]);
+            st = G3_ERR_INVALID_ARG;
+        }
+    if (g3_ckpt_dtype_parse(r->dtype, &dt) != G3_OK || r->ndim < 1 || r->ndim > G3_CKPT_MAX_DIMS) {
+        g3_error("shard %s: tensor %s has a bad dtype '%s' or %d dimensions", c->files[p->file].name,
+                 r->tensor, r->dtype, r->ndim);
+        st = G3_ERR_FORMAT;
     }
-    for (size_t i = 0; st == G3_OK && i < nfound; i++) {
-        const g3_ckpt_mrow_t *r = &found[i].row;
+    if (st != G3_OK)
+        return st;
+    if (c->ntensors == c->captensors) {
+        g3_ckpt_trow_t *a;
+        c->captensors = c->captensors ? 2 * c->captensors : 64;
+        a = realloc(c->trows, c->captensors * sizeof(*a));
+        if (a == NULL)
+            return G3_ERR_NO_MEMORY;
+        c->trows = a;
+    }
+    tr = &c->trows[c->ntensors];
+    memset(tr, 0, sizeof(*tr));
+    snprintf(tr->name, sizeof(tr->name), "%s", r->tensor);
+    snprintf(tr->dtype, sizeof(tr->dtype), "%s", r->dtype);
+    tr->kind = r->kind;
+    tr->ndim = r->ndim;
+    memcpy(tr->shape, r->shape, sizeof(tr->shape));
+    tr->tp_dim = r->tp_dim;
+    tr->tp_parts = r->tp_parts;
+    tr->pp_layer = r->pp_layer;
+    tr->pad_dim = r->pad_dim;
+    tr->unpadded = r->unpadded;
+    *t_p = (int)c->ntensors++;
+    return G3_OK;
+}
+
+/* RET: 1 when a manifest row describes the tensor as its /tensors row does. */
+static int commit_same_tensor(const g3_ckpt_trow_t *tr, const g3_ckpt_mrow_t *r)
+{
+    return strcmp(tr->dtype, r->dtype) == 0 && tr->ndim == r->ndim && tr->kind == r->kind &&
+           memcmp(tr->shape, r->shape, sizeof(tr->shape)) == 0 && tr->tp_dim == r->tp_dim &&
+           tr->tp_parts == r->tp_parts && tr->pp_layer == r->pp_layer && tr->pad_dim == r->pad_dim &&
+           tr->unpadded == r->unpadded;
+}
+
+/* One /tensors row per distinct name; descriptions must agree. */
+static g3_status_t commit_describe_tensors(commit_tables_t *c)
+{
+    name_map_t map = { NULL, 64 };
+    g3_status_t st = G3_OK;
+
+    while (map.cap < 2 * c->nfound + 2)
+        map.cap *= 2;
+    map.slot = malloc(map.cap * sizeof(int));
+    if (map.slot == NULL)
+        return G3_ERR_NO_MEMORY;
+    memset(map.slot, 0xff, map.cap * sizeof(int));
+    for (size_t i = 0; st == G3_OK && i < c->nfound; i++) {
+        const g3_ckpt_mrow_t *r = &c->found[i].row;
         size_t pos;
-        int t = map_find(&map, trows, r->tensor, &pos);
+        int t = map_find(&map, c->trows, r->tensor, &pos);
 
         if (t < 0) {
-            g3_ckpt_trow_t *tr;
-            g3_ckpt_dtype_t dt;
-            const char *slash = strchr(r->tensor, '/');
-            size_t first = slash ? (size_t)(slash - r->tensor) : strlen(r->tensor);
-            for (int k = 0; reserved_names[k]; k++)
-                if (strlen(reserved_names[k]) == first && strncmp(r->tensor, reserved_names[k], first) == 0) {
-                    g3_error("tensor name %s uses the reserved index name '%s': put tensors in a group such as model/ or optim/",
-                             r->tensor, reserved_names[k]);
-                    st = G3_ERR_INVALID_ARG;
-                }
-            if (g3_ckpt_dtype_parse(r->dtype, &dt) != G3_OK || r->ndim < 1 || r->ndim > G3_CKPT_MAX_DIMS) {
-                g3_error("shard %s: tensor %s has a bad dtype '%s' or %d dimensions", files[found[i].file].name,
-                         r->tensor, r->dtype, r->ndim);
-                st = G3_ERR_FORMAT;
-            }
-            if (st != G3_OK)
-                break;
-            if (ntensors == captensors) {
-                g3_ckpt_trow_t *a;
-                captensors = captensors ? 2 * captensors : 64;
-                a = realloc(trows, captensors * sizeof(*a));
-                if (a == NULL) {
-                    st = G3_ERR_NO_MEMORY;
-                    break;
-                }
-                trows = a;
-            }
-            tr = &trows[ntensors];
-            memset(tr, 0, sizeof(*tr));
-            snprintf(tr->name, sizeof(tr->name), "%s", r->tensor);
-            snprintf(tr->dtype, sizeof(tr->dtype), "%s", r->dtype);
-            tr->kind = r->kind;
-            tr->ndim = r->ndim;
-            memcpy(tr->shape, r->shape, sizeof(tr->shape));
-            tr->tp_dim = r->tp_dim;
-            tr->tp_parts = r->tp_parts;
-            tr->pp_layer = r->pp_layer;
-            tr->pad_dim = r->pad_dim;
-            tr->unpadded = r->unpadded;
-            t = (int)ntensors++;
-            map.slot[pos] = t;
-        } else {
-            const g3_ckpt_trow_t *tr = &trows[t];
-            if (strcmp(tr->dtype, r->dtype) != 0 || tr->ndim != r->ndim || tr->kind != r->kind ||
-                memcmp(tr->shape, r->shape, sizeof(tr->shape)) != 0 || tr->tp_dim != r->tp_dim ||
-                tr->tp_parts != r->tp_parts || tr->pp_layer != r->pp_layer || tr->pad_dim != r->pad_dim ||
-                tr->unpadded != r->unpadded) {
-                g3_error("tensor %s is described differently in %s than in an earlier shard (dtype, shape or sharding rule): the ranks disagree about the model",
-                         r->tensor, files[found[i].file].name);
-                st = G3_ERR_INTERNAL;
-                break;
-            }
+            st = commit_add_tensor(c, &c->found[i], &t);
+            if (st == G3_OK)
+                map.slot[pos] = t;
+        } else if (!commit_same_tensor(&c->trows[t], r)) {
+            g3_error("tensor %s is described differently in %s than in an earlier shard (dtype, shape or sharding rule): the ranks disagree about the model",
+                     r->tensor, c->files[c->found[i].file].name);
+            st = G3_ERR_INTERNAL;
         }
-        found[i].tensor = t;
-    }
-    if (st == G3_OK && nfound > 1)
-        qsort(found, nfound, sizeof(*found), cmp_found);
-    for (size_t i = 0, t = 0; st == G3_OK && t < ntensors; t++) {
-        size_t j = i;
-        while (j < nfound && found[j].tensor == (int)t)
-            j++;
-        trows[t].first_piece = (int64_t)i;
-        trows[t].npieces = (int64_t)(j - i);
-        st = check_tiling(&trows[t], &found[i], j - i, files);
-        i = j;
-    }
-    if (st == G3_OK)
-        st = write_index(tmp, state, files, nfiles, trows, ntensors, found, nfound);
-    if (st == G3_OK) {
-        g3_ckpt_fault("index-written");
-        st = g3_ckpt_fsync_path(tmp, 1);
-    }
-    if (st == G3_OK)
-        st = commit_rename(dir, tmp, final);
-    if (st == G3_OK) {
-        g3_ckpt_fault("renamed");
-        st = write_latest(dir, state->iteration, sid);
-        if (st != G3_OK) {
-            g3_error("checkpoint %s is complete but %s/latest was not updated (see above): it still names the previous checkpoint; load the new one with --load %s",
-                     final, dir, final);
-            free(map.slot);
-            free(found);
-            free(trows);
-            free(files);
-            return st;
-        }
-    }
-    if (st == G3_OK) {
-        int64_t bytes = 0;
-        g3_ckpt_fault("latest-renamed");
-        for (size_t i = 0; i < nfiles; i++)
-            bytes += files[i].nbytes;
-        g3_info("saved checkpoint %s (%zu tensors, %zu files, %.1f MB)", final, ntensors, nfiles,
-                (double)bytes / 1e6);
-        /* The checkpoint is committed: a failed prune is worth a warning only. */
-        if (opts && opts->keep_last > 0 && g3_ckpt_prune(dir, opts->keep_last, sid) != G3_OK)
-            g3_warn("--keep-last %d: pruning old checkpoints in %s failed; they are still there",
-                    opts->keep_last, dir);
-    } else {
-        g3_error("checkpoint %s was not committed; %s/latest still names the previous checkpoint", final, dir);
+        if (st == G3_OK)
+            c->found[i].tensor = t;
     }
     free(map.slot);
-    free(found);
-    free(trows);
-    free(files);
+    return st;
+}
+
+/* Sort the pieces by tensor, then offset; point each tensor row at its pieces and
+ * check that they tile it. */
+static g3_status_t commit_tile(commit_tables_t *c)
+{
+    g3_status_t st = G3_OK;
+
+    if (c->nfound > 1)
+        qsort(c->found, c->nfound, sizeof(*c->found), cmp_found);
+    for (size_t i = 0, t = 0; st == G3_OK && t < c->ntensors; t++) {
+        size_t j = i;
+        while (j < c->nfound && c->found[j].tensor == (int)t)
+            j++;
+        c->trows[t].first_piece = (int64_t)i;
+        c->trows[t].npieces = (int64_t)(j - i);
+        st = check_tiling(&c->trows[t], &c->found[i], j - i, c->files);
+        i = j;
+    }
+    return st;
+}
+
+/* The index into tmp, then tmp made durable. */
+static g3_status_t commit_write_index(const char *tmp, const g3_ckpt_state_t *state, const commit_tables_t *c)
+{
+    g3_status_t st = write_index(tmp, state, c->files, c->nfiles, c->trows, c->ntensors, c->found, c->nfound);
+
+    if (st != G3_OK)
+        return st;
+    g3_ckpt_fault("index-written");
+    return g3_ckpt_fsync_path(tmp, 1);
+}
+
+/* After the commit: say what was saved, and prune with --keep-last.  The checkpoint
+ * is committed: a failed prune is worth a warning only. */
+static void commit_report_prune(const char *dir, const char *final, const commit_tables_t *c,
+                                const g3_ckpt_save_opts_t *opts, const char *sid)
+{
+    int64_t bytes = 0;
+
+    for (size_t i = 0; i < c->nfiles; i++)
+        bytes += c->files[i].nbytes;
+    g3_info("saved checkpoint %s (%zu tensors, %zu files, %.1f MB)", final, c->ntensors, c->nfiles,
+            (double)bytes / 1e6);
+    if (opts && opts->keep_last > 0 && g3_ckpt_prune(dir, opts->keep_last, sid) != G3_OK)
+        g3_warn("--keep-last %d: pruning old checkpoints in %s failed; they are still there",
+                opts->keep_last, dir);
+}
+
+g3_status_t g3_ckpt_commit(const char *dir, const g3_ckpt_state_t *state, const g3_ckpt_save_opts_t *opts)
+{
+    const char *sid = g3_ckpt_save_id(opts);
+    char tmp[PATH_MAX], final[PATH_MAX];
+    int with_optim = state_has_optim(state) && !(opts && opts->no_save_optim);
+    commit_tables_t c;
+    g3_status_t st;
+
+    memset(&c, 0, sizeof(c));
+    g3_ckpt_tmp_path(dir, state->iteration, sid, tmp, sizeof(tmp));
+    g3_ckpt_iter_path(dir, state->iteration, final, sizeof(final));
+    st = commit_list_files(&state->layout, with_optim, &c);
+    if (st != G3_OK)
+        return st;
+    st = commit_gather_manifests(tmp, state, &c);
+    if (st == G3_OK)
+        st = commit_describe_tensors(&c);
+    if (st == G3_OK)
+        st = commit_tile(&c);
+    if (st == G3_OK)
+        st = commit_write_index(tmp, state, &c);
+    if (st == G3_OK)
+        st = commit_rename(dir, tmp, final);
+    if (st != G3_OK) {
+        g3_error("checkpoint %s was not committed; %s/latest still names the previous checkpoint", final, dir);
+        goto err_free_tables;
+    }
+    g3_ckpt_fault("renamed");
+    st = write_latest(dir, state->iteration, sid);
+    if (st != G3_OK) {
+        g3_error("checkpoint %s is complete but %s/latest was not updated (see above): it still names the previous checkpoint; load the new one with --load %s",
+                 final, dir, final);
+        goto err_free_tables;
+    }
+    g3_ckpt_fault("latest-renamed");
+    commit_report_prune(dir, final, &c, opts, sid);
+
+err_free_tables:
+    commit_tables_free(&c);
     return st;
 }
 
