@@ -311,6 +311,21 @@ g3c_procs_have_pending() {
     [ "$n" -gt 0 ]
 }
 
+# g3c_procs_stopped NAME N: at least N processes called NAME in the nodes' namespaces, every
+# one of them stopped (state T: a trainer that stopped itself at
+# GPT3D_DEBUG_STOP_AFTER_ITERATION): a state to wait for.
+g3c_procs_stopped() {
+    local p st n=0
+    g3c_node_procs "$1"
+    for p in "${g3c_procs[@]}"; do
+        st=$(sed -n 's/^State:[[:space:]]*\([A-Za-z]\).*/\1/p' "/proc/$p/status" 2>/dev/null) || continue
+        [ -n "$st" ] || continue
+        [ "$st" = T ] || return 1
+        n=$((n + 1))
+    done
+    [ "$n" -ge "$2" ]
+}
+
 g3c_not_running() { ! [ -d "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 
 # g3c_node_state NODE: the node's state as scontrol prints it (IDLE, DOWN*, ...).

@@ -12,7 +12,7 @@
 #   real_iters RUN             the iterations of those train events, one line
 #   real_last_losses RUN       per iteration the LAST loss recorded (a re-run
 #                              iteration after a failure counts once), one line
-#   real_signal_during_training RUN JOB [ITER]
+#   real_signal_during_training RUN JOB RANKS
 # (top_srcdir, top_builddir, GPT3D and GPT3D_TEST_DATA come from make check.)
 # shellcheck disable=SC2154
 
@@ -76,15 +76,16 @@ real_within_check() {
     fi
 }
 
-# real_signal_during_training RUN JOB [ITER]: once RUN's metrics show
-# iteration ITER (3), send JOB's batch script the warning signal (as Slurm
-# does before the time limit).  The trainer's ranks are held still (SIGSTOP)
-# from then until the signal the job script forwards is pending in every
-# rank, so the signal lands during training however fast the machine is.
+# real_signal_during_training RUN JOB RANKS: JOB was submitted with
+# GPT3D_DEBUG_STOP_AFTER_ITERATION=3 in its environment, so each of its RANKS trainer
+# processes stops itself (SIGSTOP) after iteration 3.  Once all are stopped, JOB's batch
+# script gets the warning signal (as Slurm sends it before the time limit); once the signal
+# it forwards is pending in every rank, they are continued: the signal lands at iteration 3
+# however fast or slow the machine trains (each wait is for a state; its limit only ends a
+# failed test).
 real_signal_during_training() {
-    g3c_wait 120 sh -c "grep -q '\"iteration\":${3:-3},' '$1/metrics.jsonl'" || true
-    g3c_signal_procs STOP gpt3d
+    g3c_wait 300 g3c_procs_stopped gpt3d "${3:-1}" || true
     scancel --batch --signal=USR2 "$2" || true
-    g3c_wait 60 g3c_procs_have_pending gpt3d 12 || true
+    g3c_wait 120 g3c_procs_have_pending gpt3d 12 || true
     g3c_signal_procs CONT gpt3d
 }

@@ -34,9 +34,9 @@ want=$(seq 1 12 | tr '\n' ' ')
 
 # (1) The warning signal during training, then the next job resumes.
 run_sig=$W/signal
-real_submit --chain 1 -N 1 "$run_sig" >"$W/signal.submit" 2>&1
+GPT3D_DEBUG_STOP_AFTER_ITERATION=3 real_submit --chain 1 -N 1 "$run_sig" >"$W/signal.submit" 2>&1
 sig_first=$(head -n 1 "$run_sig/chain" 2>/dev/null || true)
-real_signal_during_training "$run_sig" "$sig_first"
+real_signal_during_training "$run_sig" "$sig_first" 1
 sub_wait_end "$run_sig" 120
 sub_check "(1) after the warning signal during training the run completes" "$run_sig" test -e "$run_sig/COMPLETE"
 is "$(sub_outcomes "$run_sig")" "checkpointed complete " "(1) attempts: checkpointed (exit 75), then complete"
@@ -58,14 +58,14 @@ g3c_wait 30 g3c_job_state_is "$hold" RUNNING || true
 run_el=$W/elastic
 # (--use-distributed-optimizer: the ZeRO-1 optimizer shards saved at DP 2 are
 # re-sharded to DP 4 on load, the MT-NLG 280 -> 350 -> 420-node case.)
-real_submit --chain 2 --sizes 2,4 "$run_el" -- --use-distributed-optimizer >"$W/elastic.submit" 2>&1
+GPT3D_DEBUG_STOP_AFTER_ITERATION=3 real_submit --chain 2 --sizes 2,4 "$run_el" -- --use-distributed-optimizer >"$W/elastic.submit" 2>&1
 el_first=$(head -n 1 "$run_el/chain" 2>/dev/null || true)
 el_second=$(sed -n 2p "$run_el/chain" 2>/dev/null || true)
 # The second job is held until all four nodes are idle: with --nodes=2-4 it
 # would otherwise start on whatever is free at that moment (the first job's
 # nodes may still be completing) and train with DP 2.
 scontrol hold "$el_second" || true
-real_signal_during_training "$run_el" "$el_first"
+real_signal_during_training "$run_el" "$el_first" 2
 is "$(g3c_job_field "$el_first" NumNodes)" 2 "(3) the first job (--nodes=2-4, 2 nodes free) runs on 2 nodes"
 scancel "$hold"
 g3c_wait 150 g3c_job_state_is "$el_first" 'COMPLETED|FAILED|CANCELLED|TIMEOUT' || true
