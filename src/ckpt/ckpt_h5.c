@@ -54,6 +54,24 @@ hid_t g3_ckpt_h5_type(g3_ckpt_dtype_t dtype)
     return h5_types[dtype];
 }
 
+int g3_ckpt_h5_dset_matches(hid_t d, hid_t type, int ndim, const int64_t *shape)
+{
+    hid_t ft = H5Dget_type(d), fs = H5Dget_space(d);
+    hsize_t dims[G3_CKPT_MAX_DIMS];
+    int ok = ft >= 0 && fs >= 0 && ndim <= G3_CKPT_MAX_DIMS && H5Tequal(ft, type) > 0 &&
+             H5Sget_simple_extent_ndims(fs) == ndim;
+
+    if (ok)
+        H5Sget_simple_extent_dims(fs, dims, NULL);
+    for (int k = 0; ok && k < ndim; k++)
+        ok = (int64_t)dims[k] == shape[k];
+    if (ft >= 0)
+        H5Tclose(ft);
+    if (fs >= 0)
+        H5Sclose(fs);
+    return ok;
+}
+
 /* HDF5's error stack is per thread (thread-safe build) and every API call clears it on
  * entry, so a message read after a cleanup call (H5Sclose, H5Dclose, ...) would find it
  * empty.  Instead an "auto" error handler, installed in every thread that touches a

@@ -65,6 +65,9 @@ void g3_ckpt_h5_init(void);
 const char *g3_ckpt_h5_errmsg(char *buf, size_t size);
 /* HDF5 file type and memory type of a dtype (do not close them). */
 hid_t g3_ckpt_h5_type(g3_ckpt_dtype_t dtype);
+/* RET: 1 when dataset d holds elements of `type` in ndim dimensions equal to shape[0..ndim)
+ * (its rank read before its dimensions: a damaged rank cannot overrun the caller). */
+int g3_ckpt_h5_dset_matches(hid_t d, hid_t type, int ndim, const int64_t *shape);
 /* Open a file read-only / create it; errors logged with path and cause. */
 g3_status_t g3_ckpt_h5_open(const char *path, hid_t *file_p);
 g3_status_t g3_ckpt_h5_create(const char *path, hid_t *file_p);

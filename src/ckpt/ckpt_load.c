@@ -873,7 +873,6 @@ static g3_status_t piece_open(g3_ckpt_reader_t *r, hid_t f, piece_read_t *p)
 {
     int ndim = p->t->ndim, ok;
     char msg[512];
-    hid_t ft;
 
     g3_ckpt_piece_dataset(p->t->name, p->sp->piece, p->dname, sizeof(p->dname));
     if (!g3_ckpt_link_exists(f, p->dname)) {
@@ -887,14 +886,9 @@ static g3_status_t piece_open(g3_ckpt_reader_t *r, hid_t f, piece_read_t *p)
         return G3_ERR_FORMAT;
     }
     p->fspace = H5Dget_space(p->d);
-    ok = H5Sget_simple_extent_ndims(p->fspace) == ndim;
-    ft = H5Dget_type(p->d);
-    H5Sget_simple_extent_dims(p->fspace, p->dims, NULL);
-    for (int k = 0; ok && k < ndim; k++)
-        ok = (int64_t)p->dims[k] == p->sp->extent[k];
-    if (ok && H5Tequal(ft, p->type) <= 0)
-        ok = 0;
-    H5Tclose(ft);
+    ok = g3_ckpt_h5_dset_matches(p->d, p->type, ndim, p->sp->extent);
+    if (ok)   /* the rank matched: the dimensions fit p->dims */
+        H5Sget_simple_extent_dims(p->fspace, p->dims, NULL);
     if (!ok) {
         g3_error("dataset %s in %s has another shape or type than the index says (%s): the file is foreign or damaged",
                  p->dname, p->fpath, p->t->dtype);

@@ -215,10 +215,9 @@ int g3_ckpt_check_vds(const g3_ckpt_reader_t *r, hid_t f, const char *path)
 
     for (size_t i = 0; i < r->ntensors && faults < 8; i++) {
         const g3_ckpt_trow_t *t = &r->tensors[i];
-        hid_t d, dcpl, space, type;
+        hid_t d, dcpl;
         size_t count = 0;
         g3_ckpt_dtype_t dt;
-        hsize_t dims[G3_CKPT_MAX_DIMS];
         int ok;
 
         if (!g3_ckpt_link_exists(f, t->name) || (d = H5Dopen2(f, t->name, H5P_DEFAULT)) < 0) {
@@ -227,18 +226,7 @@ int g3_ckpt_check_vds(const g3_ckpt_reader_t *r, hid_t f, const char *path)
             continue;
         }
         g3_ckpt_dtype_parse(t->dtype, &dt);
-        type = H5Dget_type(d);
-        space = H5Dget_space(d);
-        ok = type >= 0 && H5Tequal(type, g3_ckpt_h5_type(dt)) > 0 && space >= 0 &&
-             H5Sget_simple_extent_ndims(space) == t->ndim;
-        if (ok)
-            H5Sget_simple_extent_dims(space, dims, NULL);
-        for (int k = 0; ok && k < t->ndim; k++)
-            ok = (int64_t)dims[k] == t->shape[k];
-        if (type >= 0)
-            H5Tclose(type);
-        if (space >= 0)
-            H5Sclose(space);
+        ok = g3_ckpt_h5_dset_matches(d, g3_ckpt_h5_type(dt), t->ndim, t->shape);
         dcpl = H5Dget_create_plist(d);
         ok = ok && dcpl >= 0 && H5Pget_layout(dcpl) == H5D_VIRTUAL && H5Pget_virtual_count(dcpl, &count) >= 0 &&
              count == (size_t)t->npieces;
@@ -307,26 +295,12 @@ static int verify_file(const g3_ckpt_reader_t *r, size_t fi, const size_t *pidx,
             faults++;
             continue;
         }
-        {
-            hid_t ft = H5Dget_type(d), fs = H5Dget_space(d);
-            hsize_t dims[G3_CKPT_MAX_DIMS];
-            int ok = ft >= 0 && fs >= 0 && H5Tequal(ft, g3_ckpt_h5_type(dt)) > 0 &&
-                     H5Sget_simple_extent_ndims(fs) == t->ndim;
-            if (ok)
-                H5Sget_simple_extent_dims(fs, dims, NULL);
-            for (int k = 0; ok && k < t->ndim; k++)
-                ok = (int64_t)dims[k] == sp->extent[k];
-            if (ft >= 0)
-                H5Tclose(ft);
-            if (fs >= 0)
-                H5Sclose(fs);
-            if (!ok) {
-                g3_error("verify: %s: dataset %s has another type or shape than the index says (%s)", path,
-                         dname, t->dtype);
-                faults++;
-                H5Dclose(d);
-                continue;
-            }
+        if (!g3_ckpt_h5_dset_matches(d, g3_ckpt_h5_type(dt), t->ndim, sp->extent)) {
+            g3_error("verify: %s: dataset %s has another type or shape than the index says (%s)", path,
+                     dname, t->dtype);
+            faults++;
+            H5Dclose(d);
+            continue;
         }
         faults += g3_ckpt_check_piece(r, sp, d, path, dname);
         if (dataset_crc(d, g3_ckpt_h5_type(dt), t->ndim, sp->extent, g3_ckpt_dtype_size(dt), &crc) != G3_OK) {
