@@ -121,7 +121,7 @@ static inline const g3_bpe_merge_t *g3_bpe_merge_find(const g3_bpe_t *bpe, int32
     }
 }
 
-static g3_status_t g3_read_file(const char *path, const char *what, char **data_p, size_t *len_p)
+g3_status_t g3_read_file(const char *path, const char *what, char **data_p, size_t *len_p)
 {
     FILE *f = fopen(path, "rb");
     char *data = NULL;
@@ -1016,26 +1016,12 @@ static g3_status_t g3_bpe_word(const g3_bpe_t *bpe, g3_bpe_cache_t *c, const uns
     return G3_OK;
 }
 
-static inline g3_status_t g3_ids_push(g3_bpe_ids_t *out, int32_t id)
-{
-    if (out->len == out->cap) {
-        size_t cap = out->cap ? out->cap * 2 : 1024;
-        int32_t *ids = realloc(out->ids, cap * sizeof(int32_t));
-        if (!ids)
-            return G3_ERR_NO_MEMORY;
-        out->ids = ids;
-        out->cap = cap;
-    }
-    out->ids[out->len++] = id;
-    return G3_OK;
-}
-
 /* Encode one pre-token through the cache. */
 static g3_status_t g3_bpe_piece(const g3_bpe_t *bpe, g3_bpe_cache_t *c, const unsigned char *w,
                                 size_t m, g3_bpe_ids_t *out)
 {
     if (m == 1)
-        return g3_ids_push(out, bpe->byte_id[w[0]]);
+        return g3_bpe_ids_push(out, bpe->byte_id[w[0]]);
     if (m > G3_BPE_CACHE_MAX_KEY)
         return g3_bpe_word(bpe, c, w, m, out);
 

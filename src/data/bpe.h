@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/status.h"
 
@@ -27,6 +28,21 @@ typedef struct {
     size_t   len;
     size_t   cap;
 } g3_bpe_ids_t;
+
+/* Append one id (the array grows by doubling).  RET: G3_ERR_NO_MEMORY, ids unchanged. */
+static inline g3_status_t g3_bpe_ids_push(g3_bpe_ids_t *ids, int32_t id)
+{
+    if (ids->len == ids->cap) {
+        size_t cap = ids->cap ? ids->cap * 2 : 1024;
+        int32_t *p = realloc(ids->ids, cap * sizeof(int32_t));
+        if (!p)
+            return G3_ERR_NO_MEMORY;
+        ids->ids = p;
+        ids->cap = cap;
+    }
+    ids->ids[ids->len++] = id;
+    return G3_OK;
+}
 
 /* OUT: *bpe_p, only on G3_OK.  Errors name the file, the line and the cause. */
 g3_status_t g3_bpe_load(const char *vocab_file, const char *merge_file, g3_bpe_t **bpe_p);

@@ -163,19 +163,8 @@ static g3_status_t g3_pre_emit(g3_pre_t *p, g3_pre_batch_t *b, int key, g3_bpe_c
     st = g3_bpe_encode(p->bpe, cache, text, len, &b->ids[key], &bad);
     if (st != G3_OK)
         return st;   /* text was sanitized: only G3_ERR_NO_MEMORY */
-    if (p->eod >= 0) {
-        int32_t e = p->eod;
-        g3_bpe_ids_t *o = &b->ids[key];
-        if (o->len == o->cap) {
-            size_t cap = o->cap ? o->cap * 2 : 1024;
-            int32_t *q = realloc(o->ids, cap * sizeof(int32_t));
-            if (!q)
-                return G3_ERR_NO_MEMORY;
-            o->ids = q;
-            o->cap = cap;
-        }
-        o->ids[o->len++] = e;
-    }
+    if (p->eod >= 0 && (st = g3_bpe_ids_push(&b->ids[key], p->eod)) != G3_OK)
+        return st;
     if (b->nsizes[key] == b->csizes[key]) {
         size_t cap = b->csizes[key] ? b->csizes[key] * 2 : 256;
         size_t *q = realloc(b->sizes[key], cap * sizeof(size_t));
