@@ -48,6 +48,11 @@ g3_status_t g3_json_object_next(g3_json_t *j, int *first, g3_buf_t *key);
 /* Append the UTF-8 encoding of code point cp to out. */
 g3_status_t g3_utf8_put(g3_buf_t *out, unsigned cp);
 
+/* Read a whole file into *data_p (malloc'd, NUL-terminated; *len_p bytes without the NUL).
+ * what names it in the errors ("vocabulary file": "cannot open the vocabulary file 'P': ...").
+ * RET: G3_ERR_NOT_FOUND (missing), G3_ERR_IO, G3_ERR_NO_MEMORY, all logged. */
+g3_status_t g3_read_file(const char *path, const char *what, char **data_p, size_t *len_p);
+
 /* Write s (NUL-terminated UTF-8) to f as a JSON string: quotes, backslashes and control
  * characters escaped. */
 void g3_json_write_string(FILE *f, const char *s);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -240,52 +241,29 @@ out:
 g3_status_t g3_tokid_read_sidecar(const char *prefix, g3_tokid_t *id, int *found_p)
 {
     char *path = g3_sidecar_path(prefix), *text = NULL, what[G3_TOKID_PATH_MAX + 64];
-    size_t len = 0, cap = 0;
+    size_t len = 0;
+    struct stat sb;
     g3_status_t st = G3_OK;
-    FILE *f;
 
     *found_p = 0;
     if (!path)
         return G3_ERR_NO_MEMORY;
-    f = fopen(path, "rb");
-    if (!f) {
-        if (errno != ENOENT) {
-            g3_error("cannot open the tokenizer record '%s': %s", path, strerror(errno));
-            st = G3_ERR_IO;
-        }
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT)
+            goto out;   /* none: the dataset was not made by gpt3d preprocess */
+        sb.st_size = 0;   /* g3_read_file says what is wrong */
+    }
+    if (sb.st_size >= (off_t)1 << 20) {
+        g3_error("the tokenizer record '%s' is over 1 MiB; it is not one 'gpt3d preprocess' wrote (remove it to skip the tokenizer check)",
+                 path);
+        st = G3_ERR_FORMAT;
         goto out;
     }
-    for (;;) {
-        if (len == cap) {
-            char *t;
-            cap = cap ? 2 * cap : 4096;
-            if (cap > (1u << 20)) {
-                g3_error("the tokenizer record '%s' is over 1 MiB; it is not one 'gpt3d preprocess' wrote (remove it to skip the tokenizer check)",
-                         path);
-                st = G3_ERR_FORMAT;
-                break;
-            }
-            t = realloc(text, cap);
-            if (!t) {
-                st = G3_ERR_NO_MEMORY;
-                break;
-            }
-            text = t;
-        }
-        size_t r = fread(text + len, 1, cap - len, f);
-        len += r;
-        if (r == 0)
-            break;
-    }
-    if (st == G3_OK && ferror(f)) {
-        g3_error("cannot read the tokenizer record '%s': %s", path, strerror(errno));
-        st = G3_ERR_IO;
-    }
-    fclose(f);
+    st = g3_read_file(path, "tokenizer record", &text, &len);
     if (st != G3_OK)
         goto out;
     snprintf(what, sizeof(what), "'%s'", path);
-    st = g3_tokid_from_json(text ? text : "", len, what, id);
+    st = g3_tokid_from_json(text, len, what, id);
     if (st == G3_OK)
         *found_p = 1;
 out:
@@ -294,27 +272,32 @@ out:
     return st;
 }
 
+/* One file of the pair: kind "vocabulary" / "merges", flag "--vocab-file" / "--merge-file",
+ * harm what a mismatch does.  RET: 1 when the digests differ (logged). */
+static int g3_tokid_check_file(const char *what, const char *kind, const char *flag,
+                               const char *made_file, const char *made_sha,
+                               const char *run_file, const char *run_sha, const char *harm,
+                               int allow)
+{
+    if (strcmp(made_sha, run_sha) == 0)
+        return 0;
+    if (allow)
+        g3_warn("%s was made with the %s file %s (sha256 %.12s...) but %s %s has sha256 %.12s...; going on (--allow-tokenizer-mismatch)",
+                what, kind, made_file, made_sha, flag, run_file, run_sha);
+    else
+        g3_error("%s was made with the %s file %s (sha256 %.12s...) but %s %s has sha256 %.12s...: %s; pass the %s file it was made with, or --allow-tokenizer-mismatch if you know they agree",
+                 what, kind, made_file, made_sha, flag, run_file, run_sha, harm, kind);
+    return 1;
+}
+
 g3_status_t g3_tokid_check(const g3_tokid_t *made, const g3_tokid_t *run, const char *what,
                            int allow)
 {
-    int bad = 0;
-    if (strcmp(made->vocab_sha256, run->vocab_sha256) != 0) {
-        bad = 1;
-        if (allow)
-            g3_warn("%s was made with the vocabulary file %s (sha256 %.12s...) but --vocab-file %s has sha256 %.12s...; going on (--allow-tokenizer-mismatch)",
-                    what, made->vocab_file, made->vocab_sha256, run->vocab_file, run->vocab_sha256);
-        else
-            g3_error("%s was made with the vocabulary file %s (sha256 %.12s...) but --vocab-file %s has sha256 %.12s...: the token ids would mean other tokens; pass the vocabulary file it was made with, or --allow-tokenizer-mismatch if you know they agree",
-                     what, made->vocab_file, made->vocab_sha256, run->vocab_file, run->vocab_sha256);
-    }
-    if (strcmp(made->merge_sha256, run->merge_sha256) != 0) {
-        bad = 1;
-        if (allow)
-            g3_warn("%s was made with the merges file %s (sha256 %.12s...) but --merge-file %s has sha256 %.12s...; going on (--allow-tokenizer-mismatch)",
-                    what, made->merge_file, made->merge_sha256, run->merge_file, run->merge_sha256);
-        else
-            g3_error("%s was made with the merges file %s (sha256 %.12s...) but --merge-file %s has sha256 %.12s...: the same text would be cut into other ids; pass the merges file it was made with, or --allow-tokenizer-mismatch if you know they agree",
-                     what, made->merge_file, made->merge_sha256, run->merge_file, run->merge_sha256);
-    }
+    int bad = g3_tokid_check_file(what, "vocabulary", "--vocab-file", made->vocab_file,
+                                  made->vocab_sha256, run->vocab_file, run->vocab_sha256,
+                                  "the token ids would mean other tokens", allow);
+    bad |= g3_tokid_check_file(what, "merges", "--merge-file", made->merge_file,
+                               made->merge_sha256, run->merge_file, run->merge_sha256,
+                               "the same text would be cut into other ids", allow);
     return bad && !allow ? G3_ERR_FORMAT : G3_OK;
 }
