@@ -99,11 +99,7 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
     return G3_OK;
 
 err_free_sets:
-    for (int i = 0; i < eng->nsets; i++)
-        if (eng->sets[i])
-            g3_gpt_acts_free(model, eng->sets[i]);
-    free(eng->sets);
-    free(eng);
+    g3_par_engine_free(eng);   /* eng was zeroed: frees what was made */
     return st;
 }
 
@@ -338,49 +334,28 @@ static g3_status_t g3_par_bwd(g3_par_run_t *r, int64_t k)
     return g3_par_bwd_chunk(r, 0, k);
 }
 
-static g3_status_t g3_par_send_fwd(g3_par_engine_t *eng, int64_t k)
+/* Micro-batch k's transfer with a neighbouring stage: send 1 sends, 0 receives; fwd 1 moves
+ * the activations (to the next stage, from the previous one), 0 their gradient (to the
+ * previous stage, from the next one).  A stage without that neighbour does nothing. */
+static g3_status_t g3_par_p2p(g3_par_engine_t *eng, int64_t k, int send, int fwd)
 {
     const g3_par_layout_t *l = &eng->par->layout;
     g3_gpt_acts_t *a = g3_par_set(eng, k);
-    if (l->pp_rank == l->pp - 1)
-        return G3_OK;
-    return g3_comm_send(eng->par->buf.pp, g3_gpt_acts_output(eng->model, a),
-                        g3_par_act_numel(eng), eng->par->act,
-                        l->pp_rank + 1, G3_PAR_TAG_FWD);
-}
+    int peer = l->pp_rank + (send == fwd ? 1 : -1), tag = fwd ? G3_PAR_TAG_FWD : G3_PAR_TAG_BWD;
+    void *buf = !fwd ? g3_gpt_acts_grad(a)   /* the output is only read (sent) */
+                : send ? (void *)g3_gpt_acts_output(eng->model, a) : g3_gpt_acts_input(a);
 
-static g3_status_t g3_par_recv_fwd(g3_par_engine_t *eng, int64_t k)
-{
-    const g3_par_layout_t *l = &eng->par->layout;
-    g3_gpt_acts_t *a = g3_par_set(eng, k);
-    if (l->pp_rank == 0)
+    if (peer < 0 || peer >= l->pp)
         return G3_OK;
-    return g3_comm_recv(eng->par->buf.pp, g3_gpt_acts_input(a),
-                        g3_par_act_numel(eng), eng->par->act,
-                        l->pp_rank - 1, G3_PAR_TAG_FWD);
+    if (send)
+        return g3_comm_send(eng->par->buf.pp, buf, g3_par_act_numel(eng), eng->par->act, peer,
+                            tag);
+    return g3_comm_recv(eng->par->buf.pp, buf, g3_par_act_numel(eng), eng->par->act, peer, tag);
 }
-
-static g3_status_t g3_par_send_bwd(g3_par_engine_t *eng, int64_t k)
-{
-    const g3_par_layout_t *l = &eng->par->layout;
-    g3_gpt_acts_t *a = g3_par_set(eng, k);
-    if (l->pp_rank == 0)
-        return G3_OK;
-    return g3_comm_send(eng->par->buf.pp, g3_gpt_acts_grad(a),
-                        g3_par_act_numel(eng), eng->par->act,
-                        l->pp_rank - 1, G3_PAR_TAG_BWD);
-}
-
-static g3_status_t g3_par_recv_bwd(g3_par_engine_t *eng, int64_t k)
-{
-    const g3_par_layout_t *l = &eng->par->layout;
-    g3_gpt_acts_t *a = g3_par_set(eng, k);
-    if (l->pp_rank == l->pp - 1)
-        return G3_OK;
-    return g3_comm_recv(eng->par->buf.pp, g3_gpt_acts_grad(a),
-                        g3_par_act_numel(eng), eng->par->act,
-                        l->pp_rank + 1, G3_PAR_TAG_BWD);
-}
+#define g3_par_send_fwd(eng, k) g3_par_p2p(eng, k, 1, 1)
+#define g3_par_recv_fwd(eng, k) g3_par_p2p(eng, k, 0, 1)
+#define g3_par_send_bwd(eng, k) g3_par_p2p(eng, k, 1, 0)
+#define g3_par_recv_bwd(eng, k) g3_par_p2p(eng, k, 0, 0)
 
 /* Send micro-batch kf's output forward and receive micro-batch kb's output gradient. */
 static g3_status_t g3_par_send_fwd_recv_bwd(g3_par_engine_t *eng, int64_t kf, int64_t kb)

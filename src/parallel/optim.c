@@ -230,26 +230,26 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
     }
     st = g3_par_runs(m, &o->runs, &o->nruns);
     if (st != G3_OK)
-        goto err_free_seg;
+        goto err_free;
     o->pieces = calloc(2 * (size_t)o->nseg, sizeof(*o->pieces));
     if (!o->pieces) {
         g3_error("optimizer: out of memory");
         st = G3_ERR_NO_MEMORY;
-        goto err_free_runs;
+        goto err_free;
     }
     st = be->ops->alloc(be, o->state_numel * sizeof(float), "the Adam first moments",
                         (void **)&o->m);
     if (st != G3_OK)
-        goto err_free_pieces;
+        goto err_free;
     st = be->ops->alloc(be, o->state_numel * sizeof(float), "the Adam second moments",
                         (void **)&o->v);
     if (st != G3_OK)
-        goto err_free_m;
+        goto err_free;
     if (o->zero) {
         st = be->ops->alloc(be, o->state_numel * sizeof(float),
                             "the reduced gradient shard (ZeRO-1)", (void **)&o->gshard);
         if (st != G3_OK)
-            goto err_free_v;
+            goto err_free;
         be->ops->zero(be, o->gshard, o->state_numel * sizeof(float));
     }
     be->ops->zero(be, o->m, o->state_numel * sizeof(float));
@@ -272,12 +272,12 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
                                 "the bf16 reduced gradient shard (--grad-reduce-in-bf16)",
                                 (void **)&o->s16);
         if (st != G3_OK)
-            goto err_free_bf16;
+            goto err_free;
     }
 
     st = g3_be_clip_alloc(be, &o->dsumsq, &o->dscale);
     if (st != G3_OK)
-        goto err_free_bf16;
+        goto err_free;
 
     for (int i = 0; i < o->nseg; i++) {
         const g3_par_segment_t *s = &o->seg[i];
@@ -303,24 +303,8 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
     }
     return G3_OK;
 
-err_free_bf16:
-    if (o->s16)
-        be->ops->free(be, o->s16);
-    if (o->g16)
-        be->ops->free(be, o->g16);
-    if (o->gshard)
-        be->ops->free(be, o->gshard);
-err_free_v:
-    be->ops->free(be, o->v);
-err_free_m:
-    be->ops->free(be, o->m);
-err_free_pieces:
-    free(o->pieces);
-err_free_runs:
-    free(o->runs);
-err_free_seg:
-    free(o->seg);
-    free(o->buckets);
+err_free:
+    g3_par_optim_free(eng);   /* o was zeroed first: frees what was allocated */
     return st;
 }
 
@@ -347,6 +331,7 @@ void g3_par_optim_free(g3_par_engine_t *eng)
     free(o->runs);
     free(o->seg);
     free(o->buckets);
+    memset(o, 0, sizeof(*o));   /* a second call (the engine's, after a failed init) is a no-op */
 }
 
 /* Step 2 for segment s with --grad-reduce-in-bf16: the segment's gradients cast to bf16,
