@@ -133,22 +133,10 @@ static void g3_cuda_layernorm_bwd(g3_backend_t *be, void *dinp, float *dw, float
 static void g3_cuda_linear_fwd(g3_backend_t *be, void *out, void *pre, const void *inp,
                                const void *w, const void *bias, int N, int IC, int OC)
 {
-    g3cuda_gemm_t g;
+    g3cuda_gemm_t g = { .M = N, .N = OC, .K = IC, .A = inp, .lda = IC, .B = w, .trans_b = 1,
+                        .ldb = IC, .D = out, .d_type = G3CUDA_BF16, .ldd = OC, .alpha = 1.0f,
+                        .bias = bias };
 
-    memset(&g, 0, sizeof(g));
-    g.M = N;
-    g.N = OC;
-    g.K = IC;
-    g.A = inp;
-    g.lda = IC;
-    g.B = w;
-    g.trans_b = 1;
-    g.ldb = IC;
-    g.D = out;
-    g.d_type = G3CUDA_BF16;
-    g.ldd = OC;
-    g.alpha = 1.0f;
-    g.bias = bias;
     if (pre) {
         g.epilogue = bias ? G3CUDA_EPI_BIAS_GELU_AUX : G3CUDA_EPI_GELU_AUX;
         g.aux = pre;
@@ -173,21 +161,15 @@ static void g3_cuda_linear_bwd(g3_backend_t *be, void *dinp, const void *pre, fl
                                int N, int IC, int OC)
 {
     g3cuda_ctx_t *ctx = g3_cuda_ctx_of(be);
-    g3cuda_gemm_t g;
+    /* dw (OC,IC) += dout^T . inp: M=OC N=IC K=N, fp32 */
+    g3cuda_gemm_t gw = { .M = OC, .N = IC, .K = N, .A = dout, .trans_a = 1, .lda = OC,
+                         .B = inp, .ldb = IC, .D = dw, .d_type = G3CUDA_F32, .ldd = IC,
+                         .alpha = 1.0f, .beta = 1.0f };
 
-    if (dinp) {
-        memset(&g, 0, sizeof(g));
-        g.M = N;
-        g.N = IC;
-        g.K = OC;
-        g.A = dout;
-        g.lda = OC;
-        g.B = w;
-        g.ldb = IC;
-        g.D = dinp;
-        g.d_type = G3CUDA_BF16;
-        g.ldd = IC;
-        g.alpha = 1.0f;
+    if (dinp) {   /* dinp (N,IC) = dout . w: M=N N=IC K=OC, bf16 */
+        g3cuda_gemm_t g = { .M = N, .N = IC, .K = OC, .A = dout, .lda = OC, .B = w,
+                            .ldb = IC, .D = dinp, .d_type = G3CUDA_BF16, .ldd = IC,
+                            .alpha = 1.0f };
         if (pre) {
             g.epilogue = G3CUDA_EPI_DGELU;
             g.aux = (g3cuda_bf16_t *)pre;   /* read only by DGELU */
@@ -195,21 +177,7 @@ static void g3_cuda_linear_bwd(g3_backend_t *be, void *dinp, const void *pre, fl
         }
         g3cuda_gemm(ctx, &g);
     }
-    memset(&g, 0, sizeof(g));
-    g.M = OC;
-    g.N = IC;
-    g.K = N;
-    g.A = dout;
-    g.trans_a = 1;
-    g.lda = OC;
-    g.B = inp;
-    g.ldb = IC;
-    g.D = dw;
-    g.d_type = G3CUDA_F32;
-    g.ldd = IC;
-    g.alpha = 1.0f;
-    g.beta = 1.0f;
-    g3cuda_gemm(ctx, &g);
+    g3cuda_gemm(ctx, &gw);
     if (dbias)
         g3cuda_bias_bwd(ctx, dbias, dout, N, OC);
 }
