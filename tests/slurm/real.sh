@@ -2,8 +2,8 @@
 # tests/slurm/real.sh: helpers for the scenarios that run the REAL trainer
 # ("$GPT3D train": a tiny model on the test corpus $GPT3D_TEST_DATA/kjv)
 # through gpt3d-submit on a private Slurm cluster (tests/slurm/cluster.sh).
-# Sourced after tests/lib.sh, cluster.sh and runs.sh (SUBMIT, sub_wait_end, sub_outcomes,
-# sub_check, ...); real_start begins the test.
+# Sourcing it sources tests/lib.sh, cluster.sh and runs.sh (SUBMIT, sub_wait_end,
+# sub_outcomes, sub_check, ...); real_start begins the test.
 #
 #   real_start N               K, a cluster of N nodes, W (the current directory), real_setup
 #   real_setup                 the common training flags (real_flags) on $K
@@ -15,6 +15,12 @@
 #   real_signal_during_training RUN JOB RANKS
 # (top_srcdir, top_builddir, GPT3D and GPT3D_TEST_DATA come from make check.)
 # shellcheck disable=SC2154
+# shellcheck source=tests/lib.sh
+. "$top_srcdir/tests/lib.sh"
+# shellcheck source=tests/slurm/cluster.sh
+. "$top_srcdir/tests/slurm/cluster.sh"
+# shellcheck source=tests/slurm/runs.sh
+. "$top_srcdir/tests/slurm/runs.sh"
 
 # real_start N: how these tests begin: K, the test corpus (the whole test skips where it is
 # missing); a private cluster of N nodes with a 3 s SlurmdTimeout (g3c_need: skips where

@@ -17,12 +17,6 @@
 # (top_srcdir, top_builddir, GPT3D and GPT3D_TEST_DATA come from make check.)
 # shellcheck disable=SC2154,SC2001
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
-# shellcheck source=tests/lib.sh
-. "$top_srcdir/tests/lib.sh"
-# shellcheck source=tests/slurm/cluster.sh
-. "$top_srcdir/tests/slurm/cluster.sh"
-# shellcheck source=tests/slurm/runs.sh
-. "$top_srcdir/tests/slurm/runs.sh"
 # shellcheck source=tests/slurm/real.sh
 . "$top_srcdir/tests/slurm/real.sh"
 set -e
