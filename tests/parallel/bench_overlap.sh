@@ -13,8 +13,9 @@ rm -f "$W/all.txt"
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 export top_builddir="$B" OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 if [ ! -f "$W/data/verses.bin" ]; then
+    top_srcdir=$(cd "$(dirname "$0")/../.." && pwd)   # par_lib.sh sources tests/lib.sh there
     # shellcheck source=tests/parallel/par_lib.sh
-    . "$(dirname "$0")/par_lib.sh"
+    . "$top_srcdir/tests/parallel/par_lib.sh"
     par_corpus "$W/data"
 fi
 D=$W/data

@@ -1,9 +1,11 @@
 #!/bin/sh
-# Helpers shared by the tests of tests/parallel (sourced
-# after tests/lib.sh): the scratch directory and a small synthetic corpus, the small GPT's
-# flags, one training run with its metrics and dumps, and loss-curve comparisons.
+# Helpers shared by the tests of tests/parallel (sourcing it sources tests/lib.sh): the
+# scratch directory and a small synthetic corpus, the small GPT's flags, one training run
+# with its metrics and dumps, and loss-curve comparisons.
 # (top_builddir, GPT3D come from make check; TMPD from g3_tmpdir; run sets rc and out.)
 # shellcheck shell=sh disable=SC2154,SC2034
+# shellcheck source=tests/lib.sh
+. "$top_srcdir/tests/lib.sh"
 
 # Shorthands for the layout flags, as the tests write their layouts: "$T 2 $P 2 $Z".
 T=--tensor-model-parallel-size

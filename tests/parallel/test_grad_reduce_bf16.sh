@@ -10,8 +10,6 @@
 #   * the loss curve over 20 iterations stays within 1e-3 relative of the fp32 run.
 # (top_srcdir, top_builddir, GPT3D, MPIRUN come from make check; run sets rc and out.)
 # shellcheck disable=SC2154
-# shellcheck source=tests/lib.sh
-. "$top_srcdir/tests/lib.sh"
 # shellcheck source=tests/parallel/par_lib.sh
 . "$top_srcdir/tests/parallel/par_lib.sh"
 set -e

@@ -8,8 +8,6 @@
 # without TP > 1 it exits 2 naming the flag.
 # (top_srcdir, top_builddir, GPT3D, MPIRUN come from make check; run sets rc and out.)
 # shellcheck disable=SC2154
-# shellcheck source=tests/lib.sh
-. "$top_srcdir/tests/lib.sh"
 # shellcheck source=tests/parallel/par_lib.sh
 . "$top_srcdir/tests/parallel/par_lib.sh"
 set -eu
