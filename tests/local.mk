@@ -12,7 +12,7 @@ AM_TESTS_ENVIRONMENT = \
 	NODE='$(NODE)'; export NODE; \
 	MPIRUN='$(MPIRUN)'; export MPIRUN; \
 	GPT3D_TEST_DATA="$${GPT3D_TEST_DATA:-$(abs_top_builddir)/tests/_data}"; export GPT3D_TEST_DATA;
-EXTRA_DIST += tests/tap.h tests/lib.sh tests/par_alone.h
+EXTRA_DIST += tests/tap.h tests/lib.sh tests/par_alone.h tests/gpt_small.h
 
 G3_TEST_LDADD = $(G3_LIBS) $(G3_CUDA_LIBS) $(G3_EXTERNAL_LIBS)
 

@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "infer/infer.h"
+#include "gpt_small.h"
 #include "par_alone.h"
 #include "tap.h"
 
@@ -163,12 +164,7 @@ static void test_generate(void)
     cb_t cb = { 0, 0, 0 };
     g3_status_t st;
 
-    g3_gpt_config_defaults(&c);
-    c.num_layers = 2;
-    c.hidden_size = 16;
-    c.num_attention_heads = 2;
-    c.seq_length = T;
-    c.vocab_size = V;
+    g3t_gpt_small(&c, 2, 16, 2, T, V);
     c.make_vocab_size_divisible_by = 8;
     c.init_method_std = 0.5f;   /* large weights: the greedy tokens vary */
     c.seed = 3;

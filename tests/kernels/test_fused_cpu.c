@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "model/gpt.h"
+#include "gpt_small.h"
 #include "par_alone.h"
 #include "tap.h"
 
@@ -32,12 +33,7 @@
 
 static void cfg_init(g3_gpt_config_t *c, int granularity)
 {
-    g3_gpt_config_defaults(c);
-    c->num_layers = 2;
-    c->hidden_size = 64;
-    c->num_attention_heads = 4;
-    c->seq_length = T;
-    c->vocab_size = 300;
+    g3t_gpt_small(c, 2, 64, 4, T, 300);
     c->make_vocab_size_divisible_by = 64;
     c->seed = 11;
     c->recompute_granularity = granularity;

@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "model/gpt.h"
+#include "gpt_small.h"
 #include "tap.h"
 
 #define B 4
@@ -32,12 +33,7 @@
 
 static void cfg_init(g3_gpt_config_t *c, int granularity)
 {
-    g3_gpt_config_defaults(c);
-    c->num_layers = 2;
-    c->hidden_size = 128;
-    c->num_attention_heads = 4;
-    c->seq_length = T;
-    c->vocab_size = 500;
+    g3t_gpt_small(c, 2, 128, 4, T, 500);
     c->make_vocab_size_divisible_by = 128;
     c->seed = 7;
     c->recompute_granularity = granularity;

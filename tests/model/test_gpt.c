@@ -11,18 +11,14 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "model/gpt.h"
+#include "gpt_small.h"
 #include "tap.h"
 
 static g3_backend_t *be;
 
 static void small_cfg(g3_gpt_config_t *c)
 {
-    g3_gpt_config_defaults(c);
-    c->num_layers = 2;
-    c->hidden_size = 32;
-    c->num_attention_heads = 4;
-    c->seq_length = 16;
-    c->vocab_size = 97;
+    g3t_gpt_small(c, 2, 32, 4, 16, 97);
     c->make_vocab_size_divisible_by = 8;
     c->seed = 11;
 }

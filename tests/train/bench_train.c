@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "model/gpt.h"
+#include "gpt_small.h"
 #include "par_alone.h"
 
 static double g3_now(void)
@@ -69,12 +70,7 @@ int main(int argc, char **argv)
     }
     if (g3_be_open("cpu", 0, &be) != G3_OK)
         return 1;
-    g3_gpt_config_defaults(&cfg);
-    cfg.num_layers = L;
-    cfg.hidden_size = C;
-    cfg.num_attention_heads = NH;
-    cfg.seq_length = T;
-    cfg.vocab_size = V;
+    g3t_gpt_small(&cfg, L, C, NH, T, V);
     cfg.recompute_activations = recompute;
     if (g3_alone_init(&one) != G3_OK || g3_gpt_init(&cfg, be, &m) != G3_OK ||
         g3_alone_engine(&one, m, B, T, 1, &ocfg, &eng) != G3_OK ||

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "model/gpt.h"
+#include "gpt_small.h"
 #include "par_alone.h"
 #include "train/schedule.h"
 
@@ -103,12 +104,7 @@ int main(int argc, char **argv)
     g3_log_set_level(G3_LOG_WARN);
     if (g3_be_open("cpu", 0, &be) != G3_OK)
         return 1;
-    g3_gpt_config_defaults(&cfg);
-    cfg.num_layers = L;
-    cfg.hidden_size = C;
-    cfg.num_attention_heads = NH;
-    cfg.seq_length = T;
-    cfg.vocab_size = V;
+    g3t_gpt_small(&cfg, L, C, NH, T, V);
     cfg.seed = 5;
     cfg.recompute_activations = argc > 2 && !strcmp(argv[2], "--recompute");
     if (g3_alone_init(&one) != G3_OK || g3_gpt_init(&cfg, be, &m) != G3_OK ||
