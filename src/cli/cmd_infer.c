@@ -130,7 +130,7 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
             return G3_EXIT_USAGE;
         }
     }
-    st = g3_train_ckpt_model_open(load, step, &s->info);
+    st = g3_infer_ckpt_open(load, step, &s->info);
     if (st != G3_OK)
         return st == G3_ERR_INVALID_ARG ? G3_EXIT_USAGE : g3_status_exit_code(st);
     if (g3_cli_infer_model_flags(o, s))
@@ -195,7 +195,7 @@ static int g3_cli_infer_check_layout(const g3_opts_t *o, int max_dp, g3_cli_infe
     }
     /* the model on this layout: the stored padded vocabulary shared by TP, heads, hidden
      * and FFN sizes divisible by TP, the layers split over PP (g3_gpt_config_check) */
-    if (g3_train_ckpt_model_set_tp(s->info, s->tp) != G3_OK)
+    if (g3_infer_ckpt_set_tp(s->info, s->tp) != G3_OK)
         return G3_EXIT_USAGE;
     m->pp_size = s->pp;
     return g3_gpt_config_check(m) == G3_OK ? G3_EXIT_OK : G3_EXIT_USAGE;
@@ -280,14 +280,14 @@ int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
     }
     /* the weights by global offsets: any saved layout into this one */
     if (st == G3_OK)
-        st = g3_train_ckpt_model_load(s->info, s->model, s->w.par, s->dp, l->dp_rank,
-                                      s->eng, g3_opts_bool(o, "load-fallback"));
+        st = g3_infer_ckpt_load(s->info, s->model, s->w.par, s->dp, l->dp_rank, s->eng,
+                                g3_opts_bool(o, "load-fallback"));
     return st == G3_OK ? G3_EXIT_OK : g3_cli_infer_fail(s, st);
 }
 
 void g3_cli_infer_describe(const g3_cli_infer_t *s, FILE *out)
 {
-    const g3_train_ckpt_info_t *i = s->info;
+    const g3_infer_ckpt_info_t *i = s->info;
     const g3_gpt_config_t *m = &i->model;
 
     fprintf(out, "gpt3d %s: checkpoint %s (iteration %" PRId64 ", saved by TP %d x PP %d x DP "
@@ -306,7 +306,7 @@ void g3_cli_infer_free(g3_cli_infer_t *s)
     g3_par_engine_free(s->eng);
     g3_gpt_free(s->model);
     g3_be_close(s->be);
-    g3_train_ckpt_info_free(s->info);
+    g3_infer_ckpt_info_free(s->info);
     g3_cli_world_free(&s->w);
     memset(s, 0, sizeof(*s));
 }

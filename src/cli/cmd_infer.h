@@ -1,6 +1,6 @@
 /* gpt3d eval and gpt3d generate: what the two drivers share.  The flags that name the
  * checkpoint and check the model against it, the layout, and opening the model: the
- * checkpoint's configuration (src/train/ckpt_model.h), the tokenizer files, the CPU
+ * checkpoint's configuration (src/infer/ckpt_model.h), the tokenizer files, the CPU
  * backend, the weights.  Alone, or under mpirun / srun --mpi=pmix with the trainer's world,
  * layout and 3D-parallel engine (src/cli/world.h, src/parallel/par.h): every rank runs the
  * checks, rank 0 alone speaks (docs/inference.md). */
@@ -11,9 +11,9 @@
 
 #include "cli/world.h"
 #include "core/opt.h"
+#include "infer/ckpt_model.h"
 #include "infer/infer.h"
 #include "model/gpt.h"
-#include "train/ckpt_model.h"
 #include "train/flags.h"
 
 /* The shared entries of an option table (a macro so that each command's table lists them
@@ -37,7 +37,7 @@ typedef struct {
     g3_cli_world_t        w;           /* the world and (TP x PP x DP > 1) the layout       */
     int                   tp, pp, dp;  /* the layout's sizes (1, 1, 1 alone)                */
     int                   rank;        /* world rank: 0 speaks                              */
-    g3_train_ckpt_info_t *info;        /* the checkpoint and its model's configuration      */
+    g3_infer_ckpt_info_t *info;        /* the checkpoint and its model's configuration      */
     g3_backend_t         *be;
     g3_gpt_t             *model;       /* this rank's part of it                            */
     g3_par_engine_t      *eng;         /* the trainer's engine on the layout (alone: 1x1x1) */

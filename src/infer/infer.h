@@ -3,8 +3,8 @@
  * sample at the end and `gpt3d generate`).  The trainer and the two commands share this code,
  * so a checkpoint evaluated or sampled by the commands gives what the trainer reported.
  *
- * Layers: model, data, parallel ← infer ← train, cli.  Nothing here reads checkpoints
- * (src/train/ckpt_model.h does) or parses flags.
+ * Layers: model, data, parallel ← infer ← train, cli.  The model out of a checkpoint is
+ * infer/ckpt_model.h (on parallel/par_ckpt.h); nothing here parses flags.
  *
  * Glossary: B micro-batch, T sequence length (the context), V vocabulary, Vp padded
  * vocabulary, GBS global batch, DP data-parallel size. */

@@ -9,7 +9,5 @@ src_libgpt3d_a_SOURCES += \
 	src/train/train.c \
 	src/train/train_ckpt.h \
 	src/train/train_ckpt.c \
-	src/train/ckpt_model.h \
-	src/train/ckpt_model.c \
 	src/train/timing.h \
 	src/train/timing.c

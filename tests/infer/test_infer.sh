@@ -1,6 +1,6 @@
 #!/bin/sh
 # gpt3d eval and gpt3d generate on checkpoints of the real trainer (src/cli/cmd_eval.c,
-# cmd_generate.c, src/infer, src/train/ckpt_model.c).  A tiny GPT trained on one rank, saving
+# cmd_generate.c, src/infer with its ckpt_model.c).  A tiny GPT trained on one rank, saving
 # at iterations 30 and 60: eval reports the validation losses the trainer reported at both
 # (bitwise, and whatever the micro-batch), and the test split; generate --greedy prints the
 # trainer's own greedy sample; seeded sampling is reproducible, streams valid UTF-8 and equals

@@ -1,4 +1,4 @@
-/* gpt3d train: a trained model out of a training checkpoint (see ckpt_model.h).
+/* gpt3d infer: a trained model out of a training checkpoint (see ckpt_model.h).
  * Glossary: V vocabulary, Vp padded vocabulary, TP tensor-parallel size. */
 #include "config.h"
 
@@ -11,12 +11,12 @@
 
 #include "ckpt/ckpt.h"
 #include "core/log.h"
-#include "train/ckpt_model.h"
-#include "train/train_ckpt.h"
+#include "infer/ckpt_model.h"
+#include "parallel/par_ckpt.h"
 
 #define G3_EMBEDDING "model/embedding.word_embeddings.weight"
 
-void g3_train_ckpt_info_free(g3_train_ckpt_info_t *info)
+void g3_infer_ckpt_info_free(g3_infer_ckpt_info_t *info)
 {
     if (!info)
         return;
@@ -26,7 +26,7 @@ void g3_train_ckpt_info_free(g3_train_ckpt_info_t *info)
 
 /* The integer flag `key` of the checkpoint's configuration.  def < 0: required.
  * RET: 0 (logged) when absent and required, or not a positive int. */
-static int g3_ckm_int(const g3_train_ckpt_info_t *info, const char *key, int def, int *out)
+static int g3_ckm_int(const g3_infer_ckpt_info_t *info, const char *key, int def, int *out)
 {
     char buf[64], *end;
     const char *v = g3_ckpt_config_get(info->config, key, buf, sizeof(buf));
@@ -54,7 +54,7 @@ static int g3_ckm_int(const g3_train_ckpt_info_t *info, const char *key, int def
 }
 
 /* The float flag `key`, or def when absent.  RET: 0 (logged) when not a number. */
-static int g3_ckm_float(const g3_train_ckpt_info_t *info, const char *key, double def,
+static int g3_ckm_float(const g3_infer_ckpt_info_t *info, const char *key, double def,
                         double *out)
 {
     char buf[64], *end;
@@ -130,7 +130,7 @@ err_too_long:
 }
 
 /* Fill info->model from the configuration and the stored embedding. */
-static g3_status_t g3_ckm_config(g3_train_ckpt_info_t *info, g3_ckpt_reader_t *r)
+static g3_status_t g3_ckm_config(g3_infer_ckpt_info_t *info, g3_ckpt_reader_t *r)
 {
     g3_gpt_config_t *m = &info->model;
     g3_ckpt_tensor_t emb;
@@ -182,10 +182,9 @@ static g3_status_t g3_ckm_config(g3_train_ckpt_info_t *info, g3_ckpt_reader_t *r
     return g3_gpt_config_check(m);
 }
 
-g3_status_t g3_train_ckpt_model_open(const char *dir, int64_t step,
-                                     g3_train_ckpt_info_t **info_p)
+g3_status_t g3_infer_ckpt_open(const char *dir, int64_t step, g3_infer_ckpt_info_t **info_p)
 {
-    g3_train_ckpt_info_t *info = calloc(1, sizeof(*info));
+    g3_infer_ckpt_info_t *info = calloc(1, sizeof(*info));
     g3_ckpt_reader_t *r = NULL;
     g3_ckpt_layout_t lay;
     g3_status_t st;
@@ -223,11 +222,11 @@ g3_status_t g3_train_ckpt_model_open(const char *dir, int64_t step,
 err_close:
     g3_ckpt_reader_close(r);
 err_free_info:
-    g3_train_ckpt_info_free(info);
+    g3_infer_ckpt_info_free(info);
     return st;
 }
 
-g3_status_t g3_train_ckpt_model_set_tp(g3_train_ckpt_info_t *info, int tp_size)
+g3_status_t g3_infer_ckpt_set_tp(g3_infer_ckpt_info_t *info, int tp_size)
 {
     if (tp_size < 1 || info->padded_vocab % tp_size != 0) {
         g3_error("checkpoint %s stores a padded vocabulary of %d rows, which %d tensor-parallel "
@@ -240,22 +239,17 @@ g3_status_t g3_train_ckpt_model_set_tp(g3_train_ckpt_info_t *info, int tp_size)
     return G3_OK;
 }
 
-g3_status_t g3_train_ckpt_model_load(g3_train_ckpt_info_t *info, g3_gpt_t *model,
-                                     g3_par_t *par, int dp_size, int dp_rank,
-                                     g3_par_engine_t *eng, int load_fallback)
+g3_status_t g3_infer_ckpt_load(g3_infer_ckpt_info_t *info, g3_gpt_t *model,
+                              g3_par_t *par, int dp_size, int dp_rank,
+                              g3_par_engine_t *eng, int load_fallback)
 {
-    g3_train_config_t cfg;
-    g3_train_ckpt_t c;
+    g3_ckpt_reader_t *r = NULL;
+    g3_ckpt_load_opts_t lo;
+    g3_par_ckpt_t t;
     char dir[PATH_MAX];
-    int64_t iteration = 0, consumed = 0;
-    int loaded = 0;
+    int64_t iteration, consumed;
     g3_status_t st;
 
-    g3_train_config_defaults(&cfg);
-    cfg.model = info->model;
-    cfg.par = par;
-    cfg.dp_size = dp_size;
-    cfg.dp_rank = dp_rank;
     /* with a fallback, the save directory, so that the library can go back from `latest` */
     snprintf(dir, sizeof(dir), "%s", info->path);
     if (load_fallback) {
@@ -263,20 +257,21 @@ g3_status_t g3_train_ckpt_model_load(g3_train_ckpt_info_t *info, g3_gpt_t *model
         if (slash && slash != dir)
             *slash = '\0';
     }
-    cfg.load_dir = dir;
-    cfg.load_fallback = load_fallback;
-    cfg.no_load_optim = 1;
-    memset(&c, 0, sizeof(c));
-    c.cfg = &cfg;
-    c.model = model;
-    c.eng = eng;
-    st = g3_train_ckpt_load(&c, &iteration, &consumed, &loaded);
+    st = g3_par_ckpt_init(&t, model, eng, dp_size, dp_rank);
     if (st != G3_OK)
         return st;
-    if (!loaded) {   /* g3_train_ckpt_model_open found it: removed since? */
-        g3_error("checkpoint %s disappeared while it was being loaded", info->path);
-        return G3_ERR_NOT_FOUND;
-    }
+    memset(&lo, 0, sizeof(lo));
+    lo.fallback = load_fallback;
+    lo.no_load_optim = 1;    /* the model alone */
+    lo.optim_optional = 1;
+    st = g3_par_ckpt_read(&t, model, dir, &lo, par, &r);
+    if (st != G3_OK)
+        goto out_free_copies;
+    st = g3_par_ckpt_apply(&t, model, r, 0, 0);
+    if (st != G3_OK)
+        goto out_close;
+    iteration = g3_ckpt_reader_iteration(r);
+    consumed = g3_ckpt_reader_consumed_samples(r);
     if (iteration != info->iteration) {
         g3_warn("loaded the checkpoint of iteration %" PRId64 " instead of %" PRId64
                 " (--load-fallback)", iteration, info->iteration);
@@ -284,5 +279,9 @@ g3_status_t g3_train_ckpt_model_load(g3_train_ckpt_info_t *info, g3_gpt_t *model
         info->iteration = iteration;
         info->consumed_samples = consumed;
     }
-    return G3_OK;
+out_close:
+    g3_ckpt_reader_close(r);
+out_free_copies:
+    g3_par_ckpt_free(&t);
+    return st;
 }

@@ -1,0 +1,222 @@
+/* gpt3d parallel: a rank's model and optimizer state in and out of checkpoints by global
+ * offsets.  See par_ckpt.h.
+ * Glossary: TP, PP, DP sizes; tp, pp, dp a rank's coordinates; "range" = a range of the flat
+ * parameter buffer whose Adam moments this rank holds. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "parallel/par_ckpt.h"
+
+void g3_par_ckpt_free(g3_par_ckpt_t *t)
+{
+    g3_ckpt_state_free(t->state);
+    t->state = NULL;
+    for (int i = 0; i < t->n; i++) {
+        free(t->hm[i]);
+        free(t->hv[i]);
+    }
+    free(t->hw);
+}
+
+g3_status_t g3_par_ckpt_allreduce_min(void *ctx, int *value)
+{
+    double d = -(double)*value;
+    g3_status_t st = g3_par_world_allreduce((g3_par_t *)ctx, &d, 1, 1);
+    if (st == G3_OK)
+        *value = (int)-d;
+    return st;
+}
+
+g3_status_t g3_par_ckpt_init(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t *eng,
+                             int dp_size, int dp_rank)
+{
+    const g3_gpt_config_t *mc = &model->cfg;
+    g3_backend_t *be = model->be;
+    g3_status_t st;
+
+    memset(t, 0, sizeof(*t));
+    if (mc->pp_size > 1024) {
+        g3_error("checkpoints: pipeline size %d is larger than the 1024 stages supported",
+                 mc->pp_size);
+        return G3_ERR_UNSUPPORTED;
+    }
+    t->layout.tp_size = mc->tp_size;
+    t->layout.pp_size = mc->pp_size;
+    t->layout.dp_size = dp_size > 0 ? dp_size : 1;
+    t->layout.tp = mc->tp_rank;
+    t->layout.pp = mc->pp_rank;
+    t->layout.dp = dp_rank;
+    t->layout.num_layers = mc->num_layers;
+    for (int s = 0; s < mc->pp_size; s++) {
+        int b, e;
+        if (!g3_gpt_stage_layers(mc, s, &b, &e)) {
+            g3_error("checkpoints: cannot split %d layers over %d stages", mc->num_layers,
+                     mc->pp_size);
+            return G3_ERR_INVALID_ARG;
+        }
+        t->stage_first[s] = b;
+        t->stage_first[s + 1] = e;
+    }
+    t->layout.stage_first_layer = t->stage_first;
+    t->layout.vpp_size = mc->virtual_pp_size;   /* interleaved: chunks of every stage */
+
+    if (eng)
+        t->n = g3_par_engine_optim_ranges(eng, t->r, &t->step);
+    /* else the model alone (gpt3d eval, generate), loaded with no_load_optim */
+    st = be->ops->sync(be);
+    if (st != G3_OK)
+        return st;
+    t->hw = malloc(sizeof(float) * model->numel);
+    if (!t->hw)
+        goto err_no_memory;
+    be->ops->download(be, t->hw, model->w, sizeof(float) * model->numel);
+    for (int i = 0; i < t->n; i++) {
+        size_t len = t->r[i].end - t->r[i].begin;
+        t->hm[i] = malloc(sizeof(float) * (len ? len : 1));
+        t->hv[i] = malloc(sizeof(float) * (len ? len : 1));
+        if (!t->hm[i] || !t->hv[i])
+            goto err_no_memory;
+        be->ops->download(be, t->hm[i], t->r[i].m, sizeof(float) * len);
+        be->ops->download(be, t->hv[i], t->r[i].v, sizeof(float) * len);
+    }
+    return G3_OK;
+
+err_no_memory:
+    g3_error("checkpoints: out of memory for the host copy of the training state (%.1f MiB of "
+             "parameters and as much again per Adam moment)",
+             (double)model->numel * 4.0 / 1048576.0);
+    g3_par_ckpt_free(t);
+    return G3_ERR_NO_MEMORY;
+}
+
+/* The checkpoint description of parameter p under `group` ("model", "optim/exp_avg", ...). */
+static void g3_par_ckpt_tensor(const g3_gpt_t *m, const g3_gpt_param_t *p, const char *group,
+                               char *name, size_t len, g3_ckpt_tensor_t *t)
+{
+    int layer = p->layer == -1 ? G3_CKPT_PP_FIRST : p->layer == -2 ? G3_CKPT_PP_LAST : p->layer;
+
+    snprintf(name, len, "%s/%s", group, p->name);
+    memset(t, 0, sizeof(*t));
+    t->name = name;
+    t->kind = strcmp(group, "model") == 0 ? G3_CKPT_MODEL : G3_CKPT_OPTIM;
+    t->dtype = G3_CKPT_F32;
+    t->ndim = p->ndim;
+    for (int d = 0; d < p->ndim; d++)
+        t->shape[d] = p->shape[d];
+    t->rule = p->tp_dim < 0 ? g3_ckpt_rule_replicated(layer)
+                            : g3_ckpt_rule_split(p->tp_dim, p->tp_parts, layer);
+    if (strcmp(p->name, "embedding.word_embeddings.weight") == 0) {
+        t->rule.pad_dim = 0;
+        t->rule.unpadded = m->cfg.vocab_size;
+    }
+}
+
+g3_status_t g3_par_ckpt_describe(const g3_par_ckpt_t *t, const g3_gpt_t *m, int saving,
+                                 int with_optim, g3_ckpt_state_t **state_p)
+{
+    const g3_gpt_config_t *mc = &m->cfg;
+    g3_ckpt_state_t *state = NULL;
+    char name[G3_CKPT_NAME_MAX];
+    g3_ckpt_tensor_t ten;
+    g3_status_t st;
+
+    st = g3_ckpt_state_init(&t->layout, &state);
+    if (st != G3_OK)
+        return st;
+    for (int i = 0; i < m->nparams && st == G3_OK; i++) {
+        const g3_gpt_param_t *p = &m->params[i];
+        g3_par_ckpt_tensor(m, p, "model", name, sizeof(name), &ten);
+        st = g3_ckpt_state_add_local(state, &ten, mc->tp_rank, mc->tp_size, t->hw + p->offset);
+    }
+    for (int r = 0; with_optim && r < t->n && st == G3_OK; r++) {
+        const g3_par_optim_range_t *rg = &t->r[r];
+        /* A range this rank holds but does not own (plain data parallelism: every DP rank
+         * has the moments, DP rank 0 writes them) is described with no elements, so that
+         * the rank still writes its optimizer file, as the checkpoint protocol requires. */
+        int empty = saving && !rg->owner;
+        for (int i = 0; i < m->nparams && st == G3_OK; i++) {
+            const g3_gpt_param_t *p = &m->params[i];
+            size_t lo = p->offset > rg->begin ? p->offset : rg->begin;
+            size_t hi = p->offset + p->numel < rg->end ? p->offset + p->numel : rg->end;
+            if (lo >= hi)
+                continue;   /* the range does not cover p (or only its alignment gap) */
+            int64_t count = empty ? 0 : (int64_t)(hi - lo);
+            g3_par_ckpt_tensor(m, p, "optim/exp_avg", name, sizeof(name), &ten);
+            st = g3_ckpt_state_add_local_flat(state, &ten, mc->tp_rank, mc->tp_size,
+                                              (int64_t)(lo - p->offset), count,
+                                              t->hm[r] + (lo - rg->begin));
+            if (st != G3_OK)
+                break;
+            g3_par_ckpt_tensor(m, p, "optim/exp_avg_sq", name, sizeof(name), &ten);
+            st = g3_ckpt_state_add_local_flat(state, &ten, mc->tp_rank, mc->tp_size,
+                                              (int64_t)(lo - p->offset), count,
+                                              t->hv[r] + (lo - rg->begin));
+        }
+    }
+    if (st != G3_OK) {
+        g3_ckpt_state_free(state);
+        return st;
+    }
+    *state_p = state;
+    return G3_OK;
+}
+
+g3_status_t g3_par_ckpt_read(g3_par_ckpt_t *t, const g3_gpt_t *model, const char *dir,
+                             const g3_ckpt_load_opts_t *lo, g3_par_t *par,
+                             g3_ckpt_reader_t **reader_p)
+{
+    g3_ckpt_comm_t comm = { par, g3_par_ckpt_allreduce_min };
+    g3_status_t st;
+
+    st = g3_par_ckpt_describe(t, model, 0, !lo->no_load_optim, &t->state);
+    if (st != G3_OK)
+        return st;
+    return g3_ckpt_load(dir, t->state, lo, par ? &comm : NULL, reader_p);
+}
+
+g3_status_t g3_par_ckpt_apply(g3_par_ckpt_t *t, g3_gpt_t *model, g3_ckpt_reader_t *r,
+                              int with_optim, int64_t step)
+{
+    g3_backend_t *be = model->be;
+    int64_t seed = -1;
+    g3_status_t st;
+
+    /* The index's consumed_samples decides the schedule and the data order: it must agree
+     * with the checksummed copies under /state (a version-1 index has no checksum of its own). */
+    {
+        static const char *const keys[] = { "data_sampler", "lr_scheduler" };
+        int64_t cs = g3_ckpt_reader_consumed_samples(r), v[2] = { 0, 0 };
+        for (int k = 0; k < 2; k++) {
+            int n = !strcmp(keys[k], "data_sampler") ? 2 : 1;
+            if (!g3_ckpt_reader_has(r, keys[k]) || g3_ckpt_reader_get_i64(r, keys[k], v, n) != G3_OK)
+                continue;
+            if (v[0] != cs) {
+                g3_error("checkpoint %s: consumed_samples %lld in index.h5 disagrees with state/%s (%lld consumed samples): the index was altered; load another checkpoint (--load DIR/iter_NNNNNNN) or restore it", g3_ckpt_reader_path(r), (long long)cs, keys[k], (long long)v[0]);
+                return G3_ERR_FORMAT;
+            }
+        }
+    }
+    if (g3_ckpt_reader_has(r, "rng") && g3_ckpt_reader_get_i64(r, "rng", &seed, 1) == G3_OK &&
+        seed != (int64_t)model->cfg.seed)
+        g3_warn("checkpoint %s was trained with --seed %lld, this run has --seed %llu: the data "
+                "order from here on differs from the original run's", g3_ckpt_reader_path(r),
+                (long long)seed, (unsigned long long)model->cfg.seed);
+    /* into the backend's buffers */
+    be->ops->upload(be, model->w, t->hw, sizeof(float) * model->numel);
+    g3_gpt_params_refresh(model);   /* the passes' bf16 copy on CUDA */
+    for (int i = 0; i < t->n && with_optim; i++) {
+        size_t len = t->r[i].end - t->r[i].begin;
+        be->ops->upload(be, t->r[i].m, t->hm[i], sizeof(float) * len);
+        be->ops->upload(be, t->r[i].v, t->hv[i], sizeof(float) * len);
+    }
+    st = be->ops->sync(be);
+    if (st != G3_OK)
+        return st;
+    if (t->step)
+        *t->step = step;
+    return G3_OK;
+}

@@ -1,0 +1,73 @@
+/* gpt3d parallel: a rank's model and optimizer state in and out of checkpoints (src/ckpt) by
+ * global offsets, so that a checkpoint saved under any TP x PP x DP layout loads into this
+ * process's layout.  Shared by the trainer's saves and resume (train/train_ckpt.c) and by the
+ * model alone of gpt3d eval and gpt3d generate (infer/ckpt_model.c).
+ *
+ * What a rank describes (docs/checkpoints.md): every parameter it holds ("model/<name>", fp32,
+ * which on the CPU backend are the master weights) and Adam's m and v
+ * ("optim/exp_avg/<name>", "optim/exp_avg_sq/<name>": the rank's ZeRO-1 shard or, replicated
+ * over DP, DP rank 0's copy) of the engine's optimizer ranges (g3_par_engine_optim_ranges).
+ *
+ * A load is three steps, so that the caller can run its own checks on the opened checkpoint
+ * before anything reaches the model: g3_par_ckpt_init (host copies), g3_par_ckpt_read (the
+ * checkpoint into them), g3_par_ckpt_apply (checks, then into the backend's buffers).
+ * Glossary: TP, PP, DP sizes; tp, pp, dp a rank's coordinates; "range" = a range of the flat
+ * parameter buffer whose Adam moments this rank holds. */
+#ifndef G3_PARALLEL_PAR_CKPT_H
+#define G3_PARALLEL_PAR_CKPT_H
+
+#include <stdint.h>
+
+#include "ckpt/ckpt.h"
+#include "core/status.h"
+#include "model/gpt.h"
+#include "parallel/par.h"
+
+/* Host copies of what is saved or loaded (the backend's memory may be a device's), and the
+ * state describing them.  Owned by the caller's stack; g3_par_ckpt_free releases what the
+ * functions below allocated. */
+typedef struct {
+    g3_par_optim_range_t r[G3_PAR_OPTIM_RANGES_MAX];   /* backend pointers                  */
+    float   *hm[G3_PAR_OPTIM_RANGES_MAX];               /* (end - begin,) host copies of m   */
+    float   *hv[G3_PAR_OPTIM_RANGES_MAX];               /* (end - begin,) host copies of v   */
+    int      n;                                         /* ranges (0: the model alone)       */
+    int64_t *step;                                      /* the engine's Adam step, or NULL   */
+    float   *hw;                                        /* (numel,) host copy of parameters */
+    int      stage_first[1025];                         /* PP + 1 layer boundaries           */
+    g3_ckpt_layout_t layout;                            /* this rank's                       */
+    g3_ckpt_state_t *state;                             /* g3_par_ckpt_read's, or NULL       */
+} g3_par_ckpt_t;
+
+/* The world's all-reduce (min) for src/ckpt's agreements (g3_ckpt_comm_t); ctx: the g3_par_t. */
+g3_status_t g3_par_ckpt_allreduce_min(void *ctx, int *value);
+
+/* Fill t: the layout of model (its tp/pp position, dp_size replicas of which this is dp_rank),
+ * the optimizer ranges of eng (NULL: the model alone) and host copies of the parameters and
+ * moments.  RET: G3_ERR_UNSUPPORTED, G3_ERR_INVALID_ARG, G3_ERR_NO_MEMORY (logged; t freed). */
+g3_status_t g3_par_ckpt_init(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t *eng,
+                             int dp_size, int dp_rank);
+void g3_par_ckpt_free(g3_par_ckpt_t *t);
+
+/* Describe this rank's state: every parameter it holds and, with_optim, the Adam moments of
+ * the ranges it holds (saving: only those it owns, so each element is written once).
+ * OUT: *state_p (free with g3_ckpt_state_free). */
+g3_status_t g3_par_ckpt_describe(const g3_par_ckpt_t *t, const g3_gpt_t *model, int saving,
+                                 int with_optim, g3_ckpt_state_t **state_p);
+
+/* Read dir's checkpoint (g3_ckpt_load with lo; its optimizer unless lo->no_load_optim) into
+ * t's host copies; collective over par (NULL: alone).  OUT: *reader_p (close with
+ * g3_ckpt_reader_close before g3_par_ckpt_free).  RET: load errors (logged, naming the file
+ * and the dataset). */
+g3_status_t g3_par_ckpt_read(g3_par_ckpt_t *t, const g3_gpt_t *model, const char *dir,
+                             const g3_ckpt_load_opts_t *lo, g3_par_t *par,
+                             g3_ckpt_reader_t **reader_p);
+
+/* After the caller's checks: check the index's consumed samples against the checksummed
+ * copies under /state, warn when the checkpoint's seed is not model's, then upload the
+ * parameters (and, with_optim, the Adam moments) into the backend's buffers and set the
+ * engine's step to `step`.  RET: G3_ERR_FORMAT (logged) for an altered index, backend
+ * errors. */
+g3_status_t g3_par_ckpt_apply(g3_par_ckpt_t *t, g3_gpt_t *model, g3_ckpt_reader_t *r,
+                              int with_optim, int64_t step);
+
+#endif
