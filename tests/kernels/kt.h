@@ -67,6 +67,15 @@ static inline void *kt_dev(size_t bytes)
     return p;
 }
 
+/* Free n device tensors (NULL ones included): KT_FREE(a.x, a.dx, ...). */
+static inline void kt_free_n(void *const *dev, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        g3cuda_free(kt_ctx, dev[i]);
+}
+#define KT_FREE(...) \
+    kt_free_n((void *const[]){ __VA_ARGS__ }, sizeof((void *const[]){ __VA_ARGS__ }) / sizeof(void *))
+
 static inline void kt_put(void *dev, const void *host, size_t bytes)
 {
     if (g3cuda_upload(kt_ctx, dev, host, bytes) != 0)

@@ -66,12 +66,7 @@ static void test_attention(int B, int T, int NH, int HS)
         tap_ok(kt_same_bytes(d_dqkv, d_dqkv2, 2 * nqkv),
                "attention_bwd %s: deterministic (two runs, same bits)", what);
     }
-    g3cuda_free(kt_ctx, d_qkv);
-    g3cuda_free(kt_ctx, d_dout);
-    g3cuda_free(kt_ctx, d_out);
-    g3cuda_free(kt_ctx, d_dqkv);
-    g3cuda_free(kt_ctx, d_dqkv2);
-    g3cuda_free(kt_ctx, d_lse);
+    KT_FREE(d_qkv, d_dout, d_out, d_dqkv, d_dqkv2, d_lse);
     free(qkv); free(dout); free(out); free(lse); free(dqkv); free(rout); free(rlse); free(rdqkv);
 }
 
@@ -113,12 +108,7 @@ static void bench(int B, int T, int NH, int HS)
     kt_report(what, kt_time_ms(run_fwd, &a, 10), fl, 0.0);
     snprintf(what, sizeof(what), "attention_bwd B=%d T=%d NH=%d HS=%d", B, T, NH, HS);
     kt_report(what, kt_time_ms(run_bwd, &a, 10), 2.5 * fl, 0.0);
-    g3cuda_free(kt_ctx, tmp);
-    g3cuda_free(kt_ctx, a.qkv);
-    g3cuda_free(kt_ctx, a.out);
-    g3cuda_free(kt_ctx, a.dout);
-    g3cuda_free(kt_ctx, a.dqkv);
-    g3cuda_free(kt_ctx, a.lse);
+    KT_FREE(tmp, a.qkv, a.out, a.dout, a.dqkv, a.lse);
     free(qkv);
 }
 

@@ -54,10 +54,7 @@ static void test_cast(size_t n)
         tap_ok(bad == 0, "bf16 -> fp32, n=%zu: exact (%zu differ)", n, bad);
         tap_ok(kt_same_bytes(dcopy, dx, sizeof(float) * n), "fp32 -> fp32 copy, n=%zu", n);
     }
-    g3cuda_free(kt_ctx, dx);
-    g3cuda_free(kt_ctx, dh);
-    g3cuda_free(kt_ctx, dback);
-    g3cuda_free(kt_ctx, dcopy);
+    KT_FREE(dx, dh, dback, dcopy);
     free(x);
     free(back);
     free(bits);
@@ -103,11 +100,7 @@ static void test_residual_scale(size_t n)
         snprintf(w2, sizeof(w2), "scale bf16 %s", what);
         kt_check(w2, got, want, n, 0.0, 0.0);
     }
-    g3cuda_free(kt_ctx, d_a);
-    g3cuda_free(kt_ctx, d_b);
-    g3cuda_free(kt_ctx, d_o);
-    g3cuda_free(kt_ctx, d_xb);
-    g3cuda_free(kt_ctx, d_x);
+    KT_FREE(d_a, d_b, d_o, d_xb, d_x);
     free(a); free(b); free(x); free(got); free(want);
 }
 
@@ -134,8 +127,7 @@ int main(void)
         size_t n = (size_t)64 << 20;
         cast_args_t a = { kt_dev(2 * n), kt_dev(4 * n), n };
         kt_report("cast fp32->bf16 64M", kt_time_ms(run_cast, &a, 20), 0.0, 6.0 * (double)n);
-        g3cuda_free(kt_ctx, a.dst);
-        g3cuda_free(kt_ctx, (void *)a.src);
+        KT_FREE(a.dst, (void *)a.src);
     }
     kt_finish();
     return tap_exit();

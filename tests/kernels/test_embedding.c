@@ -66,14 +66,7 @@ static void test_embedding(const emb_case_t *k)
         tap_ok(kt_same_bytes(d_dwte, d_dwte2, sizeof(float) * V * C),
                "embedding_bwd %s: deterministic (two runs, same bits)", what);
     }
-    g3cuda_free(kt_ctx, d_wte);
-    g3cuda_free(kt_ctx, d_wpe);
-    g3cuda_free(kt_ctx, d_out);
-    g3cuda_free(kt_ctx, d_dout);
-    g3cuda_free(kt_ctx, d_dwte);
-    g3cuda_free(kt_ctx, d_dwte2);
-    g3cuda_free(kt_ctx, d_dwpe);
-    g3cuda_free(kt_ctx, d_tok);
+    KT_FREE(d_wte, d_wpe, d_out, d_dout, d_dwte, d_dwte2, d_dwpe, d_tok);
     free(wte); free(wpe); free(out); free(dout); free(dwte0); free(dwpe0); free(dwte);
     free(dwpe); free(rout); free(rdwte); free(rdwpe); free(tok);
 }
@@ -122,13 +115,7 @@ static void bench(void)
     /* backward: dout (bf16) once, each token's dwte row read+written (fp32, upper bound) */
     kt_report("embedding_bwd B=16 T=1024 C=768", kt_time_ms(run_bwd, &a, 20), 0.0,
               (2.0 + 8.0) * (double)BT * a.C);
-    g3cuda_free(kt_ctx, a.tok);
-    g3cuda_free(kt_ctx, a.out);
-    g3cuda_free(kt_ctx, a.dout);
-    g3cuda_free(kt_ctx, a.wte);
-    g3cuda_free(kt_ctx, a.wpe);
-    g3cuda_free(kt_ctx, a.dwte);
-    g3cuda_free(kt_ctx, a.dwpe);
+    KT_FREE(a.tok, a.out, a.dout, a.wte, a.wpe, a.dwte, a.dwpe);
     free(tok);
 }
 

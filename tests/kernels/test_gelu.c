@@ -31,9 +31,7 @@ static void test_gelu(size_t n, int in_place)
         snprintf(w2, sizeof(w2), "gelu_bwd %s", what);
         kt_check(w2, dx, rdx, n, 1.0 / 128, 1e-4);
     }
-    g3cuda_free(kt_ctx, d_x);
-    g3cuda_free(kt_ctx, d_dout);
-    g3cuda_free(kt_ctx, d_y);
+    KT_FREE(d_x, d_dout, d_y);
     if (!in_place)
         g3cuda_free(kt_ctx, d_dx);
     free(x); free(dout); free(y); free(dx); free(ry); free(rdx);
@@ -70,9 +68,7 @@ int main(void)
         g3cuda_zero(kt_ctx, a.d, 2 * n);
         kt_report("gelu_fwd 16x1024x3072", kt_time_ms(run_fwd, &a, 20), 0.0, 4.0 * n);
         kt_report("gelu_bwd 16x1024x3072", kt_time_ms(run_bwd, &a, 20), 0.0, 6.0 * n);
-        g3cuda_free(kt_ctx, a.x);
-        g3cuda_free(kt_ctx, a.y);
-        g3cuda_free(kt_ctx, a.d);
+        KT_FREE(a.x, a.y, a.d);
     }
     kt_finish();
     return tap_exit();

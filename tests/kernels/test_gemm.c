@@ -157,8 +157,7 @@ static void test_errors(void)
     g.ldaux = 64;
     tap_ok(g3cuda_gemm(kt_ctx, &g) == 0 && g3cuda_ctx_sync(kt_ctx, why, sizeof(why)) == 0,
            "the context works again after the error was reported (%s)", why);
-    g3cuda_free(kt_ctx, a);
-    g3cuda_free(kt_ctx, d);
+    KT_FREE(a, d);
 }
 
 typedef struct { g3cuda_gemm_t g; } gemm_bench_t;
@@ -191,11 +190,7 @@ static void bench_one(const char *name, int M, int N, int K, int trans_a, int tr
     g3cuda_zero(kt_ctx, b.g.aux, 2 * nd);
     snprintf(what, sizeof(what), "gemm %s M=%d N=%d K=%d", name, M, N, K);
     kt_report(what, kt_time_ms(run_gemm, &b, 20), 2.0 * M * (double)N * K, 0.0);
-    g3cuda_free(kt_ctx, (void *)b.g.A);
-    g3cuda_free(kt_ctx, (void *)b.g.B);
-    g3cuda_free(kt_ctx, b.g.D);
-    g3cuda_free(kt_ctx, (void *)b.g.bias);
-    g3cuda_free(kt_ctx, b.g.aux);
+    KT_FREE((void *)b.g.A, (void *)b.g.B, b.g.D, (void *)b.g.bias, b.g.aux);
 }
 
 int main(void)

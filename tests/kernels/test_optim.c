@@ -57,12 +57,7 @@ static void test_adamw(size_t n, int use_scale)
             bad += gbits[i] != ref_f2bf(gp[i]);
         tap_ok(bad == 0, "%s: bf16 params = RNE(master) (%zu differ)", what, bad);
     }
-    g3cuda_free(kt_ctx, d_p);
-    g3cuda_free(kt_ctx, d_g);
-    g3cuda_free(kt_ctx, d_m);
-    g3cuda_free(kt_ctx, d_v);
-    g3cuda_free(kt_ctx, d_scale);
-    g3cuda_free(kt_ctx, d_bf);
+    KT_FREE(d_p, d_g, d_m, d_v, d_scale, d_bf);
     free(p); free(g); free(m); free(v); free(gp); free(gm); free(gv); free(gbits); free(w);
 }
 
@@ -90,8 +85,7 @@ static void test_sumsq(size_t n, g3cuda_dtype_t type)
         tap_close_f(got[0], want, 1e-12, 0.0, what);
         tap_ok(memcmp(&got[0], &got[1], sizeof(double)) == 0, "%s: deterministic", what);
     }
-    g3cuda_free(kt_ctx, d_x);
-    g3cuda_free(kt_ctx, d_acc);
+    KT_FREE(d_x, d_acc);
     free(x);
 }
 
@@ -114,8 +108,7 @@ static void test_clip(double sumsq, float max_norm)
         else
             tap_ok(isnan(out[1]), "clip_scale reports the NaN norm (%g)", (double)out[1]);
     }
-    g3cuda_free(kt_ctx, d_ss);
-    g3cuda_free(kt_ctx, d_out);
+    KT_FREE(d_ss, d_out);
 }
 
 typedef struct { float *p, *g, *m, *v; g3cuda_bf16_t *bf; double *acc; size_t n; } opt_bench_t;

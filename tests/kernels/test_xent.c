@@ -52,9 +52,7 @@ static void test_fused(int N, int V, int ld, int in_place)
     g3cuda_free(kt_ctx, d_logits);
     if (!in_place)
         g3cuda_free(kt_ctx, d_dl);
-    g3cuda_free(kt_ctx, d_loss);
-    g3cuda_free(kt_ctx, d_lse);
-    g3cuda_free(kt_ctx, d_tgt);
+    KT_FREE(d_loss, d_lse, d_tgt);
     free(logits); free(loss); free(lse); free(dl); free(rloss); free(rlse); free(rdl);
     free(rdl_ld); free(tgt);
 }
@@ -121,13 +119,9 @@ static void test_sharded(int N, int V, int a, int b)
         }
     }
     for (int s = 0; s < 3; s++) {
-        g3cuda_free(kt_ctx, d_sh[s]);
-        g3cuda_free(kt_ctx, d_g[s]);
+        KT_FREE(d_sh[s], d_g[s]);
     }
-    g3cuda_free(kt_ctx, d_stats);
-    g3cuda_free(kt_ctx, d_loss);
-    g3cuda_free(kt_ctx, d_lse);
-    g3cuda_free(kt_ctx, d_tgt);
+    KT_FREE(d_stats, d_loss, d_lse, d_tgt);
     free(logits); free(loss); free(lse); free(rloss); free(rlse); free(rdl); free(tgt);
 }
 
@@ -157,10 +151,7 @@ static void bench(int N, int V)
     snprintf(what, sizeof(what), "xent_fused in place N=%d V=%d", N, V);
     /* reads the logits twice, writes the gradient once */
     kt_report(what, kt_time_ms(run_fused, &a, 10), 0.0, 3.0 * 2.0 * (double)n);
-    g3cuda_free(kt_ctx, a.loss);
-    g3cuda_free(kt_ctx, a.lse);
-    g3cuda_free(kt_ctx, a.logits);
-    g3cuda_free(kt_ctx, a.tgt);
+    KT_FREE(a.loss, a.lse, a.logits, a.tgt);
     free(tgt);
 }
 
