@@ -357,28 +357,18 @@ static g3_status_t g3_par_p2p(g3_par_engine_t *eng, int64_t k, int send, int fwd
 #define g3_par_send_bwd(eng, k) g3_par_p2p(eng, k, 1, 0)
 #define g3_par_recv_bwd(eng, k) g3_par_p2p(eng, k, 0, 0)
 
-/* Send micro-batch kf's output forward and receive micro-batch kb's output gradient. */
-static g3_status_t g3_par_send_fwd_recv_bwd(g3_par_engine_t *eng, int64_t kf, int64_t kb)
+/* Send micro-batch ks one way and receive micro-batch kr the other way: fwd 1 sends ks's
+ * output forward and receives kr's output gradient, fwd 0 sends ks's input gradient back and
+ * receives kr's input.  Even stages send first and odd ones receive first, so that
+ * neighbours' blocking calls pair up. */
+static g3_status_t g3_par_send_recv(g3_par_engine_t *eng, int64_t ks, int64_t kr, int fwd)
 {
-    g3_status_t st;
-    if (eng->par->layout.pp_rank % 2 == 0) {
-        st = g3_par_send_fwd(eng, kf);
-        return st == G3_OK ? g3_par_recv_bwd(eng, kb) : st;
-    }
-    st = g3_par_recv_bwd(eng, kb);
-    return st == G3_OK ? g3_par_send_fwd(eng, kf) : st;
-}
+    int send_first = eng->par->layout.pp_rank % 2 == 0;
+    g3_status_t st = send_first ? g3_par_p2p(eng, ks, 1, fwd) : g3_par_p2p(eng, kr, 0, !fwd);
 
-/* Send micro-batch kb's input gradient back and receive micro-batch kf's input. */
-static g3_status_t g3_par_send_bwd_recv_fwd(g3_par_engine_t *eng, int64_t kb, int64_t kf)
-{
-    g3_status_t st;
-    if (eng->par->layout.pp_rank % 2 == 0) {
-        st = g3_par_send_bwd(eng, kb);
-        return st == G3_OK ? g3_par_recv_fwd(eng, kf) : st;
-    }
-    st = g3_par_recv_fwd(eng, kf);
-    return st == G3_OK ? g3_par_send_bwd(eng, kb) : st;
+    if (st != G3_OK)
+        return st;
+    return send_first ? g3_par_p2p(eng, kr, 0, !fwd) : g3_par_p2p(eng, ks, 1, fwd);
 }
 
 /* Megatron's forward_backward_pipelining_without_interleaving over m micro-batches:
@@ -407,12 +397,12 @@ static g3_status_t g3_par_1f1b(g3_par_run_t *r, int64_t m)
         int64_t kf = w + i, kb = i;
         st = g3_par_fwd(r, kf);
         if (st == G3_OK)
-            st = g3_par_send_fwd_recv_bwd(eng, kf, kb);
+            st = g3_par_send_recv(eng, kf, kb, 1);
         if (st == G3_OK)
             st = g3_par_bwd(r, kb);
         if (st == G3_OK)
             st = i == rem - 1 ? g3_par_send_bwd(eng, kb)
-                              : g3_par_send_bwd_recv_fwd(eng, kb, kf + 1);
+                              : g3_par_send_recv(eng, kb, kf + 1, 0);
     }
     for (int64_t i = 0; i < w && st == G3_OK; i++) {
         int64_t kb = rem + i;
