@@ -470,28 +470,33 @@ static g3_status_t g3_comm_finish(g3_comm_t *comm, g3_comm_stat_t kind, double t
     return st;
 }
 
+/* A blocking reduction, all-reduce or (scatter) reduce-scatter: the checks, the timing and the
+ * statistics around the backend's operation. */
+static g3_status_t g3_comm_reduction(g3_comm_t *comm, int scatter, const void *send, void *recv,
+                                     size_t n, g3_comm_dtype_t dtype, g3_comm_reduce_t op)
+{
+    const char *what = scatter ? "reduce-scatter" : "all-reduce";
+    double t0;
+    g3_status_t st = g3_comm_check(comm, what, dtype, n, 1, op);
+    if (st != G3_OK || n == 0)
+        return st;
+    t0 = g3_comm_start(comm, what);
+    st = (scatter ? comm->ops->reduce_scatter : comm->ops->allreduce)(comm, send, recv, n, dtype,
+                                                                       op);
+    return g3_comm_finish(comm, scatter ? G3_COMM_STAT_REDUCE_SCATTER : G3_COMM_STAT_ALLREDUCE,
+                          t0, st);
+}
+
 g3_status_t g3_comm_allreduce(g3_comm_t *comm, const void *send, void *recv, size_t n,
                               g3_comm_dtype_t dtype, g3_comm_reduce_t op)
 {
-    double t0;
-    g3_status_t st = g3_comm_check(comm, "all-reduce", dtype, n, 1, op);
-    if (st != G3_OK || n == 0)
-        return st;
-    t0 = g3_comm_start(comm, "all-reduce");
-    st = comm->ops->allreduce(comm, send, recv, n, dtype, op);
-    return g3_comm_finish(comm, G3_COMM_STAT_ALLREDUCE, t0, st);
+    return g3_comm_reduction(comm, 0, send, recv, n, dtype, op);
 }
 
 g3_status_t g3_comm_reduce_scatter(g3_comm_t *comm, const void *send, void *recv, size_t n,
                                    g3_comm_dtype_t dtype, g3_comm_reduce_t op)
 {
-    double t0;
-    g3_status_t st = g3_comm_check(comm, "reduce-scatter", dtype, n, 1, op);
-    if (st != G3_OK || n == 0)
-        return st;
-    t0 = g3_comm_start(comm, "reduce-scatter");
-    st = comm->ops->reduce_scatter(comm, send, recv, n, dtype, op);
-    return g3_comm_finish(comm, G3_COMM_STAT_REDUCE_SCATTER, t0, st);
+    return g3_comm_reduction(comm, 1, send, recv, n, dtype, op);
 }
 
 g3_status_t g3_comm_allgather(g3_comm_t *comm, const void *send, void *recv, size_t n,
@@ -540,32 +545,33 @@ static g3_status_t g3_comm_check_p2p(g3_comm_t *comm, const char *op, int peer, 
     return G3_OK;
 }
 
+/* A blocking send (is_send) or receive of buf, with its checks, timing and statistics. */
+static g3_status_t g3_comm_p2p(g3_comm_t *comm, int is_send, void *buf, size_t n,
+                               g3_comm_dtype_t dtype, int peer, int tag)
+{
+    const char *what = is_send ? "send" : "recv";
+    double t0;
+    g3_status_t st = g3_comm_check(comm, what, dtype, n, 0, G3_COMM_SUM);
+    if (st == G3_OK)
+        st = g3_comm_check_p2p(comm, what, peer, tag);
+    if (st != G3_OK)
+        return st;
+    t0 = g3_comm_start(comm, what);
+    st = is_send ? comm->ops->send(comm, buf, n, dtype, peer, tag)
+                 : comm->ops->recv(comm, buf, n, dtype, peer, tag);
+    return g3_comm_finish(comm, is_send ? G3_COMM_STAT_SEND : G3_COMM_STAT_RECV, t0, st);
+}
+
 g3_status_t g3_comm_send(g3_comm_t *comm, const void *buf, size_t n, g3_comm_dtype_t dtype,
                          int peer, int tag)
 {
-    double t0;
-    g3_status_t st = g3_comm_check(comm, "send", dtype, n, 0, G3_COMM_SUM);
-    if (st == G3_OK)
-        st = g3_comm_check_p2p(comm, "send", peer, tag);
-    if (st != G3_OK)
-        return st;
-    t0 = g3_comm_start(comm, "send");
-    st = comm->ops->send(comm, buf, n, dtype, peer, tag);
-    return g3_comm_finish(comm, G3_COMM_STAT_SEND, t0, st);
+    return g3_comm_p2p(comm, 1, (void *)buf, n, dtype, peer, tag);   /* only read */
 }
 
 g3_status_t g3_comm_recv(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtype_t dtype,
                          int peer, int tag)
 {
-    double t0;
-    g3_status_t st = g3_comm_check(comm, "recv", dtype, n, 0, G3_COMM_SUM);
-    if (st == G3_OK)
-        st = g3_comm_check_p2p(comm, "recv", peer, tag);
-    if (st != G3_OK)
-        return st;
-    t0 = g3_comm_start(comm, "recv");
-    st = comm->ops->recv(comm, buf, n, dtype, peer, tag);
-    return g3_comm_finish(comm, G3_COMM_STAT_RECV, t0, st);
+    return g3_comm_p2p(comm, 0, buf, n, dtype, peer, tag);
 }
 
 g3_status_t g3_comm_barrier(g3_comm_t *comm)
