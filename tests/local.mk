@@ -14,7 +14,15 @@ AM_TESTS_ENVIRONMENT = \
 	GPT3D_TEST_DATA="$${GPT3D_TEST_DATA:-$(abs_top_builddir)/tests/_data}"; export GPT3D_TEST_DATA;
 EXTRA_DIST += tests/tap.h tests/lib.sh tests/par_alone.h tests/gpt_small.h
 
-G3_TEST_LDADD = $(G3_LIBS) $(G3_CUDA_LIBS) $(G3_EXTERNAL_LIBS)
+# Each directory's local.mk names every test once, in one of two lists that the end of this
+# file hands to Automake:
+#   G3_C_TESTS   C programs, built by make check from tests/X/test_Y.c alone (Automake's
+#                default source; one with more files lists its _SOURCES), linked with LDADD;
+#   G3_SH_TESTS  shell scripts, also distributed.
+# Helper programs go in check_PROGRAMS, helper files in EXTRA_DIST.  The slow LONG_TESTS
+# (make check-long) are distributed at the end too.
+G3_C_TESTS =
+G3_SH_TESTS =
 
 include tests/core/local.mk
 include tests/cli/local.mk
@@ -29,6 +37,10 @@ include tests/ckpt/local.mk
 include tests/kernels/local.mk
 include tests/slurm/local.mk
 include tests/modules/local.mk
+
+check_PROGRAMS += $(G3_C_TESTS)
+TESTS += $(G3_C_TESTS) $(G3_SH_TESTS)
+EXTRA_DIST += $(G3_SH_TESTS) $(LONG_TESTS)
 
 # The test corpus (tests/data builds it into tests/_data) and other scratch
 # data go away with "make clean" so that distcleancheck passes.

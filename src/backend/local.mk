@@ -2,12 +2,8 @@
 # The CUDA backend (cuda.c, bf16 activations) calls the kernels of kernels/ and is compiled
 # only when configure found CUDA (HAVE_CUDA).
 src_libgpt3d_a_SOURCES += \
-	src/backend/backend.h \
-	src/backend/backend.c \
-	src/backend/cpu_internal.h \
-	src/backend/cpu.c \
-	src/backend/cpu_ops.c \
-	src/backend/cpu_matmul.c
+	src/backend/backend.c src/backend/backend.h \
+	src/backend/cpu.c src/backend/cpu_ops.c src/backend/cpu_matmul.c src/backend/cpu_internal.h
 if HAVE_CUDA
 src_libgpt3d_a_SOURCES += src/backend/cuda.c
 endif

@@ -16,4 +16,3 @@ src_gpt3d_SOURCES = \
 	src/cli/cmd_eval.c \
 	src/cli/cmd_generate.c \
 	src/cli/cmd_plan.c
-src_gpt3d_LDADD = $(G3_LIBS) $(G3_CUDA_LIBS) $(G3_EXTERNAL_LIBS)

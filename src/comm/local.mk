@@ -13,8 +13,6 @@ endif
 if HAVE_MPICC
 noinst_PROGRAMS += src/comm/comm_bench
 endif
-src_comm_comm_bench_SOURCES = src/comm/comm_bench.c
 src_comm_comm_bench_CPPFLAGS = $(AM_CPPFLAGS) $(G3_MPI_CPPFLAGS)
-src_comm_comm_bench_LDADD = $(G3_LIBS) $(G3_CUDA_LIBS) $(G3_EXTERNAL_LIBS)
 src_comm_comm_bench_LINK = $(MPICC) $(AM_CFLAGS) $(CFLAGS) $(AM_LDFLAGS) $(LDFLAGS) -o $@
 G3_MPI_CPPFLAGS = $(shell $(MPICC) --showme:compile 2>/dev/null || $(MPICC) -compile_info 2>/dev/null | cut -d' ' -f2-)

@@ -1,8 +1,5 @@
 # tests/comm: collectives against a serial reference under mpirun with 1, 2,
 # 4 and 8 ranks (oversubscribed), singleton mode, timeouts, error paths.
 check_PROGRAMS += tests/comm/comm_check
-tests_comm_comm_check_SOURCES = tests/comm/comm_check.c
-tests_comm_comm_check_LDADD = $(G3_TEST_LDADD)
-TESTS += tests/comm/test_comm_single.sh tests/comm/test_comm_mpi.sh tests/comm/test_staged_train.sh
-EXTRA_DIST += tests/comm/test_comm_single.sh tests/comm/test_comm_mpi.sh \
+G3_SH_TESTS += tests/comm/test_comm_single.sh tests/comm/test_comm_mpi.sh \
 	tests/comm/test_staged_train.sh

@@ -1,14 +1,3 @@
-check_PROGRAMS += tests/core/test_status tests/core/test_opt tests/core/test_rng tests/core/test_log
-TESTS += tests/core/test_status tests/core/test_opt tests/core/test_rng tests/core/test_log
-check_PROGRAMS += tests/core/test_timer
-TESTS += tests/core/test_timer
-tests_core_test_timer_SOURCES = tests/core/test_timer.c tests/tap.h
-tests_core_test_timer_LDADD = $(G3_TEST_LDADD)
-tests_core_test_status_SOURCES = tests/core/test_status.c tests/tap.h
-tests_core_test_status_LDADD = $(G3_TEST_LDADD)
-tests_core_test_opt_SOURCES = tests/core/test_opt.c tests/tap.h
-tests_core_test_opt_LDADD = $(G3_TEST_LDADD)
-tests_core_test_rng_SOURCES = tests/core/test_rng.c tests/tap.h
-tests_core_test_rng_LDADD = $(G3_TEST_LDADD)
-tests_core_test_log_SOURCES = tests/core/test_log.c tests/tap.h
-tests_core_test_log_LDADD = $(G3_TEST_LDADD)
+# tests/core: status codes, options, the counter-based RNG, logging and timers.
+G3_C_TESTS += tests/core/test_status tests/core/test_opt tests/core/test_rng \
+	tests/core/test_log tests/core/test_timer

@@ -3,32 +3,25 @@
 # layouts refused before any work, and the speed benchmark (tests/parallel/bench_parallel.sh:
 # by hand or make check-long).
 check_PROGRAMS += tests/parallel/grad_check
-tests_parallel_grad_check_SOURCES = tests/parallel/grad_check.c
+# grad_check parses the dumps itself, with no gpt3d code: it links libm only.
 tests_parallel_grad_check_LDADD = -lm
-TESTS += tests/parallel/test_parallel_equiv.sh tests/parallel/test_parallel_errors.sh
-EXTRA_DIST += tests/parallel/test_parallel_equiv.sh tests/parallel/test_parallel_errors.sh
+G3_SH_TESTS += tests/parallel/test_parallel_equiv.sh tests/parallel/test_parallel_errors.sh
 # Under srun --mpi=pmix on the private Slurm cluster (skips where none can start).
-TESTS += tests/parallel/test_parallel_slurm.sh
-EXTRA_DIST += tests/parallel/test_parallel_slurm.sh
+G3_SH_TESTS += tests/parallel/test_parallel_slurm.sh
 LONG_TESTS += tests/parallel/bench_parallel.sh
-EXTRA_DIST += tests/parallel/bench_parallel.sh
 # On GPUs (--device cuda, NCCL groups): every layout against one GPU and the CPU; skips
 # without 2 GPUs after checking the refusal.  The bf16 data-parallel reduction on the CPU.
-TESTS += tests/parallel/test_parallel_cuda.sh tests/parallel/test_grad_reduce_bf16.sh
-EXTRA_DIST += tests/parallel/test_parallel_cuda.sh tests/parallel/test_grad_reduce_bf16.sh \
-	tests/parallel/par_lib.sh
+G3_SH_TESTS += tests/parallel/test_parallel_cuda.sh tests/parallel/test_grad_reduce_bf16.sh
+EXTRA_DIST += tests/parallel/par_lib.sh
 # --overlap-grad-reduce / --overlap-param-gather: bitwise the same as the bucketed reduction
 # without overlap (CPU, host groups).
-TESTS += tests/parallel/test_overlap.sh
-EXTRA_DIST += tests/parallel/test_overlap.sh
+G3_SH_TESTS += tests/parallel/test_overlap.sh
 # Their time per iteration under DP 2, by hand (docs/benchmarks.md): not a TAP test.
 EXTRA_DIST += tests/parallel/bench_overlap.sh
 # Interleaved 1F1B (--virtual-pipeline-model-parallel-size): the one-rank model under TP, DP,
 # ZeRO-1, overlap, recomputation; V 1 bitwise 1F1B; checkpoints across V, TP, PP; refusals.
 # The measured idle fraction of stage 0 under PP 4 for V 1 and V 2 beside the formulas.
-TESTS += tests/parallel/test_interleaved.sh tests/parallel/test_bubble.sh
-EXTRA_DIST += tests/parallel/test_interleaved.sh tests/parallel/test_bubble.sh
+G3_SH_TESTS += tests/parallel/test_interleaved.sh tests/parallel/test_bubble.sh
 # --sequence-parallel: the one-rank model under TP 2 alone, with PP, DP + ZeRO-1, overlap,
 # recomputation, V 2; less activation memory; the sample; the refusal without TP.
-TESTS += tests/parallel/test_sequence_parallel.sh
-EXTRA_DIST += tests/parallel/test_sequence_parallel.sh
+G3_SH_TESTS += tests/parallel/test_sequence_parallel.sh
