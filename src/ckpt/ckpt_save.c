@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "core/fs.h"
 #include "core/log.h"
 
 void (*g3_ckpt_fault_hook)(const char *point) = NULL;
@@ -25,27 +26,12 @@ static const char *const reserved_names[] = { "config", "layout", "state", "file
 
 static g3_status_t mkdir_p(const char *path)
 {
-    char p[PATH_MAX];
-    size_t len = strlen(path);
+    char failed[PATH_MAX];
+    g3_status_t st = g3_mkdir_p(path, 0777, failed, sizeof(failed));
 
-    if (len == 0 || len >= sizeof(p))
-        return G3_ERR_INVALID_ARG;
-    memcpy(p, path, len + 1);
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            g3_error("cannot create checkpoint directory %s: %s", p, strerror(errno));
-            return G3_ERR_IO;
-        }
-        *s = '/';
-    }
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-        g3_error("cannot create checkpoint directory %s: %s", p, strerror(errno));
-        return G3_ERR_IO;
-    }
-    return G3_OK;
+    if (st == G3_ERR_IO)
+        g3_error("cannot create checkpoint directory %s: %s", failed, strerror(errno));
+    return st;
 }
 
 /* `latest` must be a regular file (or absent) for the commit's rename over it to work. */

@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "core/fs.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "data/bpe.h"
@@ -224,24 +226,12 @@ static g3_status_t g3_need_program(const char *prog, const char *package, const 
 
 static g3_status_t g3_mkdirs(const char *dir)
 {
-    char path[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof(path))
-        return G3_ERR_INVALID_ARG;
-    memcpy(path, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (path[i] == '/' || path[i] == '\0') {
-            char c = path[i];
-            path[i] = '\0';
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-                g3_error("gpt3d corpus: cannot create the directory '%s': %s (choose another with --output-dir or GPT3D_DATA_DIR)",
-                         path, strerror(errno));
-                return G3_ERR_IO;
-            }
-            path[i] = c;
-        }
-    }
-    return G3_OK;
+    char failed[PATH_MAX];
+    g3_status_t st = g3_mkdir_p(dir, 0755, failed, sizeof(failed));
+    if (st != G3_OK)
+        g3_error("gpt3d corpus: cannot create the directory '%s': %s (choose another with --output-dir or GPT3D_DATA_DIR)",
+                 st == G3_ERR_IO ? failed : dir, strerror(errno));
+    return st;
 }
 
 /* A unique temporary name beside path.  OUT: tmp (size bytes). */

@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/world.h"
 #include "comm/comm.h"
+#include "core/fs.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "core/status.h"
@@ -81,28 +82,6 @@ static int g3_train_device_sizes(const g3_train_config_t *cfg)
         return G3_EXIT_USAGE;
     }
     return G3_EXIT_OK;
-}
-
-/* mkdir -p.  RET 0 with errno set on failure. */
-static int g3_mkdirs(const char *path)
-{
-    char buf[4096];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof(buf)) {
-        errno = ENAMETOOLONG;
-        return 0;
-    }
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] == '/' || buf[i] == '\0') {
-            char c = buf[i];
-            buf[i] = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-                return 0;
-            buf[i] = c;
-        }
-    }
-    return 1;
 }
 
 /* --exit-signal: the handler only sets the flag; the training loop looks at it at each step
@@ -323,7 +302,7 @@ int g3_cmd_train(int argc, char **argv)
         run_dir = g3_opts_str(o, "save") ? g3_opts_str(o, "save") : "gpt3d-run";
     cfg.metrics_file = g3_opts_str(o, "metrics-file");
     if (!cfg.metrics_file) {
-        if (!g3_mkdirs(run_dir)) {
+        if (g3_mkdir_p(run_dir, 0777, NULL, 0) != G3_OK) {
             g3_error("cannot create the run directory %s: %s; pass a writable --run-dir",
                      run_dir, strerror(errno));
             rc = G3_EXIT_FAILURE;

@@ -1,5 +1,5 @@
-# src/core: status, logging, options, counter-based RNG, the clock and timers.  Depends on
-# nothing.
+# src/core: status, logging, options, counter-based RNG, the clock, timers and mkdir -p.
+# Depends on nothing.
 src_libgpt3d_a_SOURCES += \
 	src/core/status.c src/core/status.h \
 	src/core/log.c src/core/log.h \
@@ -7,4 +7,5 @@ src_libgpt3d_a_SOURCES += \
 	src/core/rng.c src/core/rng.h \
 	src/core/clock.c src/core/clock.h \
 	src/core/timer.c src/core/timer.h \
+	src/core/fs.c src/core/fs.h \
 	src/core/bf16.h

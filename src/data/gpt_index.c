@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/fs.h"
 #include "core/log.h"
 
 /* ---- numpy's MT19937 and RandomState.shuffle ----------------------------- */
@@ -576,25 +577,6 @@ err_unlink:
     return G3_ERR_IO;
 }
 
-static g3_status_t g3_mkdir_p(const char *dir)
-{
-    char path[4096];
-    size_t n = strlen(dir);
-    if (n >= sizeof(path))
-        return G3_ERR_INVALID_ARG;
-    memcpy(path, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (path[i] == '/' || path[i] == '\0') {
-            char c = path[i];
-            path[i] = '\0';
-            if (mkdir(path, 0755) != 0 && errno != EEXIST)
-                return G3_ERR_IO;
-            path[i] = c;
-        }
-    }
-    return G3_OK;
-}
-
 static int g3_fallback_dir(char *buf, size_t size)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -690,7 +672,7 @@ scan:
     }
     for (int k = 0; k < ndirs; k++) {
         int err = 0;
-        if (hashed[k] && g3_mkdir_p(dirs[k]) != G3_OK) {
+        if (hashed[k] && g3_mkdir_p(dirs[k], 0755, NULL, 0) != G3_OK) {
             err = errno;
         } else if (g3_gptidx_save(paths[k], idx, gi, &err) == G3_OK) {
             if (rebuilt)

@@ -1,0 +1,39 @@
+/* gpt3d core: file-system helpers (fs.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/fs.h"
+
+g3_status_t g3_mkdir_p(const char *path, mode_t mode, char *failed, size_t size)
+{
+    char p[PATH_MAX];
+    size_t n = strlen(path);
+
+    if (failed && size)
+        failed[0] = '\0';
+    if (n == 0 || n >= sizeof(p)) {
+        errno = n == 0 ? ENOENT : ENAMETOOLONG;
+        return G3_ERR_INVALID_ARG;
+    }
+    memcpy(p, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        char c = p[i];
+        if (c != '/' && c != '\0')
+            continue;
+        p[i] = '\0';
+        if (mkdir(p, mode) != 0 && errno != EEXIST) {
+            int err = errno;
+            if (failed && size)
+                snprintf(failed, size, "%s", p);
+            errno = err;
+            return G3_ERR_IO;
+        }
+        p[i] = c;
+    }
+    return G3_OK;
+}

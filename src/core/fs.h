@@ -1,0 +1,17 @@
+/* gpt3d core: file-system helpers shared by the layers above. */
+#ifndef G3_CORE_FS_H
+#define G3_CORE_FS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "core/status.h"
+
+/* mkdir -p: create path and every missing parent with mode (the umask applies); directories
+ * that exist already are fine.  Not logged: the caller names what the directory is for.
+ * OUT: failed (size bytes; NULL: not wanted), the component that could not be created.
+ * RET: G3_OK; G3_ERR_INVALID_ARG for an empty path or one of PATH_MAX bytes or more (errno
+ * ENOENT or ENAMETOOLONG); G3_ERR_IO with mkdir's errno. */
+g3_status_t g3_mkdir_p(const char *path, mode_t mode, char *failed, size_t size);
+
+#endif
