@@ -37,6 +37,7 @@ include tests/ckpt/local.mk
 include tests/kernels/local.mk
 include tests/slurm/local.mk
 include tests/modules/local.mk
+include tests/style/local.mk
 
 check_PROGRAMS += $(G3_C_TESTS)
 TESTS += $(G3_C_TESTS) $(G3_SH_TESTS)

@@ -1,0 +1,58 @@
+#!/bin/sh
+# The house rules that a tool can check (docs/design.md, "Conventions"), over the C, CUDA and
+# shell sources of the tree:
+#   1. no message split across source lines (tests/style/literals.py --check);
+#   2. no C line over 100 columns unless it holds a string literal (a message stays whole);
+#   3. shellcheck is clean on every shell script of tests/ and scripts/ and the batch scripts;
+#   4. every test script that runs stops on an error (set -e), and a bash one on a failed
+#      pipeline (pipefail).
+# (top_srcdir, top_builddir come from make check.)
+# shellcheck disable=SC2154
+# shellcheck source=tests/lib.sh
+. "$top_srcdir/tests/lib.sh"
+set -eu
+
+cd "$top_srcdir"
+csrc=$(find src kernels tests -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cc' \) ! -name unicode_tables.c | sort)
+[ -n "$csrc" ] || skip_all "no C sources under $top_srcdir"
+
+# 1
+if command -v python3 >/dev/null 2>&1; then
+    # shellcheck disable=SC2086  # file names without blanks
+    run python3 tests/style/literals.py --check $csrc
+    is "$rc" 0 "no message is split across source lines ($(echo "$csrc" | wc -l) C and CUDA files)"
+    [ "$rc" -eq 0 ] || printf '%s\n' "$out" | sed -n '1,20p' | sed 's/^/#   /'
+else
+    skip "python3 is not installed (scripts/deps.sh test installs it)"
+fi
+
+# 2
+# shellcheck disable=SC2086
+long=$(awk 'length($0) > 100 && $0 !~ /"/ { print FILENAME ":" FNR ": " length($0) " columns" }' $csrc)
+is "$long" "" "no C line runs past 100 columns except for a string literal"
+
+# 3
+if command -v shellcheck >/dev/null 2>&1; then
+    scripts=$(find tests scripts -type f -name '*.sh' | sort)
+    submit=$top_builddir/sbatch/gpt3d-submit
+    [ -f "$submit" ] || submit=
+    # shellcheck disable=SC2086
+    run shellcheck -x -P SCRIPTDIR $scripts sbatch/gpt3d-train.sbatch sbatch/gpt3d-healthcheck $submit
+    is "$rc" 0 "shellcheck is clean on $(echo "$scripts" | wc -l) scripts and the batch scripts"
+    [ "$rc" -eq 0 ] || printf '%s\n' "$out" | sed -n '1,30p' | sed 's/^/#   /'
+else
+    skip "shellcheck is not installed (scripts/deps.sh test installs it)"
+fi
+
+# 4
+bad=
+for f in $(find tests -type f \( -name 'test_*.sh' -o -name 'bench_*.sh' \) | sort); do
+    grep -Eq '^[[:space:]]*set -[a-z]*e' "$f" || bad="$bad $f(set -e)"
+    # shellcheck disable=SC2016  # the text $0, not its value
+    if sed -n 1p "$f" | grep -q bash || grep -Fq 'exec bash "$0"' "$f"; then
+        grep -Eq '^[[:space:]]*set -[a-z]*o pipefail|^[[:space:]]*set -o pipefail' "$f" || bad="$bad $f(pipefail)"
+    fi
+done
+is "$bad" "" "every test script sets -e, and every bash one pipefail"
+
+done_testing
