@@ -348,14 +348,15 @@ extern "C" int g3cuda_attention_bwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *dqkv,
     if (G3CUDA_PENDING(ctx))
         return ctx->err;
     if (B <= 0 || T <= 0 || NH <= 0 || !g3_att_hs_supported(HS) || (size_t)B * NH > 65535)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_bwd: unsupported shape B=%d T=%d "
-                           "NH=%d HS=%d (head size must be 32, 64, 80, 96, 128 or 160; "
-                           "B*NH <= 65535)", B, T, NH, HS);
+        return g3cuda_fail(
+            ctx, G3CUDA_ERR_ARG,
+            "attention_bwd: unsupported shape B=%d T=%d NH=%d HS=%d (head size must be 32, 64, 80, 96, 128 or 160; B*NH <= 65535)",
+            B, T, NH, HS);
     if (dqkv == NULL || dout == NULL || out == NULL || qkv == NULL || lse == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_bwd: NULL tensor");
     if (!g3cuda_aligned(qkv, 16) || !g3cuda_aligned(dout, 16))
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_bwd: qkv and dout must be 16-byte "
-                           "aligned");
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG,
+                           "attention_bwd: qkv and dout must be 16-byte aligned");
     switch (HS) {
     case 32:  return g3_attention_bwd_launch<32>(ctx, dx, dO, O, x, lse, B, T, NH);
     case 64:  return g3_attention_bwd_launch<64>(ctx, dx, dO, O, x, lse, B, T, NH);

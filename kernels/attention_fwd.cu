@@ -161,9 +161,10 @@ extern "C" int g3cuda_attention_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *out, float
     if (G3CUDA_PENDING(ctx))
         return ctx->err;
     if (B <= 0 || T <= 0 || NH <= 0 || !g3_att_hs_supported(HS) || (size_t)B * NH > 65535)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_fwd: unsupported shape B=%d T=%d "
-                           "NH=%d HS=%d (head size must be 32, 64, 80, 96, 128 or 160; "
-                           "B*NH <= 65535)", B, T, NH, HS);
+        return g3cuda_fail(
+            ctx, G3CUDA_ERR_ARG,
+            "attention_fwd: unsupported shape B=%d T=%d NH=%d HS=%d (head size must be 32, 64, 80, 96, 128 or 160; B*NH <= 65535)",
+            B, T, NH, HS);
     if (out == NULL || lse == NULL || qkv == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_fwd: NULL tensor");
     if (!g3cuda_aligned(qkv, 16))

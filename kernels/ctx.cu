@@ -108,8 +108,9 @@ extern "C" int g3cuda_ctx_create(int device, size_t workspace_bytes, g3cuda_ctx_
     snprintf(ctx->name, sizeof(ctx->name), "%s (sm_%d%d, %d SMs)", prop.name, prop.major,
              prop.minor, prop.multiProcessorCount);
     if (prop.major < 8) {
-        snprintf(why, why_len, "%s: the bf16 tensor-core kernels need compute capability 8.0 "
-                 "(A100) or newer", ctx->name);
+        snprintf(why, why_len,
+                 "%s: the bf16 tensor-core kernels need compute capability 8.0 (A100) or newer",
+                 ctx->name);
         err = G3CUDA_ERR_ARG;
         goto err_free_ctx;
     }
@@ -211,8 +212,9 @@ extern "C" int g3cuda_malloc(g3cuda_ctx_t *ctx, size_t bytes, const char *what, 
         return ctx->err;
     e = cudaMalloc(&p, bytes ? bytes : 1);
     if (e != cudaSuccess)
-        return g3cuda_fail(ctx, G3CUDA_ERR_NOMEM, "cannot allocate %zu bytes of device memory "
-                           "for %s on %s: %s", bytes, what, ctx->name, cudaGetErrorString(e));
+        return g3cuda_fail(ctx, G3CUDA_ERR_NOMEM,
+                           "cannot allocate %zu bytes of device memory for %s on %s: %s", bytes,
+                           what, ctx->name, cudaGetErrorString(e));
     *ptr_p = p;
     return 0;
 }
@@ -274,8 +276,9 @@ extern "C" int g3cuda_host_alloc(g3cuda_ctx_t *ctx, size_t bytes, void **ptr_p)
     void *p = NULL;
     cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault);
     if (e != cudaSuccess)
-        return g3cuda_fail(ctx, G3CUDA_ERR_NOMEM, "cannot allocate %zu bytes of page-locked "
-                           "host memory: %s", bytes, cudaGetErrorString(e));
+        return g3cuda_fail(ctx, G3CUDA_ERR_NOMEM,
+                           "cannot allocate %zu bytes of page-locked host memory: %s", bytes,
+                           cudaGetErrorString(e));
     *ptr_p = p;
     return 0;
 }

@@ -102,8 +102,9 @@ extern "C" int g3cuda_embedding_bwd(g3cuda_ctx_t *ctx, float *dwte, float *dwpe,
         e = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys, pos_in, pos, BT, 0,
                                             end_bit, ctx->stream);
         if (e != cudaSuccess)
-            return g3cuda_fail(ctx, G3CUDA_ERR_CUDA, "embedding_bwd: cub radix sort of %d "
-                               "tokens: %s", BT, cudaGetErrorString(e));
+            return g3cuda_fail(ctx, G3CUDA_ERR_CUDA,
+                               "embedding_bwd: cub radix sort of %d tokens: %s", BT,
+                               cudaGetErrorString(e));
         dim3 grid((unsigned)BT, (unsigned)((C + G3_EMB_COLS - 1) / G3_EMB_COLS));
         g3_embedding_dwte_kernel<<<grid, G3_EMB_COLS, 0, ctx->stream>>>(
             dwte, (const bf16 *)dout, keys, pos, BT, C, V);

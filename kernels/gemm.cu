@@ -132,10 +132,11 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
     if (s != CUBLAS_STATUS_SUCCESS)
         goto err_lt;
     if (count == 0) {
-        g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS, "gemm M=%d N=%d K=%d (trans_a %d, trans_b %d, "
-                    "lda %d, ldb %d, ldd %d, epilogue %d): cuBLASLt has no algorithm for it on "
-                    "%s", g->M, g->N, g->K, g->trans_a, g->trans_b, g->lda, g->ldb, g->ldd,
-                    (int)g->epilogue, ctx->name);
+        g3cuda_fail(
+            ctx, G3CUDA_ERR_CUBLAS,
+            "gemm M=%d N=%d K=%d (trans_a %d, trans_b %d, lda %d, ldb %d, ldd %d, epilogue %d): cuBLASLt has no algorithm for it on %s",
+            g->M, g->N, g->K, g->trans_a, g->trans_b, g->lda, g->ldb, g->ldd, (int)g->epilogue,
+            ctx->name);
         goto err_destroy;
     }
     p->algo = res.algo;
@@ -196,23 +197,25 @@ extern "C" int g3cuda_gemm(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g)
                            g->K);
     if (g->lda < (g->trans_a ? g->M : g->K) || g->ldb < (g->trans_b ? g->K : g->N) ||
         g->ldd < g->N)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: a leading dimension is "
-                           "shorter than its row (lda %d, ldb %d, ldd %d)", g->M, g->N, g->K,
-                           g->lda, g->ldb, g->ldd);
+        return g3cuda_fail(
+            ctx, G3CUDA_ERR_ARG,
+            "gemm M=%d N=%d K=%d: a leading dimension is shorter than its row (lda %d, ldb %d, ldd %d)",
+            g->M, g->N, g->K, g->lda, g->ldb, g->ldd);
     if (g->d_type != G3CUDA_F32 && g->d_type != G3CUDA_BF16)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm: unknown D dtype %d", (int)g->d_type);
     if (g->epilogue != G3CUDA_EPI_NONE && g->d_type != G3CUDA_BF16)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: epilogue %d needs a bf16 "
-                           "D", g->M, g->N, g->K, (int)g->epilogue);
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: epilogue %d needs a bf16 D",
+                           g->M, g->N, g->K, (int)g->epilogue);
     if ((g->epilogue == G3CUDA_EPI_BIAS || g->epilogue == G3CUDA_EPI_BIAS_GELU_AUX) &&
         g->bias == NULL)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: bias epilogue without a "
-                           "bias", g->M, g->N, g->K);
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: bias epilogue without a bias",
+                           g->M, g->N, g->K);
     if (g->epilogue >= G3CUDA_EPI_GELU_AUX &&
         (g->aux == NULL || g->ldaux < g->N || g->ldaux % 8 != 0))
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: GELU epilogue needs aux "
-                           "with ldaux >= N and a multiple of 8 (ldaux %d)", g->M, g->N, g->K,
-                           g->ldaux);
+        return g3cuda_fail(
+            ctx, G3CUDA_ERR_ARG,
+            "gemm M=%d N=%d K=%d: GELU epilogue needs aux with ldaux >= N and a multiple of 8 (ldaux %d)",
+            g->M, g->N, g->K, g->ldaux);
 #ifdef HAVE_CUBLAS
     {
         int key[G3CUDA_GEMM_KEY];
@@ -242,9 +245,9 @@ extern "C" int g3cuda_gemm(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g)
         } else {
             s = g3_gemm_set_pointers(p->op, g);
             if (s != CUBLAS_STATUS_SUCCESS)
-                return g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS, "gemm M=%d N=%d K=%d: setting the "
-                                   "epilogue pointers: %s", g->M, g->N, g->K,
-                                   cublasLtGetStatusString(s));
+                return g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS,
+                                   "gemm M=%d N=%d K=%d: setting the epilogue pointers: %s", g->M,
+                                   g->N, g->K, cublasLtGetStatusString(s));
         }
         s = cublasLtMatmul(ctx->lt, p->op, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->D,
                            p->d, g->D, p->d, &p->algo, ctx->workspace, ctx->workspace_bytes,
@@ -255,7 +258,8 @@ extern "C" int g3cuda_gemm(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g)
         return 0;
     }
 #else
-    return g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS, "gemm: this gpt3d was built without cuBLASLt "
-                       "(configure found no cublasLt.h / libcublasLt)");
+    return g3cuda_fail(
+        ctx, G3CUDA_ERR_CUBLAS,
+        "gemm: this gpt3d was built without cuBLASLt (configure found no cublasLt.h / libcublasLt)");
 #endif
 }

@@ -213,8 +213,9 @@ extern "C" int g3cuda_layernorm_bwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *dinp, floa
     if (G3CUDA_PENDING(ctx))
         return ctx->err;
     if (N <= 0 || C <= 0 || C > G3CUDA_LN_MAX_C)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "layernorm_bwd: bad shape N=%d C=%d (C must be "
-                           "in [1, %d])", N, C, G3CUDA_LN_MAX_C);
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG,
+                           "layernorm_bwd: bad shape N=%d C=%d (C must be in [1, %d])", N, C,
+                           G3CUDA_LN_MAX_C);
     if (dinp == NULL || dw == NULL || db == NULL || dout == NULL || inp == NULL || w == NULL ||
         mean == NULL || rstd == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "layernorm_bwd: NULL tensor");

@@ -66,8 +66,9 @@ extern "C" int g3cuda_layernorm_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *resid, g3c
     if (G3CUDA_PENDING(ctx))
         return ctx->err;
     if (N <= 0 || C <= 0 || C > G3CUDA_LN_MAX_C)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "layernorm_fwd: bad shape N=%d C=%d (C must be "
-                           "in [1, %d])", N, C, G3CUDA_LN_MAX_C);
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG,
+                           "layernorm_fwd: bad shape N=%d C=%d (C must be in [1, %d])", N, C,
+                           G3CUDA_LN_MAX_C);
     if (out == NULL || mean == NULL || rstd == NULL || a == NULL || w == NULL || bias == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "layernorm_fwd: NULL tensor");
     const bf16 *pa = (const bf16 *)a, *pb = (const bf16 *)b, *pw = (const bf16 *)w;

@@ -56,23 +56,24 @@ g3_status_t g3_be_check_sizes(const char *name, int C, int NH, int HS, int F, in
     if (name == NULL || strcmp(name, "cuda") != 0)
         return G3_OK;
     if (C > 24576) {   /* G3CUDA_LN_MAX_C (kernels/g3cuda.h) */
-        snprintf(why, why_len, "--device cuda: hidden size %d is more than 24576, the largest "
-                 "the LayerNorm kernels are compiled for; give a smaller --hidden-size (and more "
-                 "layers), or use --device cpu", C);
+        snprintf(
+            why, why_len,
+            "--device cuda: hidden size %d is more than 24576, the largest the LayerNorm kernels are compiled for; give a smaller --hidden-size (and more layers), or use --device cpu",
+            C);
         return G3_ERR_UNSUPPORTED;
     }
     if (HS != 32 && HS != 64 && HS != 80 && HS != 96 && HS != 128 && HS != 160) {
-        snprintf(why, why_len, "--device cuda: head size %d (--hidden-size / "
-                 "--num-attention-heads) is not one the flash-attention kernels are compiled for "
-                 "(32, 64, 80, 96, 128, 160); choose sizes that give one of these, or use "
-                 "--device cpu", HS);
+        snprintf(
+            why, why_len,
+            "--device cuda: head size %d (--hidden-size / --num-attention-heads) is not one the flash-attention kernels are compiled for (32, 64, 80, 96, 128, 160); choose sizes that give one of these, or use --device cpu",
+            HS);
         return G3_ERR_UNSUPPORTED;
     }
     if (C % 8 != 0 || F % 8 != 0 || Vp % 8 != 0) {
-        snprintf(why, why_len, "--device cuda: hidden size %d, MLP size %d and padded vocabulary "
-                 "rows per tensor-parallel rank %d must be multiples of 8 (16-byte bf16 rows for "
-                 "the tensor cores); change --hidden-size / --ffn-hidden-size / "
-                 "--make-vocab-size-divisible-by, or use --device cpu", C, F, Vp);
+        snprintf(
+            why, why_len,
+            "--device cuda: hidden size %d, MLP size %d and padded vocabulary rows per tensor-parallel rank %d must be multiples of 8 (16-byte bf16 rows for the tensor cores); change --hidden-size / --ffn-hidden-size / --make-vocab-size-divisible-by, or use --device cpu",
+            C, F, Vp);
         return G3_ERR_UNSUPPORTED;
     }
     return G3_OK;
@@ -111,16 +112,18 @@ g3_status_t g3_be_probe(const char *name, char *why, size_t why_len)
         char reason[512];
         int count = 0;
         if (g3cuda_device_count(&count, reason, sizeof(reason)) != 0 || count < 1) {
-            snprintf(why, why_len, "--device cuda: no usable CUDA device: %s. Run on a node with "
-                     "an NVIDIA GPU (check nvidia-smi, CUDA_VISIBLE_DEVICES and that the driver "
-                     "supports this CUDA toolkit) or use --device cpu", reason);
+            snprintf(
+                why, why_len,
+                "--device cuda: no usable CUDA device: %s. Run on a node with an NVIDIA GPU (check nvidia-smi, CUDA_VISIBLE_DEVICES and that the driver supports this CUDA toolkit) or use --device cpu",
+                reason);
             return G3_ERR_DEVICE;
         }
     }
     return G3_OK;
 #else
-    snprintf(why, why_len, "this gpt3d was built without CUDA; reconfigure with --with-cuda "
-             "(on a machine with the CUDA toolkit) and rebuild, or use --device cpu");
+    snprintf(
+        why, why_len,
+        "this gpt3d was built without CUDA; reconfigure with --with-cuda (on a machine with the CUDA toolkit) and rebuild, or use --device cpu");
     return G3_ERR_UNSUPPORTED;
 #endif
 }

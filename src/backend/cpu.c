@@ -41,9 +41,9 @@ static g3_status_t g3_cpu_alloc(g3_backend_t *be, size_t bytes, const char *what
         bytes = 64;
     rc = posix_memalign(&p, align, bytes);
     if (rc != 0) {
-        g3_error("CPU backend: cannot allocate %.1f MiB for %s: %s; use a smaller model, "
-                 "micro batch or sequence, or --recompute-activations",
-                 (double)bytes / 1048576.0, what ? what : "a tensor", strerror(rc));
+        g3_error(
+            "CPU backend: cannot allocate %.1f MiB for %s: %s; use a smaller model, micro batch or sequence, or --recompute-activations",
+            (double)bytes / 1048576.0, what ? what : "a tensor", strerror(rc));
         return G3_ERR_NO_MEMORY;
     }
 #ifdef MADV_HUGEPAGE

@@ -44,9 +44,9 @@ static g3_status_t g3_cuda_alloc(g3_backend_t *be, size_t bytes, const char *wha
 
     if (g3cuda_malloc(ctx, bytes ? bytes : 64, what ? what : "a tensor", &p) != 0) {
         g3cuda_ctx_sync(ctx, why, sizeof(why));   /* report and clear the recorded cause */
-        g3_error("CUDA backend: cannot allocate %.1f MiB of device memory for %s: %s; use a "
-                 "smaller model, micro batch or sequence, or --recompute-granularity full",
-                 (double)bytes / 1048576.0, what ? what : "a tensor", why);
+        g3_error(
+            "CUDA backend: cannot allocate %.1f MiB of device memory for %s: %s; use a smaller model, micro batch or sequence, or --recompute-granularity full",
+            (double)bytes / 1048576.0, what ? what : "a tensor", why);
         return G3_ERR_NO_MEMORY;
     }
     *ptr_p = p;
@@ -436,8 +436,9 @@ static void g3_cuda_peak(g3_backend_t *be)
         }
     }
     be->peak_flops = 989e12;
-    snprintf(be->peak_how, sizeof(be->peak_how), "unknown GPU: assumed the H100 SXM dense bf16 "
-             "peak, 989 TFLOP/s (set GPT3D_GPU_PEAK_TFLOPS)");
+    snprintf(
+        be->peak_how, sizeof(be->peak_how),
+        "unknown GPU: assumed the H100 SXM dense bf16 peak, 989 TFLOP/s (set GPT3D_GPU_PEAK_TFLOPS)");
 }
 
 /* ---- the table ---------------------------------------------------------------------------------- */
@@ -576,8 +577,9 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
         return G3_ERR_NO_MEMORY;
     }
     if (g3cuda_ctx_create(device, 0, &cu->ctx, why, sizeof(why)) != 0) {
-        g3_error("--device cuda: cannot use CUDA device %d: %s. Use a GPU of compute capability "
-                 "8.0 or newer (A100, H100), or --device cpu", device, why);
+        g3_error(
+            "--device cuda: cannot use CUDA device %d: %s. Use a GPU of compute capability 8.0 or newer (A100, H100), or --device cpu",
+            device, why);
         free(be);
         free(cu);
         return G3_ERR_DEVICE;

@@ -100,8 +100,9 @@ static int g3_eval_splits(const char *list, g3_eval_data_t *d)
                 strncmp(p, g3_split_name((g3_split_t)s), n) == 0)
                 found = s;
         if (found < 0) {
-            g3_error("--eval-split '%s': '%.*s' is not a split; use valid, test or train, "
-                     "comma-separated", list, (int)n, p);
+            g3_error(
+                "--eval-split '%s': '%.*s' is not a split; use valid, test or train, comma-separated",
+                list, (int)n, p);
             return 0;
         }
         for (int i = 0; i < d->nsplits; i++)
@@ -152,8 +153,8 @@ static int g3_eval_data_path(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eva
         from = " (the built-in corpus, which the checkpoint's run used)";
         builtin = 1;
         if (g3_data_corpus_dir(dir, sizeof(dir)) != G3_OK) {
-            g3_error("the checkpoint's run used the built-in corpus, whose directory is "
-                     "unknown (neither GPT3D_DATA_DIR nor HOME is set): pass --data-path");
+            g3_error(
+                "the checkpoint's run used the built-in corpus, whose directory is unknown (neither GPT3D_DATA_DIR nor HOME is set): pass --data-path");
             return G3_EXIT_FAILURE;
         }
         snprintf(d->builtin, sizeof(d->builtin), "%s/kjv_text_document", dir);
@@ -233,25 +234,27 @@ static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval
         if (g3_opts_is_set(o, "eval-iters"))
             g3_error("--eval-iters must be at least 1 (got %lld)", (long long)d->eval_iters);
         else
-            g3_error("--eval-iters must be at least 1 (got %lld from the checkpoint's run); "
-                     "pass --eval-iters N", (long long)d->eval_iters);
+            g3_error(
+                "--eval-iters must be at least 1 (got %lld from the checkpoint's run); pass --eval-iters N",
+                (long long)d->eval_iters);
         return G3_EXIT_USAGE;
     }
     if (d->B < 1 || d->B > INT32_MAX || d->gbs < 1) {
-        g3_error("--micro-batch-size and --global-batch-size must be at least 1 (got %lld and "
-                 "%lld)", (long long)d->B, (long long)d->gbs);
+        g3_error(
+            "--micro-batch-size and --global-batch-size must be at least 1 (got %lld and %lld)",
+            (long long)d->B, (long long)d->gbs);
         return G3_EXIT_USAGE;
     }
     if (d->gbs % d->B != 0) {
-        g3_error("--global-batch-size %lld is not a multiple of --micro-batch-size %lld; pass "
-                 "a micro-batch size that divides it", (long long)d->gbs, (long long)d->B);
+        g3_error(
+            "--global-batch-size %lld is not a multiple of --micro-batch-size %lld; pass a micro-batch size that divides it",
+            (long long)d->gbs, (long long)d->B);
         return G3_EXIT_USAGE;
     }
     if (d->gbs % (d->B * s->dp) != 0) {
-        g3_error("--global-batch-size %lld is not a multiple of --micro-batch-size %lld x "
-                 "data-parallel size %d: each replica evaluates whole micro-batches of each "
-                 "global batch; pass a micro-batch size or a global batch that fits",
-                 (long long)d->gbs, (long long)d->B, s->dp);
+        g3_error(
+            "--global-batch-size %lld is not a multiple of --micro-batch-size %lld x data-parallel size %d: each replica evaluates whole micro-batches of each global batch; pass a micro-batch size or a global batch that fits",
+            (long long)d->gbs, (long long)d->B, s->dp);
         return G3_EXIT_USAGE;
     }
     d->split_p = g3_opts_str(o, "split");
@@ -291,16 +294,16 @@ static int g3_eval_prepare(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_
         return g3_status_exit_code(st);
     bound = g3_data_max_token_bound(*data_p);
     if (bound > s->info->model.vocab_size) {
-        g3_error("the data holds token ids up to %lld but checkpoint %s has a vocabulary of %d: "
-                 "the data was tokenized with another vocabulary; pass data made with the "
-                 "model's", (long long)bound - 1, s->info->path, s->info->model.vocab_size);
+        g3_error(
+            "the data holds token ids up to %lld but checkpoint %s has a vocabulary of %d: the data was tokenized with another vocabulary; pass data made with the model's",
+            (long long)bound - 1, s->info->path, s->info->model.vocab_size);
         return G3_EXIT_USAGE;
     }
     for (int i = 0; i < d->nsplits; i++)
         if (g3_data_num_samples(*data_p, d->splits[i]) == 0) {
-            g3_error("the %s split is empty under --split %s: no document falls into it; "
-                     "evaluate another split (--eval-split) or change --split",
-                     g3_split_name(d->splits[i]), d->split_p ? d->split_p : "969,30,1");
+            g3_error(
+                "the %s split is empty under --split %s: no document falls into it; evaluate another split (--eval-split) or change --split",
+                g3_split_name(d->splits[i]), d->split_p ? d->split_p : "969,30,1");
             return G3_EXIT_USAGE;
         }
     if (metrics_file && s->rank == 0) {
@@ -362,10 +365,10 @@ int g3_cmd_eval(int argc, char **argv)
         goto out;
     if (s.rank == 0) {
         g3_cli_infer_describe(&s, stdout);
-        printf("  data: %d global batch%s of %lld sequences (micro-batch %lld) per split, seed "
-               "%llu, --split %s\n", (int)d.eval_iters, d.eval_iters == 1 ? "" : "es",
-               (long long)d.gbs, (long long)d.B, (unsigned long long)d.seed,
-               d.split_p ? d.split_p : "969,30,1");
+        printf(
+            "  data: %d global batch%s of %lld sequences (micro-batch %lld) per split, seed %llu, --split %s\n",
+            (int)d.eval_iters, d.eval_iters == 1 ? "" : "es", (long long)d.gbs, (long long)d.B,
+            (unsigned long long)d.seed, d.split_p ? d.split_p : "969,30,1");
         fflush(stdout);
     }
     for (int i = 0; i < d.nsplits; i++) {

@@ -111,8 +111,8 @@ static int g3_generate_prompt(const g3_opts_t *o, char **text_p, size_t *len_p, 
     }
     if (!file || strcmp(file, "-") == 0) {
         if (!file && isatty(STDIN_FILENO)) {
-            g3_error("no prompt: pass --prompt TEXT or --prompt-file FILE, or pipe the prompt "
-                     "into standard input");
+            g3_error(
+                "no prompt: pass --prompt TEXT or --prompt-file FILE, or pipe the prompt into standard input");
             return G3_EXIT_USAGE;
         }
         snprintf(what, size, "the prompt on standard input");
@@ -160,13 +160,14 @@ static int g3_generate_sampling(const g3_opts_t *o, const g3_cli_infer_t *s,
     sp->seed = g3_opts_is_set(o, "seed") ? (uint64_t)g3_opts_int(o, "seed") : s->info->model.seed;
     if (sp->greedy && (g3_opts_is_set(o, "temperature") || g3_opts_is_set(o, "top-k") ||
                        g3_opts_is_set(o, "top-p"))) {
-        g3_error("--greedy always takes the likeliest token, so --temperature, --top-k and "
-                 "--top-p mean nothing with it: drop them, or drop --greedy to sample");
+        g3_error(
+            "--greedy always takes the likeliest token, so --temperature, --top-k and --top-p mean nothing with it: drop them, or drop --greedy to sample");
         return G3_EXIT_USAGE;
     }
     if (!(sp->temperature > 0.0)) {
-        g3_error("--temperature must be greater than 0 (got %g); for deterministic output "
-                 "use --greedy", sp->temperature);
+        g3_error(
+            "--temperature must be greater than 0 (got %g); for deterministic output use --greedy",
+            sp->temperature);
         return G3_EXIT_USAGE;
     }
     if (top_k < 0 || top_k > INT32_MAX) {
@@ -202,10 +203,12 @@ static int g3_generate_write_json(const char *path, const g3_cli_infer_t *s,
     }
     fprintf(f, "{\"checkpoint\":");
     g3_json_write_string(f, s->info->path);
-    fprintf(f, ",\"iteration\":%" PRId64 ",\"greedy\":%s,\"temperature\":%.9g,\"top_k\":%d,"
-            "\"top_p\":%.9g,\"seed\":%" PRIu64 ",\"prompt_ids\":[", s->info->iteration,
-            sp->greedy || sp->top_k == 1 ? "true" : "false", sp->temperature, sp->top_k,
-            sp->top_p, sp->seed);
+    fprintf(f,
+            ",\"iteration\":%" PRId64
+            ",\"greedy\":%s,\"temperature\":%.9g,\"top_k\":%d,\"top_p\":%.9g,\"seed\":%" PRIu64
+            ",\"prompt_ids\":[",
+            s->info->iteration, sp->greedy || sp->top_k == 1 ? "true" : "false", sp->temperature,
+            sp->top_k, sp->top_p, sp->seed);
     for (size_t i = 0; i < prompt_len; i++)
         fprintf(f, "%s%d", i ? "," : "", ids->ids[i]);
     fprintf(f, "],\"ids\":[");
@@ -285,9 +288,9 @@ static int g3_generate_read_prompt(const g3_opts_t *o, const g3_cli_infer_t *s,
     if (st != G3_OK)
         return st == G3_ERR_FORMAT ? G3_EXIT_USAGE : g3_status_exit_code(st);
     if (ids->len > (size_t)s->T) {
-        g3_error("%s is %zu tokens, longer than the model's context of %d tokens "
-                 "(--seq-length): shorten it to at most %d tokens (the continuation then "
-                 "slides the window along)", what, ids->len, s->T, s->T);
+        g3_error(
+            "%s is %zu tokens, longer than the model's context of %d tokens (--seq-length): shorten it to at most %d tokens (the continuation then slides the window along)",
+            what, ids->len, s->T, s->T);
         return G3_EXIT_USAGE;
     }
     return G3_EXIT_OK;

@@ -39,8 +39,9 @@ static int g3_cli_infer_file(const g3_opts_t *o, const g3_cli_infer_t *s, const 
     }
     if (!v) {
         if (g3_data_corpus_dir(dir, sizeof(dir)) != G3_OK) {
-            g3_error("the checkpoint's run used the built-in corpus, whose directory is unknown "
-                     "(neither GPT3D_DATA_DIR nor HOME is set): pass --%s", flag);
+            g3_error(
+                "the checkpoint's run used the built-in corpus, whose directory is unknown (neither GPT3D_DATA_DIR nor HOME is set): pass --%s",
+                flag);
             return 0;
         }
         snprintf(buf, sizeof(buf), "%s/%s", dir, builtin);
@@ -76,15 +77,15 @@ static int g3_cli_infer_model_flags(const g3_opts_t *o, const g3_cli_infer_t *s)
         v = g3_opts_int(o, keys[i].flag);
         if (v == keys[i].value)
             continue;
-        g3_error("model configuration mismatch: checkpoint %s has --%s %d but this command "
-                 "has --%s %lld", s->info->path, keys[i].flag, keys[i].value, keys[i].flag,
-                 (long long)v);
+        g3_error(
+            "model configuration mismatch: checkpoint %s has --%s %d but this command has --%s %lld",
+            s->info->path, keys[i].flag, keys[i].value, keys[i].flag, (long long)v);
         bad++;
     }
     if (bad)
-        g3_error("%d model setting%s differ from checkpoint %s: the architecture comes from "
-                 "the checkpoint; drop the flag%s or load the checkpoint you meant", bad,
-                 bad > 1 ? "s" : "", s->info->path, bad > 1 ? "s" : "");
+        g3_error(
+            "%d model setting%s differ from checkpoint %s: the architecture comes from the checkpoint; drop the flag%s or load the checkpoint you meant",
+            bad, bad > 1 ? "s" : "", s->info->path, bad > 1 ? "s" : "");
     return bad;
 }
 
@@ -98,8 +99,9 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
     g3_status_t st;
 
     if (!load) {
-        g3_error("gpt3d %s needs --load DIR: the --save directory of a gpt3d train run (or "
-                 "one iter_NNNNNNN directory in it)", what);
+        g3_error(
+            "gpt3d %s needs --load DIR: the --save directory of a gpt3d train run (or one iter_NNNNNNN directory in it)",
+            what);
         return G3_EXIT_USAGE;
     }
     if (strcmp(step_s, "latest") != 0) {
@@ -113,8 +115,9 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
         }
     }
     if (step >= 0 && g3_opts_bool(o, "load-fallback")) {
-        g3_error("--load-fallback goes back from the latest checkpoint; with --ckpt-step %s "
-                 "you picked one: drop one of the two", step_s);
+        g3_error(
+            "--load-fallback goes back from the latest checkpoint; with --ckpt-step %s you picked one: drop one of the two",
+            step_s);
         return G3_EXIT_USAGE;
     }
     if (g3_opts_bool(o, "load-fallback")) {
@@ -124,9 +127,9 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
         struct stat sb;
         snprintf(index, sizeof(index), "%s/index.h5", load);
         if (stat(index, &sb) == 0) {
-            g3_error("--load-fallback goes back from the latest checkpoint of a --save "
-                     "directory; --load %s is one checkpoint (an iter_ directory): drop "
-                     "--load-fallback, or pass the directory above it", load);
+            g3_error(
+                "--load-fallback goes back from the latest checkpoint of a --save directory; --load %s is one checkpoint (an iter_ directory): drop --load-fallback, or pass the directory above it",
+                load);
             return G3_EXIT_USAGE;
         }
     }
@@ -140,14 +143,15 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
     if (g3_opts_is_set(o, "seq-length")) {
         int64_t T = g3_opts_int(o, "seq-length");
         if (T < 1 || T > P) {
-            g3_error("--seq-length %lld is outside what checkpoint %s can run: 1 .. %d (its "
-                     "--max-position-embeddings)", (long long)T, s->info->path, P);
+            g3_error(
+                "--seq-length %lld is outside what checkpoint %s can run: 1 .. %d (its --max-position-embeddings)",
+                (long long)T, s->info->path, P);
             return G3_EXIT_USAGE;
         }
         if (T > m->seq_length)
-            g3_warn("--seq-length %lld is longer than the %d tokens checkpoint %s was trained "
-                    "on: positions from %d on were never trained", (long long)T,
-                    m->seq_length, s->info->path, m->seq_length);
+            g3_warn(
+                "--seq-length %lld is longer than the %d tokens checkpoint %s was trained on: positions from %d on were never trained",
+                (long long)T, m->seq_length, s->info->path, m->seq_length);
         m->max_position_embeddings = P;
         m->seq_length = (int)T;
     }
@@ -161,9 +165,9 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
     if (st != G3_OK)
         return g3_status_exit_code(st);
     if (vocab != m->vocab_size) {
-        g3_error("--vocab-file %s has %lld entries but checkpoint %s was trained with a "
-                 "vocabulary of %d: pass the vocabulary file it was trained with", s->vocab_file,
-                 (long long)vocab, s->info->path, m->vocab_size);
+        g3_error(
+            "--vocab-file %s has %lld entries but checkpoint %s was trained with a vocabulary of %d: pass the vocabulary file it was trained with",
+            s->vocab_file, (long long)vocab, s->info->path, m->vocab_size);
         return G3_EXIT_USAGE;
     }
     return G3_EXIT_OK;
@@ -187,10 +191,9 @@ static int g3_cli_infer_check_layout(const g3_opts_t *o, int max_dp, g3_cli_infe
     if (!g3_train_flags_dp(world, s->tp, s->pp, &s->dp))
         return G3_EXIT_USAGE;
     if (s->dp > max_dp) {
-        g3_error("impossible layout: gpt3d %s runs one model replica, but the job's %d ranks "
-                 "are %d replicas of --tensor-model-parallel-size %d x "
-                 "--pipeline-model-parallel-size %d = %d ranks; start %d ranks", s->what, world,
-                 s->dp, s->tp, s->pp, s->tp * s->pp, s->tp * s->pp);
+        g3_error(
+            "impossible layout: gpt3d %s runs one model replica, but the job's %d ranks are %d replicas of --tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d ranks; start %d ranks",
+            s->what, world, s->dp, s->tp, s->pp, s->tp * s->pp, s->tp * s->pp);
         return G3_EXIT_USAGE;
     }
     /* the model on this layout: the stored padded vocabulary shared by TP, heads, hidden
@@ -290,12 +293,13 @@ void g3_cli_infer_describe(const g3_cli_infer_t *s, FILE *out)
     const g3_infer_ckpt_info_t *i = s->info;
     const g3_gpt_config_t *m = &i->model;
 
-    fprintf(out, "gpt3d %s: checkpoint %s (iteration %" PRId64 ", saved by TP %d x PP %d x DP "
-            "%d): GPT %d layers, hidden %d, %d heads, ffn %d, sequence %d, vocabulary %d "
-            "(padded %d): %.2fM parameters\n", s->what, i->path, i->iteration, i->saved_tp,
-            i->saved_pp, i->saved_dp, m->num_layers, m->hidden_size, m->num_attention_heads,
-            g3_gpt_config_ffn(m), s->T,
-            m->vocab_size, i->padded_vocab, (double)g3_gpt_num_parameters(m) / 1e6);
+    fprintf(
+        out,
+        "gpt3d %s: checkpoint %s (iteration %" PRId64
+        ", saved by TP %d x PP %d x DP %d): GPT %d layers, hidden %d, %d heads, ffn %d, sequence %d, vocabulary %d (padded %d): %.2fM parameters\n",
+        s->what, i->path, i->iteration, i->saved_tp, i->saved_pp, i->saved_dp, m->num_layers,
+        m->hidden_size, m->num_attention_heads, g3_gpt_config_ffn(m), s->T, m->vocab_size,
+        i->padded_vocab, (double)g3_gpt_num_parameters(m) / 1e6);
     if (s->w.par && g3_par_layout(s->w.par)->world_size > 1)
         g3_par_print_layout(s->w.par, m, out);
     fflush(out);

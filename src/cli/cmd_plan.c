@@ -167,8 +167,14 @@ static int g3_cli_plan_schedule_flags(const g3_opts_t *o, g3_plan_flags_t *f)
 int g3_cmd_plan(int argc, char **argv)
 {
     g3_opt_spec_t *specs = g3_cli_plan_specs();
-    g3_opt_cmd_t cmd = { "plan", "Check a parallel layout against a model and print memory "
-                         "per rank and time per iteration.", NULL, 0, 0, specs };
+    g3_opt_cmd_t cmd = {
+        "plan",
+        "Check a parallel layout against a model and print memory per rank and time per iteration.",
+        NULL,
+        0,
+        0,
+        specs
+    };
     g3_opts_t *o = NULL;
     g3_plan_flags_t f;
     g3_plan_layout_t lay, sizes[16];

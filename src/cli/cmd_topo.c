@@ -178,8 +178,10 @@ static g3_status_t g3_topo_find_nodes(const g3_topo_t *topo, const g3_par_alloc_
     for (int i = 0; i < a->nnodes; i++) {
         nodes[i] = g3_topo_node_find(topo, a->names[i]);
         if (nodes[i] < 0) {
-            snprintf(why, why_len, "node %s of the allocation is not in %s; give the cluster's "
-                     "topology.conf with --topology-file", a->names[i], topo->source);
+            snprintf(
+                why, why_len,
+                "node %s of the allocation is not in %s; give the cluster's topology.conf with --topology-file",
+                a->names[i], topo->source);
             free(nodes);
             return G3_ERR_INVALID_ARG;
         }
@@ -281,8 +283,8 @@ static void g3_print_plan(const g3_topo_t *t, const g3_topo_plan_t *p, int summa
             printf("%6d  %-20s %5d %4d %4d %4d  %s\n", w, t->node_names[p->rank_topo[w]],
                    p->rank_local[w], p->coord[G3_TOPO_TP][w], p->coord[G3_TOPO_PP][w],
                    p->coord[G3_TOPO_DP][w], t->switch_names[t->node_switch[p->rank_topo[w]]]);
-        printf("\ngroups (ranks in group order; hosts; highest switch level its traffic "
-               "crosses):\n");
+        printf(
+            "\ngroups (ranks in group order; hosts; highest switch level its traffic crosses):\n");
     } else {
         printf("\ngroups (how many cross up to each switch level):\n");
     }
@@ -367,10 +369,9 @@ static void g3_print_traffic(const g3_topo_t *t, g3_topo_plan_t *const plans[3],
             net[i] += tr[i].total[a];
         }
     }
-    printf("\ntraffic per iteration (model: hidden %.0f, %.0f layers, seq %.0f, micro batch "
-           "%.0f, global batch %.0f, vocab %.0f; bf16 activations, fp32 gradients; see "
-           "docs/topology.md):\n", m->hidden, m->layers, m->seq, m->micro_batch,
-           m->global_batch, m->vocab);
+    printf(
+        "\ntraffic per iteration (model: hidden %.0f, %.0f layers, seq %.0f, micro batch %.0f, global batch %.0f, vocab %.0f; bf16 activations, fp32 gradients; see docs/topology.md):\n",
+        m->hidden, m->layers, m->seq, m->micro_batch, m->global_batch, m->vocab);
     printf("  %-38s %15s %15s %15s\n", "", heads[0], heads[1], heads[2]);
     for (int a = 0; a < G3_TOPO_AXES; a++) {
         char label[48];
@@ -387,9 +388,10 @@ static void g3_print_traffic(const g3_topo_t *t, g3_topo_plan_t *const plans[3],
            tr[0].replica_leaves_max, tr[0].replica_leaves_mean, tr[1].replica_leaves_max,
            tr[1].replica_leaves_mean, tr[2].replica_leaves_max, tr[2].replica_leaves_mean);
     if (sum[1] > 0)
-        printf("  this plan / naive order: %.2fx the leaf-crossing bytes, %.2fx the pipeline "
-               "ones (on the critical path)\n", sum[0] / sum[1],
-               tr[1].bytes[G3_TOPO_PP] > 0 ? tr[0].bytes[G3_TOPO_PP] / tr[1].bytes[G3_TOPO_PP] : 1.0);
+        printf(
+            "  this plan / naive order: %.2fx the leaf-crossing bytes, %.2fx the pipeline ones (on the critical path)\n",
+            sum[0] / sum[1],
+            tr[1].bytes[G3_TOPO_PP] > 0 ? tr[0].bytes[G3_TOPO_PP] / tr[1].bytes[G3_TOPO_PP] : 1.0);
 }
 
 int g3_cmd_topo(int argc, char **argv)
@@ -427,9 +429,8 @@ int g3_cmd_topo(int argc, char **argv)
     model.vocab = (double)g3_opts_int(o, "vocab-size");
     if (model.hidden < 1 || model.layers < 1 || model.seq < 1 || model.micro_batch < 1 ||
         model.global_batch < 1 || model.vocab < 1) {
-        g3_error("gpt3d topo: the traffic model's sizes (--hidden-size, --num-layers, "
-                 "--seq-length, --micro-batch-size, --global-batch-size, --vocab-size) must be "
-                 "positive");
+        g3_error(
+            "gpt3d topo: the traffic model's sizes (--hidden-size, --num-layers, --seq-length, --micro-batch-size, --global-batch-size, --vocab-size) must be positive");
         rc = G3_EXIT_USAGE;
         goto out;
     }
@@ -469,8 +470,9 @@ int g3_cmd_topo(int argc, char **argv)
                 goto out;
             }
             if (rpn_flag && rpn_flag != job.alloc.rpn) {
-                g3_error("gpt3d topo: --ranks-per-node %d, but the job runs %d ranks per node; "
-                         "drop the flag to plan for the running job", rpn_flag, job.alloc.rpn);
+                g3_error(
+                    "gpt3d topo: --ranks-per-node %d, but the job runs %d ranks per node; drop the flag to plan for the running job",
+                    rpn_flag, job.alloc.rpn);
                 rc = G3_EXIT_USAGE;
                 goto out;
             }
@@ -526,10 +528,9 @@ int g3_cmd_topo(int argc, char **argv)
         }
         tfile = g3_topo_conf_path(conf_buf, sizeof(conf_buf));
         if (tfile == NULL)
-            g3_warn("gpt3d topo: one process in an allocation and no switch tree found (%s; no "
-                    "readable %s): planning as if all nodes were under one switch; run it under "
-                    "srun --mpi=pmix (each task reads SLURM_TOPOLOGY_ADDR) or give "
-                    "--topology-file", why_sc, conf_buf);
+            g3_warn(
+                "gpt3d topo: one process in an allocation and no switch tree found (%s; no readable %s): planning as if all nodes were under one switch; run it under srun --mpi=pmix (each task reads SLURM_TOPOLOGY_ADDR) or give --topology-file",
+                why_sc, conf_buf);
     }
     st = g3_par_alloc_topo(&job.alloc, tfile, job.what, &topo, &nodes, why, sizeof(why));
     if (st != G3_OK) {
@@ -574,9 +575,9 @@ have_topo:
         }
         g3_topo_hostlist_compress((const char *const *)job.alloc.names, job.alloc.nnodes, hl,
                                   sizeof(hl));
-        printf("gpt3d topo: %d node%s x %d rank%s = %d ranks; TP %d x PP %d x DP %d "
-               "(layout: %s)\n", job.alloc.nnodes, job.alloc.nnodes == 1 ? "" : "s",
-               job.alloc.rpn, job.alloc.rpn == 1 ? "" : "s", plans[0]->world, tp, pp, plans[0]->dp, plans[0]->how);
+        printf("gpt3d topo: %d node%s x %d rank%s = %d ranks; TP %d x PP %d x DP %d (layout: %s)\n",
+               job.alloc.nnodes, job.alloc.nnodes == 1 ? "" : "s", job.alloc.rpn,
+               job.alloc.rpn == 1 ? "" : "s", plans[0]->world, tp, pp, plans[0]->dp, plans[0]->how);
         printf("allocation: %s from %s\n", hl, job.what);
         printf("topology: %s: %d switches, %d level%s, %d leaf switches in use\n", topo->source,
                topo->nswitches, topo->levels, topo->levels == 1 ? "" : "s", used);

@@ -76,9 +76,9 @@ int g3_cli_need_file(const char *path, const char *flag, int builtin)
     if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
         return 1;
     if (builtin)
-        g3_error("the built-in KJV corpus is missing (%s not found): run 'gpt3d corpus' to "
-                 "build it, or pass your own data with --data-path/--vocab-file/--merge-file",
-                 path);
+        g3_error(
+            "the built-in KJV corpus is missing (%s not found): run 'gpt3d corpus' to build it, or pass your own data with --data-path/--vocab-file/--merge-file",
+            path);
     else
         g3_error("%s: %s does not exist or is not a file", flag, path);
     return 0;
@@ -169,8 +169,9 @@ int g3_cli_world_agree(g3_cli_world_t *w, int rc, const char *what)
     if (st != G3_OK)
         return rc != 0 ? rc : g3_status_exit_code(st);
     if (rc0 == 0 && worst != 0 && w->me->rank == 0)
-        g3_error("some ranks failed the checks before %s (exit %d); their messages say "
-                 "why (files missing on their nodes?)", what, worst);
+        g3_error(
+            "some ranks failed the checks before %s (exit %d); their messages say why (files missing on their nodes?)",
+            what, worst);
     return rc0 != 0 ? rc0 : worst;
 }
 

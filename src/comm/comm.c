@@ -163,18 +163,15 @@ void g3_comm_log_timeout(const g3_comm_t *comm, int peer_grank, const char *verb
 
     g3_comm_format_members(comm->members, comm->size, members, sizeof(members));
     if (peer_grank >= 0)
-        g3_error("%s on group %s (rank %d of %d, world ranks %s) timed out after %.0f s "
-                 "waiting for group rank %d (world rank %d) to %s; it stopped, crashed or "
-                 "is stuck elsewhere (raise --distributed-timeout-minutes if it is only slow)",
-                 comm->cur_op ? comm->cur_op : "operation", comm->name, comm->rank,
-                 comm->size, members, comm->timeout_s, peer_grank,
-                 comm->members[peer_grank], verb);
+        g3_error(
+            "%s on group %s (rank %d of %d, world ranks %s) timed out after %.0f s waiting for group rank %d (world rank %d) to %s; it stopped, crashed or is stuck elsewhere (raise --distributed-timeout-minutes if it is only slow)",
+            comm->cur_op ? comm->cur_op : "operation", comm->name, comm->rank, comm->size, members,
+            comm->timeout_s, peer_grank, comm->members[peer_grank], verb);
     else
-        g3_error("%s on group %s (rank %d of %d, world ranks %s) timed out after %.0f s "
-                 "waiting for the other ranks to %s (raise --distributed-timeout-minutes "
-                 "if they are only slow)",
-                 comm->cur_op ? comm->cur_op : "operation", comm->name, comm->rank,
-                 comm->size, members, comm->timeout_s, verb);
+        g3_error(
+            "%s on group %s (rank %d of %d, world ranks %s) timed out after %.0f s waiting for the other ranks to %s (raise --distributed-timeout-minutes if they are only slow)",
+            comm->cur_op ? comm->cur_op : "operation", comm->name, comm->rank, comm->size, members,
+            comm->timeout_s, verb);
 }
 
 /* ---- groups ---------------------------------------------------------------- */
@@ -249,9 +246,9 @@ g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
     g3_status_t st;
 
     if (!g3_comm_backend_available(backend)) {
-        g3_error("group %s: the %s backend is not built into this gpt3d (configure found no "
-                 "NCCL); use the host backend or rebuild with NCCL", name,
-                 g3_comm_backend_name(backend));
+        g3_error(
+            "group %s: the %s backend is not built into this gpt3d (configure found no NCCL); use the host backend or rebuild with NCCL",
+            name, g3_comm_backend_name(backend));
         return G3_ERR_UNSUPPORTED;
     }
     if (backend == G3_COMM_BACKEND_STAGED) {
@@ -262,8 +259,9 @@ g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
     if (st != G3_OK)
         return st;
     if (world->group_seq >= 0xffffu) {
-        g3_error("group %s: too many group layers created (%u); groups are meant to be made "
-                 "once at start-up", name, world->group_seq);
+        g3_error(
+            "group %s: too many group layers created (%u); groups are meant to be made once at start-up",
+            name, world->group_seq);
         return G3_ERR_INVALID_ARG;
     }
 
@@ -314,20 +312,19 @@ g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
             goto err_free_exchange;
         b = blob;
         if (len != sizeof(*b) || b->magic != G3_GROUP_MAGIC) {
-            g3_error("group %s: world rank %d sent a malformed group description (%zu bytes); "
-                     "is it running the same gpt3d build?", name, members[i], len);
+            g3_error(
+                "group %s: world rank %d sent a malformed group description (%zu bytes); is it running the same gpt3d build?",
+                name, members[i], len);
             st = G3_ERR_COMM;
             goto err_free_exchange;
         }
         if (b->nmembers != (uint32_t)nmembers || b->members_hash != mine.members_hash ||
             b->backend != mine.backend) {
-            g3_error("group %s: world rank %d disagrees on the group (it has %u members on "
-                     "backend %s, this rank %d members on %s, member lists %s); every member "
-                     "must pass the same list in the same order",
-                     name, members[i], b->nmembers,
-                     g3_comm_backend_name((g3_comm_backend_t)b->backend), nmembers,
-                     g3_comm_backend_name(backend),
-                     b->members_hash == mine.members_hash ? "equal" : "differ");
+            g3_error(
+                "group %s: world rank %d disagrees on the group (it has %u members on backend %s, this rank %d members on %s, member lists %s); every member must pass the same list in the same order",
+                name, members[i], b->nmembers, g3_comm_backend_name((g3_comm_backend_t)b->backend),
+                nmembers, g3_comm_backend_name(backend),
+                b->members_hash == mine.members_hash ? "equal" : "differ");
             st = G3_ERR_INVALID_ARG;
             goto err_free_exchange;
         }
@@ -430,8 +427,9 @@ static g3_status_t g3_comm_check(g3_comm_t *comm, const char *op, g3_comm_dtype_
                                  size_t n, int need_reduce, g3_comm_reduce_t rop)
 {
     if (comm->broken != G3_OK) {
-        g3_error("%s on group %s: the group is broken by an earlier failure (%s); the job "
-                 "must stop", op, comm->name, g3_status_string(comm->broken));
+        g3_error(
+            "%s on group %s: the group is broken by an earlier failure (%s); the job must stop", op,
+            comm->name, g3_status_string(comm->broken));
         return comm->broken;
     }
     if ((unsigned)dtype >= G3_DTYPE_COUNT) {
@@ -533,8 +531,8 @@ g3_status_t g3_comm_broadcast(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtyp
 static g3_status_t g3_comm_check_p2p(g3_comm_t *comm, const char *op, int peer, int tag)
 {
     if (peer < 0 || peer >= comm->size || peer == comm->rank) {
-        g3_error("%s on group %s: peer %d is not another rank of the group (size %d, this "
-                 "rank %d)", op, comm->name, peer, comm->size, comm->rank);
+        g3_error("%s on group %s: peer %d is not another rank of the group (size %d, this rank %d)",
+                 op, comm->name, peer, comm->size, comm->rank);
         return G3_ERR_INVALID_ARG;
     }
     if (tag < 0 || tag > G3_COMM_MAX_TAG) {
@@ -657,8 +655,9 @@ static g3_status_t g3_comm_iprogress(g3_comm_req_t *req, int block)
     if (req->done)
         return G3_OK;
     if (comm->broken != G3_OK) {
-        g3_error("%s on group %s: the group is broken by an earlier failure (%s); the job "
-                 "must stop", req->what, comm->name, g3_status_string(comm->broken));
+        g3_error(
+            "%s on group %s: the group is broken by an earlier failure (%s); the job must stop",
+            req->what, comm->name, g3_status_string(comm->broken));
         return comm->broken;
     }
     double t0 = g3_comm_start(comm, req->what);

@@ -70,8 +70,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
             rounds = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: comm_bench [--min-bytes B] [--max-bytes B] [--seconds S] "
-                            "[--rounds R]\n");
+            fprintf(
+                stderr,
+                "usage: comm_bench [--min-bytes B] [--max-bytes B] [--seconds S] [--rounds R]\n");
             MPI_Finalize();
             return 2;
         }
@@ -94,9 +95,9 @@ int main(int argc, char **argv)
         a[i] = b[i] = (float)((i * 7 + (size_t)rank) % 13);
 
     if (rank == 0) {
-        printf("# all-reduce float32 sum, %d ranks; time = the slowest rank's mean per call "
-               "in the best of %d alternating rounds; busbw = bytes/time * 2(N-1)/N\n", size,
-               rounds);
+        printf(
+            "# all-reduce float32 sum, %d ranks; time = the slowest rank's mean per call in the best of %d alternating rounds; busbw = bytes/time * 2(N-1)/N\n",
+            size, rounds);
         printf("%10s %11s %11s %11s %11s %9s %9s\n", "bytes", "g3_us", "g3_busGB/s", "mpi_us",
                "mpi_busGB/s", "bw_ratio", "t_ratio");
     }

@@ -167,8 +167,9 @@ g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
     }
     us = ucp_worker_get_efd(u->worker, &u->efd);
     if (us != UCS_OK) {
-        g3_error("UCX: ucp_worker_get_efd failed: %s; the transports in use cannot wake a "
-                 "sleeping rank", ucs_status_string(us));
+        g3_error(
+            "UCX: ucp_worker_get_efd failed: %s; the transports in use cannot wake a sleeping rank",
+            ucs_status_string(us));
         st = G3_ERR_COMM;
         goto err_destroy_worker;
     }
@@ -212,9 +213,10 @@ g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
             goto err_free_addrs;
         }
     }
-    g3_debug("UCX %s host backend: %d local ranks on %ld cores, %d progress rounds%s "
-             "before sleeping", ucp_get_version_string(), world->proc.local_size, ncpu,
-             u->spin, u->yield ? " (yielding)" : "");
+    g3_debug(
+        "UCX %s host backend: %d local ranks on %ld cores, %d progress rounds%s before sleeping",
+        ucp_get_version_string(), world->proc.local_size, ncpu, u->spin,
+        u->yield ? " (yielding)" : "");
     world->ucx = u;
     return G3_OK;
 
@@ -369,22 +371,21 @@ static int g3_ucx_test(g3_comm_t *comm, g3_ucx_op_t *ops, int nops, g3_status_t 
             ucp_request_free(op->req);
             op->req = NULL;
             if (s != UCS_OK && *st_p == G3_OK) {
-                g3_error("%s on group %s: UCX %s of %zu bytes %s world rank %d failed: %s%s",
-                         comm->cur_op, comm->name, op->is_recv ? "receive" : "send",
-                         op->bytes, op->is_recv ? "from" : "to", comm->members[op->peer],
-                         ucs_status_string(s),
-                         s == UCS_ERR_MESSAGE_TRUNCATED
-                             ? " (a longer message arrived: the ranks called different "
-                               "operations or counts)" : "");
+                g3_error(
+                    "%s on group %s: UCX %s of %zu bytes %s world rank %d failed: %s%s",
+                    comm->cur_op, comm->name, op->is_recv ? "receive" : "send", op->bytes,
+                    op->is_recv ? "from" : "to", comm->members[op->peer], ucs_status_string(s),
+                    s == UCS_ERR_MESSAGE_TRUNCATED
+                        ? " (a longer message arrived: the ranks called different operations or counts)"
+                        : "");
                 *st_p = G3_ERR_COMM;
             }
         }
         if (op->done && op->is_recv && op->status == UCS_OK && op->info.length != op->bytes &&
             *st_p == G3_OK) {
-            g3_error("%s on group %s: world rank %d sent %zu bytes where %zu were expected; "
-                     "the ranks called different operations or counts",
-                     comm->cur_op, comm->name, comm->members[op->peer], op->info.length,
-                     op->bytes);
+            g3_error(
+                "%s on group %s: world rank %d sent %zu bytes where %zu were expected; the ranks called different operations or counts",
+                comm->cur_op, comm->name, comm->members[op->peer], op->info.length, op->bytes);
             op->info.length = op->bytes;   /* report once */
             *st_p = G3_ERR_COMM;
         }

@@ -41,10 +41,9 @@ static g3_status_t g3_world_check_lonely_launch(void)
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         const char *v = getenv(vars[i]);
         if (v && atoi(v) > 1) {
-            g3_error("%s=%s says this task is one of several, but there is no PMIx server "
-                     "(no PMIX_* variables): every task would run alone as rank 0. Launch "
-                     "with 'srun --mpi=pmix' (see 'srun --mpi=list') or Open MPI's mpirun.",
-                     vars[i], v);
+            g3_error(
+                "%s=%s says this task is one of several, but there is no PMIx server (no PMIX_* variables): every task would run alone as rank 0. Launch with 'srun --mpi=pmix' (see 'srun --mpi=list') or Open MPI's mpirun.",
+                vars[i], v);
             return G3_ERR_COMM;
         }
     }
@@ -107,8 +106,9 @@ static g3_status_t g3_world_query(g3_comm_world_t *world)
     p->rank = (int)me->rank;
     snprintf(p->nspace, sizeof(p->nspace), "%s", me->nspace);
     if (!g3_pmix_get_int(&wild, PMIX_JOB_SIZE, &x) || x < 1) {
-        g3_error("PMIx did not give the job size (PMIX_JOB_SIZE) for namespace %s; the "
-                 "launcher's PMIx server is too old or broken", me->nspace);
+        g3_error(
+            "PMIx did not give the job size (PMIX_JOB_SIZE) for namespace %s; the launcher's PMIx server is too old or broken",
+            me->nspace);
         return G3_ERR_COMM;
     }
     p->size = (int)x;
@@ -161,10 +161,9 @@ g3_status_t g3_comm_world_init(double timeout_s, g3_comm_world_t **world_p)
 
     prc = PMIx_Init(me, NULL, 0);
     if (prc != PMIX_SUCCESS) {
-        g3_error("PMIx_Init failed: %s. PMIX_* variables are set, so a launcher meant to "
-                 "serve this process but its PMIx server cannot be reached; check the "
-                 "srun --mpi=pmix / mpirun versions (this build uses PMIx %s)",
-                 PMIx_Error_string(prc), PMIx_Get_version());
+        g3_error(
+            "PMIx_Init failed: %s. PMIX_* variables are set, so a launcher meant to serve this process but its PMIx server cannot be reached; check the srun --mpi=pmix / mpirun versions (this build uses PMIx %s)",
+            PMIx_Error_string(prc), PMIx_Get_version());
         st = G3_ERR_COMM;
         goto err_free_world;
     }
@@ -222,8 +221,9 @@ void g3_comm_world_abort(g3_comm_world_t *world, int exit_code, const char *reas
     /* NULL procs: the whole namespace.  The server usually kills us too. */
     prc = PMIx_Abort(exit_code, reason, NULL, 0);
     if (prc != PMIX_SUCCESS)
-        g3_warn("PMIx_Abort (ending the job with status %d) failed: %s; the other ranks stop "
-                "at their own timeouts", exit_code, PMIx_Error_string(prc));
+        g3_warn(
+            "PMIx_Abort (ending the job with status %d) failed: %s; the other ranks stop at their own timeouts",
+            exit_code, PMIx_Error_string(prc));
 }
 
 const g3_comm_proc_t *g3_comm_world_proc(const g3_comm_world_t *world)
@@ -320,10 +320,9 @@ static g3_status_t g3_world_fence_collect(g3_comm_world_t *world, const char *wh
     prc = w->status;
     pthread_mutex_unlock(&w->lock);
     if (timed_out) {
-        g3_error("world fence for %s timed out after %.0f s: at least one of the %d ranks "
-                 "did not reach it (stopped, crashed or stuck elsewhere); raise "
-                 "--distributed-timeout-minutes if it is only slow",
-                 what, world->timeout_s, world->proc.size);
+        g3_error(
+            "world fence for %s timed out after %.0f s: at least one of the %d ranks did not reach it (stopped, crashed or stuck elsewhere); raise --distributed-timeout-minutes if it is only slow",
+            what, world->timeout_s, world->proc.size);
         world->broken = 1;
         return G3_ERR_TIMEOUT;   /* w leaks: the callback may still come */
     }

@@ -37,16 +37,17 @@ static int g3_ckm_int(const g3_infer_ckpt_info_t *info, const char *key, int def
             *out = def;
             return 1;
         }
-        g3_error("checkpoint %s does not record --%s in its configuration: it was not saved by "
-                 "gpt3d train (or by an older version); evaluate it with the trainer "
-                 "('gpt3d train --load DIR ... --eval-iters N') instead", info->path, key);
+        g3_error(
+            "checkpoint %s does not record --%s in its configuration: it was not saved by gpt3d train (or by an older version); evaluate it with the trainer ('gpt3d train --load DIR ... --eval-iters N') instead",
+            info->path, key);
         return 0;
     }
     errno = 0;
     x = strtoll(v, &end, 10);
     if (errno || *end || end == v || x < 0 || x > INT32_MAX) {
-        g3_error("checkpoint %s records --%s '%s', which is not a count: its index is damaged; "
-                 "check it with 'gpt3d ckpt verify %s'", info->path, key, v, info->path);
+        g3_error(
+            "checkpoint %s records --%s '%s', which is not a count: its index is damaged; check it with 'gpt3d ckpt verify %s'",
+            info->path, key, v, info->path);
         return 0;
     }
     *out = (int)x;
@@ -68,9 +69,9 @@ static int g3_ckm_float(const g3_infer_ckpt_info_t *info, const char *key, doubl
     errno = 0;
     x = strtod(v, &end);
     if (errno || *end || end == v) {
-        g3_error("checkpoint %s records --%s '%s', which is not a number: its index is "
-                 "damaged; check it with 'gpt3d ckpt verify %s'", info->path, key, v,
-                 info->path);
+        g3_error(
+            "checkpoint %s records --%s '%s', which is not a number: its index is damaged; check it with 'gpt3d ckpt verify %s'",
+            info->path, key, v, info->path);
         return 0;
     }
     *out = x;
@@ -86,9 +87,9 @@ static g3_status_t g3_ckm_resolve(const char *dir, int64_t step, char *path, siz
     int n = 0;
 
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        g3_error("--load %s: %s; pass the --save directory of a training run (or one "
-                 "iter_NNNNNNN directory in it)", dir,
-                 stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
+        g3_error(
+            "--load %s: %s; pass the --save directory of a training run (or one iter_NNNNNNN directory in it)",
+            dir, stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
         return G3_ERR_NOT_FOUND;
     }
     if (step < 0) {
@@ -98,9 +99,10 @@ static g3_status_t g3_ckm_resolve(const char *dir, int64_t step, char *path, siz
     }
     snprintf(index, sizeof(index), "%s/index.h5", dir);
     if (stat(index, &sb) == 0) {
-        g3_error("--load %s is one checkpoint (an iter_ directory), --ckpt-step %" PRId64
-                 " picks one in a --save directory: pass the directory above it, or drop "
-                 "--ckpt-step", dir, step);
+        g3_error(
+            "--load %s is one checkpoint (an iter_ directory), --ckpt-step %" PRId64
+            " picks one in a --save directory: pass the directory above it, or drop --ckpt-step",
+            dir, step);
         return G3_ERR_INVALID_ARG;
     }
     g3_ckpt_iter_path(dir, step, path, size);
@@ -114,12 +116,15 @@ static g3_status_t g3_ckm_resolve(const char *dir, int64_t step, char *path, siz
             used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%" PRId64,
                                      i ? " " : "", iters[i]);
         if (n == 0)
-            g3_error("--ckpt-step %" PRId64 ": %s holds no committed checkpoint; pass the "
-                     "--save directory of a training run", step, dir);
+            g3_error(
+                "--ckpt-step %" PRId64
+                ": %s holds no committed checkpoint; pass the --save directory of a training run",
+                step, dir);
         else
-            g3_error("--ckpt-step %" PRId64 ": %s has no committed checkpoint of that "
-                     "iteration (it has: %s%s); pick one of those", step, dir, list,
-                     used + 24 >= sizeof(list) ? " ..." : "");
+            g3_error(
+                "--ckpt-step %" PRId64
+                ": %s has no committed checkpoint of that iteration (it has: %s%s); pick one of those",
+                step, dir, list, used + 24 >= sizeof(list) ? " ..." : "");
         free(iters);
     }
     return G3_ERR_NOT_FOUND;
@@ -151,9 +156,9 @@ static g3_status_t g3_ckm_config(g3_infer_ckpt_info_t *info, g3_ckpt_reader_t *r
         errno = 0;
         m->seed = strtoull(seed, &end, 10);
         if (errno || *end || end == seed) {
-            g3_error("checkpoint %s records --seed '%s', which is not a seed: its index is "
-                     "damaged; check it with 'gpt3d ckpt verify %s'", info->path, seed,
-                     info->path);
+            g3_error(
+                "checkpoint %s records --seed '%s', which is not a seed: its index is damaged; check it with 'gpt3d ckpt verify %s'",
+                info->path, seed, info->path);
             ok = 0;
         }
     }
@@ -161,19 +166,19 @@ static g3_status_t g3_ckm_config(g3_infer_ckpt_info_t *info, g3_ckpt_reader_t *r
         return G3_ERR_FORMAT;
     m->layernorm_epsilon = (float)eps;
     if (row < 0) {
-        g3_error("checkpoint %s has no %s: it holds no GPT model (a checkpoint of something "
-                 "else?); pass a checkpoint saved by gpt3d train", info->path, G3_EMBEDDING);
+        g3_error(
+            "checkpoint %s has no %s: it holds no GPT model (a checkpoint of something else?); pass a checkpoint saved by gpt3d train",
+            info->path, G3_EMBEDDING);
         return G3_ERR_FORMAT;
     }
     g3_ckpt_reader_tensor(r, row, &emb);
     vp = (int)emb.shape[0];
     if (emb.ndim != 2 || emb.shape[1] != m->hidden_size || emb.rule.pad_dim != 0 ||
         emb.rule.unpadded < 1 || emb.rule.unpadded > vp) {
-        g3_error("checkpoint %s: %s has shape (%lld, %lld) and %lld real rows, which does not "
-                 "fit its configuration (--hidden-size %d): the index is damaged; check it "
-                 "with 'gpt3d ckpt verify %s'", info->path, G3_EMBEDDING,
-                 (long long)emb.shape[0], (long long)emb.shape[1],
-                 (long long)emb.rule.unpadded, m->hidden_size, info->path);
+        g3_error(
+            "checkpoint %s: %s has shape (%lld, %lld) and %lld real rows, which does not fit its configuration (--hidden-size %d): the index is damaged; check it with 'gpt3d ckpt verify %s'",
+            info->path, G3_EMBEDDING, (long long)emb.shape[0], (long long)emb.shape[1],
+            (long long)emb.rule.unpadded, m->hidden_size, info->path);
         return G3_ERR_FORMAT;
     }
     info->padded_vocab = vp;
@@ -229,9 +234,9 @@ err_free_info:
 g3_status_t g3_infer_ckpt_set_tp(g3_infer_ckpt_info_t *info, int tp_size)
 {
     if (tp_size < 1 || info->padded_vocab % tp_size != 0) {
-        g3_error("checkpoint %s stores a padded vocabulary of %d rows, which %d tensor-parallel "
-                 "ranks cannot share evenly; use a tensor-parallel size that divides %d",
-                 info->path, info->padded_vocab, tp_size, info->padded_vocab);
+        g3_error(
+            "checkpoint %s stores a padded vocabulary of %d rows, which %d tensor-parallel ranks cannot share evenly; use a tensor-parallel size that divides %d",
+            info->path, info->padded_vocab, tp_size, info->padded_vocab);
         return G3_ERR_INVALID_ARG;
     }
     info->model.tp_size = tp_size;

@@ -87,8 +87,8 @@ g3_status_t g3_infer_generate(const g3_infer_lm_t *lm, const g3_infer_generate_o
     g3_status_t st = G3_OK;
 
     if (ids->len == 0 || o->context < 1 || o->vocab_size < 1) {
-        g3_error("generate: nothing to continue (an empty prompt must be the end-of-document "
-                 "token; see g3_infer_encode_prompt)");
+        g3_error(
+            "generate: nothing to continue (an empty prompt must be the end-of-document token; see g3_infer_encode_prompt)");
         return G3_ERR_INTERNAL;
     }
     logits = malloc(sizeof(float) * (size_t)lm->model->Vp);

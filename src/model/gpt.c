@@ -108,9 +108,10 @@ g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
                cfg->num_attention_heads);
     G3_REQUIRE(cfg->seq_length >= 1, "--seq-length must be at least 1 (got %d)", cfg->seq_length);
     if (cfg->ffn_hidden_size <= 0 && cfg->hidden_size > INT_MAX / 4)
-        G3_REQUIRE(0, "--hidden-size %d is too large for the default --ffn-hidden-size (4 x "
-                   "hidden would exceed %d); pass --ffn-hidden-size or a smaller --hidden-size",
-                   cfg->hidden_size, INT_MAX);
+        G3_REQUIRE(
+            0,
+            "--hidden-size %d is too large for the default --ffn-hidden-size (4 x hidden would exceed %d); pass --ffn-hidden-size or a smaller --hidden-size",
+            cfg->hidden_size, INT_MAX);
     else
         G3_REQUIRE(F >= 1, "--ffn-hidden-size must be at least 1 (got %d)", F);
     G3_REQUIRE(cfg->vocab_size >= 1, "the vocabulary size must be at least 1 (got %d)",
@@ -132,53 +133,46 @@ g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
                cfg->pp_size);
     if (st != G3_OK)
         return st;
-    G3_REQUIRE(cfg->hidden_size % cfg->num_attention_heads == 0,
-               "--hidden-size %d is not divisible by --num-attention-heads %d: every head gets "
-               "hidden-size / heads channels; choose sizes where the heads divide the hidden size",
-               cfg->hidden_size, cfg->num_attention_heads);
-    G3_REQUIRE(cfg->seq_length <= P,
-               "--seq-length %d is longer than --max-position-embeddings %d: the model has no "
-               "position embedding beyond %d; raise --max-position-embeddings or shorten "
-               "--seq-length", cfg->seq_length, P, P);
-    G3_REQUIRE(cfg->num_attention_heads % cfg->tp_size == 0,
-               "--num-attention-heads %d is not divisible by --tensor-model-parallel-size %d: "
-               "each tensor-parallel rank computes whole heads; use a tensor-parallel size that "
-               "divides the number of heads", cfg->num_attention_heads, cfg->tp_size);
-    G3_REQUIRE(cfg->hidden_size % cfg->tp_size == 0,
-               "--hidden-size %d is not divisible by --tensor-model-parallel-size %d: the "
-               "attention output projection is split by columns across the tensor-parallel "
-               "ranks; use a tensor-parallel size that divides the hidden size",
-               cfg->hidden_size, cfg->tp_size);
-    G3_REQUIRE(F % cfg->tp_size == 0,
-               "--ffn-hidden-size %d is not divisible by --tensor-model-parallel-size %d: the "
-               "MLP is split by columns across the tensor-parallel ranks; use a tensor-parallel "
-               "size that divides it", F, cfg->tp_size);
-    G3_REQUIRE(cfg->pp_first_layers >= 0 && cfg->pp_last_layers >= 0,
-               "--decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers "
-               "must be at least 1 when given");
+    G3_REQUIRE(
+        cfg->hidden_size % cfg->num_attention_heads == 0,
+        "--hidden-size %d is not divisible by --num-attention-heads %d: every head gets hidden-size / heads channels; choose sizes where the heads divide the hidden size",
+        cfg->hidden_size, cfg->num_attention_heads);
+    G3_REQUIRE(
+        cfg->seq_length <= P,
+        "--seq-length %d is longer than --max-position-embeddings %d: the model has no position embedding beyond %d; raise --max-position-embeddings or shorten --seq-length",
+        cfg->seq_length, P, P);
+    G3_REQUIRE(
+        cfg->num_attention_heads % cfg->tp_size == 0,
+        "--num-attention-heads %d is not divisible by --tensor-model-parallel-size %d: each tensor-parallel rank computes whole heads; use a tensor-parallel size that divides the number of heads",
+        cfg->num_attention_heads, cfg->tp_size);
+    G3_REQUIRE(
+        cfg->hidden_size % cfg->tp_size == 0,
+        "--hidden-size %d is not divisible by --tensor-model-parallel-size %d: the attention output projection is split by columns across the tensor-parallel ranks; use a tensor-parallel size that divides the hidden size",
+        cfg->hidden_size, cfg->tp_size);
+    G3_REQUIRE(
+        F % cfg->tp_size == 0,
+        "--ffn-hidden-size %d is not divisible by --tensor-model-parallel-size %d: the MLP is split by columns across the tensor-parallel ranks; use a tensor-parallel size that divides it",
+        F, cfg->tp_size);
+    G3_REQUIRE(
+        cfg->pp_first_layers >= 0 && cfg->pp_last_layers >= 0,
+        "--decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers must be at least 1 when given");
     if (st == G3_OK && cfg->pp_size == 1 && (cfg->pp_first_layers > 0 || cfg->pp_last_layers > 0)) {
-        g3_error("--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers "
-                 "split the layers between pipeline stages: they need "
-                 "--pipeline-model-parallel-size above 1; drop them");
+        g3_error(
+            "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers split the layers between pipeline stages: they need --pipeline-model-parallel-size above 1; drop them");
         st = G3_ERR_INVALID_ARG;
     } else if (st == G3_OK && cfg->pp_first_layers == 0 && cfg->pp_last_layers == 0) {
-        G3_REQUIRE(cfg->num_layers % cfg->pp_size == 0 && cfg->num_layers >= cfg->pp_size,
-                   "--num-layers %d is not divisible by --pipeline-model-parallel-size %d: "
-                   "every stage gets the same number of layers; change one of them, or give "
-                   "the first/last stage its own count with --decoder-first-pipeline-num-layers "
-                   "/ --decoder-last-pipeline-num-layers", cfg->num_layers, cfg->pp_size);
+        G3_REQUIRE(
+            cfg->num_layers % cfg->pp_size == 0 && cfg->num_layers >= cfg->pp_size,
+            "--num-layers %d is not divisible by --pipeline-model-parallel-size %d: every stage gets the same number of layers; change one of them, or give the first/last stage its own count with --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers",
+            cfg->num_layers, cfg->pp_size);
     } else if (st == G3_OK) {
         int first, mid, last;
         int given = (cfg->pp_first_layers > 0) + (cfg->pp_last_layers > 0);
-        G3_REQUIRE(g3_gpt_split(cfg, &first, &mid, &last),
-                   "--num-layers %d cannot be split over %d pipeline stages with "
-                   "--decoder-first-pipeline-num-layers %d and "
-                   "--decoder-last-pipeline-num-layers %d: the %d layers left must divide "
-                   "evenly, at least one each, over the %d other stage(s) (the rule of "
-                   "Megatron-LM); change the counts so they do", cfg->num_layers, cfg->pp_size,
-                   cfg->pp_first_layers, cfg->pp_last_layers,
-                   cfg->num_layers - cfg->pp_first_layers - cfg->pp_last_layers,
-                   cfg->pp_size - given);
+        G3_REQUIRE(
+            g3_gpt_split(cfg, &first, &mid, &last),
+            "--num-layers %d cannot be split over %d pipeline stages with --decoder-first-pipeline-num-layers %d and --decoder-last-pipeline-num-layers %d: the %d layers left must divide evenly, at least one each, over the %d other stage(s) (the rule of Megatron-LM); change the counts so they do",
+            cfg->num_layers, cfg->pp_size, cfg->pp_first_layers, cfg->pp_last_layers,
+            cfg->num_layers - cfg->pp_first_layers - cfg->pp_last_layers, cfg->pp_size - given);
     }
     G3_REQUIRE(!cfg->sequence_parallel || cfg->tp_size > 1,
                "--sequence-parallel shards the LayerNorms and the residual stream over the tensor-parallel ranks: it needs --tensor-model-parallel-size above 1; drop it");

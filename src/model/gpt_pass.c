@@ -251,8 +251,9 @@ g3_status_t g3_gpt_acts_init_chunk(g3_gpt_t *m, int chunk, int B, int T,
     g3_status_t st;
 
     if (B < 1 || T < 1 || T > m->P) {
-        g3_error("model: activations for %d sequences of %d tokens: need B >= 1 and "
-                 "1 <= T <= %d positions", B, T, m->P);
+        g3_error(
+            "model: activations for %d sequences of %d tokens: need B >= 1 and 1 <= T <= %d positions",
+            B, T, m->P);
         return G3_ERR_INVALID_ARG;
     }
     a = calloc(1, sizeof(*a));
@@ -387,9 +388,9 @@ static g3_status_t g3_gpt_check_ids(const g3_gpt_t *m, const int32_t *ids, int B
 {
     for (int i = 0; i < B * T; i++) {
         if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size) {
-            g3_error("model: %s id %d at sequence %d position %d is outside the vocabulary "
-                     "[0, %d): the data was tokenized with another vocabulary than "
-                     "--vocab-file", what, ids[i], i / T, i % T, m->cfg.vocab_size);
+            g3_error(
+                "model: %s id %d at sequence %d position %d is outside the vocabulary [0, %d): the data was tokenized with another vocabulary than --vocab-file",
+                what, ids[i], i / T, i % T, m->cfg.vocab_size);
             return G3_ERR_INVALID_ARG;
         }
     }

@@ -37,9 +37,10 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
 
     if (model->cfg.tp_size != l->tp || model->cfg.pp_size != l->pp ||
         model->cfg.tp_rank != l->tp_rank || model->cfg.pp_rank != l->pp_rank) {
-        g3_error("parallel engine: the model was built for tp %d/%d pp %d/%d but this rank is "
-                 "tp %d/%d pp %d/%d", model->cfg.tp_rank, model->cfg.tp_size,
-                 model->cfg.pp_rank, model->cfg.pp_size, l->tp_rank, l->tp, l->pp_rank, l->pp);
+        g3_error(
+            "parallel engine: the model was built for tp %d/%d pp %d/%d but this rank is tp %d/%d pp %d/%d",
+            model->cfg.tp_rank, model->cfg.tp_size, model->cfg.pp_rank, model->cfg.pp_size,
+            l->tp_rank, l->tp, l->pp_rank, l->pp);
         return G3_ERR_INTERNAL;
     }
     /* the groups that carry this backend's buffers (NCCL for a GPU backend) */
@@ -161,22 +162,27 @@ g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out)
     st = g3_par_world_allreduce(eng->par, v, 4 * (size_t)l->pp, 0);
     if (st == G3_OK && l->world_rank == 0) {
         if (mem.work_bytes)
-            fprintf(out, "  memory per rank: working copy %zu + master weights 4 + grads 4 + %s = "
-                    "%.2f bytes per parameter held\n", mem.work_bytes,
-                    eng->opt.zero ? "(Adam m 4 + v 4 + reduced gradient 4) / DP" : "Adam m 4 + v 4",
-                    mem.formula);
+            fprintf(
+                out,
+                "  memory per rank: working copy %zu + master weights 4 + grads 4 + %s = %.2f bytes per parameter held\n",
+                mem.work_bytes,
+                eng->opt.zero ? "(Adam m 4 + v 4 + reduced gradient 4) / DP" : "Adam m 4 + v 4",
+                mem.formula);
         else
-            fprintf(out, "  memory per rank: params 4 + grads 4 + %s = %.2f bytes per parameter held "
-                    "(the fp32 parameters are the master weights)\n",
-                    eng->opt.zero ? "(Adam m 4 + v 4 + reduced gradient 4) / DP" : "Adam m 4 + v 4",
-                    mem.formula);
+            fprintf(
+                out,
+                "  memory per rank: params 4 + grads 4 + %s = %.2f bytes per parameter held (the fp32 parameters are the master weights)\n",
+                eng->opt.zero ? "(Adam m 4 + v 4 + reduced gradient 4) / DP" : "Adam m 4 + v 4",
+                mem.formula);
         if (eng->opt.bucketed)
-            fprintf(out, "  data-parallel reduction: %d gradient buckets on stage %d (%d segments), "
-                    "%s%s\n", eng->opt.nbuckets, l->pp_rank, eng->opt.nseg,
-                    eng->opt.overlap ? "overlapped with the last micro-batch's backward"
-                                     : "after the backward",
-                    eng->opt.param_overlap ? "; parameter all-gathers waited for in the next forward"
-                                           : "");
+            fprintf(
+                out,
+                "  data-parallel reduction: %d gradient buckets on stage %d (%d segments), %s%s\n",
+                eng->opt.nbuckets, l->pp_rank, eng->opt.nseg,
+                eng->opt.overlap ? "overlapped with the last micro-batch's backward"
+                                 : "after the backward",
+                eng->opt.param_overlap ? "; parameter all-gathers waited for in the next forward"
+                                       : "");
         for (int s = 0; s < l->pp; s++) {
             const double *x = v + 4 * s;
             if (eng->nchunks > 1)   /* interleaved: sets of 1/V of the stage's layers */
@@ -184,10 +190,11 @@ g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out)
                         s, x[0] / 1e6, x[0] > 0 ? x[1] / x[0] : 0.0, x[1] / 1048576.0,
                         x[2] / 1048576.0, (int)x[3], eng->nchunks);
             else
-                fprintf(out, "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model "
-                        "state; %.1f MiB activations for %d micro-batch%s in flight\n", s,
-                        x[0] / 1e6, x[0] > 0 ? x[1] / x[0] : 0.0, x[1] / 1048576.0,
-                        x[2] / 1048576.0, (int)x[3], (int)x[3] == 1 ? "" : "es");
+                fprintf(
+                    out,
+                    "    stage %d: %.3fM parameters held, %.2f bytes each: %.1f MiB model state; %.1f MiB activations for %d micro-batch%s in flight\n",
+                    s, x[0] / 1e6, x[0] > 0 ? x[1] / x[0] : 0.0, x[1] / 1048576.0, x[2] / 1048576.0,
+                    (int)x[3], (int)x[3] == 1 ? "" : "es");
         }
     }
     free(v);
@@ -730,10 +737,9 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
     *loss_p = loss;
     if (!isfinite(loss)) {
         if (eng->par->layout.world_rank == 0)
-            g3_error("iteration %lld: the training loss is %s; stopping before the update (the "
-                     "parameters are those of the previous iteration). "
-                     "Lower --lr, raise the warm-up, or check the data", (long long)iteration,
-                     isnan(loss) ? "NaN" : "infinite");
+            g3_error(
+                "iteration %lld: the training loss is %s; stopping before the update (the parameters are those of the previous iteration). Lower --lr, raise the warm-up, or check the data",
+                (long long)iteration, isnan(loss) ? "NaN" : "infinite");
         return G3_ERR_NUMERIC;
     }
     g3_timers_start(eng->timers, G3_TIMER_OPTIMIZER);
@@ -741,9 +747,9 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
     g3_timers_stop(eng->timers, G3_TIMER_OPTIMIZER);
     *grad_norm_p = norm;
     if (st == G3_ERR_NUMERIC && eng->par->layout.world_rank == 0)
-        g3_error("iteration %lld: the gradient norm is %s (loss %.4f); stopping before the "
-                 "update (the parameters are those of the previous iteration). Lower --lr or keep --clip-grad on", (long long)iteration,
-                 isnan(norm) ? "NaN" : "infinite", loss);
+        g3_error(
+            "iteration %lld: the gradient norm is %s (loss %.4f); stopping before the update (the parameters are those of the previous iteration). Lower --lr or keep --clip-grad on",
+            (long long)iteration, isnan(norm) ? "NaN" : "infinite", loss);
     return st;
 }
 

@@ -69,8 +69,9 @@ g3_status_t g3_par_alloc_gather(g3_comm_world_t *world, const char *what, g3_par
         if (st != G3_OK)
             goto err_free_alloc;
         if (len != sizeof(*t)) {
-            g3_error("rank %d sent %zu bytes of placement, not %zu: is every rank running the "
-                     "same gpt3d?", r, len, sizeof(*t));
+            g3_error(
+                "rank %d sent %zu bytes of placement, not %zu: is every rank running the same gpt3d?",
+                r, len, sizeof(*t));
             st = G3_ERR_COMM;
             goto err_free_alloc;
         }
@@ -99,9 +100,10 @@ g3_status_t g3_par_alloc_gather(g3_comm_world_t *world, const char *what, g3_par
     a->rpn = count[0];
     for (int k = 1; k < a->nnodes; k++)
         if (count[k] != a->rpn) {
-            snprintf(why, why_len, "the job runs %d ranks on %s but %d on %s; gpt3d needs the "
-                     "same number of ranks on every node (srun --ntasks-per-node, mpirun "
-                     "--map-by ppr:N:node)", a->rpn, a->names[0], count[k], a->names[k]);
+            snprintf(
+                why, why_len,
+                "the job runs %d ranks on %s but %d on %s; gpt3d needs the same number of ranks on every node (srun --ntasks-per-node, mpirun --map-by ppr:N:node)",
+                a->rpn, a->names[0], count[k], a->names[k]);
             st = G3_ERR_INVALID_ARG;
             goto err_free_alloc;
         }
@@ -155,8 +157,10 @@ g3_status_t g3_par_alloc_topo(const g3_par_alloc_t *a, const char *topology_file
                 goto err_free_nodes;
             }
         if (nodes[i] < 0) {
-            snprintf(why, why_len, "node %s of %s is not in %s; give the cluster's full "
-                     "topology.conf with --topology-file", a->names[i], where, topo->source);
+            snprintf(
+                why, why_len,
+                "node %s of %s is not in %s; give the cluster's full topology.conf with --topology-file",
+                a->names[i], where, topo->source);
             st = G3_ERR_INVALID_ARG;
             goto err_free_nodes;
         }
@@ -221,11 +225,10 @@ int g3_par_dp_size(int64_t world, int tp, int pp, int *dp_p, char *why, size_t w
     int64_t rp = (int64_t)tp * pp;
 
     if (tp < 1 || pp < 1 || world < 1 || rp > world || world % rp != 0) {
-        snprintf(why, why_len, "the job's %lld rank%s cannot be split into "
-                 "--tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %lld ranks "
-                 "per model replica (the world size must be TP x PP x DP); start a multiple of "
-                 "%lld ranks or change the sizes", (long long)world, world == 1 ? "" : "s", tp,
-                 pp, (long long)rp, (long long)rp);
+        snprintf(
+            why, why_len,
+            "the job's %lld rank%s cannot be split into --tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %lld ranks per model replica (the world size must be TP x PP x DP); start a multiple of %lld ranks or change the sizes",
+            (long long)world, world == 1 ? "" : "s", tp, pp, (long long)rp, (long long)rp);
         return 0;
     }
     *dp_p = (int)(world / rp);
@@ -561,14 +564,16 @@ void g3_par_print_layout(const g3_par_t *par, const g3_gpt_config_t *cfg, FILE *
     const g3_par_layout_t *l = &par->layout;
     g3_gpt_config_t c = *cfg;
 
-    fprintf(out, "  layout: TP %d x PP %d x DP %d = %d ranks on %d node%s x %d (%s; mapping: "
-            "%s)\n", l->tp, l->pp, l->dp, l->world_size, l->nnodes, l->nnodes == 1 ? "" : "s",
+    fprintf(out, "  layout: TP %d x PP %d x DP %d = %d ranks on %d node%s x %d (%s; mapping: %s)\n",
+            l->tp, l->pp, l->dp, l->world_size, l->nnodes, l->nnodes == 1 ? "" : "s",
             l->ranks_per_node, l->hosts, l->how);
-    fprintf(out, "  tensor parallel %d: %d heads, %d MLP columns, %d vocabulary rows per rank; "
-            "pipeline %d stage%s:", l->tp, cfg->num_attention_heads / l->tp,
-            (cfg->ffn_hidden_size > 0 ? cfg->ffn_hidden_size : 4 * cfg->hidden_size) / l->tp,
-            g3_gpt_padded_vocab(cfg->vocab_size, cfg->make_vocab_size_divisible_by, l->tp) /
-                l->tp, l->pp, l->pp == 1 ? "" : "s");
+    fprintf(
+        out,
+        "  tensor parallel %d: %d heads, %d MLP columns, %d vocabulary rows per rank; pipeline %d stage%s:",
+        l->tp, cfg->num_attention_heads / l->tp,
+        (cfg->ffn_hidden_size > 0 ? cfg->ffn_hidden_size : 4 * cfg->hidden_size) / l->tp,
+        g3_gpt_padded_vocab(cfg->vocab_size, cfg->make_vocab_size_divisible_by, l->tp) / l->tp,
+        l->pp, l->pp == 1 ? "" : "s");
     c.pp_size = l->pp;
     for (int s = 0; s < l->pp; s++) {
         int b = 0, e = 0;

@@ -264,9 +264,11 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
             lmax = m->numel;
             qmax = o->state_numel;
         }
-        st = be->ops->alloc(be, (lmax ? lmax : 1) * sizeof(uint16_t),
-                            "the bf16 gradients of the data-parallel reduction "
-                            "(--grad-reduce-in-bf16)", (void **)&o->g16);
+        st =
+            be->ops
+                ->alloc(be, (lmax ? lmax : 1) * sizeof(uint16_t),
+                        "the bf16 gradients of the data-parallel reduction (--grad-reduce-in-bf16)",
+                        (void **)&o->g16);
         if (st == G3_OK && o->zero)
             st = be->ops->alloc(be, (qmax ? qmax : 1) * sizeof(uint16_t),
                                 "the bf16 reduced gradient shard (--grad-reduce-in-bf16)",
@@ -461,11 +463,12 @@ g3_status_t g3_par_optim_bwd_hook(void *ctx, int li)
     for (int b = 0; b < o->nbuckets && st == G3_OK; b++)
         if (!o->buckets[b].started && o->buckets[b].trigger == li) {
             if (li >= 0)
-                g3_debug("gradient bucket %d of %d: reduction started during the backward, "
-                         "after layer %d", b, o->nbuckets, g3_gpt_layer_global(eng->model, li));
+                g3_debug(
+                    "gradient bucket %d of %d: reduction started during the backward, after layer %d",
+                    b, o->nbuckets, g3_gpt_layer_global(eng->model, li));
             else
-                g3_debug("gradient bucket %d of %d: reduction started at the end of the "
-                         "backward", b, o->nbuckets);
+                g3_debug("gradient bucket %d of %d: reduction started at the end of the backward",
+                         b, o->nbuckets);
             st = g3_par_bucket_start(eng, b);
         }
     return st == G3_OK ? g3_par_progress(eng) : st;
@@ -513,8 +516,9 @@ static g3_status_t g3_par_gather_wait_where(g3_par_engine_t *eng, int all, int l
         o->buckets[b].gathering = 0;
         any = 1;
         if (!all)
-            g3_debug("parameter bucket %d of %d: all-gather waited for at its first use in the "
-                     "forward (local layer %d)", b, o->nbuckets, li);
+            g3_debug(
+                "parameter bucket %d of %d: all-gather waited for at its first use in the forward (local layer %d)",
+                b, o->nbuckets, li);
         for (int i = 0; i < o->nseg; i++) {
             if (o->seg[i].bucket != b)
                 continue;

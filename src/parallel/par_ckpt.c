@@ -86,9 +86,9 @@ g3_status_t g3_par_ckpt_init(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t 
     return G3_OK;
 
 err_no_memory:
-    g3_error("checkpoints: out of memory for the host copy of the training state (%.1f MiB of "
-             "parameters and as much again per Adam moment)",
-             (double)model->numel * 4.0 / 1048576.0);
+    g3_error(
+        "checkpoints: out of memory for the host copy of the training state (%.1f MiB of parameters and as much again per Adam moment)",
+        (double)model->numel * 4.0 / 1048576.0);
     g3_par_ckpt_free(t);
     return G3_ERR_NO_MEMORY;
 }
@@ -202,9 +202,9 @@ g3_status_t g3_par_ckpt_apply(g3_par_ckpt_t *t, g3_gpt_t *model, g3_ckpt_reader_
     }
     if (g3_ckpt_reader_has(r, "rng") && g3_ckpt_reader_get_i64(r, "rng", &seed, 1) == G3_OK &&
         seed != (int64_t)model->cfg.seed)
-        g3_warn("checkpoint %s was trained with --seed %lld, this run has --seed %llu: the data "
-                "order from here on differs from the original run's", g3_ckpt_reader_path(r),
-                (long long)seed, (unsigned long long)model->cfg.seed);
+        g3_warn(
+            "checkpoint %s was trained with --seed %lld, this run has --seed %llu: the data order from here on differs from the original run's",
+            g3_ckpt_reader_path(r), (long long)seed, (unsigned long long)model->cfg.seed);
     /* into the backend's buffers */
     be->ops->upload(be, model->w, t->hw, sizeof(float) * model->numel);
     g3_gpt_params_refresh(model);   /* the passes' bf16 copy on CUDA */

@@ -49,36 +49,39 @@ void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
     int zero = in->distributed_optimizer, nfit = 0;
     char b1[48], b2[48];
 
-    printf("gpt3d plan: GPT %d layers, hidden %d, %d heads, ffn %d, sequence %d, positions %d, "
-           "vocabulary %d (padded %d: a multiple of %d x TP %d)\n", m->num_layers,
-           m->hidden_size, m->num_attention_heads, p->ffn, m->seq_length, p->positions,
-           m->vocab_size, p->padded_vocab, m->make_vocab_size_divisible_by, m->tp_size);
-    printf("  parameters: %s (%s; the output layer is tied to the word embedding, counted "
-           "once; gpt3d train reports the same)\n", g3_plan_commas(p->params_total, b1, sizeof(b1)),
-           g3_plan_short((double)p->params_total, b2, sizeof(b2)));
+    printf(
+        "gpt3d plan: GPT %d layers, hidden %d, %d heads, ffn %d, sequence %d, positions %d, vocabulary %d (padded %d: a multiple of %d x TP %d)\n",
+        m->num_layers, m->hidden_size, m->num_attention_heads, p->ffn, m->seq_length, p->positions,
+        m->vocab_size, p->padded_vocab, m->make_vocab_size_divisible_by, m->tp_size);
+    printf(
+        "  parameters: %s (%s; the output layer is tied to the word embedding, counted once; gpt3d train reports the same)\n",
+        g3_plan_commas(p->params_total, b1, sizeof(b1)),
+        g3_plan_short((double)p->params_total, b2, sizeof(b2)));
     if (lay->nodes > 0)
-        printf("  layout: TP %d x PP %d x DP %d = %d ranks on %d node%s x %d (tensor-parallel "
-               "groups inside a node)\n", m->tp_size, m->pp_size, in->dp, p->world, lay->nodes,
-               lay->nodes == 1 ? "" : "s", lay->rpn);
+        printf(
+            "  layout: TP %d x PP %d x DP %d = %d ranks on %d node%s x %d (tensor-parallel groups inside a node)\n",
+            m->tp_size, m->pp_size, in->dp, p->world, lay->nodes, lay->nodes == 1 ? "" : "s",
+            lay->rpn);
     else
-        printf("  layout: TP %d x PP %d x DP %d = %d rank%s (no --nodes/--gpus-per-node: not "
-               "checked against nodes)\n", m->tp_size, m->pp_size, in->dp, p->world,
-               p->world == 1 ? "" : "s");
-    printf("  one replica (TP x PP ranks) holds %s parameters: %s more than the model, the "
-           "copies of TP-replicated tensors%s\n", g3_plan_commas(p->params_replica, b1, sizeof(b1)),
-           g3_plan_commas(p->params_replica - p->params_total, b2, sizeof(b2)),
-           m->pp_size > 1 ? " and the last stage's word embedding" : "");
-    printf("  batches: micro %lld x DP %d x %lld micro-batches (gradient-accumulation steps) = "
-           "global %lld sequences, %lld tokens per iteration", (long long)in->micro_batch,
-           in->dp, (long long)p->micro_per_iter, (long long)in->global_batch,
-           (long long)(in->global_batch * m->seq_length));
+        printf(
+            "  layout: TP %d x PP %d x DP %d = %d rank%s (no --nodes/--gpus-per-node: not checked against nodes)\n",
+            m->tp_size, m->pp_size, in->dp, p->world, p->world == 1 ? "" : "s");
+    printf(
+        "  one replica (TP x PP ranks) holds %s parameters: %s more than the model, the copies of TP-replicated tensors%s\n",
+        g3_plan_commas(p->params_replica, b1, sizeof(b1)),
+        g3_plan_commas(p->params_replica - p->params_total, b2, sizeof(b2)),
+        m->pp_size > 1 ? " and the last stage's word embedding" : "");
+    printf(
+        "  batches: micro %lld x DP %d x %lld micro-batches (gradient-accumulation steps) = global %lld sequences, %lld tokens per iteration",
+        (long long)in->micro_batch, in->dp, (long long)p->micro_per_iter,
+        (long long)in->global_batch, (long long)(in->global_batch * m->seq_length));
     if (in->start_batch != in->global_batch)
         printf("; ramp-up from %lld (%lld micro-batches)", (long long)in->start_batch,
                (long long)p->micro_first);
     printf("\n");
-    printf("  model FLOPs (docs/model.md, as gpt3d train's MFU): %.4g per iteration, %.4g per "
-           "token, %.4g per rank per iteration\n", p->flops_iter, p->flops_token,
-           p->flops_iter / p->world);
+    printf(
+        "  model FLOPs (docs/model.md, as gpt3d train's MFU): %.4g per iteration, %.4g per token, %.4g per rank per iteration\n",
+        p->flops_iter, p->flops_token, p->flops_iter / p->world);
     if (f->length_given) {
         double tokens, flops;
         g3_plan_run_totals(lay, &tokens, &flops);
@@ -86,46 +89,43 @@ void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
                (long long)lay->tplan.train_iters, tokens, flops);
     }
     if (m->pp_size > 1 && in->virtual_pp > 1)
-        printf("  pipeline bubble (interleaved 1F1B, V %d): (PP - 1) / (V m + PP - 1) = %d / "
-               "%lld = %.2f%% of an iteration idle; (PP - 1) / (V m) = %.2f%% of the compute "
-               "time; V x more pipeline transfers\n", in->virtual_pp, m->pp_size - 1,
-               (long long)(in->virtual_pp * p->micro_per_iter + m->pp_size - 1),
-               100.0 * p->bubble, 100.0 * p->bubble_vs_compute);
+        printf(
+            "  pipeline bubble (interleaved 1F1B, V %d): (PP - 1) / (V m + PP - 1) = %d / %lld = %.2f%% of an iteration idle; (PP - 1) / (V m) = %.2f%% of the compute time; V x more pipeline transfers\n",
+            in->virtual_pp, m->pp_size - 1,
+            (long long)(in->virtual_pp * p->micro_per_iter + m->pp_size - 1), 100.0 * p->bubble,
+            100.0 * p->bubble_vs_compute);
     else if (m->pp_size > 1)
-        printf("  pipeline bubble (1F1B): (PP - 1) / (m + PP - 1) = %d / %lld = %.2f%% of an "
-               "iteration idle; (PP - 1) / m = %.2f%% of the compute time (what gpt3d train "
-               "reports)\n", m->pp_size - 1, (long long)(p->micro_per_iter + m->pp_size - 1),
-               100.0 * p->bubble, 100.0 * p->bubble_vs_compute);
+        printf(
+            "  pipeline bubble (1F1B): (PP - 1) / (m + PP - 1) = %d / %lld = %.2f%% of an iteration idle; (PP - 1) / m = %.2f%% of the compute time (what gpt3d train reports)\n",
+            m->pp_size - 1, (long long)(p->micro_per_iter + m->pp_size - 1), 100.0 * p->bubble,
+            100.0 * p->bubble_vs_compute);
     else
         printf("  pipeline bubble: none (PP 1)\n");
     printf("  device %s: %s; activation recompute: %s\n", in->bf16 ? "cuda" : "cpu",
-           in->bf16 ? "bf16 weights and activations, fp32 gradients, fp32 master weights and "
-                      "Adam state"
-                    : "fp32 weights (the master copy), activations, gradients and Adam state",
+           in->bf16
+               ? "bf16 weights and activations, fp32 gradients, fp32 master weights and Adam state"
+               : "fp32 weights (the master copy), activations, gradients and Adam state",
            g3_plan_act_mode_words(p->recompute));
     if (in->bf16 && p->recompute == G3_PLAN_ACT_SELECTIVE)
-        printf("  note: selective recompute saves nothing on CUDA: its fused attention never "
-               "keeps the scores Megatron's selective recompute drops (it keeps the output and "
-               "the softmax statistics); use --recompute-granularity full to save memory\n");
+        printf(
+            "  note: selective recompute saves nothing on CUDA: its fused attention never keeps the scores Megatron's selective recompute drops (it keeps the output and the softmax statistics); use --recompute-granularity full to save memory\n");
     if (in->sequence_parallel)
-        printf("  sequence parallelism: the LayerNorm and residual tensors split along the "
-               "sequence over TP %d (reduce-scatter + all-gather instead of all-reduce)\n",
-               m->tp_size);
-    printf("  model state per parameter held: %.2f B replicated; %.2f B with ZeRO-1 over DP %d "
-           "(--use-distributed-optimizer%s)\n", p->bytes_per_param[0], p->bytes_per_param[1],
-           in->dp, zero ? ", in use" : ", not in use");
-    printf("  activations per layer per micro-batch, Megatron's count (Korthikanti et al. "
-           "2022, %s sequence parallelism, with dropout): %.3f GiB without recompute, %.3f GiB "
-           "selective, %.3f GiB full; gpt3d's %s backend keeps %.3f GiB per micro-batch on "
-           "stage 0 (its own layout, as gpt3d train allocates it)\n",
-           in->sequence_parallel ? "with" : "without",
-           g3_plan_gib(p->act_per_layer[G3_PLAN_ACT_NONE]),
-           g3_plan_gib(p->act_per_layer[G3_PLAN_ACT_SELECTIVE]),
-           g3_plan_gib(p->act_per_layer[G3_PLAN_ACT_FULL]), in->bf16 ? "cuda" : "cpu",
-           g3_plan_gib(p->stages[0].act_set_bytes));
+        printf(
+            "  sequence parallelism: the LayerNorm and residual tensors split along the sequence over TP %d (reduce-scatter + all-gather instead of all-reduce)\n",
+            m->tp_size);
+    printf(
+        "  model state per parameter held: %.2f B replicated; %.2f B with ZeRO-1 over DP %d (--use-distributed-optimizer%s)\n",
+        p->bytes_per_param[0], p->bytes_per_param[1], in->dp, zero ? ", in use" : ", not in use");
+    printf(
+        "  activations per layer per micro-batch, Megatron's count (Korthikanti et al. 2022, %s sequence parallelism, with dropout): %.3f GiB without recompute, %.3f GiB selective, %.3f GiB full; gpt3d's %s backend keeps %.3f GiB per micro-batch on stage 0 (its own layout, as gpt3d train allocates it)\n",
+        in->sequence_parallel ? "with" : "without", g3_plan_gib(p->act_per_layer[G3_PLAN_ACT_NONE]),
+        g3_plan_gib(p->act_per_layer[G3_PLAN_ACT_SELECTIVE]),
+        g3_plan_gib(p->act_per_layer[G3_PLAN_ACT_FULL]), in->bf16 ? "cuda" : "cpu",
+        g3_plan_gib(p->stages[0].act_set_bytes));
 
-    printf("\nper rank, GiB (optimizer: %s; activations: 1F1B keeps min(PP - stage, m) "
-           "micro-batches)\n", zero ? "ZeRO-1 shard" : "replicated");
+    printf(
+        "\nper rank, GiB (optimizer: %s; activations: 1F1B keeps min(PP - stage, m) micro-batches)\n",
+        zero ? "ZeRO-1 shard" : "replicated");
     printf("  %5s  %-11s %15s %9s %9s %11s %12s %12s %3s %9s %9s%s\n", "stage", "layers",
            "params/rank", "weights", "grads", "optimizer", zero ? "(replicated)" : "(ZeRO-1)",
            "activations", "mb", "overhead",
@@ -144,14 +144,12 @@ void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
                st->in_flight, g3_plan_gib(st->overhead_bytes), g3_plan_gib(st->peak_bytes),
                f->gpu_gib > 0 ? (g3_plan_stage_fits(f, p, st) ? "  yes" : "  NO") : "");
     }
-    printf("  (+E: embeddings, +H: final LayerNorm and output layer; weights: %s; optimizer: "
-           "Adam m, v (+ the reduced-gradient shard under ZeRO-1); (%s): the optimizer %s; mb: "
-           "micro-batches in flight; overhead: %s)\n",
-           in->bf16 ? "bf16 working copy + fp32 master" : "fp32",
-           zero ? "replicated" : "ZeRO-1",
-           zero ? "without --use-distributed-optimizer" : "with --use-distributed-optimizer",
-           in->bf16 ? "CUDA context, cuBLASLt workspace, allocator slack, NCCL buffers"
-                    : "the process");
+    printf(
+        "  (+E: embeddings, +H: final LayerNorm and output layer; weights: %s; optimizer: Adam m, v (+ the reduced-gradient shard under ZeRO-1); (%s): the optimizer %s; mb: micro-batches in flight; overhead: %s)\n",
+        in->bf16 ? "bf16 working copy + fp32 master" : "fp32", zero ? "replicated" : "ZeRO-1",
+        zero ? "without --use-distributed-optimizer" : "with --use-distributed-optimizer",
+        in->bf16 ? "CUDA context, cuBLASLt workspace, allocator slack, NCCL buffers"
+                 : "the process");
     printf("  peak: stage %d, %.2f GiB per rank", p->peak_stage,
            g3_plan_gib(p->stages[p->peak_stage].peak_bytes));
     if (in->ranks_per_gpu > 1)
@@ -166,20 +164,14 @@ void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
 static void g3_plan_json_stage(const g3_plan_flags_t *f, const g3_plan_t *p,
                                    const g3_plan_stage_t *st)
 {
-    printf("{\"stage\":%d,\"layer_begin\":%d,\"layer_end\":%d,\"embedding\":%s,\"head\":%s,"
-           "\"params\":%lld,\"params_held\":%lld,\"in_flight\":%d,\"weight_bytes\":%.17g,"
-           "\"grad_bytes\":%.17g,\"master_bytes\":%.17g,\"optim_bytes\":%.17g,"
-           "\"master_bytes_zero1\":%.17g,\"optim_bytes_zero1\":%.17g,\"state_bytes\":%.17g,"
-           "\"state_bytes_zero1\":%.17g,\"act_layer_bytes\":%.17g,\"act_recompute_bytes\":%.17g,"
-           "\"act_extra_bytes\":%.17g,\"act_bytes\":%.17g,\"act_set_bytes\":%.17g,"
-           "\"overhead_bytes\":%.17g,\"peak_bytes\":%.17g,\"gpu_bytes\":%.17g",
-           st->stage, st->layer_begin, st->layer_end, st->has_embedding ? "true" : "false",
-           st->has_head ? "true" : "false", (long long)st->params, (long long)st->params_held,
-           st->in_flight, st->weight_bytes, st->grad_bytes, st->master_bytes[0],
-           st->optim_bytes[0], st->master_bytes[1], st->optim_bytes[1], st->state_bytes[0],
-           st->state_bytes[1], st->act_layer_bytes, st->act_recompute_bytes,
-           st->act_extra_bytes, st->act_bytes, st->act_set_bytes, st->overhead_bytes,
-           st->peak_bytes, st->gpu_bytes);
+    printf(
+        "{\"stage\":%d,\"layer_begin\":%d,\"layer_end\":%d,\"embedding\":%s,\"head\":%s,\"params\":%lld,\"params_held\":%lld,\"in_flight\":%d,\"weight_bytes\":%.17g,\"grad_bytes\":%.17g,\"master_bytes\":%.17g,\"optim_bytes\":%.17g,\"master_bytes_zero1\":%.17g,\"optim_bytes_zero1\":%.17g,\"state_bytes\":%.17g,\"state_bytes_zero1\":%.17g,\"act_layer_bytes\":%.17g,\"act_recompute_bytes\":%.17g,\"act_extra_bytes\":%.17g,\"act_bytes\":%.17g,\"act_set_bytes\":%.17g,\"overhead_bytes\":%.17g,\"peak_bytes\":%.17g,\"gpu_bytes\":%.17g",
+        st->stage, st->layer_begin, st->layer_end, st->has_embedding ? "true" : "false",
+        st->has_head ? "true" : "false", (long long)st->params, (long long)st->params_held,
+        st->in_flight, st->weight_bytes, st->grad_bytes, st->master_bytes[0], st->optim_bytes[0],
+        st->master_bytes[1], st->optim_bytes[1], st->state_bytes[0], st->state_bytes[1],
+        st->act_layer_bytes, st->act_recompute_bytes, st->act_extra_bytes, st->act_bytes,
+        st->act_set_bytes, st->overhead_bytes, st->peak_bytes, st->gpu_bytes);
     if (f->gpu_gib > 0)
         printf(",\"fits\":%s", g3_plan_stage_fits(f, p, st) ? "true" : "false");
     printf("}");
@@ -188,10 +180,9 @@ static void g3_plan_json_stage(const g3_plan_flags_t *f, const g3_plan_t *p,
 /* The time of one layout as JSON members (no braces). */
 static void g3_plan_json_time(const g3_plan_time_t *t)
 {
-    printf("\"seconds_per_iteration\":%.9g,\"tokens_per_second\":%.9g,"
-           "\"model_tflops_per_gpu\":%.6g,\"hardware_tflops_per_gpu\":%.6g,"
-           "\"micro_batch_seconds\":%.9g,\"parts\":{", t->seconds, t->tokens_per_s,
-           t->model_tflops_gpu, t->hw_tflops_gpu, t->micro_seconds);
+    printf(
+        "\"seconds_per_iteration\":%.9g,\"tokens_per_second\":%.9g,\"model_tflops_per_gpu\":%.6g,\"hardware_tflops_per_gpu\":%.6g,\"micro_batch_seconds\":%.9g,\"parts\":{",
+        t->seconds, t->tokens_per_s, t->model_tflops_gpu, t->hw_tflops_gpu, t->micro_seconds);
     for (int k = 0; k < G3_PLAN_T_PARTS; k++)
         printf("%s\"%s\":%.9g", k ? "," : "", g3_plan_time_part_name(k), t->part[k]);
     printf("}");
@@ -207,36 +198,33 @@ void g3_plan_print_json(const g3_plan_flags_t *f, const g3_plan_layout_t *lay,
     const g3_plan_t *p = &lay->plan;
     int nfit = 0;
 
-    printf("{\"model\":{\"num_layers\":%d,\"hidden_size\":%d,\"num_attention_heads\":%d,"
-           "\"ffn_hidden_size\":%d,\"seq_length\":%d,\"max_position_embeddings\":%d,"
-           "\"vocab_size\":%d,\"padded_vocab_size\":%d,\"parameters\":%lld},",
-           m->num_layers, m->hidden_size, m->num_attention_heads, p->ffn, m->seq_length,
-           p->positions, m->vocab_size, p->padded_vocab, (long long)p->params_total);
-    printf("\"layout\":{\"tp\":%d,\"pp\":%d,\"dp\":%d,\"world\":%d,\"nodes\":%d,"
-           "\"ranks_per_node\":%d,\"device\":\"%s\",\"recompute\":\"%s\","
-           "\"distributed_optimizer\":%s},", m->tp_size, m->pp_size, in->dp, p->world,
-           lay->nodes, lay->rpn, in->bf16 ? "cuda" : "cpu", g3_plan_act_mode_name(p->recompute),
-           in->distributed_optimizer ? "true" : "false");
-    printf("\"batch\":{\"micro_batch_size\":%lld,\"global_batch_size\":%lld,"
-           "\"start_batch_size\":%lld,\"micro_batches\":%lld,\"micro_batches_first\":%lld,"
-           "\"tokens_per_iteration\":%lld},", (long long)in->micro_batch,
-           (long long)in->global_batch, (long long)in->start_batch,
-           (long long)p->micro_per_iter, (long long)p->micro_first,
-           (long long)(in->global_batch * m->seq_length));
-    printf("\"params_replica\":%lld,\"flops_per_iteration\":%.17g,\"flops_per_token\":%.17g,"
-           "\"flops_per_rank_per_iteration\":%.17g,\"bubble\":%.17g,"
-           "\"bubble_vs_compute\":%.17g,", (long long)p->params_replica, p->flops_iter,
-           p->flops_token, p->flops_iter / p->world, p->bubble, p->bubble_vs_compute);
+    printf(
+        "{\"model\":{\"num_layers\":%d,\"hidden_size\":%d,\"num_attention_heads\":%d,\"ffn_hidden_size\":%d,\"seq_length\":%d,\"max_position_embeddings\":%d,\"vocab_size\":%d,\"padded_vocab_size\":%d,\"parameters\":%lld},",
+        m->num_layers, m->hidden_size, m->num_attention_heads, p->ffn, m->seq_length, p->positions,
+        m->vocab_size, p->padded_vocab, (long long)p->params_total);
+    printf(
+        "\"layout\":{\"tp\":%d,\"pp\":%d,\"dp\":%d,\"world\":%d,\"nodes\":%d,\"ranks_per_node\":%d,\"device\":\"%s\",\"recompute\":\"%s\",\"distributed_optimizer\":%s},",
+        m->tp_size, m->pp_size, in->dp, p->world, lay->nodes, lay->rpn, in->bf16 ? "cuda" : "cpu",
+        g3_plan_act_mode_name(p->recompute), in->distributed_optimizer ? "true" : "false");
+    printf(
+        "\"batch\":{\"micro_batch_size\":%lld,\"global_batch_size\":%lld,\"start_batch_size\":%lld,\"micro_batches\":%lld,\"micro_batches_first\":%lld,\"tokens_per_iteration\":%lld},",
+        (long long)in->micro_batch, (long long)in->global_batch, (long long)in->start_batch,
+        (long long)p->micro_per_iter, (long long)p->micro_first,
+        (long long)(in->global_batch * m->seq_length));
+    printf(
+        "\"params_replica\":%lld,\"flops_per_iteration\":%.17g,\"flops_per_token\":%.17g,\"flops_per_rank_per_iteration\":%.17g,\"bubble\":%.17g,\"bubble_vs_compute\":%.17g,",
+        (long long)p->params_replica, p->flops_iter, p->flops_token, p->flops_iter / p->world,
+        p->bubble, p->bubble_vs_compute);
     if (f->length_given) {
         double tokens, flops;
         g3_plan_run_totals(lay, &tokens, &flops);
         printf("\"run\":{\"train_iters\":%lld,\"tokens\":%.17g,\"flops\":%.17g},",
                (long long)lay->tplan.train_iters, tokens, flops);
     }
-    printf("\"bytes_per_param\":%.17g,\"bytes_per_param_zero1\":%.17g,"
-           "\"act_per_layer\":{\"none\":%.17g,\"selective\":%.17g,\"full\":%.17g},",
-           p->bytes_per_param[0], p->bytes_per_param[1], p->act_per_layer[G3_PLAN_ACT_NONE],
-           p->act_per_layer[G3_PLAN_ACT_SELECTIVE], p->act_per_layer[G3_PLAN_ACT_FULL]);
+    printf(
+        "\"bytes_per_param\":%.17g,\"bytes_per_param_zero1\":%.17g,\"act_per_layer\":{\"none\":%.17g,\"selective\":%.17g,\"full\":%.17g},",
+        p->bytes_per_param[0], p->bytes_per_param[1], p->act_per_layer[G3_PLAN_ACT_NONE],
+        p->act_per_layer[G3_PLAN_ACT_SELECTIVE], p->act_per_layer[G3_PLAN_ACT_FULL]);
     printf("\"stages\":[");
     for (int s = 0; s < p->pp; s++) {
         if (s)
@@ -297,10 +285,8 @@ void g3_plan_print_time(const g3_plan_machine_t *mc, const g3_plan_layout_t *lay
     g3_plan_time_row(lay->nodes > 0 ? "--nodes" : "this", lay, t);
     for (int i = 0; i < nsizes; i++)
         g3_plan_time_row("--sizes", &sizes[i], &stimes[i]);
-    printf("  (TFLOP/s per GPU: model FLOPs as gpt3d train's MFU; w/recomp: with the recomputed "
-           "forward counted, Megatron's and MT-NLG's convention; shares of the iteration: "
-           "compute, tensor-parallel collectives, pipeline transfers, bubble, data-parallel "
-           "reduction not overlapped, optimizer)\n");
+    printf(
+        "  (TFLOP/s per GPU: model FLOPs as gpt3d train's MFU; w/recomp: with the recomputed forward counted, Megatron's and MT-NLG's convention; shares of the iteration: compute, tensor-parallel collectives, pipeline transfers, bubble, data-parallel reduction not overlapped, optimizer)\n");
 }
 
 void g3_plan_print_search(const g3_plan_flags_t *f, const g3_plan_search_t *ss,
@@ -311,8 +297,9 @@ void g3_plan_print_search(const g3_plan_flags_t *f, const g3_plan_search_t *ss,
     int world = f->nodes * f->rpn;
 
     if (json) {
-        printf("{\"search\":{\"nodes\":%d,\"ranks_per_node\":%d,\"world\":%d,\"checked\":%d,"
-               "\"valid\":%d,\"fit\":%d", f->nodes, f->rpn, world, s.checked, s.valid, s.fit);
+        printf(
+            "{\"search\":{\"nodes\":%d,\"ranks_per_node\":%d,\"world\":%d,\"checked\":%d,\"valid\":%d,\"fit\":%d",
+            f->nodes, f->rpn, world, s.checked, s.valid, s.fit);
         if (f->gpu_gib > 0)
             printf(",\"gpu_memory_gib\":%.17g", f->gpu_gib);
         if (mc)
@@ -322,12 +309,10 @@ void g3_plan_print_search(const g3_plan_flags_t *f, const g3_plan_search_t *ss,
             const g3_plan_candidate_t *c = &s.c[i];
             if (!c->fits)
                 continue;
-            printf("%s{\"tp\":%d,\"pp\":%d,\"dp\":%d,\"virtual_pipeline_size\":%d,"
-                   "\"sequence_parallel\":%s,\"micro_batches\":%lld,\"bubble\":%.17g,"
-                   "\"peak_bytes\":%.17g,\"peak_stage\":%d,\"params_per_rank\":%lld",
-                   k++ ? "," : "", c->tp, c->pp, c->dp, c->vpp, c->sp ? "true" : "false",
-                   (long long)c->m, c->bubble, c->peak, c->peak_stage,
-                   (long long)c->params_rank);
+            printf(
+                "%s{\"tp\":%d,\"pp\":%d,\"dp\":%d,\"virtual_pipeline_size\":%d,\"sequence_parallel\":%s,\"micro_batches\":%lld,\"bubble\":%.17g,\"peak_bytes\":%.17g,\"peak_stage\":%d,\"params_per_rank\":%lld",
+                k++ ? "," : "", c->tp, c->pp, c->dp, c->vpp, c->sp ? "true" : "false",
+                (long long)c->m, c->bubble, c->peak, c->peak_stage, (long long)c->params_rank);
             if (mc)
                 printf(",\"seconds_per_iteration\":%.9g", c->seconds);
             printf("}");
@@ -337,17 +322,17 @@ void g3_plan_print_search(const g3_plan_flags_t *f, const g3_plan_search_t *ss,
         char gbs[48] = "micro batch x DP";
         if (f->cfg.global_batch_size > 0)
             snprintf(gbs, sizeof(gbs), "%lld", (long long)f->cfg.global_batch_size);
-        printf("gpt3d plan --search: %d node%s x %d = %d ranks; GPT %d layers, hidden %d, %d "
-               "heads, sequence %d; micro batch %lld, global batch %s; device %s; recompute "
-               "%s; optimizer %s\n", f->nodes, f->nodes == 1 ? "" : "s", f->rpn, world,
-               m->num_layers, m->hidden_size, m->num_attention_heads, m->seq_length,
-               (long long)f->cfg.micro_batch_size, gbs, f->bf16 ? "cuda" : "cpu",
-               g3_plan_act_mode_name(g3_plan_act_mode(m)),
-               f->cfg.distributed_optimizer ? "ZeRO-1" : "replicated");
-        printf("  %d layout%s checked (TP x PP x V x sequence parallelism), %d valid for gpt3d "
-               "train, %d fit%s%s\n", s.checked, s.checked == 1 ? "" : "s", s.valid, s.fit,
-               f->gpu_gib > 0 ? " in the memory per GPU" : "",
-               f->gpu_gib > 0 ? "" : " (give --gpu-memory GIB to keep only those that fit)");
+        printf(
+            "gpt3d plan --search: %d node%s x %d = %d ranks; GPT %d layers, hidden %d, %d heads, sequence %d; micro batch %lld, global batch %s; device %s; recompute %s; optimizer %s\n",
+            f->nodes, f->nodes == 1 ? "" : "s", f->rpn, world, m->num_layers, m->hidden_size,
+            m->num_attention_heads, m->seq_length, (long long)f->cfg.micro_batch_size, gbs,
+            f->bf16 ? "cuda" : "cpu", g3_plan_act_mode_name(g3_plan_act_mode(m)),
+            f->cfg.distributed_optimizer ? "ZeRO-1" : "replicated");
+        printf(
+            "  %d layout%s checked (TP x PP x V x sequence parallelism), %d valid for gpt3d train, %d fit%s%s\n",
+            s.checked, s.checked == 1 ? "" : "s", s.valid, s.fit,
+            f->gpu_gib > 0 ? " in the memory per GPU" : "",
+            f->gpu_gib > 0 ? "" : " (give --gpu-memory GIB to keep only those that fit)");
         if (s.fit > 0) {
             printf("  %4s %4s %6s %3s %3s %8s %8s %12s %6s %15s%s\n", "TP", "PP", "DP", "V",
                    "SP", "m", "bubble", "peak GiB", "stage", "params/rank",
@@ -365,10 +350,9 @@ void g3_plan_print_search(const g3_plan_flags_t *f, const g3_plan_search_t *ss,
                     printf(" %10.3f", c->seconds);
                 printf("\n");
             }
-            printf("  (ordered by %s, then peak memory; V: model chunks per pipeline rank "
-                   "(interleaved 1F1B); SP: sequence parallelism; gpt3d plan with the flags of "
-                   "a row prints its details)\n",
-                   mc ? "predicted seconds per iteration" : "pipeline bubble");
+            printf(
+                "  (ordered by %s, then peak memory; V: model chunks per pipeline rank (interleaved 1F1B); SP: sequence parallelism; gpt3d plan with the flags of a row prints its details)\n",
+                mc ? "predicted seconds per iteration" : "pipeline bubble");
         }
     }
 }

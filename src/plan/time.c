@@ -259,15 +259,18 @@ g3_status_t g3_plan_calibrate(const char *device, int threads, const char *path)
     fprintf(f, "# gemm SIZE FLOP/s: matmul forward + backward of SIZE^3 (6 SIZE^3 FLOPs)\n");
     for (int i = 0; i < nsizes; i++)
         fprintf(f, "gemm %d %.6g\n", sizes[i], gemm[i]);
-    fprintf(f, "# attention FLOP/s: forward + backward, counted as 12 B T^2 C (B %d T %d "
-            "heads %d x %d)\n", b.B, b.T, b.NH, b.HS);
+    fprintf(
+        f,
+        "# attention FLOP/s: forward + backward, counted as 12 B T^2 C (B %d T %d heads %d x %d)\n",
+        b.B, b.T, b.NH, b.HS);
     fprintf(f, "attention %.6g\n", attn);
     fprintf(f, "# memory bytes/s: a residual add (read 2, write 1)\n");
     fprintf(f, "memory %.6g\n", mem);
-    fprintf(f, "# intra/inter BYTES/s LATENCY_s: %s\n",
-            cuda ? "not measured (one GPU): the DGX H100 numbers; edit for your machine"
-                 : "a host copy (read + write) bounds the shared-memory transport; between "
-                   "nodes: the DGX A100's InfiniBand, edit for your network");
+    fprintf(
+        f, "# intra/inter BYTES/s LATENCY_s: %s\n",
+        cuda
+            ? "not measured (one GPU): the DGX H100 numbers; edit for your machine"
+            : "a host copy (read + write) bounds the shared-memory transport; between nodes: the DGX A100's InfiniBand, edit for your network");
     if (cuda) {
         fprintf(f, "intra %.6g %.6g\ninter %.6g %.6g\ngpus_per_node 8\n",
                 g3_plan_dgx_h100.intra_bw, g3_plan_dgx_h100.intra_lat,

@@ -129,8 +129,9 @@ static g3_status_t g3_map_check(const g3_topo_t *topo, const g3_topo_alloc_t *al
     }
     world = al->nnodes * rpn;
     if (tp < 1 || pp < 1) {
-        snprintf(why, why_len, "tensor and pipeline parallel sizes must be at least 1 "
-                 "(got TP %d, PP %d)", tp, pp);
+        snprintf(why, why_len,
+                 "tensor and pipeline parallel sizes must be at least 1 (got TP %d, PP %d)", tp,
+                 pp);
         return G3_ERR_INVALID_ARG;
     }
     for (int i = 0; i < al->nnodes; i++)
@@ -140,23 +141,25 @@ static g3_status_t g3_map_check(const g3_topo_t *topo, const g3_topo_alloc_t *al
         }
     if (tp > rpn || rpn % tp != 0) {
         g3_divisors(rpn, divs, sizeof(divs));
-        snprintf(why, why_len, "TP %d does not %s the %d ranks of a node: tensor-parallel "
-                 "groups must stay inside one node, so TP can be %s",
-                 tp, tp > rpn ? "fit in" : "divide", rpn, divs);
+        snprintf(
+            why, why_len,
+            "TP %d does not %s the %d ranks of a node: tensor-parallel groups must stay inside one node, so TP can be %s",
+            tp, tp > rpn ? "fit in" : "divide", rpn, divs);
         return G3_ERR_INVALID_ARG;
     }
     if (world % (tp * pp) != 0) {
         g3_divisors(world / tp, divs, sizeof(divs));
-        snprintf(why, why_len, "the job's %d ranks (%d nodes x %d) are not a multiple of "
-                 "TP x PP = %d x %d; with TP %d, PP can be %s",
-                 world, al->nnodes, rpn, tp, pp, tp, divs);
+        snprintf(
+            why, why_len,
+            "the job's %d ranks (%d nodes x %d) are not a multiple of TP x PP = %d x %d; with TP %d, PP can be %s",
+            world, al->nnodes, rpn, tp, pp, tp, divs);
         return G3_ERR_INVALID_ARG;
     }
     if (dp > 0 && (long)tp * pp * dp != world) {
-        snprintf(why, why_len, "TP x PP x DP = %d x %d x %d = %ld ranks, but the job has %d "
-                 "(%d nodes x %d); with TP %d and PP %d, DP must be %d",
-                 tp, pp, dp, (long)tp * pp * dp, world, al->nnodes, rpn, tp, pp,
-                 world / (tp * pp));
+        snprintf(
+            why, why_len,
+            "TP x PP x DP = %d x %d x %d = %ld ranks, but the job has %d (%d nodes x %d); with TP %d and PP %d, DP must be %d",
+            tp, pp, dp, (long)tp * pp * dp, world, al->nnodes, rpn, tp, pp, world / (tp * pp));
         return G3_ERR_INVALID_ARG;
     }
     *dp_p = world / (tp * pp);
@@ -172,9 +175,10 @@ static g3_status_t g3_map_check(const g3_topo_t *topo, const g3_topo_alloc_t *al
         int local = al->rank_local ? al->rank_local[w] : w % rpn;
         if (node < 0 || node >= al->nnodes || local < 0 || local >= rpn ||
             nl[node * rpn + local] >= 0) {
-            snprintf(why, why_len, "rank %d is placed on node %d as local rank %d, which is "
-                     "outside the allocation or taken: every node must run exactly %d ranks "
-                     "with local ranks 0..%d", w, node, local, rpn, rpn - 1);
+            snprintf(
+                why, why_len,
+                "rank %d is placed on node %d as local rank %d, which is outside the allocation or taken: every node must run exactly %d ranks with local ranks 0..%d",
+                w, node, local, rpn, rpn - 1);
             free(nl);
             return G3_ERR_INVALID_ARG;
         }

@@ -324,8 +324,9 @@ g3_status_t g3_topo_parse(const char *text, const char *name, g3_topo_t **topo_p
              tok = strtok_r(NULL, " \t\r", &save)) {
             char *eq = strchr(tok, '='), **dst = NULL;
             if (eq == NULL || eq == tok || eq[1] == '\0') {
-                g3_error("%s:%d: '%s' is not KEY=VALUE (expected SwitchName=, Switches=, "
-                         "Nodes=, LinkSpeed=)", name, line, tok);
+                g3_error(
+                    "%s:%d: '%s' is not KEY=VALUE (expected SwitchName=, Switches=, Nodes=, LinkSpeed=)",
+                    name, line, tok);
                 st = G3_ERR_FORMAT;
                 break;
             }
@@ -339,10 +340,12 @@ g3_status_t g3_topo_parse(const char *text, const char *name, g3_topo_t **topo_p
             else if (!strcasecmp(tok, "LinkSpeed"))
                 continue;
             else {
-                g3_error("%s:%d: unknown key '%s'; this reads the topology/tree format "
-                         "(SwitchName=, Switches=, Nodes=, LinkSpeed=)%s", name, line, tok,
-                         !strcasecmp(tok, "BlockName") || !strcasecmp(tok, "BlockSizes")
-                             ? ", not topology/block" : "");
+                g3_error(
+                    "%s:%d: unknown key '%s'; this reads the topology/tree format (SwitchName=, Switches=, Nodes=, LinkSpeed=)%s",
+                    name, line, tok,
+                    !strcasecmp(tok, "BlockName") || !strcasecmp(tok, "BlockSizes")
+                        ? ", not topology/block"
+                        : "");
                 st = G3_ERR_FORMAT;
                 break;
             }
@@ -433,9 +436,10 @@ g3_status_t g3_topo_parse(const char *text, const char *name, g3_topo_t **topo_p
                     st = G3_ERR_NO_MEMORY;
                 else if (id == -2) {
                     int other = g3_index_find(b.node_ix, kids[k], NULL);
-                    g3_error("%s:%d: node %s is under both %s and %s; a node hangs from one "
-                             "leaf switch", name, recs[i].line, kids[k],
-                             b.t->switch_names[b.t->node_switch[other]], recs[i].name);
+                    g3_error(
+                        "%s:%d: node %s is under both %s and %s; a node hangs from one leaf switch",
+                        name, recs[i].line, kids[k], b.t->switch_names[b.t->node_switch[other]],
+                        recs[i].name);
                     st = G3_ERR_FORMAT;
                 }
             }
@@ -469,8 +473,9 @@ g3_status_t g3_topo_read_file(const char *path, g3_topo_t **topo_p)
     g3_status_t st;
 
     if (f == NULL) {
-        g3_error("cannot open topology file %s: %s (give a Slurm topology.conf, e.g. "
-                 "/etc/slurm/topology.conf)", path, strerror(errno));
+        g3_error(
+            "cannot open topology file %s: %s (give a Slurm topology.conf, e.g. /etc/slurm/topology.conf)",
+            path, strerror(errno));
         return G3_ERR_IO;
     }
     for (;;) {
@@ -537,9 +542,10 @@ g3_status_t g3_topo_from_addrs(int nnodes, const char *const *names, const char 
                 break;
             }
             if (b.t->switch_parent[s] >= 0 && b.t->switch_parent[s] != parent) {
-                g3_error("SLURM_TOPOLOGY_ADDR of %s puts switch %s under %s, another task's "
-                         "under %s", names[i], ca, parent >= 0 ? b.t->switch_names[parent] : "nothing",
-                         b.t->switch_names[b.t->switch_parent[s]]);
+                g3_error(
+                    "SLURM_TOPOLOGY_ADDR of %s puts switch %s under %s, another task's under %s",
+                    names[i], ca, parent >= 0 ? b.t->switch_names[parent] : "nothing",
+                    b.t->switch_names[b.t->switch_parent[s]]);
                 st = G3_ERR_FORMAT;
                 break;
             }

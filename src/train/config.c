@@ -52,13 +52,13 @@ g3_status_t g3_train_plan(const g3_train_config_t *cfg, g3_train_plan_t *plan)
     if (st != G3_OK)
         return st;
     if (gbs % mdp != 0)
-        G3_FAIL("--global-batch-size %lld is not divisible by --micro-batch-size %lld x "
-                "data-parallel size %d = %lld: each data-parallel rank runs whole micro-batches; "
-                "use a multiple of %lld", (long long)gbs, (long long)cfg->micro_batch_size,
-                cfg->dp_size, (long long)mdp, (long long)mdp);
+        G3_FAIL(
+            "--global-batch-size %lld is not divisible by --micro-batch-size %lld x data-parallel size %d = %lld: each data-parallel rank runs whole micro-batches; use a multiple of %lld",
+            (long long)gbs, (long long)cfg->micro_batch_size, cfg->dp_size, (long long)mdp,
+            (long long)mdp);
     if ((cfg->train_iters > 0) == (cfg->train_samples > 0))
-        G3_FAIL("give exactly one of --train-iters and --train-samples (a positive count) to "
-                "say how long to train");
+        G3_FAIL(
+            "give exactly one of --train-iters and --train-samples (a positive count) to say how long to train");
     if (cfg->train_iters < 0 || cfg->train_samples < 0)
         G3_FAIL("--train-iters and --train-samples must be positive");
     if (!(cfg->lr >= 0.0) || !(cfg->min_lr >= 0.0))
@@ -75,15 +75,15 @@ g3_status_t g3_train_plan(const g3_train_config_t *cfg, g3_train_plan_t *plan)
     if (cfg->train_iters > 0) {
         /* iteration-based: Megatron refuses the sample-based flags */
         if (cfg->lr_decay_samples >= 0 || cfg->lr_warmup_samples > 0)
-            G3_FAIL("--lr-decay-samples/--lr-warmup-samples go with --train-samples; with "
-                    "--train-iters use --lr-decay-iters/--lr-warmup-iters");
+            G3_FAIL(
+                "--lr-decay-samples/--lr-warmup-samples go with --train-samples; with --train-iters use --lr-decay-iters/--lr-warmup-iters");
         if (cfg->rampup[0] > 0)
-            G3_FAIL("--rampup-batch-size needs sample-based training: give --train-samples "
-                    "instead of --train-iters (as Megatron-LM does)");
+            G3_FAIL(
+                "--rampup-batch-size needs sample-based training: give --train-samples instead of --train-iters (as Megatron-LM does)");
     } else if (cfg->train_samples > 0) {
         if (cfg->lr_decay_iters >= 0 || cfg->lr_warmup_iters > 0)
-            G3_FAIL("--lr-decay-iters/--lr-warmup-iters go with --train-iters; with "
-                    "--train-samples use --lr-decay-samples/--lr-warmup-samples");
+            G3_FAIL(
+                "--lr-decay-iters/--lr-warmup-iters go with --train-iters; with --train-samples use --lr-decay-samples/--lr-warmup-samples");
     }
     if (cfg->lr_decay_iters == 0 || cfg->lr_decay_samples == 0)
         G3_FAIL("--lr-decay-iters/--lr-decay-samples must be positive");
@@ -132,9 +132,9 @@ g3_status_t g3_train_plan(const g3_train_config_t *cfg, g3_train_plan_t *plan)
                     (long long)cfg->train_samples, (long long)gbs);
     }
     if (warmup >= decay && cfg->lr_decay_style != G3_LR_DECAY_CONSTANT)
-        G3_FAIL("the learning-rate warm-up (%lld samples) must end before the decay does "
-                "(%lld samples): shorten the warm-up or lengthen --lr-decay-iters/-samples",
-                (long long)warmup, (long long)decay);
+        G3_FAIL(
+            "the learning-rate warm-up (%lld samples) must end before the decay does (%lld samples): shorten the warm-up or lengthen --lr-decay-iters/-samples",
+            (long long)warmup, (long long)decay);
 #undef G3_FAIL
     if (st != G3_OK)
         return st;

@@ -153,10 +153,9 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
             ok = 0;
         } else if (ok && cfg->model.virtual_pp_size > 0 &&
                    cfg->model.virtual_pp_size != L / (pp * n)) {
-            g3_error("--num-layers-per-virtual-pipeline-stage %d gives %d model chunks per "
-                     "stage (%d layers / (PP %d x %d)) but --virtual-pipeline-model-parallel-size "
-                     "says %d; give only one of them", n, L / (pp * n), L, pp, n,
-                     cfg->model.virtual_pp_size);
+            g3_error(
+                "--num-layers-per-virtual-pipeline-stage %d gives %d model chunks per stage (%d layers / (PP %d x %d)) but --virtual-pipeline-model-parallel-size says %d; give only one of them",
+                n, L / (pp * n), L, pp, n, cfg->model.virtual_pp_size);
             ok = 0;
         } else if (ok) {
             cfg->model.virtual_pp_size = L / (pp * n);
@@ -181,8 +180,8 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     }
     if (cfg->overlap_param_gather &&
         (!cfg->distributed_optimizer || !cfg->overlap_grad_reduce)) {
-        g3_error("--overlap-param-gather needs --use-distributed-optimizer and "
-                 "--overlap-grad-reduce (as in Megatron-LM); add them or drop it");
+        g3_error(
+            "--overlap-param-gather needs --use-distributed-optimizer and --overlap-grad-reduce (as in Megatron-LM); add them or drop it");
         ok = 0;
     }
     cfg->grad_dump_dir = g3_opts_str(o, "debug-grad-dump");
@@ -304,8 +303,8 @@ int g3_train_flags_ckpt(const g3_opts_t *o, g3_train_config_t *cfg)
     cfg->async_save = g3_opts_bool(o, "async-save");
     ok &= g3_train_flags_int(o, "keep-last", 0, &cfg->keep_last);
     if (cfg->save_interval < 0 || cfg->exit_interval < 0 || !(cfg->exit_duration_mins >= 0.0)) {
-        g3_error("--save-interval, --exit-interval and --exit-duration-in-mins must not be "
-                 "negative");
+        g3_error(
+            "--save-interval, --exit-interval and --exit-duration-in-mins must not be negative");
         ok = 0;
     }
     if (!cfg->save_dir && (cfg->save_interval > 0 || cfg->keep_last > 0 || cfg->no_save_optim ||

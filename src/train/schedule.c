@@ -42,31 +42,29 @@ double g3_train_lr_at(const g3_train_lr_sched_t *s, int64_t samples)
 g3_status_t g3_train_rampup_check(const g3_train_rampup_t *r, int64_t mdp)
 {
     if (r->start <= 0 || r->increment <= 0 || r->ramp_samples < 0) {
-        g3_error("--rampup-batch-size %lld %lld %lld: the start batch size and the increment "
-                 "must be positive and the ramp-up samples not negative",
-                 (long long)r->start, (long long)r->increment, (long long)r->ramp_samples);
+        g3_error(
+            "--rampup-batch-size %lld %lld %lld: the start batch size and the increment must be positive and the ramp-up samples not negative",
+            (long long)r->start, (long long)r->increment, (long long)r->ramp_samples);
         return G3_ERR_INVALID_ARG;
     }
     if (r->start > r->global) {
-        g3_error("--rampup-batch-size starts at %lld, above --global-batch-size %lld: the "
-                 "ramp-up grows the batch towards the global batch size",
-                 (long long)r->start, (long long)r->global);
+        g3_error(
+            "--rampup-batch-size starts at %lld, above --global-batch-size %lld: the ramp-up grows the batch towards the global batch size",
+            (long long)r->start, (long long)r->global);
         return G3_ERR_INVALID_ARG;
     }
     if ((r->global - r->start) % r->increment != 0) {
-        g3_error("--rampup-batch-size %lld %lld %lld: --global-batch-size %lld minus the start "
-                 "(%lld) is not a multiple of the increment %lld",
-                 (long long)r->start, (long long)r->increment, (long long)r->ramp_samples,
-                 (long long)r->global, (long long)(r->global - r->start),
-                 (long long)r->increment);
+        g3_error(
+            "--rampup-batch-size %lld %lld %lld: --global-batch-size %lld minus the start (%lld) is not a multiple of the increment %lld",
+            (long long)r->start, (long long)r->increment, (long long)r->ramp_samples,
+            (long long)r->global, (long long)(r->global - r->start), (long long)r->increment);
         return G3_ERR_INVALID_ARG;
     }
     if (r->start % mdp != 0 || r->increment % mdp != 0) {
-        g3_error("--rampup-batch-size %lld %lld %lld: the start and the increment must be "
-                 "multiples of --micro-batch-size x data-parallel size = %lld, so that every "
-                 "batch size on the way splits into whole micro-batches",
-                 (long long)r->start, (long long)r->increment, (long long)r->ramp_samples,
-                 (long long)mdp);
+        g3_error(
+            "--rampup-batch-size %lld %lld %lld: the start and the increment must be multiples of --micro-batch-size x data-parallel size = %lld, so that every batch size on the way splits into whole micro-batches",
+            (long long)r->start, (long long)r->increment, (long long)r->ramp_samples,
+            (long long)mdp);
         return G3_ERR_INVALID_ARG;
     }
     return G3_OK;

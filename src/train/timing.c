@@ -146,9 +146,10 @@ g3_status_t g3_train_timing_report(g3_train_timing_t *timing, int64_t iteration,
         fprintf(out, "(min, max) time across ranks (ms), per iteration over the last %lld:\n",
                 (long long)iters);
     if (metrics)
-        fprintf(metrics, "{\"event\":\"timers\",\"iteration\":%lld,\"iterations\":%lld,"
-                "\"level\":%d,\"ms_per_iter\":{", (long long)iteration, (long long)iters,
-                timing->level);
+        fprintf(
+            metrics,
+            "{\"event\":\"timers\",\"iteration\":%lld,\"iterations\":%lld,\"level\":%d,\"ms_per_iter\":{",
+            (long long)iteration, (long long)iters, timing->level);
     for (int i = 0; i < G3_TIMING_NVAL; i++) {
         double hi = v[i], lo = -v[G3_TIMING_NVAL + i];
         char name[64];

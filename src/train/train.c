@@ -182,11 +182,10 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
 
     if (!tr->be->host_memory || avail == 0 || acts + adam <= avail)
         return G3_OK;
-    g3_error("training needs %.2f GiB more memory (activations of %d x %d tokens: %.2f GiB, "
-             "Adam moments: %.2f GiB) but only %.2f GiB is available: lower "
-             "--micro-batch-size or --seq-length, or add --recompute-activations",
-             (double)(acts + adam) / 1073741824.0, tr->B, tr->T, (double)acts / 1073741824.0,
-             (double)adam / 1073741824.0, (double)avail / 1073741824.0);
+    g3_error(
+        "training needs %.2f GiB more memory (activations of %d x %d tokens: %.2f GiB, Adam moments: %.2f GiB) but only %.2f GiB is available: lower --micro-batch-size or --seq-length, or add --recompute-activations",
+        (double)(acts + adam) / 1073741824.0, tr->B, tr->T, (double)acts / 1073741824.0,
+        (double)adam / 1073741824.0, (double)avail / 1073741824.0);
     return G3_ERR_NO_MEMORY;
 }
 
@@ -249,10 +248,10 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     if (st != G3_OK)
         return st;
     if (g3_data_num_samples(tr->data, G3_SPLIT_TRAIN) < dcfg.num_samples[G3_SPLIT_TRAIN]) {
-        g3_error("the train split has %llu samples of %d tokens, fewer than the %llu the run "
-                 "needs; change --split or add data",
-                 (unsigned long long)g3_data_num_samples(tr->data, G3_SPLIT_TRAIN), tr->T,
-                 (unsigned long long)dcfg.num_samples[G3_SPLIT_TRAIN]);
+        g3_error(
+            "the train split has %llu samples of %d tokens, fewer than the %llu the run needs; change --split or add data",
+            (unsigned long long)g3_data_num_samples(tr->data, G3_SPLIT_TRAIN), tr->T,
+            (unsigned long long)dcfg.num_samples[G3_SPLIT_TRAIN]);
         return G3_ERR_INVALID_ARG;
     }
     {
@@ -330,18 +329,19 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
     size_t state = tr->model->numel * sizeof(float) * 4;   /* params, grads, m, v */
     g3_par_memory_t mem;
 
-    printf("gpt3d train: GPT %d layers, hidden %d, %d heads, ffn %d, sequence %d, vocabulary "
-           "%d (padded %d): %.2fM parameters\n", m->num_layers, m->hidden_size,
-           m->num_attention_heads, tr->model->F, m->seq_length, m->vocab_size, tr->model->Vp,
-           (double)g3_gpt_num_parameters(m) / 1e6);
-    printf("  batches: micro %lld, global %lld%s, %lld iterations; lr %g -> %g (%s decay over "
-           "%lld samples, warm-up %lld samples)\n", (long long)cfg->micro_batch_size,
-           (long long)tr->plan.global_batch_size,
-           tr->plan.rampup.start > 0 ? " (ramping up)" : "", (long long)tr->plan.train_iters,
-           tr->plan.lr.max_lr, tr->plan.lr.min_lr,
-           tr->plan.lr.style == G3_LR_DECAY_COSINE ? "cosine"
-           : tr->plan.lr.style == G3_LR_DECAY_LINEAR ? "linear" : "constant",
-           (long long)tr->plan.lr.decay_samples, (long long)tr->plan.lr.warmup_samples);
+    printf(
+        "gpt3d train: GPT %d layers, hidden %d, %d heads, ffn %d, sequence %d, vocabulary %d (padded %d): %.2fM parameters\n",
+        m->num_layers, m->hidden_size, m->num_attention_heads, tr->model->F, m->seq_length,
+        m->vocab_size, tr->model->Vp, (double)g3_gpt_num_parameters(m) / 1e6);
+    printf(
+        "  batches: micro %lld, global %lld%s, %lld iterations; lr %g -> %g (%s decay over %lld samples, warm-up %lld samples)\n",
+        (long long)cfg->micro_batch_size, (long long)tr->plan.global_batch_size,
+        tr->plan.rampup.start > 0 ? " (ramping up)" : "", (long long)tr->plan.train_iters,
+        tr->plan.lr.max_lr, tr->plan.lr.min_lr,
+        tr->plan.lr.style == G3_LR_DECAY_COSINE   ? "cosine"
+        : tr->plan.lr.style == G3_LR_DECAY_LINEAR ? "linear"
+                                                  : "constant",
+        (long long)tr->plan.lr.decay_samples, (long long)tr->plan.lr.warmup_samples);
     if (tr->layout->world_size > 1) {
         g3_par_print_layout(cfg->par, m, stdout);
         printf("  backend %s: %s%s\n", tr->be->name, tr->be->device,
@@ -357,8 +357,8 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
     }
     tr->peak = g3_trainer_peak(tr);
     if (tr->layout->world_size > 1)
-        printf("  MFU is measured against %.1f GFLOP/s: %d node%s x %.1f GFLOP/s (per rank: "
-               "%s)\n", tr->peak / 1e9, g3_par_layout(cfg->par)->nnodes,
+        printf("  MFU is measured against %.1f GFLOP/s: %d node%s x %.1f GFLOP/s (per rank: %s)\n",
+               tr->peak / 1e9, g3_par_layout(cfg->par)->nnodes,
                g3_par_layout(cfg->par)->nnodes == 1 ? "" : "s",
                tr->peak / g3_par_layout(cfg->par)->nnodes / 1e9, tr->be->peak_how);
     else
@@ -366,16 +366,13 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
                tr->be->peak_how);
     fflush(stdout);
     if (tr->metrics) {
-        fprintf(tr->metrics, "{\"event\":\"start\",\"num_layers\":%d,\"hidden_size\":%d,"
-                "\"num_attention_heads\":%d,\"ffn_hidden_size\":%d,\"seq_length\":%d,"
-                "\"vocab_size\":%d,\"padded_vocab_size\":%d,\"parameters\":%lld,"
-                "\"micro_batch_size\":%lld,\"global_batch_size\":%lld,\"train_iters\":%lld,"
-                "\"backend\":\"%s\",\"threads\":%d,\"peak_flops\":%.6g}\n", m->num_layers,
-                m->hidden_size, m->num_attention_heads, tr->model->F, m->seq_length,
-                m->vocab_size, tr->model->Vp, (long long)g3_gpt_num_parameters(m),
-                (long long)cfg->micro_batch_size, (long long)tr->plan.global_batch_size,
-                (long long)tr->plan.train_iters, tr->be->name, tr->be->nthreads,
-                tr->peak);
+        fprintf(
+            tr->metrics,
+            "{\"event\":\"start\",\"num_layers\":%d,\"hidden_size\":%d,\"num_attention_heads\":%d,\"ffn_hidden_size\":%d,\"seq_length\":%d,\"vocab_size\":%d,\"padded_vocab_size\":%d,\"parameters\":%lld,\"micro_batch_size\":%lld,\"global_batch_size\":%lld,\"train_iters\":%lld,\"backend\":\"%s\",\"threads\":%d,\"peak_flops\":%.6g}\n",
+            m->num_layers, m->hidden_size, m->num_attention_heads, tr->model->F, m->seq_length,
+            m->vocab_size, tr->model->Vp, (long long)g3_gpt_num_parameters(m),
+            (long long)cfg->micro_batch_size, (long long)tr->plan.global_batch_size,
+            (long long)tr->plan.train_iters, tr->be->name, tr->be->nthreads, tr->peak);
         fflush(tr->metrics);
     }
 }
@@ -395,17 +392,19 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
 
     dt = g3_clock_now() - t0;
     if (st != G3_OK) {
-        g3_error("saving the checkpoint of iteration %lld to %s failed (see above); the "
-                 "previous checkpoints are intact", (long long)it, tr->cfg->save_dir);
+        g3_error(
+            "saving the checkpoint of iteration %lld to %s failed (see above); the previous checkpoints are intact",
+            (long long)it, tr->cfg->save_dir);
         return st;
     }
     printf(" saved checkpoint at iteration %8lld to %s (%s): training stalled %.3f s\n",
            (long long)it, tr->cfg->save_dir, why, dt);
     fflush(stdout);
     if (tr->metrics) {
-        fprintf(tr->metrics, "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,"
-                "\"reason\":\"%s\",\"stall_s\":%.6f}\n", (long long)it, (long long)consumed, why,
-                dt);
+        fprintf(
+            tr->metrics,
+            "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"%s\",\"stall_s\":%.6f}\n",
+            (long long)it, (long long)consumed, why, dt);
         fflush(tr->metrics);
     }
     return G3_OK;
@@ -429,20 +428,23 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
     g3_timers_stop(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     dt = g3_clock_now() - t0;
     if (st != G3_OK) {
-        g3_error("the asynchronous save of iteration %lld to %s failed (see above); the "
-                 "previous checkpoints are intact", (long long)it, tr->cfg->save_dir);
+        g3_error(
+            "the asynchronous save of iteration %lld to %s failed (see above); the previous checkpoints are intact",
+            (long long)it, tr->cfg->save_dir);
         return st;
     }
     if (done >= 0)
         printf(" committed the asynchronous checkpoint of iteration %lld\n", (long long)done);
-    printf(" started an asynchronous save of iteration %8lld to %s: training stalled %.3f s "
-           "(host copy%s)\n", (long long)it, tr->cfg->save_dir, dt,
-           done >= 0 ? " and waiting for the previous save" : "");
+    printf(
+        " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (host copy%s)\n",
+        (long long)it, tr->cfg->save_dir, dt,
+        done >= 0 ? " and waiting for the previous save" : "");
     fflush(stdout);
     if (tr->metrics) {
-        fprintf(tr->metrics, "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,"
-                "\"reason\":\"save interval\",\"async\":true,\"stall_s\":%.6f}\n", (long long)it,
-                (long long)consumed, dt);
+        fprintf(
+            tr->metrics,
+            "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"save interval\",\"async\":true,\"stall_s\":%.6f}\n",
+            (long long)it, (long long)consumed, dt);
         fflush(tr->metrics);
     }
     return G3_OK;
@@ -460,8 +462,9 @@ static g3_status_t g3_trainer_async_poll(g3_trainer_t *tr, g3_train_ckpt_async_t
         return G3_OK;
     st = g3_train_ckpt_async_finish(&c, pending, block, &done);
     if (st != G3_OK) {
-        g3_error("the asynchronous save to %s failed (see above); the previous checkpoints "
-                 "are intact", tr->cfg->save_dir);
+        g3_error(
+            "the asynchronous save to %s failed (see above); the previous checkpoints are intact",
+            tr->cfg->save_dir);
         return st;
     }
     if (done >= 0) {
@@ -543,19 +546,17 @@ static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
     *saved_it_p = *start_it_p;
     res->iterations = *start_it_p;
     res->consumed_samples = *consumed_p;
-    printf(" resumed from the checkpoint of iteration %lld in %s (consumed samples "
-           "%lld)\n", (long long)*start_it_p, cfg->load_dir, (long long)*consumed_p);
+    printf(" resumed from the checkpoint of iteration %lld in %s (consumed samples %lld)\n",
+           (long long)*start_it_p, cfg->load_dir, (long long)*consumed_p);
     fflush(stdout);
     if (tr->metrics) {
-        fprintf(tr->metrics, "{\"event\":\"load\",\"iteration\":%lld,"
-                "\"consumed_samples\":%lld}\n", (long long)*start_it_p,
-                (long long)*consumed_p);
+        fprintf(tr->metrics, "{\"event\":\"load\",\"iteration\":%lld,\"consumed_samples\":%lld}\n",
+                (long long)*start_it_p, (long long)*consumed_p);
         fflush(tr->metrics);
     }
     if (*start_it_p > tr->plan.train_iters)
-        g3_warn("the checkpoint is at iteration %lld, beyond --train-iters %lld: "
-                "nothing to train", (long long)*start_it_p,
-                (long long)tr->plan.train_iters);
+        g3_warn("the checkpoint is at iteration %lld, beyond --train-iters %lld: nothing to train",
+                (long long)*start_it_p, (long long)tr->plan.train_iters);
     return G3_OK;
 }
 
@@ -570,20 +571,17 @@ static g3_status_t g3_trainer_progress(g3_trainer_t *tr, int64_t it, int64_t con
     double ms = sx->t_sum / sx->n_iters * 1e3, tps = sx->tokens / sx->t_sum;
     double fl = sx->flops_sum / sx->t_sum, mfu = fl / tr->peak;
 
-    printf(" iteration %8lld/%8lld | consumed samples: %10lld | elapsed time per "
-           "iteration (ms): %.1f | learning rate: %.6E | global batch size: %5lld | "
-           "lm loss: %.6E | grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.4f | "
-           "MFU: %.2f%% |\n", (long long)it, (long long)tr->plan.train_iters,
-           (long long)consumed, ms, lr, (long long)gbs, sx->loss_sum / sx->n_iters, norm, tps,
-           fl / 1e12, 100.0 * mfu);
+    printf(
+        " iteration %8lld/%8lld | consumed samples: %10lld | elapsed time per iteration (ms): %.1f | learning rate: %.6E | global batch size: %5lld | lm loss: %.6E | grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.4f | MFU: %.2f%% |\n",
+        (long long)it, (long long)tr->plan.train_iters, (long long)consumed, ms, lr, (long long)gbs,
+        sx->loss_sum / sx->n_iters, norm, tps, fl / 1e12, 100.0 * mfu);
     fflush(stdout);
     if (tr->metrics) {
-        fprintf(tr->metrics, "{\"event\":\"train\",\"iteration\":%lld,\"train_iters\":%lld,"
-                "\"consumed_samples\":%lld,\"ms_per_iter\":%.3f,\"lr\":%.9g,"
-                "\"global_batch_size\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,"
-                "\"tokens_per_s\":%.3f,\"tflops\":%.6g,\"mfu\":%.6g}\n", (long long)it,
-                (long long)tr->plan.train_iters, (long long)consumed, ms, lr,
-                (long long)gbs, sx->loss_sum / sx->n_iters, norm, tps, fl / 1e12, mfu);
+        fprintf(
+            tr->metrics,
+            "{\"event\":\"train\",\"iteration\":%lld,\"train_iters\":%lld,\"consumed_samples\":%lld,\"ms_per_iter\":%.3f,\"lr\":%.9g,\"global_batch_size\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,\"tokens_per_s\":%.3f,\"tflops\":%.6g,\"mfu\":%.6g}\n",
+            (long long)it, (long long)tr->plan.train_iters, (long long)consumed, ms, lr,
+            (long long)gbs, sx->loss_sum / sx->n_iters, norm, tps, fl / 1e12, mfu);
         fflush(tr->metrics);
     }
     st = g3_train_timing_report(tr->timing, it, sx->n_iters, stdout, tr->metrics);
@@ -610,13 +608,14 @@ static g3_status_t g3_trainer_stop(g3_trainer_t *tr, g3_train_ckpt_async_t **pen
         g3_warn("stopping at iteration %lld (%s) without --save: nothing was saved",
                 (long long)it, why);
     }
-    printf(" stopping at iteration %lld (%s): exit %d so that the job is "
-           "requeued\n", (long long)it, why, g3_status_exit_code(G3_ERR_INTERRUPTED));
+    printf(" stopping at iteration %lld (%s): exit %d so that the job is requeued\n", (long long)it,
+           why, g3_status_exit_code(G3_ERR_INTERRUPTED));
     fflush(stdout);
     if (tr->metrics) {
-        fprintf(tr->metrics, "{\"event\":\"exit\",\"iteration\":%lld,"
-                "\"consumed_samples\":%lld,\"reason\":\"%s\"}\n", (long long)it,
-                (long long)consumed, why);
+        fprintf(
+            tr->metrics,
+            "{\"event\":\"exit\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"%s\"}\n",
+            (long long)it, (long long)consumed, why);
         fflush(tr->metrics);
     }
     return G3_ERR_INTERRUPTED;
@@ -697,11 +696,12 @@ static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **p
         const g3_par_layout_t *l = tr->layout;
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         g3_par_engine_bubble(tr->eng, &bubble, &formula);
-        printf("pipeline bubble on rank 0 (stage 0): %.1f%% of the compute time idle or "
-               "passing activations; 1F1B's (p - 1) / m = %.1f%%%s\n", 100.0 * bubble,
-               100.0 * formula,
-               ncpu > 0 && (long)tr->be->nthreads * l->ranks_per_node > ncpu
-                   ? " (more threads than CPUs here: waiting for a CPU counts as idle)" : "");
+        printf(
+            "pipeline bubble on rank 0 (stage 0): %.1f%% of the compute time idle or passing activations; 1F1B's (p - 1) / m = %.1f%%%s\n",
+            100.0 * bubble, 100.0 * formula,
+            ncpu > 0 && (long)tr->be->nthreads * l->ranks_per_node > ncpu
+                ? " (more threads than CPUs here: waiting for a CPU counts as idle)"
+                : "");
         {
             double idle, f1, fv;
             g3_par_engine_idle(tr->eng, &idle, &f1, &fv);
@@ -718,9 +718,10 @@ static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **p
         char vl[32] = "null";
         if (!isnan(res->valid_loss))
             snprintf(vl, sizeof(vl), "%.9g", res->valid_loss);
-        fprintf(tr->metrics, "{\"event\":\"end\",\"iteration\":%lld,\"consumed_samples\":%lld,"
-                "\"loss\":%.9g,\"valid_loss\":%s}\n", (long long)res->iterations,
-                (long long)res->consumed_samples, res->last_loss, vl);
+        fprintf(
+            tr->metrics,
+            "{\"event\":\"end\",\"iteration\":%lld,\"consumed_samples\":%lld,\"loss\":%.9g,\"valid_loss\":%s}\n",
+            (long long)res->iterations, (long long)res->consumed_samples, res->last_loss, vl);
     }
     return G3_OK;
 }
@@ -735,8 +736,9 @@ static void g3_trainer_numeric_hint(const g3_trainer_t *tr)
     if (!dir || (tr->layout && tr->layout->world_rank != 0))
         return;
     if (g3_ckpt_latest(dir, &last) == G3_OK)
-        g3_info("the last committed checkpoint is iteration %lld in %s: resume from it "
-                "with --load %s once the cause is fixed", (long long)last, dir, dir);
+        g3_info(
+            "the last committed checkpoint is iteration %lld in %s: resume from it with --load %s once the cause is fixed",
+            (long long)last, dir, dir);
     else
         g3_info("no checkpoint was committed in %s", dir);
 }
@@ -767,8 +769,8 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
     }
     have_valid = cfg->eval_iters > 0 && g3_data_num_samples(tr.data, G3_SPLIT_VALID) > 0;
     if (cfg->eval_iters > 0 && !have_valid)
-        g3_warn("the validation split is empty (--split %s): no validation loss will be "
-                "reported", cfg->split ? cfg->split : "969,30,1");
+        g3_warn("the validation split is empty (--split %s): no validation loss will be reported",
+                cfg->split ? cfg->split : "969,30,1");
 
     for (int64_t it = start_it + 1; it <= tr.plan.train_iters; it++) {
         int64_t gbs = g3_train_rampup_batch(&tr.plan.rampup, consumed);

@@ -587,14 +587,15 @@ static int cmd_collectives(g3_comm_world_t *world, g3_comm_t *wcomm)
     if (st == G3_OK)
         st = g3_comm_allreduce(wcomm, &failed, &failed, 1, G3_DTYPE_INT64, G3_COMM_SUM);
     if (me->rank == 0)
-        printf("collectives: %d ranks, backend %s, %d shapes, %ld checks on rank 0, %lld "
-               "failures in all%s: %s\n", me->size, g3_comm_backend_name(backend), nshapes,
-               n_checks, (long long)failed,
-               backend == G3_COMM_BACKEND_STAGED ? (staged_copies > 0 ? ", staged copies made"
-                                                                     : ", NO staged copies")
-                                                 : "",
-               st == G3_OK && failed == 0 && (backend != G3_COMM_BACKEND_STAGED || staged_copies > 0)
-                   ? "ALL OK" : "FAILED");
+        printf(
+            "collectives: %d ranks, backend %s, %d shapes, %ld checks on rank 0, %lld failures in all%s: %s\n",
+            me->size, g3_comm_backend_name(backend), nshapes, n_checks, (long long)failed,
+            backend == G3_COMM_BACKEND_STAGED
+                ? (staged_copies > 0 ? ", staged copies made" : ", NO staged copies")
+                : "",
+            st == G3_OK && failed == 0 && (backend != G3_COMM_BACKEND_STAGED || staged_copies > 0)
+                ? "ALL OK"
+                : "FAILED");
     if (st != G3_OK)
         return g3_status_exit_code(st);
     return failed ? 1 : 0;
@@ -659,10 +660,10 @@ int main(int argc, char **argv)
         if (st == G3_OK)
             st = g3_comm_exchange_get(x, peer, &got, &len);
         if (st == G3_OK)
-            printf("rank %d size %d local_rank %d local_size %d node %d/%d singleton %d "
-                   "host %s next says '%s'\n", me->rank, me->size, me->local_rank,
-                   me->local_size, me->node_id, me->num_nodes, me->singleton, me->hostname,
-                   (const char *)got);
+            printf(
+                "rank %d size %d local_rank %d local_size %d node %d/%d singleton %d host %s next says '%s'\n",
+                me->rank, me->size, me->local_rank, me->local_size, me->node_id, me->num_nodes,
+                me->singleton, me->hostname, (const char *)got);
         g3_comm_exchange_free(x);
         rc = g3_status_exit_code(st);
         goto out;

@@ -175,9 +175,11 @@ static inline int kt_check_abs(const char *what, const float *got, const double 
         num += d * d;
         den += want[i] * want[i];
     }
-    tap_ok(ok, "%s: worst [%zu] got %.6g want %.6g (%.2f of its allowance, rtol %.1e + atol "
-           "%.1e); rel L2 %.2e", what, wi, n ? got[wi] : 0.0, n ? want[wi] : 0.0, worst, rtol,
-           atol, den > 0.0 ? sqrt(num / den) : sqrt(num));
+    tap_ok(
+        ok,
+        "%s: worst [%zu] got %.6g want %.6g (%.2f of its allowance, rtol %.1e + atol %.1e); rel L2 %.2e",
+        what, wi, n ? got[wi] : 0.0, n ? want[wi] : 0.0, worst, rtol, atol,
+        den > 0.0 ? sqrt(num / den) : sqrt(num));
     return ok;
 }
 

@@ -41,9 +41,10 @@ static void test_cast(size_t n)
             if (!same && bad++ == 0)
                 first_bad = i;
         }
-        tap_ok(bad == 0, "fp32 -> bf16, n=%zu: %zu of %zu differ from round-to-nearest-even "
-               "(first [%zu]: %g -> 0x%04x, want 0x%04x)", n, bad, n, first_bad,
-               (double)x[first_bad], bits[first_bad], want[first_bad]);
+        tap_ok(
+            bad == 0,
+            "fp32 -> bf16, n=%zu: %zu of %zu differ from round-to-nearest-even (first [%zu]: %g -> 0x%04x, want 0x%04x)",
+            n, bad, n, first_bad, (double)x[first_bad], bits[first_bad], want[first_bad]);
         kt_get_f32(back, dback, n);
         bad = 0;
         for (size_t i = 0; i < n; i++) {

@@ -292,9 +292,9 @@ int main(void)
            "the same with --recompute-granularity full");
     tap_ok(model_check(p, f, G3_GPT_RECOMPUTE_SELECTIVE, tok, tgt),
            "the same with --recompute-granularity selective");
-    tap_ok(train_check(p, f, 0.05, 4, tok, tgt, &clipped) && clipped,
-           "4 training steps, --clip-grad 0.05 (clipping active): bit-identical losses, norms, "
-           "master weights");
+    tap_ok(
+        train_check(p, f, 0.05, 4, tok, tgt, &clipped) && clipped,
+        "4 training steps, --clip-grad 0.05 (clipping active): bit-identical losses, norms, master weights");
     tap_ok(train_check(p, f, 0.0, 2, tok, tgt, &clipped),
            "2 training steps, clipping off: bit-identical");
     g3_be_close(p);

@@ -148,8 +148,9 @@ int main(void)
                 worst_name = p->name;
             }
         }
-        tap_ok(bad == 0, "every gradient (%d tensors) within 5e-2 relative L2 of the CPU's "
-               "(worst %.3e, %s)", mc->nparams, worst, worst_name);
+        tap_ok(bad == 0,
+               "every gradient (%d tensors) within 5e-2 relative L2 of the CPU's (worst %.3e, %s)",
+               mc->nparams, worst, worst_name);
     }
 
     /* recomputation is bit-identical on CUDA too */
@@ -189,8 +190,8 @@ int main(void)
         if (st == G3_OK)
             st = g3_gpt_logits(mg, ag, tok, B, T, 1, xg);
         tap_ok(st == G3_OK && rel_l2(xg, xc, B * Vp) <= 2e-2,
-               "after writing new weights, last-position logits within 2e-2 relative L2 "
-               "(%.3e)", st == G3_OK ? rel_l2(xg, xc, B * Vp) : -1.0);
+               "after writing new weights, last-position logits within 2e-2 relative L2 (%.3e)",
+               st == G3_OK ? rel_l2(xg, xc, B * Vp) : -1.0);
         free(xc);
         free(xg);
     }
@@ -219,10 +220,10 @@ int main(void)
             st = pass(mp, ap, tok, tgt, &lp);
         if (st == G3_OK)
             gp = host_copy(mp, 1);
-        tap_ok(st == G3_OK && gp && fabs(lp - lg) <= 1e-2 * lp && rel_l2(gg, gp, mg->numel) <= 5e-2,
-               "fused (GELU/dGELU epilogues, residual + LayerNorm) against plain CUDA: loss %.6f "
-               "/ %.6f, gradients %.3e relative L2 (<= 1e-2, 5e-2)", lg, lp,
-               gp ? rel_l2(gg, gp, mg->numel) : -1.0);
+        tap_ok(
+            st == G3_OK && gp && fabs(lp - lg) <= 1e-2 * lp && rel_l2(gg, gp, mg->numel) <= 5e-2,
+            "fused (GELU/dGELU epilogues, residual + LayerNorm) against plain CUDA: loss %.6f / %.6f, gradients %.3e relative L2 (<= 1e-2, 5e-2)",
+            lg, lp, gp ? rel_l2(gg, gp, mg->numel) : -1.0);
         free(gp);
         g3_gpt_acts_free(mp, ap);
         g3_gpt_free(mp);
@@ -279,11 +280,11 @@ int main(void)
             cuda->ops->download(cuda, r2 + 2 * n, v2, sizeof(float) * n);
             ok = cuda->ops->sync(cuda) == G3_OK;
         }
-        tap_ok(ok && fabs(ss_dev - ss) <= 1e-12 * ss && sqrt(ss) > 1.0 &&
-                   rel_l2(r2, r1, 3 * n) <= 1e-6,
-               "device clipping (norm %.6g, clipped to 1): AdamW with the device scale matches "
-               "scale + AdamW (%.3e relative L2 <= 1e-6)", sqrt(ss),
-               ok ? rel_l2(r2, r1, 3 * n) : -1.0);
+        tap_ok(
+            ok && fabs(ss_dev - ss) <= 1e-12 * ss && sqrt(ss) > 1.0 &&
+                rel_l2(r2, r1, 3 * n) <= 1e-6,
+            "device clipping (norm %.6g, clipped to 1): AdamW with the device scale matches scale + AdamW (%.3e relative L2 <= 1e-6)",
+            sqrt(ss), ok ? rel_l2(r2, r1, 3 * n) : -1.0);
         if (dv)
             cuda->ops->free(cuda, dv);
         free(h);

@@ -215,8 +215,8 @@ static void test_xent_grad(void)
     ref_xent(loss, lse, g, k.logits, k.V, k.tgt, 0.25, k.N, k.V);
     for (size_t i = 0; i < n; i++)
         fd[i] = fd_at(k.logits, i, xe_obj, &k);
-    tap_ok(relerr(g, fd, n) < 1e-6, "ref_xent dlogits = finite differences, ignored row "
-           "included (%.1e)", relerr(g, fd, n));
+    tap_ok(relerr(g, fd, n) < 1e-6,
+           "ref_xent dlogits = finite differences, ignored row included (%.1e)", relerr(g, fd, n));
     free(k.logits); free(k.tgt); free(loss); free(lse); free(g); free(fd);
 }
 
@@ -306,8 +306,8 @@ static void test_against_cpu_backend(void)
         ref_randn(qkv, nq, 1.0f, 27, "cpu att");
         be->ops->attention_fwd(be, out, att, qkv, B, T, NH, HS);
         ref_attention_fwd(r, lse, qkv, B, T, NH, HS);
-        tap_ok(relerr_f(out, r, no) < 1e-5, "ref_attention_fwd = CPU backend attention_fwd "
-               "(%.1e)", relerr_f(out, r, no));
+        tap_ok(relerr_f(out, r, no) < 1e-5, "ref_attention_fwd = CPU backend attention_fwd (%.1e)",
+               relerr_f(out, r, no));
         free(qkv); free(out); free(att); free(r); free(lse);
     }
     /* cross-entropy */

@@ -267,9 +267,9 @@ static void test_passes(void)
         tap_ok(sg == s1 && memcmp(m->g, mg->g, sizeof(float) * m->numel) == 0,
                "--recompute-granularity %s: bit-identical loss and gradients", name);
         tap_ok(g3_gpt_acts_bytes(ag) < g3_gpt_acts_bytes(a) &&
-               g3_gpt_acts_bytes(ag) == g3_gpt_acts_estimate(mg, B, T),
-               "--recompute-granularity %s: less activation memory (%zu < %zu bytes), as "
-               "estimated", name, g3_gpt_acts_bytes(ag), g3_gpt_acts_bytes(a));
+                   g3_gpt_acts_bytes(ag) == g3_gpt_acts_estimate(mg, B, T),
+               "--recompute-granularity %s: less activation memory (%zu < %zu bytes), as estimated",
+               name, g3_gpt_acts_bytes(ag), g3_gpt_acts_bytes(a));
         /* two micro-batches through the same activations accumulate like one pass each */
         g3_gpt_zero_grad(mg);
         g3_gpt_forward(mg, ag, tok, tgt, 2, T, 1.0f / (B * T), &sg);

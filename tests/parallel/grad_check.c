@@ -197,8 +197,9 @@ int main(int argc, char **argv)
         if (rel > worst)
             worst = rel;
         if (missing || t->conflicts || !(rel <= tol)) {
-            printf("FAIL %s: relative error %.3g, %zu elements missing, %zu replicated copies "
-                   "differ\n", r->name, rel, missing, t->conflicts);
+            printf(
+                "FAIL %s: relative error %.3g, %zu elements missing, %zu replicated copies differ\n",
+                r->name, rel, missing, t->conflicts);
             bad++;
         } else {
             printf("ok   %s: relative error %.3g\n", r->name, rel);

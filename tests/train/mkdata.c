@@ -29,8 +29,9 @@ static int byte_vocab(const char *vocab, const char *merges)
         fprintf(f, "%s\"\\u%04x\": %d", b ? ", " : "", cp, b);
     }
     /* a few merges (the tokenizer wants at least one): " t", "he", " the", "an" */
-    fprintf(f, ", \"\\u0120t\": 256, \"he\": 257, \"\\u0120the\": 258, \"an\": 259"
-               ", \"<|endoftext|>\": 260}\n");
+    fprintf(
+        f,
+        ", \"\\u0120t\": 256, \"he\": 257, \"\\u0120the\": 258, \"an\": 259, \"<|endoftext|>\": 260}\n");
     if (fclose(f) != 0)
         return 1;
     f = fopen(merges, "w");

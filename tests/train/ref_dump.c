@@ -150,15 +150,12 @@ int main(int argc, char **argv)
         perror(argv[1]);
         return 1;
     }
-    fprintf(f, "{\"format\":\"gpt3d-ref 1\",\"config\":{\"num_layers\":%d,\"hidden_size\":%d,"
-            "\"num_attention_heads\":%d,\"ffn_hidden_size\":%d,\"seq_length\":%d,"
-            "\"vocab_size\":%d,\"padded_vocab_size\":%d,\"layernorm_epsilon\":%.9g,"
-            "\"micro_batch_size\":%d,\"global_batch_size\":%d,\"steps\":%d,\"lr\":%.17g,"
-            "\"min_lr\":%.17g,\"warmup_iters\":%lld,\"decay_iters\":%lld,\"adam_beta1\":%.17g,"
-            "\"adam_beta2\":%.17g,\"adam_eps\":%.17g,\"weight_decay\":%.17g,\"clip_grad\":%.17g,"
-            "\"recompute\":%d},\"tensors\":[", L, C, NH, m->F, T, V, m->Vp,
-            (double)cfg.layernorm_epsilon, MB, GBS, STEPS, LR, MIN_LR, (long long)WARMUP_ITERS,
-            (long long)DECAY_ITERS, B1, B2, EPS, WD, CLIP, cfg.recompute_activations);
+    fprintf(
+        f,
+        "{\"format\":\"gpt3d-ref 1\",\"config\":{\"num_layers\":%d,\"hidden_size\":%d,\"num_attention_heads\":%d,\"ffn_hidden_size\":%d,\"seq_length\":%d,\"vocab_size\":%d,\"padded_vocab_size\":%d,\"layernorm_epsilon\":%.9g,\"micro_batch_size\":%d,\"global_batch_size\":%d,\"steps\":%d,\"lr\":%.17g,\"min_lr\":%.17g,\"warmup_iters\":%lld,\"decay_iters\":%lld,\"adam_beta1\":%.17g,\"adam_beta2\":%.17g,\"adam_eps\":%.17g,\"weight_decay\":%.17g,\"clip_grad\":%.17g,\"recompute\":%d},\"tensors\":[",
+        L, C, NH, m->F, T, V, m->Vp, (double)cfg.layernorm_epsilon, MB, GBS, STEPS, LR, MIN_LR,
+        (long long)WARMUP_ITERS, (long long)DECAY_ITERS, B1, B2, EPS, WD, CLIP,
+        cfg.recompute_activations);
     for (int i = 0; i < nentries; i++) {
         entry_t *e = &entries[i];
         fprintf(f, "%s{\"name\":\"%s\",\"dtype\":\"%s\",\"offset\":%zu,\"shape\":[", i ? "," : "",
