@@ -39,9 +39,11 @@ extern "C" int g3cuda_cast(g3cuda_ctx_t *ctx, void *dst, g3cuda_dtype_t dst_type
         return 0;
     }
     if (dst_type == G3CUDA_BF16 && src_type == G3CUDA_F32)
-        g3_cast_f32_bf16_kernel<<<blocks, 256, 0, ctx->stream>>>((bf16 *)dst, (const float *)src, n);
+        g3_cast_f32_bf16_kernel<<<blocks, 256, 0, ctx->stream>>>((bf16 *)dst, (const float *)src,
+                                                                 n);
     else if (dst_type == G3CUDA_F32 && src_type == G3CUDA_BF16)
-        g3_cast_bf16_f32_kernel<<<blocks, 256, 0, ctx->stream>>>((float *)dst, (const bf16 *)src, n);
+        g3_cast_bf16_f32_kernel<<<blocks, 256, 0, ctx->stream>>>((float *)dst, (const bf16 *)src,
+                                                                 n);
     else
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "cast: unknown dtype pair %d <- %d",
                            (int)dst_type, (int)src_type);

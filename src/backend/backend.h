@@ -291,9 +291,9 @@ int g3_be_fused_wanted(int dflt);
 /* The CPU backend (fp32, CBLAS + OpenMP).  See g3_be_open. */
 g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p);
 
-/* Only in builds with CUDA (HAVE_CUDA): the CUDA backend (bf16 activations, kernels/): device `device`, or, when device < 0, the
- * node-local rank (LOCAL_RANK, SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK, else 0) modulo the
- * visible devices.  See g3_be_open. */
+/* Only in builds with CUDA (HAVE_CUDA): the CUDA backend (bf16 activations, kernels/): device
+ * `device`, or, when device < 0, the node-local rank (LOCAL_RANK, SLURM_LOCALID,
+ * OMPI_COMM_WORLD_LOCAL_RANK, else 0) modulo the visible devices.  See g3_be_open. */
 g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p);
 
 #endif

@@ -182,7 +182,8 @@ void g3_cpu_sgemm(g3_backend_t *be, int trans_a, int trans_b, int M, int N, int 
 #pragma omp barrier
             for (int r = r0; r < r1; r++)
                 for (int p = 1; p < parts; p++)
-                    g3_cpu_add_rows(C + (size_t)r * ldc, kbuf + (size_t)(p - 1) * M * N + (size_t)r * N, N);
+                    g3_cpu_add_rows(C + (size_t)r * ldc,
+                                    kbuf + (size_t)(p - 1) * M * N + (size_t)r * N, N);
         }
         return;
     }

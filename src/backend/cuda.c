@@ -261,7 +261,7 @@ static void g3_cuda_attention_bwd(g3_backend_t *be, void *dqkv, void *scratch, c
     g3cuda_attention_bwd(g3_cuda_ctx_of(be), dqkv, dout, out, qkv, state, B, T, NH, HS);
 }
 
-/* ---- elementwise ------------------------------------------------------------------------------ */
+/* ---- elementwise ----------------------------------------------------------------------------- */
 
 static void g3_cuda_gelu_fwd(g3_backend_t *be, void *out, const void *inp, size_t n)
 {
@@ -310,7 +310,7 @@ static void g3_cuda_xent_bwd(g3_backend_t *be, void *dlogits, const void *logits
     g3cuda_xent_grad(g3_cuda_ctx_of(be), dlogits, logits, V, lse, targets, dloss, N, V, 0);
 }
 
-/* ---- vocabulary-parallel cross-entropy: the stages of g3cuda.h (partial, finish, grad) -------- */
+/* ---- vocabulary-parallel cross-entropy: the stages of g3cuda.h (partial, finish, grad) ------- */
 
 static void g3_cuda_xent_stats(g3_backend_t *be, float *stats, const void *logits,
                                const int32_t *targets, int N, int V, int v0)
@@ -331,7 +331,7 @@ static void g3_cuda_xent_shard_bwd(g3_backend_t *be, void *dlogits, const void *
     g3cuda_xent_grad(g3_cuda_ctx_of(be), dlogits, logits, V, lse, targets, dloss, N, V, v0);
 }
 
-/* ---- optimizer -------------------------------------------------------------------------------- */
+/* ---- optimizer ------------------------------------------------------------------------------- */
 
 static void g3_cuda_adamw(g3_backend_t *be, float *p, const float *g, float *m, float *v,
                           size_t n, float lr, float beta1, float beta2, float eps, float wd,
@@ -389,7 +389,7 @@ static g3_status_t g3_cuda_check_model(g3_backend_t *be, int C, int NH, int HS, 
     return st;
 }
 
-/* ---- peak FLOP/s ------------------------------------------------------------------------------ */
+/* ---- peak FLOP/s ----------------------------------------------------------------------------- */
 
 /* Dense bf16 tensor-core peaks (vendor data sheets, no sparsity) by device name; the first
  * match wins, so more specific names come first.  GPT3D_GPU_PEAK_TFLOPS overrides. */
@@ -441,7 +441,7 @@ static void g3_cuda_peak(g3_backend_t *be)
         "unknown GPU: assumed the H100 SXM dense bf16 peak, 989 TFLOP/s (set GPT3D_GPU_PEAK_TFLOPS)");
 }
 
-/* ---- the table ---------------------------------------------------------------------------------- */
+/* ---- the table ------------------------------------------------------------------------------- */
 
 static void g3_cuda_close(g3_backend_t *be)
 {

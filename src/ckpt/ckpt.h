@@ -196,7 +196,8 @@ g3_status_t g3_ckpt_save(const char *dir, const g3_ckpt_state_t *state,
  * naming dir and the cause (the caller exits 2). */
 g3_status_t g3_ckpt_save_check(const char *dir);
 /* Phase 1, rank 0 only: create dir, remove debris, create the temporary directory. */
-g3_status_t g3_ckpt_save_prepare(const char *dir, int64_t iteration, const g3_ckpt_save_opts_t *opts);
+g3_status_t g3_ckpt_save_prepare(const char *dir, int64_t iteration,
+                                 const g3_ckpt_save_opts_t *opts);
 /* Phase 2, every rank: write and fsync this rank's shard files: the model file
  * of (tp, pp) when dp is 0, and the optim file of (tp, pp, dp) when the state
  * describes at least one G3_CKPT_OPTIM tensor (rank 0's state decides whether
@@ -220,8 +221,8 @@ g3_status_t g3_ckpt_state_snapshot(const g3_ckpt_state_t *state, g3_ckpt_state_t
 
 typedef struct g3_ckpt_async g3_ckpt_async_t;
 /* Start phase 2 (g3_ckpt_write_shards) of a snapshot in a background thread;
- * takes ownership of snapshot (also when it fails: then it is freed).  Phase 1 must have completed on rank 0 (and a
- * barrier passed) before.  OUT: *async_p */
+ * takes ownership of snapshot (also when it fails: then it is freed).  Phase 1 must have
+ * completed on rank 0 (and a barrier passed) before.  OUT: *async_p */
 g3_status_t g3_ckpt_async_start(const char *dir, g3_ckpt_state_t *snapshot,
                                 const g3_ckpt_save_opts_t *opts, g3_ckpt_async_t **async_p);
 /* RET: 1 when the writer thread has finished (non-blocking). */
@@ -284,18 +285,22 @@ void        g3_ckpt_reader_layout(const g3_ckpt_reader_t *reader, g3_ckpt_layout
 /* RET: G3_ERR_NOT_FOUND (logged) when the key is absent, G3_ERR_FORMAT when it
  * has another type or n differs from the stored count.  The string is copied
  * into buf (RET G3_ERR_INVALID_ARG if it does not fit). */
-g3_status_t g3_ckpt_reader_get_i64(g3_ckpt_reader_t *reader, const char *key, int64_t *values, int n);
-g3_status_t g3_ckpt_reader_get_f64(g3_ckpt_reader_t *reader, const char *key, double *values, int n);
-g3_status_t g3_ckpt_reader_get_str(g3_ckpt_reader_t *reader, const char *key, char *buf, size_t size);
+g3_status_t g3_ckpt_reader_get_i64(g3_ckpt_reader_t *reader, const char *key, int64_t *values,
+                                   int n);
+g3_status_t g3_ckpt_reader_get_f64(g3_ckpt_reader_t *reader, const char *key, double *values,
+                                   int n);
+g3_status_t g3_ckpt_reader_get_str(g3_ckpt_reader_t *reader, const char *key, char *buf,
+                                   size_t size);
 int         g3_ckpt_reader_has(g3_ckpt_reader_t *reader, const char *key);
 /* State entry i (0 <= i < count) as "key = v1, v2, ..." in buf (shortened
  * with "..." when long).  RET: buf, or NULL when i is out of range. */
 int         g3_ckpt_reader_state_count(const g3_ckpt_reader_t *reader);
-const char *g3_ckpt_reader_state_text(const g3_ckpt_reader_t *reader, int i, char *buf, size_t size);
+const char *g3_ckpt_reader_state_text(const g3_ckpt_reader_t *reader, int i, char *buf,
+                                      size_t size);
 
 /* Tensors stored in the checkpoint (for tools).  index in [0, count). */
 int         g3_ckpt_reader_tensor_count(const g3_ckpt_reader_t *reader);
-void        g3_ckpt_reader_tensor(const g3_ckpt_reader_t *reader, int index, g3_ckpt_tensor_t *tensor);
+void g3_ckpt_reader_tensor(const g3_ckpt_reader_t *reader, int index, g3_ckpt_tensor_t *tensor);
 /* RET: the row of a tensor path, or -1. */
 int         g3_ckpt_reader_find(const g3_ckpt_reader_t *reader, const char *name);
 
@@ -337,7 +342,8 @@ typedef struct {
     g3_ckpt_dtype_t dtype;  /* G3_CKPT_F32 or G3_CKPT_BF16 */
 } g3_ckpt_export_opts_t;
 /* Write out/model.safetensors and out/config.json for Hugging Face GPT-2. */
-g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out, const g3_ckpt_export_opts_t *opts);
+g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out,
+                                   const g3_ckpt_export_opts_t *opts);
 
 /* ---- checksums ------------------------------------------------------------ */
 

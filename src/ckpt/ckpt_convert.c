@@ -151,16 +151,17 @@ g3_status_t g3_ckpt_convert(const char *in, const char *out, const g3_ckpt_conve
         if (st != G3_OK)
             goto err_close_reader;
     }
-    g3_info("convert: %s (iteration %lld, TP %d x PP %d x DP %d) -> %s as TP %d x PP %d x DP %d%s", r->dir,
-            (long long)r->iteration, r->tp_size, r->pp_size, r->dp_size, out, o->tp_size, o->pp_size,
-            o->dp_size, with_optim ? "" : ", without optimizer state");
+    g3_info("convert: %s (iteration %lld, TP %d x PP %d x DP %d) -> %s as TP %d x PP %d x DP %d%s",
+            r->dir, (long long)r->iteration, r->tp_size, r->pp_size, r->dp_size, out, o->tp_size,
+            o->pp_size, o->dp_size, with_optim ? "" : ", without optimizer state");
     st = g3_ckpt_save_prepare(out, r->iteration, &so);
     if (st != G3_OK)
         goto err_close_reader;
     for (int pp = 0; st == G3_OK && pp < o->pp_size; pp++)
         for (int dp = 0; st == G3_OK && dp < o->dp_size; dp++)
             for (int tp = 0; st == G3_OK && tp < o->tp_size; tp++) {
-                g3_ckpt_layout_t l = { o->tp_size, o->pp_size, o->dp_size, tp, pp, dp, r->num_layers, bounds, 0 };
+                g3_ckpt_layout_t l = { o->tp_size, o->pp_size,    o->dp_size, tp, pp,
+                                       dp,         r->num_layers, bounds,     0 };
                 g3_ckpt_state_t *rs;
                 void **bufs;
                 int nbufs;

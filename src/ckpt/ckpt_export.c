@@ -22,8 +22,8 @@ typedef struct {
     int     transpose;
 } exp_tensor_t;
 
-static void exp_add(exp_tensor_t *e, int *n, const char *hf, const char *src, int ndim, int64_t rows,
-                    int64_t cols, int transpose)
+static void exp_add(exp_tensor_t *e, int *n, const char *hf, const char *src, int ndim,
+                    int64_t rows, int64_t cols, int transpose)
 {
     exp_tensor_t *t = &e[(*n)++];
     snprintf(t->hf, sizeof(t->hf), "%s", hf);
@@ -44,8 +44,8 @@ static int config_int(const char *cfg, const char *key, long long *v)
 }
 
 /* Load rows [0, rows) of a tensor as float32 (whole columns). */
-static g3_status_t load_f32(g3_ckpt_reader_t *r, const char *name, int ndim, int64_t rows, int64_t cols,
-                            float *dst)
+static g3_status_t load_f32(g3_ckpt_reader_t *r, const char *name, int ndim, int64_t rows,
+                            int64_t cols, float *dst)
 {
     g3_ckpt_layout_t l = { 1, 1, 1, 0, 0, 0, r->num_layers, NULL, 0 };
     g3_ckpt_state_t *st;
@@ -60,9 +60,10 @@ static g3_status_t load_f32(g3_ckpt_reader_t *r, const char *name, int ndim, int
     }
     g3_ckpt_reader_tensor(r, ti, &t);
     if (t.ndim != ndim || t.shape[0] < rows || (ndim == 2 && t.shape[1] != cols)) {
-        g3_error("export: tensor %s has shape (%lld, %lld) but GPT-2 with this configuration needs (%lld, %lld)",
-                 name, (long long)t.shape[0], (long long)(t.ndim > 1 ? t.shape[1] : 1), (long long)rows,
-                 (long long)(ndim > 1 ? cols : 1));
+        g3_error(
+            "export: tensor %s has shape (%lld, %lld) but GPT-2 with this configuration needs (%lld, %lld)",
+            name, (long long)t.shape[0], (long long)(t.ndim > 1 ? t.shape[1] : 1), (long long)rows,
+            (long long)(ndim > 1 ? cols : 1));
         return G3_ERR_FORMAT;
     }
     if (t.dtype != G3_CKPT_F32 && t.dtype != G3_CKPT_BF16) {
@@ -168,7 +169,8 @@ static g3_status_t export_read_model(const g3_ckpt_reader_t *r, exp_model_t *m)
 
 /* The table of tensors to export, in safetensors order; each must be in the checkpoint.
  * RET: G3_OK with *e_p (the caller frees it) and *n_p. */
-static g3_status_t export_table(const g3_ckpt_reader_t *r, const exp_model_t *m, exp_tensor_t **e_p, int *n_p)
+static g3_status_t export_table(const g3_ckpt_reader_t *r, const exp_model_t *m, exp_tensor_t **e_p,
+                                int *n_p)
 {
     int64_t h = m->h, f = m->f;
     exp_tensor_t *e = calloc((size_t)(4 + 12 * m->L), sizeof(*e));
@@ -214,8 +216,8 @@ static g3_status_t export_table(const g3_ckpt_reader_t *r, const exp_model_t *m,
 /* The safetensors JSON header: names, dtypes, shapes (HF's), byte ranges; padded with
  * spaces to a multiple of 8 so that the data is 8-byte aligned.  RET: G3_OK with
  * *header_p (the caller frees it), *hlen_p and *data_bytes_p (the data after it). */
-static g3_status_t export_header(const exp_tensor_t *e, int n, int bf16, char **header_p, size_t *hlen_p,
-                                 uint64_t *data_bytes_p)
+static g3_status_t export_header(const exp_tensor_t *e, int n, int bf16, char **header_p,
+                                 size_t *hlen_p, uint64_t *data_bytes_p)
 {
     size_t hlen = 0, hcap = 256 + (size_t)n * 256, esz = bf16 ? 2 : 4;
     char *header = malloc(hcap);
@@ -226,7 +228,8 @@ static g3_status_t export_header(const exp_tensor_t *e, int n, int bf16, char **
     hlen += (size_t)snprintf(header + hlen, hcap - hlen, "{\"__metadata__\":{\"format\":\"pt\"}");
     for (int i = 0; i < n; i++) {
         uint64_t bytes = (uint64_t)(e[i].rows * (e[i].ndim > 1 ? e[i].cols : 1)) * esz;
-        int64_t d0 = e[i].transpose ? e[i].cols : e[i].rows, d1 = e[i].transpose ? e[i].rows : e[i].cols;
+        int64_t d0 = e[i].transpose ? e[i].cols : e[i].rows,
+                d1 = e[i].transpose ? e[i].rows : e[i].cols;
         if (e[i].ndim == 2)
             hlen += (size_t)snprintf(header + hlen, hcap - hlen,
                                      ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld,%lld],\"data_offsets\":[%llu,%llu]}",
@@ -250,7 +253,8 @@ static g3_status_t export_header(const exp_tensor_t *e, int n, int bf16, char **
 
 /* One tensor: loaded as f32, transposed where HF's Conv1D wants [in, out], converted to
  * bf16 if asked, appended to fd (the file tmp). */
-static g3_status_t export_tensor(g3_ckpt_reader_t *r, const exp_tensor_t *e, int bf16, int fd, const char *tmp)
+static g3_status_t export_tensor(g3_ckpt_reader_t *r, const exp_tensor_t *e, int bf16, int fd,
+                                 const char *tmp)
 {
     int64_t cnt = e->rows * (e->ndim > 1 ? e->cols : 1);
     float *buf = malloc((size_t)cnt * 4), *tbuf = malloc((size_t)cnt * 4);
@@ -288,8 +292,8 @@ free_buffers:
 
 /* out/model.safetensors: the 8-byte little-endian header size, the header, the tensors;
  * written to a temporary name, synced and renamed (removed on failure). */
-static g3_status_t export_safetensors(g3_ckpt_reader_t *r, const char *out, const exp_tensor_t *e, int n,
-                                      int bf16, const char *header, size_t hlen)
+static g3_status_t export_safetensors(g3_ckpt_reader_t *r, const char *out, const exp_tensor_t *e,
+                                      int n, int bf16, const char *header, size_t hlen)
 {
     char path[PATH_MAX + 32], tmp[PATH_MAX + 48];
     unsigned char le[8];
@@ -360,7 +364,8 @@ static g3_status_t export_config(const char *out, const exp_model_t *m, int bf16
     return write_text_file(path, cfg);
 }
 
-g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out, const g3_ckpt_export_opts_t *opts)
+g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out,
+                                   const g3_ckpt_export_opts_t *opts)
 {
     g3_ckpt_reader_t *r = NULL;
     exp_tensor_t *e = NULL;

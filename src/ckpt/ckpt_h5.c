@@ -668,8 +668,8 @@ hid_t g3_ckpt_select_rows(hid_t fspace, int ndim, const int64_t *extent, int64_t
     return H5Screate_simple(ndim, cnt, NULL);
 }
 
-g3_status_t g3_ckpt_dataset_io(hid_t d, hid_t type, int ndim, const int64_t *extent, size_t esz, void *buf,
-                              int write, uint32_t *crc_p)
+g3_status_t g3_ckpt_dataset_io(hid_t d, hid_t type, int ndim, const int64_t *extent, size_t esz,
+                               void *buf, int write, uint32_t *crc_p)
 {
     int64_t row = g3_ckpt_box_volume(ndim, extent) / extent[0];
     int64_t rows = (int64_t)((8u << 20) / ((size_t)row * esz));

@@ -114,8 +114,8 @@ hid_t g3_ckpt_select_rows(hid_t fspace, int ndim, const int64_t *extent, int64_t
 /* Whole-dataset read (write == 0) or write of buf, (extent...) row-major, in
  * row blocks of about 8 MiB; each block is folded into *crc_p (if not NULL)
  * while it is in cache.  RET: G3_ERR_FORMAT (read) / G3_ERR_IO (write). */
-g3_status_t g3_ckpt_dataset_io(hid_t d, hid_t type, int ndim, const int64_t *extent, size_t esz, void *buf,
-                              int write, uint32_t *crc_p);
+g3_status_t g3_ckpt_dataset_io(hid_t d, hid_t type, int ndim, const int64_t *extent, size_t esz,
+                               void *buf, int write, uint32_t *crc_p);
 /* Compare with the dataset's crc32c attribute; errors logged naming path/name. */
 g3_status_t g3_ckpt_dataset_check_crc(hid_t d, const char *name, const char *path);
 
@@ -175,7 +175,8 @@ void g3_ckpt_shard_name(g3_ckpt_kind_t kind, int tp, int pp, int dp, char *buf, 
 /* The dataset path of piece k of a tensor in a shard file: "<tensor>#<k>". */
 void g3_ckpt_piece_dataset(const char *tensor, int k, char *buf, size_t size);
 /* "DIR/iter_0000100.tmp-ID" */
-void g3_ckpt_tmp_path(const char *dir, int64_t iteration, const char *save_id, char *buf, size_t size);
+void g3_ckpt_tmp_path(const char *dir, int64_t iteration, const char *save_id, char *buf,
+                      size_t size);
 const char *g3_ckpt_save_id(const g3_ckpt_save_opts_t *opts);
 
 /* ---- reader -------------------------------------------------------------------- */
@@ -212,11 +213,12 @@ int g3_ckpt_check_vds(const g3_ckpt_reader_t *r, hid_t f, const char *path);
 int g3_ckpt_verify_vds(const g3_ckpt_reader_t *r);
 int g3_ckpt_check_shard(const g3_ckpt_reader_t *r, size_t fi, hid_t f, const char *path);
 int g3_ckpt_check_manifest(const g3_ckpt_reader_t *r, size_t fi, hid_t f, const char *path);
-int g3_ckpt_check_piece(const g3_ckpt_reader_t *r, const g3_ckpt_prow_t *sp, hid_t d, const char *path,
-                        const char *dname);
+int g3_ckpt_check_piece(const g3_ckpt_reader_t *r, const g3_ckpt_prow_t *sp, hid_t d,
+                        const char *path, const char *dname);
 
 /* Convert n elements between float types (f32 <-> bf16, or a plain copy). */
-void g3_ckpt_convert_elems(void *dst, g3_ckpt_dtype_t dt, const void *src, g3_ckpt_dtype_t st, size_t n);
+void g3_ckpt_convert_elems(void *dst, g3_ckpt_dtype_t dt, const void *src, g3_ckpt_dtype_t st,
+                           size_t n);
 
 /* Copy the intersection box (io, ie) from src (a box at so, se) to dst (a box
  * at dof, de), converting dtypes. */

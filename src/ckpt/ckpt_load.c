@@ -128,8 +128,8 @@ static herr_t read_state_entry(hid_t g, const char *name, const H5L_info_t *info
         kv.type = cls == H5T_INTEGER ? G3_CKPT_KV_I64 : G3_CKPT_KV_F64;
         kv.values = malloc((size_t)kv.n * 8 + 1);
         if (kv.values && kv.n > 0)
-            rc = H5Dread(d, cls == H5T_INTEGER ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
-                         H5P_DEFAULT, kv.values);
+            rc = H5Dread(d, cls == H5T_INTEGER ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, H5S_ALL,
+                         H5S_ALL, H5P_DEFAULT, kv.values);
         else if (kv.values)
             rc = 0;
         bytes = (size_t)kv.n * 8;
@@ -192,7 +192,8 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
     }
     /* Version 2 checksums each of them (version 1 did not: nothing to check). */
     for (int i = 0; r->version >= 2 && i < G3_CKPT_NPROGRESS; i++) {
-        const int64_t v[G3_CKPT_NPROGRESS] = { r->iteration, r->consumed_samples, r->consumed_tokens };
+        const int64_t v[G3_CKPT_NPROGRESS] = { r->iteration, r->consumed_samples,
+                                               r->consumed_tokens };
         char name[64];
         uint32_t want = 0;
         snprintf(name, sizeof(name), "%s_crc32c", g3_ckpt_progress_names[i]);
@@ -203,8 +204,9 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
             goto err_close_file;
         }
         if (want != g3_ckpt_progress_crc(v[i])) {
-            g3_error("%s: root attribute %s (%lld) fails its checksum (stored crc32c %08x, computed %08x): the index was altered; load another checkpoint (--load-fallback)",
-                     path, g3_ckpt_progress_names[i], (long long)v[i], want, g3_ckpt_progress_crc(v[i]));
+            g3_error(
+                "%s: root attribute %s (%lld) fails its checksum (stored crc32c %08x, computed %08x): the index was altered; load another checkpoint (--load-fallback)",
+                path, g3_ckpt_progress_names[i], (long long)v[i], want, g3_ckpt_progress_crc(v[i]));
             st = G3_ERR_FORMAT;
             goto err_close_file;
         }
@@ -286,7 +288,8 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
     /* The tables must be consistent before anything trusts them. */
     for (size_t i = 0; i < r->nfiles; i++) {
         r->files[i].name[sizeof(r->files[i].name) - 1] = '\0';
-        if (strchr(r->files[i].name, '/') != NULL || r->files[i].name[0] == '\0' || r->files[i].name[0] == '.')
+        if (strchr(r->files[i].name, '/') != NULL || r->files[i].name[0] == '\0' ||
+            r->files[i].name[0] == '.')
             st = G3_ERR_FORMAT;
     }
     for (size_t i = 0; st == G3_OK && i < r->ntensors; i++) {
@@ -294,13 +297,15 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
         g3_ckpt_dtype_t dt;
         t->name[sizeof(t->name) - 1] = '\0';
         t->dtype[sizeof(t->dtype) - 1] = '\0';
-        if (g3_ckpt_dtype_parse(t->dtype, &dt) != G3_OK || t->ndim < 1 || t->ndim > G3_CKPT_MAX_DIMS ||
-            t->first_piece < 0 || t->npieces < 0 || (size_t)(t->first_piece + t->npieces) > r->npieces)
+        if (g3_ckpt_dtype_parse(t->dtype, &dt) != G3_OK || t->ndim < 1 ||
+            t->ndim > G3_CKPT_MAX_DIMS || t->first_piece < 0 || t->npieces < 0 ||
+            (size_t)(t->first_piece + t->npieces) > r->npieces)
             st = G3_ERR_FORMAT;
     }
     for (size_t i = 0; st == G3_OK && i < r->npieces; i++) {
         const g3_ckpt_prow_t *p = &r->pieces[i];
-        if (p->tensor < 0 || (size_t)p->tensor >= r->ntensors || p->file < 0 || (size_t)p->file >= r->nfiles)
+        if (p->tensor < 0 || (size_t)p->tensor >= r->ntensors || p->file < 0 ||
+            (size_t)p->file >= r->nfiles)
             st = G3_ERR_FORMAT;
     }
     if (st != G3_OK) {
@@ -584,7 +589,8 @@ static int cmp_work(const void *a, const void *b)
 
 static int dtype_pair_ok(g3_ckpt_dtype_t a, g3_ckpt_dtype_t b)
 {
-    return a == b || (a == G3_CKPT_F32 && b == G3_CKPT_BF16) || (a == G3_CKPT_BF16 && b == G3_CKPT_F32);
+    return a == b || (a == G3_CKPT_F32 && b == G3_CKPT_BF16) ||
+           (a == G3_CKPT_BF16 && b == G3_CKPT_F32);
 }
 
 static void shape_str(int ndim, const int64_t *s, char *buf, size_t size)
@@ -598,13 +604,14 @@ static void shape_str(int ndim, const int64_t *s, char *buf, size_t size)
 }
 
 /* Match the state's tensors to the index and list the work.  No data is read. */
-static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const g3_ckpt_load_opts_t *opts,
-                             work_t **work_p, size_t *nwork_p)
+static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
+                             const g3_ckpt_load_opts_t *opts, work_t **work_p, size_t *nwork_p)
 {
     work_t *work = NULL;
     size_t nwork = 0, cap = 0;
     g3_status_t st = G3_OK;
-    int skip_optim = opts && (opts->no_load_optim || (opts->optim_optional && !g3_ckpt_reader_has_optim(r)));
+    int skip_optim =
+        opts && (opts->no_load_optim || (opts->optim_optional && !g3_ckpt_reader_has_optim(r)));
 
     for (int i = 0; i < state->ntensors; i++) {
         g3_ckpt_stensor_t *s = &state->tensors[i];
@@ -640,7 +647,8 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const 
                 if (row->shape[k] == t->shape[k])
                     continue;
                 /* a padded dimension may differ as long as the real rows agree */
-                if (!(k == t->rule.pad_dim && k == row->pad_dim && row->unpadded == t->rule.unpadded))
+                if (!(k == t->rule.pad_dim && k == row->pad_dim &&
+                      row->unpadded == t->rule.unpadded))
                     same = 0;
             }
             if (!same) {
@@ -666,7 +674,8 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const 
             for (int64_t p = row->first_piece; p < row->first_piece + row->npieces; p++) {
                 const g3_ckpt_prow_t *sp = &r->pieces[p];
                 work_t w;
-                if (!g3_ckpt_box_intersect(t->ndim, sp->offset, sp->extent, d->offset, d->extent, w.io, w.ie))
+                if (!g3_ckpt_box_intersect(t->ndim, sp->offset, sp->extent, d->offset, d->extent,
+                                           w.io, w.ie))
                     continue;
                 w.src = (size_t)p;
                 w.file = sp->file;
@@ -813,7 +822,8 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
         }
     }
     while (e == 0 && done < nbytes) {
-        ssize_t n = pread(fd, (char *)buf + done, nbytes - done < RAW_BLOCK_BYTES ? nbytes - done : RAW_BLOCK_BYTES,
+        ssize_t n = pread(fd, (char *)buf + done,
+                          nbytes - done < RAW_BLOCK_BYTES ? nbytes - done : RAW_BLOCK_BYTES,
                           addr + (off_t)done);
         if (n < 0 && errno == EINTR)
             continue;
@@ -920,7 +930,8 @@ static g3_status_t piece_read_raw(const piece_read_t *p, void *dst, double *t0)
 /* Read path 2: the whole piece into dst with HDF5. */
 static g3_status_t piece_read_h5(const piece_read_t *p, void *dst, double *t0)
 {
-    if (g3_ckpt_dataset_io(p->d, p->type, p->t->ndim, p->sp->extent, p->esz, dst, 0, p->crc) != G3_OK) {
+    if (g3_ckpt_dataset_io(p->d, p->type, p->t->ndim, p->sp->extent, p->esz, dst, 0, p->crc) !=
+        G3_OK) {
         piece_read_error(p, 0);
         return G3_ERR_FORMAT;
     }
@@ -929,8 +940,8 @@ static g3_status_t piece_read_h5(const piece_read_t *p, void *dst, double *t0)
 }
 
 /* Rows [r0, r0 + nr) of the piece (row_elems elements each) into buf, folded into the CRC. */
-static g3_status_t piece_read_rows(const piece_read_t *p, int64_t r0, int64_t nr, int64_t row_elems, void *buf,
-                                   double *t0)
+static g3_status_t piece_read_rows(const piece_read_t *p, int64_t r0, int64_t nr, int64_t row_elems,
+                                   void *buf, double *t0)
 {
     hsize_t off[G3_CKPT_MAX_DIMS] = { 0 }, cnt[G3_CKPT_MAX_DIMS];
     hid_t mspace;
@@ -938,7 +949,8 @@ static g3_status_t piece_read_rows(const piece_read_t *p, int64_t r0, int64_t nr
 
     if (p->raw) {        /* rows [r0, r0 + nr) are bytes [r0, r0 + nr) * row of the piece */
         size_t rowb = (size_t)row_elems * p->esz;
-        int e = raw_read(p->fd, p->addr + (off_t)((size_t)r0 * rowb), (size_t)nr * rowb, buf, p->crc);
+        int e =
+            raw_read(p->fd, p->addr + (off_t)((size_t)r0 * rowb), (size_t)nr * rowb, buf, p->crc);
         if (e != 0) {
             piece_read_error(p, e);
             return G3_ERR_FORMAT;
@@ -1013,8 +1025,8 @@ static g3_status_t piece_read_blocks(const piece_read_t *p, const work_t *w, siz
 
 /* Read one stored piece (all of it), check its CRC, scatter to the work items
  * w[0..n) that need it. */
-static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, const work_t *w, size_t n,
-                              int verify)
+static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, const work_t *w,
+                              size_t n, int verify)
 {
     piece_read_t p;
     uint32_t crc = 0;
@@ -1106,7 +1118,8 @@ static g3_status_t check_index(const g3_ckpt_reader_t *r, const g3_ckpt_state_t 
     return faults ? G3_ERR_FORMAT : missing ? G3_ERR_NOT_FOUND : G3_OK;
 }
 
-g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state, const g3_ckpt_load_opts_t *opts)
+g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
+                                const g3_ckpt_load_opts_t *opts)
 {
     work_t *work = NULL;
     size_t nwork = 0;

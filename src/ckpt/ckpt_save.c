@@ -110,7 +110,8 @@ static g3_status_t remove_debris(const char *dir)
     return st;
 }
 
-g3_status_t g3_ckpt_save_prepare(const char *dir, int64_t iteration, const g3_ckpt_save_opts_t *opts)
+g3_status_t g3_ckpt_save_prepare(const char *dir, int64_t iteration,
+                                 const g3_ckpt_save_opts_t *opts)
 {
     char tmp[PATH_MAX];
     g3_status_t st;
@@ -185,9 +186,11 @@ static g3_status_t write_piece(hid_t f, const char *path, const g3_ckpt_stensor_
     H5Pset_layout(dcpl, H5D_CONTIGUOUS);
     H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
     H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE);
-    d = g3_ckpt_h5_parents(f, dname) == G3_OK ? H5Dcreate2(f, dname, type, space, lcpl, dcpl, H5P_DEFAULT) : -1;
-    if (d < 0 || g3_ckpt_dataset_io(d, type, t->ndim, p->extent, g3_ckpt_dtype_size(t->dtype), p->data, 1,
-                                     &crc) != G3_OK) {
+    d = g3_ckpt_h5_parents(f, dname) == G3_OK
+            ? H5Dcreate2(f, dname, type, space, lcpl, dcpl, H5P_DEFAULT)
+            : -1;
+    if (d < 0 || g3_ckpt_dataset_io(d, type, t->ndim, p->extent, g3_ckpt_dtype_size(t->dtype),
+                                    p->data, 1, &crc) != G3_OK) {
         g3_error("cannot write tensor %s (piece %d, %zu bytes) to %s: %s; check free space and quota",
                  s->name, k, bytes, path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
         st = G3_ERR_IO;
@@ -328,7 +331,8 @@ typedef struct {
     size_t cap;
 } name_map_t;
 
-static int map_find(const name_map_t *m, const g3_ckpt_trow_t *trows, const char *name, size_t *pos_p)
+static int map_find(const name_map_t *m, const g3_ckpt_trow_t *trows, const char *name,
+                    size_t *pos_p)
 {
     size_t i = g3_ckpt_name_hash(name) & (m->cap - 1);
     while (m->slot[i] >= 0) {
@@ -361,7 +365,8 @@ static g3_status_t check_tiling(const g3_ckpt_trow_t *t, const found_t *p, size_
 
     for (size_t i = 0; i < n; i++) {
         total += g3_ckpt_box_volume(t->ndim, p[i].row.extent);
-        for (size_t j = i + 1; j < n && p[j].row.offset[0] < p[i].row.offset[0] + p[i].row.extent[0]; j++) {
+        for (size_t j = i + 1;
+             j < n && p[j].row.offset[0] < p[i].row.offset[0] + p[i].row.extent[0]; j++) {
             int64_t io[G3_CKPT_MAX_DIMS], ie[G3_CKPT_MAX_DIMS];
             if (g3_ckpt_box_intersect(t->ndim, p[i].row.offset, p[i].row.extent, p[j].row.offset,
                                       p[j].row.extent, io, ie)) {
@@ -407,8 +412,8 @@ static g3_status_t read_manifest(const char *path, const char *fname, const g3_c
         g3_ckpt_attr_read_i32(f, "pipeline_model_parallel_size", &pps);
         g3_ckpt_attr_read_i32(f, "data_parallel_size", &dps);
         g3_ckpt_attr_read_i64(f, "iteration", &it, 1);
-        if (tp != fr->tp || pp != fr->pp || dp != fr->dp || tps != l->tp_size || pps != l->pp_size ||
-            dps != l->dp_size || it != state->iteration ||
+        if (tp != fr->tp || pp != fr->pp || dp != fr->dp || tps != l->tp_size ||
+            pps != l->pp_size || dps != l->dp_size || it != state->iteration ||
             strcmp(kind, fr->kind == G3_CKPT_MODEL ? "model" : "optim") != 0) {
             g3_error("shard file %s was written by another save (it says %s, tp %d, pp %d, dp %d of %dx%dx%d, iteration %lld; expected tp %d, pp %d, dp %d of %dx%dx%d, iteration %lld)",
                      path, kind, tp, pp, dp, tps, pps, dps, (long long)it, fr->tp, fr->pp, fr->dp,
@@ -453,7 +458,8 @@ static g3_status_t write_state_group(hid_t idx, const g3_ckpt_state_t *state, co
             bytes = (size_t)kv->n * 8;
         }
         d = H5Dcreate2(g, kv->key, ftype, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        if (d < 0 || (bytes > 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, kv->values) < 0) ||
+        if (d < 0 ||
+            (bytes > 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, kv->values) < 0) ||
             g3_ckpt_attr_write_u32(d, "crc32c", g3_crc32c(0, kv->values, bytes)) != G3_OK) {
             g3_error("cannot write state/%s to %s: %s", kv->key, path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
             st = G3_ERR_IO;
@@ -503,7 +509,9 @@ static g3_status_t write_vds(hid_t idx, const g3_ckpt_trow_t *t, const found_t *
     H5Pset_create_intermediate_group(lcpl, 1);
     if (st == G3_OK && g3_ckpt_h5_parents(idx, t->name) != G3_OK)
         st = G3_ERR_IO;
-    d = st == G3_OK ? H5Dcreate2(idx, t->name, g3_ckpt_h5_type(dtype), vspace, lcpl, dcpl, H5P_DEFAULT) : -1;
+    d = st == G3_OK
+            ? H5Dcreate2(idx, t->name, g3_ckpt_h5_type(dtype), vspace, lcpl, dcpl, H5P_DEFAULT)
+            : -1;
     if (d < 0 || g3_ckpt_attr_write_str(d, "dtype", t->dtype) != G3_OK) {
         g3_error("cannot write the virtual dataset of %s in %s: %s", t->name, path,
                  g3_ckpt_h5_errmsg(msg, sizeof(msg)));
@@ -614,7 +622,8 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
     if (st == G3_OK) st = g3_ckpt_table_write(f, "pieces", G3_CKPT_TABLE_PIECES, prows, nfound, path);
     free(prows);
     for (size_t t = 0; st == G3_OK && t < ntensors; t++)
-        st = write_vds(f, &trows[t], &found[trows[t].first_piece], (size_t)trows[t].npieces, files, path);
+        st = write_vds(f, &trows[t], &found[trows[t].first_piece], (size_t)trows[t].npieces, files,
+                       path);
     if (g3_ckpt_h5_close_written(f, path, st != G3_OK) != G3_OK)
         st = G3_ERR_IO;
     if (st == G3_OK)
@@ -701,7 +710,8 @@ static g3_status_t commit_list_files(const g3_ckpt_layout_t *l, int with_optim, 
             for (int tp = 0; tp < l->tp_size; tp++)
                 for (int dp = 0; dp < (kind == G3_CKPT_MODEL ? 1 : l->dp_size); dp++) {
                     g3_ckpt_frow_t *fr = &c->files[fi++];
-                    g3_ckpt_shard_name((g3_ckpt_kind_t)kind, tp, pp, dp, fr->name, sizeof(fr->name));
+                    g3_ckpt_shard_name((g3_ckpt_kind_t)kind, tp, pp, dp, fr->name,
+                                       sizeof(fr->name));
                     fr->kind = kind;
                     fr->tp = tp;
                     fr->pp = pp;
@@ -711,7 +721,8 @@ static g3_status_t commit_list_files(const g3_ckpt_layout_t *l, int with_optim, 
 }
 
 /* Every shard's manifest, read from tmp into c->found (and each file's piece count and bytes). */
-static g3_status_t commit_gather_manifests(const char *tmp, const g3_ckpt_state_t *state, commit_tables_t *c)
+static g3_status_t commit_gather_manifests(const char *tmp, const g3_ckpt_state_t *state,
+                                           commit_tables_t *c)
 {
     for (size_t i = 0; i < c->nfiles; i++) {
         char path[PATH_MAX + 80];
@@ -762,7 +773,8 @@ static g3_status_t commit_add_tensor(commit_tables_t *c, const found_t *p, int *
     g3_status_t st = G3_OK;
 
     for (int k = 0; reserved_names[k]; k++)
-        if (strlen(reserved_names[k]) == first && strncmp(r->tensor, reserved_names[k], first) == 0) {
+        if (strlen(reserved_names[k]) == first &&
+            strncmp(r->tensor, reserved_names[k], first) == 0) {
             g3_error("tensor name %s uses the reserved index name '%s': put tensors in a group such as model/ or optim/",
                      r->tensor, reserved_names[k]);
             st = G3_ERR_INVALID_ARG;
@@ -803,8 +815,8 @@ static int commit_same_tensor(const g3_ckpt_trow_t *tr, const g3_ckpt_mrow_t *r)
 {
     return strcmp(tr->dtype, r->dtype) == 0 && tr->ndim == r->ndim && tr->kind == r->kind &&
            memcmp(tr->shape, r->shape, sizeof(tr->shape)) == 0 && tr->tp_dim == r->tp_dim &&
-           tr->tp_parts == r->tp_parts && tr->pp_layer == r->pp_layer && tr->pad_dim == r->pad_dim &&
-           tr->unpadded == r->unpadded;
+           tr->tp_parts == r->tp_parts && tr->pp_layer == r->pp_layer &&
+           tr->pad_dim == r->pad_dim && tr->unpadded == r->unpadded;
 }
 
 /* One /tensors row per distinct name; descriptions must agree. */
@@ -861,9 +873,11 @@ static g3_status_t commit_tile(commit_tables_t *c)
 }
 
 /* The index into tmp, then tmp made durable. */
-static g3_status_t commit_write_index(const char *tmp, const g3_ckpt_state_t *state, const commit_tables_t *c)
+static g3_status_t commit_write_index(const char *tmp, const g3_ckpt_state_t *state,
+                                      const commit_tables_t *c)
 {
-    g3_status_t st = write_index(tmp, state, c->files, c->nfiles, c->trows, c->ntensors, c->found, c->nfound);
+    g3_status_t st =
+        write_index(tmp, state, c->files, c->nfiles, c->trows, c->ntensors, c->found, c->nfound);
 
     if (st != G3_OK)
         return st;
@@ -887,7 +901,8 @@ static void commit_report_prune(const char *dir, const char *final, const commit
                 opts->keep_last, dir);
 }
 
-g3_status_t g3_ckpt_commit(const char *dir, const g3_ckpt_state_t *state, const g3_ckpt_save_opts_t *opts)
+g3_status_t g3_ckpt_commit(const char *dir, const g3_ckpt_state_t *state,
+                           const g3_ckpt_save_opts_t *opts)
 {
     const char *sid = g3_ckpt_save_id(opts);
     char tmp[PATH_MAX], final[PATH_MAX];

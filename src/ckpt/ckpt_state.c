@@ -36,8 +36,8 @@ g3_status_t g3_ckpt_state_init(const g3_ckpt_layout_t *layout, g3_ckpt_state_t *
                                                   : s * (l->num_layers / l->pp_size);
     if (l->stage_first_layer != NULL) {
         for (int s = 0; s < l->pp_size; s++)
-            if (l->stage_first_layer[s] > l->stage_first_layer[s + 1] || l->stage_first_layer[0] != 0 ||
-                l->stage_first_layer[l->pp_size] != l->num_layers) {
+            if (l->stage_first_layer[s] > l->stage_first_layer[s + 1] ||
+                l->stage_first_layer[0] != 0 || l->stage_first_layer[l->pp_size] != l->num_layers) {
                 g3_error("checkpoint layout: stage_first_layer must rise from 0 to num_layers (%d)",
                          l->num_layers);
                 free(st->stage_first);
@@ -114,7 +114,8 @@ static g3_status_t tensor_check(const g3_ckpt_tensor_t *t)
             g3_error("checkpoint tensor %s: dimension %d has size %lld", t->name, k, (long long)t->shape[k]);
             return G3_ERR_INVALID_ARG;
         }
-    if ((unsigned)t->dtype >= G3_CKPT_DTYPE_COUNT || (t->kind != G3_CKPT_MODEL && t->kind != G3_CKPT_OPTIM)) {
+    if ((unsigned)t->dtype >= G3_CKPT_DTYPE_COUNT ||
+        (t->kind != G3_CKPT_MODEL && t->kind != G3_CKPT_OPTIM)) {
         g3_error("checkpoint tensor %s: unknown dtype %d or kind %d", t->name, (int)t->dtype, (int)t->kind);
         return G3_ERR_INVALID_ARG;
     }
@@ -190,8 +191,10 @@ static g3_status_t stensor_push(g3_ckpt_stensor_t *s, const g3_ckpt_piece_t *p)
             continue;
         }
         if (q.offset[k] < 0 || q.extent[k] <= 0 || q.offset[k] + q.extent[k] > s->desc.shape[k]) {
-            g3_error("checkpoint tensor %s: piece [%lld, +%lld) in dimension %d lies outside the global shape %lld",
-                     s->name, (long long)q.offset[k], (long long)q.extent[k], k, (long long)s->desc.shape[k]);
+            g3_error(
+                "checkpoint tensor %s: piece [%lld, +%lld) in dimension %d lies outside the global shape %lld",
+                s->name, (long long)q.offset[k], (long long)q.extent[k], k,
+                (long long)s->desc.shape[k]);
             return G3_ERR_INVALID_ARG;
         }
     }
@@ -410,12 +413,14 @@ static g3_status_t kv_set(g3_ckpt_state_t *state, const char *key, g3_ckpt_kv_ty
     return G3_OK;
 }
 
-g3_status_t g3_ckpt_state_set_i64(g3_ckpt_state_t *state, const char *key, const int64_t *values, int n)
+g3_status_t g3_ckpt_state_set_i64(g3_ckpt_state_t *state, const char *key, const int64_t *values,
+                                  int n)
 {
     return kv_set(state, key, G3_CKPT_KV_I64, values, n, (size_t)n * sizeof(int64_t));
 }
 
-g3_status_t g3_ckpt_state_set_f64(g3_ckpt_state_t *state, const char *key, const double *values, int n)
+g3_status_t g3_ckpt_state_set_f64(g3_ckpt_state_t *state, const char *key, const double *values,
+                                  int n)
 {
     return kv_set(state, key, G3_CKPT_KV_F64, values, n, (size_t)n * sizeof(double));
 }
@@ -444,7 +449,8 @@ g3_status_t g3_ckpt_state_snapshot(const g3_ckpt_state_t *state, g3_ckpt_state_t
         t.name = s->name;
         for (int j = 0; j < s->npieces; j++) {
             g3_ckpt_piece_t p = s->pieces[j];
-            size_t bytes = (size_t)g3_ckpt_box_volume(t.ndim, p.extent) * g3_ckpt_dtype_size(t.dtype);
+            size_t bytes =
+                (size_t)g3_ckpt_box_volume(t.ndim, p.extent) * g3_ckpt_dtype_size(t.dtype);
             void *buf = malloc(bytes ? bytes : 1);
             if (buf == NULL)
                 goto err_free_copy;
@@ -457,7 +463,8 @@ g3_status_t g3_ckpt_state_snapshot(const g3_ckpt_state_t *state, g3_ckpt_state_t
         if (s->npieces == 0 && g3_ckpt_state_add(c, &t, NULL, 0) != G3_OK)
             goto err_free_copy;
     }
-    g3_ckpt_state_set_progress(c, state->iteration, state->consumed_samples, state->consumed_tokens);
+    g3_ckpt_state_set_progress(c, state->iteration, state->consumed_samples,
+                               state->consumed_tokens);
     if (g3_ckpt_state_set_config(c, state->config) != G3_OK)
         goto err_free_copy;
     for (int i = 0; i < state->nkv; i++) {

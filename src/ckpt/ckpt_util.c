@@ -151,7 +151,8 @@ uint64_t g3_ckpt_name_hash(const char *s)
 
 /* ---- element conversion ------------------------------------------------------------ */
 
-void g3_ckpt_convert_elems(void *dst, g3_ckpt_dtype_t dt, const void *src, g3_ckpt_dtype_t st, size_t n)
+void g3_ckpt_convert_elems(void *dst, g3_ckpt_dtype_t dt, const void *src, g3_ckpt_dtype_t st,
+                           size_t n)
 {
     if (dt == st) {
         memcpy(dst, src, n * g3_ckpt_dtype_size(dt));
@@ -238,7 +239,8 @@ void g3_ckpt_iter_path(const char *dir, int64_t iteration, char *buf, size_t siz
     snprintf(buf, size, "%s/iter_%07lld", dir, (long long)iteration);
 }
 
-void g3_ckpt_tmp_path(const char *dir, int64_t iteration, const char *save_id, char *buf, size_t size)
+void g3_ckpt_tmp_path(const char *dir, int64_t iteration, const char *save_id, char *buf,
+                      size_t size)
 {
     snprintf(buf, size, "%s/iter_%07lld.tmp-%s", dir, (long long)iteration, save_id);
 }

@@ -50,7 +50,8 @@ static g3_status_t dataset_crc(hid_t d, hid_t type, int ndim, const int64_t *ext
 
 static int cmp_prow(const void *a, const void *b)
 {
-    const g3_ckpt_prow_t *x = *(const g3_ckpt_prow_t *const *)a, *y = *(const g3_ckpt_prow_t *const *)b;
+    const g3_ckpt_prow_t *x = *(const g3_ckpt_prow_t *const *)a,
+                         *y = *(const g3_ckpt_prow_t *const *)b;
     for (int k = 0; k < G3_CKPT_MAX_DIMS; k++)
         if (x->offset[k] != y->offset[k])
             return x->offset[k] < y->offset[k] ? -1 : 1;
@@ -72,16 +73,19 @@ static int verify_tiling(const g3_ckpt_reader_t *r, const g3_ckpt_trow_t *t)
     qsort(p, (size_t)t->npieces, sizeof(*p), cmp_prow);
     for (int64_t i = 0; i < t->npieces; i++) {
         for (int k = 0; k < t->ndim; k++)
-            if (p[i]->offset[k] < 0 || p[i]->extent[k] <= 0 || p[i]->offset[k] + p[i]->extent[k] > t->shape[k]) {
+            if (p[i]->offset[k] < 0 || p[i]->extent[k] <= 0 ||
+                p[i]->offset[k] + p[i]->extent[k] > t->shape[k]) {
                 g3_error("checkpoint %s: tensor %s: a piece in %s lies outside the tensor's shape: the index is damaged", r->dir, t->name,
                          r->files[p[i]->file].name);
                 faults++;
                 break;
             }
         total += g3_ckpt_box_volume(t->ndim, p[i]->extent);
-        for (int64_t j = i + 1; j < t->npieces && p[j]->offset[0] < p[i]->offset[0] + p[i]->extent[0]; j++) {
+        for (int64_t j = i + 1;
+             j < t->npieces && p[j]->offset[0] < p[i]->offset[0] + p[i]->extent[0]; j++) {
             int64_t io[G3_CKPT_MAX_DIMS], ie[G3_CKPT_MAX_DIMS];
-            if (g3_ckpt_box_intersect(t->ndim, p[i]->offset, p[i]->extent, p[j]->offset, p[j]->extent, io, ie)) {
+            if (g3_ckpt_box_intersect(t->ndim, p[i]->offset, p[i]->extent, p[j]->offset,
+                                      p[j]->extent, io, ie)) {
                 g3_error("checkpoint %s: tensor %s: pieces in %s and %s overlap: the index is damaged", r->dir, t->name, r->files[p[i]->file].name,
                          r->files[p[j]->file].name);
                 faults++;
@@ -191,8 +195,8 @@ int g3_ckpt_check_manifest(const g3_ckpt_reader_t *r, size_t fi, hid_t f, const 
     return faults;
 }
 
-int g3_ckpt_check_piece(const g3_ckpt_reader_t *r, const g3_ckpt_prow_t *sp, hid_t d, const char *path,
-                        const char *dname)
+int g3_ckpt_check_piece(const g3_ckpt_reader_t *r, const g3_ckpt_prow_t *sp, hid_t d,
+                        const char *path, const char *dname)
 {
     uint32_t attr_crc = 0;
 
@@ -228,8 +232,8 @@ int g3_ckpt_check_vds(const g3_ckpt_reader_t *r, hid_t f, const char *path)
         g3_ckpt_dtype_parse(t->dtype, &dt);
         ok = g3_ckpt_h5_dset_matches(d, g3_ckpt_h5_type(dt), t->ndim, t->shape);
         dcpl = H5Dget_create_plist(d);
-        ok = ok && dcpl >= 0 && H5Pget_layout(dcpl) == H5D_VIRTUAL && H5Pget_virtual_count(dcpl, &count) >= 0 &&
-             count == (size_t)t->npieces;
+        ok = ok && dcpl >= 0 && H5Pget_layout(dcpl) == H5D_VIRTUAL &&
+             H5Pget_virtual_count(dcpl, &count) >= 0 && count == (size_t)t->npieces;
         /* mapping k is piece first_piece + k: its file, its dataset, its box */
         for (size_t k = 0; ok && k < count; k++) {
             const g3_ckpt_prow_t *sp = &r->pieces[t->first_piece + (int64_t)k];
@@ -244,7 +248,8 @@ int g3_ckpt_check_vds(const g3_ckpt_reader_t *r, hid_t f, const char *path)
             vs = ok ? H5Pget_virtual_vspace(dcpl, k) : -1;
             ok = ok && vs >= 0 && H5Sget_select_bounds(vs, lo, hi) >= 0;
             for (int j = 0; ok && j < t->ndim; j++)
-                ok = (int64_t)lo[j] == sp->offset[j] && (int64_t)hi[j] == sp->offset[j] + sp->extent[j] - 1;
+                ok = (int64_t)lo[j] == sp->offset[j] &&
+                     (int64_t)hi[j] == sp->offset[j] + sp->extent[j] - 1;
             if (vs >= 0)
                 H5Sclose(vs);
         }
@@ -303,7 +308,8 @@ static int verify_file(const g3_ckpt_reader_t *r, size_t fi, const size_t *pidx,
             continue;
         }
         faults += g3_ckpt_check_piece(r, sp, d, path, dname);
-        if (dataset_crc(d, g3_ckpt_h5_type(dt), t->ndim, sp->extent, g3_ckpt_dtype_size(dt), &crc) != G3_OK) {
+        if (dataset_crc(d, g3_ckpt_h5_type(dt), t->ndim, sp->extent, g3_ckpt_dtype_size(dt),
+                        &crc) != G3_OK) {
             g3_error("verify: %s: cannot read dataset %s: %s (truncated?)", path, dname,
                      g3_ckpt_h5_errmsg(msg, sizeof(msg)));
             faults++;
@@ -346,7 +352,8 @@ g3_status_t g3_ckpt_verify(const char *path, int *nfaults_p)
     faults += g3_ckpt_check_tiling(r);
     faults += g3_ckpt_verify_vds(r);
     {   /* pieces grouped by file (counting sort) */
-        size_t *start = calloc(r->nfiles + 1, sizeof(size_t)), *pidx = malloc((r->npieces + 1) * sizeof(size_t));
+        size_t *start = calloc(r->nfiles + 1, sizeof(size_t)),
+               *pidx = malloc((r->npieces + 1) * sizeof(size_t));
         size_t *fill = calloc(r->nfiles + 1, sizeof(size_t));
         if (start == NULL || pidx == NULL || fill == NULL) {
             free(start);

@@ -385,7 +385,8 @@ static g3_status_t g3_write_atomic(const char *path, const g3_buf_t *buf)
         g3_error("gpt3d corpus: cannot create '%s': %s", tmp, strerror(errno));
         return G3_ERR_IO;
     }
-    int bad = fwrite(buf->data, 1, buf->len, f) != buf->len || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int bad =
+        fwrite(buf->data, 1, buf->len, f) != buf->len || fflush(f) != 0 || fsync(fileno(f)) != 0;
     bad |= fclose(f) != 0;
     if (bad || rename(tmp, path) != 0) {
         g3_error("gpt3d corpus: cannot write '%s': %s", path, strerror(errno));

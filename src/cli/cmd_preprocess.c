@@ -91,11 +91,12 @@ int g3_cmd_preprocess(int argc, char **argv)
 
     st = g3_pre_run(&cfg, &c);
     if (st == G3_OK) {
-        g3_info("preprocess: wrote %llu documents, %llu tokens from %llu records, %.1f MB in %.2f s (%.2f MB/s); %llu empty documents skipped",
-                (unsigned long long)c.documents, (unsigned long long)c.tokens,
-                (unsigned long long)c.records,
-                (double)c.bytes_read / 1e6, c.seconds, (double)c.bytes_read / 1e6 / (c.seconds > 0 ? c.seconds : 1e-9),
-                (unsigned long long)c.skipped);
+        g3_info(
+            "preprocess: wrote %llu documents, %llu tokens from %llu records, %.1f MB in %.2f s (%.2f MB/s); %llu empty documents skipped",
+            (unsigned long long)c.documents, (unsigned long long)c.tokens,
+            (unsigned long long)c.records, (double)c.bytes_read / 1e6, c.seconds,
+            (double)c.bytes_read / 1e6 / (c.seconds > 0 ? c.seconds : 1e-9),
+            (unsigned long long)c.skipped);
         if (c.replaced)
             g3_warn("preprocess: '%s' had %llu invalid UTF-8 sequences or lone surrogate escapes; each was replaced by U+FFFD",
                     cfg.input, (unsigned long long)c.replaced);

@@ -131,11 +131,12 @@ static g3_status_t g3_tokenize_decode(const g3_bpe_t *bpe, const char *text, siz
         long long v = 0;
         while (i < len && text[i] >= '0' && text[i] <= '9' && v <= INT32_MAX)
             v = v * 10 + (text[i++] - '0');
-        if (i == start || v > INT32_MAX
-            || (i < len && text[i] != ' ' && text[i] != '\n' && text[i] != '\t' && text[i] != '\r')) {
+        if (i == start || v > INT32_MAX ||
+            (i < len && text[i] != ' ' && text[i] != '\n' && text[i] != '\t' && text[i] != '\r')) {
             size_t e = start, shown;
             int digits = 1;
-            while (e < len && text[e] != ' ' && text[e] != '\n' && text[e] != '\t' && text[e] != '\r') {
+            while (e < len && text[e] != ' ' && text[e] != '\n' && text[e] != '\t' &&
+                   text[e] != '\r') {
                 digits &= text[e] >= '0' && text[e] <= '9';
                 e++;
             }

@@ -10,7 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
-/* RET: the bf16 bits nearest to f (ties to even); NaN -> quiet NaN with f's sign and payload top. */
+/* RET: the bf16 bits nearest to f (ties to even); NaN -> quiet NaN with f's sign and payload
+ * top. */
 static inline uint16_t g3_bf16_from_f32(float f)
 {
     uint32_t u;

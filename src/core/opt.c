@@ -381,7 +381,8 @@ static g3_status_t opt_parse_argv(g3_opts_t *opts, int argc, char **argv, int pa
             }
             if (pass == 1) {
                 char **grown;
-                if (arg[0] == '-' && arg[1] != '\0' && !only_pos && !isdigit((unsigned char)arg[1])) {
+                if (arg[0] == '-' && arg[1] != '\0' && !only_pos &&
+                    !isdigit((unsigned char)arg[1])) {
                     g3_error("gpt3d %s: '%s' is not a flag; flags start with '--' (see 'gpt3d %s --help')",
                              opts->cmd->name, arg, opts->cmd->name);
                     return G3_ERR_USAGE;

@@ -422,7 +422,8 @@ static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const cha
             goto err_free;
         }
         ab.len = 0;
-        if (g3_buf_append(&ab, a.data, a.len) != G3_OK || g3_buf_append(&ab, b.data, b.len) != G3_OK) {
+        if (g3_buf_append(&ab, a.data, a.len) != G3_OK ||
+            g3_buf_append(&ab, b.data, b.len) != G3_OK) {
             st = G3_ERR_NO_MEMORY;
             goto err_free;
         }
@@ -443,9 +444,10 @@ static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const cha
             size_t plen;
             g3_bpe_tok(bpe, part, &plen);
             if (plen > 1 && !made[part]) {
-                g3_error("merges file '%s' line %zu: '%.*s' joins '%.*s', which no earlier merge makes: the merges are out of order (shuffled?) or do not belong to --vocab-file %s",
-                         path, line, (int)ll, l, (int)(k ? l + ll - sp - 1 : sp - l), k ? sp + 1 : l,
-                         vocab_path);
+                g3_error(
+                    "merges file '%s' line %zu: '%.*s' joins '%.*s', which no earlier merge makes: the merges are out of order (shuffled?) or do not belong to --vocab-file %s",
+                    path, line, (int)ll, l, (int)(k ? l + ll - sp - 1 : sp - l), k ? sp + 1 : l,
+                    vocab_path);
                 st = G3_ERR_FORMAT;
                 goto err_free;
             }
@@ -617,7 +619,8 @@ g3_status_t g3_utf8_sanitize(const char *text, size_t len, char **out_p, size_t 
     *replaced_p = 0;
     if (first_bad == len)
         return G3_OK;
-    if (g3_buf_reserve(&out, len + len / 2 + 16) != G3_OK || g3_buf_append(&out, text, first_bad) != G3_OK)
+    if (g3_buf_reserve(&out, len + len / 2 + 16) != G3_OK ||
+        g3_buf_append(&out, text, first_bad) != G3_OK)
         goto err_no_memory;
     while (i < len) {
         size_t start = i;
@@ -1033,7 +1036,8 @@ static g3_status_t g3_bpe_piece(const g3_bpe_t *bpe, g3_bpe_cache_t *c, const un
             break;
         if (s->key_hash == h && s->key_len == m && memcmp(c->arena + s->key_off, w, m) == 0) {
             int32_t ids[G3_BPE_CACHE_MAX_KEY];
-            memcpy(ids, c->arena + s->key_off + ((m + 3) & ~(size_t)3), s->num_ids * sizeof(int32_t));
+            memcpy(ids, c->arena + s->key_off + ((m + 3) & ~(size_t)3),
+                   s->num_ids * sizeof(int32_t));
             if (out->len + s->num_ids > out->cap) {
                 size_t cap = out->cap ? out->cap : 1024;
                 while (cap < out->len + s->num_ids)
@@ -1078,7 +1082,8 @@ static g3_status_t g3_bpe_piece(const g3_bpe_t *bpe, g3_bpe_cache_t *c, const un
     s->key_len = (uint16_t)m;
     s->num_ids = (uint16_t)nids;
     memcpy(c->arena + c->arena_len, w, m);
-    memcpy(c->arena + c->arena_len + ((m + 3) & ~(size_t)3), out->ids + before, nids * sizeof(int32_t));
+    memcpy(c->arena + c->arena_len + ((m + 3) & ~(size_t)3), out->ids + before,
+           nids * sizeof(int32_t));
     c->arena_len += need;
     c->used++;
     return G3_OK;

@@ -133,8 +133,8 @@ static g3_status_t g3_data_blend(g3_data_t *d, g3_split_t s, const uint64_t *ava
     for (int k = 0; k < K; k++) {
         if (count[k] > avail[k]) {
             g3_error("internal: the %s blend takes %llu samples from '%s', which has %llu",
-                     g3_split_name(s), (unsigned long long)count[k], g3_idx_prefix(d->sources[k].idx),
-                     (unsigned long long)avail[k]);
+                     g3_split_name(s), (unsigned long long)count[k],
+                     g3_idx_prefix(d->sources[k].idx), (unsigned long long)avail[k]);
             free(count);
             return G3_ERR_INTERNAL;
         }
@@ -208,7 +208,8 @@ g3_status_t g3_data_open(const g3_data_config_t *cfg, g3_data_t **data_p)
                  (unsigned long long)cfg->seed);
         return G3_ERR_INVALID_ARG;
     }
-    if ((st = g3_data_parse_paths(cfg->data_path_count, cfg->data_path, &n, &prefixes, &weights)) != G3_OK)
+    if ((st = g3_data_parse_paths(cfg->data_path_count, cfg->data_path, &n, &prefixes, &weights)) !=
+        G3_OK)
         return st;
     d = calloc(1, sizeof(*d));
     if (!d) {

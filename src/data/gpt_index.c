@@ -203,8 +203,8 @@ g3_status_t g3_gptidx_build(const g3_idx_t *idx, uint64_t doc_first, uint64_t do
     for (uint64_t d = doc_first; d < doc_end; d++)
         T += (uint64_t)g3_idx_size(idx, d);
     if (T < 2) {
-        g3_error("'%s': documents %llu..%llu hold %llu tokens; a sample needs at least 2",
-                 name, (unsigned long long)doc_first, (unsigned long long)doc_end, (unsigned long long)T);
+        g3_error("'%s': documents %llu..%llu hold %llu tokens; a sample needs at least 2", name,
+                 (unsigned long long)doc_first, (unsigned long long)doc_end, (unsigned long long)T);
         return G3_ERR_INVALID_ARG;
     }
     /* Smallest E with (E*T - 1) / S >= N. */
@@ -223,9 +223,10 @@ g3_status_t g3_gptidx_build(const g3_idx_t *idx, uint64_t doc_first, uint64_t do
     uint64_t nd = E * D;
     uint64_t N = (E * T - 1) / S;
     if (nd > (uint64_t)1 << 40 || N > (uint64_t)1 << 40) {
-        g3_error("'%s': %llu samples of %lld tokens need %llu epochs over %llu documents: too large; lower the sample count or the sequence length",
-                 name, (unsigned long long)num_samples, (long long)seq_length, (unsigned long long)E,
-                 (unsigned long long)D);
+        g3_error(
+            "'%s': %llu samples of %lld tokens need %llu epochs over %llu documents: too large; lower the sample count or the sequence length",
+            name, (unsigned long long)num_samples, (long long)seq_length, (unsigned long long)E,
+            (unsigned long long)D);
         return G3_ERR_INVALID_ARG;
     }
 
@@ -508,7 +509,8 @@ static g3_status_t g3_gptidx_load(const char *path, const g3_idx_t *idx, uint64_
 
 /* Write gi to path atomically.  RET: G3_OK, or the errno-based status with
  * *err set (not logged: the caller may fall back to another directory). */
-static g3_status_t g3_gptidx_save(const char *path, const g3_idx_t *idx, const g3_gptidx_t *gi, int *err)
+static g3_status_t g3_gptidx_save(const char *path, const g3_idx_t *idx, const g3_gptidx_t *gi,
+                                  int *err)
 {
     g3_gptidx_hdr_t h;
     char tmp[4200];
@@ -627,7 +629,8 @@ g3_status_t g3_gptidx_open(g3_idx_t *idx, const char *split_name, uint64_t doc_f
     }
     for (int k = 0; k < ndirs; k++)
         if ((st = g3_gptidx_cache_name(idx, dirs[k], hashed[k], split_name, doc_first, doc_end,
-                                       seq_length, seed, num_samples, paths[k], sizeof(paths[k]))) != G3_OK)
+                                       seq_length, seed, num_samples, paths[k],
+                                       sizeof(paths[k]))) != G3_OK)
             return st;
 
     /* One builder at a time per dataset: lock the .idx (advisory; ignored
@@ -643,7 +646,8 @@ g3_status_t g3_gptidx_open(g3_idx_t *idx, const char *split_name, uint64_t doc_f
     }
 
     for (int k = 0; k < ndirs; k++) {
-        st = g3_gptidx_load(paths[k], idx, doc_first, doc_end, seq_length, seed, num_samples, &gi, &why);
+        st = g3_gptidx_load(paths[k], idx, doc_first, doc_end, seq_length, seed, num_samples, &gi,
+                            &why);
         if (st == G3_OK) {
             g3_debug("loaded the %s sample index of '%s' from '%s'", split_name, prefix, paths[k]);
             if (!token_range || gi->token_max != G3_GPTIDX_TOKENS_UNKNOWN)
@@ -658,7 +662,8 @@ g3_status_t g3_gptidx_open(g3_idx_t *idx, const char *split_name, uint64_t doc_f
     }
 
     double t0 = g3_clock_now();
-    if ((st = g3_gptidx_build(idx, doc_first, doc_end, seq_length, seed, num_samples, &gi)) != G3_OK)
+    if ((st = g3_gptidx_build(idx, doc_first, doc_end, seq_length, seed, num_samples, &gi)) !=
+        G3_OK)
         goto done;
     secs = g3_clock_now() - t0;
 
@@ -676,10 +681,11 @@ scan:
             err = errno;
         } else if (g3_gptidx_save(paths[k], idx, gi, &err) == G3_OK) {
             if (rebuilt)
-                g3_info("built the %s sample index of '%s': %llu samples, %llu epochs over %llu documents in %.2f s; cached in '%s'",
-                        split_name, prefix, (unsigned long long)gi->num_samples,
-                        (unsigned long long)gi->num_epochs, (unsigned long long)(doc_end - doc_first),
-                        secs, paths[k]);
+                g3_info(
+                    "built the %s sample index of '%s': %llu samples, %llu epochs over %llu documents in %.2f s; cached in '%s'",
+                    split_name, prefix, (unsigned long long)gi->num_samples,
+                    (unsigned long long)gi->num_epochs, (unsigned long long)(doc_end - doc_first),
+                    secs, paths[k]);
             else
                 g3_info("added the token range to the %s sample index cache '%s'", split_name, paths[k]);
             goto done;

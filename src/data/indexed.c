@@ -267,11 +267,12 @@ static g3_status_t g3_idx_validate(g3_idx_t *x)
                 g3_error("indexed dataset '%s' is corrupt: pointers[0] = %lld, but the first sequence starts at byte 0 of '%s'; re-run 'gpt3d preprocess'",
                          f, (long long)ptr, x->bin_path);
             else
-                g3_error("indexed dataset '%s' is corrupt: pointers[%llu] = %lld, but sequence %llu (pointers[%llu] = %lld, sizes[%llu] = %d tokens of %s) ends at byte %llu: a sizes or pointers entry was changed, or the .idx belongs to another .bin; re-run 'gpt3d preprocess'",
-                         f, (unsigned long long)i, (long long)ptr, (unsigned long long)(i - 1),
-                         (unsigned long long)(i - 1), (long long)g3_ld_i64(x->pointers + 8 * (i - 1)),
-                         (unsigned long long)(i - 1), g3_ld_i32(x->sizes + 4 * (i - 1)),
-                         g3_idx_dtype_name(x->dtype), (unsigned long long)prev_end);
+                g3_error(
+                    "indexed dataset '%s' is corrupt: pointers[%llu] = %lld, but sequence %llu (pointers[%llu] = %lld, sizes[%llu] = %d tokens of %s) ends at byte %llu: a sizes or pointers entry was changed, or the .idx belongs to another .bin; re-run 'gpt3d preprocess'",
+                    f, (unsigned long long)i, (long long)ptr, (unsigned long long)(i - 1),
+                    (unsigned long long)(i - 1), (long long)g3_ld_i64(x->pointers + 8 * (i - 1)),
+                    (unsigned long long)(i - 1), g3_ld_i32(x->sizes + 4 * (i - 1)),
+                    g3_idx_dtype_name(x->dtype), (unsigned long long)prev_end);
             return G3_ERR_FORMAT;
         }
         uint64_t end = (uint64_t)ptr + (uint64_t)sz * x->itemsize;
@@ -499,7 +500,8 @@ G3_IDX_RANGE_KERNEL(g3_idx_range_i32, int32_t)
 G3_IDX_RANGE_KERNEL(g3_idx_range_i64, int64_t)
 
 /* min/max of n tokens at p (aligned) into *lo, *hi. */
-static void g3_idx_range_any(int dtype, const unsigned char *p, uint64_t n, int64_t *lo, int64_t *hi)
+static void g3_idx_range_any(int dtype, const unsigned char *p, uint64_t n, int64_t *lo,
+                             int64_t *hi)
 {
     switch (dtype) {
     case G3_IDX_UINT8:  g3_idx_range_u8(p, n, lo, hi); break;
@@ -512,9 +514,10 @@ static void g3_idx_range_any(int dtype, const unsigned char *p, uint64_t n, int6
     }
 }
 
-/* The scan reads the .bin with pread in 256 KiB chunks (one buffer that stays in the L2 cache) rather than through the mapping:
- * copying from the page cache is several times faster than faulting in every page of a
- * mapping once, and the pages it reads are the ones training maps next. */
+/* The scan reads the .bin with pread in 256 KiB chunks (one buffer that stays in the L2 cache)
+ * rather than through the mapping: copying from the page cache is several times faster than
+ * faulting in every page of a mapping once, and the pages it reads are the ones training maps
+ * next. */
 #define G3_IDX_SCAN_CHUNK (256u << 10)
 
 void g3_idx_token_range(const g3_idx_t *x, uint64_t first, uint64_t end, int64_t *min_p,

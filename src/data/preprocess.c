@@ -584,7 +584,8 @@ static g3_status_t g3_pre_write_batches(g3_pre_t *p, g3_idx_writer_t **writers, 
     for (uint64_t seq = 0;; seq++) {
         g3_pre_batch_t *b = &p->ring[seq % (uint64_t)p->ring_len];
         pthread_mutex_lock(&p->lock);
-        while (!(b->state == 2 && b->seq == seq) && !(p->eof && p->carry_len == 0 && seq >= p->next_seq))
+        while (!(b->state == 2 && b->seq == seq) &&
+               !(p->eof && p->carry_len == 0 && seq >= p->next_seq))
             pthread_cond_wait(&p->cond_done, &p->lock);
         int finished = !(b->state == 2 && b->seq == seq);
         pthread_mutex_unlock(&p->lock);

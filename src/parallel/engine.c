@@ -144,7 +144,7 @@ g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out)
 {
     const g3_par_layout_t *l = &eng->par->layout;
     g3_par_memory_t mem;
-    double *v = calloc(4 * (size_t)l->pp, sizeof(double));   /* per stage: numel, state, acts, sets */
+    double *v = calloc(4 * (size_t)l->pp, sizeof(double)); /* per stage: numel, state, acts, sets */
     g3_status_t st;
 
     if (!v) {
@@ -236,7 +236,7 @@ void g3_par_engine_idle(const g3_par_engine_t *eng, double *measured, double *f1
     *fv = m > 0 ? (p - 1) / (V * m + p - 1) : 0.0;
 }
 
-/* ---- the pieces of a schedule ----------------------------------------------------------------- */
+/* ---- the pieces of a schedule ---------------------------------------------------------------- */
 
 typedef struct {
     g3_par_engine_t *eng;

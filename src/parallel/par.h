@@ -23,8 +23,8 @@
  * The engine (g3_par_engine_t) runs an iteration on a layout: the 1F1B schedule over the
  * micro-batches (interleaved over V model chunks per stage with
  * --virtual-pipeline-model-parallel-size; with --sequence-parallel it also sums the
- * LayerNorm gradients over TP), the gradient reductions, the global-norm clipping and the AdamW step
- * (replicated, or ZeRO-1 with --use-distributed-optimizer).  docs/parallelism.md has the
+ * LayerNorm gradients over TP), the gradient reductions, the global-norm clipping and the AdamW
+ * step (replicated, or ZeRO-1 with --use-distributed-optimizer).  docs/parallelism.md has the
  * design and the arithmetic.
  *
  * Ownership: g3_par_init's layout borrows the world (freed by the caller after
@@ -150,7 +150,7 @@ void g3_par_comm_busy(const g3_par_t *par, double busy[G3_PAR_AXES][G3_COMM_STAT
 /* buf (n,) host doubles: summed (max = 0) or maxed over the world, in place. */
 g3_status_t g3_par_world_allreduce(g3_par_t *par, double *buf, size_t n, int max);
 
-/* ---- the training engine ---------------------------------------------------------------------- */
+/* ---- the training engine --------------------------------------------------------------------- */
 
 typedef struct g3_par_engine g3_par_engine_t;
 
@@ -268,7 +268,7 @@ int g3_par_engine_optim_ranges(g3_par_engine_t *eng,
                                g3_par_optim_range_t ranges[G3_PAR_OPTIM_RANGES_MAX],
                                int64_t **step_p);
 
-/* ---- gradient dumps (the equivalence tests) --------------------------------------------------- */
+/* ---- gradient dumps (the equivalence tests) -------------------------------------------------- */
 
 /* Write the gradient elements [begin, end) of the flat buffer of model, whose values are
  * at grad (host or backend memory, (end - begin,)), to the open dump file f as records

@@ -192,7 +192,8 @@ g3_status_t g3_par_ckpt_apply(g3_par_ckpt_t *t, g3_gpt_t *model, g3_ckpt_reader_
         int64_t cs = g3_ckpt_reader_consumed_samples(r), v[2] = { 0, 0 };
         for (int k = 0; k < 2; k++) {
             int n = !strcmp(keys[k], "data_sampler") ? 2 : 1;
-            if (!g3_ckpt_reader_has(r, keys[k]) || g3_ckpt_reader_get_i64(r, keys[k], v, n) != G3_OK)
+            if (!g3_ckpt_reader_has(r, keys[k]) ||
+                g3_ckpt_reader_get_i64(r, keys[k], v, n) != G3_OK)
                 continue;
             if (v[0] != cs) {
                 g3_error("checkpoint %s: consumed_samples %lld in index.h5 disagrees with state/%s (%lld consumed samples): the index was altered; load another checkpoint (--load DIR/iter_NNNNNNN) or restore it", g3_ckpt_reader_path(r), (long long)cs, keys[k], (long long)v[0]);

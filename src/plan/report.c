@@ -140,8 +140,9 @@ void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
                g3_plan_commas(st->params, b1, sizeof(b1)), g3_plan_gib(st->weight_bytes),
                g3_plan_gib(st->grad_bytes),
                g3_plan_gib(st->master_bytes[zero] + st->optim_bytes[zero]),
-               g3_plan_gib(st->master_bytes[!zero] + st->optim_bytes[!zero]), g3_plan_gib(st->act_bytes),
-               st->in_flight, g3_plan_gib(st->overhead_bytes), g3_plan_gib(st->peak_bytes),
+               g3_plan_gib(st->master_bytes[!zero] + st->optim_bytes[!zero]),
+               g3_plan_gib(st->act_bytes), st->in_flight, g3_plan_gib(st->overhead_bytes),
+               g3_plan_gib(st->peak_bytes),
                f->gpu_gib > 0 ? (g3_plan_stage_fits(f, p, st) ? "  yes" : "  NO") : "");
     }
     printf(

@@ -379,7 +379,8 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
             layer_c += a / 3.0;
         /* TP: two all-reduces of N C forward, two backward, two more with full recompute
          * (sequence parallelism: reduce-scatter + all-gather, the same bytes) */
-        layer_tp = (4.0 + (full ? 2.0 : 0.0)) * g3_plan_allreduce(N * C * e, (int)tp, tp_bw, tp_lat);
+        layer_tp =
+            (4.0 + (full ? 2.0 : 0.0)) * g3_plan_allreduce(N * C * e, (int)tp, tp_bw, tp_lat);
     }
     /* the output layer (last stage): 3 GEMMs of N x C x Vp/t, the logits' softmax traffic */
     head_c = 3.0 * g3_plan_gemm(mc, N, C, p->padded_vocab / tp) +

@@ -310,7 +310,8 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     if (st != G3_OK)
         goto out_free_copies;
     fresh_optim = cfg->no_load_optim || !g3_ckpt_reader_has_optim(r);
-    if (!cfg->no_load_optim && fresh_optim && (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0))
+    if (!cfg->no_load_optim && fresh_optim &&
+        (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0))
         g3_info("checkpoint %s holds no optimizer state (saved with --no-save-optim): resuming with fresh Adam moments and step 0", g3_ckpt_reader_path(r));
     if (!fresh_optim) {
         st = g3_ckpt_reader_get_i64(r, "optimizer.step", &step, 1);

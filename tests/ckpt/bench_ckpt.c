@@ -115,7 +115,8 @@ static double raw_read_dir(const char *dir, char *buf, size_t cap)
             continue;
         snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
         fd = open(p, O_RDONLY);
-        while (fd >= 0 && off < cap && (n = read(fd, buf + off, cap - off < (16u << 20) ? cap - off : (16u << 20))) > 0)
+        while (fd >= 0 && off < cap &&
+               (n = read(fd, buf + off, cap - off < (16u << 20) ? cap - off : (16u << 20))) > 0)
             off += (size_t)n;
         if (fd >= 0)
             close(fd);
@@ -138,7 +139,8 @@ static size_t read_file_at(const char *path, char *buf, size_t cap, size_t *off)
         return 0;
     if (fstat(fd, &sb) == 0 && *off + (size_t)sb.st_size > cap)
         *off = 0;
-    while (*off < cap && (n = read(fd, buf + *off, cap - *off < (16u << 20) ? cap - *off : (16u << 20))) > 0) {
+    while (*off < cap &&
+           (n = read(fd, buf + *off, cap - *off < (16u << 20) ? cap - *off : (16u << 20))) > 0) {
         *off += (size_t)n;
         got += (size_t)n;
     }
@@ -190,8 +192,8 @@ static g3_status_t bench_save(const char *dir, synth_rank_t *ranks, int world, i
 }
 
 /* Each simulated rank loads its own state, into the buffers it saved. */
-static g3_status_t bench_load(const char *dir, synth_rank_t *ranks, int world, const g3_ckpt_load_opts_t *lo,
-                              double *t_p)
+static g3_status_t bench_load(const char *dir, synth_rank_t *ranks, int world,
+                              const g3_ckpt_load_opts_t *lo, double *t_p)
 {
     double t0 = now();
     g3_status_t st = G3_OK;
@@ -224,8 +226,8 @@ int main(int argc, char **argv)
     synth_cfg_t c;
     int world;
     synth_rank_t *ranks;
-    double tsave[32], tload[32], tw[32], tr[32], traw[32], tranks[32], best_save, best_load, best_w, best_r, best_raw,
-           best_ranks, reshard = 0;
+    double tsave[32], tload[32], tw[32], tr[32], traw[32], tranks[32], best_save, best_load, best_w,
+        best_r, best_raw, best_ranks, reshard = 0;
     size_t rank_bytes = 0;
     int reps = getenv("BENCH_REPS") ? atoi(getenv("BENCH_REPS")) : 5;
     size_t bytes = 0;

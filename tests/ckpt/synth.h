@@ -51,7 +51,8 @@ static inline uint64_t synth_fnv(const char *s)
 static inline void synth_value(const char *path, int64_t iteration, int64_t gidx,
                                g3_ckpt_dtype_t dt, void *out)
 {
-    uint64_t x = (synth_fnv(path) + (uint64_t)iteration * 1000003ull) ^ ((uint64_t)gidx * 0x9E3779B97F4A7C15ull);
+    uint64_t x = (synth_fnv(path) + (uint64_t)iteration * 1000003ull) ^
+                 ((uint64_t)gidx * 0x9E3779B97F4A7C15ull);
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
     x ^= x >> 33;
@@ -168,8 +169,8 @@ static inline int64_t synth_global_index(const g3_ckpt_tensor_t *t, int tp, int 
 
 /* Fill out[0..count) with the values of local elements [start, start + count)
  * of tensor t on TP rank tp (fill = 0: the 0xAB pattern instead). */
-static inline void synth_fill_local(const g3_ckpt_tensor_t *t, int tp, int tps, int64_t start, int64_t count,
-                                    int64_t iteration, int fill, void *out)
+static inline void synth_fill_local(const g3_ckpt_tensor_t *t, int tp, int tps, int64_t start,
+                                    int64_t count, int64_t iteration, int fill, void *out)
 {
     g3_ckpt_piece_t b[3];
     int nb;
@@ -206,7 +207,8 @@ static inline void synth_fill_local(const g3_ckpt_tensor_t *t, int tp, int tps, 
 
 /* Build rank (l->tp, l->pp, l->dp)'s state.  fill: 1 = the values of
  * c->iteration, 0 = a 0xAB pattern (to be overwritten by a load). */
-static inline int synth_build(synth_rank_t *r, const synth_cfg_t *c, const g3_ckpt_layout_t *l, int fill)
+static inline int synth_build(synth_rank_t *r, const synth_cfg_t *c, const g3_ckpt_layout_t *l,
+                              int fill)
 {
     synth_params_t *ps = malloc(sizeof(*ps));
     const char *slots[3];
@@ -265,7 +267,8 @@ static inline int synth_build(synth_rank_t *r, const synth_cfg_t *c, const g3_ck
                 a = base + n;
             if (b < a)
                 b = a;
-            synth_fill_local(&t, l->tp, l->tp_size, a - base, b - a, c->iteration, fill, &flat[a - lo]);
+            synth_fill_local(&t, l->tp, l->tp_size, a - base, b - a, c->iteration, fill,
+                             &flat[a - lo]);
             if (g3_ckpt_state_add_local_flat(r->state, &t, l->tp, l->tp_size, a - base, b - a,
                                              &flat[a - lo]) != G3_OK) {
                 free(ps);
@@ -310,7 +313,8 @@ static inline int synth_compare(const synth_rank_t *got, const synth_rank_t *wan
     if (got->nbufs != want->nbufs)
         return -1;
     for (int i = 0; i < got->nbufs; i++)
-        if (got->sizes[i] != want->sizes[i] || memcmp(got->bufs[i], want->bufs[i], got->sizes[i]) != 0)
+        if (got->sizes[i] != want->sizes[i] ||
+            memcmp(got->bufs[i], want->bufs[i], got->sizes[i]) != 0)
             bad++;
     return bad;
 }
@@ -331,8 +335,8 @@ static inline g3_ckpt_layout_t synth_layout(int tps, int pps, int dps, int rank,
 }
 
 /* Save cfg under TP x PP x DP, simulating every rank in this process. */
-static inline g3_status_t synth_save(const char *dir, const synth_cfg_t *c, int tps, int pps, int dps,
-                                     const g3_ckpt_save_opts_t *opts)
+static inline g3_status_t synth_save(const char *dir, const synth_cfg_t *c, int tps, int pps,
+                                     int dps, const g3_ckpt_save_opts_t *opts)
 {
     int world = tps * pps * dps;
     synth_rank_t *ranks = calloc((size_t)world, sizeof(*ranks));
@@ -357,8 +361,8 @@ static inline g3_status_t synth_save(const char *dir, const synth_cfg_t *c, int 
 
 /* Load dir under TP x PP x DP and compare with cfg's values.  RET: G3_OK when
  * every rank's buffers match bitwise; *bad_p: differing buffers. */
-static inline g3_status_t synth_check(const char *dir, const synth_cfg_t *c, int tps, int pps, int dps,
-                                      const g3_ckpt_load_opts_t *opts, int *bad_p)
+static inline g3_status_t synth_check(const char *dir, const synth_cfg_t *c, int tps, int pps,
+                                      int dps, const g3_ckpt_load_opts_t *opts, int *bad_p)
 {
     int world = tps * pps * dps, bad = 0;
     g3_status_t st = G3_OK;

@@ -85,7 +85,8 @@ static int rank_main(int rank, int64_t save_iter, int break_rank, int64_t want_i
         lo.fallback = fallback;
         synth_build(&got, &c, &l, 0);
         synth_build(&want, &c, &l, 1);
-        if (g3_ckpt_load(dir, got.state, &lo, &comm, &rd) != G3_OK || synth_compare(&got, &want) != 0)
+        if (g3_ckpt_load(dir, got.state, &lo, &comm, &rd) != G3_OK ||
+            synth_compare(&got, &want) != 0)
             code |= 2;
         else if (g3_ckpt_reader_iteration(rd) != want_iter)
             code |= 4;
@@ -97,7 +98,8 @@ static int rank_main(int rank, int64_t save_iter, int break_rank, int64_t want_i
 }
 
 /* Run all ranks; RET: OR of the exit codes, or -1 if one died. */
-static int run_all(int64_t save_iter, int break_rank, int64_t want_iter, int fallback, int codes[WORLD])
+static int run_all(int64_t save_iter, int break_rank, int64_t want_iter, int fallback,
+                   int codes[WORLD])
 {
     pid_t pids[WORLD];
     int all = 0;

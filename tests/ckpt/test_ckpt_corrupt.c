@@ -153,7 +153,8 @@ int main(void)
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     {
         synth_cfg_t c10 = cfg_at(10), c20 = cfg_at(20);
-        tap_ok(synth_save(good, &c10, 2, 1, 2, &so) == G3_OK && synth_save(good, &c20, 2, 1, 2, &so) == G3_OK,
+        tap_ok(synth_save(good, &c10, 2, 1, 2, &so) == G3_OK &&
+                   synth_save(good, &c20, 2, 1, 2, &so) == G3_OK,
                "two good checkpoints (iterations 10 and 20, TP 2 x DP 2)");
     }
     fresh();
@@ -270,7 +271,9 @@ int main(void)
      * checksummed by a second thread: a flipped byte in a later block is caught, on the
      * same-layout path and on the re-sharded one (which reads rows of the piece) */
     {
-        synth_cfg_t big = { 1, 512, 4, 4096, 50, 64, 32, G3_CKPT_F32, 0, 40 };   /* fc1: 4 MiB per TP rank */
+        synth_cfg_t big = {
+            1, 512, 4, 4096, 50, 64, 32, G3_CKPT_F32, 0, 40
+        }; /* fc1: 4 MiB per TP rank */
         char bigdir[500];
         g3_ckpt_load_opts_t o;
         int bad = -1;

@@ -140,7 +140,8 @@ static void test_flat(void)
 
 static void test_layouts(void)
 {
-    static const int lay[8][3] = { {1,1,1}, {2,1,1}, {1,2,1}, {1,1,2}, {2,2,1}, {2,1,2}, {1,2,2}, {2,2,2} };
+    static const int lay[8][3] = { { 1, 1, 1 }, { 2, 1, 1 }, { 1, 2, 1 }, { 1, 1, 2 },
+                                   { 2, 2, 1 }, { 2, 1, 2 }, { 1, 2, 2 }, { 2, 2, 2 } };
     char dir[300];
     int all_ok = 1;
 
@@ -286,7 +287,8 @@ static void test_scalars_and_config(void)
             synth_rank_t want;
             synth_build(&want, &c, &l, 1);
             tap_ok(g3_ckpt_load(dir, got.state, &o, NULL, NULL) == G3_OK &&
-                   got.sizes[0] == want.sizes[0] && memcmp(got.bufs[0], want.bufs[0], got.sizes[0]) == 0,
+                       got.sizes[0] == want.sizes[0] &&
+                       memcmp(got.bufs[0], want.bufs[0], got.sizes[0]) == 0,
                    "--no-load-optim loads the model only");
             synth_free(&want);
         }
@@ -368,7 +370,8 @@ static void test_keep_last_and_resave(void)
                "... and the new content (another layout, no optimizer) is what loads");
         tap_ok(count_entries(dir, "iter_") == 2, "... and the old copy is gone");
     }
-    {   /* keep-last never removes the checkpoint `latest` names, even if older ones have higher numbers */
+    { /* keep-last never removes the checkpoint `latest` names, even if older ones have higher
+       * numbers */
         synth_cfg_t c = small_cfg(G3_CKPT_F32, 45);
         c.optim = 0;
         synth_save(dir, &c, 1, 1, 1, &so);

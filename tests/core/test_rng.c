@@ -63,7 +63,8 @@ int main(void)
         tap_ok(fabs(sxy / n) < 0.01, "streams 1 and 2 are uncorrelated (%.5f)", sxy / n);
         double sadj = 0;
         for (int i = 0; i < n; i++)
-            sadj += (double)g3_rng_normal(42, 1, (uint64_t)i) * g3_rng_normal(42, 1, (uint64_t)i + 1);
+            sadj +=
+                (double)g3_rng_normal(42, 1, (uint64_t)i) * g3_rng_normal(42, 1, (uint64_t)i + 1);
         tap_ok(fabs(sadj / n) < 0.01, "adjacent indices are uncorrelated (%.5f)", sadj / n);
     }
     /* Layout independence: filling a tensor in two halves equals one fill. */

@@ -22,7 +22,8 @@ static uint64_t rnd(void)
     return rng_state;
 }
 
-static int sanitize_is(const char *in, size_t n, const char *want, size_t want_repl, const char *what)
+static int sanitize_is(const char *in, size_t n, const char *want, size_t want_repl,
+                       const char *what)
 {
     char *out;
     size_t len, repl;
@@ -155,7 +156,9 @@ int main(void)
             for (size_t i = 0; i < n; i++) {
                 uint64_t r = rnd();
                 /* Mix plain ASCII, spaces and raw bytes. */
-                buf[i] = (char)(r % 4 == 0 ? ' ' : r % 4 == 1 ? 'a' + (int)(r >> 8) % 26 : (int)(r >> 16));
+                buf[i] = (char)(r % 4 == 0   ? ' '
+                                : r % 4 == 1 ? 'a' + (int)(r >> 8) % 26
+                                             : (int)(r >> 16));
             }
             g3_bpe_ids_t ids = { 0 };
             char *out = NULL;
@@ -175,8 +178,9 @@ int main(void)
             unsigned cp;
             do {
                 uint64_t r = rnd();
-                cp = r % 3 == 0 ? (unsigned)(r >> 8) % 0x80 : r % 3 == 1 ? (unsigned)(r >> 8) % 0x3000
-                                                                          : (unsigned)(r >> 8) % 0x110000;
+                cp = r % 3 == 0   ? (unsigned)(r >> 8) % 0x80
+                     : r % 3 == 1 ? (unsigned)(r >> 8) % 0x3000
+                                  : (unsigned)(r >> 8) % 0x110000;
             } while (cp >= 0xD800 && cp <= 0xDFFF);
             g3_utf8_put(&s, cp);
         }

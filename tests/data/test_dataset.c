@@ -108,7 +108,8 @@ int main(void)
         return tap_exit();
     tap_ok(g3_data_num_samples(d, G3_SPLIT_TRAIN) >= N, "train split has the samples asked for (%llu)",
            (unsigned long long)g3_data_num_samples(d, G3_SPLIT_TRAIN));
-    tap_ok(g3_data_num_samples(d, G3_SPLIT_VALID) >= 50 && g3_data_num_samples(d, G3_SPLIT_TEST) >= 10,
+    tap_ok(g3_data_num_samples(d, G3_SPLIT_VALID) >= 50 &&
+               g3_data_num_samples(d, G3_SPLIT_TEST) >= 10,
            "valid and test splits are built");
     int ok = 1;
     for (uint64_t i = 0; i < N; i++)
@@ -120,7 +121,8 @@ int main(void)
             in_range = in_range && ref[i] >= 0 && ref[i] < 60000;
         tap_ok(in_range, "tokens are the dataset's tokens");
         int32_t t[SEQ + 1];
-        tap_ok(g3_data_get(d, G3_SPLIT_TRAIN, g3_data_num_samples(d, G3_SPLIT_TRAIN), t) == G3_ERR_INVALID_ARG,
+        tap_ok(g3_data_get(d, G3_SPLIT_TRAIN, g3_data_num_samples(d, G3_SPLIT_TRAIN), t) ==
+                   G3_ERR_INVALID_ARG,
                "an index past the end is refused");
     }
     g3_data_close(d);
@@ -143,7 +145,8 @@ int main(void)
                 for (int m = 0; m < per_rank / mbs; m++)
                     for (int k = 0; k < mbs; k++) {
                         uint64_t j = (uint64_t)(r * per_rank + m * mbs + k);
-                        g3_data_get(dr, G3_SPLIT_TRAIN, consumed + j, got + (consumed + j) * (SEQ + 1));
+                        g3_data_get(dr, G3_SPLIT_TRAIN, consumed + j,
+                                    got + (consumed + j) * (SEQ + 1));
                     }
             }
             g3_data_close(dr);
@@ -187,7 +190,8 @@ int main(void)
         int32_t t[SEQ + 1];
         int same = dr != NULL;
         for (uint64_t i = 0; i < N && same; i += 7)
-            same = g3_data_get(dr, G3_SPLIT_TRAIN, i, t) == G3_OK && memcmp(t, ref + i * (SEQ + 1), sizeof(t)) == 0;
+            same = g3_data_get(dr, G3_SPLIT_TRAIN, i, t) == G3_OK &&
+                   memcmp(t, ref + i * (SEQ + 1), sizeof(t)) == 0;
         tap_ok(same, "a corrupted cache file is detected (checksum) and rebuilt identically");
         g3_data_close(dr);
     }
@@ -247,7 +251,8 @@ int main(void)
         char *mp[1] = { missing };
         tap_ok(open_data(1, mp, 10, NULL) == NULL, "a missing prefix is refused");
         g3_data_t *de = open_data(1, single, 10, "100,0,0");
-        tap_ok(de && g3_data_num_samples(de, G3_SPLIT_VALID) == 0 && g3_data_num_samples(de, G3_SPLIT_TRAIN) >= 10,
+        tap_ok(de && g3_data_num_samples(de, G3_SPLIT_VALID) == 0 &&
+                   g3_data_num_samples(de, G3_SPLIT_TRAIN) >= 10,
                "an empty valid split gives 0 valid samples, not an error");
         int32_t t[SEQ + 1];
         tap_ok(de && g3_data_get(de, G3_SPLIT_VALID, 0, t) == G3_ERR_INVALID_ARG, "reading an empty split is refused");

@@ -77,8 +77,8 @@ int main(void)
            "train index over %llu documents builds", (unsigned long long)(b[1] - b[0]));
     double t2 = now();
     tap_diag("validate %.2f s; build + cache %.2f s (%llu documents, %llu samples, %llu epochs)",
-             t1 - t0, t2 - t1, (unsigned long long)(b[1] - b[0]), (unsigned long long)gi->num_samples,
-             (unsigned long long)gi->num_epochs);
+             t1 - t0, t2 - t1, (unsigned long long)(b[1] - b[0]),
+             (unsigned long long)gi->num_samples, (unsigned long long)gi->num_epochs);
     tap_ok(t2 - t0 < 10.0, "open + build + cache in %.2f s (< 10 s)", t2 - t0);
     g3_gptidx_free(gi);
     gi = NULL;

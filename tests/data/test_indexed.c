@@ -77,7 +77,8 @@ static void corrupt_case(const unsigned char *idx, size_t ni, const unsigned cha
 
 /* Write PREFIX.idx/.bin by hand: dtype code, n sequences of sizes[i] tokens, values v (as
  * int64, stored in the dtype). */
-static void write_raw(int dtype, size_t itemsize, uint64_t n, const int32_t *sizes, const int64_t *v)
+static void write_raw(int dtype, size_t itemsize, uint64_t n, const int32_t *sizes,
+                      const int64_t *v)
 {
     FILE *f = fopen(idxp, "wb");
     uint64_t ver = 1, d = n + 1, total = 0;
@@ -106,10 +107,14 @@ static void write_raw(int dtype, size_t itemsize, uint64_t n, const int32_t *siz
  * cross the scan's 256 KiB read chunks. */
 static void token_range_cases(void)
 {
-    static const struct { int code; size_t size; int64_t lo, hi; } dt[] = {
-        { G3_IDX_UINT8, 1, 0, 255 }, { G3_IDX_INT8, 1, -128, 127 },
-        { G3_IDX_INT16, 2, -32768, 32767 }, { G3_IDX_UINT16, 2, 0, 65535 },
-        { G3_IDX_INT32, 4, -2147483647 - 1, 2147483647 }, { G3_IDX_INT64, 8, -2147483647 - 1, 2147483647 },
+    static const struct { int code; size_t size; int64_t lo, hi;
+    } dt[] = {
+        { G3_IDX_UINT8, 1, 0, 255 },
+        { G3_IDX_INT8, 1, -128, 127 },
+        { G3_IDX_INT16, 2, -32768, 32767 },
+        { G3_IDX_UINT16, 2, 0, 65535 },
+        { G3_IDX_INT32, 4, -2147483647 - 1, 2147483647 },
+        { G3_IDX_INT64, 8, -2147483647 - 1, 2147483647 },
     };
     enum { NSEQ = 7 };
     int32_t sizes[NSEQ] = { 3, 0, 131, 70001, 1, 200003, 65 };
@@ -252,7 +257,8 @@ int main(void)
         g3_idx_writer_open(prefix, G3_IDX_UINT16, &w);
         tap_ok(g3_idx_writer_add(w, &big, 1) == G3_ERR_INVALID_ARG, "an id above 65535 is refused for uint16");
         g3_idx_writer_abort(w);
-        tap_ok(g3_idx_dtype_for_vocab(50257) == G3_IDX_UINT16 && g3_idx_dtype_for_vocab(65500) == G3_IDX_INT32,
+        tap_ok(g3_idx_dtype_for_vocab(50257) == G3_IDX_UINT16 &&
+                   g3_idx_dtype_for_vocab(65500) == G3_IDX_INT32,
                "dtype choice follows Megatron (uint16 below 65500)");
     }
     token_range_cases();

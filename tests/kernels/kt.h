@@ -73,8 +73,9 @@ static inline void kt_free_n(void *const *dev, size_t n)
     for (size_t i = 0; i < n; i++)
         g3cuda_free(kt_ctx, dev[i]);
 }
-#define KT_FREE(...) \
-    kt_free_n((void *const[]){ __VA_ARGS__ }, sizeof((void *const[]){ __VA_ARGS__ }) / sizeof(void *))
+#define KT_FREE(...)                          \
+    kt_free_n((void *const[]){ __VA_ARGS__ }, \
+              sizeof((void *const[]){ __VA_ARGS__ }) / sizeof(void *))
 
 static inline void kt_put(void *dev, const void *host, size_t bytes)
 {

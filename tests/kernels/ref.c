@@ -278,7 +278,7 @@ void ref_attention_bwd(double *dqkv, const float *dout, const float *qkv, int B,
     free(dp);
 }
 
-/* ---- softmax cross-entropy -------------------------------------------------------------------- */
+/* ---- softmax cross-entropy ------------------------------------------------------------------- */
 
 void ref_xent(double *loss, double *lse, double *dlogits, const float *logits, int ld,
               const int32_t *targets, double dloss, int N, int V)

@@ -60,11 +60,14 @@ static void ops_check(g3_backend_t *p, g3_backend_t *f)
         int N = shapes[k][0], C = shapes[k][1], OC = shapes[k][2];
         size_t nc = (size_t)N * C, no = (size_t)N * OC;
         float *a = malloc(nc * 4), *b = malloc(nc * 4), *w = malloc(C * 4), *bi = malloc(C * 4);
-        float *r1 = malloc(nc * 4), *r2 = malloc(nc * 4), *o1 = malloc(nc * 4), *o2 = malloc(nc * 4);
+        float *r1 = malloc(nc * 4), *r2 = malloc(nc * 4), *o1 = malloc(nc * 4),
+              *o2 = malloc(nc * 4);
         float st1[2 * 300], st2[2 * 300];
         float *W = malloc((size_t)OC * C * 4), *bo = malloc(OC * 4);
-        float *pre1 = malloc(no * 4), *pre2 = malloc(no * 4), *g1 = malloc(no * 4), *g2 = malloc(no * 4);
-        float *dout = malloc(no * 4), *dw1 = calloc((size_t)OC * C, 4), *dw2 = calloc((size_t)OC * C, 4);
+        float *pre1 = malloc(no * 4), *pre2 = malloc(no * 4), *g1 = malloc(no * 4),
+              *g2 = malloc(no * 4);
+        float *dout = malloc(no * 4), *dw1 = calloc((size_t)OC * C, 4),
+              *dw2 = calloc((size_t)OC * C, 4);
         float *db1 = calloc(OC, 4), *db2 = calloc(OC, 4);
         float *x = malloc(nc * 4), *pr = malloc(nc * 4), *d1 = malloc(nc * 4), *d2 = malloc(nc * 4);
 
@@ -205,8 +208,9 @@ static int model_check(g3_backend_t *p, g3_backend_t *f, int gran, const int32_t
     return ok;
 }
 
-/* steps of the trainer's step (the engine on one rank) on both at clip_grad clip.  RET: 1 when every loss, norm and the
- * final master weights are bit-identical; OUT: *clipped, whether a norm exceeded clip. */
+/* steps of the trainer's step (the engine on one rank) on both at clip_grad clip.  RET: 1 when
+ * every loss, norm and the final master weights are bit-identical; OUT: *clipped, whether a
+ * norm exceeded clip. */
 static int train_check(g3_backend_t *p, g3_backend_t *f, double clip, int steps,
                        const int32_t *tok, const int32_t *tgt, int *clipped)
 {

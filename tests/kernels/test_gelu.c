@@ -1,7 +1,8 @@
 /* g3cuda_gelu_fwd/bwd (tanh approximation) against ref_gelu / ref_gelu_grad in double, on bf16
  * inputs x ~ N(0, 2^2).  Tolerance: the kernels compute in fp32 (as x sigmoid(2u), no
  * cancellation) and round once to bf16, so |err| <= one bf16 ulp: rtol 2^-7, plus 1e-4
- * max|want| for the fp32 error of values near zero.  Sizes: 1, 7 (scalar path), 1000 and 2^20 (16-byte path), 12345; and in place. */
+ * max|want| for the fp32 error of values near zero.  Sizes: 1, 7 (scalar path), 1000 and 2^20
+ * (16-byte path), 12345; and in place. */
 #include "kernels/kt.h"
 
 static void test_gelu(size_t n, int in_place)

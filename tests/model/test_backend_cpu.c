@@ -110,7 +110,7 @@ static void test_matmul(int N, int IC, int OC, int with_bias)
     free(rout); free(rdinp); free(rdw); free(rdb);
 }
 
-/* ---- layer norm ------------------------------------------------------------------------------- */
+/* ---- layer norm ------------------------------------------------------------------------------ */
 
 static void ln_ref(double *out, const float *x, const float *w, const float *b, int N, int C,
                    double eps)
@@ -188,7 +188,10 @@ static void test_layernorm(int N, int C)
             *p = save - h;
             be->ops->layernorm_fwd(be, o2, mean, rstd, x, w, b, N, C, 1e-5f);
             *p = save;
-            for (size_t j = 0; j < nc; j++) { lp += (double)dout[j] * o1[j]; lm += (double)dout[j] * o2[j]; }
+            for (size_t j = 0; j < nc; j++) {
+                lp += (double)dout[j] * o1[j];
+                lm += (double)dout[j] * o2[j];
+            }
             fd = (lp - lm) / (2.0 * h);
             an = wsel ? dw0[i] : d0[i];
             if (fabs(fd - an) / (fabs(an) + 1e-2) > worst)
@@ -203,7 +206,7 @@ static void test_layernorm(int N, int C)
     free(dw); free(db); free(rout); free(rdinp); free(rdw); free(rdb);
 }
 
-/* ---- attention -------------------------------------------------------------------------------- */
+/* ---- attention ------------------------------------------------------------------------------- */
 
 /* qkv (B,T,3C) rows [q|k|v]; out (B,T,C); optional backward. */
 static void att_ref(double *out, double *dqkv, const float *qkv, const float *dout, int B, int T,
@@ -227,7 +230,10 @@ static void att_ref(double *out, double *dqkv, const float *qkv, const float *do
                     p[(size_t)i * T + j] = d * scale;
                     if (d * scale > m) m = d * scale;
                 }
-                for (int j = 0; j <= i; j++) { p[(size_t)i * T + j] = exp(p[(size_t)i * T + j] - m); s += p[(size_t)i * T + j]; }
+                for (int j = 0; j <= i; j++) {
+                    p[(size_t)i * T + j] = exp(p[(size_t)i * T + j] - m);
+                    s += p[(size_t)i * T + j];
+                }
                 for (int j = 0; j <= i; j++) p[(size_t)i * T + j] /= s;
                 for (int e = 0; e < HS; e++) {
                     double y = 0;
@@ -249,7 +255,8 @@ static void att_ref(double *out, double *dqkv, const float *qkv, const float *do
                         s += d * p[(size_t)i * T + j];
                     }
                     for (int j = 0; j <= i; j++)
-                        dp[(size_t)i * T + j] = p[(size_t)i * T + j] * (dp[(size_t)i * T + j] - s) * scale;
+                        dp[(size_t)i * T + j] =
+                            p[(size_t)i * T + j] * (dp[(size_t)i * T + j] - s) * scale;
                 }
                 for (int i = 0; i < T; i++)
                     for (int e = 0; e < HS; e++) {
@@ -326,7 +333,7 @@ static void test_attention_fd(void)
     free(qkv); free(out); free(att); free(dout); free(dqkv); free(scratch);
 }
 
-/* ---- elementwise ------------------------------------------------------------------------------- */
+/* ---- elementwise ----------------------------------------------------------------------------- */
 
 static void test_elementwise(size_t n)
 {
@@ -342,7 +349,8 @@ static void test_elementwise(size_t n)
     for (size_t i = 0; i < n; i++) {
         double xi = x[i], u = k0 * (xi + k1 * xi * xi * xi), t = tanh(u);
         r[i] = 0.5 * xi * (1.0 + t);
-        rd[i] = (0.5 * (1.0 + t) + 0.5 * xi * (1.0 - t * t) * k0 * (1.0 + 3.0 * k1 * xi * xi)) * d[i];
+        rd[i] =
+            (0.5 * (1.0 + t) + 0.5 * xi * (1.0 - t * t) * k0 * (1.0 + 3.0 * k1 * xi * xi)) * d[i];
     }
     be->ops->gelu_fwd(be, out, x, n);
     be->ops->gelu_bwd(be, dx, x, d, n);
@@ -375,7 +383,7 @@ static void test_elementwise(size_t n)
     free(x); free(y); free(out); free(d); free(dx); free(r); free(rd);
 }
 
-/* ---- cross-entropy -------------------------------------------------------------------------------- */
+/* ---- cross-entropy --------------------------------------------------------------------------- */
 
 static void test_xent(int N, int V)
 {
@@ -408,7 +416,7 @@ static void test_xent(int N, int V)
     free(lg); free(losses); free(lse); free(dl); free(tg); free(rl); free(rd);
 }
 
-/* ---- embedding --------------------------------------------------------------------------------- */
+/* ---- embedding ------------------------------------------------------------------------------- */
 
 static void test_embedding(int B, int T, int C, int V, int v0, int Vl, int with_wpe)
 {
@@ -423,11 +431,13 @@ static void test_embedding(int B, int T, int C, int V, int v0, int Vl, int with_
     randn(wpe, (size_t)T * C, 1.0f);
     randn(dout, n, 1.0f);
     for (int i = 0; i < B * T; i++)   /* few distinct ids: repeats must accumulate */
-        tok[i] = (int32_t)(g3_rng_u64(3, 3, (uint64_t)i) % (uint64_t)(V < 7 ? V : 7)) * (V / 7 + 1) % V;
+        tok[i] =
+            (int32_t)(g3_rng_u64(3, 3, (uint64_t)i) % (uint64_t)(V < 7 ? V : 7)) * (V / 7 + 1) % V;
     for (int i = 0; i < B * T; i++) {
         int t = i % T, id = tok[i] - v0, in = id >= 0 && id < Vl;
         for (int c = 0; c < C; c++) {
-            r[(size_t)i * C + c] = (in ? wte[(size_t)id * C + c] : 0.0) + (with_wpe ? wpe[(size_t)t * C + c] : 0.0);
+            r[(size_t)i * C + c] =
+                (in ? wte[(size_t)id * C + c] : 0.0) + (with_wpe ? wpe[(size_t)t * C + c] : 0.0);
             if (in) rdwte[(size_t)id * C + c] += dout[(size_t)i * C + c];
             rdwpe[(size_t)t * C + c] += dout[(size_t)i * C + c];
         }
@@ -447,7 +457,7 @@ static void test_embedding(int B, int T, int C, int V, int v0, int Vl, int with_
     free(rdwpe); free(tok);
 }
 
-/* ---- AdamW --------------------------------------------------------------------------------------- */
+/* ---- AdamW ----------------------------------------------------------------------------------- */
 
 static void test_adamw(size_t n)
 {
@@ -464,9 +474,11 @@ static void test_adamw(size_t n)
             rp[i] *= 1.0 - lr * wd;
             rm[i] = b1 * rm[i] + (1 - b1) * g[i];
             rv[i] = b2 * rv[i] + (1 - b2) * (double)g[i] * g[i];
-            rp[i] -= lr / (1 - pow(b1, step)) * rm[i] / (sqrt(rv[i]) / sqrt(1 - pow(b2, step)) + eps);
+            rp[i] -=
+                lr / (1 - pow(b1, step)) * rm[i] / (sqrt(rv[i]) / sqrt(1 - pow(b2, step)) + eps);
         }
-        be->ops->adamw(be, p, g, m, v, n, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, step);
+        be->ops->adamw(be, p, g, m, v, n, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd,
+                       step);
     }
     snprintf(what, sizeof(what), "adamw n=%zu, 3 steps: params", n);
     check(what, p, rp, n, 1e-6);

@@ -67,7 +67,8 @@ static void test_config(void)
         double want = 72.0 * B * T * L * h * h * (1.0 + T / (6.0 * h) + V / (12.0 * L * h));
         tap_close_f(g3_gpt_flops_per_step(&c, 4, 256), want, 1e-12, 0, "FLOPs per step follow Megatron's formula");
     }
-    tap_ok(g3_gpt_num_parameters(&c) == 50304LL * 256 + 256 * 256 + 4 * (12LL * 256 * 256 + 13 * 256) + 2 * 256,
+    tap_ok(g3_gpt_num_parameters(&c) ==
+               50304LL * 256 + 256 * 256 + 4 * (12LL * 256 * 256 + 13 * 256) + 2 * 256,
            "parameter count (tied output layer counted once)");
 }
 
@@ -166,7 +167,8 @@ static void test_shard_index(void)
 }
 
 /* Loss of tokens under the model, in double.  */
-static double loss_of(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tok, const int32_t *tgt, int B, int T)
+static double loss_of(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tok, const int32_t *tgt, int B,
+                      int T)
 {
     double s = 0.0;
     g3_gpt_forward(m, a, tok, tgt, B, T, 0.0f, &s);
@@ -316,13 +318,16 @@ static void test_passes(void)
     g3_gpt_logits(m, a, tok, B, T, 1, lg_last);
     for (int b = 0; b < B; b++)
         for (int j = 0; j < Vp; j++)
-            same &= fabsf(lg_last[(size_t)b * Vp + j] - lg[((size_t)b * T + T - 1) * Vp + j]) <= 1e-5f;
+            same &=
+                fabsf(lg_last[(size_t)b * Vp + j] - lg[((size_t)b * T + T - 1) * Vp + j]) <= 1e-5f;
     tap_ok(same, "last-position logits equal the full logits' last rows (within 1e-5)");
     {
         double l = 0.0;
         for (int i = 0; i < B * T; i++) {
             double mx = -1e30, z = 0.0;
-            for (int j = 0; j < Vp; j++) if (lg[(size_t)i * Vp + j] > mx) mx = lg[(size_t)i * Vp + j];
+            for (int j = 0; j < Vp; j++)
+                if (lg[(size_t)i * Vp + j] > mx)
+                    mx = lg[(size_t)i * Vp + j];
             for (int j = 0; j < Vp; j++) z += exp(lg[(size_t)i * Vp + j] - mx);
             l += mx + log(z) - lg[(size_t)i * Vp + tgt[i]];
         }

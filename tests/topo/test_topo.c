@@ -147,7 +147,8 @@ static int check_rules(const world_t *w, const g3_topo_plan_t *p, int max_leaves
     for (int d = 0; d < p->dp && ok; d++) {
         int leaves = 0;
         for (int s = 0; s < p->pp; s++) {
-            int r = g3_topo_plan_rank(p, 0, s, d), prev = s ? g3_topo_plan_rank(p, 0, s - 1, d) : -1;
+            int r = g3_topo_plan_rank(p, 0, s, d),
+                prev = s ? g3_topo_plan_rank(p, 0, s - 1, d) : -1;
             int leaf = leaf_of(w, p, r);
             if (prev >= 0 && leaf == leaf_of(w, p, prev))
                 continue;
@@ -590,7 +591,8 @@ static void test_traffic_model(void)
     g3_topo_from_addrs(2, names, addrs, pats, &t);
     g3_topo_map(t, &al, 1, 2, 0, &p, why, sizeof(why));
     g3_topo_plan_traffic(t, p, &m, &tr);
-    tap_ok(tr.bytes[G3_TOPO_PP] == 4096 && tr.bytes[G3_TOPO_DP] == 0 && tr.total[G3_TOPO_PP] == 4096,
+    tap_ok(tr.bytes[G3_TOPO_PP] == 4096 && tr.bytes[G3_TOPO_DP] == 0 &&
+               tr.total[G3_TOPO_PP] == 4096,
            "pipeline bytes by hand: 4096 (got %.0f)", tr.bytes[G3_TOPO_PP]);
     g3_topo_plan_free(p);
     /* DP 2: params 12 L h^2 + (V + s) h = 1536 + 928 = 2464 fp32 gradients,

@@ -20,7 +20,16 @@
 #include "train/schedule.h"
 
 /* the test model and schedule (ref_check.py reads them from the header) */
-enum { L = 2, C = 64, NH = 4, T = 80, V = 500, MB = 2, GBS = 4, STEPS = 10 };   /* T: two attention row blocks, the second partial */
+enum {
+    L = 2,
+    C = 64,
+    NH = 4,
+    T = 80,
+    V = 500,
+    MB = 2,
+    GBS = 4,
+    STEPS = 10
+}; /* T: two attention row blocks, the second partial */
 static const double LR = 3e-3, MIN_LR = 1e-4, B1 = 0.9, B2 = 0.95, EPS = 1e-8, WD = 0.1;
 static const double CLIP = 0.5;
 static const int64_t WARMUP_ITERS = 3, DECAY_ITERS = STEPS;

@@ -57,8 +57,9 @@ static void test_rampup(void)
            (long long)g3_train_rampup_iters(&r, 200));
     tap_ok(g3_train_rampup_batch(&none, 12345) == 16 && g3_train_rampup_iters(&none, 200) == 12,
            "no ramp-up: the global batch, partial last batch dropped");
-    tap_ok(g3_train_rampup_batch(&mtnlg, 0) == 32 && g3_train_rampup_batch(&mtnlg, 12000001) == 1920 &&
-           g3_train_rampup_batch(&mtnlg, 6000000) == 32 + 29 * 32,
+    tap_ok(g3_train_rampup_batch(&mtnlg, 0) == 32 &&
+               g3_train_rampup_batch(&mtnlg, 12000001) == 1920 &&
+               g3_train_rampup_batch(&mtnlg, 6000000) == 32 + 29 * 32,
            "MT-NLG's 32 -> 1920 ramp (59 increments over 12M samples)");
 
     g3_log_set_level(G3_LOG_ERROR + 0);
@@ -101,8 +102,10 @@ static void test_plan(void)
     c.lr_warmup_iters = 0;
     c.lr_warmup_samples = 64;
     c.rampup[0] = 2; c.rampup[1] = 2; c.rampup[2] = 300;
-    tap_ok(g3_train_plan(&c, &p) == G3_OK && p.lr.warmup_samples == 64 && p.lr.decay_samples == 1000 &&
-           p.train_iters == g3_train_rampup_iters(&p.rampup, 1000), "sample-based run with a ramp-up");
+    tap_ok(g3_train_plan(&c, &p) == G3_OK && p.lr.warmup_samples == 64 &&
+               p.lr.decay_samples == 1000 &&
+               p.train_iters == g3_train_rampup_iters(&p.rampup, 1000),
+           "sample-based run with a ramp-up");
     base(&c);
     c.global_batch_size = 0;
     tap_ok(g3_train_plan(&c, &p) == G3_OK && p.global_batch_size == 2, "global batch defaults to micro x DP");

@@ -94,7 +94,11 @@ static void ln(int N, int C, int fused, int sms, int warp = 0)
          hdinp = tobf(dinp0);
     std::vector<uint16_t> hres(NC), hout(NC);
     std::vector<float> mean(N), rstd(N), dw(dw0), db(db0);
-    int K = C <= 4096 ? 4 : C <= 8192 ? 8 : C <= 16384 ? 16 : 24, threads = ((C + K - 1) / K + 31) / 32 * 32;
+    int K = C <= 4096    ? 4
+            : C <= 8192  ? 8
+            : C <= 16384 ? 16
+                         : 24,
+        threads = ((C + K - 1) / K + 31) / 32 * 32;
     auto fwd = [&] {
         if (K == 4)
             g3_layernorm_fwd_kernel<4>(fused ? BF(hres) : NULL, BF(hout), mean.data(), rstd.data(),
