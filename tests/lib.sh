@@ -24,9 +24,15 @@ is() {  # is GOT WANT DESCRIPTION
         tap_result 1 "$3"; printf '#   got:  %s\n#   want: %s\n' "$1" "$2"; fi
 }
 
+# (TEXT reaches grep -q as a here-document, and a failure shows its first lines with sed, which
+# reads to the end: no pipeline's writer is cut off early, so under pipefail a long TEXT fails
+# nothing.  Empty TEXT matches nothing, as an empty stream.)
 like() {  # like TEXT EXTENDED-REGEX DESCRIPTION
-    if printf '%s' "$1" | grep -Eq -- "$2"; then tap_result 0 "$3"; else
-        tap_result 1 "$3"; printf '%s\n' "$1" | head -20 | sed 's/^/#   /'; echo "#   wanted /$2/"; fi
+    if [ -n "$1" ] && grep -Eq -- "$2" <<_like_text_
+$1
+_like_text_
+    then tap_result 0 "$3"; else
+        tap_result 1 "$3"; printf '%s\n' "$1" | sed -n '1,20s/^/#   /p'; echo "#   wanted /$2/"; fi
 }
 
 skip() {  # skip REASON

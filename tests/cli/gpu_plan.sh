@@ -43,12 +43,16 @@ while read -r L H A B R; do
     wait "$smi" || true
     peak=$(sort -n "$tmp/mem" | tail -1)
     line=$(sed -n 's/.*memory: \(.*\)$/\1/p' "$tmp/log")
+    # (The plan's JSON is captured before it is read: this is sh, without pipefail, where a
+    # failing plan at the head of a pipeline would leave an empty number behind, not stop.)
     # shellcheck disable=SC2086
-    planned=$("$GPT3D" plan --device cuda $shape --json | sed -n 's/.*"peak_bytes":\([0-9.e+]*\).*/\1/p' | tail -1)
+    js=$("$GPT3D" plan --device cuda $shape --json)
+    planned=$(printf '%s\n' "$js" | sed -n 's/.*"peak_bytes":\([0-9.e+]*\).*/\1/p' | tail -1)
     echo "$L $H $A $B $R $peak plan=$(awk -v p="$planned" 'BEGIN { printf "%.0f", p / 1048576 }') trainer: $line" >> "$out/memory.txt"
     ms=$(sed -n 's/.*"ms_per_iter":\([0-9.e+-]*\),.*/\1/p' "$tmp/run/metrics.jsonl" | tail -1)
     # shellcheck disable=SC2086
-    ps=$("$GPT3D" plan --device cuda $shape --machine "$out/gpu.cal" --json | sed -n 's/.*"seconds_per_iteration":\([0-9.e+-]*\),.*/\1/p')
+    js=$("$GPT3D" plan --device cuda $shape --machine "$out/gpu.cal" --json)
+    ps=$(printf '%s\n' "$js" | sed -n 's/.*"seconds_per_iteration":\([0-9.e+-]*\),.*/\1/p')
     echo "$L $H $A $B $R measured_ms=$ms plan_ms=$(awk -v s="$ps" 'BEGIN { printf "%.1f", s * 1000 }')" >> "$out/time.txt"
     rm -rf "$tmp/run"
 done <<'ROWS'

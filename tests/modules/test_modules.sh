@@ -7,7 +7,7 @@
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 # shellcheck source=tests/lib.sh
 . "$top_srcdir/tests/lib.sh"
-set -e
+set -eo pipefail
 
 # Lmod's shell setup: Debian's path first, then whatever LMOD_PKG names.
 lmod_init=

@@ -31,6 +31,10 @@
 # g3c_wait_job JOBID REGEX SECONDS, g3c_node_state NODE.  After g3c_start:
 # G3C_DIR, G3C_WORK (shared scratch visible on every node), G3C_NODE_NAMES
 # (array), SLURM_CONF (exported).
+#
+# Sourced, the functions run under the caller's set -e and pipefail (every test sets both);
+# run as a command, the script sets them itself.  So no pipeline here ends early on a writer
+# (no grep -q or head on a command's output) and a query that finds nothing prints nothing.
 
 g3c_why=""
 
@@ -99,8 +103,8 @@ g3c_wait() {
     return 0
 }
 
-g3c_port_free() {  # g3c_port_free PORT
-    ! ss -Htan "( sport = :$1 )" 2>/dev/null | grep -q .
+g3c_port_free() {  # g3c_port_free PORT: no socket uses it (as before when ss fails)
+    [ -z "$(ss -Htan "( sport = :$1 )" 2>/dev/null)" ]
 }
 
 # g3c_pick_ports COUNT: set G3C_PORT0 to the first of COUNT consecutive free
@@ -132,12 +136,13 @@ g3c_spawn() {
 }
 
 g3c_pid_alive() {  # g3c_pid_alive NAME: the recorded daemon still runs (and is ours)
-    local f="$G3C_DIR/pids/$1" pid
+    local f="$G3C_DIR/pids/$1" pid cmd
     [ -s "$f" ] || return 1
     pid=$(cat "$f")
     [ -d "/proc/$pid" ] || return 1
     # Guard against a reused pid: the command line names our directory.
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$G3C_DIR"
+    cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    [[ "$cmd" == *"$G3C_DIR"* ]]
 }
 
 g3c_write_config() {
@@ -328,17 +333,19 @@ g3c_procs_stopped() {
 
 g3c_not_running() { ! [ -d "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 
-# g3c_node_state NODE: the node's state as scontrol prints it (IDLE, DOWN*, ...).
+# g3c_node_state NODE: the node's state as scontrol prints it (IDLE, DOWN*, ...); nothing
+# (status 0) for a node scontrol does not know.
 g3c_node_state() {
-    scontrol show node "$1" 2>/dev/null | sed -n 's/.*State=\([^ ]*\).*/\1/p' | head -1
+    { scontrol show node "$1" 2>/dev/null || true; } | sed -n 's/.*State=\([^ ]*\).*/\1/p' | sed -n 1p
 }
 
-# g3c_job_field JOBID FIELD: one field of "scontrol show job" (JobState, NodeList, ...).
+# g3c_job_field JOBID FIELD: one field of "scontrol show job" (JobState, NodeList, ...);
+# nothing (status 0) for a job scontrol does not know (not submitted, or purged).
 g3c_job_field() {
-    scontrol -o show job "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1
+    { scontrol -o show job "$1" 2>/dev/null || true; } | tr ' ' '\n' | sed -n "s/^$2=//p" | sed -n 1p
 }
 
-g3c_job_state_is() { g3c_job_field "$1" JobState | grep -Eqx -- "$2"; }
+g3c_job_state_is() { grep -Eqx -- "$2" <<<"$(g3c_job_field "$1" JobState)"; }
 
 # g3c_wait_job JOBID REGEX SECONDS: wait until the job's state matches REGEX.
 g3c_wait_job() {
@@ -419,7 +426,7 @@ g3c_need() {
 }
 
 g3c_ctld_up() {
-    g3c_pid_alive slurmctld && scontrol ping 2>/dev/null | grep -q 'is UP'
+    g3c_pid_alive slurmctld && [[ "$(scontrol ping 2>/dev/null)" == *"is UP"* ]]
 }
 
 g3c_dump_logs() {  # the tail of every log, as TAP comments
@@ -478,7 +485,7 @@ g3c_stop() {
         [ -e "$G3C_DIR" ] || break
         sleep 1
     done
-    if [ -e "$G3C_DIR" ]; then g3c_log "could not remove $G3C_DIR: $(find "$G3C_DIR" -maxdepth 2 | head -n 5 | tr '\n' ' ')"; fi
+    if [ -e "$G3C_DIR" ]; then g3c_log "could not remove $G3C_DIR: $(find "$G3C_DIR" -maxdepth 2 | sed -n 1,5p | tr '\n' ' ')"; fi
     G3C_DIR=""
     return "$rc"
 }

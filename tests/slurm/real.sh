@@ -13,6 +13,9 @@
 #   real_last_losses RUN       per iteration the LAST loss recorded (a re-run
 #                              iteration after a failure counts once), one line
 #   real_signal_during_training RUN JOB RANKS
+#   real_train_events RUN      the train events of RUN's metrics.jsonl (nothing where none)
+# Sourced only, by tests that set -e and pipefail: these functions are written for both
+# (a run without train events yet gives an empty line, not a failure).
 # (top_srcdir, top_builddir, GPT3D and GPT3D_TEST_DATA come from make check.)
 # shellcheck disable=SC2154
 # shellcheck source=tests/lib.sh
@@ -56,14 +59,19 @@ real_submit() {
 }
 
 
+# real_train_events RUN: the train events of RUN's metrics.jsonl, in the order written;
+# nothing (status 0) where there are none or no file yet.
+real_train_events() {
+    grep '"event":"train"' "$1/metrics.jsonl" 2>/dev/null || true
+}
 real_losses() {
-    grep '"event":"train"' "$1/metrics.jsonl" 2>/dev/null | sed 's/.*"loss":\([^,]*\),.*/\1/' | tr '\n' ' '
+    real_train_events "$1" | sed 's/.*"loss":\([^,]*\),.*/\1/' | tr '\n' ' '
 }
 real_iters() {
-    grep '"event":"train"' "$1/metrics.jsonl" 2>/dev/null | sed 's/.*"iteration":\([0-9]*\),.*/\1/' | tr '\n' ' '
+    real_train_events "$1" | sed 's/.*"iteration":\([0-9]*\),.*/\1/' | tr '\n' ' '
 }
 real_last_losses() {
-    grep '"event":"train"' "$1/metrics.jsonl" 2>/dev/null |
+    real_train_events "$1" |
         sed 's/.*"iteration":\([0-9]*\),.*"loss":\([^,]*\),.*/\1 \2/' |
         awk '{ l[$1] = $2; if ($1 > n) n = $1 } END { for (i = 1; i <= n; i++) printf "%s ", (i in l ? l[i] : "missing") }'
 }

@@ -10,7 +10,7 @@
 . "$top_srcdir/tests/lib.sh"
 # shellcheck source=tests/slurm/cluster.sh
 . "$top_srcdir/tests/slurm/cluster.sh"
-set -e
+set -eo pipefail
 
 G3C_SLURMD_TIMEOUT=3
 g3c_need 4

@@ -21,7 +21,7 @@
 . "$top_srcdir/tests/slurm/cluster.sh"
 # shellcheck source=tests/slurm/runs.sh
 . "$top_srcdir/tests/slurm/runs.sh"
-set -e
+set -eo pipefail
 
 # No node is killed here: a long SlurmdTimeout keeps a busy machine's slow
 # slurmd from being declared dead (a node "failure" that requeued a job and

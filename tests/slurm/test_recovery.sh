@@ -19,7 +19,9 @@
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 # shellcheck source=tests/slurm/real.sh
 . "$top_srcdir/tests/slurm/real.sh"
-set -e
+set -eo pipefail
+# (A value read from a file that a failed run may lack ends in "|| true": the results that
+# follow report the failure; a missing file must not end the test.)
 
 real_start 4
 hosts() { scontrol show hostnames "$1" 2>/dev/null | tr '\n' ' '; }
@@ -36,7 +38,7 @@ real_submit --chain 1 --sizes 2,4 "$run_nf" -- --train-iters $N2 --save-interval
 first=$(head -n 1 "$run_nf/chain" 2>/dev/null || true)
 g3c_wait 120 g3c_job_state_is "$first" RUNNING || true
 first_nodes=$(g3c_job_field "$first" NodeList)
-victim=$(scontrol show hostnames "$first_nodes" | sed -n 2p)
+victim=$(scontrol show hostnames "$first_nodes" | sed -n 2p) || true
 # From iteration 8 on, the ranks are held still (SIGSTOP) while the node is
 # crashed, then let go: the crash happens during training, however fast the
 # machine trains the remaining iterations.
@@ -48,8 +50,8 @@ is "$(hosts "$first_nodes" | wc -w)" 4 "(2) the first job (--nodes=2-4, 4 nodes 
 sub_wait_end "$run_nf" 180
 # The last iteration the first attempt logged (the iterations before the
 # numbering first goes back): the crash came after it.
-crash_iter=$(grep '"event":"train"' "$run_nf/metrics.jsonl" 2>/dev/null | sed 's/.*"iteration":\([0-9]*\),.*/\1/' |
-    awk 'NR > 1 && $1 <= prev { exit } { prev = $1 } END { print prev + 0 }')
+crash_iter=$(real_iters "$run_nf" |
+    awk '{ for (i = 1; i <= NF && (i == 1 || $i > $(i - 1)); i++) prev = $i } END { print prev + 0 }')
 sub_check "(2) after $victim failed (at iteration $crash_iter) the run completes" "$run_nf" test -e "$run_nf/COMPLETE"
 # (Whether the batch script on the first node records the attempt itself,
 # after Slurm's SIGTERM, or is killed first and the requeued job records it,
@@ -61,10 +63,10 @@ is "$(tail -n +2 "$run_nf/attempts.tsv" | cut -f2,3 | tr '\t\n' ': ')" "$first:0
 like "$(sed -n 2p "$run_nf/attempts.tsv" | cut -f11)" "node failure \($victim [A-Z_+*]*DOWN" \
     "(2) the history names the failed node"
 is "$(sort -u "$run_nf/excluded-nodes" 2>/dev/null | tr '\n' ' ')" "$victim " "(2) the failed node ($victim) is excluded from the run"
-last_nodes=$(tail -n 1 "$run_nf/attempts.tsv" | cut -f6)
+last_nodes=$(tail -n 1 "$run_nf/attempts.tsv" | cut -f6) || true
 sub_check "(2) the last attempt ran on 2 nodes without $victim ($last_nodes)" "$run_nf" sh -c \
     "[ \"\$(scontrol show hostnames '$last_nodes' | grep -vx '$victim' | wc -l)\" -eq 2 ] && [ \"\$(scontrol show hostnames '$last_nodes' | wc -l)\" -eq 2 ]"
-logs=$(cat "$run_nf"/logs/* 2>/dev/null)
+logs=$(cat "$run_nf"/logs/* 2>/dev/null) || true
 like "$logs" "the job got 3 nodes.*; shrinking to 2" "(2) the requeued job got the 3 nodes left and shrank to 2, the largest allowed size"
 like "$logs" "layout: TP 1 x PP 1 x DP 4 = 4 ranks on 4 nodes" "(2) before the failure the trainer ran with DP 4"
 like "$logs" "layout: TP 1 x PP 1 x DP 2 = 2 ranks on 2 nodes" "(2) after it, with DP 2"
@@ -80,8 +82,8 @@ real_within_check "(2) each iteration's last loss is within 1e-5 of the uninterr
     "$(real_losses "$W/reference-40")" "$(real_last_losses "$run_nf")" 1e-5
 # The iterations trained before the failure, in the order they were logged by
 # the first attempt, against the uninterrupted run's first ones.
-before=$(grep '"event":"train"' "$run_nf/metrics.jsonl" | sed 's/.*"iteration":\([0-9]*\),.*"loss":\([^,]*\),.*/\1 \2/' |
-    awk 'NR > 1 && $1 <= prev { exit } { printf "%s ", $2; prev = $1 }')
+before=$(real_train_events "$run_nf" | sed 's/.*"iteration":\([0-9]*\),.*"loss":\([^,]*\),.*/\1 \2/' |
+    awk 'NR > 1 && $1 <= prev { done = 1 } !done { printf "%s ", $2; prev = $1 }')
 n_before=$(printf '%s' "$before" | wc -w)
 real_within_check "(2) the $n_before iterations of the first attempt (DP 4) are within 1e-5 of the uninterrupted run" "$run_nf" \
     "$(real_losses "$W/reference-40" | cut -d' ' -f1-"$((n_before > 0 ? n_before : 1))") " "$before" 1e-5
