@@ -35,8 +35,10 @@ start=$SECONDS
 run srun --mpi=pmix -N 2 --ntasks-per-node 2 "$CHECK" hang 3 abort
 is "$rc" 76 "srun: a rank that stops responding ends the step with exit code 76"
 like "$out" "timed out after 3 s waiting for group rank [0-9] \(world rank [0-9]\)" "the timeout names the peer"
-ok=1; [ $((SECONDS - start)) -le 20 ] || ok=0
-is "$ok" 1 "within the timeout plus slack ($((SECONDS - start)) s)"
+# the claim: the step ends instead of hanging; the bound leaves room for srun's start on a
+# machine at load 10 (the step itself waits 3 s)
+ok=1; [ $((SECONDS - start)) -le 120 ] || ok=0
+is "$ok" 1 "the step ends, not hangs ($((SECONDS - start)) s, bound 120 s)"
 
 run srun --mpi=pmix -N 4 --ntasks-per-node 2 "$GPT3D" topo --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2
 is "$rc" 0 "gpt3d topo in a 4-node step"
