@@ -2,7 +2,7 @@
 # tests/slurm/real.sh: helpers for the scenarios that run the REAL trainer
 # ("$GPT3D train": a tiny model on the test corpus $GPT3D_TEST_DATA/kjv)
 # through gpt3d-submit on a private Slurm cluster (tests/slurm/cluster.sh).
-# Sourcing it sources tests/lib.sh, cluster.sh and runs.sh (SUBMIT, sub_wait_end,
+# Sourcing it sources runs.sh, and with it tests/lib.sh and cluster.sh (SUBMIT, sub_wait_end,
 # sub_outcomes, sub_check, ...); real_start begins the test.
 #
 #   real_start N               K, a cluster of N nodes, W (the current directory), real_setup
@@ -18,10 +18,6 @@
 # (a run without train events yet gives an empty line, not a failure).
 # (top_srcdir, top_builddir, GPT3D and GPT3D_TEST_DATA come from make check.)
 # shellcheck disable=SC2154
-# shellcheck source=tests/lib.sh
-. "$top_srcdir/tests/lib.sh"
-# shellcheck source=tests/slurm/cluster.sh
-. "$top_srcdir/tests/slurm/cluster.sh"
 # shellcheck source=tests/slurm/runs.sh
 . "$top_srcdir/tests/slurm/runs.sh"
 

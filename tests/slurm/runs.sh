@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/slurm/runs.sh: what the tests that drive gpt3d-submit on the private cluster
-# (tests/slurm/cluster.sh) ask of a run and its directory.  Sourced after tests/lib.sh.
+# (tests/slurm/cluster.sh) ask of a run and its directory.  Sourcing it sources tests/lib.sh
+# and cluster.sh.
 #
 #   SUBMIT                     the gpt3d-submit being tested (the build's)
 #   sub_fake ARGS...           gpt3d-submit ARGS with tests/slurm/fake-train.sh, the TEST
@@ -13,6 +14,10 @@
 # (a file a run has not written yet gives an empty answer, not a failure).
 # (top_srcdir and top_builddir come from make check.)
 # shellcheck disable=SC2154
+# shellcheck source=tests/lib.sh
+. "$top_srcdir/tests/lib.sh"
+# shellcheck source=tests/slurm/cluster.sh
+. "$top_srcdir/tests/slurm/cluster.sh"
 
 SUBMIT=$top_builddir/sbatch/gpt3d-submit
 

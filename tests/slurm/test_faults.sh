@@ -15,10 +15,6 @@
 # (top_srcdir and top_builddir come from make check.)
 # shellcheck disable=SC2154,SC2016
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
-# shellcheck source=tests/lib.sh
-. "$top_srcdir/tests/lib.sh"
-# shellcheck source=tests/slurm/cluster.sh
-. "$top_srcdir/tests/slurm/cluster.sh"
 # shellcheck source=tests/slurm/runs.sh
 . "$top_srcdir/tests/slurm/runs.sh"
 set -eo pipefail
