@@ -234,14 +234,6 @@ static g3_status_t g3_mkdirs(const char *dir)
     return st;
 }
 
-/* A unique temporary name beside path.  OUT: tmp (size bytes). */
-static void g3_tmp_name(const char *path, char *tmp, size_t size)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(tmp, size, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)ts.tv_nsec);
-}
-
 /* Copy src to dst atomically. */
 static g3_status_t g3_copy_atomic(const char *src, const char *dst)
 {

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/fs.h"
 
@@ -36,4 +38,12 @@ g3_status_t g3_mkdir_p(const char *path, mode_t mode, char *failed, size_t size)
         p[i] = c;
     }
     return G3_OK;
+}
+
+void g3_tmp_name(const char *path, char *tmp, size_t size)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);   /* wall-clock nanoseconds: a name, not a duration */
+    snprintf(tmp, size, "%s.tmp.%ld.%ld", path, (long)getpid(), (long)ts.tv_nsec);
 }

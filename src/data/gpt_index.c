@@ -514,11 +514,9 @@ static g3_status_t g3_gptidx_save(const char *path, const g3_idx_t *idx, const g
 {
     g3_gptidx_hdr_t h;
     char tmp[4200];
-    struct timespec ts;
     int fd;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%ld", path, (long)getpid(), (long)ts.tv_nsec);
+    g3_tmp_name(path, tmp, sizeof(tmp));
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         *err = errno;

@@ -1,5 +1,6 @@
 /* g3_mkdir_p: nested creation, existing directories, the failing component named, errno
- * kept, empty and over-long paths refused; everything it made is removed. */
+ * kept, empty and over-long paths refused; everything it made is removed.  g3_tmp_name's
+ * form. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -58,6 +59,14 @@ int main(void)
     tap_ok(g3_mkdir_p(lng, 0755, NULL, 0) == G3_ERR_INVALID_ARG && errno == ENAMETOOLONG,
            "a path of PATH_MAX bytes or more: G3_ERR_INVALID_ARG, errno ENAMETOOLONG");
     free(lng);
+
+    {
+        char tmp[64], want[64];
+        g3_tmp_name("/d/f.json", tmp, sizeof(tmp));
+        snprintf(want, sizeof(want), "/d/f.json.tmp.%ld.", (long)getpid());
+        tap_ok(strncmp(tmp, want, strlen(want)) == 0 && strlen(tmp) > strlen(want),
+               "g3_tmp_name: PATH.tmp.PID.NSEC beside the path ('%s')", tmp);
+    }
 
     snprintf(path, sizeof(path), "rm -rf '%s'", root);
     tap_ok(system(path) == 0 && !is_dir(root), "the scratch directory is removed");
