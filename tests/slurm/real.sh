@@ -14,6 +14,7 @@
 #                              iteration after a failure counts once), one line
 #   real_signal_during_training RUN JOB RANKS
 #   real_train_events RUN      the train events of RUN's metrics.jsonl (nothing where none)
+#   real_first_attempt_events RUN   those the first attempt logged
 # Sourced only, by tests that set -e and pipefail: these functions are written for both
 # (a run without train events yet gives an empty line, not a failure).
 # (top_srcdir, top_builddir, GPT3D and GPT3D_TEST_DATA come from make check.)
@@ -59,6 +60,11 @@ real_submit() {
 # nothing (status 0) where there are none or no file yet.
 real_train_events() {
     grep '"event":"train"' "$1/metrics.jsonl" 2>/dev/null || true
+}
+# real_first_attempt_events RUN: the train events the first attempt logged (those before the
+# second "start" event: each attempt's trainer appends one to metrics.jsonl when it starts).
+real_first_attempt_events() {
+    awk '/"event":"start"/ { n++ } n == 1 && /"event":"train"/' "$1/metrics.jsonl" 2>/dev/null || true
 }
 real_losses() {
     real_train_events "$1" | sed 's/.*"loss":\([^,]*\),.*/\1/' | tr '\n' ' '

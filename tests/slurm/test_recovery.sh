@@ -48,10 +48,12 @@ g3c_kill_node "$victim" --crash
 g3c_signal_procs CONT gpt3d
 is "$(hosts "$first_nodes" | wc -w)" 4 "(2) the first job (--nodes=2-4, 4 nodes free) runs on 4 nodes ($first_nodes)"
 sub_wait_end "$run_nf" 180
-# The last iteration the first attempt logged (the iterations before the
-# numbering first goes back): the crash came after it.
-crash_iter=$(real_iters "$run_nf" |
-    awk '{ for (i = 1; i <= NF && (i == 1 || $i > $(i - 1)); i++) prev = $i } END { print prev + 0 }')
+# The last iteration the first attempt logged (before the second attempt's start event): the
+# crash came after it.
+crash_iter=$(real_first_attempt_events "$run_nf" |
+    sed 's/.*"iteration":\([0-9]*\),.*/\1/' | awk '{ last = $1 } END { print last + 0 }')
+ok=1; [ "$crash_iter" -ge 8 ] || ok=0
+is "$ok" 1 "(2) the first attempt trained to iteration 8 or beyond before the crash ($crash_iter)"
 sub_check "(2) after $victim failed (at iteration $crash_iter) the run completes" "$run_nf" test -e "$run_nf/COMPLETE"
 # (Whether the batch script on the first node records the attempt itself,
 # after Slurm's SIGTERM, or is killed first and the requeued job records it,
@@ -80,10 +82,9 @@ like "$out" "  $victim: Slurm reports it DOWN" "(2) gpt3d-submit --status says w
 is "$(real_iters "$run_nf" | tr ' ' '\n' | sort -un | grep -c .)" $N2 "(2) every iteration 1..$N2 was trained"
 real_within_check "(2) each iteration's last loss is within 1e-5 of the uninterrupted run" "$run_nf" \
     "$(real_losses "$W/reference-40")" "$(real_last_losses "$run_nf")" 1e-5
-# The iterations trained before the failure, in the order they were logged by
-# the first attempt, against the uninterrupted run's first ones.
-before=$(real_train_events "$run_nf" | sed 's/.*"iteration":\([0-9]*\),.*"loss":\([^,]*\),.*/\1 \2/' |
-    awk 'NR > 1 && $1 <= prev { done = 1 } !done { printf "%s ", $2; prev = $1 }')
+# The iterations the first attempt trained before the failure against the uninterrupted run's
+# first ones.
+before=$(real_first_attempt_events "$run_nf" | sed 's/.*"loss":\([^,]*\),.*/\1/' | tr '\n' ' ')
 n_before=$(printf '%s' "$before" | wc -w)
 real_within_check "(2) the $n_before iterations of the first attempt (DP 4) are within 1e-5 of the uninterrupted run" "$run_nf" \
     "$(real_losses "$W/reference-40" | cut -d' ' -f1-"$((n_before > 0 ? n_before : 1))") " "$before" 1e-5
