@@ -14,6 +14,7 @@
  * every file once ("the shard files"), and what each rank's load reads ("each
  * rank's files": index, model and optim file per rank, so the DP replicas read
  * the model files a second time, from the page cache, as their loads do). */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
+#include "core/fs.h"
 #include "core/log.h"
 #include "synth.h"
 
@@ -73,10 +75,11 @@ static double plain_write(const char *path, const char *buf, size_t bytes)
             break;
         done += n;
     }
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
+    if (fd < 0 || done < bytes || fsync(fd) != 0) {
+        fprintf(stderr, "bench_ckpt: cannot write %s: %s\n", path, strerror(errno));
+        exit(1);
     }
+    close(fd);
     return now() - t0;
 }
 
@@ -93,8 +96,12 @@ static double plain_read(const char *path, char *buf, size_t bytes)
             break;
         done += (size_t)n;
     }
-    if (fd >= 0)
-        close(fd);
+    if (fd < 0 || done < bytes) {
+        fprintf(stderr, "bench_ckpt: cannot read %s back: %s\n", path,
+                fd < 0 ? strerror(errno) : "short read");
+        exit(1);
+    }
+    close(fd);
     return now() - t0;
 }
 
@@ -267,6 +274,13 @@ int main(int argc, char **argv)
         free(ps);
     }
     snprintf(plain, sizeof(plain), "%s.plain", dir);
+    /* the plain file sits beside the checkpoint directory: its parent must exist before the
+     * first repetition writes it (the save would create it only when it comes first) */
+    if (g3_mkdir_p(argc > 1 ? argv[1] : tmp ? tmp : "/tmp", 0777, NULL, 0) != G3_OK) {
+        fprintf(stderr, "bench_ckpt: cannot create %s: %s\n", argc > 1 ? argv[1] : tmp ? tmp : "/tmp",
+                strerror(errno));
+        return 1;
+    }
     pbuf = malloc(bytes + (64u << 20));
     memset(pbuf, 0x5a, bytes + (64u << 20));
     printf("checkpoint benchmark: %.1f MB of tensors in %s, TP %d x PP %d x DP %d (%d ranks simulated in one process), %d layers, hidden %d, f32 model + Adam m, v as ZeRO-1 shards\n",
