@@ -6,6 +6,10 @@
 # Environment from tests/local.mk: GPT3D (the binary), top_srcdir, top_builddir,
 # PYTHON_REF, NODE, MPIRUN, GPT3D_TEST_DATA.
 set -u
+# Sourced once: the helper libraries that build on it source it too (par_lib.sh, runs.sh), and
+# a second source must not reset the counts of results already printed.
+[ -z "${_g3_lib_sourced:-}" ] || return 0
+_g3_lib_sourced=1
 _tap_n=0
 _tap_failed=0
 

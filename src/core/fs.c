@@ -11,6 +11,12 @@
 
 #include "core/fs.h"
 
+static int g3_is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 g3_status_t g3_mkdir_p(const char *path, mode_t mode, char *failed, size_t size)
 {
     char p[PATH_MAX];
@@ -28,8 +34,8 @@ g3_status_t g3_mkdir_p(const char *path, mode_t mode, char *failed, size_t size)
         if (c != '/' && c != '\0')
             continue;
         p[i] = '\0';
-        if (mkdir(p, mode) != 0 && errno != EEXIST) {
-            int err = errno;
+        if (mkdir(p, mode) != 0 && (errno != EEXIST || !g3_is_dir(p))) {
+            int err = errno == EEXIST ? ENOTDIR : errno;   /* a file where a directory goes */
             if (failed && size)
                 snprintf(failed, size, "%s", p);
             errno = err;

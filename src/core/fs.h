@@ -8,7 +8,8 @@
 #include "core/status.h"
 
 /* mkdir -p: create path and every missing parent with mode (the umask applies); directories
- * that exist already are fine.  Not logged: the caller names what the directory is for.
+ * that exist already are fine (a file or dangling link in their place is ENOTDIR).  Not
+ * logged: the caller names what the directory is for.
  * OUT: failed (size bytes; NULL: not wanted), the component that could not be created.
  * RET: G3_OK; G3_ERR_INVALID_ARG for an empty path or one of PATH_MAX bytes or more (errno
  * ENOENT or ENAMETOOLONG); G3_ERR_IO with mkdir's errno. */

@@ -18,8 +18,11 @@ void g3_par_ckpt_free(g3_par_ckpt_t *t)
     for (int i = 0; i < t->n; i++) {
         free(t->hm[i]);
         free(t->hv[i]);
+        t->hm[i] = t->hv[i] = NULL;
     }
+    t->n = 0;
     free(t->hw);
+    t->hw = NULL;   /* a second call frees nothing */
 }
 
 g3_status_t g3_par_ckpt_allreduce_min(void *ctx, int *value)

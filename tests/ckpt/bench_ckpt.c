@@ -69,14 +69,20 @@ static double plain_write(const char *path, const char *buf, size_t bytes)
     double t0 = now();
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
 
+    int short_write = 0;
+
     while (fd >= 0 && done < bytes) {
         size_t n = bytes - done < chunk ? bytes - done : chunk;
-        if (write(fd, buf + done, n) != (ssize_t)n)
+        ssize_t w = write(fd, buf + done, n);
+        if (w != (ssize_t)n) {
+            short_write = w >= 0;   /* a full disk may write part without an errno */
             break;
+        }
         done += n;
     }
     if (fd < 0 || done < bytes || fsync(fd) != 0) {
-        fprintf(stderr, "bench_ckpt: cannot write %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "bench_ckpt: cannot write %s: %s\n", path,
+                short_write ? "short write (disk full?)" : strerror(errno));
         exit(1);
     }
     close(fd);

@@ -31,6 +31,7 @@ int main(void)
         tap_skip_all("cannot make a temporary directory under $TMPDIR or /tmp");
 
     snprintf(path, sizeof(path), "%s/a/b/c", root);
+    memset(failed, 'x', sizeof(failed));
     st = g3_mkdir_p(path, 0755, failed, sizeof(failed));
     tap_ok(st == G3_OK && is_dir(path) && failed[0] == '\0', "three missing levels are created");
     tap_ok(g3_mkdir_p(path, 0755, NULL, 0) == G3_OK, "an existing directory is fine");
@@ -46,8 +47,14 @@ int main(void)
     st = g3_mkdir_p(path, 0755, failed, sizeof(failed));
     tap_ok(st == G3_ERR_IO && errno == ENOTDIR,
            "a regular file on the way: G3_ERR_IO, errno ENOTDIR (%s)", strerror(errno));
-    snprintf(path, sizeof(path), "%s/file/x", root);
+    snprintf(path, sizeof(path), "%s/file", root);   /* the file, where a directory should be */
     tap_ok(strcmp(failed, path) == 0, "the component that failed is named ('%s')", failed);
+
+    snprintf(path, sizeof(path), "%s/file", root);
+    errno = 0;
+    st = g3_mkdir_p(path, 0755, failed, sizeof(failed));
+    tap_ok(st == G3_ERR_IO && errno == ENOTDIR && strcmp(failed, path) == 0,
+           "a regular file as the last component: G3_ERR_IO, errno ENOTDIR, named");
 
     errno = 0;
     tap_ok(g3_mkdir_p("", 0755, failed, sizeof(failed)) == G3_ERR_INVALID_ARG && errno == ENOENT,

@@ -3,12 +3,17 @@
 
     literals.py --check FILE...   list each split (FILE:LINE), exit 1 when there is one
     literals.py --join FILE...    join them in place ("abc def"), print the count per file
+    literals.py --long FILE...    list the lines over 100 columns (characters, tabs to 8) that
+                                  hold no string literal, exit 1 when there is one
 
 The house rule (docs/design.md, "Conventions"): a message stays whole on one source line so
 that it can be grepped.  A literal that ends in \\n may continue on the next line (one output
 line per source line), and so may one whose last escape would run into the next literal's
-text ("\\x1" "f").  Comments, character literals and preprocessor continuation lines are
-lexed, so a quote inside them is not taken for a literal."""
+text ("\\x1" "f", "\\1" "2").  Comments and character literals are lexed, so a quote inside
+them is not taken for a literal; a split across a backslash-continued macro line is not
+looked at."""
+import re
+import string
 import sys
 
 
@@ -18,6 +23,24 @@ def _literal_end(src, i):
     while src[j] != '"':
         j += 2 if src[j] == '\\' else 1
     return j
+
+
+def _escape_runs_on(lit, nxt):
+    """Whether joining would extend an open escape at the end of lit: a hex escape (\\x1f)
+    before a hex digit, or an octal one of fewer than 3 digits before an octal digit."""
+    m = re.search(r'(\\+)(x[0-9A-Fa-f]*|[0-7]{1,2})$', lit)
+    if not m or len(m.group(1)) % 2 == 0:     # no escape there, or an escaped backslash
+        return False
+    if m.group(2).startswith('x'):
+        return nxt[:1] in string.hexdigits
+    return nxt[:1] in '01234567'
+
+
+def long_lines(src, limit=100):
+    """Yield the numbers of the lines over limit characters that hold no string literal."""
+    for no, line in enumerate(src.split('\n'), 1):
+        if len(line.expandtabs(8)) > limit and '"' not in line:
+            yield no
 
 
 def scan(src):
@@ -43,9 +66,7 @@ def scan(src):
                 k += 1
             if k < n and src[k] == '"' and '\n' in src[j + 1:k]:
                 nxt = src[k + 1:_literal_end(src, k)]
-                esc = lit.rsplit('\\', 1)
-                if not lit.endswith('\\n') and not (
-                        len(esc) == 2 and esc[1][:1] in 'x01234567' and nxt[:1].isalnum()):
+                if not lit.endswith('\\n') and not _escape_runs_on(lit, nxt):
                     yield j, k
             i = j + 1
         else:
@@ -63,14 +84,18 @@ def join(src):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[1] not in ('--check', '--join'):
+    if len(argv) < 2 or argv[1] not in ('--check', '--join', '--long'):
         sys.stderr.write(__doc__)
         return 2
     found = 0
     for path in argv[2:]:
         with open(path, encoding='utf-8') as f:
             src = f.read()
-        if argv[1] == '--check':
+        if argv[1] == '--long':
+            for no in long_lines(src):
+                print(f"{path}:{no}: over 100 columns without a string literal")
+                found += 1
+        elif argv[1] == '--check':
             for close, _ in scan(src):
                 print(f"{path}:{src.count(chr(10), 0, close) + 1}: a string literal continues "
                       "on the next line; join it (tests/style/literals.py --join)")
