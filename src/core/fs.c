@@ -34,8 +34,14 @@ g3_status_t g3_mkdir_p(const char *path, mode_t mode, char *failed, size_t size)
         if (c != '/' && c != '\0')
             continue;
         p[i] = '\0';
-        if (mkdir(p, mode) != 0 && (errno != EEXIST || !g3_is_dir(p))) {
-            int err = errno == EEXIST ? ENOTDIR : errno;   /* a file where a directory goes */
+        if (mkdir(p, mode) != 0) {
+            int err = errno;   /* before g3_is_dir's stat can change it */
+            if (err == EEXIST && g3_is_dir(p)) {
+                p[i] = c;
+                continue;
+            }
+            if (err == EEXIST)
+                err = ENOTDIR;   /* a file or a dangling link where a directory goes */
             if (failed && size)
                 snprintf(failed, size, "%s", p);
             errno = err;

@@ -56,6 +56,13 @@ int main(void)
     tap_ok(st == G3_ERR_IO && errno == ENOTDIR && strcmp(failed, path) == 0,
            "a regular file as the last component: G3_ERR_IO, errno ENOTDIR, named");
 
+    snprintf(path, sizeof(path), "%s/dangling", root);
+    errno = 0;
+    st = symlink("no-such-target", path) == 0 ? g3_mkdir_p(path, 0755, failed, sizeof(failed))
+                                               : G3_ERR_INTERNAL;
+    tap_ok(st == G3_ERR_IO && errno == ENOTDIR,
+           "a dangling link as the last component: G3_ERR_IO, errno ENOTDIR (%s)", strerror(errno));
+
     errno = 0;
     tap_ok(g3_mkdir_p("", 0755, failed, sizeof(failed)) == G3_ERR_INVALID_ARG && errno == ENOENT,
            "an empty path: G3_ERR_INVALID_ARG, errno ENOENT");
