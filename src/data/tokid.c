@@ -3,12 +3,14 @@
 #include "data/tokid.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fs.h"
 #include "core/log.h"
 #include "data/json.h"
 #include "data/sha256.h"
@@ -204,13 +206,13 @@ static char *g3_sidecar_path(const char *prefix)
 
 g3_status_t g3_tokid_write_sidecar(const char *prefix, const g3_tokid_t *id)
 {
-    char *path = g3_sidecar_path(prefix), *tmp = NULL, *text = NULL;
+    char *path = g3_sidecar_path(prefix), tmp[PATH_MAX + 64], *text = NULL;
     g3_status_t st = G3_ERR_NO_MEMORY;
     FILE *f = NULL;
 
-    if (!path || asprintf(&tmp, "%s.tmp.%ld", path, (long)getpid()) < 0 ||
-        g3_tokid_to_json(id, &text) != G3_OK)
+    if (!path || g3_tokid_to_json(id, &text) != G3_OK)
         goto out;
+    g3_tmp_name(path, tmp, sizeof(tmp));
     f = fopen(tmp, "w");
     if (!f) {
         g3_error("cannot create '%s': %s (is the directory of --output-prefix writable?)", tmp,
@@ -234,7 +236,6 @@ g3_status_t g3_tokid_write_sidecar(const char *prefix, const g3_tokid_t *id)
     st = G3_OK;
 out:
     free(text);
-    free(tmp);
     free(path);
     return st;
 }

@@ -234,6 +234,7 @@ static double median(double *v, int n)
 int main(int argc, char **argv)
 {
     const char *tmp = getenv("TMPDIR");
+    const char *base = argc > 1 ? argv[1] : tmp ? tmp : "/tmp";   /* the checkpoint's parent */
     char dir[512], plain[600], iter[700];
     int tp = 2, pp = 1, dp = 2, L = 2, H = 1024;
     synth_cfg_t c;
@@ -247,7 +248,7 @@ int main(int argc, char **argv)
     char *pbuf;
     g3_ckpt_load_opts_t lo;
 
-    snprintf(dir, sizeof(dir), "%s/gpt3d-bench-ckpt", argc > 1 ? argv[1] : tmp ? tmp : "/tmp");
+    snprintf(dir, sizeof(dir), "%s/gpt3d-bench-ckpt", base);
     if (argc > 4) {
         tp = atoi(argv[2]);
         pp = atoi(argv[3]);
@@ -282,9 +283,8 @@ int main(int argc, char **argv)
     snprintf(plain, sizeof(plain), "%s.plain", dir);
     /* the plain file sits beside the checkpoint directory: its parent must exist before the
      * first repetition writes it (the save would create it only when it comes first) */
-    if (g3_mkdir_p(argc > 1 ? argv[1] : tmp ? tmp : "/tmp", 0777, NULL, 0) != G3_OK) {
-        fprintf(stderr, "bench_ckpt: cannot create %s: %s\n", argc > 1 ? argv[1] : tmp ? tmp : "/tmp",
-                strerror(errno));
+    if (g3_mkdir_p(base, 0777, NULL, 0) != G3_OK) {
+        fprintf(stderr, "bench_ckpt: cannot create %s: %s\n", base, strerror(errno));
         return 1;
     }
     pbuf = malloc(bytes + (64u << 20));
