@@ -28,7 +28,7 @@ static const g3_opt_spec_t g3_cmd_plot_specs[] = {
 };
 
 static const g3_opt_cmd_t g3_cmd_plot_cmd = {
-    "plot", "Draw the loss curves of runs or of an ablation study as an SVG.", "RUN...", 1, 0,
+    "plot", "Draw the loss curves of runs or of an ablation study as an SVG.", "RUN...", 1, -1,
     g3_cmd_plot_specs
 };
 
@@ -87,8 +87,12 @@ int g3_cmd_plot(int argc, char **argv)
         g3_error("gpt3d plot: could not write %s: %s", out, strerror(errno));
     if (st != G3_OK)
         rc = G3_EXIT_FAILURE;
-    else if (f != stdout)
-        g3_info("gpt3d plot: wrote %s (%d curve%s)", out, p.nseries, p.nseries == 1 ? "" : "s");
+    else if (f != stdout) {
+        int n = 0;
+        for (int i = 0; i < p.nseries; i++)
+            n += p.series[i].valid ? po.valid : po.train;
+        g3_info("gpt3d plot: wrote %s (%d curve%s)", out, n, n == 1 ? "" : "s");
+    }
 out:
     g3_plot_free(&p);
     g3_opts_free(o);

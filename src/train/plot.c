@@ -575,13 +575,11 @@ g3_status_t g3_plot_write_svg(const g3_plot_t *p, const g3_plot_opts_t *o, FILE 
     fr.w = W - fr.left - 24;
     fr.h = H - fr.top - 56;
     fr.log_y = o->log_y;
-    nt = g3_plot_ticks(xmin, xmax, 7, t, &step);
-    fr.x0 = fmin(xmin, t[0]);
-    fr.x1 = fmax(xmax, t[nt - 1]);
-    if (xmin >= 0.0 && xmin - step < 0.0 && fr.x0 > 0.0)
-        fr.x0 = 0.0;
-    if (fr.x1 <= fr.x0)
-        fr.x1 = fr.x0 + 1.0;
+    /* x from 0 when the data start near it (iteration 1, the first samples) */
+    fr.x0 = xmin >= 0.0 && xmin <= 0.15 * (xmax - xmin) ? 0.0 : xmin;
+    fr.x1 = xmax > fr.x0 ? xmax : fr.x0 + 1.0;
+    nt = g3_plot_ticks(fr.x0, fr.x1, 7, t, &step);
+    fr.x1 += 0.01 * (fr.x1 - fr.x0);   /* room for the last marker */
     {
         double a = o->log_y ? log10(ymin) : ymin, b = o->log_y ? log10(ymax) : ymax;
         double pad = b > a ? 0.04 * (b - a) : (a != 0.0 ? 0.05 * fabs(a) : 1.0);
