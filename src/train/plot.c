@@ -415,7 +415,7 @@ void g3_plot_free(g3_plot_t *p)
     p->nseries = 0;
 }
 
-/* ---- drawing ---------------------------------------------------------------------------------- */
+/* ---- drawing ------------------------------------------------------------------------------- */
 
 /* Tableau's ten colours: distinct, and readable for most colour-blind viewers. */
 static const char *const g3_plot_colors[] = { "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
