@@ -105,6 +105,9 @@ like "$out" "would create run $TMPD/abl/lr-high with: --train-iters 20 --lr 0.5"
 like "$out" "sbatch --parsable --array=0\\\\,1\\\\,2%3 --job-name=gpt3d-abl --chdir=$TMPD/abl --output=$TMPD/abl/logs/%x-%A_%a.out --open-mode=append --nodes=2 $TMPD/abl/gpt3d-train.sbatch $TMPD/abl" \
     "... submitted as one job array, throttled with %N"
 is "$( [ -e "$TMPD/abl" ] && echo exists || echo absent)" absent "... and creates nothing"
+run submit --dry-run --ablations "$TMPD/abl.txt" "$TMPD/abl" -- --tensorboard-dir "$TMPD/tb/" --tensorboard-dir=tb
+like "$out" "would create run $TMPD/abl/lr-high with: --tensorboard-dir $TMPD/tb/lr-high --tensorboard-dir=tb --lr 0.5" \
+    "an absolute --tensorboard-dir D becomes D/VARIANT, a relative one stays (#34)"
 printf 'a --lr 1\na --lr 2\n' >"$TMPD/dup.txt"
 run submit --dry-run --ablations "$TMPD/dup.txt" "$TMPD/abl" -- --train-iters 20
 is "$rc" 2 "a table naming a variant twice is refused (exit 2)"
