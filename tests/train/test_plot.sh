@@ -101,5 +101,9 @@ is "$rc" 1 "nothing to draw: exit 1"
 like "$out" "nothing to draw" "... saying so"
 run "$GPT3D" plot --x epochs "$TMPD/r1"
 is "$rc" 2 "--x epochs: usage error"
+run "$GPT3D" plot
+is "$rc" 2 "no run: usage error"
+run "$GPT3D" help plot
+like "$out" "Usage: gpt3d plot .*RUN" "help plot shows the usage"
 
 done_testing
