@@ -458,6 +458,11 @@ static void g3_plot_label(double v, double step, char *buf, size_t size)
     static const char suffix[] = " kMGT";
     int k = 0;
     double a = fabs(v) > fabs(step) ? fabs(v) : fabs(step);
+
+    if (v == 0.0) {
+        snprintf(buf, size, "0");
+        return;
+    }
     while (a >= 1e4 && k < 4 && fmod(fabs(step), 1000.0) == 0.0) {
         v /= 1000.0;
         step /= 1000.0;
@@ -522,7 +527,7 @@ static int g3_plot_yticks(const g3_plot_frame_t *fr, double ymin, double ymax, d
 {
     int n = 0;
     if (!fr->log_y || log10(ymax) - log10(ymin) < 1.0)
-        return g3_plot_ticks(ymin, ymax, 6, t, step_p);
+        return g3_plot_ticks(ymin, ymax, 8, t, step_p);
     *step_p = 1.0;
     for (double e = floor(log10(ymin)); e <= ceil(log10(ymax)) && n < G3_PLOT_MAXTICKS - 3;
          e++) {
