@@ -256,6 +256,11 @@ sed -i "/^$arr /d" "$STUB/squeue.db"
 printf '%s_0 RUNNING None\n%s_1 PENDING JobArrayTaskLimit\n%s_2 PENDING JobArrayTaskLimit\n' "$arr" "$arr" "$arr" >>"$STUB/squeue.db"
 run stubbed "$SUBMIT" --summary "$TMPD/study"
 like "$out" "lr-high +queued " "--summary: a variant whose array task is pending is queued, not 'no job'"
+printf '{"event":"start","seq_length":8}\n{"event":"train","iteration":1,"consumed_samples":4,"loss":5.5}\n' \
+    >"$TMPD/study/base/metrics.jsonl"
+run stubbed "$SUBMIT" --summary "$TMPD/study"
+like "$out" "loss curves: $TMPD/study/loss.svg" "--summary draws the variants' loss curves with gpt3d plot (#34)"
+is "$(grep -c 'class="series" data-run="base"' "$TMPD/study/loss.svg" 2>/dev/null)" 1 "... the variant with metrics"
 run stubbed "$SUBMIT" --status "$TMPD/study/short"
 like "$out" "chain:
   ${arr}_2 PENDING JobArrayTaskLimit" "--status: the pending array task is the variant's chain"
