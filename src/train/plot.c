@@ -23,11 +23,16 @@ typedef struct {
     size_t  order;     /* the record's line: the later of one iteration wins */
 } g3_plot_pt_t;
 
+/* An iteration and the samples consumed after it, as a record gave them. */
 typedef struct {
-    g3_plot_pt_t *pts;
-    size_t        n, cap;
-    int64_t      *cit, *csamples;   /* (nc,) iteration -> consumed samples, as recorded */
-    size_t        nc, ccap;
+    int64_t it, samples;
+} g3_plot_consumed_t;
+
+typedef struct {
+    g3_plot_pt_t       *pts;
+    size_t              n, cap;
+    g3_plot_consumed_t *c;          /* (nc,) */
+    size_t              nc, ccap;
     int64_t       seq;              /* the last "start" record's seq_length (0: none)  */
 } g3_plot_run_t;
 
@@ -150,11 +155,11 @@ static g3_status_t g3_plot_read(const char *path, g3_plot_run_t *run)
             if (!strcmp(r.event, "start") && r.seq > 0)
                 run->seq = r.seq;
             if (r.it >= 0 && r.consumed >= 0) {
-                if (!g3_plot_grow((void **)&run->cit, &run->ccap, run->nc, sizeof(int64_t)) ||
-                    !(run->csamples = realloc(run->csamples, run->ccap * sizeof(int64_t))))
+                if (!g3_plot_grow((void **)&run->c, &run->ccap, run->nc,
+                                  sizeof(g3_plot_consumed_t)))
                     goto oom;
-                run->cit[run->nc] = r.it;
-                run->csamples[run->nc++] = r.consumed;
+                run->c[run->nc].it = r.it;
+                run->c[run->nc++].samples = r.consumed;
             }
             if (r.it >= 0 && isfinite(r.loss) &&
                 (!strcmp(r.event, "train") ||
@@ -185,25 +190,30 @@ static double g3_plot_samples_at(const g3_plot_run_t *run, int64_t it)
     int64_t lo = -1, hi = -1;   /* indexes of the nearest below and above */
     double slo = 0.0, shi = 0.0;
 
+    const g3_plot_consumed_t *c = run->c;
+    double exact = NAN;
+
+    /* the last record of the iteration wins (a resumed run's, after the killed one's) */
     for (size_t i = 0; i < run->nc; i++) {
-        if (run->cit[i] == it)
-            return (double)run->csamples[i];
-        if (run->cit[i] < it && (lo < 0 || run->cit[i] >= run->cit[lo]))
+        if (c[i].it == it)
+            exact = (double)c[i].samples;
+        if (c[i].it < it && (lo < 0 || c[i].it >= c[lo].it))
             lo = (int64_t)i;
-        if (run->cit[i] > it && (hi < 0 || run->cit[i] <= run->cit[hi]))
+        if (c[i].it > it && (hi < 0 || c[i].it <= c[hi].it))
             hi = (int64_t)i;
     }
+    if (!isnan(exact))
+        return exact;
     if (lo >= 0)
-        slo = (double)run->csamples[lo];
+        slo = (double)c[lo].samples;
     if (hi >= 0)
-        shi = (double)run->csamples[hi];
+        shi = (double)c[hi].samples;
     if (lo >= 0 && hi >= 0)
-        return slo + (shi - slo) * (double)(it - run->cit[lo]) /
-                         (double)(run->cit[hi] - run->cit[lo]);
-    if (lo >= 0 && run->cit[lo] > 0)
-        return slo / (double)run->cit[lo] * (double)it;
-    if (hi >= 0 && run->cit[hi] > 0)
-        return shi / (double)run->cit[hi] * (double)it;
+        return slo + (shi - slo) * (double)(it - c[lo].it) / (double)(c[hi].it - c[lo].it);
+    if (lo >= 0 && c[lo].it > 0)
+        return slo / (double)c[lo].it * (double)it;
+    if (hi >= 0 && c[hi].it > 0)
+        return shi / (double)c[hi].it * (double)it;
     return NAN;
 }
 
@@ -290,8 +300,7 @@ static g3_status_t g3_plot_add_metrics(g3_plot_t *p, const char *file, const cha
     if (st == G3_OK && p->nseries == before)
         g3_warn("%s has no loss yet: run '%s' is left out of the plot", file, name);
     free(run.pts);
-    free(run.cit);
-    free(run.csamples);
+    free(run.c);
     return st;
 }
 

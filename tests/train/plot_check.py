@@ -35,10 +35,21 @@ def curves(metrics, xkind):
             if ev == "eval" and r.get("split") == "valid" and r.get("loss") is not None:
                 valid[r["iteration"]] = r["loss"]
 
+    def samples(it):
+        # an eval record has no sample count: the nearest records' around it, linearly
+        if it in consumed:
+            return float(consumed[it])
+        lo = max((i for i in consumed if i < it), default=None)
+        hi = min((i for i in consumed if i > it), default=None)
+        if lo is not None and hi is not None:
+            return consumed[lo] + (consumed[hi] - consumed[lo]) * (it - lo) / (hi - lo)
+        near = lo if lo is not None else hi
+        return consumed[near] / near * it
+
     def x(it):
         if xkind == "iteration":
             return float(it)
-        return float(consumed[it] * (seq if xkind == "tokens" else 1))
+        return samples(it) * (seq if xkind == "tokens" else 1)
     return {"training": [(x(i), train[i]) for i in sorted(train)],
             "validation": [(x(i), valid[i]) for i in sorted(valid)]}
 

@@ -71,6 +71,20 @@ is "$rc" 0 "plot of a resumed run's metrics (a last line cut) exits 0"
 check "$TMPD/rs.svg" iteration both "rs=$TMPD/rs/metrics.jsonl"
 is "$rc" 0 "the later record of iteration 5 is drawn, the cut line is not"
 
+# validations between the records that give the samples: interpolated, as with a ramp-up
+cat > "$TMPD/ramp.jsonl" <<'END'
+{"event":"start","seq_length":16}
+{"event":"train","iteration":4,"consumed_samples":8,"loss":6.0}
+{"event":"eval","split":"valid","iteration":2,"loss":6.5,"ppl":665.1,"final":false}
+{"event":"eval","split":"valid","iteration":6,"loss":5.5,"ppl":244.7,"final":false}
+{"event":"train","iteration":8,"consumed_samples":24,"loss":5.0}
+{"event":"end","iteration":8,"consumed_samples":24,"loss":5.0,"valid_loss":null}
+END
+run "$GPT3D" plot --x tokens --output "$TMPD/ramp.svg" "$TMPD/ramp.jsonl"
+is "$rc" 0 "plot --x tokens of a run with a growing batch exits 0"
+check "$TMPD/ramp.svg" tokens both "$TMPD/ramp.jsonl=$TMPD/ramp.jsonl"
+is "$rc" 0 "the validations' samples interpolated between the records around them (4 at 2, 16 at 6)"
+
 # an ablation directory: the variants file gives the runs and their order
 train "$TMPD/abl/b-high" --lr 6e-3
 train "$TMPD/abl/a-low" --lr 1e-3
