@@ -82,7 +82,7 @@ static void g3_trainer_report_eval(g3_trainer_t *tr, int64_t iter, int64_t consu
                                    double loss, int final)
 {
     int64_t tokens = consumed * tr->T;
-    double ppl = loss < 700.0 ? exp(loss) : INFINITY;   /* as g3_infer_report_eval */
+    double ppl = g3_infer_ppl(loss);   /* the metrics file's */
 
     g3_infer_report_eval(tr->metrics, G3_SPLIT_VALID, iter, loss, final, 0, NULL);
     if (!tr->tb || !isfinite(loss))
