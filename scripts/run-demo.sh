@@ -19,7 +19,9 @@ gpt3d="$builddir/src/gpt3d"
 # layout: tensor-parallel 2 x pipeline-parallel 2 x data-parallel 2 on 8 ranks
 # under mpirun (1.5 to 3 minutes on two cores).  Rank 0 prints the layout first,
 # progress every 10 iterations, the validation loss at the end, then a sample.
-# The final checkpoint goes to $run_dir/checkpoints (for gpt3d eval / generate).
+# The final checkpoint goes to $run_dir/checkpoints (for gpt3d eval / generate),
+# TensorBoard's event files to $run_dir/tensorboard (tensorboard --logdir there),
+# and the loss curves to $run_dir/loss.svg (any browser shows it).
 run_dir=${GPT3D_DEMO_RUN_DIR:-$top/demo-run}
 rm -rf "$run_dir"
 if [ "$(id -u)" -eq 0 ]; then
@@ -31,4 +33,6 @@ mpirun -n 8 --oversubscribe "$gpt3d" train \
     --micro-batch-size 4 --global-batch-size 16 --train-iters "${GPT3D_DEMO_ITERS:-150}" \
     --lr 3e-3 --min-lr 3e-4 --lr-warmup-iters 15 --lr-decay-style cosine \
     --log-interval 10 --eval-interval 50 --eval-iters 5 \
-    --run-dir "$run_dir" --save "$run_dir/checkpoints" --sample-tokens 40 --top-k 20
+    --run-dir "$run_dir" --save "$run_dir/checkpoints" --sample-tokens 40 --top-k 20 \
+    --tensorboard-dir "$run_dir/tensorboard" --log-validation-ppl-to-tensorboard
+"$gpt3d" plot --output "$run_dir/loss.svg" "$run_dir"

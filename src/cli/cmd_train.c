@@ -311,6 +311,16 @@ int g3_cmd_train(int argc, char **argv)
         snprintf(metrics_buf, sizeof(metrics_buf), "%s/metrics.jsonl", run_dir);
         cfg.metrics_file = metrics_buf;
     }
+    /* --tensorboard-dir: one that cannot be created is refused on every rank before work */
+    if (cfg.tensorboard_dir) {
+        char failed[4096];
+        if (g3_mkdir_p(cfg.tensorboard_dir, 0777, failed, sizeof(failed)) != G3_OK) {
+            g3_error("--tensorboard-dir %s: cannot create the directory %s: %s; pass a writable directory",
+                     cfg.tensorboard_dir, failed, strerror(errno));
+            rc = G3_EXIT_FAILURE;
+            goto agree;
+        }
+    }
     rc = G3_EXIT_OK;
 
 agree:
@@ -328,8 +338,12 @@ agree:
         cfg.dp_rank = l->dp_rank;
         g3_par_shard(w.par, &cfg.model);   /* this rank's part of the model */
         cfg.threads = w.threads;
-        if (me->rank != 0)
-            cfg.metrics_file = NULL;   /* one voice: rank 0 writes the metrics */
+        if (me->rank != 0) {   /* one voice: rank 0 writes the metrics and TensorBoard's
+                                * events (every rank has the loss, the gradient norm and
+                                * the timers' max over the ranks) */
+            cfg.metrics_file = NULL;
+            cfg.tensorboard_dir = NULL;
+        }
     }
 
     st = g3_train_run(&cfg, &res);

@@ -52,10 +52,15 @@ g3_status_t g3_infer_evaluate(const g3_infer_lm_t *lm, const g3_infer_batch_t *b
     return G3_OK;
 }
 
+double g3_infer_ppl(double loss)
+{
+    return loss < 700.0 ? exp(loss) : INFINITY;
+}
+
 void g3_infer_report_eval(FILE *metrics, g3_split_t split, int64_t iteration, double loss,
                           int final, uint64_t samples, const char *checkpoint)
 {
-    double ppl = loss < 700.0 ? exp(loss) : INFINITY;
+    double ppl = g3_infer_ppl(loss);
     const char *label = split == G3_SPLIT_VALID ? "validation" : g3_split_name(split);
 
     printf("-----------------------------------------------------------------------------\n");

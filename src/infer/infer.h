@@ -65,6 +65,10 @@ g3_status_t g3_infer_evaluate(const g3_infer_lm_t *lm, const g3_infer_batch_t *b
 void g3_infer_report_eval(FILE *metrics, g3_split_t split, int64_t iteration, double loss,
                           int final, uint64_t samples, const char *checkpoint);
 
+/* RET: the perplexity exp(loss) of a mean token loss, infinite from a loss of 700 up (where
+ * exp overflows), as the reports above give it. */
+double g3_infer_ppl(double loss);
+
 
 /* ---- sampling and generation ------------------------------------------------------------- */
 

@@ -26,6 +26,7 @@ void g3_train_config_defaults(g3_train_config_t *cfg)
     cfg->eval_interval = 1000;
     cfg->eval_iters = 100;
     cfg->log_interval = 10;
+    cfg->tensorboard_log_interval = 1;
     cfg->top_k = 1;   /* greedy; 0 samples among all tokens */
     cfg->temperature = 1.0;
     cfg->backend = "cpu";

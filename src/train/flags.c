@@ -51,6 +51,11 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { "log-interval", G3_OPT_INT, "10", "Iterations between progress lines.", G3_NOOPT },
     { "run-dir", G3_OPT_STRING, NULL, "Directory for this run's files (default: --save, else ./gpt3d-run).", NULL, 0, 0, "DIR" },
     { "metrics-file", G3_OPT_STRING, NULL, "JSON-lines metrics (default: RUN_DIR/metrics.jsonl).", NULL, 0, 0, "FILE" },
+    { "tensorboard-dir", G3_OPT_STRING, NULL, "Write TensorBoard event files here (a new file per run; a resumed run continues the curves): lm loss, learning rate, batch size, grad norm, validation loss, throughput (docs/training.md).", NULL, 0, 0, "DIR" },
+    { "tensorboard-log-interval", G3_OPT_INT, "1", "Iterations between the per-iteration TensorBoard scalars (lm loss, learning-rate, batch-size, grad-norm).", G3_NOOPT },
+    { "log-validation-ppl-to-tensorboard", G3_OPT_BOOL, NULL, "Also write the validation perplexity to TensorBoard.", G3_NOOPT },
+    { "log-timers-to-tensorboard", G3_OPT_BOOL, NULL, "Also write the --timing-log-level timers to TensorBoard (NAME-time, the max over the ranks, seconds per iteration).", G3_NOOPT },
+    { "log-memory-to-tensorboard", G3_OPT_BOOL, NULL, "Also write the memory of the writing rank to TensorBoard (peak resident bytes, model state, activations).", G3_NOOPT },
     /* data */
     { "data-path", G3_OPT_LIST, NULL, "Dataset prefix(es) PREFIX or W1 PREFIX1 W2 PREFIX2... (default: the built-in KJV corpus).", NULL, 1, 0, "[W] PREFIX..." },
     { "split", G3_OPT_STRING, "969,30,1", "Train,valid,test proportions of the documents.", G3_NOOPT },
@@ -260,6 +265,21 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     cfg->eval_interval = g3_opts_int(o, "eval-interval");
     cfg->eval_iters = g3_opts_int(o, "eval-iters");
     cfg->log_interval = g3_opts_int(o, "log-interval");
+    cfg->tensorboard_dir = g3_opts_str(o, "tensorboard-dir");
+    cfg->tensorboard_log_interval = g3_opts_int(o, "tensorboard-log-interval");
+    cfg->log_validation_ppl = g3_opts_bool(o, "log-validation-ppl-to-tensorboard");
+    cfg->log_timers = g3_opts_bool(o, "log-timers-to-tensorboard");
+    cfg->log_memory = g3_opts_bool(o, "log-memory-to-tensorboard");
+    if (cfg->tensorboard_log_interval < 1) {
+        g3_error("--tensorboard-log-interval must be at least 1 (got %lld)",
+                 (long long)cfg->tensorboard_log_interval);
+        ok = 0;
+    }
+    if (!cfg->tensorboard_dir && (cfg->log_validation_ppl || cfg->log_timers || cfg->log_memory ||
+                                  g3_opts_is_set(o, "tensorboard-log-interval"))) {
+        g3_error("--tensorboard-log-interval and the --log-*-to-tensorboard flags need --tensorboard-dir DIR");
+        ok = 0;
+    }
     ok &= g3_train_flags_int(o, "sample-tokens", 0, &cfg->sample_tokens);
     ok &= g3_train_flags_int(o, "top-k", 0, &cfg->top_k);
     cfg->temperature = g3_opts_float(o, "temperature");
@@ -267,6 +287,10 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     cfg->backend = g3_opts_str(o, "device");
     cfg->dist_ucx = strcmp(g3_opts_str(o, "distributed-backend"), "ucx") == 0;
     cfg->timing_log_level = atoi(g3_opts_str(o, "timing-log-level"));
+    if (cfg->log_timers && cfg->timing_log_level == 0) {
+        g3_error("--log-timers-to-tensorboard writes the timers of --timing-log-level, which is 0 (no timers); add --timing-log-level 1 or 2");
+        ok = 0;
+    }
     if (g3_opts_is_set(o, "distributed-backend") && !cfg->dist_ucx &&
         strcmp(cfg->backend, "cpu") == 0) {
         g3_error("--distributed-backend nccl moves GPU tensors, and --device cpu keeps them in host memory, which always moves over UCX; drop the flag (or pass ucx), or use --device cuda");

@@ -105,7 +105,7 @@ static void g3_timing_line(const char *name, double lo, double hi, FILE *out, FI
 }
 
 g3_status_t g3_train_timing_report(g3_train_timing_t *timing, int64_t iteration, int64_t iters,
-                                   FILE *out, FILE *metrics)
+                                   FILE *out, FILE *metrics, g3_tb_t *tb)
 {
     double v[2 * G3_TIMING_NVAL], secs[G3_TIMER_COUNT];
     double now[G3_PAR_AXES][G3_COMM_STAT_COUNT];
@@ -139,7 +139,7 @@ g3_status_t g3_train_timing_report(g3_train_timing_t *timing, int64_t iteration,
         if (st != G3_OK)
             return st;
     }
-    if (!out && !metrics)
+    if (!out && !metrics && !tb)
         return G3_OK;
     scale = 1e3 / (double)(iters > 0 ? iters : 1);
     if (out)
@@ -167,6 +167,11 @@ g3_status_t g3_train_timing_report(g3_train_timing_t *timing, int64_t iteration,
                      g3_comm_stat_name((g3_comm_stat_t)(j % G3_COMM_STAT_COUNT)));
         }
         g3_timing_line(name, lo * scale, hi * scale, out, metrics, &first);
+        if (tb) {
+            char tag[80];
+            snprintf(tag, sizeof(tag), "%s-time", name);
+            g3_tb_scalar(tb, tag, iteration, hi * scale / 1e3);
+        }
     }
     if (out)
         fflush(out);

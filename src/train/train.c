@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "plan/plan.h"
 #include "train/train.h"
 #include "ckpt/ckpt.h"
+#include "train/tensorboard.h"
 #include "train/train_ckpt.h"
 #include "train/timing.h"
 
@@ -38,6 +40,7 @@ typedef struct {
     g3_train_timing_t       *timing;    /* --timing-log-level, or NULL                 */
     g3_data_t               *data;
     FILE                    *metrics;
+    g3_tb_t                 *tb;        /* --tensorboard-dir, or NULL                  */
     int                      T, B;
     int32_t                 *sample;    /* (T+1,) one token window                     */
     int32_t                 *inputs;    /* (GBS/DP, T) this rank's part of a batch     */
@@ -72,9 +75,71 @@ static g3_status_t g3_trainer_evaluate(g3_trainer_t *tr, double *loss_p)
     return g3_infer_evaluate(&lm, &bt, G3_SPLIT_VALID, n, tr->plan.global_batch_size, loss_p);
 }
 
-static void g3_trainer_report_eval(g3_trainer_t *tr, int64_t iter, double loss, int final)
+/* The validation loss of iteration `iter` (after `consumed` samples): stdout, the metrics
+ * file, and TensorBoard's "lm loss validation" (with --log-validation-ppl-to-tensorboard its
+ * "ppl", the metrics file's value), each also "vs samples" and "vs tokens". */
+static void g3_trainer_report_eval(g3_trainer_t *tr, int64_t iter, int64_t consumed,
+                                   double loss, int final)
 {
+    int64_t tokens = consumed * tr->T;
+    double ppl = g3_infer_ppl(loss);   /* the metrics file's */
+
     g3_infer_report_eval(tr->metrics, G3_SPLIT_VALID, iter, loss, final, 0, NULL);
+    if (!tr->tb || !isfinite(loss))
+        return;
+    g3_tb_scalar(tr->tb, "lm loss validation", iter, loss);
+    g3_tb_scalar(tr->tb, "lm loss validation vs samples", consumed, loss);
+    g3_tb_scalar(tr->tb, "lm loss validation vs tokens", tokens, loss);
+    if (tr->cfg->log_validation_ppl && isfinite(ppl)) {
+        g3_tb_scalar(tr->tb, "lm loss validation ppl", iter, ppl);
+        g3_tb_scalar(tr->tb, "lm loss validation ppl vs samples", consumed, ppl);
+        g3_tb_scalar(tr->tb, "lm loss validation ppl vs tokens", tokens, ppl);
+    }
+}
+
+/* Every --tensorboard-log-interval iterations: the iteration's own values (Megatron-LM's
+ * training_log tags), on the iteration axis and on the consumed samples' and tokens'. */
+static void g3_trainer_tb_iteration(g3_trainer_t *tr, int64_t it, int64_t consumed,
+                                    int64_t gbs, double lr, double loss, double norm)
+{
+    int64_t tokens = consumed * tr->T;
+
+    if (!tr->tb || it % tr->cfg->tensorboard_log_interval != 0)
+        return;
+    g3_tb_scalar(tr->tb, "lm loss", it, loss);
+    g3_tb_scalar(tr->tb, "lm loss vs samples", consumed, loss);
+    g3_tb_scalar(tr->tb, "lm loss vs tokens", tokens, loss);
+    g3_tb_scalar(tr->tb, "learning-rate", it, lr);
+    g3_tb_scalar(tr->tb, "learning-rate vs samples", consumed, lr);
+    g3_tb_scalar(tr->tb, "batch-size", it, (double)gbs);
+    g3_tb_scalar(tr->tb, "batch-size vs samples", consumed, (double)gbs);
+    g3_tb_scalar(tr->tb, "grad-norm", it, norm);
+    g3_tb_scalar(tr->tb, "grad-norm vs samples", consumed, norm);
+    g3_tb_scalar(tr->tb, "consumed-samples", it, (double)consumed);
+    g3_tb_scalar(tr->tb, "consumed-tokens", it, (double)tokens);
+}
+
+/* At a progress line: the throughput over the iterations since the last one (the metrics
+ * file's values) and, with --log-memory-to-tensorboard, this rank's memory. */
+static void g3_trainer_tb_progress(g3_trainer_t *tr, int64_t it, double secs, double tps,
+                                   double tflops, double mfu)
+{
+    if (!tr->tb)
+        return;
+    g3_tb_scalar(tr->tb, "iteration-time", it, secs);
+    g3_tb_scalar(tr->tb, "tokens-per-sec", it, tps);
+    g3_tb_scalar(tr->tb, "throughput", it, tflops);
+    g3_tb_scalar(tr->tb, "mfu", it, mfu);
+    if (tr->cfg->log_memory) {
+        struct rusage ru;
+        g3_par_memory_t mem;
+        g3_par_engine_memory(tr->eng, &mem);
+        if (getrusage(RUSAGE_SELF, &ru) == 0)
+            g3_tb_scalar(tr->tb, "mem-max-rss-bytes", it, (double)ru.ru_maxrss * 1024.0);
+        g3_tb_scalar(tr->tb, "mem-model-state-bytes", it,
+                     (double)(mem.param_bytes + mem.grad_bytes + mem.optim_bytes));
+        g3_tb_scalar(tr->tb, "mem-activations-bytes", it, (double)mem.acts_bytes);
+    }
 }
 
 /* Generate cfg->sample_tokens tokens after cfg->prompt and print the text: greedy, or top-k
@@ -135,6 +200,7 @@ static void g3_trainer_close(g3_trainer_t *tr)
     if (tr->metrics && fclose(tr->metrics) != 0)
         g3_warn("could not finish writing the metrics file %s: %s", tr->cfg->metrics_file,
                 strerror(errno));
+    g3_tb_close(tr->tb);
     g3_data_close(tr->data);
     g3_train_timing_free(tr->timing);
     g3_par_engine_free(tr->eng);
@@ -272,6 +338,11 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
                      cfg->metrics_file, strerror(errno));
             return G3_ERR_IO;
         }
+    }
+    if (cfg->tensorboard_dir) {   /* a new events file, also for a resumed run */
+        st = g3_tb_open(cfg->tensorboard_dir, &tr->tb);
+        if (st != G3_OK)
+            return st;
     }
     st = g3_be_open(cfg->backend, cfg->threads, &tr->be);
     if (st == G3_OK)
@@ -584,7 +655,9 @@ static g3_status_t g3_trainer_progress(g3_trainer_t *tr, int64_t it, int64_t con
             (long long)gbs, sx->loss_sum / sx->n_iters, norm, tps, fl / 1e12, mfu);
         fflush(tr->metrics);
     }
-    st = g3_train_timing_report(tr->timing, it, sx->n_iters, stdout, tr->metrics);
+    g3_trainer_tb_progress(tr, it, sx->t_sum / sx->n_iters, tps, fl / 1e12, mfu);
+    st = g3_train_timing_report(tr->timing, it, sx->n_iters, stdout, tr->metrics,
+                                tr->cfg->log_timers ? tr->tb : NULL);
     memset(sx, 0, sizeof(*sx));
     return st;
 }
@@ -636,7 +709,7 @@ static g3_status_t g3_trainer_between(g3_trainer_t *tr, g3_train_ckpt_async_t **
         st = g3_trainer_evaluate(tr, &vl);
         if (st != G3_OK)
             return st;
-        g3_trainer_report_eval(tr, it, vl, 0);
+        g3_trainer_report_eval(tr, it, consumed, vl, 0);
     }
     st = g3_trainer_async_poll(tr, pending, 0, saved_it);
     if (st != G3_OK)
@@ -680,7 +753,7 @@ static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **p
         st = g3_trainer_evaluate(tr, &res->valid_loss);
         if (st != G3_OK)
             return st;
-        g3_trainer_report_eval(tr, res->iterations, res->valid_loss, 1);
+        g3_trainer_report_eval(tr, res->iterations, res->consumed_samples, res->valid_loss, 1);
     }
     if (cfg->grad_dump_dir) {   /* tests: the parameters at the end, every rank */
         st = g3_par_engine_params_ready(tr->eng);
@@ -798,6 +871,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         sx.flops_sum += g3_gpt_flops_per_step(&mcfg, gbs, tr.T);
         sx.tokens += gbs * tr.T;
         sx.n_iters++;
+        g3_trainer_tb_iteration(&tr, it, consumed, gbs, lr, iter_loss, norm);
 
         if (it % cfg->log_interval == 0 || it == tr.plan.train_iters)
             st = g3_trainer_progress(&tr, it, consumed, gbs, lr, norm, &sx);

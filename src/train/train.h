@@ -44,6 +44,12 @@ typedef struct {
     int64_t  eval_iters;                /* --eval-iters (0: no validation)                    */
     int64_t  log_interval;              /* --log-interval                                     */
     const char *metrics_file;           /* --metrics-file; NULL: none                         */
+    const char *tensorboard_dir;        /* --tensorboard-dir; NULL: none (train/tensorboard.h;
+                                         * only the rank writing the metrics has it)          */
+    int64_t  tensorboard_log_interval;  /* --tensorboard-log-interval (1)                     */
+    int      log_validation_ppl;        /* --log-validation-ppl-to-tensorboard                */
+    int      log_timers;                /* --log-timers-to-tensorboard (the timing report)    */
+    int      log_memory;                /* --log-memory-to-tensorboard                        */
     /* data */
     int          data_path_count;       /* --data-path words                                  */
     char *const *data_path;

@@ -105,6 +105,9 @@ like "$out" "would create run $TMPD/abl/lr-high with: --train-iters 20 --lr 0.5"
 like "$out" "sbatch --parsable --array=0\\\\,1\\\\,2%3 --job-name=gpt3d-abl --chdir=$TMPD/abl --output=$TMPD/abl/logs/%x-%A_%a.out --open-mode=append --nodes=2 $TMPD/abl/gpt3d-train.sbatch $TMPD/abl" \
     "... submitted as one job array, throttled with %N"
 is "$( [ -e "$TMPD/abl" ] && echo exists || echo absent)" absent "... and creates nothing"
+run submit --dry-run --ablations "$TMPD/abl.txt" "$TMPD/abl" -- --tensorboard-dir "$TMPD/tb/" --tensorboard-dir=tb
+like "$out" "would create run $TMPD/abl/lr-high with: --tensorboard-dir $TMPD/tb/lr-high --tensorboard-dir=tb --lr 0.5" \
+    "an absolute --tensorboard-dir D becomes D/VARIANT, a relative one stays (#34)"
 printf 'a --lr 1\na --lr 2\n' >"$TMPD/dup.txt"
 run submit --dry-run --ablations "$TMPD/dup.txt" "$TMPD/abl" -- --train-iters 20
 is "$rc" 2 "a table naming a variant twice is refused (exit 2)"
@@ -253,6 +256,11 @@ sed -i "/^$arr /d" "$STUB/squeue.db"
 printf '%s_0 RUNNING None\n%s_1 PENDING JobArrayTaskLimit\n%s_2 PENDING JobArrayTaskLimit\n' "$arr" "$arr" "$arr" >>"$STUB/squeue.db"
 run stubbed "$SUBMIT" --summary "$TMPD/study"
 like "$out" "lr-high +queued " "--summary: a variant whose array task is pending is queued, not 'no job'"
+printf '{"event":"start","seq_length":8}\n{"event":"train","iteration":1,"consumed_samples":4,"loss":5.5}\n' \
+    >"$TMPD/study/base/metrics.jsonl"
+run stubbed "$SUBMIT" --summary "$TMPD/study"
+like "$out" "loss curves: $TMPD/study/loss.svg" "--summary draws the variants' loss curves with gpt3d plot (#34)"
+is "$(grep -c 'class="series" data-run="base"' "$TMPD/study/loss.svg" 2>/dev/null)" 1 "... the variant with metrics"
 run stubbed "$SUBMIT" --status "$TMPD/study/short"
 like "$out" "chain:
   ${arr}_2 PENDING JobArrayTaskLimit" "--status: the pending array task is the variant's chain"
