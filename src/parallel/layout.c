@@ -243,6 +243,15 @@ void g3_par_shard(const g3_par_t *par, g3_gpt_config_t *cfg)
     cfg->pp_rank = par->layout.pp_rank;
 }
 
+/* The buffers move on the host groups as fp32 (host-memory backends, and before or after a
+ * GPU backend's groups exist). */
+static void g3_par_buf_host(g3_par_t *par)
+{
+    par->buf = (g3_par_groups_t){ par->tp, par->pp, par->dp, par->emb };
+    par->act = G3_DTYPE_FLOAT32;
+    par->act_esize = 4;
+}
+
 g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topology_file,
                         g3_par_t **par_p, char *why, size_t why_len)
 {
@@ -307,9 +316,7 @@ g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topo
         st = g3_par_group(par, G3_PAR_AXIS_EMB, "emb", G3_COMM_BACKEND_HOST, NULL, &par->emb);
     if (st == G3_OK)
         st = g3_comm_world_group(world, G3_COMM_BACKEND_HOST, &par->all);
-    par->buf = (g3_par_groups_t){ par->tp, par->pp, par->dp, par->emb };
-    par->act = G3_DTYPE_FLOAT32;
-    par->act_esize = 4;
+    g3_par_buf_host(par);
     g3_par_alloc_free(&a);
     if (st != G3_OK) {
         g3_par_free(par);
@@ -332,10 +339,7 @@ void g3_par_free(g3_par_t *par)
 {
     if (!par)
         return;
-    g3_comm_free(par->dev.emb);
-    g3_comm_free(par->dev.dp);
-    g3_comm_free(par->dev.pp);
-    g3_comm_free(par->dev.tp);
+    g3_par_drop_backend(par);
     g3_comm_free(par->all);
     g3_comm_free(par->emb);
     g3_comm_free(par->dp);
@@ -441,9 +445,7 @@ g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dis
     if (par->dev.tp)
         return G3_OK;   /* already made (a second engine on the same layout) */
     if (host_mem && !(force && !strcmp(force, "1"))) {
-        par->buf = (g3_par_groups_t){ par->tp, par->pp, par->dp, par->emb };
-        par->act = G3_DTYPE_FLOAT32;
-        par->act_esize = 4;
+        g3_par_buf_host(par);
         return G3_OK;
     }
     /* host memory with GPT3D_STAGED_HOST=1 (tests: the staged path on the CPU backend) or
@@ -488,6 +490,18 @@ g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dis
     par->act = be->act_dtype == G3_BE_BF16 ? G3_DTYPE_BFLOAT16 : G3_DTYPE_FLOAT32;
     par->act_esize = (int)g3_be_dtype_size(be->act_dtype);
     return G3_OK;
+}
+
+void g3_par_drop_backend(g3_par_t *par)
+{
+    if (!par)
+        return;
+    g3_comm_free(par->dev.emb);
+    g3_comm_free(par->dev.dp);
+    g3_comm_free(par->dev.pp);
+    g3_comm_free(par->dev.tp);
+    par->dev = (g3_par_groups_t){ NULL, NULL, NULL, NULL };
+    g3_par_buf_host(par);
 }
 
 /* ---- tensor-parallel collectives for the model ---------------------------------------------- */

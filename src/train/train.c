@@ -139,6 +139,7 @@ static void g3_trainer_close(g3_trainer_t *tr)
     g3_train_timing_free(tr->timing);
     g3_par_engine_free(tr->eng);
     g3_gpt_free(tr->model);
+    g3_par_drop_backend(tr->cfg->par);   /* its groups use the backend: before closing it */
     g3_be_close(tr->be);
     free(tr->sample);
     free(tr->inputs);
