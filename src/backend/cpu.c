@@ -36,7 +36,6 @@ static g3_status_t g3_cpu_alloc(g3_backend_t *be, size_t bytes, const char *what
     size_t align = bytes >= (4u << 20) ? (2u << 20) : 64;
     int rc;
 
-    (void)be;
     if (bytes == 0)
         bytes = 64;
     rc = posix_memalign(&p, align, bytes);
@@ -50,14 +49,23 @@ static g3_status_t g3_cpu_alloc(g3_backend_t *be, size_t bytes, const char *what
     if (align > 64)
         (void)madvise(p, bytes, MADV_HUGEPAGE);
 #endif
+    __atomic_add_fetch(&((g3_cpu_t *)be->priv)->live, 1, __ATOMIC_RELAXED);
     *ptr_p = p;
     return G3_OK;
 }
 
 static void g3_cpu_free(g3_backend_t *be, void *ptr)
 {
-    (void)be;
+    if (ptr)
+        __atomic_sub_fetch(&((g3_cpu_t *)be->priv)->live, 1, __ATOMIC_RELAXED);
     free(ptr);
+}
+
+/* The staging buffers of staged groups: plain host memory, counted like ->alloc's so that the
+ * order of frees is checked on the CPU as the CUDA backend's page-locked memory needs it. */
+static g3_status_t g3_cpu_host_alloc(g3_backend_t *be, size_t bytes, void **ptr_p)
+{
+    return g3_cpu_alloc(be, bytes, "a host staging buffer", ptr_p);
 }
 
 static void g3_cpu_copy(g3_backend_t *be, void *dst, const void *src, size_t bytes)
@@ -279,6 +287,10 @@ static void g3_cpu_peak(g3_backend_t *be)
 static void g3_cpu_close(g3_backend_t *be)
 {
     g3_cpu_t *cpu = be->priv;
+
+    if (cpu->live != 0)
+        g3_error("bug: the CPU backend is closed while %ld of its buffers are still allocated; whoever holds them must free them before g3_be_close (a GPU backend would crash freeing them later)",
+                 cpu->live);
     free(cpu->kbuf);
     free(be->priv);
     free(be);
@@ -292,6 +304,8 @@ static const g3_backend_ops_t g3_cpu_ops = {
     .download = g3_cpu_copy,
     .zero = g3_cpu_zero,
     .sync = g3_cpu_sync,
+    .host_alloc = g3_cpu_host_alloc,
+    .host_free = g3_cpu_free,
     .embedding_fwd = g3_cpu_embedding_fwd,
     .embedding_bwd = g3_cpu_embedding_bwd,
     .layernorm_fwd = g3_cpu_layernorm_fwd,

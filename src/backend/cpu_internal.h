@@ -42,6 +42,9 @@ typedef struct {
     size_t  kbuf_floats;
     g3_backend_ops_t ops;  /* the table: the plain ops, plus the fused ones with
                             * GPT3D_FUSED_OPS=1                                          */
+    long    live;          /* buffers from ->alloc and ->host_alloc not yet freed: close
+                            * names a caller that frees after the backend is gone (the CUDA
+                            * backend would crash there; the CPU one says so)              */
 } g3_cpu_t;
 
 /* Whether an op over `work` elements is worth a parallel region: below ~32K elements (a few

@@ -309,6 +309,7 @@ void g3_cli_infer_free(g3_cli_infer_t *s)
 {
     g3_par_engine_free(s->eng);
     g3_gpt_free(s->model);
+    g3_par_drop_backend(s->w.par);   /* its groups use the backend: before closing it */
     g3_be_close(s->be);
     g3_infer_ckpt_info_free(s->info);
     g3_cli_world_free(&s->w);

@@ -243,6 +243,15 @@ void g3_par_shard(const g3_par_t *par, g3_gpt_config_t *cfg)
     cfg->pp_rank = par->layout.pp_rank;
 }
 
+/* The buffers move on the host groups as fp32 (host-memory backends, and before or after a
+ * GPU backend's groups exist). */
+static void g3_par_buf_host(g3_par_t *par)
+{
+    par->buf = (g3_par_groups_t){ par->tp, par->pp, par->dp, par->emb };
+    par->act = G3_DTYPE_FLOAT32;
+    par->act_esize = 4;
+}
+
 g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topology_file,
                         g3_par_t **par_p, char *why, size_t why_len)
 {
@@ -307,9 +316,7 @@ g3_status_t g3_par_init(g3_comm_world_t *world, int tp, int pp, const char *topo
         st = g3_par_group(par, G3_PAR_AXIS_EMB, "emb", G3_COMM_BACKEND_HOST, NULL, &par->emb);
     if (st == G3_OK)
         st = g3_comm_world_group(world, G3_COMM_BACKEND_HOST, &par->all);
-    par->buf = (g3_par_groups_t){ par->tp, par->pp, par->dp, par->emb };
-    par->act = G3_DTYPE_FLOAT32;
-    par->act_esize = 4;
+    g3_par_buf_host(par);
     g3_par_alloc_free(&a);
     if (st != G3_OK) {
         g3_par_free(par);
@@ -332,10 +339,7 @@ void g3_par_free(g3_par_t *par)
 {
     if (!par)
         return;
-    g3_comm_free(par->dev.emb);
-    g3_comm_free(par->dev.dp);
-    g3_comm_free(par->dev.pp);
-    g3_comm_free(par->dev.tp);
+    g3_par_drop_backend(par);
     g3_comm_free(par->all);
     g3_comm_free(par->emb);
     g3_comm_free(par->dp);
@@ -386,14 +390,15 @@ static void g3_par_host_free(void *ctx, void *ptr)
     be->ops->host_free(be, ptr);
 }
 
-/* NCCL runs one rank per GPU: refuse (on every rank, logged by world rank 0) a layout in
- * which two ranks of one node hold the same device.  Collective over the world. */
-static g3_status_t g3_par_check_gpu_sharing(g3_par_t *par, const g3_backend_t *be)
+/* Which devices the ranks' buffers live on (collective over the world): OUT par->devices, the
+ * distinct (host, device) pairs.  With `nccl` (NCCL runs one rank per GPU) a layout in which
+ * two ranks of one node hold the same device is refused on every rank, logged by world rank 0. */
+static g3_status_t g3_par_find_devices(g3_par_t *par, const g3_backend_t *be, int nccl)
 {
     typedef struct { char host[256]; char device[64]; } g3_par_dev_blob_t;
     g3_par_dev_blob_t mine, *all;
     g3_comm_exchange_t *x = NULL;
-    int size = par->layout.world_size, a = -1, b = -1;
+    int size = par->layout.world_size, a = -1, b = -1, distinct = 0;
     g3_status_t st;
 
     all = calloc((size_t)size, sizeof(*all));
@@ -413,21 +418,34 @@ static g3_status_t g3_par_check_gpu_sharing(g3_par_t *par, const g3_backend_t *b
             memcpy(&all[r], blob, sizeof(mine));
     }
     g3_comm_exchange_free(x);
-    for (int i = 0; i < size && st == G3_OK && a < 0; i++)
-        for (int j = i + 1; j < size && a < 0; j++)
+    for (int i = 0; i < size && st == G3_OK; i++) {
+        int first = 1;
+        for (int j = 0; j < i && first; j++)
             if (all[i].device[0] && !strcmp(all[i].device, all[j].device) &&
                 !strcmp(all[i].host, all[j].host)) {
-                a = i;
-                b = j;
+                first = 0;
+                if (a < 0) {
+                    a = j;
+                    b = i;
+                }
             }
-    if (a >= 0) {
+        distinct += first;
+    }
+    if (st == G3_OK && nccl && a >= 0) {
         if (par->layout.world_rank == 0)
             g3_error("--distributed-backend nccl: world ranks %d and %d share the GPU %s on %s, and NCCL runs one rank per GPU; start at most one rank per GPU (or give each rank its own GPU with CUDA_VISIBLE_DEVICES), or pass --distributed-backend ucx to move the device tensors through host memory",
                      a, b, all[a].device, all[a].host);
         st = G3_ERR_USAGE;   /* the layout asked for: exit 2 */
     }
+    if (st == G3_OK)
+        par->devices = distinct;
     free(all);
     return st;
+}
+
+int g3_par_devices(const g3_par_t *par)
+{
+    return par->devices;
 }
 
 g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dist_t dist)
@@ -441,9 +459,7 @@ g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dis
     if (par->dev.tp)
         return G3_OK;   /* already made (a second engine on the same layout) */
     if (host_mem && !(force && !strcmp(force, "1"))) {
-        par->buf = (g3_par_groups_t){ par->tp, par->pp, par->dp, par->emb };
-        par->act = G3_DTYPE_FLOAT32;
-        par->act_esize = 4;
+        g3_par_buf_host(par);
         return G3_OK;
     }
     /* host memory with GPT3D_STAGED_HOST=1 (tests: the staged path on the CPU backend) or
@@ -453,11 +469,9 @@ g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dis
         g3_error("--device %s with %d ranks needs NCCL for the tensor-, pipeline- and data-parallel groups, and this gpt3d was built without it; reconfigure with NCCL (configure --with-nccl=DIR), pass --distributed-backend ucx, or use --device cpu", be->name, par->layout.world_size);
         return G3_ERR_UNSUPPORTED;
     }
-    if (!staged) {
-        st = g3_par_check_gpu_sharing(par, be);
-        if (st != G3_OK)
-            return st;
-    }
+    st = g3_par_find_devices(par, be, !staged);
+    if (st != G3_OK)
+        return st;
     if (be->ops->host_alloc && be->ops->host_free) {
         mem.host_alloc = g3_par_host_alloc;
         mem.host_free = g3_par_host_free;
@@ -488,6 +502,19 @@ g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dis
     par->act = be->act_dtype == G3_BE_BF16 ? G3_DTYPE_BFLOAT16 : G3_DTYPE_FLOAT32;
     par->act_esize = (int)g3_be_dtype_size(be->act_dtype);
     return G3_OK;
+}
+
+void g3_par_drop_backend(g3_par_t *par)
+{
+    if (!par)
+        return;
+    g3_comm_free(par->dev.emb);
+    g3_comm_free(par->dev.dp);
+    g3_comm_free(par->dev.pp);
+    g3_comm_free(par->dev.tp);
+    par->dev = (g3_par_groups_t){ NULL, NULL, NULL, NULL };
+    par->devices = 0;
+    g3_par_buf_host(par);
 }
 
 /* ---- tensor-parallel collectives for the model ---------------------------------------------- */

@@ -133,6 +133,15 @@ typedef enum {
  * (logged by world rank 0, naming --distributed-backend ucx) when ranks share a GPU under
  * NCCL; comm errors (logged). */
 g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dist_t dist);
+/* RET: how many distinct devices (host, GPU) hold the ranks' buffers after g3_par_set_backend
+ * for a GPU backend (several ranks may share one with --distributed-backend ucx); 0 for a
+ * host-memory backend.  The trainer's MFU counts these GPUs' peaks. */
+int g3_par_devices(const g3_par_t *par);
+/* Undo g3_par_set_backend: free the groups made for the backend's buffers (NCCL communicators
+ * live in the backend's CUDA context; staged groups hold page-locked buffers of the backend)
+ * and move the buffers back to the host groups.  Whoever closes the backend calls this first:
+ * the layout outlives the backend, and the groups must not.  Safe when none were made. */
+void g3_par_drop_backend(g3_par_t *par);
 
 /* The tensor-parallel collectives for g3_gpt_set_tp_comm.  OUT: *comm */
 void g3_par_tp_comm(g3_par_t *par, g3_gpt_tp_comm_t *comm);

@@ -26,6 +26,8 @@ struct g3_par {
                                   * the host groups                                      */
     g3_comm_dtype_t  act;        /* activations on the wire: FLOAT32 or BFLOAT16        */
     int              act_esize;  /* bytes per activation element                         */
+    int              devices;    /* distinct devices holding the buffers (GPU backends:
+                                  * g3_par_set_backend), 0 for host memory                */
 };
 
 /* Tensors adjacent in the flat buffer with the same weight decay, updated in one pass. */

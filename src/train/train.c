@@ -205,6 +205,7 @@ static void g3_trainer_close(g3_trainer_t *tr)
     g3_train_timing_free(tr->timing);
     g3_par_engine_free(tr->eng);
     g3_gpt_free(tr->model);
+    g3_par_drop_backend(tr->cfg->par);   /* its groups use the backend: before closing it */
     g3_be_close(tr->be);
     free(tr->sample);
     free(tr->inputs);
@@ -375,8 +376,10 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     }
 }
 
-/* The peak of the whole job: the backend's per-thread peak times the threads of every rank,
- * at most the CPUs of each node (ranks sharing cores do not add to it). */
+/* The peak of the whole job: for a GPU backend the device's peak times the distinct devices
+ * (ranks sharing a GPU with --distributed-backend ucx do not add to it); for the CPU the
+ * backend's per-thread peak times the threads of every rank, at most the CPUs of each node
+ * (ranks sharing cores do not add to it). */
 static double g3_trainer_peak(const g3_trainer_t *tr)
 {
     const g3_par_layout_t *l;
@@ -386,6 +389,8 @@ static double g3_trainer_peak(const g3_trainer_t *tr)
     l = tr->layout;
     if (l->world_size == 1 || tr->be->nthreads < 1)
         return tr->be->peak_flops;
+    if (!tr->be->host_memory && g3_par_devices(tr->cfg->par) > 0)
+        return tr->be->peak_flops * g3_par_devices(tr->cfg->par);
     per_thread = tr->be->peak_flops / tr->be->nthreads;
     threads = (double)tr->be->nthreads * l->ranks_per_node;
     ncpu = sysconf(_SC_NPROCESSORS_ONLN);

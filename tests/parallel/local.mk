@@ -6,6 +6,8 @@ check_PROGRAMS += tests/parallel/grad_check
 # grad_check parses the dumps itself, with no gpt3d code: it links libm only.
 tests_parallel_grad_check_LDADD = -lm
 G3_SH_TESTS += tests/parallel/test_parallel_equiv.sh tests/parallel/test_parallel_errors.sh
+# grad_check's own checks, on dumps the test writes.
+G3_SH_TESTS += tests/parallel/test_grad_check.sh
 # Under srun --mpi=pmix on the private Slurm cluster (skips where none can start).
 G3_SH_TESTS += tests/parallel/test_parallel_slurm.sh
 LONG_TESTS += tests/parallel/bench_parallel.sh

@@ -21,7 +21,16 @@
 # layouts run again over NCCL (one rank per GPU), with 8 GPUs the 8-rank ones.
 #
 # Tolerances (each layout against the one-GPU run; the reasoning, docs/comm.md):
-#   * loss of every iteration within 0.05 nats of one GPU and 0.1 of the CPU.  What differs
+#   * loss of every iteration within 0.05 nats of one GPU, and of iterations 1-5 within 0.01
+#     of the CPU.  Against the CPU only the warm-up is compared: at lr 3e-3 this tiny model is
+#     at the edge of stability, and bf16 rounding alone decides whether and when a loss spike
+#     comes.  tests/parallel/bf16_gap.py trains the same shape in PyTorch in fp32 and with
+#     every activation and activation gradient rounded to bf16 (the CUDA precision policy):
+#     over 8 seeds the largest gap of iterations 1-5 was 0.0015 nats, that of the whole 20
+#     iterations 0.003 to 6.6 (a spike in one run and not the other; docs/cuda.md, "bf16
+#     against the CPU").  The GPU runs of 2026-11-26 were 0.13-0.17 nats from the CPU over 20
+#     iterations (the same shape at lr 1e-3 on GPT-2's vocabulary: 0.0015).  A wrong kernel
+#     shows from iteration 1.  What differs
 #     from the one-GPU run: (a) TP sums two bf16 partial products in bf16 (one extra rounding,
 #     <= 2^-9 relative, per element of the row-parallel outputs of each layer, forward and
 #     backward), where one GPU rounds the whole product once; (b) DP, PP's tied embedding and
@@ -29,12 +38,15 @@
 #     bf16 working copy of a weight near a rounding boundary may round the other way.  The
 #     CPU-vs-one-GPU gap (fp32 vs bf16 activations: all of (a) on every op) was 0.0023 nats
 #     over 50 iterations on an H100 (issue 17), so 0.05 bounds (a)+(b) with a margin of 20;
-#     the CPU comparison keeps test_cuda_train.sh's 0.1;
 #   * gradients of step 1 (assembled from every rank's dump) within 5e-2 of max|grad| per
 #     tensor of the one-GPU run (bf16 activation gradients: 2^-8 relative per element, summed
 #     over B x T rows), every element present, replicated copies bitwise equal (every member
 #     of a group gets the same sum: the host reduces each block on one rank and copies it);
-#   * parameters after 20 steps: replicated copies bitwise equal, within 0.1 of one GPU;
+#   * parameters after 20 steps: replicated copies bitwise equal, within 0.1 of one GPU, but
+#     for the key third of each attention.qkv.bias: adding a constant to every score of a
+#     softmax row changes nothing, so its gradient is rounding noise that AdamW turns into
+#     steps of up to about lr (relative errors 0.24-0.87 on 2026-11-26, in every layout, DP 2
+#     too); it is held to twice the sum of the learning rates, grad_check --key-bias-abs;
 #   * overlap on vs off (the same buckets): gradients and parameters bitwise equal (the
 #     non-blocking collectives reduce in rank order whenever they start).
 # These tolerances still have to be confirmed on a GPU (docs/cuda.md, Status).
@@ -103,13 +115,27 @@ par_train cpu 0 --device cpu
 is "$rc" 0 "the CPU reference run exits 0"
 par_train gpu1 0 --device cuda
 is "$rc" 0 "the one-GPU run exits 0"
-# shellcheck disable=SC2046
-set -- $(par_maxdiff "$TMPD/cpu.jsonl" "$TMPD/gpu1.jsonl" loss train abs)
-if [ "$#" -eq 2 ] && [ "$2" -eq 20 ] && par_within "$1" 0.1; then
-    tap_result 0 "one GPU: loss curve within 0.1 nats of the CPU (max $1)"
-else
-    tap_result 1 "one GPU: loss curve within 0.1 nats of the CPU ($*)"
-fi
+# first5 NAME: the first 5 training records of NAME's metrics, as $TMPD/NAME.first5.jsonl
+first5() {
+    awk '/"event":"train"/ && n++ < 5' "$TMPD/$1.jsonl" > "$TMPD/$1.first5.jsonl"
+}
+# against_cpu NAME: iterations 1-5 of NAME within 0.01 nats of the CPU's (see the top)
+against_cpu() {
+    first5 "$1"
+    # shellcheck disable=SC2046
+    set -- $(par_maxdiff "$TMPD/cpu.first5.jsonl" "$TMPD/$1.first5.jsonl" loss train abs) "$1"
+    if [ "$#" -eq 3 ] && [ "$2" -eq 5 ] && par_within "$1" 0.01; then
+        tap_result 0 "$3: iterations 1-5 within 0.01 nats of the CPU (max $1)"
+    else
+        tap_result 1 "$3: iterations 1-5 within 0.01 nats of the CPU ($*)"
+    fi
+}
+first5 cpu
+against_cpu gpu1
+
+# The key third of each qkv bias: two runs may differ by up to the sum of the learning rates
+# each (AdamW's steps on the rounding noise of a zero gradient, grad_check.c), so twice that
+keyb=$(awk -F'"lr":' '/"event":"train"/ { split($2, a, /[,}]/); s += a[1] } END { printf "%.4g", 2 * s }' "$TMPD/gpu1.jsonl")
 
 # compare NAME: the layout against the one-GPU run and the CPU run (4 checks)
 compare() {
@@ -121,18 +147,12 @@ compare() {
         tap_result 1 "$3: loss curve within 0.05 nats of one GPU ($*)"
     fi
     _n=$3
-    # shellcheck disable=SC2046
-    set -- $(par_maxdiff "$TMPD/cpu.jsonl" "$TMPD/$_n.jsonl" loss train abs)
-    if [ "$#" -eq 2 ] && [ "$2" -eq 20 ] && par_within "$1" 0.1; then
-        tap_result 0 "$_n: loss curve within 0.1 nats of the CPU (max $1)"
-    else
-        tap_result 1 "$_n: loss curve within 0.1 nats of the CPU ($*)"
-    fi
+    against_cpu "$_n"
     gout=$("$check" --tol 5e-2 "$TMPD/gpu1" "$TMPD/$_n" 2>&1) && grc=0 || grc=$?
     is "$grc" 0 "$_n: gradients of step 1 within 5e-2 of one GPU, every element, copies bitwise equal ($(printf '%s\n' "$gout" | tail -n 1))"
     [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -8 | sed 's/^/#   /'
-    gout=$("$check" --what params --tol 0.1 "$TMPD/gpu1" "$TMPD/$_n" 2>&1) && grc=0 || grc=$?
-    is "$grc" 0 "$_n: parameters after 20 steps: replicated copies bitwise equal, within 0.1 of one GPU"
+    gout=$("$check" --what params --tol 0.1 --key-bias-abs "$keyb" "$TMPD/gpu1" "$TMPD/$_n" 2>&1) && grc=0 || grc=$?
+    is "$grc" 0 "$_n: parameters after 20 steps: replicated copies bitwise equal, within 0.1 of one GPU (key biases within $keyb)"
     [ "$grc" -eq 0 ] || printf '%s\n' "$gout" | grep -v '^ok' | head -8 | sed 's/^/#   /'
 }
 
@@ -180,6 +200,17 @@ for name in u_tp2pp2dp2 u_zero_tp2pp2dp2; do
     is "$rc" 0 "$name: 8 ranks on one GPU (--distributed-backend ucx) exit 0"
     compare "$name"
 done
+
+# interleaved 1F1B (TP 2 x PP 2 x V 2, 4 ranks) and sequence parallelism (TP 2 x PP 2 x DP 2,
+# 8 ranks), every rank on GPU 0
+# shellcheck disable=SC2086
+par_train u_tp2pp2v2 4 --device cuda $UCX "$T" 2 "$P" 2 --virtual-pipeline-model-parallel-size 2
+is "$rc" 0 "u_tp2pp2v2: interleaved 1F1B, 4 ranks on one GPU (--distributed-backend ucx) exit 0"
+compare u_tp2pp2v2
+# shellcheck disable=SC2086
+par_train u_sp_tp2pp2dp2 8 --device cuda $UCX "$T" 2 "$P" 2 --sequence-parallel
+is "$rc" 0 "u_sp_tp2pp2dp2: --sequence-parallel, 8 ranks on one GPU (--distributed-backend ucx) exit 0"
+compare u_sp_tp2pp2dp2
 
 # the TP 2 x PP 2 x DP 2 run stopped at iteration 10, resumed as one rank (TP 1 x PP 1)
 # shellcheck disable=SC2086
