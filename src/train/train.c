@@ -747,7 +747,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
 {
     g3_trainer_t tr;
     g3_gpt_config_t mcfg = cfg->model;
-    g3_train_result_t res = { 0, 0, NAN, NAN };
+    g3_train_result_t res = { 0, 0, NAN, NAN, 0 };
     int64_t consumed = 0, mdp = cfg->micro_batch_size * (cfg->dp_size > 0 ? cfg->dp_size : 1);
     g3_trainer_stats_t sx = { 0.0, 0.0, 0.0, 0, 0 };
     int have_valid;
@@ -764,6 +764,10 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
     g3_trainer_banner(&tr, &mcfg);
     if (cfg->load_dir) {
         st = g3_trainer_resume(&tr, &start_it, &consumed, &saved_it, &res);
+        /* a damaged or missing checkpoint (not a run that disagrees with it: that is a
+         * usage error, 2) stays damaged: say so with its own exit code */
+        res.resume_failed = st == G3_ERR_FORMAT || st == G3_ERR_IO || st == G3_ERR_NOT_FOUND ||
+                            st == G3_ERR_VERSION;
         if (st != G3_OK)
             goto out;
     }
