@@ -50,7 +50,7 @@ like "$(sed -n 2p "$run_ex/attempts.tsv" | cut -f11)" "nodes the run excludes, o
 like "$(cat "$run_ex"/logs/*)" "this job got n2, which the run excludes \(Slurm reports it DOWN after attempt 1 of job 1\)" \
     "the job log says so, with the reason of the exclusion"
 # started_on RUN: every node the test double started on, one per line.
-started_on() { awk '{print $6}' "$1/fake-starts.log" 2>/dev/null | while read -r l; do scontrol show hostnames "$l"; done; }
+started_on() { awk '{print $7}' "$1/fake-starts.log" 2>/dev/null | while read -r l; do scontrol show hostnames "$l"; done; }
 ran_on=$(started_on "$run_ex" | sort -u | tr '\n' ' ') || true
 sub_check "the trainer never ran on n2 (it ran on: $ran_on)" "$run_ex" sh -c "[ -n '$ran_on' ] && ! echo '$ran_on' | grep -qw n2"
 
