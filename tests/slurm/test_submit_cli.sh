@@ -129,8 +129,8 @@ like "$out" "neither an ablation directory" "... and says so"
 # sbatch prints a new job id (and remembers it as queued); squeue reports the
 # jobs of $STUB/squeue.db ("ID STATE REASON" lines; an array's tasks are
 # "ARRAY_K ..."); scontrol reports TmpFS=$TMPD/nodelocal and the jobs of
-# $STUB/scontrol.db ("ID key=value..." lines); column fails, as where it is not
-# installed.
+# $STUB/scontrol.db ("ID key=value..." lines); scancel does nothing; column fails, as
+# where it is not installed.
 STUB=$TMPD/stub
 mkdir -p "$STUB"
 : >"$STUB/squeue.db"
@@ -180,6 +180,7 @@ case "$*" in
 esac
 EOS
 printf '#!/bin/sh\nexit 1\n' >"$STUB/column"
+printf '#!/bin/sh\nexit 0\n' >"$STUB/scancel"
 chmod +x "$STUB"/*
 stubbed() { env PATH="$STUB:$top_builddir/src:$PATH" STUB_TMPFS="$TMPD/nodelocal" "$@"; }
 
@@ -242,6 +243,28 @@ is "$(printf '%s\n' "$out" | grep -c '^running:')" 0 "... and no 'running' line"
 like "$out" "job 77 ended FAILED \(JobLaunchFailure\) without writing its log $TMPD/st/logs/gpt3d-st-77.out" \
     "a job that died before writing its log is named, with a hint at node-local storage (#14.8)"
 like "$out" "not node-local /tmp" "... naming the likely cause"
+
+# A chain with no job left in the queue (all cancelled, or all died at launch): --status
+# says the run is not running and how to resume it; a chain whose jobs can never start
+# (BadConstraints: its exclusions leave too few nodes) is stuck (#32.6, #32.2).
+stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --create-only "$TMPD/gone" -- --train-iters 5 >/dev/null
+printf '901\n902\n' >"$TMPD/gone/chain"
+run stubbed "$SUBMIT" --status "$TMPD/gone"
+like "$out" "state: +not running: no job of its chain is queued or running .*resume it from the last checkpoint with: gpt3d-submit $TMPD/gone" \
+    "--status: a chain with no job queued or running is 'not running', with the command that resumes it"
+echo n3 >"$TMPD/gone/excluded-nodes"
+echo "902 PENDING BadConstraints" >>"$STUB/squeue.db"
+run stubbed "$SUBMIT" --status "$TMPD/gone"
+like "$out" "state: +stuck: the chain's jobs can never start \(902 BadConstraints: the run excludes n3, leaving too few nodes\); once the nodes are repaired, resume with: gpt3d-submit --clear-exclusions $TMPD/gone" \
+    "--status: a chain whose jobs can never start is 'stuck', naming the exclusions and --clear-exclusions"
+run stubbed "$SUBMIT" --clear-exclusions "$TMPD/gone"
+like "$out" "cancelling jobs of the broken chain that can never start: 902" "re-running gpt3d-submit cancels the stuck job"
+like "$out" "forgetting the excluded nodes n3" "... --clear-exclusions forgets the exclusions"
+like "$out" "submitted a chain of 3 jobs" "... and submits a new chain"
+is "$( [ -e "$TMPD/gone/excluded-nodes" ] && echo kept || echo gone)" gone "... without the excluded node"
+run "$SUBMIT" --load-fallback "$TMPD/gone"
+is "$rc" 2 "--load-fallback without --retry is a usage error"
+like "$out" "--load-fallback goes with --retry" "... saying so"
 
 # A variant whose array task is still held back by the throttle is a job of
 # its chain (#14.3).
