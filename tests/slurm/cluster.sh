@@ -183,8 +183,9 @@ g3c_pid_alive() {
 
 # g3c_children PID: the process's children, one id per line.
 g3c_children() {
-    local c
-    read -r -a c <"/proc/$1/task/$1/children" 2>/dev/null || return 0
+    local c=()
+    # (The file ends without a newline: read reports end of file after the list.)
+    read -r -a c <"/proc/$1/task/$1/children" 2>/dev/null || true
     if [ "${#c[@]}" -gt 0 ]; then printf '%s\n' "${c[@]}"; fi
 }
 
