@@ -18,6 +18,12 @@ submit() { "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" "$@";
 run "$SUBMIT" --help
 is "$rc" 0 "--help exits 0"
 like "$out" "Usage: gpt3d-submit \[OPTIONS\] RUN_DIR" "--help shows the usage"
+maxf=$(sed -n 's/^G3_MAX_FAILURES_DEFAULT=\([0-9]*\) .*/\1/p' "$top_srcdir/sbatch/gpt3d-train.sbatch")
+like "$out" "progress \(default $maxf\)" "--help gives the job script's default of --max-failures ($maxf), made from one line"
+is "$(sed -n 's/^G3_LIVE_STATES=//p' "$SUBMIT")" "$(sed -n 's/^G3_LIVE_STATES=//p' "$top_srcdir/sbatch/gpt3d-train.sbatch")" \
+    "gpt3d-submit has the job script's list of live job states, made from it"
+is "$(grep -c 'PENDING|RUNNING' "$top_srcdir/sbatch/gpt3d-submit.in" "$top_srcdir/sbatch/gpt3d-train.sbatch" | cut -d: -f2 | tr '\n' ' ')" "0 0 " \
+    "... and neither script spells out a list of its own"
 run "$SUBMIT" --version
 like "$out" "^gpt3d-submit \(gpt3d\) [0-9]+\.[0-9]+\.[0-9]+$" "--version names the version"
 
