@@ -198,12 +198,15 @@ g3c_node_init() {
 }
 
 # g3c_node_inits: the inits of every live node namespace of this cluster, the
-# slurmd-NODE records and those of earlier incarnations (slurmd-NODE.K).
+# slurmd-NODE records and those of earlier incarnations (slurmd-NODE.K), less
+# those of crashed nodes (g3c_kill_node --crash: their processes stay frozen).
 g3c_node_inits() {
-    local f
+    local f name
     for f in "$G3C_DIR"/pids/slurmd-*; do
         [ -e "$f" ] || continue
-        g3c_node_init "${f##*/}"
+        name=${f##*/}
+        if [ -e "$G3C_DIR/pids/crashed-${name#slurmd-}" ]; then continue; fi
+        g3c_node_init "$name"
     done
 }
 
@@ -254,11 +257,24 @@ g3c_write_config() {
         echo "MinJobAge=600"
         echo "TmpFS=/tmp"
         echo "JobRequeue=1"
+        echo "TaskProlog=$G3C_DIR/etc/task-prolog"
         for ((i = 0; i < n; i++)); do
             echo "NodeName=${names[i]} NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((ctld_port + 1 + i)) CPUs=$cpus RealMemory=1000 State=UNKNOWN"
         done
         echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
     } >"$G3C_DIR/etc/slurm.conf"
+    # The nodes share one kernel but not their process ids (a PID namespace each): UCX
+    # would take two nodes for one host and connect their ranks through shared memory
+    # found by process id (cma, posix), which fails across the namespaces ("Endpoint
+    # timeout").  Tasks get UCX_TLS=tcp,self unless the job sets UCX_TLS itself: between
+    # the nodes of a real cluster UCX uses the network too.
+    # shellcheck disable=SC2016  # the prolog's own variables
+    {
+        echo '#!/bin/sh'
+        echo '# TaskProlog of the private test cluster (tests/slurm/cluster.sh): "export" lines set the task environment.'
+        echo '[ -n "${UCX_TLS:-}" ] || echo "export UCX_TLS=tcp,self"'
+    } >"$G3C_DIR/etc/task-prolog"
+    chmod 755 "$G3C_DIR/etc/task-prolog"
     {
         echo "# Leaf switches of $per nodes under one top switch."
         for ((i = 0; i < n; i += per)); do
@@ -289,9 +305,19 @@ g3c_start_node() {
                      case " $keep " in *" $top "*) ;; *) keep="$keep $top" ;; esac ;;
         esac
     done
-    # A previous slurmd of this node whose namespace still runs (its slurmd
-    # was killed without --crash: its job steps go on) keeps its record under
-    # another name, for g3c_stop.
+    # A crashed node (g3c_kill_node --crash) starts afresh: what was frozen in
+    # its namespace ends with its init.  A previous slurmd of this node whose
+    # namespace still runs (its slurmd was killed without --crash: its job
+    # steps go on) keeps its record under another name, for g3c_stop.
+    if [ -e "$G3C_DIR/pids/crashed-$node" ]; then
+        local init
+        init=$(g3c_node_init "slurmd-$node")
+        if [ -n "$init" ]; then
+            kill -KILL "$init" 2>/dev/null || true
+            g3c_wait 10 g3c_not_running "$init" || true
+        fi
+        rm -f "$G3C_DIR/pids/crashed-$node"
+    fi
     if g3c_pid_alive "slurmd-$node"; then
         local k=1
         while [ -e "$G3C_DIR/pids/slurmd-$node.$k" ]; do k=$((k + 1)); done
@@ -330,23 +356,40 @@ g3c_node_slurmd() {
 }
 g3c_node_slurmd_up() { [ -n "$(g3c_node_slurmd "$1")" ]; }
 
+# g3c_descendants PID: every descendant of PID, parents before children.
+g3c_descendants() {
+    local queue=("$1") p c
+    while [ "${#queue[@]}" -gt 0 ]; do
+        p=${queue[0]}
+        queue=("${queue[@]:1}")
+        for c in $(g3c_children "$p"); do
+            echo "$c"
+            queue+=("$c")
+        done
+    done
+}
+
 # g3c_kill_node NODE [--crash]: kill NODE's slurmd (SIGKILL), leaving its
-# running job steps alone; with --crash kill the init of the node's PID
-# namespace, which ends every process in it (its slurmstepd and tasks), as a
-# node crash would.
+# running job steps alone; with --crash also freeze (SIGSTOP) every other
+# process of the node (its slurmstepd and tasks: the descendants of the init
+# of its PID namespace), as a crashed machine stops answering without closing
+# its connections (killing them would let the kernel reset their sockets, and
+# the peers on other nodes would see the failure at once, sooner than any real
+# crash lets them).  The frozen processes end when the node is started again
+# (g3c_start_node) or the cluster stops.
 g3c_kill_node() {
-    local pid init
+    local pid init p
+    if [ "${2:-}" = "--crash" ]; then
+        init=$(g3c_node_init "slurmd-$1")
+        if [ -n "$init" ]; then
+            for p in $(g3c_descendants "$init"); do kill -STOP "$p" 2>/dev/null || true; done
+            : >"$G3C_DIR/pids/crashed-$1"
+        fi
+    fi
     pid=$(g3c_node_slurmd "$1")
     if [ -n "$pid" ]; then
         kill -KILL "$pid" 2>/dev/null || true
         g3c_wait 10 g3c_not_running "$pid" || true
-    fi
-    if [ "${2:-}" = "--crash" ]; then
-        init=$(g3c_node_init "slurmd-$1")
-        if [ -n "$init" ]; then
-            kill -KILL "$init" 2>/dev/null || true
-            g3c_wait 10 g3c_not_running "$init" || true
-        fi
     fi
 }
 
