@@ -416,7 +416,7 @@ g3c_node_procs() {
 }
 
 # g3c_signal_procs SIGNAL NAME: send SIGNAL to every process called NAME
-# (its comm) in any node's mount namespace: the job steps' tasks.  Tests use
+# (its comm) in a node that is not crashed (g3c_node_procs): the job steps' tasks.  Tests use
 # STOP and CONT to hold a running trainer still while they act on the
 # cluster, so that what they do happens during training however fast or
 # slow the machine is.
@@ -444,7 +444,7 @@ g3c_procs_have_pending() {
     [ "$n" -gt 0 ]
 }
 
-# g3c_procs_stopped NAME N: at least N processes called NAME in the nodes' namespaces, every
+# g3c_procs_stopped NAME N: at least N processes called NAME of the nodes (g3c_node_procs), every
 # one of them stopped (state T: a trainer that stopped itself at
 # GPT3D_DEBUG_STOP_AFTER_ITERATION): a state to wait for.
 g3c_procs_stopped() {
