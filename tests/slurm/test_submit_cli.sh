@@ -364,6 +364,15 @@ like "$out" "usage: sbatch \[OPTIONS\] gpt3d-train.sbatch RUN_DIR" "... with its
 run bash "$JOB" "$TMPD/notrun"
 is "$rc" 1 "gpt3d-train.sbatch on a directory that is not a run exits 1"
 like "$out" "not a gpt3d run directory" "... and says so"
+# The job script's names for gpt3d's exit codes are the enum's (src/core/status.h), as a
+# table is kept in step with its enum: every code but 1 (failure), the same values.
+codes_h="" codes_job=""
+for name in $(sed -n 's/^ *G3_EXIT_\([A-Z_]*\) *= *[0-9]*.*/\1/p' "$top_srcdir/src/core/status.h"); do
+    [ "$name" != FAILURE ] || continue
+    codes_h="$codes_h $name=$(sed -n "s/^ *G3_EXIT_$name *= *\([0-9]*\).*/\1/p" "$top_srcdir/src/core/status.h")"
+    codes_job="$codes_job $name=$(grep '^G3_EXIT_OK=' "$JOB" | tr ' ' '\n' | sed -n "s/^G3_EXIT_$name=//p")"
+done
+is "$codes_job" "$codes_h" "the job script's exit codes are those of src/core/status.h ($codes_h)"
 run grep -c '^#SBATCH' "$JOB"
 sbatch_lines=$out
 run grep -Ec '^#SBATCH [^#]+ # [A-Za-z]' "$JOB"
