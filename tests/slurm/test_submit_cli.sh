@@ -367,11 +367,11 @@ like "$out" "not a gpt3d run directory" "... and says so"
 # The job script's names for gpt3d's exit codes are the enum's (src/core/status.h), as a
 # table is kept in step with its enum: every code but 1 (failure), the same values.
 codes_h="" codes_job=""
-for name in $(sed -n 's/^ *G3_EXIT_\([A-Z_]*\) *= *[0-9]*.*/\1/p' "$top_srcdir/src/core/status.h"); do
+while read -r name value; do
     [ "$name" != FAILURE ] || continue
-    codes_h="$codes_h $name=$(sed -n "s/^ *G3_EXIT_$name *= *\([0-9]*\).*/\1/p" "$top_srcdir/src/core/status.h")"
+    codes_h="$codes_h $name=$value"
     codes_job="$codes_job $name=$(grep '^G3_EXIT_OK=' "$JOB" | tr ' ' '\n' | sed -n "s/^G3_EXIT_$name=//p")"
-done
+done < <(sed -n 's/^ *G3_EXIT_\([A-Z_]*\) *= *\([0-9]*\).*/\1 \2/p' "$top_srcdir/src/core/status.h")
 is "$codes_job" "$codes_h" "the job script's exit codes are those of src/core/status.h ($codes_h)"
 run grep -c '^#SBATCH' "$JOB"
 sbatch_lines=$out
