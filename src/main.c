@@ -46,7 +46,8 @@ static void g3_print_usage(FILE *out)
     fprintf(out, "  %-11s %s\n", "help", "Show this list, or 'gpt3d help COMMAND' for a command's flags.");
     fprintf(out, "\n'gpt3d --version' prints the version and the features built in.\n"
                  "Exit codes: 0 success, 1 failure, 2 usage error, 75 checkpoint saved on request\n"
-                 "(requeue the job), 76 distributed timeout, 79 non-finite loss; see gpt3d(1).\n");
+                 "(requeue the job), 76 distributed timeout, 78 the checkpoint to resume from cannot be\n"
+                 "loaded, 79 non-finite loss; see gpt3d(1).\n");
 }
 
 static const g3_command_t *g3_find_command(const char *name)

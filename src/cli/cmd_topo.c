@@ -581,6 +581,8 @@ have_topo:
         printf("allocation: %s from %s\n", hl, job.what);
         printf("topology: %s: %d switches, %d level%s, %d leaf switches in use\n", topo->source,
                topo->nswitches, topo->levels, topo->levels == 1 ? "" : "s", used);
+        printf("search: %d candidate layouts scored, %ld slot visits for %d slots of TP ranks\n",
+               plans[0]->candidates, plans[0]->steps, plans[0]->world / plans[0]->tp);
     }
     g3_print_plan(topo, plans[0], g3_opts_bool(o, "summary"));
     g3_print_traffic(topo, plans, &model);

@@ -347,7 +347,7 @@ agree:
     }
 
     st = g3_train_run(&cfg, &res);
-    rc = g3_status_exit_code(st);
+    rc = res.resume_failed ? G3_EXIT_CKPT_LOAD : g3_status_exit_code(st);
     if (st != G3_OK && st != G3_ERR_NUMERIC && st != G3_ERR_INTERRUPTED)
         g3_cli_world_fail(&w, rc, st);   /* the other ranks may be waiting for this one */
 out:

@@ -35,6 +35,7 @@ typedef enum {
     G3_EXIT_USAGE       = 2,   /* bad command line, flag or config file          */
     G3_EXIT_REQUEUE     = 75,  /* checkpoint saved on request: requeue the job   */
     G3_EXIT_COMM_TIMEOUT= 76,  /* a distributed operation hit its timeout        */
+    G3_EXIT_CKPT_LOAD   = 78,  /* the checkpoint to resume from cannot be loaded */
     G3_EXIT_NONFINITE   = 79   /* training stopped on a NaN or infinite loss     */
 } g3_exit_code_t;
 

@@ -305,6 +305,7 @@ typedef struct {
     int        *out;         /* replicas, PP slots each, in creation order */
     int         nout;
     int        *buf;         /* scratch for leftovers */
+    long        steps;       /* slots visited (g3_topo_plan_t.steps) */
 } g3_pack_t;
 
 /* Leftover slots of the subtree are written to left[0..*nleft). */
@@ -318,6 +319,7 @@ static void g3_pack(g3_pack_t *pk, int group, int *left, int *nleft)
             int base = pk->pos_of[o->kids[k].id] * pk->S;
             for (int j = 0; j < pk->S; j++)
                 left[n++] = base + j;
+            pk->steps += pk->S;
         } else {
             int m = 0;
             g3_pack(pk, o->kids[k].id, left + n, &m);
@@ -327,6 +329,7 @@ static void g3_pack(g3_pack_t *pk, int group, int *left, int *nleft)
     /* whole replicas from the front; the tail goes up to the parent */
     {
         int whole = n / pk->PP, rest = n - whole * pk->PP;
+        pk->steps += n;   /* each slot of the subtree is moved once here */
         memcpy(pk->out + pk->nout, left, (size_t)whole * (size_t)pk->PP * sizeof(int));
         pk->nout += whole * pk->PP;
         memmove(left, left + whole * pk->PP, (size_t)rest * sizeof(int));
@@ -346,9 +349,11 @@ static int g3_slot_leaf(const g3_topo_t *t, const g3_topo_alloc_t *al, const int
 }
 
 static g3_score_t g3_score(const g3_topo_t *t, const g3_topo_alloc_t *al, const int *order,
-                           int S, const int *rep, int PP, int DP, int *seen)
+                           int S, const int *rep, int PP, int DP, int *seen, long *steps)
 {
     g3_score_t sc = { 0, 0 };
+
+    *steps += (long)DP * PP;
 
     for (int d = 0; d < DP; d++) {
         const int *r = rep + (size_t)d * (size_t)PP;
@@ -418,9 +423,10 @@ g3_status_t g3_topo_map(const g3_topo_t *topo, const g3_topo_alloc_t *al, int tp
             goto out;
         }
     }
-    sa = g3_score(topo, al, o.order, S, chain, pp, dp, seen);
+    sa = g3_score(topo, al, o.order, S, chain, pp, dp, seen, &pk.steps);
     memset(seen, 0, ((size_t)topo->nswitches + 1) * sizeof(int));
-    sb = g3_score(topo, al, o.order, S, pk.out, pp, dp, seen);
+    sb = g3_score(topo, al, o.order, S, pk.out, pp, dp, seen, &pk.steps);
+    plan->candidates = 2;
     if (sb.cross < sa.cross || (sb.cross == sa.cross && sb.max_leaves < sa.max_leaves)) {
         rep = pk.out;
         snprintf(plan->how, sizeof(plan->how), "hierarchical");
@@ -437,6 +443,7 @@ g3_status_t g3_topo_map(const g3_topo_t *topo, const g3_topo_alloc_t *al, int tp
             for (int t = 0; t < tp; t++)
                 g3_plan_set(plan, node_local[node * al->ranks_per_node + j * tp + t], t, p, d);
         }
+    plan->steps = pk.steps + (long)world;
     *plan_p = plan;
     plan = NULL;
 out:
@@ -477,6 +484,8 @@ g3_status_t g3_topo_map_order(const g3_topo_t *topo, const g3_topo_alloc_t *al, 
     }
     snprintf(plan->how, sizeof(plan->how), "%s",
              order == G3_TOPO_ORDER_MEGATRON ? "megatron" : "naive");
+    plan->candidates = 1;
+    plan->steps = plan->world;
     free(node_local);
     *plan_p = plan;
     return G3_OK;

@@ -100,6 +100,10 @@ typedef struct {
     int  *coord[G3_TOPO_AXES]; /* (world) tp, pp and dp coordinate of a rank   */
     int  *rank_at;       /* (DP, PP, TP) world rank at [(dp * PP + pp) * TP + tp] */
     char  how[64];       /* which candidate layout won, for messages          */
+    int   candidates;    /* candidate layouts built and scored                */
+    long  steps;         /* slots visited building, scoring and placing them:
+                          * the work done, which grows with the slots times
+                          * the tree's depth (tests check it, not the clock) */
 } g3_topo_plan_t;
 
 /* Map ranks to coordinates.  dp <= 0 derives DP = world / (TP * PP).

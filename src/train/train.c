@@ -607,16 +607,18 @@ typedef struct {
 } g3_trainer_stats_t;
 
 /* --load: resume from the latest checkpoint if there is one.  OUT: *start_it_p, *consumed_p,
- * *saved_it_p and res's counts when one was loaded (else left as they were). */
+ * *saved_it_p and res's counts when one was loaded (else left as they were); res's
+ * resume_failed when the checkpoint itself could not be read or verified. */
 static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
                                      int64_t *consumed_p, int64_t *saved_it_p,
                                      g3_train_result_t *res)
 {
     const g3_train_config_t *cfg = tr->cfg;
     g3_train_ckpt_t c = { cfg, tr->model, tr->eng };
-    int loaded = 0;
-    g3_status_t st = g3_train_ckpt_load(&c, start_it_p, consumed_p, &loaded);
+    int loaded = 0, unreadable = 0;
+    g3_status_t st = g3_train_ckpt_load(&c, start_it_p, consumed_p, &loaded, &unreadable);
 
+    res->resume_failed = st != G3_OK && unreadable;
     if (st != G3_OK || !loaded)
         return st;
     *saved_it_p = *start_it_p;
@@ -825,7 +827,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
 {
     g3_trainer_t tr;
     g3_gpt_config_t mcfg = cfg->model;
-    g3_train_result_t res = { 0, 0, NAN, NAN };
+    g3_train_result_t res = { 0, 0, NAN, NAN, 0 };
     int64_t consumed = 0, mdp = cfg->micro_batch_size * (cfg->dp_size > 0 ? cfg->dp_size : 1);
     g3_trainer_stats_t sx = { 0.0, 0.0, 0.0, 0, 0 };
     int have_valid;
@@ -841,6 +843,8 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         goto out;
     g3_trainer_banner(&tr, &mcfg);
     if (cfg->load_dir) {
+        /* a damaged or missing checkpoint stays damaged: res.resume_failed makes the driver
+         * say so with its own exit code (not so a run that disagrees with it) */
         st = g3_trainer_resume(&tr, &start_it, &consumed, &saved_it, &res);
         if (st != G3_OK)
             goto out;

@@ -119,6 +119,9 @@ typedef struct {
     int64_t consumed_samples;
     double  last_loss;           /* training loss of the last iteration           */
     double  valid_loss;          /* final validation loss; NaN if none was run    */
+    int     resume_failed;       /* 1: the --load checkpoint could not be read or
+                                  * verified (corrupt, missing file): a driver exits
+                                  * G3_EXIT_CKPT_LOAD, as retrying cannot help   */
 } g3_train_result_t;
 
 /* Run the whole training.  RET: G3_ERR_NUMERIC when a loss or gradient norm becomes NaN or

@@ -279,8 +279,15 @@ static g3_status_t g3_tck_check_tokenizer(const g3_train_config_t *cfg, g3_ckpt_
     return st;
 }
 
+/* A status of the checkpoint itself: it cannot be read or fails a check. */
+static int g3_tck_unreadable(g3_status_t st)
+{
+    return st == G3_ERR_FORMAT || st == G3_ERR_IO || st == G3_ERR_NOT_FOUND ||
+           st == G3_ERR_VERSION;
+}
+
 g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
-                               int64_t *consumed_p, int *loaded_p)
+                               int64_t *consumed_p, int *loaded_p, int *unreadable_p)
 {
     const g3_train_config_t *cfg = c->cfg;
     g3_ckpt_reader_t *r = NULL;
@@ -293,6 +300,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     *iteration_p = 0;
     *consumed_p = 0;
     *loaded_p = 0;
+    *unreadable_p = 0;
     if (g3_tck_empty(cfg->load_dir)) {
         g3_info("--load %s: no checkpoint there yet; training starts from the initial weights",
                 cfg->load_dir);
@@ -307,16 +315,20 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     lo.optim_optional = 1;   /* a --no-save-optim checkpoint resumes with a fresh optimizer */
     lo.config_text = cfg->config_text;
     st = g3_par_ckpt_read(&t, c->model, cfg->load_dir, &lo, cfg->par, &r);
-    if (st != G3_OK)
+    if (st != G3_OK) {
+        *unreadable_p = g3_tck_unreadable(st);
         goto out_free_copies;
+    }
     fresh_optim = cfg->no_load_optim || !g3_ckpt_reader_has_optim(r);
     if (!cfg->no_load_optim && fresh_optim &&
         (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0))
         g3_info("checkpoint %s holds no optimizer state (saved with --no-save-optim): resuming with fresh Adam moments and step 0", g3_ckpt_reader_path(r));
     if (!fresh_optim) {
         st = g3_ckpt_reader_get_i64(r, "optimizer.step", &step, 1);
-        if (st != G3_OK)
+        if (st != G3_OK) {
+            *unreadable_p = g3_tck_unreadable(st);
             goto out_close;
+        }
     }
     if (cfg->tokenizer) {
         st = g3_tck_check_tokenizer(cfg, r);
@@ -325,8 +337,10 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     }
     /* the index against /state, the seed, then into the backend's buffers */
     st = g3_par_ckpt_apply(&t, c->model, r, !fresh_optim, fresh_optim ? 0 : step);
-    if (st != G3_OK)
+    if (st != G3_OK) {
+        *unreadable_p = g3_tck_unreadable(st);
         goto out_close;
+    }
     *iteration_p = g3_ckpt_reader_iteration(r);
     *consumed_p = g3_ckpt_reader_consumed_samples(r);
     *loaded_p = 1;

@@ -51,10 +51,13 @@ void g3_train_ckpt_async_drop(g3_train_ckpt_async_t *pending);
 
 /* Load cfg->load_dir's latest checkpoint into the model and optimizer (collective).
  * OUT: *iteration_p, *consumed_p (0 and *loaded_p = 0 when load_dir holds no checkpoint
- * yet: the run starts from scratch, as the batch suite's first job does).
+ * yet: the run starts from scratch, as the batch suite's first job does); *unreadable_p = 1
+ * when the load failed because the checkpoint itself cannot be read or verified (a file
+ * corrupt, missing or unreadable; not a checkpoint that disagrees with the run's model or
+ * tokenizer), else 0.
  * RET: G3_ERR_INVALID_ARG for a model mismatch (logged by the library, naming the flags),
  * load errors (naming the file and dataset). */
 g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
-                               int64_t *consumed_p, int *loaded_p);
+                               int64_t *consumed_p, int *loaded_p, int *unreadable_p);
 
 #endif

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Checkpoint integrity through the real commands (issue 13): every damage that
-# `gpt3d ckpt verify` rejects is rejected by `gpt3d train --load` too, with exit 1 and a
+# `gpt3d ckpt verify` rejects is rejected by `gpt3d train --load` too, with exit 78 (verify: 1) and a
 # message naming the file; the index's consumed_samples / consumed_tokens are checksummed
 # (and compared with /state); the files are written in HDF5's checksummed format (superblock
 # version 2, h5py reads them) and a flipped byte anywhere in a shard's or the index's
@@ -45,16 +45,17 @@ fresh() {
     rm -rf "${TMPD:?}/$1" "$TMPD/$1.run"
     cp -a "$TMPD/good" "$TMPD/$1"
 }
-# refused NAME FILE WHAT: verify and the resume of $TMPD/NAME both exit 1 naming FILE
+# refused NAME FILE WHAT: verify (exit 1) and the resume of $TMPD/NAME (exit 78: the checkpoint
+# cannot be loaded) refuse it, naming FILE
 refused() {
     run "$GPT3D" ckpt verify "$TMPD/$1"
     v_rc=$rc v_out=$out
     train 6 --load "$TMPD/$1" --save "$TMPD/$1" --run-dir "$TMPD/$1.run"
-    if [ "$v_rc" = 1 ] && [ "$rc" = 1 ] && printf '%s' "$v_out" | grep -q "$2" && printf '%s' "$out" | grep -q "$2" &&
+    if [ "$v_rc" = 1 ] && [ "$rc" = 78 ] && printf '%s' "$v_out" | grep -q "$2" && printf '%s' "$out" | grep -q "$2" &&
        ! printf '%s' "$out" | grep -q "resumed from"; then
-        tap_result 0 "$3: verify and train --load refuse it (exit 1), naming $2"
+        tap_result 0 "$3: verify and train --load refuse it (exit 1 and 78), naming $2"
     else
-        tap_result 1 "$3: verify exit $v_rc, train --load exit $rc (want 1 and 1, naming $2)"
+        tap_result 1 "$3: verify exit $v_rc, train --load exit $rc (want 1 and 78, naming $2)"
         diag "verify: $(printf '%s' "$v_out" | grep -m2 error)"
         diag "load: $(printf '%s' "$out" | grep -m2 error)"
     fi
@@ -94,7 +95,7 @@ $edit make-v1 "$TMPD/good/$I" "$TMPD/v1/$I"
 cp "$TMPD/good/latest" "$TMPD/v1/latest"
 $edit flip-bit-attr "$TMPD/v1/$I/index.h5" / consumed_samples 2
 train 6 --load "$TMPD/v1" --save "$TMPD/v1" --run-dir "$TMPD/v1.run"
-is "$rc" 1 "a version-1 index whose consumed_samples was altered is refused by the resume"
+is "$rc" 78 "a version-1 index whose consumed_samples was altered is refused by the resume (exit 78)"
 like "$out" "consumed_samples 36 in index.h5 disagrees with state/data_sampler \(32" "... comparing it with the checksummed copy under /state"
 
 # ---- 2. HDF5 metadata with checksums; a flipped metadata byte is refused --------------------------
@@ -134,14 +135,14 @@ for f in model_tp00_pp000.h5:60 index.h5:60 optim_tp00_pp000_dp000.h5:30; do
         if [ $((k % 4)) = 0 ]; then
             train 6 --load "$TMPD/flip" --save "$TMPD/flip.save" --run-dir "$TMPD/flip.run"
             nl=$((nl + 1))
-            if [ "$rc" != 1 ] || ! printf '%s' "$out" | grep -q "$name"; then
+            if [ "$rc" != 78 ] || ! printf '%s' "$out" | grep -q "$name"; then
                 bad="$bad load@$off:rc=$rc"
             fi
         fi
         flip "$TMPD/flip/$I/$name" "$off"
         k=$((k + 1))
     done
-    is "$bad" "" "$name: each of $nv flipped metadata bytes is refused by verify ($nv) and train --load ($nl), exit 1 naming the file"
+    is "$bad" "" "$name: each of $nv flipped metadata bytes is refused by verify ($nv) and train --load ($nl), exit 1 and 78, naming the file"
     [ "$nv" -ge "$count" ]; is $? 0 "... ($nv offsets spread over the metadata)"
 done
 cmp -s "$TMPD/flip/$I/index.h5" "$TMPD/good/$I/index.h5" && [ ! -e "$TMPD/flip.save/latest" ]
@@ -224,13 +225,13 @@ fresh m1
 train 6 --load "$TMPD/m1" --save "$TMPD/m1" --run-dir "$TMPD/m1.run"
 rm "$TMPD/m1/latest"
 train 8 --load "$TMPD/m1" --save "$TMPD/m1" --run-dir "$TMPD/m1.run"
-is "$rc" 1 "latest deleted, checkpoints present: the resume exits 1"
+is "$rc" 78 "latest deleted, checkpoints present: the resume exits 78"
 like "$out" "has no 'latest' file but holds 2 committed checkpoints \(iter_0000006, iter_0000004\): resume from the newest with --load $TMPD/m1/iter_0000006" \
      "... naming the checkpoints and the fix"
 fresh m2
 printf 'iter_\001\002\377\033[31mred%0200d' 5 > "$TMPD/m2/latest"
 train 8 --load "$TMPD/m2" --save "$TMPD/m2" --run-dir "$TMPD/m2.run"
-is "$rc" 1 "a binary latest is refused"
+is "$rc" 78 "a binary latest is refused (exit 78)"
 like "$out" "holds 'iter_.x01.x02.xff.x1b\[31mred0+\.\.\.', 216 bytes" "... shown escaped and cut at 40 bytes"
 printf '%s' "$out" | LC_ALL=C grep -q "$(printf '[\001\002\033\377]')" && raw=1 || raw=0
 is "$raw" 0 "... with no raw control byte in the output"
@@ -245,7 +246,7 @@ fresh m5
 rm "$TMPD/m5/latest"
 mkdir "$TMPD/m5/latest"
 train 6 --load "$TMPD/m5" --save "$TMPD/m5.save" --run-dir "$TMPD/m5.run"
-is "$rc" 1 "latest replaced by a directory: the resume exits 1"
+is "$rc" 78 "latest replaced by a directory: the resume exits 78"
 like "$out" "m5/latest is not a regular file \(it is a directory\)" "... saying so"
 train 6 --save "$TMPD/m5" --run-dir "$TMPD/m5.run"
 is "$rc" 2 "... and a run saving there is refused before training (exit 2)"

@@ -8,9 +8,12 @@
 # PMIx library keep per-node files there).  Configuration, state, spool, logs
 # and a shared work directory live in one private directory outside /tmp;
 # ports are derived from that directory's unique name and checked to be free,
-# so two clusters on one machine do not collide.  Stopping kills every
-# process it started, by process id (and every process left in a node's mount
-# namespace: job steps and their tasks), then removes the directory.
+# so two clusters on one machine do not collide.  Each slurmd also runs in its
+# own PID namespace, under an init of ours: the node's job steps and tasks
+# live in it, so killing that init (found by the process id we recorded, and
+# checked against the start time we recorded) ends them all, and nothing
+# else.  Stopping kills every process it started that way, then removes the
+# directory; it never picks processes by a namespace's id (ids are reused).
 #
 # Sourced (tests):
 #   . "$top_srcdir/tests/slurm/cluster.sh"
@@ -63,6 +66,10 @@ g3c_check() {
     local err d fs
     if ! err=$(unshare -m true 2>&1); then
         g3c_why="unshare -m fails here: ${err:-no message} (each slurmd needs its own mount namespace for a private /tmp; in a chroot, make / a mount point: mount --bind / / before chroot; in a container, allow mount namespaces)"
+        return 1
+    fi
+    if ! err=$(unshare -m -p --fork --mount-proc true 2>&1); then
+        g3c_why="unshare -m -p --fork --mount-proc fails here: ${err:-no message} (each slurmd runs in its own PID namespace, so that stopping a node ends exactly its processes; in a container, allow PID namespaces)"
         return 1
     fi
     d=$(mktemp -d "${G3C_BASE:-/var/tmp}/gpt3d-check.XXXXXX" 2>/dev/null) || d=""
@@ -125,24 +132,82 @@ g3c_pick_ports() {
     return 1
 }
 
+# g3c_start_time PID: the process's start time (clock ticks after boot, field
+# 22 of /proc/PID/stat); nothing (status 1) if there is no such process.  A
+# process id and its start time name one process: an id reused later comes
+# with a later start time.
+g3c_start_time() {
+    local line rest
+    read -r line <"/proc/$1/stat" 2>/dev/null || return 1
+    rest=${line##*) }   # the fields after "(comm)": state is the first, field 3
+    # shellcheck disable=SC2086  # split into fields on purpose
+    set -- $rest
+    echo "${20}"
+}
+
+# g3c_parent PID: the process's parent id (0 if none or gone).
+g3c_parent() {
+    local line rest
+    read -r line <"/proc/$1/stat" 2>/dev/null || { echo 0; return 0; }
+    rest=${line##*) }
+    # shellcheck disable=SC2086
+    set -- $rest
+    echo "${2:-0}"
+}
+
 # g3c_spawn NAME CMD...: start a daemon in the background, its output in
-# logs/NAME.out, and record its pid in pids/NAME.  (Started from a subshell,
-# so it is not one of the caller's jobs: stopping it later prints nothing.)
+# logs/NAME.out, and record its pid in pids/NAME and its start time in
+# starts/NAME.  (Started from a subshell, so it is not one of the caller's
+# jobs: stopping it later prints nothing.)
 g3c_spawn() {
-    local name=$1
+    local name=$1 pid
     shift
     ( "$@" </dev/null >>"$G3C_DIR/logs/$name.out" 2>&1 &
       echo $! >"$G3C_DIR/pids/$name" )
+    pid=$(cat "$G3C_DIR/pids/$name")
+    g3c_start_time "$pid" >"$G3C_DIR/starts/$name" || : >"$G3C_DIR/starts/$name"
 }
 
-g3c_pid_alive() {  # g3c_pid_alive NAME: the recorded daemon still runs (and is ours)
+# g3c_pid_alive NAME: the recorded daemon still runs and is the process we
+# started: same process id and start time (an id reused since has another),
+# and its command line names our directory.
+g3c_pid_alive() {
     local f="$G3C_DIR/pids/$1" pid cmd
     [ -s "$f" ] || return 1
     pid=$(cat "$f")
     [ -d "/proc/$pid" ] || return 1
-    # Guard against a reused pid: the command line names our directory.
+    [ "$(g3c_start_time "$pid" || true)" = "$(cat "$G3C_DIR/starts/$1" 2>/dev/null)" ] || return 1
     cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
     [[ "$cmd" == *"$G3C_DIR"* ]]
+}
+
+# g3c_children PID: the process's children, one id per line.
+g3c_children() {
+    local c=()
+    # (The file ends without a newline: read reports end of file after the list.)
+    read -r -a c <"/proc/$1/task/$1/children" 2>/dev/null || true
+    if [ "${#c[@]}" -gt 0 ]; then printf '%s\n' "${c[@]}"; fi
+}
+
+# g3c_node_init NAME: the init of the PID namespace of the slurmd recorded as
+# pids/NAME (slurmd-NODE): the only child of that unshare process, while the
+# unshare process is still ours (g3c_pid_alive).  Nothing if it is gone.
+g3c_node_init() {
+    g3c_pid_alive "$1" || return 0
+    g3c_children "$(cat "$G3C_DIR/pids/$1")" | sed -n 1p
+}
+
+# g3c_node_inits: the inits of every live node namespace of this cluster, the
+# slurmd-NODE records and those of earlier incarnations (slurmd-NODE.K), less
+# those of crashed nodes (g3c_kill_node --crash: their processes stay frozen).
+g3c_node_inits() {
+    local f name
+    for f in "$G3C_DIR"/pids/slurmd-*; do
+        [ -e "$f" ] || continue
+        name=${f##*/}
+        if [ -e "$G3C_DIR/pids/crashed-${name#slurmd-}" ]; then continue; fi
+        g3c_node_init "$name"
+    done
 }
 
 g3c_write_config() {
@@ -192,11 +257,24 @@ g3c_write_config() {
         echo "MinJobAge=600"
         echo "TmpFS=/tmp"
         echo "JobRequeue=1"
+        echo "TaskProlog=$G3C_DIR/etc/task-prolog"
         for ((i = 0; i < n; i++)); do
             echo "NodeName=${names[i]} NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((ctld_port + 1 + i)) CPUs=$cpus RealMemory=1000 State=UNKNOWN"
         done
         echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
     } >"$G3C_DIR/etc/slurm.conf"
+    # The nodes share one kernel but not their process ids (a PID namespace each): UCX
+    # would take two nodes for one host and connect their ranks through shared memory
+    # found by process id (cma, posix), which fails across the namespaces ("Endpoint
+    # timeout").  Tasks get UCX_TLS=tcp,self unless the job sets UCX_TLS itself: between
+    # the nodes of a real cluster UCX uses the network too.
+    # shellcheck disable=SC2016  # the prolog's own variables
+    {
+        echo '#!/bin/sh'
+        echo '# TaskProlog of the private test cluster (tests/slurm/cluster.sh): "export" lines set the task environment.'
+        echo '[ -n "${UCX_TLS:-}" ] || echo "export UCX_TLS=tcp,self"'
+    } >"$G3C_DIR/etc/task-prolog"
+    chmod 755 "$G3C_DIR/etc/task-prolog"
     {
         echo "# Leaf switches of $per nodes under one top switch."
         for ((i = 0; i < n; i += per)); do
@@ -227,68 +305,118 @@ g3c_start_node() {
                      case " $keep " in *" $top "*) ;; *) keep="$keep $top" ;; esac ;;
         esac
     done
+    # A crashed node (g3c_kill_node --crash) starts afresh: what was frozen in
+    # its namespace ends with its init.  A previous slurmd of this node whose
+    # namespace still runs (its slurmd was killed without --crash: its job
+    # steps go on) keeps its record under another name, for g3c_stop.
+    if [ -e "$G3C_DIR/pids/crashed-$node" ]; then
+        local init
+        init=$(g3c_node_init "slurmd-$node")
+        if [ -n "$init" ]; then
+            kill -KILL "$init" 2>/dev/null || true
+            g3c_wait 10 g3c_not_running "$init" || true
+        fi
+        rm -f "$G3C_DIR/pids/crashed-$node"
+    fi
+    if g3c_pid_alive "slurmd-$node"; then
+        local k=1
+        while [ -e "$G3C_DIR/pids/slurmd-$node.$k" ]; do k=$((k + 1)); done
+        mv "$G3C_DIR/pids/slurmd-$node" "$G3C_DIR/pids/slurmd-$node.$k"
+        mv "$G3C_DIR/starts/slurmd-$node" "$G3C_DIR/starts/slurmd-$node.$k"
+    fi
     # unshare(1) makes the new namespace's mounts private, so the bind mounts
-    # stay inside it; exec keeps the recorded pid the slurmd's own.
-    # shellcheck disable=SC2016  # $1.. and $@ belong to the inner sh
-    g3c_spawn "slurmd-$node" unshare -m /bin/sh -c \
+    # stay inside it, and (--pid --fork) starts the inner bash as the init of
+    # a new PID namespace: slurmd, its job steps and their tasks live in it.
+    # The init runs slurmd as its child (killing slurmd alone leaves the steps
+    # running, as on a real node) and reaps the orphans that end up with it;
+    # killing the init ends everything in the namespace.  --mount-proc gives
+    # the namespace its own /proc (slurmd's proctrack/linuxproc reads it).
+    # shellcheck disable=SC2016  # $1.. and $@ belong to the inner bash
+    g3c_spawn "slurmd-$node" unshare -m -p --fork --mount-proc /bin/bash -c \
         'real=$1 priv=$2 keep=$3; shift 3
          mount --bind /tmp "$real" && mount --bind "$priv" /tmp || exit 1
          for k in $keep; do mkdir -p "/tmp/$k" && mount --bind "$real/$k" "/tmp/$k" || exit 1; done
-         exec "$@"' sh \
+         "$@" &
+         while :; do sleep 3600 & wait $!; done' sh \
         "$G3C_DIR/nodes/$node/realtmp" "$G3C_DIR/nodes/$node/tmp" "$keep" \
         "$slurmd" -D -N "$node" -f "$G3C_DIR/etc/slurm.conf"
-    # Remember the namespace, to find the node's job steps when stopping.
-    local pid
-    pid=$(cat "$G3C_DIR/pids/slurmd-$node")
-    if g3c_wait 5 g3c_own_ns "$pid"; then
-        readlink "/proc/$pid/ns/mnt" >"$G3C_DIR/pids/ns-$node"
-    fi
+    g3c_wait 10 g3c_node_slurmd_up "$node" || true
 }
 
-g3c_own_ns() {  # g3c_own_ns PID: PID runs in a mount namespace other than ours
-    local ns
-    ns=$(readlink "/proc/$1/ns/mnt" 2>/dev/null) || return 1
-    [ -n "$ns" ] && [ "$ns" != "$(readlink /proc/self/ns/mnt)" ]
+# g3c_node_slurmd NODE: the process id of NODE's slurmd: the child called
+# slurmd of the init of the node's namespace.  Nothing if it is not running.
+g3c_node_slurmd() {
+    local init c comm
+    init=$(g3c_node_init "slurmd-$1")
+    [ -n "$init" ] || return 0
+    for c in $(g3c_children "$init"); do
+        read -r comm <"/proc/$c/comm" 2>/dev/null || continue
+        if [ "$comm" = slurmd ]; then echo "$c"; return 0; fi
+    done
+}
+g3c_node_slurmd_up() { [ -n "$(g3c_node_slurmd "$1")" ]; }
+
+# g3c_descendants PID: every descendant of PID, parents before children.
+g3c_descendants() {
+    local queue=("$1") p c
+    while [ "${#queue[@]}" -gt 0 ]; do
+        p=${queue[0]}
+        queue=("${queue[@]:1}")
+        for c in $(g3c_children "$p"); do
+            echo "$c"
+            queue+=("$c")
+        done
+    done
 }
 
 # g3c_kill_node NODE [--crash]: kill NODE's slurmd (SIGKILL), leaving its
-# running job steps alone; with --crash also kill every process in the node's
-# mount namespace (its slurmstepd and tasks), as a node crash would.
+# running job steps alone; with --crash also freeze (SIGSTOP) every other
+# process of the node (its slurmstepd and tasks: the descendants of the init
+# of its PID namespace), as a crashed machine stops answering without closing
+# its connections (killing them would let the kernel reset their sockets, and
+# the peers on other nodes would see the failure at once, sooner than any real
+# crash lets them).  The frozen processes end when the node is started again
+# (g3c_start_node) or the cluster stops.
 g3c_kill_node() {
-    local pid
-    if g3c_pid_alive "slurmd-$1"; then
-        pid=$(cat "$G3C_DIR/pids/slurmd-$1")
+    local pid init p
+    if [ "${2:-}" = "--crash" ]; then
+        init=$(g3c_node_init "slurmd-$1")
+        if [ -n "$init" ]; then
+            for p in $(g3c_descendants "$init"); do kill -STOP "$p" 2>/dev/null || true; done
+            : >"$G3C_DIR/pids/crashed-$1"
+        fi
+    fi
+    pid=$(g3c_node_slurmd "$1")
+    if [ -n "$pid" ]; then
         kill -KILL "$pid" 2>/dev/null || true
         g3c_wait 10 g3c_not_running "$pid" || true
-    fi
-    if [ "${2:-}" = "--crash" ] && [ -s "$G3C_DIR/pids/ns-$1" ]; then
-        g3c_kill_ns "$(cat "$G3C_DIR/pids/ns-$1")"
     fi
 }
 
 # g3c_node_procs NAME: set the array g3c_procs to the process ids of every
-# process called NAME (its comm) in any node's mount namespace: the job steps'
-# tasks.
+# process called NAME (its comm) in one of this cluster's node namespaces (the
+# job steps' tasks): those whose line of parents reaches the init of a node
+# namespace (g3c_node_inits: recorded ids, checked start times).
 g3c_node_procs() {
-    local name=$1 f p nss=" " ns comm
+    local name=$1 p comm q inits
     g3c_procs=()
-    for f in "$G3C_DIR"/pids/ns-*; do
-        [ -s "$f" ] && nss="$nss$(cat "$f") "
-    done
+    inits=" $(g3c_node_inits | tr '\n' ' ') "
+    [ "$inits" != "  " ] || return 0
     for p in /proc/[0-9]*; do
         # Builtins first (no process per entry: a scan must be quick on a
-        # busy machine): the name, then whether it is in our own namespace.
+        # busy machine): the name, then the line of parents.
         read -r comm <"$p/comm" 2>/dev/null || continue
         [ "$comm" = "$name" ] || continue
-        if [ "$p/ns/mnt" -ef /proc/self/ns/mnt ]; then continue; fi
-        ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
-        case "$nss" in *" $ns "*) ;; *) continue ;; esac
-        g3c_procs+=("${p#/proc/}")
+        q=${p#/proc/}
+        while [ "$q" -gt 1 ]; do
+            q=$(g3c_parent "$q")
+            case "$inits" in *" $q "*) g3c_procs+=("${p#/proc/}"); break ;; esac
+        done
     done
 }
 
 # g3c_signal_procs SIGNAL NAME: send SIGNAL to every process called NAME
-# (its comm) in any node's mount namespace: the job steps' tasks.  Tests use
+# (its comm) in a node that is not crashed (g3c_node_procs): the job steps' tasks.  Tests use
 # STOP and CONT to hold a running trainer still while they act on the
 # cluster, so that what they do happens during training however fast or
 # slow the machine is.
@@ -316,7 +444,7 @@ g3c_procs_have_pending() {
     [ "$n" -gt 0 ]
 }
 
-# g3c_procs_stopped NAME N: at least N processes called NAME in the nodes' namespaces, every
+# g3c_procs_stopped NAME N: at least N processes called NAME of the nodes (g3c_node_procs), every
 # one of them stopped (state T: a trainer that stopped itself at
 # GPT3D_DEBUG_STOP_AFTER_ITERATION): a state to wait for.
 g3c_procs_stopped() {
@@ -369,7 +497,7 @@ g3c_start() {
     esac
     G3C_DIR=$(mktemp -d "$base/gpt3d-slurm.XXXXXX") || { g3c_why="cannot create a directory in $base"; return 1; }
     chmod 700 "$G3C_DIR"
-    mkdir -p "$G3C_DIR"/{etc,state,spool,logs,pids,run,munge,nodes,work}
+    mkdir -p "$G3C_DIR"/{etc,state,spool,logs,pids,starts,run,munge,nodes,work}
     chmod 1777 "$G3C_DIR/work"
     G3C_WORK=$G3C_DIR/work
     if [ -z "${G3C_NO_TRAP:-}" ]; then
@@ -438,23 +566,9 @@ g3c_dump_logs() {  # the tail of every log, as TAP comments
     done >&2
 }
 
-# g3c_kill_ns NSID: kill every process in mount namespace NSID (never ours).
-g3c_kill_ns() {
-    local ns=$1 p pids=()
-    [ -n "$ns" ] && [ "$ns" != "$(readlink /proc/self/ns/mnt)" ] || return 0
-    for p in /proc/[0-9]*; do
-        # (A builtin test skips the processes of our own namespace, most of
-        # the machine's, without starting a readlink for each.)
-        if [ "$p/ns/mnt" -ef /proc/self/ns/mnt ]; then continue; fi
-        if [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ]; then pids+=("${p#/proc/}"); fi
-    done
-    [ "${#pids[@]}" -gt 0 ] || return 0
-    kill -KILL "${pids[@]}" 2>/dev/null || true
-    for p in "${pids[@]}"; do g3c_wait 5 g3c_not_running "$p" || true; done
-}
-
-# g3c_stop [DIR]: stop every daemon of the cluster (by pid), every process
-# left in its nodes' namespaces, and remove its directory.
+# g3c_stop [DIR]: stop every daemon of the cluster (by the pid and start time
+# recorded), every process left in its nodes' PID namespaces (by killing their
+# inits), and remove its directory.
 g3c_stop() {
     local rc=$? f name pid
     [ -n "${1:-}" ] && G3C_DIR=$1
@@ -463,9 +577,27 @@ g3c_stop() {
         g3c_log "G3C_KEEP is set: leaving $G3C_DIR; stop it with: $0 stop $G3C_DIR"
         return "$rc"
     fi
-    # slurmd first (so nothing restarts steps), then what runs in their
-    # namespaces, then slurmctld and munged.
-    for f in "$G3C_DIR"/pids/slurmd-* "$G3C_DIR"/pids/slurmctld "$G3C_DIR"/pids/munged; do
+    # The nodes first: slurmd (so nothing restarts steps), then the init of
+    # its namespace, which takes every process left there with it; then
+    # slurmctld and munged.
+    local init
+    for f in "$G3C_DIR"/pids/slurmd-*; do
+        [ -e "$f" ] || continue
+        name=${f##*/}
+        init=$(g3c_node_init "$name")
+        [ -n "$init" ] || continue
+        pid=$(g3c_children "$init" | while read -r c; do
+                  if [ "$(cat "/proc/$c/comm" 2>/dev/null)" = slurmd ]; then echo "$c"; fi
+              done | sed -n 1p)
+        if [ -n "$pid" ]; then
+            kill -TERM "$pid" 2>/dev/null || true
+            g3c_wait 10 g3c_not_running "$pid" || true
+        fi
+        kill -KILL "$init" 2>/dev/null || true
+        g3c_wait 10 g3c_not_running "$init" || true
+        g3c_wait 5 g3c_not_running "$(cat "$f")" || true
+    done
+    for f in "$G3C_DIR"/pids/slurmctld "$G3C_DIR"/pids/munged; do
         [ -e "$f" ] || continue
         name=${f##*/}
         if g3c_pid_alive "$name"; then
@@ -473,9 +605,6 @@ g3c_stop() {
             kill -TERM "$pid" 2>/dev/null || true
             if ! g3c_wait 10 g3c_not_running "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
             g3c_wait 5 g3c_not_running "$pid" || true
-        fi
-        if [ "${name#slurmd-}" != "$name" ] && [ -s "$G3C_DIR/pids/ns-${name#slurmd-}" ]; then
-            g3c_kill_ns "$(cat "$G3C_DIR/pids/ns-${name#slurmd-}")"
         fi
     done
     # A process that was still dying may write a file while rm runs: retry.

@@ -27,6 +27,12 @@
 #                            wait until RUN_DIR/fake-go exists or SIGUSR2 comes,
 #                            so that a test can look at a job that is surely
 #                            still running, however fast or slow the machine
+#   --load-fallback          a checkpoint marked damaged (a file "damaged" in its
+#                            iter_ directory, put there by a test) is skipped for
+#                            the newest older one that is not, with gpt3d's
+#                            warning and "resumed from" lines; without the flag
+#                            such a checkpoint fails the load as gpt3d's does:
+#                            its checksum error line, exit 78
 #   --lr X                   only shapes the fake loss (loss = 10 (1 + X) / (1 + iteration)),
 #                            so that ablation variants differ
 # and checks what the real trainer would: --global-batch-size G with
@@ -39,7 +45,7 @@
 # RUN_DIR/fake-starts.log, so tests can check what ran where.
 set -euo pipefail
 
-gbs="" mbs=4 tp=1 pp=1 save="" load="" run="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1 timeout_node="" lr=0 pause_at=-1
+gbs="" mbs=4 tp=1 pp=1 save="" load="" run="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1 timeout_node="" lr=0 pause_at=-1 load_fallback=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --save) save=$2; shift 2 ;;
@@ -54,6 +60,7 @@ while [ $# -gt 0 ]; do
         --timeout-node) timeout_node=$2; shift 2 ;;
         --lr) lr=$2; shift 2 ;;
         --pause-at) pause_at=$2; shift 2 ;;
+        --load-fallback) load_fallback=1; shift ;;
         --global-batch-size) gbs=$2; shift 2 ;;
         --micro-batch-size) mbs=$2; shift 2 ;;
         --tensor-model-parallel-size) tp=$2; shift 2 ;;
@@ -82,6 +89,32 @@ iter=0
 if [ -f "$load/latest" ]; then
     name=$(cat "$load/latest")
     iter=$((10#${name#iter_}))
+    if [ -e "$load/$name/damaged" ]; then
+        # gpt3d's own lines (src/ckpt/ckpt_load.c), for the one file a test marked
+        if [ "$rank" -eq 0 ]; then
+            echo "[rank $rank/$ranks] error: checksum mismatch in $load/$name/model_tp00_pp000.h5, dataset model/layers.0.mlp.fc1.weight#0 (tensor model/layers.0.mlp.fc1.weight): stored crc32c 80b8c1a2, computed 0829c569: the file is corrupt; load another checkpoint (--load-fallback)" >&2
+        fi
+        if [ "$load_fallback" -eq 0 ]; then
+            if [ "$rank" -eq 0 ]; then
+                echo "[rank $rank/$ranks] error: could not load the checkpoint in $load; pass --load-fallback to load the previous committed checkpoint instead" >&2
+            fi
+            exit 78
+        fi
+        older=""
+        for d in "$load"/iter_*; do
+            if ! [ -d "$d" ] || [ -e "$d/damaged" ]; then continue; fi
+            if [ $((10#${d##*/iter_})) -lt "$iter" ]; then older=${d##*/}; fi
+        done
+        if [ -z "$older" ]; then
+            echo "[rank $rank/$ranks] error: --load-fallback: no committed checkpoint in $load could be loaded" >&2
+            exit 78
+        fi
+        if [ "$rank" -eq 0 ]; then
+            echo "[rank $rank/$ranks] warn: --load-fallback: checkpoint $load could not be loaded; trying $load/$older" >&2
+        fi
+        iter=$((10#${older#iter_}))
+    fi
+    if [ "$rank" -eq 0 ]; then echo " resumed from the checkpoint of iteration $iter in $load"; fi
 fi
 
 checkpoint() {  # commit a checkpoint of iteration $iter (rank 0)

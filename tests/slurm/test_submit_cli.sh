@@ -18,6 +18,12 @@ submit() { "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" "$@";
 run "$SUBMIT" --help
 is "$rc" 0 "--help exits 0"
 like "$out" "Usage: gpt3d-submit \[OPTIONS\] RUN_DIR" "--help shows the usage"
+maxf=$(sed -n 's/^G3_MAX_FAILURES_DEFAULT=\([0-9]*\) .*/\1/p' "$top_srcdir/sbatch/gpt3d-train.sbatch")
+like "$out" "progress \(default $maxf\)" "--help gives the job script's default of --max-failures ($maxf), made from one line"
+is "$(sed -n 's/^G3_LIVE_STATES=//p' "$SUBMIT")" "$(sed -n 's/^G3_LIVE_STATES=//p' "$top_srcdir/sbatch/gpt3d-train.sbatch")" \
+    "gpt3d-submit has the job script's list of live job states, made from it"
+is "$(grep -c 'PENDING|RUNNING' "$top_srcdir/sbatch/gpt3d-submit.in" "$top_srcdir/sbatch/gpt3d-train.sbatch" | cut -d: -f2 | tr '\n' ' ')" "0 0 " \
+    "... and neither script spells out a list of its own"
 run "$SUBMIT" --version
 like "$out" "^gpt3d-submit \(gpt3d\) [0-9]+\.[0-9]+\.[0-9]+$" "--version names the version"
 
@@ -132,8 +138,8 @@ like "$out" "neither an ablation directory" "... and says so"
 # sbatch prints a new job id (and remembers it as queued); squeue reports the
 # jobs of $STUB/squeue.db ("ID STATE REASON" lines; an array's tasks are
 # "ARRAY_K ..."); scontrol reports TmpFS=$TMPD/nodelocal and the jobs of
-# $STUB/scontrol.db ("ID key=value..." lines); column fails, as where it is not
-# installed.
+# $STUB/scontrol.db ("ID key=value..." lines); scancel does nothing; column fails, as
+# where it is not installed.
 STUB=$TMPD/stub
 mkdir -p "$STUB"
 : >"$STUB/squeue.db"
@@ -183,6 +189,7 @@ case "$*" in
 esac
 EOS
 printf '#!/bin/sh\nexit 1\n' >"$STUB/column"
+printf '#!/bin/sh\nexit 0\n' >"$STUB/scancel"
 chmod +x "$STUB"/*
 stubbed() { env PATH="$STUB:$top_builddir/src:$PATH" STUB_TMPFS="$TMPD/nodelocal" "$@"; }
 
@@ -245,6 +252,28 @@ is "$(printf '%s\n' "$out" | grep -c '^running:')" 0 "... and no 'running' line"
 like "$out" "job 77 ended FAILED \(JobLaunchFailure\) without writing its log $TMPD/st/logs/gpt3d-st-77.out" \
     "a job that died before writing its log is named, with a hint at node-local storage (#14.8)"
 like "$out" "not node-local /tmp" "... naming the likely cause"
+
+# A chain with no job left in the queue (all cancelled, or all died at launch): --status
+# says the run is not running and how to resume it; a chain whose jobs can never start
+# (BadConstraints: its exclusions leave too few nodes) is stuck (#32.6, #32.2).
+stubbed "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --create-only "$TMPD/gone" -- --train-iters 5 >/dev/null
+printf '901\n902\n' >"$TMPD/gone/chain"
+run stubbed "$SUBMIT" --status "$TMPD/gone"
+like "$out" "state: +not running: no job of its chain is queued or running .*resume it from the last checkpoint with: gpt3d-submit $TMPD/gone" \
+    "--status: a chain with no job queued or running is 'not running', with the command that resumes it"
+echo n3 >"$TMPD/gone/excluded-nodes"
+echo "902 PENDING BadConstraints" >>"$STUB/squeue.db"
+run stubbed "$SUBMIT" --status "$TMPD/gone"
+like "$out" "state: +stuck: the chain's jobs can never start \(902 BadConstraints: the run excludes n3, leaving too few nodes\); once the nodes are repaired, resume with: gpt3d-submit --clear-exclusions $TMPD/gone" \
+    "--status: a chain whose jobs can never start is 'stuck', naming the exclusions and --clear-exclusions"
+run stubbed "$SUBMIT" --clear-exclusions "$TMPD/gone"
+like "$out" "cancelling jobs of the broken chain that can never start: 902" "re-running gpt3d-submit cancels the stuck job"
+like "$out" "forgetting the excluded nodes n3" "... --clear-exclusions forgets the exclusions"
+like "$out" "submitted a chain of 3 jobs" "... and submits a new chain"
+is "$( [ -e "$TMPD/gone/excluded-nodes" ] && echo kept || echo gone)" gone "... without the excluded node"
+run "$SUBMIT" --load-fallback "$TMPD/gone"
+is "$rc" 2 "--load-fallback without --retry is a usage error"
+like "$out" "--load-fallback goes with --retry" "... saying so"
 
 # A variant whose array task is still held back by the throttle is a job of
 # its chain (#14.3).
@@ -343,6 +372,15 @@ like "$out" "usage: sbatch \[OPTIONS\] gpt3d-train.sbatch RUN_DIR" "... with its
 run bash "$JOB" "$TMPD/notrun"
 is "$rc" 1 "gpt3d-train.sbatch on a directory that is not a run exits 1"
 like "$out" "not a gpt3d run directory" "... and says so"
+# The job script's names for gpt3d's exit codes are the enum's (src/core/status.h), as a
+# table is kept in step with its enum: every code but 1 (failure), the same values.
+codes_h="" codes_job=""
+while read -r name value; do
+    [ "$name" != FAILURE ] || continue
+    codes_h="$codes_h $name=$value"
+    codes_job="$codes_job $name=$(grep '^G3_EXIT_OK=' "$JOB" | tr ' ' '\n' | sed -n "s/^G3_EXIT_$name=//p")"
+done < <(sed -n 's/^ *G3_EXIT_\([A-Z_]*\) *= *\([0-9]*\).*/\1 \2/p' "$top_srcdir/src/core/status.h")
+is "$codes_job" "$codes_h" "the job script's exit codes are those of src/core/status.h ($codes_h)"
 run grep -c '^#SBATCH' "$JOB"
 sbatch_lines=$out
 run grep -Ec '^#SBATCH [^#]+ # [A-Za-z]' "$JOB"

@@ -115,7 +115,7 @@ size=$(wc -c < "$f")
 printf 'XXXXXXXX' | dd of="$f" bs=1 seek=$((size - 20000)) conv=notrunc 2>/dev/null
 # shellcheck disable=SC2086
 run "$GPT3D" train $flags --train-iters 12 --load "$TMPD/fb/ck" --run-dir "$TMPD/fb"
-is "$rc" 1 "a corrupted newest checkpoint is refused (exit 1)"
+is "$rc" 78 "a corrupted newest checkpoint is refused (exit 78: it cannot be loaded)"
 like "$out" 'load-fallback' "the message points to --load-fallback"
 # shellcheck disable=SC2086
 run "$GPT3D" train $flags --train-iters 12 --load "$TMPD/fb/ck" --load-fallback --run-dir "$TMPD/fb"
