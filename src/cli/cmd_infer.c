@@ -257,6 +257,7 @@ int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
 {
     g3_gpt_config_t *m = &s->info->model;
     const g3_par_layout_t *l = NULL;
+    g3_be_opts_t bo;
     g3_status_t st;
     int rc;
 
@@ -267,7 +268,9 @@ int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
     l = g3_par_layout(s->w.par);   /* alone: 1 x 1 x 1 */
     g3_par_shard(s->w.par, m);     /* this rank's part of the model */
     s->B = B;
-    st = g3_be_open("cpu", s->w.threads, &s->be);
+    g3_be_opts_default(&bo);
+    bo.nthreads = s->w.threads;
+    st = g3_be_open(G3_BE_KIND_CPU, &bo, &s->be);
     if (st == G3_OK)
         st = g3_gpt_init(m, s->be, &s->model);
     if (st == G3_OK) {

@@ -197,8 +197,12 @@ int g3_cmd_plan(int argc, char **argv)
     }
     if (g3_opts_is_set(o, "calibrate")) {
         /* the backend's default threads, as gpt3d train uses them (OMP_NUM_THREADS) */
-        rc = g3_status_exit_code(g3_plan_calibrate(g3_opts_str(o, "device"), 0,
-                                                   g3_opts_str(o, "calibrate")));
+        g3_be_kind_t kind;
+        g3_be_opts_t bo;
+        g3_be_opts_default(&bo);
+        rc = g3_train_flags_backend(o, &kind, &bo)
+                 ? g3_status_exit_code(g3_plan_calibrate(kind, &bo, g3_opts_str(o, "calibrate")))
+                 : G3_EXIT_USAGE;
         goto out;
     }
     memset(&f, 0, sizeof(f));
@@ -207,8 +211,6 @@ int g3_cmd_plan(int argc, char **argv)
     ok &= g3_cli_plan_schedule_flags(o, &f);
     json = g3_opts_bool(o, "json");
     search = g3_opts_bool(o, "search");
-    f.device = g3_opts_str(o, "device");
-    f.bf16 = strcmp(f.device, "cuda") == 0;
     f.length_given = g3_opts_is_set(o, "train-iters") || g3_opts_is_set(o, "train-samples");
 
     /* the ranks */
@@ -265,7 +267,7 @@ int g3_cmd_plan(int argc, char **argv)
         if (st != G3_OK)
             ok = 0;
         mc = &mach;
-    } else if (ok && f.bf16) {
+    } else if (ok && !(g3_be_kind(f.cfg.backend)->caps & G3_BE_CAP_HOST_MEMORY)) {
         g3_plan_machine_builtin("dgx-h100", &mach);
         mc = &mach;
     }

@@ -64,8 +64,8 @@ static int g3_train_device_sizes(const g3_train_config_t *cfg)
     int Vp;
     g3_status_t st;
 
-    if (strcmp(cfg->backend, "cpu") == 0)
-        return G3_EXIT_OK;
+    if (!g3_be_kind(cfg->backend)->check_sizes)
+        return G3_EXIT_OK;   /* any size (cpu) */
     st = g3_data_vocab_info(cfg->vocab_file, &vocab, &eod);
     if (st != G3_OK)
         return g3_status_exit_code(st);
@@ -74,7 +74,7 @@ static int g3_train_device_sizes(const g3_train_config_t *cfg)
     Vp = g3_gpt_padded_vocab((int)vocab, m->make_vocab_size_divisible_by, m->tp_size);
     if (Vp < 1)
         return G3_EXIT_OK;   /* likewise */
-    st = g3_be_check_sizes(cfg->backend, m->hidden_size, m->num_attention_heads,
+    st = g3_be_check_sizes(cfg->backend, &cfg->be_opts, m->hidden_size, m->num_attention_heads,
                            m->hidden_size / m->num_attention_heads, g3_gpt_config_ffn(m),
                            Vp / m->tp_size, why, sizeof(why));
     if (st != G3_OK) {
@@ -183,17 +183,16 @@ int g3_cmd_train(int argc, char **argv)
     cfg.model.pp_size = pp;
 
     /* the compute backend: one this build and this node cannot run is refused before any work
-     * (built without CUDA: a usage error, 2; no usable GPU: 1) */
-    cfg.backend = g3_opts_str(o, "device");
-    st = g3_be_probe(cfg.backend, why, sizeof(why));
+     * (built without CUDA, or options it cannot honour: a usage error, 2; no usable GPU: 1) */
+    st = g3_be_probe(cfg.backend, &cfg.be_opts, why, sizeof(why));
     if (st != G3_OK) {
         g3_error("%s", why);
         rc = st == G3_ERR_UNSUPPORTED ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
         goto agree;
     }
-    if (strcmp(cfg.backend, "cpu") != 0 && me->size > 1 && !cfg.dist_ucx &&
-        !g3_comm_backend_available(G3_COMM_BACKEND_NCCL)) {
-        g3_error("--device %s with %d ranks needs NCCL (one rank per GPU, the tensor-, pipeline- and data-parallel groups on device buffers) and this gpt3d was built without it; reconfigure with --with-nccl=DIR, pass --distributed-backend ucx (through host memory), start one rank, or use --device cpu", cfg.backend,
+    if (!(g3_be_kind(cfg.backend)->caps & G3_BE_CAP_HOST_MEMORY) && me->size > 1 &&
+        !cfg.dist_ucx && !g3_comm_backend_available(G3_COMM_BACKEND_NCCL)) {
+        g3_error("--device %s with %d ranks needs NCCL (one rank per GPU, the tensor-, pipeline- and data-parallel groups on device buffers) and this gpt3d was built without it; reconfigure with --with-nccl=DIR, pass --distributed-backend ucx (through host memory), start one rank, or use --device cpu", g3_be_kind(cfg.backend)->name,
                  me->size);
         rc = G3_EXIT_USAGE;
         goto agree;
@@ -327,7 +326,7 @@ agree:
         cfg.par = w.par;
         cfg.dp_rank = l->dp_rank;
         g3_par_shard(w.par, &cfg.model);   /* this rank's part of the model */
-        cfg.threads = w.threads;
+        cfg.be_opts.nthreads = w.threads;
         if (me->rank != 0)
             cfg.metrics_file = NULL;   /* one voice: rank 0 writes the metrics */
     }

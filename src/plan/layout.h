@@ -15,8 +15,6 @@ typedef struct {
     g3_train_config_t cfg;    /* the trainer's configuration (vocab_size set)             */
     int     nodes, rpn;       /* --nodes, --gpus-per-node; 0: not given                  */
     int     dp_flag;          /* --data-parallel-size; 0: not given                       */
-    int     bf16;             /* --device cuda                                            */
-    const char *device;       /* --device                                                 */
     int     length_given;     /* --train-iters or --train-samples given                   */
     double  gpu_gib;          /* --gpu-memory; 0: not given                               */
     int     virtual_pp;       /* V: model chunks per pipeline rank (1: plain 1F1B)        */

@@ -273,7 +273,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
             return G3_ERR_IO;
         }
     }
-    st = g3_be_open(cfg->backend, cfg->threads, &tr->be);
+    st = g3_be_open(cfg->backend, &cfg->be_opts, &tr->be);
     if (st == G3_OK)
         st = g3_train_timing_init(cfg->timing_log_level, tr->be, cfg->par, &tr->timing);
     if (st != G3_OK)
