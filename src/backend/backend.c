@@ -13,6 +13,7 @@
 #endif
 #include "core/bf16.h"
 #include "core/log.h"
+#include "core/param.h"
 
 size_t g3_be_dtype_size(g3_be_dtype_t t)
 {
@@ -72,18 +73,12 @@ g3_status_t g3_be_att_parse(const char *word, g3_be_att_t *att_p)
 
 int g3_be_fused_wanted(const g3_be_opts_t *o, int dflt)
 {
-    const char *v;
+    int env;
 
     if (o && (o->fused_ops == 0 || o->fused_ops == 1))
         return o->fused_ops;
-    v = getenv("GPT3D_FUSED_OPS");
-    if (!v || !*v)
-        return dflt;
-    if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
-        return v[0] == '1';
-    g3_warn("GPT3D_FUSED_OPS='%s' is neither 0 nor 1; ignoring it (the backend's default: %s)",
-            v, dflt ? "fused" : "not fused");
-    return dflt;
+    env = (int)g3_param_fused_ops();   /* -1: unset (or not 0 or 1, warned once) */
+    return env == 0 || env == 1 ? env : dflt;
 }
 
 /* ---- the table of kinds ---------------------------------------------------------------------- */

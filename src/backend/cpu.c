@@ -17,6 +17,7 @@
 #include "backend/cpu_internal.h"
 #include "backend/kinds.h"
 #include "core/log.h"
+#include "core/param.h"
 
 static int g3_cpu_max_threads(void)
 {
@@ -220,22 +221,18 @@ void g3_cpu_sgemm(g3_backend_t *be, int trans_a, int trans_b, int M, int N, int 
  * parts with one AVX-512 FMA port make it approximate; GPT3D_CPU_PEAK_GFLOPS overrides it. */
 static void g3_cpu_peak(g3_backend_t *be)
 {
-    const char *env = getenv("GPT3D_CPU_PEAK_GFLOPS");
+    double env = g3_param_cpu_peak_gflops();   /* 0: unset (or not a positive number) */
     double ghz = 0.0, mhz = 0.0;
     int flops_cycle = 8;
     const char *isa = "sse";
     char line[512], model[128] = "unknown CPU";
     FILE *f;
 
-    if (env && *env) {
-        char *end;
-        double g = strtod(env, &end);
-        if (*end == '\0' && g > 0.0 && isfinite(g)) {
-            be->peak_flops = g * 1e9;
-            snprintf(be->peak_how, sizeof(be->peak_how), "GPT3D_CPU_PEAK_GFLOPS=%s", env);
-            return;
-        }
-        g3_warn("GPT3D_CPU_PEAK_GFLOPS='%s' is not a positive number; ignoring it", env);
+    if (env > 0.0) {
+        be->peak_flops = env * 1e9;
+        snprintf(be->peak_how, sizeof(be->peak_how), "GPT3D_CPU_PEAK_GFLOPS=%s",
+                 g3_param_str(G3_PARAM_ID_cpu_peak_gflops));
+        return;
     }
     f = fopen("/proc/cpuinfo", "r");
     if (f) {

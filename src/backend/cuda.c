@@ -18,6 +18,7 @@
 
 #include "backend/kinds.h"
 #include "core/log.h"
+#include "core/param.h"
 #include "g3cuda.h"
 
 /* Private state of the CUDA backend. */
@@ -403,17 +404,13 @@ static const struct {
 
 static void g3_cuda_peak(g3_backend_t *be)
 {
-    const char *env = getenv("GPT3D_GPU_PEAK_TFLOPS");
+    double env = g3_param_gpu_peak_tflops();   /* 0: unset (or not a positive number) */
 
-    if (env && *env) {
-        char *end;
-        double t = strtod(env, &end);
-        if (*end == '\0' && t > 0.0) {
-            be->peak_flops = t * 1e12;
-            snprintf(be->peak_how, sizeof(be->peak_how), "GPT3D_GPU_PEAK_TFLOPS=%s", env);
-            return;
-        }
-        g3_warn("GPT3D_GPU_PEAK_TFLOPS='%s' is not a positive number; ignoring it", env);
+    if (env > 0.0) {
+        be->peak_flops = env * 1e12;
+        snprintf(be->peak_how, sizeof(be->peak_how), "GPT3D_GPU_PEAK_TFLOPS=%s",
+                 g3_param_str(G3_PARAM_ID_gpu_peak_tflops));
+        return;
     }
     for (size_t i = 0; i < sizeof(g3_cuda_peaks) / sizeof(g3_cuda_peaks[0]); i++) {
         if (strstr(be->device, g3_cuda_peaks[i].name)) {

@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/param.h"
 
 /* GPT3D_CKPT_TIMING=1: a phase breakdown of every load on stderr. */
 enum { T_INDEX, T_PLAN, T_FOPEN, T_DOPEN, T_READ, T_CRC, T_SCATTER, T_CLOSE, T_NPHASES };
@@ -32,7 +33,7 @@ static g3_ckpt_load_timing_t load_timing = { -1, { 0 } };
 static double load_timing_now(void)
 {
     if (load_timing.on < 0)
-        load_timing.on = getenv("GPT3D_CKPT_TIMING") != NULL;
+        load_timing.on = g3_param_ckpt_timing();
     return load_timing.on ? g3_clock_now() : 0;
 }
 

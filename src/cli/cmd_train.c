@@ -23,6 +23,7 @@
 #include "comm/comm.h"
 #include "core/fs.h"
 #include "core/log.h"
+#include "core/param.h"
 #include "core/opt.h"
 #include "core/status.h"
 #include "data/dataset.h"
@@ -44,9 +45,9 @@ static const g3_opt_cmd_t g3_train_cmd = {
 
 static int g3_kjv_path(char *buf, size_t len, const char *file)
 {
-    const char *dir = getenv("GPT3D_DATA_DIR"), *home = getenv("HOME");
+    const char *dir = g3_param_data_dir(), *home = getenv("HOME");
     int n;
-    if (dir && *dir)
+    if (dir)
         n = snprintf(buf, len, "%s/kjv/%s", dir, file);
     else
         n = snprintf(buf, len, "%s/.cache/gpt3d/kjv/%s", home && *home ? home : ".", file);

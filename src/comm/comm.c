@@ -8,6 +8,7 @@
 #include "comm/comm_impl.h"
 #include "core/bf16.h"
 #include "core/log.h"
+#include "core/param.h"
 
 /* Kept in step with the enums by the static assertions below. */
 static const size_t g3_dtype_sizes[] = {
@@ -241,7 +242,6 @@ g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
     g3_comm_t *comm;
     g3_group_blob_t mine, *root_blob = NULL;
     g3_comm_exchange_t *x = NULL;
-    const char *env;
     int self;
     g3_status_t st;
 
@@ -281,10 +281,7 @@ g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
     comm->size = nmembers;
     comm->context_id = (uint16_t)(++world->group_seq);
     comm->timeout_s = world->timeout_s;
-    comm->small_bytes = 64 * 1024;
-    env = getenv("GPT3D_COMM_SMALL_BYTES");
-    if (env && *env)
-        comm->small_bytes = (size_t)strtoull(env, NULL, 10);
+    comm->small_bytes = (size_t)g3_param_comm_small_bytes();
 
     memset(&mine, 0, sizeof(mine));
     mine.magic = G3_GROUP_MAGIC;
