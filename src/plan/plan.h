@@ -4,7 +4,7 @@
  * and the pipeline bubble.  Arithmetic on the configuration (the activations through the
  * model's own layout code); docs/plan.md gives every formula and where it comes from.  The
  * checks of the configuration are the trainer's (g3_gpt_config_check, g3_train_plan,
- * g3_topo_map), run by plan/layout.h; gpt3d train calls g3_plan_check_fit.
+ * g3_topo_map), run by search/layout.h above train; gpt3d train calls g3_plan_check_fit.
  *
  * Glossary: L layers, C hidden size (h), F ffn hidden size, NH heads (a), T sequence length
  * (s), B micro-batch (b), Vp padded vocabulary, P position embeddings, TP/PP/DP the parallel

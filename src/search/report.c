@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plan/report.h"
+#include "search/report.h"
 
 double g3_plan_gib(double bytes)
 {

@@ -10,8 +10,8 @@
 #include "backend/backend.h"
 #include "core/log.h"
 #include "parallel/par.h"
-#include "plan/layout.h"
 #include "plan/time.h"
+#include "search/layout.h"
 #include "topo/topo.h"
 
 /* The trainer's layout check on nodes x rpn ranks: the placement a job would get

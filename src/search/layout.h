@@ -1,8 +1,9 @@
 /* gpt3d plan: layouts checked with the trainer's own checks, and the search over them.  This
- * half of src/plan sits above train, parallel and topo (it runs their checks); plan.h (the
- * arithmetic) sits on model alone, so the trainer can use it.  Glossary in plan.h. */
-#ifndef G3_PLAN_LAYOUT_H
-#define G3_PLAN_LAYOUT_H
+ * upper half of gpt3d plan (src/search) sits above train, parallel and topo (it runs their
+ * checks); plan/plan.h (the arithmetic, src/plan) sits on model and the backends below train,
+ * so the trainer can use it.  Glossary in plan/plan.h. */
+#ifndef G3_SEARCH_LAYOUT_H
+#define G3_SEARCH_LAYOUT_H
 
 #include <stdint.h>
 
