@@ -201,7 +201,7 @@ struct g3_ckpt_reader {
     size_t          mapcap;
 };
 
-/* The metadata checks of gpt3d ckpt verify that every load runs too (ckpt_verify.c).
+/* The metadata checks of gpt3d ckpt verify that every load runs too (ckpt_check.c).
  * Each logs every fault it finds (naming the file and what is wrong) and returns their
  * number.  check_tiling: every tensor's pieces tile its shape.  check_vds: every tensor's
  * virtual dataset in the open index f maps its pieces (file, dataset, box) as the /pieces
