@@ -391,6 +391,27 @@ g3_status_t g3_comm_world_group(g3_comm_world_t *world, g3_comm_backend_t backen
     return st;
 }
 
+/* The groups make the transports' worlds (UCX's, on the first host group), so the world's
+ * end is here: the transports first, then the bootstrap (world.c), which knows none of them. */
+void g3_comm_world_free(g3_comm_world_t *world)
+{
+    if (world == NULL)
+        return;
+    if (world->ucx) {
+        /* Every rank reaches this point before anyone tears its worker
+         * down, so that no message still in flight loses its target.  A
+         * broken world skips it: a peer may be gone. */
+        if (!world->broken && world->proc.size > 1) {
+            double saved = world->timeout_s;
+            world->timeout_s = saved < 60 ? saved : 60;
+            (void)g3_comm_world_fence(world, "shutdown");
+            world->timeout_s = saved;
+        }
+        g3_comm_ucx_world_free(world);
+    }
+    g3_comm_world_pmix_free(world);
+}
+
 void g3_comm_free(g3_comm_t *comm)
 {
     if (comm == NULL)
