@@ -105,6 +105,15 @@ g3_status_t g3_be_kind_parse(const char *name, g3_be_kind_t *kind_p, char *why, 
     return G3_ERR_UNSUPPORTED;
 }
 
+/* RET: o, or *dflt filled with the defaults when o is NULL. */
+static const g3_be_opts_t *g3_be_opts_or_default(const g3_be_opts_t *o, g3_be_opts_t *dflt)
+{
+    if (o)
+        return o;
+    g3_be_opts_default(dflt);
+    return dflt;
+}
+
 /* RET: the row of kind, or NULL with why filled. */
 static const g3_be_kind_info_t *g3_be_row(g3_be_kind_t kind, char *why, size_t why_len)
 {
@@ -123,10 +132,7 @@ g3_status_t g3_be_probe(g3_be_kind_t kind, const g3_be_opts_t *o, char *why, siz
 
     if (!row)
         return G3_ERR_UNSUPPORTED;
-    if (!o) {
-        g3_be_opts_default(&dflt);
-        o = &dflt;
-    }
+    o = g3_be_opts_or_default(o, &dflt);
     st = row->check_opts ? row->check_opts(o, why, why_len) : G3_OK;
     if (st == G3_OK)
         st = row->probe(why, why_len);
@@ -142,30 +148,33 @@ g3_status_t g3_be_check_sizes(g3_be_kind_t kind, const g3_be_opts_t *o, int C, i
 
     if (!row)
         return G3_ERR_UNSUPPORTED;
-    if (!o) {
-        g3_be_opts_default(&dflt);
-        o = &dflt;
-    }
+    o = g3_be_opts_or_default(o, &dflt);
     st = row->check_opts ? row->check_opts(o, why, why_len) : G3_OK;
     if (st == G3_OK && row->check_sizes)
         st = row->check_sizes(o, C, NH, HS, F, Vp, why, why_len);
     return st;
 }
 
-void g3_be_describe(g3_be_kind_t kind, const g3_be_opts_t *o, g3_backend_t *be)
+/* The fields of be that come from its row, and its options. */
+static void g3_be_fill_row(g3_backend_t *be, const g3_be_kind_info_t *row,
+                           const g3_be_opts_t *o)
 {
-    const g3_be_kind_info_t *row = g3_be_kind(kind) ? g3_be_kind(kind) : &g3_be_cpu_kind;
-
-    memset(be, 0, sizeof(*be));
     be->kind = row;
-    if (o)
-        be->opts = *o;
-    else
-        g3_be_opts_default(&be->opts);
+    be->opts = *o;
     be->name = row->name;
     be->act_dtype = row->act_dtype;
     be->caps = row->caps;
     be->host_memory = (row->caps & G3_BE_CAP_HOST_MEMORY) != 0;
+}
+
+void g3_be_describe(g3_be_kind_t kind, const g3_be_opts_t *o, g3_backend_t *be)
+{
+    const g3_be_kind_info_t *row = g3_be_kind(kind) ? g3_be_kind(kind) : &g3_be_cpu_kind;
+    g3_be_opts_t dflt;
+
+    memset(be, 0, sizeof(*be));
+    o = g3_be_opts_or_default(o, &dflt);
+    g3_be_fill_row(be, row, o);
 }
 
 size_t g3_be_att_state_bytes(const g3_backend_t *be, int B, int T, int NH, int HS)
@@ -213,14 +222,11 @@ g3_status_t g3_be_open(g3_be_kind_t kind, const g3_be_opts_t *o, g3_backend_t **
 {
     const g3_be_kind_info_t *row = g3_be_kind(kind);
     g3_backend_t *be = NULL;
-    g3_be_opts_t opts;
+    g3_be_opts_t dflt, opts;
     char why[768];
     g3_status_t st;
 
-    if (o)
-        opts = *o;
-    else
-        g3_be_opts_default(&opts);
+    opts = *g3_be_opts_or_default(o, &dflt);
     st = g3_be_probe(kind, &opts, why, sizeof(why));
     if (st == G3_OK && !row->open) {   /* a probe that passes a kind not built in: a bug */
         snprintf(why, sizeof(why), "compute backend %s is not built into this gpt3d", row->name);
@@ -233,12 +239,7 @@ g3_status_t g3_be_open(g3_be_kind_t kind, const g3_be_opts_t *o, g3_backend_t **
     st = row->open(&opts, &be);
     if (st != G3_OK)
         return st;
-    be->kind = row;
-    be->opts = opts;
-    be->name = row->name;
-    be->act_dtype = row->act_dtype;
-    be->caps = row->caps;
-    be->host_memory = (row->caps & G3_BE_CAP_HOST_MEMORY) != 0;
+    g3_be_fill_row(be, row, &opts);
     st = g3_be_caps_agree(be);
     if (st != G3_OK) {
         g3_be_close(be);

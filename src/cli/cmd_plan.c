@@ -56,9 +56,6 @@ static const g3_opt_spec_t g3_cli_plan_own_specs[] = {
     { "machine", G3_OPT_STRING, NULL, "The machine the time per iteration is for: dgx-a100, dgx-h100 (datasheet numbers, docs/plan.md) or a file written by --calibrate (default: dgx-h100 with --device cuda, none with cpu).", NULL, 0, 0, "NAME|FILE" },
     { "calibrate", G3_OPT_STRING, NULL, "Measure this machine (GEMM, attention, memory-bound ops, host copies) with the --device backend, write FILE for --machine, and exit.", NULL, 0, 0, "FILE" },
     { "sizes", G3_OPT_STRING, NULL, "Also print the time per iteration on each of these node counts (e.g. 280,350,420) with --gpus-per-node ranks each.", NULL, 0, 0, "N,N,..." },
-    { "virtual-pipeline-model-parallel-size", G3_OPT_INT, NULL, "V: model chunks per pipeline rank, the interleaved 1F1B schedule (the bubble shrinks by V; V x more pipeline transfers).", G3_NOOPT },
-    { "num-layers-per-virtual-pipeline-stage", G3_OPT_INT, NULL, "Layers per model chunk: V = layers / (PP x this).", G3_NOOPT },
-    { "sequence-parallel", G3_OPT_BOOL, NULL, "Sequence parallelism (TP > 1): LayerNorm and residual activations split over TP.", G3_NOOPT },
     { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
 };
 
@@ -139,25 +136,16 @@ static int g3_cli_plan_sizes(const char *arg, int *sizes, int max)
     return n > 0 ? n : -1;
 }
 
-/* The schedule flags of issue 19 (the trainer's table or the plan's).  RET: 1, or 0 (logged). */
+/* The schedule as the trainer's reader left it in f->cfg (V, sequence parallelism), and
+ * which of it was given (--search keeps what was); --ranks-per-gpu.  RET: 1, or 0 (logged). */
 static int g3_cli_plan_schedule_flags(const g3_opts_t *o, g3_plan_flags_t *f)
 {
-    int ok = 1, v = 1, per = 0;
-    if (g3_opts_is_set(o, "virtual-pipeline-model-parallel-size")) {
-        ok &= g3_train_flags_int(o, "virtual-pipeline-model-parallel-size", 1, &v);
-        f->vpp_given = 1;
-    }
-    if (g3_opts_is_set(o, "num-layers-per-virtual-pipeline-stage")) {
-        ok &= g3_train_flags_int(o, "num-layers-per-virtual-pipeline-stage", 1, &per);
-        if (ok && f->vpp_given) {
-            g3_error("give --virtual-pipeline-model-parallel-size or --num-layers-per-virtual-pipeline-stage, not both");
-            ok = 0;
-        }
-        f->vpp_given = 1;
-    }
-    f->virtual_pp = v;
-    f->layers_per_chunk = per;
-    f->sequence_parallel = g3_opts_bool(o, "sequence-parallel");
+    int ok = 1;
+
+    f->vpp_given = g3_opts_is_set(o, "virtual-pipeline-model-parallel-size") ||
+                   g3_opts_is_set(o, "num-layers-per-virtual-pipeline-stage");
+    f->virtual_pp = f->cfg.model.virtual_pp_size > 1 ? f->cfg.model.virtual_pp_size : 1;
+    f->sequence_parallel = f->cfg.model.sequence_parallel;
     f->sp_given = g3_opts_is_set(o, "sequence-parallel");
     if (g3_opts_is_set(o, "ranks-per-gpu"))
         ok &= g3_train_flags_int(o, "ranks-per-gpu", 1, &f->ranks_per_gpu);
@@ -255,10 +243,9 @@ static int g3_cli_plan_machine(const g3_opts_t *o, const g3_plan_flags_t *f,
 }
 
 /* The vocabulary (--vocab-size, or the --vocab-file gpt3d train would read, else GPT-2's)
- * and the sizes that follow from the model flags (the default MLP size, V from
- * --num-layers-per-virtual-pipeline-stage), these only when the flags before were good
- * (prior).  OUT: f.  RET: 1, or 0 (logged). */
-static int g3_cli_plan_model(const g3_opts_t *o, int pp, int prior, g3_plan_flags_t *f)
+ * and the default MLP size that follows from --hidden-size, checked only when the flags
+ * before were good (prior).  OUT: f.  RET: 1, or 0 (logged). */
+static int g3_cli_plan_model(const g3_opts_t *o, int prior, g3_plan_flags_t *f)
 {
     int ok = 1;
 
@@ -286,16 +273,6 @@ static int g3_cli_plan_model(const g3_opts_t *o, int pp, int prior, g3_plan_flag
         f->cfg.model.hidden_size > 0x7fffffff / 4) {
         g3_error("--hidden-size %d is too large for the default --ffn-hidden-size (4 x hidden size overflows); give a smaller --hidden-size", f->cfg.model.hidden_size);
         ok = 0;
-    }
-    if (ok && f->layers_per_chunk > 0) {   /* Megatron: V = L / (PP x layers per chunk) */
-        int64_t chunk = (int64_t)pp * f->layers_per_chunk;
-        if (f->cfg.model.num_layers % chunk != 0) {
-            g3_error("--num-layers-per-virtual-pipeline-stage %d: --num-layers %d is not a multiple of --pipeline-model-parallel-size %d x %d", f->layers_per_chunk,
-                     f->cfg.model.num_layers, pp, f->layers_per_chunk);
-            ok = 0;
-        } else {
-            f->virtual_pp = (int)(f->cfg.model.num_layers / chunk);
-        }
     }
     return ok;
 }
@@ -401,7 +378,7 @@ int g3_cmd_plan(int argc, char **argv)
     ok &= g3_cli_plan_ranks(o, &f, &nsizes, size_nodes);
     if (ok)
         ok &= g3_cli_plan_machine(o, &f, &mach, &mc);
-    ok &= g3_cli_plan_model(o, pp, ok, &f);
+    ok &= g3_cli_plan_model(o, ok, &f);
     if (!ok)
         goto out;
     if (g3_opts_bool(o, "search"))

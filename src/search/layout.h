@@ -18,10 +18,10 @@ typedef struct {
     int     dp_flag;          /* --data-parallel-size; 0: not given                       */
     int     length_given;     /* --train-iters or --train-samples given                   */
     double  gpu_gib;          /* --gpu-memory; 0: not given                               */
-    int     virtual_pp;       /* V: model chunks per pipeline rank (1: plain 1F1B)        */
-    int     layers_per_chunk; /* --num-layers-per-virtual-pipeline-stage; 0: not given    */
+    int     virtual_pp;       /* V: model chunks per pipeline rank (1: plain 1F1B): the
+                               * trainer's reader's (cfg.model), varied by --search        */
     int     vpp_given;        /* V given (--search keeps it); else --search tries V       */
-    int     sequence_parallel;/* --sequence-parallel                                      */
+    int     sequence_parallel;/* --sequence-parallel (cfg.model's), varied by --search    */
     int     sp_given;         /* given: --search keeps it; else it tries both with TP > 1 */
     int     ranks_per_gpu;    /* --ranks-per-gpu: ranks sharing one GPU (1)               */
 } g3_plan_flags_t;

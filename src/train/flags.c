@@ -106,6 +106,19 @@ int g3_train_flags_int(const g3_opts_t *o, const char *name, int64_t lo, int *ou
     return 1;
 }
 
+int g3_train_flags_layout(const g3_opts_t *o, g3_gpt_config_t *m, int *tp_p, int *pp_p)
+{
+    int ok = 1;
+
+    ok &= g3_train_flags_int(o, "tensor-model-parallel-size", 1, tp_p);
+    ok &= g3_train_flags_int(o, "pipeline-model-parallel-size", 1, pp_p);
+    if (g3_opts_is_set(o, "decoder-first-pipeline-num-layers"))
+        ok &= g3_train_flags_int(o, "decoder-first-pipeline-num-layers", 1, &m->pp_first_layers);
+    if (g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
+        ok &= g3_train_flags_int(o, "decoder-last-pipeline-num-layers", 1, &m->pp_last_layers);
+    return ok;
+}
+
 int g3_train_flags_backend(const g3_opts_t *o, g3_be_kind_t *kind_p, g3_be_opts_t *be_opts)
 {
     char why[256];
@@ -153,14 +166,7 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
         ok = 0;
     }
     cfg->model.seed = (uint64_t)g3_opts_int(o, "seed");
-    ok &= g3_train_flags_int(o, "tensor-model-parallel-size", 1, &tp);
-    ok &= g3_train_flags_int(o, "pipeline-model-parallel-size", 1, &pp);
-    if (g3_opts_is_set(o, "decoder-first-pipeline-num-layers"))
-        ok &= g3_train_flags_int(o, "decoder-first-pipeline-num-layers", 1,
-                                 &cfg->model.pp_first_layers);
-    if (g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
-        ok &= g3_train_flags_int(o, "decoder-last-pipeline-num-layers", 1,
-                                 &cfg->model.pp_last_layers);
+    ok &= g3_train_flags_layout(o, &cfg->model, &tp, &pp);
     cfg->model.sequence_parallel = g3_opts_bool(o, "sequence-parallel");
     if (g3_opts_is_set(o, "virtual-pipeline-model-parallel-size"))
         ok &= g3_train_flags_int(o, "virtual-pipeline-model-parallel-size", 1,
