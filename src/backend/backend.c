@@ -124,32 +124,37 @@ static const g3_be_kind_info_t *g3_be_row(g3_be_kind_t kind, char *why, size_t w
     return row;
 }
 
-g3_status_t g3_be_probe(g3_be_kind_t kind, const g3_be_opts_t *o, char *why, size_t why_len)
+/* The row of kind and the check of the options o (defaults filled) against it.
+ * OUT: *row_p (NULL for a kind out of range).  RET: G3_OK, or why is filled. */
+static g3_status_t g3_be_row_opts(g3_be_kind_t kind, const g3_be_opts_t *o,
+                                  const g3_be_kind_info_t **row_p, char *why, size_t why_len)
 {
     const g3_be_kind_info_t *row = g3_be_row(kind, why, why_len);
-    g3_be_opts_t dflt;
-    g3_status_t st;
 
+    *row_p = row;
     if (!row)
         return G3_ERR_UNSUPPORTED;
-    o = g3_be_opts_or_default(o, &dflt);
-    st = row->check_opts ? row->check_opts(o, why, why_len) : G3_OK;
-    if (st == G3_OK)
-        st = row->probe(why, why_len);
-    return st;
+    return row->check_opts ? row->check_opts(o, why, why_len) : G3_OK;
+}
+
+g3_status_t g3_be_probe(g3_be_kind_t kind, const g3_be_opts_t *o, char *why, size_t why_len)
+{
+    const g3_be_kind_info_t *row;
+    g3_be_opts_t dflt;
+    g3_status_t st = g3_be_row_opts(kind, g3_be_opts_or_default(o, &dflt), &row, why, why_len);
+
+    return st == G3_OK ? row->probe(why, why_len) : st;
 }
 
 g3_status_t g3_be_check_sizes(g3_be_kind_t kind, const g3_be_opts_t *o, int C, int NH, int HS,
                               int F, int Vp, char *why, size_t why_len)
 {
-    const g3_be_kind_info_t *row = g3_be_row(kind, why, why_len);
+    const g3_be_kind_info_t *row;
     g3_be_opts_t dflt;
     g3_status_t st;
 
-    if (!row)
-        return G3_ERR_UNSUPPORTED;
     o = g3_be_opts_or_default(o, &dflt);
-    st = row->check_opts ? row->check_opts(o, why, why_len) : G3_OK;
+    st = g3_be_row_opts(kind, o, &row, why, why_len);
     if (st == G3_OK && row->check_sizes)
         st = row->check_sizes(o, C, NH, HS, F, Vp, why, why_len);
     return st;
