@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "core/log.h"
 #include "core/opt.h"
+#include "core/param.h"
 #include "core/status.h"
 
 typedef struct {
@@ -43,7 +44,7 @@ static void g3_print_usage(FILE *out)
                  "3D-parallel (tensor x pipeline x data) GPT pretraining.\n\nCommands:\n");
     for (int i = 0; i < G3_NCOMMANDS; i++)
         fprintf(out, "  %-11s %s\n", g3_commands[i].name, g3_commands[i].summary);
-    fprintf(out, "  %-11s %s\n", "help", "Show this list, or 'gpt3d help COMMAND' for a command's flags.");
+    fprintf(out, "  %-11s %s\n", "help", "Show this list, 'gpt3d help COMMAND' for a command's flags, or 'gpt3d help env' for the environment variables.");
     fprintf(out, "\n'gpt3d --version' prints the version and the features built in.\n"
                  "Exit codes: 0 success, 1 failure, 2 usage error, 75 checkpoint saved on request\n"
                  "(requeue the job), 76 distributed timeout, 78 the checkpoint to resume from cannot be\n"
@@ -89,6 +90,10 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "help")) {
         if (argc < 3) {
             g3_print_usage(stdout);
+            return G3_EXIT_OK;
+        }
+        if (!strcmp(argv[2], "env")) {
+            g3_param_print(stdout);
             return G3_EXIT_OK;
         }
         cmd = g3_find_command(argv[2]);

@@ -1,4 +1,5 @@
-/* gpt3d backend: opening a backend by name, and the element types' host conversions. */
+/* gpt3d backend: the table of kinds (backend.h), the options, opening a backend, and the
+ * element types' host conversions. */
 #include "config.h"
 
 #include <stdio.h>
@@ -6,11 +7,13 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/kinds.h"
 #ifdef HAVE_CUDA
 #include "g3cuda.h"
 #endif
 #include "core/bf16.h"
 #include "core/log.h"
+#include "core/param.h"
 
 size_t g3_be_dtype_size(g3_be_dtype_t t)
 {
@@ -36,47 +39,157 @@ void g3_be_convert(void *dst, g3_be_dtype_t dst_t, const void *src, g3_be_dtype_
     }
 }
 
-int g3_be_fused_wanted(int dflt)
-{
-    const char *v = getenv("GPT3D_FUSED_OPS");
+/* ---- options ------------------------------------------------------------------------------- */
 
-    if (!v || !*v)
-        return dflt;
-    if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
-        return v[0] == '1';
-    g3_warn("GPT3D_FUSED_OPS='%s' is neither 0 nor 1; ignoring it (the backend's default: %s)",
-            v, dflt ? "fused" : "not fused");
+void g3_be_opts_default(g3_be_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->nthreads = 0;
+    o->device = -1;
+    o->attention = G3_BE_ATT_AUTO;
+    o->fused_ops = -1;
+    o->gemm_autotune = -1;
+    o->deterministic = 0;
+}
+
+static const char *const g3_be_att_names[] = { "auto", "native", "cudnn" };
+_Static_assert(sizeof(g3_be_att_names) / sizeof(g3_be_att_names[0]) == G3_BE_ATT_CUDNN + 1,
+               "one --attention-backend word per g3_be_att_t");
+
+const char *g3_be_att_name(g3_be_att_t att)
+{
+    return (unsigned)att <= G3_BE_ATT_CUDNN ? g3_be_att_names[att] : "?";
+}
+
+g3_status_t g3_be_att_parse(const char *word, g3_be_att_t *att_p)
+{
+    for (int i = 0; i <= G3_BE_ATT_CUDNN; i++)
+        if (word && strcmp(word, g3_be_att_names[i]) == 0) {
+            *att_p = (g3_be_att_t)i;
+            return G3_OK;
+        }
+    return G3_ERR_INVALID_ARG;
+}
+
+int g3_be_fused_wanted(const g3_be_opts_t *o, int dflt)
+{
+    int env;
+
+    if (o && (o->fused_ops == 0 || o->fused_ops == 1))
+        return o->fused_ops;
+    env = (int)g3_param_fused_ops();   /* -1: unset (or not 0 or 1, warned once) */
+    return env == 0 || env == 1 ? env : dflt;
+}
+
+/* ---- the table of kinds ---------------------------------------------------------------------- */
+
+static const g3_be_kind_info_t *const g3_be_kinds[G3_BE_KINDS] = {
+    [G3_BE_KIND_CPU] = &g3_be_cpu_kind,
+    [G3_BE_KIND_CUDA] = &g3_be_cuda_kind,
+};
+
+const g3_be_kind_info_t *g3_be_kind(g3_be_kind_t kind)
+{
+    return (unsigned)kind < G3_BE_KINDS ? g3_be_kinds[kind] : NULL;
+}
+
+g3_status_t g3_be_kind_parse(const char *name, g3_be_kind_t *kind_p, char *why, size_t why_len)
+{
+    for (int k = 0; k < G3_BE_KINDS; k++)
+        if (name && strcmp(name, g3_be_kinds[k]->name) == 0) {
+            *kind_p = (g3_be_kind_t)k;
+            return G3_OK;
+        }
+    snprintf(why, why_len, "compute backend '%s' is not one gpt3d knows (--device cpu or cuda)",
+             name ? name : "(none)");
+    return G3_ERR_UNSUPPORTED;
+}
+
+/* RET: o, or *dflt filled with the defaults when o is NULL. */
+static const g3_be_opts_t *g3_be_opts_or_default(const g3_be_opts_t *o, g3_be_opts_t *dflt)
+{
+    if (o)
+        return o;
+    g3_be_opts_default(dflt);
     return dflt;
 }
 
-g3_status_t g3_be_check_sizes(const char *name, int C, int NH, int HS, int F, int Vp,
-                              char *why, size_t why_len)
+/* RET: the row of kind, or NULL with why filled. */
+static const g3_be_kind_info_t *g3_be_row(g3_be_kind_t kind, char *why, size_t why_len)
 {
-    (void)NH;
-    if (name == NULL || strcmp(name, "cuda") != 0)
-        return G3_OK;
-    if (C > 24576) {   /* G3CUDA_LN_MAX_C (kernels/g3cuda.h) */
-        snprintf(
-            why, why_len,
-            "--device cuda: hidden size %d is more than 24576, the largest the LayerNorm kernels are compiled for; give a smaller --hidden-size (and more layers), or use --device cpu",
-            C);
+    const g3_be_kind_info_t *row = g3_be_kind(kind);
+
+    if (!row)
+        snprintf(why, why_len, "compute backend kind %d is not one gpt3d knows (--device cpu or cuda)", (int)kind);
+    return row;
+}
+
+/* The row of kind and the check of the options o (defaults filled) against it.
+ * OUT: *row_p (NULL for a kind out of range).  RET: G3_OK, or why is filled. */
+static g3_status_t g3_be_row_opts(g3_be_kind_t kind, const g3_be_opts_t *o,
+                                  const g3_be_kind_info_t **row_p, char *why, size_t why_len)
+{
+    const g3_be_kind_info_t *row = g3_be_row(kind, why, why_len);
+
+    *row_p = row;
+    if (!row)
         return G3_ERR_UNSUPPORTED;
-    }
-    if (HS != 32 && HS != 64 && HS != 80 && HS != 96 && HS != 128 && HS != 160) {
-        snprintf(
-            why, why_len,
-            "--device cuda: head size %d (--hidden-size / --num-attention-heads) is not one the flash-attention kernels are compiled for (32, 64, 80, 96, 128, 160); choose sizes that give one of these, or use --device cpu",
-            HS);
-        return G3_ERR_UNSUPPORTED;
-    }
-    if (C % 8 != 0 || F % 8 != 0 || Vp % 8 != 0) {
-        snprintf(
-            why, why_len,
-            "--device cuda: hidden size %d, MLP size %d and padded vocabulary rows per tensor-parallel rank %d must be multiples of 8 (16-byte bf16 rows for the tensor cores); change --hidden-size / --ffn-hidden-size / --make-vocab-size-divisible-by, or use --device cpu",
-            C, F, Vp);
-        return G3_ERR_UNSUPPORTED;
-    }
-    return G3_OK;
+    return row->check_opts ? row->check_opts(o, why, why_len) : G3_OK;
+}
+
+g3_status_t g3_be_probe(g3_be_kind_t kind, const g3_be_opts_t *o, char *why, size_t why_len)
+{
+    const g3_be_kind_info_t *row;
+    g3_be_opts_t dflt;
+    g3_status_t st = g3_be_row_opts(kind, g3_be_opts_or_default(o, &dflt), &row, why, why_len);
+
+    return st == G3_OK ? row->probe(why, why_len) : st;
+}
+
+g3_status_t g3_be_check_sizes(g3_be_kind_t kind, const g3_be_opts_t *o, int C, int NH, int HS,
+                              int F, int Vp, char *why, size_t why_len)
+{
+    const g3_be_kind_info_t *row;
+    g3_be_opts_t dflt;
+    g3_status_t st;
+
+    o = g3_be_opts_or_default(o, &dflt);
+    st = g3_be_row_opts(kind, o, &row, why, why_len);
+    if (st == G3_OK && row->check_sizes)
+        st = row->check_sizes(o, C, NH, HS, F, Vp, why, why_len);
+    return st;
+}
+
+/* The fields of be that come from its row, and its options. */
+static void g3_be_fill_row(g3_backend_t *be, const g3_be_kind_info_t *row,
+                           const g3_be_opts_t *o)
+{
+    be->kind = row;
+    be->opts = *o;
+    be->name = row->name;
+    be->act_dtype = row->act_dtype;
+    be->caps = row->caps;
+    be->host_memory = (row->caps & G3_BE_CAP_HOST_MEMORY) != 0;
+}
+
+void g3_be_describe(g3_be_kind_t kind, const g3_be_opts_t *o, g3_backend_t *be)
+{
+    const g3_be_kind_info_t *row = g3_be_kind(kind) ? g3_be_kind(kind) : &g3_be_cpu_kind;
+    g3_be_opts_t dflt;
+
+    memset(be, 0, sizeof(*be));
+    o = g3_be_opts_or_default(o, &dflt);
+    g3_be_fill_row(be, row, o);
+}
+
+size_t g3_be_att_state_bytes(const g3_backend_t *be, int B, int T, int NH, int HS)
+{
+    return be->kind->attention_state_bytes(&be->opts, B, T, NH, HS);
+}
+
+size_t g3_be_att_scratch_bytes(const g3_backend_t *be, int B, int T, int NH, int HS)
+{
+    return be->kind->attention_scratch_bytes(&be->opts, B, T, NH, HS);
 }
 
 void g3_be_print_devices(FILE *out)
@@ -93,58 +206,52 @@ void g3_be_print_devices(FILE *out)
 #endif
 }
 
-g3_status_t g3_be_probe(const char *name, char *why, size_t why_len)
+/* RET: G3_OK when be's optional vocabulary-parallel cross-entropy ops are there exactly when
+ * its row says so (G3_BE_CAP_XENT_SHARDED: the model and plan size by the capability), else
+ * G3_ERR_INTERNAL (logged). */
+static g3_status_t g3_be_caps_agree(const g3_backend_t *be)
 {
-    if (name == NULL || strcmp(name, "cpu") == 0)
+    const g3_backend_ops_t *op = be->ops;
+    int all = op->xent_stats && op->xent_combine && op->xent_shard_bwd;
+    int none = !op->xent_stats && !op->xent_combine && !op->xent_shard_bwd;
+    int cap = (be->caps & G3_BE_CAP_XENT_SHARDED) != 0;
+
+    if ((cap && all) || (!cap && none))
         return G3_OK;
-    if (strcmp(name, "cuda") != 0) {
-        snprintf(why, why_len, "compute backend '%s' is not built into this gpt3d (available: "
-#ifdef HAVE_CUDA
-                 "cpu, cuda"
-#else
-                 "cpu"
-#endif
-                 ")", name);
-        return G3_ERR_UNSUPPORTED;
-    }
-#ifdef HAVE_CUDA
-    {
-        char reason[512];
-        int count = 0;
-        if (g3cuda_device_count(&count, reason, sizeof(reason)) != 0 || count < 1) {
-            snprintf(
-                why, why_len,
-                "--device cuda: no usable CUDA device: %s. Run on a node with an NVIDIA GPU (check nvidia-smi, CUDA_VISIBLE_DEVICES and that the driver supports this CUDA toolkit) or use --device cpu",
-                reason);
-            return G3_ERR_DEVICE;
-        }
-    }
-    return G3_OK;
-#else
-    snprintf(
-        why, why_len,
-        "this gpt3d was built without CUDA; reconfigure with --with-cuda (on a machine with the CUDA toolkit) and rebuild, or use --device cpu");
-    return G3_ERR_UNSUPPORTED;
-#endif
+    g3_error("compute backend %s: its sharded cross-entropy ops disagree with its row of the table of kinds (G3_BE_CAP_XENT_SHARDED); this is a bug in gpt3d",
+             be->name);
+    return G3_ERR_INTERNAL;
 }
 
-g3_status_t g3_be_open(const char *name, int nthreads, g3_backend_t **be_p)
+g3_status_t g3_be_open(g3_be_kind_t kind, const g3_be_opts_t *o, g3_backend_t **be_p)
 {
+    const g3_be_kind_info_t *row = g3_be_kind(kind);
+    g3_backend_t *be = NULL;
+    g3_be_opts_t dflt, opts;
     char why[768];
     g3_status_t st;
 
-    if (name == NULL || strcmp(name, "cpu") == 0)
-        return g3_be_cpu_open(nthreads, be_p);
-    st = g3_be_probe(name, why, sizeof(why));
+    opts = *g3_be_opts_or_default(o, &dflt);
+    st = g3_be_probe(kind, &opts, why, sizeof(why));
+    if (st == G3_OK && !row->open) {   /* a probe that passes a kind not built in: a bug */
+        snprintf(why, sizeof(why), "compute backend %s is not built into this gpt3d", row->name);
+        st = G3_ERR_UNSUPPORTED;
+    }
     if (st != G3_OK) {
         g3_error("%s", why);
         return st;
     }
-#ifdef HAVE_CUDA
-    return g3_be_cuda_open(-1, nthreads, be_p);
-#else
-    return G3_ERR_INTERNAL;   /* g3_be_probe refused every other name */
-#endif
+    st = row->open(&opts, &be);
+    if (st != G3_OK)
+        return st;
+    g3_be_fill_row(be, row, &opts);
+    st = g3_be_caps_agree(be);
+    if (st != G3_OK) {
+        g3_be_close(be);
+        return st;
+    }
+    *be_p = be;
+    return G3_OK;
 }
 
 void g3_be_close(g3_backend_t *be)

@@ -24,6 +24,11 @@
  *     NH heads, HS head size (C = NH*HS for the local heads), IC/OC in/out features, V (padded,
  *     local) vocabulary, P positions.
  *
+ * Kinds.  Each kind of backend (cpu, cuda) is a row of one table (g3_be_kind_info_t, NCCL's
+ * transport table is the model): its probe, its size rules, its buffer sizes, its
+ * capabilities and its open, which takes the options (g3_be_opts_t).  Callers ask the table
+ * or a backend's caps, never compare names.  docs/design.md says how to add an option.
+ *
  * Ownership: g3_be_open() returns a backend the caller frees with g3_be_close(); memory from
  * ->alloc is freed with ->free before that. */
 #ifndef G3_BACKEND_BACKEND_H
@@ -49,6 +54,63 @@ size_t g3_be_dtype_size(g3_be_dtype_t t);
  * the same type copies).  dst (n,) of dst_t  src (n,) of src_t, host memory. */
 void g3_be_convert(void *dst, g3_be_dtype_t dst_t, const void *src, g3_be_dtype_t src_t,
                    size_t n);
+
+/* ---- kinds of backend, options, and the table of kinds ----------------------------------- */
+
+/* The kinds this source knows (rows of the table in backend.c); --device names them. */
+typedef enum { G3_BE_KIND_CPU = 0, G3_BE_KIND_CUDA = 1, G3_BE_KINDS } g3_be_kind_t;
+
+/* Which attention implementation a backend uses (--attention-backend, Megatron's flag). */
+typedef enum { G3_BE_ATT_AUTO = 0, G3_BE_ATT_NATIVE = 1, G3_BE_ATT_CUDNN = 2 } g3_be_att_t;
+typedef struct g3_be_opts {
+    int         nthreads;       /* compute threads; <= 0: the OpenMP default               */
+    int         device;         /* CUDA device; < 0: the node-local rank modulo devices    */
+    g3_be_att_t attention;      /* AUTO: the fastest that works here, saying once which    */
+    int         fused_ops;      /* -1: the backend's default, 0 off, 1 on                  */
+    int         gemm_autotune;  /* -1: the backend's default, 0 off, 1 on                  */
+    int         deterministic;  /* 1: bitwise-repeatable kernels only (--deterministic)    */
+} g3_be_opts_t;
+void g3_be_opts_default(g3_be_opts_t *o);   /* -1/AUTO/0 as above */
+
+/* RET: "auto", "native", "cudnn" (the --attention-backend words). */
+const char *g3_be_att_name(g3_be_att_t att);
+/* OUT: *att_p for "auto", "native" or "cudnn".  RET: G3_OK, or G3_ERR_INVALID_ARG (nothing
+ * logged; the option table's choices refuse other words first). */
+g3_status_t g3_be_att_parse(const char *word, g3_be_att_t *att_p);
+
+/* Capabilities of a kind: what callers ask instead of comparing names. */
+#define G3_BE_CAP_HOST_MEMORY  0x1u   /* its buffers are host memory (cpu): host comm groups
+                                       * move them, the trainer's memory check counts them  */
+#define G3_BE_CAP_XENT_SHARDED 0x2u   /* it fills xent_stats, xent_combine, xent_shard_bwd:
+                                       * the vocabulary-parallel statistics stay in its memory */
+
+/* One row of the table (NCCL's ncclTransport is the model): what a kind is, what it can run
+ * and how big its buffers are, all context-free (nothing is opened: gpt3d plan asks for a
+ * device it does not have, gpt3d train before the ranks agree), and how to open it.
+ * Every `why` gets the reason and the fix, naming the flags; nothing is logged. */
+typedef struct g3_be_kind_info {
+    g3_be_kind_t  kind;
+    const char   *name;        /* "cpu", "cuda": the --device word                          */
+    g3_be_dtype_t act_dtype;   /* activations and the passes' parameters (see the top)      */
+    unsigned      caps;        /* G3_BE_CAP_*                                               */
+    /* Whether these options are ones the kind can honour (no device needed).  NULL: all.
+     * RET: G3_OK or G3_ERR_UNSUPPORTED. */
+    g3_status_t (*check_opts)(const g3_be_opts_t *o, char *why, size_t why_len);
+    /* Whether it can be opened here: built in, a device visible.  RET: G3_OK, or the status
+     * open would return (G3_ERR_UNSUPPORTED: not built in; G3_ERR_DEVICE: no device). */
+    g3_status_t (*probe)(char *why, size_t why_len);
+    /* Whether it runs a GPT of these sizes (C hidden, NH heads, HS = C/NH head size, F MLP
+     * size, Vp padded vocabulary rows of one tensor-parallel rank).  NULL: any size.
+     * RET: G3_OK or G3_ERR_UNSUPPORTED. */
+    g3_status_t (*check_sizes)(const g3_be_opts_t *o, int C, int NH, int HS, int F, int Vp,
+                               char *why, size_t why_len);
+    /* RET: bytes of attention_fwd's state and of attention_bwd's scratch (see the ops). */
+    size_t (*attention_state_bytes)(const g3_be_opts_t *o, int B, int T, int NH, int HS);
+    size_t (*attention_scratch_bytes)(const g3_be_opts_t *o, int B, int T, int NH, int HS);
+    /* Open it with options o (defaults filled, checked).  OUT: *be_p.  RET (logged):
+     * G3_ERR_NO_MEMORY, G3_ERR_DEVICE.  NULL: not built in (probe says why). */
+    g3_status_t (*open)(const g3_be_opts_t *o, g3_backend_t **be_p);
+} g3_be_kind_info_t;
 
 typedef struct g3_backend_ops {
     /* Free the backend (g3_be_close calls it). */
@@ -107,19 +169,18 @@ typedef struct g3_backend_ops {
      * checkpoints): columns [0, C) are the queries, [C, 2C) the keys, [2C, 3C) the values,
      * head h owning [h*HS, (h+1)*HS) of each block (C = NH*HS: the local heads under tensor
      * parallelism).  att = softmax(q k^T / sqrt(HS) + causal mask), out[b,t,h] = att . v.
-     * What forward saves for backward is the backend's: `state` of attention_state_bytes
+     * What forward saves for backward is the backend's: `state` of g3_be_att_state_bytes
      * (CPU: the probabilities, (B,NH,T,T) fp32; CUDA: the log-sum-exps, (B,NH,T) fp32).
      * out (B,T,C) act  state  qkv (B,T,3C) act */
     void (*attention_fwd)(g3_backend_t *be, void *out, void *state, const void *qkv,
                           int B, int T, int NH, int HS);
-    /* dqkv overwritten.  scratch (attention_scratch_bytes) is work space; out is forward's.
+    /* dqkv overwritten.  scratch (g3_be_att_scratch_bytes) is work space; out is forward's.
      * dqkv (B,T,3C) act  dout, out (B,T,C) act  qkv (B,T,3C) act  state from forward */
     void (*attention_bwd)(g3_backend_t *be, void *dqkv, void *scratch, const void *dout,
                           const void *out, const void *qkv, const void *state, int B, int T,
                           int NH, int HS);
-    /* RET: bytes of attention_fwd's state and of attention_bwd's scratch for these sizes. */
-    size_t (*attention_state_bytes)(g3_backend_t *be, int B, int T, int NH, int HS);
-    size_t (*attention_scratch_bytes)(g3_backend_t *be, int B, int T, int NH, int HS);
+    /* The sizes of state and scratch are the kind's (g3_be_att_state_bytes and
+     * g3_be_att_scratch_bytes below): plan sizes them without opening a backend. */
 
     /* ---- elementwise -------------------------------------------------------------------- */
     /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
@@ -179,9 +240,9 @@ typedef struct g3_backend_ops {
     /* ---- optional fused ops ------------------------------------------------------------------
      * Each NULL, or equal in meaning to the sequence of plain ops given, which the model and
      * the optimizer run instead when it is NULL.  The CPU backend leaves them NULL (unless
-     * GPT3D_FUSED_OPS=1: then it fills them with the plain ops' own code, bit for bit the same
-     * results, so the fused wiring is tested on the CPU); CUDA fills them with its fusions
-     * (GPT3D_FUSED_OPS=0 turns them off). */
+     * the fused_ops option is 1: then it fills them with the plain ops' own code, bit for bit
+     * the same results, so the fused wiring is tested on the CPU); CUDA fills them with its
+     * fusions (fused_ops 0 turns them off).  fused_ops -1 reads GPT3D_FUSED_OPS. */
     /* resid = a + b; out = layernorm(resid) (residual_fwd then layernorm_fwd on resid).
      * resid, out, a, b (N,C) act  mean, rstd (N,)  w, bias (C,) act */
     void (*residual_layernorm_fwd)(g3_backend_t *be, void *resid, void *out, float *mean,
@@ -235,8 +296,11 @@ typedef struct g3_backend_ops {
 } g3_backend_ops_t;
 
 struct g3_backend {
-    const g3_backend_ops_t *ops;
-    const char *name;          /* "cpu", "cuda"                                          */
+    const g3_backend_ops_t *ops;      /* NULL in a backend on paper (g3_be_describe)      */
+    const g3_be_kind_info_t *kind;    /* its row of the table                             */
+    g3_be_opts_t opts;                /* the options it was opened with, defaults filled   */
+    unsigned    caps;          /* the row's G3_BE_CAP_* (g3_be_open checks the ops agree) */
+    const char *name;          /* the row's name: "cpu", "cuda" (for messages)           */
     g3_be_dtype_t act_dtype;   /* activations and the passes' parameters (see the top)    */
     char        device[128];   /* human-readable device: "2 x Intel(R) Xeon(R) ... (avx512)" */
     int         nthreads;      /* compute threads (CPU)                                  */
@@ -246,36 +310,50 @@ struct g3_backend {
     void       *stream;        /* the stream the ops queue on (cudaStream_t), NULL: none  */
     char        device_id[64]; /* the device's identity on its node (CUDA: PCI bus id), ""
                                 * for host memory: ranks with the same id share a device */
-    /* capabilities (what callers ask instead of comparing names) */
-    int         host_memory;   /* 1: its buffers are host memory (cpu): host comm groups move
-                                * them and the trainer's memory check counts them; 0: device */
+    int         host_memory;   /* caps & G3_BE_CAP_HOST_MEMORY, as an int                 */
 };
 
-/* Open a backend by name ("cpu", "cuda").  nthreads <= 0: the OpenMP default (OMP_NUM_THREADS,
- * else the CPUs this process may run on); the CUDA backend's host threads likewise.
- * OUT: *be_p.  RET (logged): G3_ERR_UNSUPPORTED for an unknown name and for "cuda" in a build
- * without CUDA, G3_ERR_DEVICE when no usable GPU is visible. */
-g3_status_t g3_be_open(const char *name, int nthreads, g3_backend_t **be_p);
+/* RET: the row of kind (NULL for a kind out of range). */
+const g3_be_kind_info_t *g3_be_kind(g3_be_kind_t kind);
+/* OUT: *kind_p for a --device word.  RET: G3_OK, or G3_ERR_UNSUPPORTED with the kinds this
+ * gpt3d knows in why. */
+g3_status_t g3_be_kind_parse(const char *name, g3_be_kind_t *kind_p, char *why, size_t why_len);
+
+/* Open a backend of `kind` with options o (NULL: g3_be_opts_default's).  OUT: *be_p, which
+ * the caller frees with g3_be_close.  RET (logged): G3_ERR_UNSUPPORTED for a kind out of
+ * range, options the kind cannot honour, or a kind not built in ("cuda" without CUDA),
+ * G3_ERR_DEVICE when no usable GPU is visible, G3_ERR_NO_MEMORY, G3_ERR_INTERNAL when the
+ * opened ops disagree with the row's capabilities. */
+g3_status_t g3_be_open(g3_be_kind_t kind, const g3_be_opts_t *o, g3_backend_t **be_p);
 void g3_be_close(g3_backend_t *be);
+
+/* Whether g3_be_open(kind, o) can work here, without opening it (no GPU context is created):
+ * the options (check_opts), then the build and the devices (probe).  o NULL: the defaults.
+ * RET: G3_OK, or the status g3_be_open would return, with the reason and the fix in why
+ * (nothing is logged). */
+g3_status_t g3_be_probe(g3_be_kind_t kind, const g3_be_opts_t *o, char *why, size_t why_len);
+
+/* Whether `kind` with options o can run a GPT of these sizes, without opening it (the
+ * options first, then the row's check_sizes; arguments as there).  The CPU runs any size;
+ * CUDA's kernels are compiled for head sizes 32, 64, 80, 96, 128 and 160, need C, F and Vp
+ * multiples of 8 and C at most 24576 (MT-NLG's 20480 fits).  RET: G3_OK, or
+ * G3_ERR_UNSUPPORTED with the reason, naming the flags and the fix, in why (nothing logged). */
+g3_status_t g3_be_check_sizes(g3_be_kind_t kind, const g3_be_opts_t *o, int C, int NH, int HS,
+                              int F, int Vp, char *why, size_t why_len);
+
+/* A backend of `kind` on paper: the fields an open one has from its row (kind, opts, name,
+ * act_dtype, caps, host_memory), ops NULL: enough for sizing its buffers without a device
+ * (gpt3d plan runs g3_gpt_acts_estimate on it).  o NULL: the defaults.  OUT: *be. */
+void g3_be_describe(g3_be_kind_t kind, const g3_be_opts_t *o, g3_backend_t *be);
+
+/* RET: bytes of be's attention state and scratch for these sizes (its row's, with its
+ * options; be may be open or described). */
+size_t g3_be_att_state_bytes(const g3_backend_t *be, int B, int T, int NH, int HS);
+size_t g3_be_att_scratch_bytes(const g3_backend_t *be, int B, int T, int NH, int HS);
 
 /* The compute devices this build can use, for `gpt3d --version`: one line per device kind
  * built in beyond the CPU ("cuda devices: 2", or why none), written to out. */
 void g3_be_print_devices(FILE *out);
-
-/* Whether g3_be_open(name) can work here, without opening it (no GPU context is created).
- * RET: G3_OK, or the status g3_be_open would return, with the reason and the fix in why
- * (nothing is logged). */
-g3_status_t g3_be_probe(const char *name, char *why, size_t why_len);
-
-/* Whether backend `name` can run a GPT of these sizes, without opening it (context-free:
- * gpt3d plan calls it for a device it does not have, gpt3d train before the ranks agree).
- * C: hidden size, NH: heads, HS = C/NH: head size, F: MLP size, Vp: padded vocabulary rows
- * of one tensor-parallel rank.  RET: G3_OK, or G3_ERR_UNSUPPORTED with the reason, naming
- * the flags and the fix, in why (nothing is logged).  The CPU runs any size; CUDA's kernels
- * are compiled for head sizes 32, 64, 80, 96, 128 and 160, need C, F and Vp multiples of 8
- * and C at most 24576 (MT-NLG's 20480 fits). */
-g3_status_t g3_be_check_sizes(const char *name, int C, int NH, int HS, int F, int Vp,
-                              char *why, size_t why_len);
 
 /* The norm and clipping scale in backend memory for the optimizers, when be has all three of
  * sumsq_acc, clip_scale and adamw_scaled (else nothing is allocated).
@@ -284,16 +362,8 @@ g3_status_t g3_be_check_sizes(const char *name, int C, int NH, int HS, int F, in
  * RET: G3_OK, or G3_ERR_NO_MEMORY (logged). */
 g3_status_t g3_be_clip_alloc(g3_backend_t *be, double **sumsq_p, float **scale_p);
 
-/* RET: whether a backend fills its optional fused ops: GPT3D_FUSED_OPS=1 yes, =0 no, unset
- * (or anything else, with a warning) dflt. */
-int g3_be_fused_wanted(int dflt);
-
-/* The CPU backend (fp32, CBLAS + OpenMP).  See g3_be_open. */
-g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p);
-
-/* Only in builds with CUDA (HAVE_CUDA): the CUDA backend (bf16 activations, kernels/): device
- * `device`, or, when device < 0, the node-local rank (LOCAL_RANK, SLURM_LOCALID,
- * OMPI_COMM_WORLD_LOCAL_RANK, else 0) modulo the visible devices.  See g3_be_open. */
-g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p);
+/* RET: whether a backend fills its optional fused ops: o->fused_ops when 0 or 1, else
+ * GPT3D_FUSED_OPS (the registry's default, core/param.h) when set to 0 or 1, else dflt. */
+int g3_be_fused_wanted(const g3_be_opts_t *o, int dflt);
 
 #endif

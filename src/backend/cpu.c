@@ -15,7 +15,9 @@
 #endif
 
 #include "backend/cpu_internal.h"
+#include "backend/kinds.h"
 #include "core/log.h"
+#include "core/param.h"
 
 static int g3_cpu_max_threads(void)
 {
@@ -227,22 +229,18 @@ void g3_cpu_sgemm(g3_backend_t *be, int trans_a, int trans_b, int M, int N, int 
  * parts with one AVX-512 FMA port make it approximate; GPT3D_CPU_PEAK_GFLOPS overrides it. */
 static void g3_cpu_peak(g3_backend_t *be)
 {
-    const char *env = getenv("GPT3D_CPU_PEAK_GFLOPS");
+    double env = g3_param_cpu_peak_gflops();   /* 0: unset (or not a positive number) */
     double ghz = 0.0, mhz = 0.0;
     int flops_cycle = 8;
     const char *isa = "sse";
     char line[512], model[128] = "unknown CPU";
     FILE *f;
 
-    if (env && *env) {
-        char *end;
-        double g = strtod(env, &end);
-        if (*end == '\0' && g > 0.0 && isfinite(g)) {
-            be->peak_flops = g * 1e9;
-            snprintf(be->peak_how, sizeof(be->peak_how), "GPT3D_CPU_PEAK_GFLOPS=%s", env);
-            return;
-        }
-        g3_warn("GPT3D_CPU_PEAK_GFLOPS='%s' is not a positive number; ignoring it", env);
+    if (env > 0.0) {
+        be->peak_flops = env * 1e9;
+        snprintf(be->peak_how, sizeof(be->peak_how), "GPT3D_CPU_PEAK_GFLOPS=%s",
+                 g3_param_str(G3_PARAM_ID_cpu_peak_gflops));
+        return;
     }
     f = fopen("/proc/cpuinfo", "r");
     if (f) {
@@ -314,8 +312,6 @@ static const g3_backend_ops_t g3_cpu_ops = {
     .matmul_bwd = g3_cpu_matmul_bwd,
     .attention_fwd = g3_cpu_attention_fwd,
     .attention_bwd = g3_cpu_attention_bwd,
-    .attention_state_bytes = g3_cpu_attention_bytes,
-    .attention_scratch_bytes = g3_cpu_attention_bytes,
     .gelu_fwd = g3_cpu_gelu_fwd,
     .gelu_bwd = g3_cpu_gelu_bwd,
     .residual_fwd = g3_cpu_residual_fwd,
@@ -327,7 +323,7 @@ static const g3_backend_ops_t g3_cpu_ops = {
     .sumsq = g3_cpu_sumsq,
 };
 
-g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p)
+static g3_status_t g3_cpu_open(const g3_be_opts_t *o, g3_backend_t **be_p)
 {
     g3_backend_t *be;
     g3_cpu_t *cpu;
@@ -341,8 +337,8 @@ g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p)
         return G3_ERR_NO_MEMORY;
     }
 #ifdef _OPENMP
-    if (nthreads > 0)
-        omp_set_num_threads(nthreads);
+    if (o->nthreads > 0)
+        omp_set_num_threads(o->nthreads);
 #endif
     cpu->nthreads = g3_cpu_max_threads();
 #ifdef HAVE_OPENBLAS_SET_NUM_THREADS
@@ -354,7 +350,7 @@ g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p)
     g3_cpu_ftz();
 
     cpu->ops = g3_cpu_ops;
-    if (g3_be_fused_wanted(0)) {   /* a test hook: the same results through the fused path */
+    if (g3_be_fused_wanted(o, 0)) {   /* tests: the same results through the fused path */
         cpu->ops.residual_layernorm_fwd = g3_cpu_residual_layernorm_fwd;
         cpu->ops.matmul_gelu_fwd = g3_cpu_matmul_gelu_fwd;
         cpu->ops.matmul_dgelu_bwd = g3_cpu_matmul_dgelu_bwd;
@@ -363,15 +359,55 @@ g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p)
         cpu->ops.adamw_scaled = g3_cpu_adamw_scaled;
     }
     be->ops = &cpu->ops;
-    be->name = "cpu";
-    be->host_memory = 1;
-    be->act_dtype = G3_BE_F32;
     be->nthreads = cpu->nthreads;
     be->priv = cpu;
     g3_cpu_peak(be);
-    g3_debug("CPU backend: %s; peak %.1f GFLOP/s (%s)", be->device, be->peak_flops / 1e9,
-             be->peak_how);
+    g3_debug("CPU backend: %s; peak %.1f GFLOP/s (%s); attention %s", be->device,
+             be->peak_flops / 1e9, be->peak_how, g3_be_att_name(G3_BE_ATT_NATIVE));
     *be_p = be;
     return G3_OK;
 }
 
+
+/* ---- its row of the table of kinds ----------------------------------------------------------- */
+
+/* The CPU runs its own attention: auto and native choose it, cuDNN's needs a GPU. */
+static g3_status_t g3_cpu_check_opts(const g3_be_opts_t *o, char *why, size_t why_len)
+{
+    if (o->attention == G3_BE_ATT_CUDNN) {
+        snprintf(
+            why, why_len,
+            "--attention-backend cudnn needs --device cuda (cuDNN's fused attention runs on NVIDIA GPUs); with --device cpu pass --attention-backend auto or native, or drop the flag");
+        return G3_ERR_UNSUPPORTED;
+    }
+    return G3_OK;
+}
+
+static g3_status_t g3_cpu_probe(char *why, size_t why_len)
+{
+    (void)why;
+    (void)why_len;
+    return G3_OK;   /* always built in, always here */
+}
+
+/* The saved probabilities (B,NH,T,T) fp32, and as much scratch for the backward (dP, then
+ * dS): cpu_matmul.c. */
+static size_t g3_cpu_att_bytes(const g3_be_opts_t *o, int B, int T, int NH, int HS)
+{
+    (void)o;
+    (void)HS;
+    return (size_t)B * NH * T * T * sizeof(float);
+}
+
+const g3_be_kind_info_t g3_be_cpu_kind = {
+    .kind = G3_BE_KIND_CPU,
+    .name = "cpu",
+    .act_dtype = G3_BE_F32,
+    .caps = G3_BE_CAP_HOST_MEMORY,
+    .check_opts = g3_cpu_check_opts,
+    .probe = g3_cpu_probe,
+    .check_sizes = NULL,   /* any size */
+    .attention_state_bytes = g3_cpu_att_bytes,
+    .attention_scratch_bytes = g3_cpu_att_bytes,
+    .open = g3_cpu_open,
+};

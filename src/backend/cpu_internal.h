@@ -40,8 +40,8 @@ typedef struct {
     int     nthreads;
     float  *kbuf;          /* (nthreads - 1, M, N) partial products of K-split sgemms */
     size_t  kbuf_floats;
-    g3_backend_ops_t ops;  /* the table: the plain ops, plus the fused ones with
-                            * GPT3D_FUSED_OPS=1                                          */
+    g3_backend_ops_t ops;  /* the table: the plain ops, plus the fused ones with the
+                            * fused_ops option 1                                         */
     long    live;          /* buffers from ->alloc and ->host_alloc not yet freed: close
                             * names a caller that frees after the backend is gone (the CUDA
                             * backend would crash there; the CPU one says so)              */
@@ -121,7 +121,6 @@ void g3_cpu_attention_fwd(g3_backend_t *be, void *out, void *att, const void *qk
 void g3_cpu_attention_bwd(g3_backend_t *be, void *dqkv, void *scratch, const void *dout,
                           const void *out, const void *qkv, const void *att, int B, int T,
                           int NH, int HS);
-size_t g3_cpu_attention_bytes(g3_backend_t *be, int B, int T, int NH, int HS);
 void g3_cpu_gelu_fwd(g3_backend_t *be, void *out, const void *inp, size_t n);
 void g3_cpu_gelu_bwd(g3_backend_t *be, void *dinp, const void *inp, const void *dout,
                      size_t n);
@@ -136,7 +135,7 @@ void g3_cpu_xent_bwd(g3_backend_t *be, void *dlogits, const void *logits, const 
 void g3_cpu_adamw(g3_backend_t *be, float *p, const float *g, float *m, float *v, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd, int64_t step);
 void g3_cpu_sumsq(g3_backend_t *be, const float *x, size_t n, double *host_out);
-/* The optional fused ops of backend.h (cpu_ops.c; in the table only with GPT3D_FUSED_OPS=1). */
+/* The optional fused ops of backend.h (cpu_ops.c; in the table only with fused_ops 1). */
 void g3_cpu_residual_layernorm_fwd(g3_backend_t *be, void *resid, void *out, float *mean,
                                    float *rstd, const void *a, const void *b, const void *w,
                                    const void *bias, int N, int C, float eps);

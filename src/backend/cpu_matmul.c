@@ -218,15 +218,6 @@ static void g3_cpu_att_bwd_one(float *dq, float *ds, const float *dy, const floa
     }
 }
 
-/* RET: bytes of the saved probabilities (B,NH,T,T), and of attention_bwd's scratch (the same
- * shape: dP, then dS). */
-size_t g3_cpu_attention_bytes(g3_backend_t *be, int B, int T, int NH, int HS)
-{
-    (void)be;
-    (void)HS;
-    return (size_t)B * NH * T * T * sizeof(float);
-}
-
 /* dqkv (B,T,3C)  scratch (B,NH,T,T)  dout (B,T,C)  qkv (B,T,3C)  att (B,NH,T,T); the
  * forward's out is not needed (the probabilities are saved). */
 void g3_cpu_attention_bwd(g3_backend_t *be, void *dqkv_, void *scratch_, const void *dout_,

@@ -338,7 +338,7 @@ void g3_cpu_cast(g3_backend_t *be, void *dst, g3_be_dtype_t dst_t, const void *s
 }
 
 /* ---- optional fused ops (backend.h), composed of the plain ops' own code --------------------
- * Only filled into the table with GPT3D_FUSED_OPS=1 (cpu.c): they compute exactly what the
+ * Only filled into the table with the fused_ops option 1 (cpu.c): they compute exactly what the
  * plain sequence computes, bit for bit, so the model's fused wiring can be checked on the
  * CPU (tests/kernels/test_fused_cpu). */
 

@@ -16,8 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "backend/kinds.h"
 #include "core/log.h"
+#include "core/param.h"
 #include "g3cuda.h"
 
 /* Private state of the CUDA backend. */
@@ -25,8 +26,11 @@ typedef struct {
     g3cuda_ctx_t *ctx;
     int           device;
     double       *sumsq;   /* (1,) device: sumsq's accumulator */
-    g3_backend_ops_t ops;  /* the table: the plain ops and (unless GPT3D_FUSED_OPS=0) the
-                            * fused ones */
+    g3_backend_ops_t ops;  /* the table: the plain ops and (unless fused_ops is 0) the fused
+                            * ones */
+    g3_be_att_t   attention;      /* the options it was opened with (backend.h):         */
+    int           gemm_autotune;  /*   for now every attention choice runs the native     */
+    int           deterministic;  /*   kernels below                                      */
 } g3_cuda_t;
 
 static g3cuda_ctx_t *g3_cuda_ctx_of(g3_backend_t *be)
@@ -230,22 +234,7 @@ static void g3_cuda_matmul_dgelu_bwd(g3_backend_t *be, void *dpre, float *dw, fl
 
 /* ---- attention: flash style, the state is the (B,NH,T) fp32 log-sum-exp ------------------- */
 
-static size_t g3_cuda_attention_state_bytes(g3_backend_t *be, int B, int T, int NH, int HS)
-{
-    (void)be;
-    (void)HS;
-    return (size_t)B * NH * T * sizeof(float);
-}
-
-static size_t g3_cuda_attention_scratch_bytes(g3_backend_t *be, int B, int T, int NH, int HS)
-{
-    (void)be;
-    (void)B;
-    (void)T;
-    (void)NH;
-    (void)HS;
-    return 0;   /* the backward recomputes the probabilities tile by tile */
-}
+/* (state and scratch sizes: the row, cuda_kind.c) */
 
 static void g3_cuda_attention_fwd(g3_backend_t *be, void *out, void *state, const void *qkv,
                                   int B, int T, int NH, int HS)
@@ -378,11 +367,12 @@ static void g3_cuda_sumsq(g3_backend_t *be, const float *x, size_t n, double *ho
 
 /* ---- limits ---------------------------------------------------------------------------------- */
 
-/* The size rules are g3_be_check_sizes's (backend.c), so gpt3d plan and the backend agree. */
+/* The size rules are the row's (cuda_kind.c), so gpt3d plan and the backend agree. */
 static g3_status_t g3_cuda_check_model(g3_backend_t *be, int C, int NH, int HS, int F, int V)
 {
     char why[512];
-    g3_status_t st = g3_be_check_sizes(be->name, C, NH, HS, F, V, why, sizeof(why));
+    g3_status_t st = g3_be_check_sizes(G3_BE_KIND_CUDA, &be->opts, C, NH, HS, F, V, why,
+                                       sizeof(why));
 
     if (st != G3_OK)
         g3_error("%s", why);
@@ -414,17 +404,13 @@ static const struct {
 
 static void g3_cuda_peak(g3_backend_t *be)
 {
-    const char *env = getenv("GPT3D_GPU_PEAK_TFLOPS");
+    double env = g3_param_gpu_peak_tflops();   /* 0: unset (or not a positive number) */
 
-    if (env && *env) {
-        char *end;
-        double t = strtod(env, &end);
-        if (*end == '\0' && t > 0.0) {
-            be->peak_flops = t * 1e12;
-            snprintf(be->peak_how, sizeof(be->peak_how), "GPT3D_GPU_PEAK_TFLOPS=%s", env);
-            return;
-        }
-        g3_warn("GPT3D_GPU_PEAK_TFLOPS='%s' is not a positive number; ignoring it", env);
+    if (env > 0.0) {
+        be->peak_flops = env * 1e12;
+        snprintf(be->peak_how, sizeof(be->peak_how), "GPT3D_GPU_PEAK_TFLOPS=%s",
+                 g3_param_str(G3_PARAM_ID_gpu_peak_tflops));
+        return;
     }
     for (size_t i = 0; i < sizeof(g3_cuda_peaks) / sizeof(g3_cuda_peaks[0]); i++) {
         if (strstr(be->device, g3_cuda_peaks[i].name)) {
@@ -507,8 +493,6 @@ static const g3_backend_ops_t g3_cuda_ops = {
     .matmul_bwd = g3_cuda_matmul_bwd,
     .attention_fwd = g3_cuda_attention_fwd,
     .attention_bwd = g3_cuda_attention_bwd,
-    .attention_state_bytes = g3_cuda_attention_state_bytes,
-    .attention_scratch_bytes = g3_cuda_attention_scratch_bytes,
     .gelu_fwd = g3_cuda_gelu_fwd,
     .gelu_bwd = g3_cuda_gelu_bwd,
     .residual_fwd = g3_cuda_residual_fwd,
@@ -543,18 +527,17 @@ static int g3_cuda_local_rank(void)
     return 0;
 }
 
-g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
+g3_status_t g3_be_cuda_open(const g3_be_opts_t *o, g3_backend_t **be_p)
 {
     g3_backend_t *be;
     g3_cuda_t *cu;
     char why[768];
-    int count = 0;
+    int count = 0, device = o->device;
     g3_status_t st;
 
-    (void)nthreads;
     /* g3_be_probe words the one "no usable CUDA device" message; once it has passed, the
      * count (which the runtime keeps) is there */
-    st = g3_be_probe("cuda", why, sizeof(why));
+    st = g3_be_probe(G3_BE_KIND_CUDA, o, why, sizeof(why));
     if (st == G3_OK && g3cuda_device_count(&count, why, sizeof(why)) != 0)
         st = G3_ERR_DEVICE;
     if (st != G3_OK) {
@@ -586,7 +569,10 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
     }
     cu->device = device;
     cu->ops = g3_cuda_ops;
-    if (g3_be_fused_wanted(1)) {
+    cu->attention = o->attention;
+    cu->gemm_autotune = o->gemm_autotune;
+    cu->deterministic = o->deterministic;
+    if (g3_be_fused_wanted(o, 1)) {
         cu->ops.residual_layernorm_fwd = g3_cuda_residual_layernorm_fwd;
         cu->ops.matmul_gelu_fwd = g3_cuda_matmul_gelu_fwd;
         cu->ops.matmul_dgelu_bwd = g3_cuda_matmul_dgelu_bwd;
@@ -595,8 +581,6 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
         cu->ops.adamw_scaled = g3_cuda_adamw_scaled;
     }
     be->ops = &cu->ops;
-    be->name = "cuda";
-    be->act_dtype = G3_BE_BF16;
     be->nthreads = 1;   /* one GPU per rank: the MFU peak counts GPUs */
     be->priv = cu;
     be->stream = g3cuda_ctx_stream(cu->ctx);   /* the engine orders NCCL behind it */
@@ -613,9 +597,9 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
         return G3_ERR_NO_MEMORY;
     }
     g3_cuda_peak(be);
-    g3_debug("CUDA backend: device %d: %s; peak %.1f TFLOP/s (%s); fused ops %s", device,
-             be->device, be->peak_flops / 1e12, be->peak_how,
-             cu->ops.matmul_gelu_fwd ? "on" : "off (GPT3D_FUSED_OPS=0)");
+    g3_debug("CUDA backend: device %d: %s; peak %.1f TFLOP/s (%s); fused ops %s; attention %s",
+             device, be->device, be->peak_flops / 1e12, be->peak_how,
+             cu->ops.matmul_gelu_fwd ? "on" : "off", g3_be_att_name(G3_BE_ATT_NATIVE));
     *be_p = be;
     return G3_OK;
 }

@@ -351,11 +351,4 @@ g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out,
  * continue with the previous result for more. */
 uint32_t g3_crc32c(uint32_t crc, const void *buf, size_t n);
 
-/* ---- testing ---------------------------------------------------------------- */
-
-/* Called with a point name at each step of the commit protocol ("shard-written",
- * "index-written", "renamed", "latest-written", "latest-renamed", "pruning");
- * fault-injection tests kill the process there.  NULL in normal use. */
-extern void (*g3_ckpt_fault_hook)(const char *point);
-
 #endif

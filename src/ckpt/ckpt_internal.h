@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "ckpt/ckpt.h"
+#include "core/hook.h"
 
 #ifndef PATH_MAX
 #define PATH_MAX 4096
@@ -200,7 +201,7 @@ struct g3_ckpt_reader {
     size_t          mapcap;
 };
 
-/* The metadata checks of gpt3d ckpt verify that every load runs too (ckpt_verify.c).
+/* The metadata checks of gpt3d ckpt verify that every load runs too (ckpt_check.c).
  * Each logs every fault it finds (naming the file and what is wrong) and returns their
  * number.  check_tiling: every tensor's pieces tile its shape.  check_vds: every tensor's
  * virtual dataset in the open index f maps its pieces (file, dataset, box) as the /pieces
@@ -230,10 +231,10 @@ void g3_ckpt_copy_box(int ndim, const int64_t *io, const int64_t *ie,
 g3_status_t g3_ckpt_rmdir_flat(const char *path);
 int g3_ckpt_parse_iter_name(const char *name, int64_t *iteration_p);
 
+/* A fault point of the commit protocol (core/hook.h lists the points). */
 static inline void g3_ckpt_fault(const char *point)
 {
-    if (g3_ckpt_fault_hook)
-        g3_ckpt_fault_hook(point);
+    g3_hook_fault(point);
 }
 
 #endif

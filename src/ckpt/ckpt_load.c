@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/param.h"
 
 /* GPT3D_CKPT_TIMING=1: a phase breakdown of every load on stderr. */
 enum { T_INDEX, T_PLAN, T_FOPEN, T_DOPEN, T_READ, T_CRC, T_SCATTER, T_CLOSE, T_NPHASES };
@@ -32,7 +33,7 @@ static g3_ckpt_load_timing_t load_timing = { -1, { 0 } };
 static double load_timing_now(void)
 {
     if (load_timing.on < 0)
-        load_timing.on = getenv("GPT3D_CKPT_TIMING") != NULL;
+        load_timing.on = g3_param_ckpt_timing();
     return load_timing.on ? g3_clock_now() : 0;
 }
 
@@ -431,40 +432,6 @@ void g3_ckpt_reader_tensor(const g3_ckpt_reader_t *r, int i, g3_ckpt_tensor_t *t
     t->rule.pp_layer = row->pp_layer;
     t->rule.pad_dim = row->pad_dim;
     t->rule.unpadded = row->unpadded;
-}
-
-int g3_ckpt_reader_find(const g3_ckpt_reader_t *cr, const char *name)
-{
-    g3_ckpt_reader_t *r = (g3_ckpt_reader_t *)cr;   /* the map is a cache */
-    size_t i;
-
-    if (r->map == NULL) {
-        size_t cap = 64;
-        while (cap < 2 * r->ntensors + 2)
-            cap *= 2;
-        r->map = malloc(cap * sizeof(int));
-        if (r->map == NULL) {                      /* fall back to a scan */
-            for (size_t t = 0; t < r->ntensors; t++)
-                if (strcmp(r->tensors[t].name, name) == 0)
-                    return (int)t;
-            return -1;
-        }
-        memset(r->map, 0xff, cap * sizeof(int));
-        r->mapcap = cap;
-        for (size_t t = 0; t < r->ntensors; t++) {
-            i = g3_ckpt_name_hash(r->tensors[t].name) & (cap - 1);
-            while (r->map[i] >= 0)
-                i = (i + 1) & (cap - 1);
-            r->map[i] = (int)t;
-        }
-    }
-    i = g3_ckpt_name_hash(name) & (r->mapcap - 1);
-    while (r->map[i] >= 0) {
-        if (strcmp(r->tensors[r->map[i]].name, name) == 0)
-            return r->map[i];
-        i = (i + 1) & (r->mapcap - 1);
-    }
-    return -1;
 }
 
 static const g3_ckpt_kv_t *kv_find(const g3_ckpt_reader_t *r, const char *key)

@@ -17,8 +17,6 @@
 #include "core/fs.h"
 #include "core/log.h"
 
-void (*g3_ckpt_fault_hook)(const char *point) = NULL;
-
 static const char *const reserved_names[] = { "config", "layout", "state", "files", "tensors",
                                               "pieces", "manifest", NULL };
 

@@ -6,6 +6,7 @@ src_libgpt3d_a_SOURCES += \
 	src/ckpt/ckpt_h5.c \
 	src/ckpt/ckpt_state.c \
 	src/ckpt/ckpt_dir.c \
+	src/ckpt/ckpt_check.c \
 	src/ckpt/ckpt_save.c \
 	src/ckpt/ckpt_load.c
 src_libgpt3d_a_SOURCES += src/ckpt/ckpt_async.c

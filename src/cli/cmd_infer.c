@@ -178,15 +178,9 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
 static int g3_cli_infer_check_layout(const g3_opts_t *o, int max_dp, g3_cli_infer_t *s)
 {
     g3_gpt_config_t *m = &s->info->model;
-    int ok = 1, world = s->w.me->size;
+    int world = s->w.me->size;
 
-    ok &= g3_train_flags_int(o, "tensor-model-parallel-size", 1, &s->tp);
-    ok &= g3_train_flags_int(o, "pipeline-model-parallel-size", 1, &s->pp);
-    if (g3_opts_is_set(o, "decoder-first-pipeline-num-layers"))
-        ok &= g3_train_flags_int(o, "decoder-first-pipeline-num-layers", 1, &m->pp_first_layers);
-    if (g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
-        ok &= g3_train_flags_int(o, "decoder-last-pipeline-num-layers", 1, &m->pp_last_layers);
-    if (!ok)
+    if (!g3_train_flags_layout(o, m, &s->tp, &s->pp))   /* the trainer's reader */
         return G3_EXIT_USAGE;
     if (!g3_train_flags_dp(world, s->tp, s->pp, &s->dp))
         return G3_EXIT_USAGE;
@@ -257,6 +251,7 @@ int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
 {
     g3_gpt_config_t *m = &s->info->model;
     const g3_par_layout_t *l = NULL;
+    g3_be_opts_t bo;
     g3_status_t st;
     int rc;
 
@@ -267,7 +262,9 @@ int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
     l = g3_par_layout(s->w.par);   /* alone: 1 x 1 x 1 */
     g3_par_shard(s->w.par, m);     /* this rank's part of the model */
     s->B = B;
-    st = g3_be_open("cpu", s->w.threads, &s->be);
+    g3_be_opts_default(&bo);
+    bo.nthreads = s->w.threads;
+    st = g3_be_open(G3_BE_KIND_CPU, &bo, &s->be);
     if (st == G3_OK)
         st = g3_gpt_init(m, s->be, &s->model);
     if (st == G3_OK) {

@@ -32,10 +32,10 @@
 #include "core/status.h"
 #include "data/dataset.h"
 #include "parallel/par.h"
-#include "plan/layout.h"
 #include "plan/plan.h"
-#include "plan/report.h"
 #include "plan/time.h"
+#include "search/layout.h"
+#include "search/report.h"
 #include "topo/topo.h"
 #include "train/flags.h"
 #include "train/train.h"
@@ -56,9 +56,6 @@ static const g3_opt_spec_t g3_cli_plan_own_specs[] = {
     { "machine", G3_OPT_STRING, NULL, "The machine the time per iteration is for: dgx-a100, dgx-h100 (datasheet numbers, docs/plan.md) or a file written by --calibrate (default: dgx-h100 with --device cuda, none with cpu).", NULL, 0, 0, "NAME|FILE" },
     { "calibrate", G3_OPT_STRING, NULL, "Measure this machine (GEMM, attention, memory-bound ops, host copies) with the --device backend, write FILE for --machine, and exit.", NULL, 0, 0, "FILE" },
     { "sizes", G3_OPT_STRING, NULL, "Also print the time per iteration on each of these node counts (e.g. 280,350,420) with --gpus-per-node ranks each.", NULL, 0, 0, "N,N,..." },
-    { "virtual-pipeline-model-parallel-size", G3_OPT_INT, NULL, "V: model chunks per pipeline rank, the interleaved 1F1B schedule (the bubble shrinks by V; V x more pipeline transfers).", G3_NOOPT },
-    { "num-layers-per-virtual-pipeline-stage", G3_OPT_INT, NULL, "Layers per model chunk: V = layers / (PP x this).", G3_NOOPT },
-    { "sequence-parallel", G3_OPT_BOOL, NULL, "Sequence parallelism (TP > 1): LayerNorm and residual activations split over TP.", G3_NOOPT },
     { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
 };
 
@@ -139,29 +136,207 @@ static int g3_cli_plan_sizes(const char *arg, int *sizes, int max)
     return n > 0 ? n : -1;
 }
 
-/* The schedule flags of issue 19 (the trainer's table or the plan's).  RET: 1, or 0 (logged). */
+/* The schedule as the trainer's reader left it in f->cfg (V, sequence parallelism), and
+ * which of it was given (--search keeps what was); --ranks-per-gpu.  RET: 1, or 0 (logged). */
 static int g3_cli_plan_schedule_flags(const g3_opts_t *o, g3_plan_flags_t *f)
 {
-    int ok = 1, v = 1, per = 0;
-    if (g3_opts_is_set(o, "virtual-pipeline-model-parallel-size")) {
-        ok &= g3_train_flags_int(o, "virtual-pipeline-model-parallel-size", 1, &v);
-        f->vpp_given = 1;
-    }
-    if (g3_opts_is_set(o, "num-layers-per-virtual-pipeline-stage")) {
-        ok &= g3_train_flags_int(o, "num-layers-per-virtual-pipeline-stage", 1, &per);
-        if (ok && f->vpp_given) {
-            g3_error("give --virtual-pipeline-model-parallel-size or --num-layers-per-virtual-pipeline-stage, not both");
-            ok = 0;
-        }
-        f->vpp_given = 1;
-    }
-    f->virtual_pp = v;
-    f->layers_per_chunk = per;
-    f->sequence_parallel = g3_opts_bool(o, "sequence-parallel");
+    int ok = 1;
+
+    f->vpp_given = g3_opts_is_set(o, "virtual-pipeline-model-parallel-size") ||
+                   g3_opts_is_set(o, "num-layers-per-virtual-pipeline-stage");
+    f->virtual_pp = f->cfg.model.virtual_pp_size > 1 ? f->cfg.model.virtual_pp_size : 1;
+    f->sequence_parallel = f->cfg.model.sequence_parallel;
     f->sp_given = g3_opts_is_set(o, "sequence-parallel");
     if (g3_opts_is_set(o, "ranks-per-gpu"))
         ok &= g3_train_flags_int(o, "ranks-per-gpu", 1, &f->ranks_per_gpu);
     return ok;
+}
+
+/* --calibrate FILE: measure this machine with the --device backend (its default threads, as
+ * gpt3d train uses them: OMP_NUM_THREADS).  RET: an exit code (logged). */
+static int g3_cli_plan_calibrate(const g3_opts_t *o)
+{
+    g3_be_kind_t kind;
+    g3_be_opts_t bo;
+
+    g3_be_opts_default(&bo);
+    if (!g3_train_flags_backend(o, &kind, &bo))
+        return G3_EXIT_USAGE;
+    return g3_status_exit_code(g3_plan_calibrate(kind, &bo, g3_opts_str(o, "calibrate")));
+}
+
+/* The ranks: --nodes, --gpus-per-node (or --ranks-per-node), --data-parallel-size,
+ * --gpu-memory, and what --search and --sizes need of them.  OUT: f, *nsizes, size_nodes
+ * (16).  RET: 1, or 0 after logging every problem. */
+static int g3_cli_plan_ranks(const g3_opts_t *o, g3_plan_flags_t *f, int *nsizes,
+                             int *size_nodes)
+{
+    int ok = 1, gpn = 0, rpn = 0, search = g3_opts_bool(o, "search");
+
+    if (g3_opts_is_set(o, "nodes"))
+        ok &= g3_train_flags_int(o, "nodes", 1, &f->nodes);
+    if (g3_opts_is_set(o, "gpus-per-node"))
+        ok &= g3_train_flags_int(o, "gpus-per-node", 1, &gpn);
+    if (g3_opts_is_set(o, "ranks-per-node"))
+        ok &= g3_train_flags_int(o, "ranks-per-node", 1, &rpn);
+    if (g3_opts_is_set(o, "data-parallel-size"))
+        ok &= g3_train_flags_int(o, "data-parallel-size", 1, &f->dp_flag);
+    if (gpn && rpn && gpn != rpn) {
+        g3_error("--gpus-per-node %d and --ranks-per-node %d disagree: they name the same thing; give one", gpn, rpn);
+        ok = 0;
+    }
+    f->rpn = gpn ? gpn : rpn;
+    if (ok && f->nodes && !f->rpn) {
+        g3_error("--nodes %d needs --gpus-per-node G (the ranks each node runs)", f->nodes);
+        ok = 0;
+    }
+    if (ok && (int64_t)f->nodes * f->rpn > INT_MAX / 4) {
+        g3_error("--nodes %d x --gpus-per-node %d = %lld ranks is too many (at most %d); give fewer --nodes or --gpus-per-node", f->nodes, f->rpn,
+                 (long long)f->nodes * f->rpn, INT_MAX / 4);
+        ok = 0;
+    }
+    if (g3_opts_is_set(o, "gpu-memory")) {
+        f->gpu_gib = g3_opts_float(o, "gpu-memory");
+        if (!(f->gpu_gib > 0.0 && f->gpu_gib < 1e9)) {
+            g3_error("--gpu-memory %g: give the memory of one GPU in GiB, e.g. 80",
+                     f->gpu_gib);
+            ok = 0;
+        }
+    }
+    if (search && (!f->nodes || f->dp_flag)) {
+        g3_error("--search needs --nodes N and --gpus-per-node G, and derives DP itself%s",
+                 f->dp_flag ? ": drop --data-parallel-size" : "");
+        ok = 0;
+    }
+    if (g3_opts_is_set(o, "sizes")) {
+        *nsizes = g3_cli_plan_sizes(g3_opts_str(o, "sizes"), size_nodes, 16);
+        if (*nsizes < 0)
+            ok = 0;
+        else if (!f->rpn || f->dp_flag) {
+            g3_error("--sizes needs --gpus-per-node G (each size is a number of nodes of G ranks) and derives DP itself%s", f->dp_flag ? ": drop --data-parallel-size" : "");
+            ok = 0;
+        }
+        if (*nsizes < 0)
+            *nsizes = 0;
+    }
+    return ok;
+}
+
+/* The machine the time is for: --machine, else DGX H100 for a device backend (cuda).
+ * OUT: *mach, *mc_p (NULL: none).  RET: 1, or 0 (logged). */
+static int g3_cli_plan_machine(const g3_opts_t *o, const g3_plan_flags_t *f,
+                               g3_plan_machine_t *mach, g3_plan_machine_t **mc_p)
+{
+    if (g3_opts_is_set(o, "machine")) {
+        const char *name = g3_opts_str(o, "machine");
+        g3_status_t st = strchr(name, '/') || strchr(name, '.')
+                             ? g3_plan_machine_read(name, mach)
+                             : g3_plan_machine_builtin(name, mach);
+        *mc_p = mach;
+        return st == G3_OK;
+    }
+    if (!(g3_be_kind(f->cfg.backend)->caps & G3_BE_CAP_HOST_MEMORY)) {
+        g3_plan_machine_builtin("dgx-h100", mach);
+        *mc_p = mach;
+    }
+    return 1;
+}
+
+/* The vocabulary (--vocab-size, or the --vocab-file gpt3d train would read, else GPT-2's)
+ * and the default MLP size that follows from --hidden-size, checked only when the flags
+ * before were good (prior).  OUT: f.  RET: 1, or 0 (logged). */
+static int g3_cli_plan_model(const g3_opts_t *o, int prior, g3_plan_flags_t *f)
+{
+    int ok = 1;
+
+    if (g3_opts_is_set(o, "vocab-size") && g3_opts_is_set(o, "vocab-file")) {
+        g3_error("give --vocab-size or --vocab-file, not both");
+        ok = 0;
+    } else if (g3_opts_is_set(o, "vocab-file")) {
+        int64_t v = 0, eod = 0;
+        if (g3_data_vocab_info(g3_opts_str(o, "vocab-file"), &v, &eod) != G3_OK)
+            ok = 0;
+        else if (v > 0x7fffffff) {
+            g3_error("--vocab-file %s: %lld entries is too many", g3_opts_str(o, "vocab-file"),
+                     (long long)v);
+            ok = 0;
+        } else {
+            f->cfg.model.vocab_size = (int)v;
+        }
+    } else if (g3_opts_is_set(o, "vocab-size")) {
+        ok &= g3_train_flags_int(o, "vocab-size", 1, &f->cfg.model.vocab_size);
+    } else {
+        f->cfg.model.vocab_size = G3_GPT2_VOCAB;
+    }
+    ok = ok && prior;
+    if (ok && !g3_opts_is_set(o, "ffn-hidden-size") &&
+        f->cfg.model.hidden_size > 0x7fffffff / 4) {
+        g3_error("--hidden-size %d is too large for the default --ffn-hidden-size (4 x hidden size overflows); give a smaller --hidden-size", f->cfg.model.hidden_size);
+        ok = 0;
+    }
+    return ok;
+}
+
+/* One layout (TP x PP of f): checked, its plan, its time on mc and on each of --sizes, printed
+ * as tables or JSON; then whether it fits --gpu-memory.  RET: an exit code (logged). */
+static int g3_cli_plan_one(const g3_plan_flags_t *f, int tp, int pp,
+                           const g3_plan_machine_t *mc, int json, int nsizes,
+                           const int *size_nodes)
+{
+    g3_plan_layout_t lay, sizes[16];
+    g3_plan_time_t tm, stimes[16];
+    g3_plan_time_opts_t topt;
+    const g3_plan_stage_t *peak;
+    int rc, made = 0;
+
+    memset(&topt, 0, sizeof(topt));
+    topt.overlap_grad_reduce = f->cfg.overlap_grad_reduce;
+    topt.overlap_param_gather = f->cfg.overlap_param_gather;
+    topt.grad_reduce_bf16 = f->cfg.grad_reduce_bf16;
+    topt.ranks_per_node = f->rpn;
+    rc = g3_plan_layout(f, tp, pp, &lay);
+    if (rc != G3_EXIT_OK)
+        return rc;
+    if (mc && g3_plan_time(&lay.in, &lay.plan, mc, &topt, &tm) != G3_OK) {
+        rc = G3_EXIT_USAGE;
+        goto out;
+    }
+    for (; made < nsizes; made++) {
+        g3_plan_flags_t g = *f;
+        g.nodes = size_nodes[made];
+        rc = g3_plan_layout(&g, tp, pp, &sizes[made]);
+        if (rc != G3_EXIT_OK) {
+            g3_error("--sizes: %d nodes cannot run this layout (see above)", size_nodes[made]);
+            goto out;
+        }
+        if (mc)
+            g3_plan_time(&sizes[made].in, &sizes[made].plan, mc, &topt, &stimes[made]);
+    }
+    if (nsizes > 0 && !mc) {
+        g3_error("--sizes prints the time per iteration of each size: give --machine dgx-a100|dgx-h100|FILE (a file from gpt3d plan --calibrate)");
+        rc = G3_EXIT_USAGE;
+        goto out;
+    }
+    if (json) {
+        g3_plan_print_json(f, &lay, mc, mc ? &tm : NULL, sizes, stimes, nsizes);
+    } else {
+        g3_plan_print_human(f, &lay);
+        if (mc)
+            g3_plan_print_time(mc, &lay, &tm, sizes, stimes, nsizes);
+    }
+    fflush(stdout);
+    rc = G3_EXIT_OK;
+    peak = &lay.plan.stages[lay.plan.peak_stage];
+    if (f->gpu_gib > 0 && !g3_plan_stage_fits(f, &lay.plan, peak)) {
+        g3_error("stage %d needs %.2f GiB per GPU, more than --gpu-memory %g: recompute activations (--recompute-granularity full), shard the optimizer (--use-distributed-optimizer), or use more pipeline or tensor parallelism (--search lists what fits)", lay.plan.peak_stage,
+                 g3_plan_gib(peak->gpu_bytes), f->gpu_gib);
+        rc = G3_EXIT_FAILURE;
+    }
+out:
+    g3_plan_free(&lay.plan);
+    for (int i = 0; i < made; i++)
+        g3_plan_free(&sizes[i].plan);
+    return rc;
 }
 
 int g3_cmd_plan(int argc, char **argv)
@@ -177,14 +352,9 @@ int g3_cmd_plan(int argc, char **argv)
     };
     g3_opts_t *o = NULL;
     g3_plan_flags_t f;
-    g3_plan_layout_t lay, sizes[16];
-    g3_plan_time_t tm, stimes[16];
     g3_plan_machine_t mach, *mc = NULL;
-    g3_plan_time_opts_t topt;
-    int tp = 1, pp = 1, ok = 1, rc = G3_EXIT_USAGE, json, search, nsizes = 0, have_lay = 0;
-    int gpn = 0, rpn = 0, size_nodes[16];
+    int tp = 1, pp = 1, ok = 1, rc = G3_EXIT_USAGE, nsizes = 0, size_nodes[16];
 
-    memset(sizes, 0, sizeof(sizes));
     if (!specs) {
         g3_error("gpt3d plan: out of memory");
         return G3_EXIT_FAILURE;
@@ -196,174 +366,28 @@ int g3_cmd_plan(int argc, char **argv)
         goto out;
     }
     if (g3_opts_is_set(o, "calibrate")) {
-        /* the backend's default threads, as gpt3d train uses them (OMP_NUM_THREADS) */
-        rc = g3_status_exit_code(g3_plan_calibrate(g3_opts_str(o, "device"), 0,
-                                                   g3_opts_str(o, "calibrate")));
+        rc = g3_cli_plan_calibrate(o);
         goto out;
     }
+    /* the trainer's flags, the plan's schedule flags, the ranks, the machine, the model */
     memset(&f, 0, sizeof(f));
     g3_train_config_defaults(&f.cfg);
     ok &= g3_train_flags_read(o, &f.cfg, &tp, &pp);
     ok &= g3_cli_plan_schedule_flags(o, &f);
-    json = g3_opts_bool(o, "json");
-    search = g3_opts_bool(o, "search");
-    f.device = g3_opts_str(o, "device");
-    f.bf16 = strcmp(f.device, "cuda") == 0;
     f.length_given = g3_opts_is_set(o, "train-iters") || g3_opts_is_set(o, "train-samples");
-
-    /* the ranks */
-    if (g3_opts_is_set(o, "nodes"))
-        ok &= g3_train_flags_int(o, "nodes", 1, &f.nodes);
-    if (g3_opts_is_set(o, "gpus-per-node"))
-        ok &= g3_train_flags_int(o, "gpus-per-node", 1, &gpn);
-    if (g3_opts_is_set(o, "ranks-per-node"))
-        ok &= g3_train_flags_int(o, "ranks-per-node", 1, &rpn);
-    if (g3_opts_is_set(o, "data-parallel-size"))
-        ok &= g3_train_flags_int(o, "data-parallel-size", 1, &f.dp_flag);
-    if (gpn && rpn && gpn != rpn) {
-        g3_error("--gpus-per-node %d and --ranks-per-node %d disagree: they name the same thing; give one", gpn, rpn);
-        ok = 0;
-    }
-    f.rpn = gpn ? gpn : rpn;
-    if (ok && f.nodes && !f.rpn) {
-        g3_error("--nodes %d needs --gpus-per-node G (the ranks each node runs)", f.nodes);
-        ok = 0;
-    }
-    if (ok && (int64_t)f.nodes * f.rpn > INT_MAX / 4) {
-        g3_error("--nodes %d x --gpus-per-node %d = %lld ranks is too many (at most %d); give fewer --nodes or --gpus-per-node", f.nodes, f.rpn,
-                 (long long)f.nodes * f.rpn, INT_MAX / 4);
-        ok = 0;
-    }
-    if (g3_opts_is_set(o, "gpu-memory")) {
-        f.gpu_gib = g3_opts_float(o, "gpu-memory");
-        if (!(f.gpu_gib > 0.0 && f.gpu_gib < 1e9)) {
-            g3_error("--gpu-memory %g: give the memory of one GPU in GiB, e.g. 80",
-                     f.gpu_gib);
-            ok = 0;
-        }
-    }
-    if (search && (!f.nodes || f.dp_flag)) {
-        g3_error("--search needs --nodes N and --gpus-per-node G, and derives DP itself%s",
-                 f.dp_flag ? ": drop --data-parallel-size" : "");
-        ok = 0;
-    }
-    if (g3_opts_is_set(o, "sizes")) {
-        nsizes = g3_cli_plan_sizes(g3_opts_str(o, "sizes"), size_nodes, 16);
-        if (nsizes < 0)
-            ok = 0;
-        else if (!f.rpn || f.dp_flag) {
-            g3_error("--sizes needs --gpus-per-node G (each size is a number of nodes of G ranks) and derives DP itself%s", f.dp_flag ? ": drop --data-parallel-size" : "");
-            ok = 0;
-        }
-    }
-    /* the machine the time is for: --machine, else DGX H100 for --device cuda */
-    if (ok && g3_opts_is_set(o, "machine")) {
-        const char *name = g3_opts_str(o, "machine");
-        g3_status_t st = strchr(name, '/') || strchr(name, '.')
-                             ? g3_plan_machine_read(name, &mach)
-                             : g3_plan_machine_builtin(name, &mach);
-        if (st != G3_OK)
-            ok = 0;
-        mc = &mach;
-    } else if (ok && f.bf16) {
-        g3_plan_machine_builtin("dgx-h100", &mach);
-        mc = &mach;
-    }
-
-    /* the vocabulary: a size, or the file gpt3d train would read */
-    if (g3_opts_is_set(o, "vocab-size") && g3_opts_is_set(o, "vocab-file")) {
-        g3_error("give --vocab-size or --vocab-file, not both");
-        ok = 0;
-    } else if (g3_opts_is_set(o, "vocab-file")) {
-        int64_t v = 0, eod = 0;
-        if (g3_data_vocab_info(g3_opts_str(o, "vocab-file"), &v, &eod) != G3_OK)
-            ok = 0;
-        else if (v > 0x7fffffff) {
-            g3_error("--vocab-file %s: %lld entries is too many", g3_opts_str(o, "vocab-file"),
-                     (long long)v);
-            ok = 0;
-        } else {
-            f.cfg.model.vocab_size = (int)v;
-        }
-    } else if (g3_opts_is_set(o, "vocab-size")) {
-        ok &= g3_train_flags_int(o, "vocab-size", 1, &f.cfg.model.vocab_size);
-    } else {
-        f.cfg.model.vocab_size = G3_GPT2_VOCAB;
-    }
-    if (ok && !g3_opts_is_set(o, "ffn-hidden-size") &&
-        f.cfg.model.hidden_size > 0x7fffffff / 4) {
-        g3_error("--hidden-size %d is too large for the default --ffn-hidden-size (4 x hidden size overflows); give a smaller --hidden-size", f.cfg.model.hidden_size);
-        ok = 0;
-    }
-    if (ok && f.layers_per_chunk > 0) {   /* Megatron: V = L / (PP x layers per chunk) */
-        int64_t chunk = (int64_t)pp * f.layers_per_chunk;
-        if (f.cfg.model.num_layers % chunk != 0) {
-            g3_error("--num-layers-per-virtual-pipeline-stage %d: --num-layers %d is not a multiple of --pipeline-model-parallel-size %d x %d", f.layers_per_chunk,
-                     f.cfg.model.num_layers, pp, f.layers_per_chunk);
-            ok = 0;
-        } else {
-            f.virtual_pp = (int)(f.cfg.model.num_layers / chunk);
-        }
-    }
+    ok &= g3_cli_plan_ranks(o, &f, &nsizes, size_nodes);
+    if (ok)
+        ok &= g3_cli_plan_machine(o, &f, &mach, &mc);
+    ok &= g3_cli_plan_model(o, ok, &f);
     if (!ok)
         goto out;
-    memset(&topt, 0, sizeof(topt));
-    topt.overlap_grad_reduce = f.cfg.overlap_grad_reduce;
-    topt.overlap_param_gather = f.cfg.overlap_param_gather;
-    topt.grad_reduce_bf16 = f.cfg.grad_reduce_bf16;
-    topt.ranks_per_node = f.rpn;
-
-    if (search) {
+    if (g3_opts_bool(o, "search"))
         rc = g3_cli_plan_search(&f, g3_opts_is_set(o, "tensor-model-parallel-size") ? tp : 0,
                                 g3_opts_is_set(o, "pipeline-model-parallel-size") ? pp : 0, mc,
-                                json);
-        goto out;
-    }
-    rc = g3_plan_layout(&f, tp, pp, &lay);
-    if (rc != G3_EXIT_OK)
-        goto out;
-    have_lay = 1;
-    if (mc && g3_plan_time(&lay.in, &lay.plan, mc, &topt, &tm) != G3_OK) {
-        rc = G3_EXIT_USAGE;
-        goto out;
-    }
-    for (int i = 0; i < nsizes; i++) {
-        g3_plan_flags_t g = f;
-        g.nodes = size_nodes[i];
-        rc = g3_plan_layout(&g, tp, pp, &sizes[i]);
-        if (rc != G3_EXIT_OK) {
-            g3_error("--sizes: %d nodes cannot run this layout (see above)", size_nodes[i]);
-            nsizes = i;
-            goto out;
-        }
-        if (mc)
-            g3_plan_time(&sizes[i].in, &sizes[i].plan, mc, &topt, &stimes[i]);
-    }
-    if (nsizes > 0 && !mc) {
-        g3_error("--sizes prints the time per iteration of each size: give --machine dgx-a100|dgx-h100|FILE (a file from gpt3d plan --calibrate)");
-        rc = G3_EXIT_USAGE;
-        goto out;
-    }
-    if (json) {
-        g3_plan_print_json(&f, &lay, mc, mc ? &tm : NULL, sizes, stimes, nsizes);
-    } else {
-        g3_plan_print_human(&f, &lay);
-        if (mc)
-            g3_plan_print_time(mc, &lay, &tm, sizes, stimes, nsizes);
-    }
-    fflush(stdout);
-    rc = G3_EXIT_OK;
-    if (f.gpu_gib > 0 &&
-        !g3_plan_stage_fits(&f, &lay.plan, &lay.plan.stages[lay.plan.peak_stage])) {
-        g3_error("stage %d needs %.2f GiB per GPU, more than --gpu-memory %g: recompute activations (--recompute-granularity full), shard the optimizer (--use-distributed-optimizer), or use more pipeline or tensor parallelism (--search lists what fits)", lay.plan.peak_stage,
-                 g3_plan_gib(lay.plan.stages[lay.plan.peak_stage].gpu_bytes), f.gpu_gib);
-        rc = G3_EXIT_FAILURE;
-    }
+                                g3_opts_bool(o, "json"));
+    else
+        rc = g3_cli_plan_one(&f, tp, pp, mc, g3_opts_bool(o, "json"), nsizes, size_nodes);
 out:
-    if (have_lay)
-        g3_plan_free(&lay.plan);
-    for (int i = 0; i < nsizes; i++)
-        g3_plan_free(&sizes[i].plan);
     g3_opts_free(o);
     free(specs);
     return rc;

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/commands.h"
 #include "comm/comm.h"
@@ -51,32 +50,6 @@ typedef struct {
     char     what[256];    /* where the allocation came from */
 } g3_job_t;
 
-/* SLURM_TASKS_PER_NODE looks like "8(x4),4": RET the count if uniform, else -1. */
-static int g3_uniform_tasks_per_node(const char *s)
-{
-    int first = -1;
-    while (s && *s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 1)
-            return -1;
-        if (first < 0)
-            first = (int)v;
-        else if (first != (int)v)
-            return -1;
-        s = end;
-        if (*s == '(') {
-            s = strchr(s, ')');
-            if (s == NULL)
-                return -1;
-            s++;
-        }
-        if (*s == ',')
-            s++;
-    }
-    return first;
-}
-
 static g3_status_t g3_job_from_nodelist(g3_job_t *j, const char *list, const char *what)
 {
     g3_status_t st = g3_topo_hostlist_expand(list, &j->alloc.names, &j->alloc.nnodes);
@@ -98,108 +71,6 @@ static g3_status_t g3_job_from_world(g3_comm_world_t *world, g3_job_t *j, char *
              g3_comm_world_proc(world)->size,
              j->alloc.addrs ? ", with SLURM_TOPOLOGY_ADDR" : "");
     return G3_OK;
-}
-
-/* The switch tree Slurm itself reports, for one process in an allocation
- * (a batch script or salloc, no srun: no task has SLURM_TOPOLOGY_ADDR).
- * "scontrol show topology" prints topology.conf's keys plus Level=, and an
- * upper switch lists every node below it in Nodes= as well: keep SwitchName=,
- * Switches=, LinkSpeed= and the Nodes= of leaf switches only.
- * RET G3_ERR_NOT_FOUND (why says so) when scontrol cannot be run or reports
- * no switch; OUT: *topo_p. */
-static g3_status_t g3_topo_from_scontrol(g3_topo_t **topo_p, char *why, size_t why_len)
-{
-    FILE *p = popen("scontrol show topology 2>/dev/null", "r");
-    char line[4096], *text = NULL;
-    size_t used = 0, cap = 0;
-    int switches = 0, status;
-    g3_status_t st;
-
-    if (p == NULL) {
-        snprintf(why, why_len, "cannot run scontrol show topology");
-        return G3_ERR_NOT_FOUND;
-    }
-    while (fgets(line, sizeof(line), p)) {
-        char *save = NULL, *tok, rec[4096];
-        size_t rl = 0;
-        int upper = strstr(line, "Switches=") != NULL;
-        if (strncmp(line, "SwitchName=", 11) != 0)
-            continue;
-        rec[0] = '\0';
-        for (tok = strtok_r(line, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
-            if (strncmp(tok, "SwitchName=", 11) && strncmp(tok, "Switches=", 9) &&
-                strncmp(tok, "LinkSpeed=", 10) && (upper || strncmp(tok, "Nodes=", 6)))
-                continue;
-            rl += (size_t)snprintf(rec + rl, sizeof(rec) > rl ? sizeof(rec) - rl : 0, "%s%s",
-                                   rl ? " " : "", tok);
-        }
-        if (rl >= sizeof(rec) - 2)
-            continue;   /* a line too long for us: the tree will miss it and say so */
-        if (used + rl + 2 > cap) {
-            size_t ncap = cap ? 2 * cap + rl + 2 : 4096 + rl;
-            char *n = realloc(text, ncap);
-            if (n == NULL) {
-                free(text);
-                pclose(p);
-                g3_error("gpt3d topo: out of memory reading scontrol show topology");
-                return G3_ERR_NO_MEMORY;
-            }
-            text = n;
-            cap = ncap;
-        }
-        memcpy(text + used, rec, rl);
-        used += rl;
-        text[used++] = '\n';
-        text[used] = '\0';
-        switches++;
-    }
-    status = pclose(p);
-    if (switches == 0) {
-        free(text);
-        snprintf(why, why_len, "scontrol show topology reports no switch%s",
-                 status != 0 ? " (it failed: no scontrol, or no topology plugin)" : "");
-        return G3_ERR_NOT_FOUND;
-    }
-    st = g3_topo_parse(text, "scontrol show topology", topo_p);
-    free(text);
-    return st;
-}
-
-/* The nodes of the allocation in the switch tree topo.  OUT: *nodes_p
- * (nnodes), RET G3_ERR_INVALID_ARG with why when a node is missing. */
-static g3_status_t g3_topo_find_nodes(const g3_topo_t *topo, const g3_par_alloc_t *a,
-                                      int **nodes_p, char *why, size_t why_len)
-{
-    int *nodes = malloc((size_t)a->nnodes * sizeof(int));
-    if (nodes == NULL) {
-        g3_error("gpt3d topo: out of memory");
-        return G3_ERR_NO_MEMORY;
-    }
-    for (int i = 0; i < a->nnodes; i++) {
-        nodes[i] = g3_topo_node_find(topo, a->names[i]);
-        if (nodes[i] < 0) {
-            snprintf(
-                why, why_len,
-                "node %s of the allocation is not in %s; give the cluster's topology.conf with --topology-file",
-                a->names[i], topo->source);
-            free(nodes);
-            return G3_ERR_INVALID_ARG;
-        }
-    }
-    *nodes_p = nodes;
-    return G3_OK;
-}
-
-/* topology.conf beside slurm.conf ($SLURM_CONF, else /etc/slurm): buf, or
- * NULL when it cannot be read. */
-static const char *g3_topo_conf_path(char *buf, size_t len)
-{
-    const char *conf = getenv("SLURM_CONF"), *slash;
-    if (conf && *conf && (slash = strrchr(conf, '/')) != NULL)
-        snprintf(buf, len, "%.*s/topology.conf", (int)(slash - conf), conf);
-    else
-        snprintf(buf, len, "/etc/slurm/topology.conf");
-    return access(buf, R_OK) == 0 ? buf : NULL;
 }
 
 static const char *g3_level_name(const g3_topo_t *t, int level, char *buf, size_t len)
@@ -394,162 +265,131 @@ static void g3_print_traffic(const g3_topo_t *t, g3_topo_plan_t *const plans[3],
             tr[1].bytes[G3_TOPO_PP] > 0 ? tr[0].bytes[G3_TOPO_PP] / tr[1].bytes[G3_TOPO_PP] : 1.0);
 }
 
-int g3_cmd_topo(int argc, char **argv)
+/* The flags of the traffic model and the layout.  OUT: *tp, *pp, *rpn_flag (0: not given),
+ * *model.  RET: an exit code (logged). */
+static int g3_topo_flags(const g3_opts_t *o, int *tp, int *pp, int *rpn_flag,
+                         g3_topo_model_t *model)
 {
-    g3_opts_t *o = NULL;
-    g3_comm_world_t *world = NULL;
-    g3_topo_t *topo = NULL;
-    g3_topo_plan_t *plans[3] = { NULL, NULL, NULL };
-    g3_topo_model_t model;
-    g3_topo_alloc_t alloc;
-    g3_job_t job;
-    int *nodes = NULL, rc = G3_EXIT_FAILURE;
-    int tp, pp, rpn_flag;
-    const char *tfile;
-    char why[512], conf_buf[1024];
-    g3_status_t st;
-    int in_alloc = 0;   /* one process inside a Slurm allocation (no srun) */
-
-    memset(&job, 0, sizeof(job));
-    if (g3_opts_parse(&g3_topo_cmd, argc, argv, &o) != G3_OK)
-        return G3_EXIT_USAGE;
-    if (g3_opts_help_shown(o)) {
-        g3_opts_free(o);
-        return G3_EXIT_OK;
-    }
-    tp = (int)g3_opts_int(o, "tensor-model-parallel-size");
-    pp = (int)g3_opts_int(o, "pipeline-model-parallel-size");
-    tfile = g3_opts_str(o, "topology-file");
-    g3_topo_model_default(&model);
-    model.hidden = (double)g3_opts_int(o, "hidden-size");
-    model.layers = (double)g3_opts_int(o, "num-layers");
-    model.seq = (double)g3_opts_int(o, "seq-length");
-    model.micro_batch = (double)g3_opts_int(o, "micro-batch-size");
-    model.global_batch = (double)g3_opts_int(o, "global-batch-size");
-    model.vocab = (double)g3_opts_int(o, "vocab-size");
-    if (model.hidden < 1 || model.layers < 1 || model.seq < 1 || model.micro_batch < 1 ||
-        model.global_batch < 1 || model.vocab < 1) {
+    *tp = (int)g3_opts_int(o, "tensor-model-parallel-size");
+    *pp = (int)g3_opts_int(o, "pipeline-model-parallel-size");
+    g3_topo_model_default(model);
+    model->hidden = (double)g3_opts_int(o, "hidden-size");
+    model->layers = (double)g3_opts_int(o, "num-layers");
+    model->seq = (double)g3_opts_int(o, "seq-length");
+    model->micro_batch = (double)g3_opts_int(o, "micro-batch-size");
+    model->global_batch = (double)g3_opts_int(o, "global-batch-size");
+    model->vocab = (double)g3_opts_int(o, "vocab-size");
+    if (model->hidden < 1 || model->layers < 1 || model->seq < 1 || model->micro_batch < 1 ||
+        model->global_batch < 1 || model->vocab < 1) {
         g3_error(
             "gpt3d topo: the traffic model's sizes (--hidden-size, --num-layers, --seq-length, --micro-batch-size, --global-batch-size, --vocab-size) must be positive");
-        rc = G3_EXIT_USAGE;
-        goto out;
+        return G3_EXIT_USAGE;
     }
     if (g3_opts_is_set(o, "ranks-per-node") && g3_opts_int(o, "ranks-per-node") < 1) {
         g3_error("gpt3d topo: --ranks-per-node must be at least 1");
-        rc = G3_EXIT_USAGE;
-        goto out;
+        return G3_EXIT_USAGE;
     }
-    /* 0: not given */
-    rpn_flag = g3_opts_is_set(o, "ranks-per-node") ? (int)g3_opts_int(o, "ranks-per-node") : 0;
+    *rpn_flag = g3_opts_is_set(o, "ranks-per-node") ? (int)g3_opts_int(o, "ranks-per-node") : 0;
+    return G3_EXIT_OK;
+}
 
-    /* 1. the allocation */
-    if (g3_opts_str(o, "nodelist")) {
-        st = g3_job_from_nodelist(&job, g3_opts_str(o, "nodelist"), "--nodelist");
+/* The running job's allocation: gathered over PMIx from its ranks, else the Slurm allocation
+ * this one process runs in (*in_alloc = 1), else this host.  OUT: *world, job, *in_alloc,
+ * *done (1: a rank other than 0, which stops here with the exit code returned).
+ * RET: an exit code (logged). */
+static int g3_topo_job_running(const g3_opts_t *o, int rpn_flag, g3_comm_world_t **world,
+                               g3_job_t *job, int *in_alloc, int *done)
+{
+    char why[512];
+    g3_status_t st;
+
+    st = g3_comm_world_init(g3_opts_float(o, "distributed-timeout-minutes") * 60, world);
+    if (st != G3_OK)
+        return g3_status_exit_code(st);
+    if (g3_comm_world_proc(*world)->size > 1) {
+        st = g3_job_from_world(*world, job, why, sizeof(why));
+        if (g3_comm_world_proc(*world)->rank != 0 && (st == G3_OK || st == G3_ERR_INVALID_ARG)) {
+            *done = 1;   /* rank 0 alone plans, prints and reports a bad job */
+            return G3_EXIT_OK;
+        }
         if (st != G3_OK) {
-            rc = G3_EXIT_USAGE;
-            goto out;
+            if (st == G3_ERR_INVALID_ARG)
+                g3_error("%s", why);
+            return g3_status_exit_code(st);
         }
-        job.alloc.rpn = rpn_flag ? rpn_flag : 1;
-    } else {
-        st = g3_comm_world_init(g3_opts_float(o, "distributed-timeout-minutes") * 60, &world);
-        if (st != G3_OK) {
-            rc = g3_status_exit_code(st);
-            goto out;
+        if (rpn_flag && rpn_flag != job->alloc.rpn) {
+            g3_error(
+                "gpt3d topo: --ranks-per-node %d, but the job runs %d ranks per node; drop the flag to plan for the running job",
+                rpn_flag, job->alloc.rpn);
+            return G3_EXIT_USAGE;
         }
-        if (g3_comm_world_proc(world)->size > 1) {
-            st = g3_job_from_world(world, &job, why, sizeof(why));
-            if (g3_comm_world_proc(world)->rank != 0 &&
-                (st == G3_OK || st == G3_ERR_INVALID_ARG)) {
-                rc = G3_EXIT_OK;   /* rank 0 alone plans, prints and reports a bad job */
-                goto out;
-            }
-            if (st != G3_OK) {
-                if (st == G3_ERR_INVALID_ARG)
-                    g3_error("%s", why);
-                rc = g3_status_exit_code(st);
-                goto out;
-            }
-            if (rpn_flag && rpn_flag != job.alloc.rpn) {
-                g3_error(
-                    "gpt3d topo: --ranks-per-node %d, but the job runs %d ranks per node; drop the flag to plan for the running job",
-                    rpn_flag, job.alloc.rpn);
-                rc = G3_EXIT_USAGE;
-                goto out;
-            }
-        } else {
-            const char *nl = getenv("SLURM_JOB_NODELIST");
-            if (nl == NULL)
-                nl = getenv("SLURM_NODELIST");
-            if (nl && *nl) {
-                int tpn = g3_uniform_tasks_per_node(getenv("SLURM_TASKS_PER_NODE"));
-                const char *ntpn = getenv("SLURM_NTASKS_PER_NODE");
-                st = g3_job_from_nodelist(&job, nl, "SLURM_JOB_NODELIST");
-                if (st != G3_OK)
-                    goto out;
-                in_alloc = 1;
-                if (rpn_flag)
-                    job.alloc.rpn = rpn_flag;
-                else if (ntpn && atoi(ntpn) > 0)
-                    job.alloc.rpn = atoi(ntpn);
-                else if (tpn > 0)
-                    job.alloc.rpn = tpn;
-                else
-                    job.alloc.rpn = 1;
-            } else {
-                char *one = (char *)g3_comm_world_proc(world)->hostname;
-                st = g3_job_from_nodelist(&job, one, "this host (no Slurm allocation, no launcher)");
-                if (st != G3_OK)
-                    goto out;
-                job.alloc.rpn = rpn_flag ? rpn_flag : 1;
-            }
-        }
+        return G3_EXIT_OK;
     }
+    st = g3_topo_slurm_alloc(&job->alloc.names, &job->alloc.nnodes, &job->alloc.rpn);
+    if (st == G3_OK) {
+        snprintf(job->what, sizeof(job->what), "SLURM_JOB_NODELIST");
+        *in_alloc = 1;
+        if (rpn_flag)
+            job->alloc.rpn = rpn_flag;
+        return G3_EXIT_OK;
+    }
+    if (st != G3_ERR_NOT_FOUND)
+        return G3_EXIT_FAILURE;
+    st = g3_job_from_nodelist(job, g3_comm_world_proc(*world)->hostname,
+                              "this host (no Slurm allocation, no launcher)");
+    job->alloc.rpn = rpn_flag ? rpn_flag : 1;
+    return st == G3_OK ? G3_EXIT_OK : G3_EXIT_FAILURE;
+}
 
-    /* 2. the switches: --topology-file; under srun, the tasks'
-     * SLURM_TOPOLOGY_ADDR; one process in an allocation, the tree Slurm
-     * reports (scontrol show topology, else the topology.conf beside
-     * slurm.conf), or one flat switch with a word on how to get the tree. */
-    why[0] = '\0';
+/* The switches: --topology-file; under srun, the tasks' SLURM_TOPOLOGY_ADDR; one process in
+ * an allocation, the tree Slurm reports (scontrol show topology, else the topology.conf beside
+ * slurm.conf), or one flat switch with a word on how to get the tree.  OUT: *topo, *nodes.
+ * RET: an exit code (logged). */
+static int g3_topo_switches(const char *tfile, int in_alloc, g3_job_t *job, g3_topo_t **topo,
+                            int **nodes)
+{
+    char why[512] = "", why_sc[256], conf_buf[1024];
+    g3_status_t st;
+
     if (in_alloc && tfile == NULL) {
-        char why_sc[256];
-        st = g3_topo_from_scontrol(&topo, why_sc, sizeof(why_sc));
+        st = g3_topo_from_scontrol(topo, why_sc, sizeof(why_sc));
         if (st == G3_OK) {
-            st = g3_topo_find_nodes(topo, &job.alloc, &nodes, why, sizeof(why));
-            if (st != G3_OK) {
+            st = g3_topo_nodes_find(*topo, job->alloc.names, job->alloc.nnodes, nodes, why,
+                                    sizeof(why));
+            if (st == G3_ERR_INVALID_ARG)
                 g3_error("gpt3d topo: %s", why);
-                rc = g3_status_exit_code(st);
-                goto out;
-            }
-            goto have_topo;
+            return g3_status_exit_code(st);
         }
-        if (st != G3_ERR_NOT_FOUND) {
-            rc = g3_status_exit_code(st);
-            goto out;
-        }
-        tfile = g3_topo_conf_path(conf_buf, sizeof(conf_buf));
+        if (st != G3_ERR_NOT_FOUND)
+            return g3_status_exit_code(st);
+        tfile = g3_topo_slurm_conf_path(conf_buf, sizeof(conf_buf));
         if (tfile == NULL)
             g3_warn(
                 "gpt3d topo: one process in an allocation and no switch tree found (%s; no readable %s): planning as if all nodes were under one switch; run it under srun --mpi=pmix (each task reads SLURM_TOPOLOGY_ADDR) or give --topology-file",
                 why_sc, conf_buf);
     }
-    st = g3_par_alloc_topo(&job.alloc, tfile, job.what, &topo, &nodes, why, sizeof(why));
+    st = g3_par_alloc_topo(&job->alloc, tfile, job->what, topo, nodes, why, sizeof(why));
     if (st != G3_OK) {
         if (why[0])
             g3_error("gpt3d topo: %s", why);
         /* a malformed --topology-file is a usage error too */
-        rc = tfile && st == G3_ERR_FORMAT ? G3_EXIT_USAGE : g3_status_exit_code(st);
-        goto out;
+        return tfile && st == G3_ERR_FORMAT ? G3_EXIT_USAGE : g3_status_exit_code(st);
     }
+    return G3_EXIT_OK;
+}
 
-have_topo:
-    /* 3. the plan and the two references */
-    alloc = (g3_topo_alloc_t){ job.alloc.nnodes, nodes, job.alloc.rpn, job.alloc.rank_node,
-                               job.alloc.rank_local };
-    st = g3_topo_map(topo, &alloc, tp, pp, 0, &plans[0], why, sizeof(why));
+/* The plan and the two topology-blind references.  OUT: plans[3].  RET: an exit code. */
+static int g3_topo_plans(const g3_topo_t *topo, const g3_job_t *job, int *nodes, int tp, int pp,
+                         g3_topo_plan_t *plans[3])
+{
+    g3_topo_alloc_t alloc = { job->alloc.nnodes, nodes, job->alloc.rpn, job->alloc.rank_node,
+                              job->alloc.rank_local };
+    char why[512] = "";
+    g3_status_t st = g3_topo_map(topo, &alloc, tp, pp, 0, &plans[0], why, sizeof(why));
+
     if (st == G3_ERR_INVALID_ARG) {
         g3_error("gpt3d topo: impossible layout: %s", why);
-        rc = G3_EXIT_USAGE;
-        goto out;
+        return G3_EXIT_USAGE;
     }
     if (st == G3_OK)
         st = g3_topo_map_order(topo, &alloc, tp, pp, 0, G3_TOPO_ORDER_NAIVE, &plans[1], why,
@@ -559,37 +399,76 @@ have_topo:
                                sizeof(why));
     if (st != G3_OK) {
         g3_error("gpt3d topo: mapping failed: %s %s", g3_status_string(st), why);
-        goto out;
+        return G3_EXIT_FAILURE;
     }
+    return G3_EXIT_OK;
+}
 
+/* The first lines: the job, where its allocation came from, the switches in use. */
+static void g3_print_header(const g3_topo_t *topo, const g3_job_t *job, const int *nodes,
+                            const g3_topo_plan_t *plan, int tp, int pp)
+{
+    int used = 0;
+    char hl[300];
+    int *seen = calloc((size_t)topo->nswitches + 1, sizeof(int));
+
+    if (seen) {
+        for (int i = 0; i < job->alloc.nnodes; i++)
+            if (!seen[topo->node_switch[nodes[i]]]++)
+                used++;
+        free(seen);
+    }
+    g3_topo_hostlist_compress((const char *const *)job->alloc.names, job->alloc.nnodes, hl,
+                              sizeof(hl));
+    printf("gpt3d topo: %d node%s x %d rank%s = %d ranks; TP %d x PP %d x DP %d (layout: %s)\n",
+           job->alloc.nnodes, job->alloc.nnodes == 1 ? "" : "s", job->alloc.rpn,
+           job->alloc.rpn == 1 ? "" : "s", plan->world, tp, pp, plan->dp, plan->how);
+    printf("allocation: %s from %s\n", hl, job->what);
+    printf("topology: %s: %d switches, %d level%s, %d leaf switches in use\n", topo->source,
+           topo->nswitches, topo->levels, topo->levels == 1 ? "" : "s", used);
+    printf("search: %d candidate layouts scored, %ld slot visits for %d slots of TP ranks\n",
+           plan->candidates, plan->steps, plan->world / plan->tp);
+}
+
+int g3_cmd_topo(int argc, char **argv)
+{
+    g3_opts_t *o = NULL;
+    g3_comm_world_t *world = NULL;
+    g3_topo_t *topo = NULL;
+    g3_topo_plan_t *plans[3] = { NULL, NULL, NULL };
+    g3_topo_model_t model;
+    g3_job_t job;
+    int *nodes = NULL, rc;
+    int tp, pp, rpn_flag = 0, in_alloc = 0, done = 0;
+
+    memset(&job, 0, sizeof(job));
+    if (g3_opts_parse(&g3_topo_cmd, argc, argv, &o) != G3_OK)
+        return G3_EXIT_USAGE;
+    if (g3_opts_help_shown(o)) {
+        g3_opts_free(o);
+        return G3_EXIT_OK;
+    }
+    rc = g3_topo_flags(o, &tp, &pp, &rpn_flag, &model);
+    /* 1. the allocation: --nodelist, else the running job */
+    if (rc == G3_EXIT_OK && g3_opts_str(o, "nodelist")) {
+        if (g3_job_from_nodelist(&job, g3_opts_str(o, "nodelist"), "--nodelist") != G3_OK)
+            rc = G3_EXIT_USAGE;
+        job.alloc.rpn = rpn_flag ? rpn_flag : 1;
+    } else if (rc == G3_EXIT_OK) {
+        rc = g3_topo_job_running(o, rpn_flag, &world, &job, &in_alloc, &done);
+    }
+    /* 2. the switches, 3. the plan and the two references */
+    if (rc == G3_EXIT_OK && !done)
+        rc = g3_topo_switches(g3_opts_str(o, "topology-file"), in_alloc, &job, &topo, &nodes);
+    if (rc == G3_EXIT_OK && !done)
+        rc = g3_topo_plans(topo, &job, nodes, tp, pp, plans);
     /* 4. print */
-    {
-        int used = 0;
-        char hl[300];
-        int *seen = calloc((size_t)topo->nswitches + 1, sizeof(int));
-        if (seen) {
-            for (int i = 0; i < job.alloc.nnodes; i++)
-                if (!seen[topo->node_switch[nodes[i]]]++)
-                    used++;
-            free(seen);
-        }
-        g3_topo_hostlist_compress((const char *const *)job.alloc.names, job.alloc.nnodes, hl,
-                                  sizeof(hl));
-        printf("gpt3d topo: %d node%s x %d rank%s = %d ranks; TP %d x PP %d x DP %d (layout: %s)\n",
-               job.alloc.nnodes, job.alloc.nnodes == 1 ? "" : "s", job.alloc.rpn,
-               job.alloc.rpn == 1 ? "" : "s", plans[0]->world, tp, pp, plans[0]->dp, plans[0]->how);
-        printf("allocation: %s from %s\n", hl, job.what);
-        printf("topology: %s: %d switches, %d level%s, %d leaf switches in use\n", topo->source,
-               topo->nswitches, topo->levels, topo->levels == 1 ? "" : "s", used);
-        printf("search: %d candidate layouts scored, %ld slot visits for %d slots of TP ranks\n",
-               plans[0]->candidates, plans[0]->steps, plans[0]->world / plans[0]->tp);
+    if (rc == G3_EXIT_OK && !done) {
+        g3_print_header(topo, &job, nodes, plans[0], tp, pp);
+        g3_print_plan(topo, plans[0], g3_opts_bool(o, "summary"));
+        g3_print_traffic(topo, plans, &model);
+        fflush(stdout);
     }
-    g3_print_plan(topo, plans[0], g3_opts_bool(o, "summary"));
-    g3_print_traffic(topo, plans, &model);
-    fflush(stdout);
-    rc = G3_EXIT_OK;
-
-out:
     for (int i = 0; i < 3; i++)
         g3_topo_plan_free(plans[i]);
     free(nodes);

@@ -23,6 +23,7 @@
 #include "comm/comm.h"
 #include "core/fs.h"
 #include "core/log.h"
+#include "core/param.h"
 #include "core/opt.h"
 #include "core/status.h"
 #include "data/dataset.h"
@@ -44,9 +45,9 @@ static const g3_opt_cmd_t g3_train_cmd = {
 
 static int g3_kjv_path(char *buf, size_t len, const char *file)
 {
-    const char *dir = getenv("GPT3D_DATA_DIR"), *home = getenv("HOME");
+    const char *dir = g3_param_data_dir(), *home = getenv("HOME");
     int n;
-    if (dir && *dir)
+    if (dir)
         n = snprintf(buf, len, "%s/kjv/%s", dir, file);
     else
         n = snprintf(buf, len, "%s/.cache/gpt3d/kjv/%s", home && *home ? home : ".", file);
@@ -64,8 +65,8 @@ static int g3_train_device_sizes(const g3_train_config_t *cfg)
     int Vp;
     g3_status_t st;
 
-    if (strcmp(cfg->backend, "cpu") == 0)
-        return G3_EXIT_OK;
+    if (!g3_be_kind(cfg->backend)->check_sizes)
+        return G3_EXIT_OK;   /* any size (cpu) */
     st = g3_data_vocab_info(cfg->vocab_file, &vocab, &eod);
     if (st != G3_OK)
         return g3_status_exit_code(st);
@@ -74,7 +75,7 @@ static int g3_train_device_sizes(const g3_train_config_t *cfg)
     Vp = g3_gpt_padded_vocab((int)vocab, m->make_vocab_size_divisible_by, m->tp_size);
     if (Vp < 1)
         return G3_EXIT_OK;   /* likewise */
-    st = g3_be_check_sizes(cfg->backend, m->hidden_size, m->num_attention_heads,
+    st = g3_be_check_sizes(cfg->backend, &cfg->be_opts, m->hidden_size, m->num_attention_heads,
                            m->hidden_size / m->num_attention_heads, g3_gpt_config_ffn(m),
                            Vp / m->tp_size, why, sizeof(why));
     if (st != G3_OK) {
@@ -134,21 +135,203 @@ static char *g3_config_text(const g3_opts_t *o, const g3_gpt_config_t *m)
     return text;
 }
 
+/* The files gpt3d train names that are not flags' own strings: the built-in corpus's paths and
+ * the default metrics file.  cfg points into it: it lives as long as the run. */
+typedef struct {
+    char  vocab[4096], merge[4096], prefix[4096], metrics[4200];
+    char *builtin[1];   /* { prefix } */
+} g3_train_paths_t;
+
+/* The compute backend: one this build and this node cannot run is refused before any work
+ * (built without CUDA, or options it cannot honour: a usage error, 2; no usable GPU: 1).
+ * RET: an exit code (logged). */
+static int g3_train_check_backend(const g3_train_config_t *cfg, const g3_comm_proc_t *me)
+{
+    const g3_be_kind_info_t *row = g3_be_kind(cfg->backend);
+    char why[1024];
+    g3_status_t st = g3_be_probe(cfg->backend, &cfg->be_opts, why, sizeof(why));
+
+    if (st != G3_OK) {
+        g3_error("%s", why);
+        return st == G3_ERR_UNSUPPORTED ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
+    }
+    if (!(row->caps & G3_BE_CAP_HOST_MEMORY) && me->size > 1 && !cfg->dist_ucx &&
+        !g3_comm_backend_available(G3_COMM_BACKEND_NCCL)) {
+        g3_error("--device %s with %d ranks needs NCCL (one rank per GPU, the tensor-, pipeline- and data-parallel groups on device buffers) and this gpt3d was built without it; reconfigure with --with-nccl=DIR, pass --distributed-backend ucx (through host memory), start one rank, or use --device cpu", row->name,
+                 me->size);
+        return G3_EXIT_USAGE;
+    }
+    if (cfg->distributed_optimizer && cfg->dp_size == 1 && me->rank == 0)
+        g3_warn("--use-distributed-optimizer with data-parallel size 1 shards nothing");
+    if (cfg->grad_reduce_bf16 && cfg->dp_size == 1 && me->rank == 0)
+        g3_warn("--grad-reduce-in-bf16 with data-parallel size 1 reduces nothing");
+    return G3_EXIT_OK;
+}
+
+/* Checkpoints and stopping on request (train/flags.c), the --exit-signal handler and the
+ * run's configuration text.  OUT: cfg, *config_text_p (the caller frees it).
+ * RET: an exit code (logged). */
+static int g3_train_ckpt_setup(const g3_opts_t *o, g3_train_config_t *cfg,
+                               char **config_text_p)
+{
+    int ok = g3_train_flags_ckpt(o, cfg);
+
+    cfg->save_id = getenv("SLURM_JOB_ID");
+    if (ok && !g3_exit_signal_install(g3_opts_str(o, "exit-signal")))
+        ok = 0;
+    cfg->exit_flag = &g3_exit_flag;
+    if (ok) {
+        *config_text_p = g3_config_text(o, &cfg->model);
+        if (!*config_text_p) {
+            g3_error("out of memory recording the configuration");
+            ok = 0;
+        }
+        cfg->config_text = *config_text_p;
+    }
+    return ok ? G3_EXIT_OK : G3_EXIT_USAGE;
+}
+
+/* The data files (--data-path, --vocab-file, --merge-file, else the built-in corpus's) and
+ * the tokenizer's identity, checked against the data's and the checkpoint's records.
+ * OUT: cfg (pointing into paths), *tokenizer_json_p (the caller frees it).
+ * RET: an exit code (logged). */
+static int g3_train_data_setup(const g3_opts_t *o, int rank, g3_train_paths_t *paths,
+                               g3_train_config_t *cfg, char **tokenizer_json_p)
+{
+    int builtin_data = !g3_opts_is_set(o, "data-path"), ok;
+    char *const *list;
+    g3_tokid_t *tid;
+    char desc[512];
+    g3_status_t st;
+
+    if (builtin_data) {
+        if (!g3_kjv_path(paths->prefix, sizeof(paths->prefix), G3_KJV_PREFIX)) {
+            g3_error("the built-in corpus path is too long; set GPT3D_DATA_DIR shorter");
+            return G3_EXIT_USAGE;
+        }
+        paths->builtin[0] = paths->prefix;
+        cfg->data_path_count = 1;
+        cfg->data_path = paths->builtin;
+    } else {
+        cfg->data_path_count = g3_opts_list(o, "data-path", &list);
+        cfg->data_path = list;
+    }
+    cfg->vocab_file = g3_opts_str(o, "vocab-file");
+    if (!cfg->vocab_file) {
+        g3_kjv_path(paths->vocab, sizeof(paths->vocab), G3_KJV_VOCAB);
+        cfg->vocab_file = paths->vocab;
+    }
+    cfg->merge_file = g3_opts_str(o, "merge-file");
+    if (!cfg->merge_file) {
+        g3_kjv_path(paths->merge, sizeof(paths->merge), G3_KJV_MERGES);
+        cfg->merge_file = paths->merge;
+    }
+    cfg->split = g3_opts_str(o, "split");
+    cfg->data_cache_path = g3_opts_str(o, "data-cache-path");
+    ok = g3_cli_need_file(cfg->vocab_file, "--vocab-file", !g3_opts_is_set(o, "vocab-file"));
+    if (ok)
+        ok = g3_cli_need_file(cfg->merge_file, "--merge-file", !g3_opts_is_set(o, "merge-file"));
+    if (ok)
+        ok = g3_cli_need_data(cfg->data_path, cfg->data_path_count, "--data-path", builtin_data);
+    if (!ok)
+        return G3_EXIT_FAILURE;
+    cfg->allow_tokenizer_mismatch = g3_opts_bool(o, "allow-tokenizer-mismatch");
+    tid = malloc(sizeof(*tid));
+    st = tid ? g3_tokid_of_files(cfg->vocab_file, cfg->merge_file, tid) : G3_ERR_NO_MEMORY;
+    if (st == G3_OK)
+        st = g3_tokid_to_json(tid, tokenizer_json_p);
+    if (st == G3_OK && rank == 0) {
+        g3_tokid_describe(tid, desc, sizeof(desc));
+        g3_info("tokenizer: %s", desc);
+    }
+    free(tid);
+    if (st != G3_OK)
+        return g3_status_exit_code(st) == G3_EXIT_USAGE ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
+    cfg->tokenizer = *tokenizer_json_p;
+    return G3_EXIT_OK;
+}
+
+/* What the run writes: --save must be able to take a checkpoint (refused now, not at the first
+ * save after the training it was meant to keep); the run directory and the metrics file
+ * (rank 0 writes it).  OUT: cfg->metrics_file (maybe paths->metrics).
+ * RET: an exit code (logged). */
+static int g3_train_outputs_setup(const g3_opts_t *o, g3_train_paths_t *paths,
+                                  g3_train_config_t *cfg)
+{
+    const char *run_dir = g3_opts_str(o, "run-dir");
+
+    if (cfg->save_dir && g3_ckpt_save_check(cfg->save_dir) != G3_OK)
+        return G3_EXIT_USAGE;
+    if (!run_dir)
+        run_dir = g3_opts_str(o, "save") ? g3_opts_str(o, "save") : "gpt3d-run";
+    cfg->metrics_file = g3_opts_str(o, "metrics-file");
+    if (!cfg->metrics_file) {
+        if (g3_mkdir_p(run_dir, 0777, NULL, 0) != G3_OK) {
+            g3_error("cannot create the run directory %s: %s; pass a writable --run-dir",
+                     run_dir, strerror(errno));
+            return G3_EXIT_FAILURE;
+        }
+        snprintf(paths->metrics, sizeof(paths->metrics), "%s/metrics.jsonl", run_dir);
+        cfg->metrics_file = paths->metrics;
+    }
+    /* --tensorboard-dir: one that cannot be created is refused on every rank before work */
+    if (cfg->tensorboard_dir) {
+        char failed[4096];
+        if (g3_mkdir_p(cfg->tensorboard_dir, 0777, failed, sizeof(failed)) != G3_OK) {
+            g3_error("--tensorboard-dir %s: cannot create the directory %s: %s; pass a writable directory",
+                     cfg->tensorboard_dir, failed, strerror(errno));
+            return G3_EXIT_FAILURE;
+        }
+    }
+    return G3_EXIT_OK;
+}
+
+/* Every check before any work, in order; the first that fails decides.  OUT: cfg, *plan,
+ * *tp_p, *pp_p, *config_text_p, *tokenizer_json_p.  RET: an exit code (logged). */
+static int g3_train_setup(const g3_opts_t *o, const g3_comm_proc_t *me, g3_train_paths_t *paths,
+                          g3_train_config_t *cfg, g3_train_plan_t *plan, int *tp_p, int *pp_p,
+                          char **config_text_p, char **tokenizer_json_p)
+{
+    int rc;
+    g3_status_t st;
+
+    /* model, layout, batch and schedule flags (shared with gpt3d plan: train/flags.c) */
+    if (!g3_train_flags_read(o, cfg, tp_p, pp_p))
+        return G3_EXIT_USAGE;
+    /* the layout: DP = ranks / (TP x PP) */
+    if (!g3_train_flags_dp(me->size, *tp_p, *pp_p, &cfg->dp_size))
+        return G3_EXIT_USAGE;
+    cfg->model.tp_size = *tp_p;
+    cfg->model.pp_size = *pp_p;
+    rc = g3_train_check_backend(cfg, me);
+    if (rc == G3_EXIT_OK)
+        rc = g3_train_ckpt_setup(o, cfg, config_text_p);
+    if (rc != G3_EXIT_OK)
+        return rc;
+    /* the model and the batch arithmetic, before touching any file */
+    st = g3_gpt_config_check(&cfg->model);
+    if (st == G3_OK)
+        st = g3_train_plan(cfg, plan);
+    if (st != G3_OK)
+        return g3_status_exit_code(st);
+    rc = g3_train_data_setup(o, me->rank, paths, cfg, tokenizer_json_p);
+    if (rc == G3_EXIT_OK)
+        rc = g3_train_device_sizes(cfg);
+    if (rc == G3_EXIT_OK)
+        rc = g3_train_outputs_setup(o, paths, cfg);
+    return rc;
+}
+
 int g3_cmd_train(int argc, char **argv)
 {
     g3_opts_t *o = NULL;
     g3_train_config_t cfg;
     g3_train_plan_t plan;
     g3_train_result_t res;
+    g3_train_paths_t paths;
     g3_status_t st;
-    char vocab_buf[4096], merge_buf[4096], prefix_buf[4096], metrics_buf[4200];
-    char *builtin_path[1] = { prefix_buf };
-    char *const *list;
-    int ok = 1, tp = 1, pp = 1, builtin_data, rc;
-    const char *run_dir;
+    int tp = 1, pp = 1, rc;
     g3_cli_world_t w;
-    const g3_comm_proc_t *me;
-    char why[1024];
     char *config_text = NULL, *tokenizer_json = NULL;
 
     st = g3_cli_world_parse(&g3_train_cmd, argc, argv, &o);
@@ -164,166 +347,9 @@ int g3_cmd_train(int argc, char **argv)
         g3_opts_free(o);
         return rc;
     }
-    me = w.me;
     g3_train_config_defaults(&cfg);
-
-    /* model, layout, batch and schedule flags (shared with gpt3d plan: train/flags.c) */
-    ok &= g3_train_flags_read(o, &cfg, &tp, &pp);
-    if (!ok) {
-        rc = G3_EXIT_USAGE;
-        goto agree;
-    }
-
-    /* the layout: DP = ranks / (TP x PP) */
-    if (!g3_train_flags_dp(me->size, tp, pp, &cfg.dp_size)) {
-        rc = G3_EXIT_USAGE;
-        goto agree;
-    }
-    cfg.model.tp_size = tp;
-    cfg.model.pp_size = pp;
-
-    /* the compute backend: one this build and this node cannot run is refused before any work
-     * (built without CUDA: a usage error, 2; no usable GPU: 1) */
-    cfg.backend = g3_opts_str(o, "device");
-    st = g3_be_probe(cfg.backend, why, sizeof(why));
-    if (st != G3_OK) {
-        g3_error("%s", why);
-        rc = st == G3_ERR_UNSUPPORTED ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
-        goto agree;
-    }
-    if (strcmp(cfg.backend, "cpu") != 0 && me->size > 1 && !cfg.dist_ucx &&
-        !g3_comm_backend_available(G3_COMM_BACKEND_NCCL)) {
-        g3_error("--device %s with %d ranks needs NCCL (one rank per GPU, the tensor-, pipeline- and data-parallel groups on device buffers) and this gpt3d was built without it; reconfigure with --with-nccl=DIR, pass --distributed-backend ucx (through host memory), start one rank, or use --device cpu", cfg.backend,
-                 me->size);
-        rc = G3_EXIT_USAGE;
-        goto agree;
-    }
-    if (cfg.distributed_optimizer && cfg.dp_size == 1 && me->rank == 0)
-        g3_warn("--use-distributed-optimizer with data-parallel size 1 shards nothing");
-    if (cfg.grad_reduce_bf16 && cfg.dp_size == 1 && me->rank == 0)
-        g3_warn("--grad-reduce-in-bf16 with data-parallel size 1 reduces nothing");
-
-    /* checkpoints and stopping on request (train/flags.c) */
-    ok &= g3_train_flags_ckpt(o, &cfg);
-    cfg.save_id = getenv("SLURM_JOB_ID");
-    if (ok && !g3_exit_signal_install(g3_opts_str(o, "exit-signal")))
-        ok = 0;
-    cfg.exit_flag = &g3_exit_flag;
-    if (ok) {
-        config_text = g3_config_text(o, &cfg.model);
-        if (!config_text) {
-            g3_error("out of memory recording the configuration");
-            ok = 0;
-        }
-        cfg.config_text = config_text;
-    }
-    if (!ok) {
-        rc = G3_EXIT_USAGE;
-        goto agree;
-    }
-
-    /* the model and the batch arithmetic, before touching any file */
-    st = g3_gpt_config_check(&cfg.model);
-    if (st == G3_OK)
-        st = g3_train_plan(&cfg, &plan);
-    if (st != G3_OK) {
-        rc = g3_status_exit_code(st);
-        goto agree;
-    }
-
-    /* data files */
-    builtin_data = !g3_opts_is_set(o, "data-path");
-    if (builtin_data) {
-        if (!g3_kjv_path(prefix_buf, sizeof(prefix_buf), G3_KJV_PREFIX)) {
-            g3_error("the built-in corpus path is too long; set GPT3D_DATA_DIR shorter");
-            rc = G3_EXIT_USAGE;
-            goto agree;
-        }
-        cfg.data_path_count = 1;
-        cfg.data_path = builtin_path;
-    } else {
-        cfg.data_path_count = g3_opts_list(o, "data-path", &list);
-        cfg.data_path = list;
-    }
-    cfg.vocab_file = g3_opts_str(o, "vocab-file");
-    if (!cfg.vocab_file) {
-        g3_kjv_path(vocab_buf, sizeof(vocab_buf), G3_KJV_VOCAB);
-        cfg.vocab_file = vocab_buf;
-    }
-    cfg.merge_file = g3_opts_str(o, "merge-file");
-    if (!cfg.merge_file) {
-        g3_kjv_path(merge_buf, sizeof(merge_buf), G3_KJV_MERGES);
-        cfg.merge_file = merge_buf;
-    }
-    cfg.split = g3_opts_str(o, "split");
-    cfg.data_cache_path = g3_opts_str(o, "data-cache-path");
-    ok = g3_cli_need_file(cfg.vocab_file, "--vocab-file", !g3_opts_is_set(o, "vocab-file"));
-    if (ok)
-        ok = g3_cli_need_file(cfg.merge_file, "--merge-file", !g3_opts_is_set(o, "merge-file"));
-    if (ok)
-        ok = g3_cli_need_data(cfg.data_path, cfg.data_path_count, "--data-path", builtin_data);
-    if (!ok) {
-        rc = G3_EXIT_FAILURE;
-        goto agree;
-    }
-    /* the tokenizer's identity: checked against the data's and the checkpoint's records */
-    cfg.allow_tokenizer_mismatch = g3_opts_bool(o, "allow-tokenizer-mismatch");
-    {
-        g3_tokid_t *tid = malloc(sizeof(*tid));
-        char desc[512];
-        st = tid ? g3_tokid_of_files(cfg.vocab_file, cfg.merge_file, tid) : G3_ERR_NO_MEMORY;
-        if (st == G3_OK)
-            st = g3_tokid_to_json(tid, &tokenizer_json);
-        if (st == G3_OK && me->rank == 0) {
-            g3_tokid_describe(tid, desc, sizeof(desc));
-            g3_info("tokenizer: %s", desc);
-        }
-        free(tid);
-        if (st != G3_OK) {
-            rc = g3_status_exit_code(st) == G3_EXIT_USAGE ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
-            goto agree;
-        }
-        cfg.tokenizer = tokenizer_json;
-    }
-    rc = g3_train_device_sizes(&cfg);
-    if (rc != G3_EXIT_OK)
-        goto agree;
-
-    /* --save: a directory that cannot take a checkpoint is refused now, not at the first save
-     * after the training it was meant to keep */
-    if (cfg.save_dir && g3_ckpt_save_check(cfg.save_dir) != G3_OK) {
-        rc = G3_EXIT_USAGE;
-        goto agree;
-    }
-
-    /* the run directory and the metrics file (rank 0 writes it) */
-    run_dir = g3_opts_str(o, "run-dir");
-    if (!run_dir)
-        run_dir = g3_opts_str(o, "save") ? g3_opts_str(o, "save") : "gpt3d-run";
-    cfg.metrics_file = g3_opts_str(o, "metrics-file");
-    if (!cfg.metrics_file) {
-        if (g3_mkdir_p(run_dir, 0777, NULL, 0) != G3_OK) {
-            g3_error("cannot create the run directory %s: %s; pass a writable --run-dir",
-                     run_dir, strerror(errno));
-            rc = G3_EXIT_FAILURE;
-            goto agree;
-        }
-        snprintf(metrics_buf, sizeof(metrics_buf), "%s/metrics.jsonl", run_dir);
-        cfg.metrics_file = metrics_buf;
-    }
-    /* --tensorboard-dir: one that cannot be created is refused on every rank before work */
-    if (cfg.tensorboard_dir) {
-        char failed[4096];
-        if (g3_mkdir_p(cfg.tensorboard_dir, 0777, failed, sizeof(failed)) != G3_OK) {
-            g3_error("--tensorboard-dir %s: cannot create the directory %s: %s; pass a writable directory",
-                     cfg.tensorboard_dir, failed, strerror(errno));
-            rc = G3_EXIT_FAILURE;
-            goto agree;
-        }
-    }
-    rc = G3_EXIT_OK;
-
-agree:
+    rc = g3_train_setup(o, w.me, &paths, &cfg, &plan, &tp, &pp, &config_text, &tokenizer_json);
+    /* every rank the same code; rank 0 shows the errors */
     rc = g3_cli_world_agree(&w, rc, "training");
     if (rc != G3_EXIT_OK)
         goto out;
@@ -337,10 +363,10 @@ agree:
         cfg.par = w.par;
         cfg.dp_rank = l->dp_rank;
         g3_par_shard(w.par, &cfg.model);   /* this rank's part of the model */
-        cfg.threads = w.threads;
-        if (me->rank != 0) {   /* one voice: rank 0 writes the metrics and TensorBoard's
-                                * events (every rank has the loss, the gradient norm and
-                                * the timers' max over the ranks) */
+        cfg.be_opts.nthreads = w.threads;
+        if (w.me->rank != 0) {   /* one voice: rank 0 writes the metrics and TensorBoard's
+                                  * events (every rank has the loss, the gradient norm and
+                                  * the timers' max over the ranks) */
             cfg.metrics_file = NULL;
             cfg.tensorboard_dir = NULL;
         }

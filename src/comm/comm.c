@@ -8,6 +8,7 @@
 #include "comm/comm_impl.h"
 #include "core/bf16.h"
 #include "core/log.h"
+#include "core/param.h"
 
 /* Kept in step with the enums by the static assertions below. */
 static const size_t g3_dtype_sizes[] = {
@@ -241,7 +242,6 @@ g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
     g3_comm_t *comm;
     g3_group_blob_t mine, *root_blob = NULL;
     g3_comm_exchange_t *x = NULL;
-    const char *env;
     int self;
     g3_status_t st;
 
@@ -281,10 +281,7 @@ g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
     comm->size = nmembers;
     comm->context_id = (uint16_t)(++world->group_seq);
     comm->timeout_s = world->timeout_s;
-    comm->small_bytes = 64 * 1024;
-    env = getenv("GPT3D_COMM_SMALL_BYTES");
-    if (env && *env)
-        comm->small_bytes = (size_t)strtoull(env, NULL, 10);
+    comm->small_bytes = (size_t)g3_param_comm_small_bytes();
 
     memset(&mine, 0, sizeof(mine));
     mine.magic = G3_GROUP_MAGIC;
@@ -392,6 +389,27 @@ g3_status_t g3_comm_world_group(g3_comm_world_t *world, g3_comm_backend_t backen
     st = g3_comm_group_create(world, "world", backend, members, n, comm_p);
     free(members);
     return st;
+}
+
+/* The groups make the transports' worlds (UCX's, on the first host group), so the world's
+ * end is here: the transports first, then the bootstrap (world.c), which knows none of them. */
+void g3_comm_world_free(g3_comm_world_t *world)
+{
+    if (world == NULL)
+        return;
+    if (world->ucx) {
+        /* Every rank reaches this point before anyone tears its worker
+         * down, so that no message still in flight loses its target.  A
+         * broken world skips it: a peer may be gone. */
+        if (!world->broken && world->proc.size > 1) {
+            double saved = world->timeout_s;
+            world->timeout_s = saved < 60 ? saved : 60;
+            (void)g3_comm_world_fence(world, "shutdown");
+            world->timeout_s = saved;
+        }
+        g3_comm_ucx_world_free(world);
+    }
+    g3_comm_world_pmix_free(world);
 }
 
 void g3_comm_free(g3_comm_t *comm)

@@ -95,6 +95,10 @@ void g3_comm_log_timeout(const g3_comm_t *comm, int peer_grank, const char *verb
 /* Write the group's world ranks compactly ("0-3,8,10-11") into buf. */
 void g3_comm_format_members(const int *members, int n, char *buf, size_t len);
 
+/* The bootstrap's part of g3_comm_world_free (world.c): PMIx finalized, the world freed.
+ * The transports' worlds (UCX) are freed before it, by g3_comm_world_free (comm.c). */
+void g3_comm_world_pmix_free(g3_comm_world_t *world);
+
 /* Backends. */
 g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world);
 void g3_comm_ucx_world_free(g3_comm_world_t *world);

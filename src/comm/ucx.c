@@ -57,13 +57,13 @@
 
 #include "comm/comm_impl.h"
 #include "core/log.h"
+#include "core/param.h"
 
 /* All-reduce algorithms; GPT3D_COMM_ALLREDUCE=rd|rh|direct|ring forces one
  * (tests run every one of them; auto picks by size, see the top). */
 typedef enum { G3_UCX_AUTO = 0, G3_UCX_RD, G3_UCX_RH, G3_UCX_DIRECT, G3_UCX_RING } g3_ucx_algo_t;
 #define G3_UCX_DIRECT_MAX_BYTES ((size_t)32 << 20)
 #define G3_UCX_RH_MAX_BYTES     ((size_t)1 << 20)
-#define G3_UCX_SEGMENT_BYTES    ((size_t)256 << 10)   /* fits the L2 with room */
 
 struct g3_ucx_world {
     g3_ucx_algo_t        algo;      /* forced all-reduce algorithm or auto  */
@@ -117,7 +117,7 @@ g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
     size_t addr_len = 0;
     ucs_status_t us;
     g3_status_t st;
-    const char *spin_env, *algo_env;
+    const char *algo_env;
     long ncpu;
 
     if (world->proc.size >= (1 << 24)) {
@@ -189,18 +189,13 @@ g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
      * 64 when every local rank has a core, 16 when they outnumber them. */
     ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     u->spin = (ncpu > 0 && world->proc.local_size <= ncpu) ? 64 : 16;
-    spin_env = getenv("GPT3D_COMM_SPIN");
-    if (spin_env && *spin_env)
-        u->spin = atoi(spin_env);
-    /* Yield even when ranks fit: other jobs may share the cores, and a
-     * yield with nothing else runnable costs well under a microsecond. */
-    u->yield = 1;
-    if (getenv("GPT3D_COMM_YIELD"))
-        u->yield = atoi(getenv("GPT3D_COMM_YIELD"));
-    u->segment_bytes = G3_UCX_SEGMENT_BYTES;
-    if (getenv("GPT3D_COMM_SEGMENT_BYTES") && atol(getenv("GPT3D_COMM_SEGMENT_BYTES")) > 0)
-        u->segment_bytes = (size_t)atol(getenv("GPT3D_COMM_SEGMENT_BYTES"));
-    algo_env = getenv("GPT3D_COMM_ALLREDUCE");
+    if (g3_param_comm_spin() >= 0)
+        u->spin = (int)g3_param_comm_spin();
+    /* Yield even when ranks fit (GPT3D_COMM_YIELD's default): other jobs may share the
+     * cores, and a yield with nothing else runnable costs well under a microsecond. */
+    u->yield = (int)g3_param_comm_yield();
+    u->segment_bytes = (size_t)g3_param_comm_segment_bytes();
+    algo_env = g3_param_comm_allreduce();
     if (algo_env && *algo_env) {
         static const char *const names[] = { "auto", "rd", "rh", "direct", "ring" };
         u->algo = (g3_ucx_algo_t)-1;
@@ -571,8 +566,8 @@ static g3_status_t g3_ucx_ring_allgather_blocks(g3_comm_t *comm, char *buf, size
     return G3_OK;
 }
 
-/* One reduce step of a ring, pipelined in segments (G3_UCX_SEGMENT_BYTES,
- * GPT3D_COMM_SEGMENT_BYTES): send scount elements
+/* One reduce step of a ring, pipelined in segments (GPT3D_COMM_SEGMENT_BYTES, 256 KiB by
+ * default: core/param.h): send scount elements
  * of sbuf to `to` while receiving rcount elements from `from` into tmp, and
  * as each segment lands (still in cache) fold it in:
  *   dst = base op tmp   (base != NULL; base may equal dst)

@@ -187,22 +187,8 @@ err_free_world:
     return st;
 }
 
-void g3_comm_world_free(g3_comm_world_t *world)
+void g3_comm_world_pmix_free(g3_comm_world_t *world)
 {
-    if (world == NULL)
-        return;
-    if (world->ucx) {
-        /* Every rank reaches this point before anyone tears its worker
-         * down, so that no message still in flight loses its target.  A
-         * broken world skips it: a peer may be gone. */
-        if (!world->broken && world->proc.size > 1) {
-            double saved = world->timeout_s;
-            world->timeout_s = saved < 60 ? saved : 60;
-            (void)g3_comm_world_fence(world, "shutdown");
-            world->timeout_s = saved;
-        }
-        g3_comm_ucx_world_free(world);
-    }
     if (world->pmix_up)
         PMIx_Finalize(NULL, 0);
     free(world->pmix_me);

@@ -1,4 +1,5 @@
-# src/core: status, logging, options, counter-based RNG, the clock, timers and mkdir -p.
+# src/core: status, logging, options, counter-based RNG, the clock, timers, mkdir -p, the
+# registry of GPT3D_* environment variables (param) and the test hooks (hook).
 # Depends on nothing.
 src_libgpt3d_a_SOURCES += \
 	src/core/status.c src/core/status.h \
@@ -8,4 +9,6 @@ src_libgpt3d_a_SOURCES += \
 	src/core/clock.c src/core/clock.h \
 	src/core/timer.c src/core/timer.h \
 	src/core/fs.c src/core/fs.h \
+	src/core/param.c src/core/param.h \
+	src/core/hook.c src/core/hook.h \
 	src/core/bf16.h

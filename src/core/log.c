@@ -1,4 +1,5 @@
 #include "core/log.h"
+#include "core/param.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,10 +41,10 @@ const char *g3_log_level_name(g3_log_level_t level)
 
 void g3_log_init_from_env(void)
 {
-    const char *env = getenv("GPT3D_LOG_LEVEL");
+    const char *env = g3_param_log_level();
     g3_log_level_t level;
 
-    if (env == NULL || *env == '\0')
+    if (env == NULL)
         return;
     if (g3_log_level_parse(env, &level) != G3_OK) {
         g3_warn("GPT3D_LOG_LEVEL='%s' is not a log level; use one of error, warn, info, debug, trace (keeping '%s')",

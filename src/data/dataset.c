@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/param.h"
 #include "data/bpe.h"
 #include "data/gpt_index.h"
 #include "data/indexed.h"
@@ -409,9 +410,9 @@ g3_status_t g3_data_vocab_info(const char *vocab_file, int64_t *vocab_size_p, in
 
 g3_status_t g3_data_corpus_dir(char *buf, size_t size)
 {
-    const char *data_dir = getenv("GPT3D_DATA_DIR"), *home = getenv("HOME");
+    const char *data_dir = g3_param_data_dir(), *home = getenv("HOME");
     int n;
-    if (data_dir && *data_dir)
+    if (data_dir)
         n = snprintf(buf, size, "%s/kjv", data_dir);
     else if (home && *home)
         n = snprintf(buf, size, "%s/.cache/gpt3d/kjv", home);

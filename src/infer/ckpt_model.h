@@ -48,10 +48,11 @@ void g3_infer_ckpt_info_free(g3_infer_ckpt_info_t *info);
 g3_status_t g3_infer_ckpt_set_tp(g3_infer_ckpt_info_t *info, int tp_size);
 
 /* Load the weights of info's checkpoint into model (built from info->model with this rank's
- * position), the optimizer state not read.  par, dp_size, dp_rank: the layout (NULL, 1, 0
- * alone); eng: the 3D-parallel engine of model or NULL.  Collective with par.  Checksums are
- * verified; load_fallback: if the checkpoint cannot be loaded, load the previous committed
- * one of its directory (info->iteration and path then say which).
+ * position), the optimizer state not read.  par, dp_size, dp_rank: the layout (one rank
+ * alone: its 1 x 1 x 1 layout, 1, 0); eng: the 3D-parallel engine of model or NULL.
+ * Collective with par.  Checksums are verified; load_fallback: if the checkpoint cannot be
+ * loaded, load the previous committed one of its directory (info->iteration and path then
+ * say which).
  * RET: load errors (logged, naming the file and the dataset). */
 g3_status_t g3_infer_ckpt_load(g3_infer_ckpt_info_t *info, g3_gpt_t *model,
                               g3_par_t *par, int dp_size, int dp_rank,

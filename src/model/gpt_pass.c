@@ -95,8 +95,7 @@ static void *g3_gpt_at(const g3_gpt_t *m, const void *p, size_t elems)
  * own memory (xent_stats, xent_combine, xent_shard_bwd: CUDA). */
 static int g3_gpt_xent_dev_ops(const g3_gpt_t *m)
 {
-    const g3_backend_ops_t *op = m->be->ops;
-    return op->xent_stats && op->xent_combine && op->xent_shard_bwd;
+    return (m->be->caps & G3_BE_CAP_XENT_SHARDED) != 0;   /* g3_be_open checks the ops */
 }
 
 /* RET: 1 with sequence parallelism. */
@@ -123,8 +122,8 @@ static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *
 {
     g3_backend_t *be = m->be;
     size_t N = (size_t)a->B * a->T, f = sizeof(float), e = m->esize;
-    size_t att = be->ops->attention_state_bytes(be, a->B, a->T, m->NH_l, m->HS);
-    size_t datt = be->ops->attention_scratch_bytes(be, a->B, a->T, m->NH_l, m->HS);
+    size_t att = g3_be_att_state_bytes(be, a->B, a->T, m->NH_l, m->HS);
+    size_t datt = g3_be_att_scratch_bytes(be, a->B, a->T, m->NH_l, m->HS);
     size_t d1 = 3 * (size_t)m->C_l > (size_t)m->F_l ? 3 * (size_t)m->C_l : (size_t)m->F_l;
     size_t d2 = m->C > m->C_l ? m->C : m->C_l;
     int nl = a->nl, sp = g3_gpt_sp(m);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/param.h"
 #include "parallel/par_internal.h"
 #include "topo/topo.h"
 
@@ -452,13 +453,13 @@ g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dis
 {
     g3_par_groups_t d = { NULL, NULL, NULL, NULL };
     g3_comm_devmem_t mem = { (void *)be, g3_par_to_host, g3_par_to_device, NULL, NULL };
-    const char *force = getenv("GPT3D_STAGED_HOST");
+    int force = g3_param_staged_host();
     int host_mem = be->host_memory, staged;
     g3_status_t st;
 
     if (par->dev.tp)
         return G3_OK;   /* already made (a second engine on the same layout) */
-    if (host_mem && !(force && !strcmp(force, "1"))) {
+    if (host_mem && !force) {
         g3_par_buf_host(par);
         return G3_OK;
     }

@@ -618,6 +618,38 @@ static g3_status_t g3_par_dump(g3_par_engine_t *eng)
     return st;
 }
 
+/* Tests: the Adam first moments of the ranges this rank owns (par.h); here beside the ranges,
+ * so that the dump file primitives (dump.c) call nothing of the engine. */
+g3_status_t g3_par_engine_dump_adam(g3_par_engine_t *eng, const char *dir)
+{
+    const g3_gpt_t *model = eng->model;
+    g3_par_optim_range_t rg[G3_PAR_OPTIM_RANGES_MAX];
+    int64_t *step;
+    int n = g3_par_engine_optim_ranges(eng, rg, &step);
+    float *host = malloc(sizeof(float) * (model->numel ? model->numel : 1));
+    char path[4200];
+    FILE *f = NULL;
+    g3_status_t st;
+
+    if (!host) {
+        g3_error("gradient dump: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    st = g3_par_dump_open(dir, "adam_m", eng->par->layout.world_rank, path, sizeof(path),
+                          &f);
+    for (int i = 0; i < n && st == G3_OK; i++) {
+        if (!rg[i].owner)
+            continue;
+        model->be->ops->download(model->be, host, rg[i].m,
+                                 sizeof(float) * (rg[i].end - rg[i].begin));
+        st = g3_par_dump_range(f, path, model, rg[i].begin, rg[i].end, host);
+    }
+    if (f && g3_par_dump_close(f, path) != G3_OK && st == G3_OK)
+        st = G3_ERR_IO;
+    free(host);
+    return st;
+}
+
 /* The terms of the global gradient norm this rank adds, in a fixed order: for every piece of
  * the reduced gradients it owns, the part of each parameter that counts (g3_par_counts: a
  * replicated copy counts once over the world).  Calls fn on each (g (n,), backend memory). */

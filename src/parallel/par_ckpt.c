@@ -178,7 +178,7 @@ g3_status_t g3_par_ckpt_read(g3_par_ckpt_t *t, const g3_gpt_t *model, const char
     st = g3_par_ckpt_describe(t, model, 0, !lo->no_load_optim, &t->state);
     if (st != G3_OK)
         return st;
-    return g3_ckpt_load(dir, t->state, lo, par ? &comm : NULL, reader_p);
+    return g3_ckpt_load(dir, t->state, lo, &comm, reader_p);
 }
 
 g3_status_t g3_par_ckpt_apply(g3_par_ckpt_t *t, g3_gpt_t *model, g3_ckpt_reader_t *r,

@@ -55,9 +55,9 @@ g3_status_t g3_par_ckpt_describe(const g3_par_ckpt_t *t, const g3_gpt_t *model, 
                                  int with_optim, g3_ckpt_state_t **state_p);
 
 /* Read dir's checkpoint (g3_ckpt_load with lo; its optimizer unless lo->no_load_optim) into
- * t's host copies; collective over par (NULL: alone).  OUT: *reader_p (close with
- * g3_ckpt_reader_close before g3_par_ckpt_free).  RET: load errors (logged, naming the file
- * and the dataset). */
+ * t's host copies; collective over par (one rank alone: its 1 x 1 x 1 layout).
+ * OUT: *reader_p (close with g3_ckpt_reader_close before g3_par_ckpt_free).  RET: load errors
+ * (logged, naming the file and the dataset). */
 g3_status_t g3_par_ckpt_read(g3_par_ckpt_t *t, const g3_gpt_t *model, const char *dir,
                              const g3_ckpt_load_opts_t *lo, g3_par_t *par,
                              g3_ckpt_reader_t **reader_p);

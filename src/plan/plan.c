@@ -71,68 +71,17 @@ double g3_plan_act_layer(const g3_plan_input_t *in, int mode)
 
 /* ---- what gpt3d's backends keep: the model's own layout ------------------------------------ */
 
-/* The attention state each backend keeps for backward (src/backend/cpu.c, src/backend/cuda.c):
- * the CPU keeps the (B,NH,T,T) fp32 probabilities and as much scratch; CUDA's fused (flash)
- * attention keeps only the (B,NH,T) fp32 log-sum-exp beside its output and recomputes the
- * probabilities tile by tile, so it needs no scratch. */
-static size_t g3_plan_cpu_att(g3_backend_t *be, int B, int T, int NH, int HS)
+void g3_plan_input_backend(g3_plan_input_t *in, g3_be_kind_t kind, const g3_be_opts_t *o)
 {
-    (void)be;
-    (void)HS;
-    return (size_t)B * NH * T * T * sizeof(float);
+    const g3_be_kind_info_t *row = g3_be_kind(kind);
+
+    in->kind = kind;
+    if (o)
+        in->be_opts = *o;
+    else
+        g3_be_opts_default(&in->be_opts);
+    in->bf16 = row && row->act_dtype == G3_BE_BF16;
 }
-
-static size_t g3_plan_cuda_att_state(g3_backend_t *be, int B, int T, int NH, int HS)
-{
-    (void)be;
-    (void)HS;
-    return (size_t)B * NH * T * sizeof(float);
-}
-
-static size_t g3_plan_cuda_att_scratch(g3_backend_t *be, int B, int T, int NH, int HS)
-{
-    (void)be;
-    (void)B;
-    (void)T;
-    (void)NH;
-    (void)HS;
-    return 0;
-}
-
-/* The layout reads only whether CUDA's vocabulary-parallel cross-entropy ops exist (its
- * statistics then live in device memory); these never run. */
-static void g3_plan_xent_stats(g3_backend_t *be, float *stats, const void *logits,
-                               const int32_t *targets, int N, int V, int v0)
-{
-    (void)be, (void)stats, (void)logits, (void)targets, (void)N, (void)V, (void)v0;
-}
-
-static void g3_plan_xent_combine(g3_backend_t *be, float *losses, float *lse,
-                                 const float *stats, int S, const int32_t *targets, int N)
-{
-    (void)be, (void)losses, (void)lse, (void)stats, (void)S, (void)targets, (void)N;
-}
-
-static void g3_plan_xent_shard_bwd(g3_backend_t *be, void *dlogits, const void *logits,
-                                   const float *lse, const int32_t *targets, float dloss, int N,
-                                   int V, int v0)
-{
-    (void)be, (void)dlogits, (void)logits, (void)lse, (void)targets, (void)dloss, (void)N,
-        (void)V, (void)v0;
-}
-
-static const g3_backend_ops_t g3_plan_cpu_ops = {
-    .attention_state_bytes = g3_plan_cpu_att,
-    .attention_scratch_bytes = g3_plan_cpu_att,
-};
-
-static const g3_backend_ops_t g3_plan_cuda_ops = {
-    .attention_state_bytes = g3_plan_cuda_att_state,
-    .attention_scratch_bytes = g3_plan_cuda_att_scratch,
-    .xent_stats = g3_plan_xent_stats,
-    .xent_combine = g3_plan_xent_combine,
-    .xent_shard_bwd = g3_plan_xent_shard_bwd,
-};
 
 double g3_plan_act_set(const g3_plan_input_t *in, int stage)
 {
@@ -142,10 +91,9 @@ double g3_plan_act_set(const g3_plan_input_t *in, int stage)
     double bytes;
     size_t est;
 
-    memset(&be, 0, sizeof(be));
-    be.ops = in->bf16 ? &g3_plan_cuda_ops : &g3_plan_cpu_ops;
-    be.name = in->bf16 ? "cuda" : "cpu";
-    be.act_dtype = in->bf16 ? G3_BE_BF16 : G3_BE_F32;
+    /* the backend's row: its attention state and scratch, whether the vocabulary-parallel
+     * cross-entropy keeps its statistics in its memory */
+    g3_be_describe(in->kind, &in->be_opts, &be);
     memset(&sh, 0, sizeof(sh));
     sh.cfg = *m;
     sh.cfg.pp_rank = stage;
@@ -198,7 +146,7 @@ double g3_plan_overhead(const g3_plan_input_t *in)
     double mib = 1048576.0, o;
     int groups = (m->tp_size > 1) + (m->pp_size > 1) + (in->dp > 1);
 
-    if (!in->bf16)
+    if (g3_be_kind(in->kind)->caps & G3_BE_CAP_HOST_MEMORY)
         return 20.0 * mib;
     o = 585.0 * mib;
     o += 64.0 * mib * groups;
@@ -385,7 +333,7 @@ static double g3_plan_host_available(void)
     return avail;
 }
 
-g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, const char *device, int dp,
+g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, g3_be_kind_t kind, int dp,
                               int64_t micro_batch, int64_t global_batch, int zero,
                               int local_ranks)
 {
@@ -402,10 +350,11 @@ g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, const char *device, int 
     in.global_batch = global_batch;
     in.start_batch = global_batch;
     in.distributed_optimizer = zero;
-    in.bf16 = device && strcmp(device, "cuda") == 0;
+    g3_plan_input_backend(&in, kind, NULL);
     in.virtual_pp = 1;
     in.ranks_per_gpu = 1;
-    if (in.bf16)   /* device memory: the backend refuses what it cannot allocate */
+    /* a device's memory: the backend refuses what it cannot allocate */
+    if (!(g3_be_kind(kind)->caps & G3_BE_CAP_HOST_MEMORY))
         return G3_OK;
     rc = g3_plan_compute(&in, &p);
     if (rc != G3_OK)

@@ -4,7 +4,7 @@
  * and the pipeline bubble.  Arithmetic on the configuration (the activations through the
  * model's own layout code); docs/plan.md gives every formula and where it comes from.  The
  * checks of the configuration are the trainer's (g3_gpt_config_check, g3_train_plan,
- * g3_topo_map), run by plan/layout.h; gpt3d train calls g3_plan_check_fit.
+ * g3_topo_map), run by search/layout.h above train; gpt3d train calls g3_plan_check_fit.
  *
  * Glossary: L layers, C hidden size (h), F ffn hidden size, NH heads (a), T sequence length
  * (s), B micro-batch (b), Vp padded vocabulary, P position embeddings, TP/PP/DP the parallel
@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "core/status.h"
 #include "model/gpt.h"
 
@@ -25,8 +26,11 @@ typedef struct {
     int64_t global_batch;         /* GBS (after any ramp-up)                                  */
     int64_t start_batch;          /* GBS of the first iteration (ramp-up start, else GBS)     */
     int     distributed_optimizer;/* ZeRO-1: optimizer state sharded over DP                  */
-    int     bf16;                 /* --device cuda: bf16 weights and activations, fp32 master;
-                                   * else (cpu) fp32 everything                               */
+    g3_be_kind_t kind;            /* --device                                                 */
+    g3_be_opts_t be_opts;         /* its options (the attention's buffers depend on them)     */
+    int     bf16;                 /* the kind's activations are bf16 (cuda): bf16 weights and
+                                   * activations, fp32 master; else (cpu) fp32 everything.
+                                   * Set with kind by g3_plan_input_backend                   */
     int     virtual_pp;           /* V: model chunks per pipeline rank, interleaved 1F1B (1)  */
     int     sequence_parallel;    /* --sequence-parallel (TP > 1)                             */
     int     ranks_per_gpu;        /* ranks sharing one GPU (--ranks-per-gpu; 1)               */
@@ -83,6 +87,10 @@ typedef struct {
     int     peak_stage;               /* the stage with the largest peak_bytes               */
 } g3_plan_t;
 
+/* Set in's compute backend: kind, its options (NULL: the defaults) and what follows from
+ * the kind's row (bf16).  OUT: in->kind, in->be_opts, in->bf16. */
+void g3_plan_input_backend(g3_plan_input_t *in, g3_be_kind_t kind, const g3_be_opts_t *o);
+
 /* Work out the plan of a configuration that passed the trainer's checks.
  * OUT: *plan (free with g3_plan_free).  RET: G3_ERR_INVALID_ARG (logged) when a size is
  * beyond what the counts can hold, G3_ERR_NO_MEMORY. */
@@ -95,20 +103,21 @@ void g3_plan_free(g3_plan_t *plan);
 double g3_plan_act_layer(const g3_plan_input_t *in, int mode);
 
 /* RET: the bytes of one micro-batch's activations stage `stage` allocates: the model's own
- * layout (g3_gpt_acts_estimate, the code gpt3d train allocates with) on the backend
- * in->bf16 names, with sequence parallelism's TP-split of the layer-boundary tensors. */
+ * layout (g3_gpt_acts_estimate, the code gpt3d train allocates with) on a backend of
+ * in->kind described from its row (g3_be_describe: its attention sizes, its capabilities),
+ * with sequence parallelism's TP-split of the layer-boundary tensors. */
 double g3_plan_act_set(const g3_plan_input_t *in, int stage);
 
-/* RET: the bytes a rank needs besides its tensors (docs/plan.md "Overhead"): CUDA: the
- * context, the cuBLASLt workspace, allocator slack; CPU: the process. */
+/* RET: the bytes a rank needs besides its tensors (docs/plan.md "Overhead"): a device (CUDA):
+ * the context, the cuBLASLt workspace, allocator slack; host memory (CPU): the process. */
 double g3_plan_overhead(const g3_plan_input_t *in);
 
 /* gpt3d train's check before it allocates anything: the plan of this rank's stage against
  * the memory it can have (CPU: MemAvailable and the cgroup's limit, shared by local_ranks
  * ranks on the node).  RET: G3_ERR_INVALID_ARG (logged, naming the flags: exit 2) when it
  * cannot fit; g3_plan_compute's errors (logged); G3_OK otherwise (also when the memory
- * cannot be read, and for --device cuda, whose allocations say it themselves). */
-g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, const char *device, int dp,
+ * cannot be read, and for a device's memory (cuda), whose allocations say it themselves). */
+g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, g3_be_kind_t kind, int dp,
                               int64_t micro_batch, int64_t global_batch, int zero,
                               int local_ranks);
 

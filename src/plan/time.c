@@ -176,9 +176,10 @@ static void g3_plan_bench_copy(g3_backend_t *be, void *ctx)
     memcpy(b->z, b->x, b->elems);
 }
 
-g3_status_t g3_plan_calibrate(const char *device, int threads, const char *path)
+g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const char *path)
 {
-    int cuda = strcmp(device, "cuda") == 0;
+    /* a GPU: bigger problems, to reach its speed */
+    int cuda = !(g3_be_kind(kind)->caps & G3_BE_CAP_HOST_MEMORY);
     int sizes[6] = { 128, 256, 512, 1024, 2048, 4096 }, nsizes = cuda ? 6 : 4;
     g3_backend_t *be = NULL;
     g3_plan_bufs_t b;
@@ -189,7 +190,7 @@ g3_status_t g3_plan_calibrate(const char *device, int threads, const char *path)
     FILE *f;
 
     memset(&b, 0, sizeof(b));
-    st = g3_be_open(device, threads, &be);
+    st = g3_be_open(kind, o, &be);
     if (st != G3_OK)
         return st;
     e = g3_be_dtype_size(be->act_dtype);
@@ -217,7 +218,7 @@ g3_status_t g3_plan_calibrate(const char *device, int threads, const char *path)
     b.T = cuda ? 2048 : 512;
     b.NH = cuda ? 16 : 4;
     b.HS = 64;
-    b.elems = be->ops->attention_state_bytes(be, b.B, b.T, b.NH, b.HS);
+    b.elems = g3_be_att_state_bytes(be, b.B, b.T, b.NH, b.HS);
     t = g3_plan_best(be, g3_plan_bench_attn, &b);
     attn = 12.0 * b.B * (double)b.T * b.T * b.NH * b.HS / t;
     /* memory-bound: out = a + b, 3 arrays of big x 4 values */

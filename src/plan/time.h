@@ -62,10 +62,10 @@ g3_status_t g3_plan_machine_builtin(const char *name, g3_plan_machine_t *mc);
 /* Read a calibration file.  RET: G3_ERR_IO, G3_ERR_FORMAT (logged with the file and line). */
 g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc);
 
-/* Measure this machine with the backend `device` ("cpu"; "cuda" on a GPU machine) and write
- * the calibration to path.  threads as gpt3d train's --threads (0: the default).  Prints
- * what it measured.  RET: errors of the backend, G3_ERR_IO. */
-g3_status_t g3_plan_calibrate(const char *device, int threads, const char *path);
+/* Measure this machine with a backend of `kind` (cpu; cuda on a GPU machine) opened with
+ * options o (o->nthreads 0: the default, as gpt3d train) and write the calibration to path.
+ * Prints what it measured.  RET: errors of the backend, G3_ERR_IO. */
+g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const char *path);
 
 /* The time of one iteration of p on mc.  RET: G3_OK (mc incomplete: G3_ERR_INVALID_ARG). */
 g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,

@@ -73,6 +73,27 @@ void g3_topo_free(g3_topo_t *topo);
 
 /* RET: node index of name, or -1. */
 int g3_topo_node_find(const g3_topo_t *topo, const char *name);
+/* The node indices of n names.  OUT: *nodes_p (n, malloc'd).  RET: G3_ERR_INVALID_ARG with
+ * why (naming the node and the fix: --topology-file) when one is not in topo;
+ * G3_ERR_NO_MEMORY (logged). */
+g3_status_t g3_topo_nodes_find(const g3_topo_t *topo, char *const *names, int n, int **nodes_p,
+                               char *why, size_t why_len);
+
+/* ---- Slurm, for one process in an allocation (slurm.c) --------------------------
+ * A batch script or salloc without srun: no task has SLURM_TOPOLOGY_ADDR. */
+
+/* The allocation: SLURM_JOB_NODELIST (else SLURM_NODELIST) expanded, and the ranks per node:
+ * SLURM_NTASKS_PER_NODE, else a uniform SLURM_TASKS_PER_NODE ("8(x4)"), else 1.
+ * OUT: *names_p (free with g3_topo_names_free), *n_p, *rpn_p.  RET: G3_ERR_NOT_FOUND (nothing
+ * logged) outside an allocation; the host list's errors (logged). */
+g3_status_t g3_topo_slurm_alloc(char ***names_p, int *n_p, int *rpn_p);
+/* The switch tree Slurm itself reports ("scontrol show topology").  OUT: *topo_p.
+ * RET: G3_ERR_NOT_FOUND with why when scontrol cannot be run or reports no switch;
+ * g3_topo_parse's errors; G3_ERR_NO_MEMORY (logged). */
+g3_status_t g3_topo_from_scontrol(g3_topo_t **topo_p, char *why, size_t why_len);
+/* RET: buf holding the topology.conf beside slurm.conf ($SLURM_CONF's directory, else
+ * /etc/slurm), or NULL when that file cannot be read (buf still names it). */
+const char *g3_topo_slurm_conf_path(char *buf, size_t len);
 /* RET: the level of the lowest switch two nodes share: 0 for the same node,
  * 1 under the same leaf, ...; topo->levels + 1 when they share none. */
 int g3_topo_node_distance(const g3_topo_t *topo, int a, int b);

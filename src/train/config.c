@@ -29,7 +29,8 @@ void g3_train_config_defaults(g3_train_config_t *cfg)
     cfg->tensorboard_log_interval = 1;
     cfg->top_k = 1;   /* greedy; 0 samples among all tokens */
     cfg->temperature = 1.0;
-    cfg->backend = "cpu";
+    cfg->backend = G3_BE_KIND_CPU;
+    g3_be_opts_default(&cfg->be_opts);
 }
 
 g3_status_t g3_train_plan(const g3_train_config_t *cfg, g3_train_plan_t *plan)

@@ -24,6 +24,8 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { "recompute-activations", G3_OPT_BOOL, NULL, "Keep only each layer's input and recompute the layer in backward.", G3_NOOPT },
     { "recompute-granularity", G3_OPT_CHOICE, NULL, "Recompute in backward: full (each layer from its input, = --recompute-activations) or selective (the attention core only; saves nothing with --device cuda, whose fused attention never keeps the scores).", "full|selective", 0, 0, NULL },
     { "device", G3_OPT_CHOICE, "cpu", "Compute backend: cpu (fp32) or cuda (bf16 activations, fp32 master weights; one GPU per rank, NCCL between them).", "cpu|cuda", 0, 0, NULL },
+    { "attention-backend", G3_OPT_CHOICE, "auto", "Attention implementation: auto (the fastest that works here), native (gpt3d's own kernels) or cudnn (cuDNN's fused attention; --device cuda only).", "auto|native|cudnn", 0, 0, NULL },
+    { "deterministic", G3_OPT_BOOL, NULL, "Use only kernels whose results repeat bit for bit from run to run (may be slower).", G3_NOOPT },
     /* batches and length */
     { "micro-batch-size", G3_OPT_INT, "4", "Sequences per forward/backward pass.", G3_NOOPT },
     { "global-batch-size", G3_OPT_INT, NULL, "Sequences per optimizer step (default: micro batch x data-parallel size); gradients accumulate over micro-batches.", G3_NOOPT },
@@ -109,6 +111,37 @@ int g3_train_flags_int(const g3_opts_t *o, const char *name, int64_t lo, int *ou
     return 1;
 }
 
+int g3_train_flags_layout(const g3_opts_t *o, g3_gpt_config_t *m, int *tp_p, int *pp_p)
+{
+    int ok = 1;
+
+    ok &= g3_train_flags_int(o, "tensor-model-parallel-size", 1, tp_p);
+    ok &= g3_train_flags_int(o, "pipeline-model-parallel-size", 1, pp_p);
+    if (g3_opts_is_set(o, "decoder-first-pipeline-num-layers"))
+        ok &= g3_train_flags_int(o, "decoder-first-pipeline-num-layers", 1, &m->pp_first_layers);
+    if (g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
+        ok &= g3_train_flags_int(o, "decoder-last-pipeline-num-layers", 1, &m->pp_last_layers);
+    return ok;
+}
+
+int g3_train_flags_backend(const g3_opts_t *o, g3_be_kind_t *kind_p, g3_be_opts_t *be_opts)
+{
+    char why[256];
+    int ok = 1;
+
+    if (g3_be_kind_parse(g3_opts_str(o, "device"), kind_p, why, sizeof(why)) != G3_OK) {
+        g3_error("%s", why);
+        ok = 0;
+    }
+    if (g3_be_att_parse(g3_opts_str(o, "attention-backend"), &be_opts->attention) != G3_OK) {
+        g3_error("--attention-backend %s: use auto, native or cudnn",
+                 g3_opts_str(o, "attention-backend"));
+        ok = 0;
+    }
+    be_opts->deterministic = g3_opts_bool(o, "deterministic");
+    return ok;
+}
+
 int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, int *pp_p)
 {
     char *const *list;
@@ -138,14 +171,7 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
         ok = 0;
     }
     cfg->model.seed = (uint64_t)g3_opts_int(o, "seed");
-    ok &= g3_train_flags_int(o, "tensor-model-parallel-size", 1, &tp);
-    ok &= g3_train_flags_int(o, "pipeline-model-parallel-size", 1, &pp);
-    if (g3_opts_is_set(o, "decoder-first-pipeline-num-layers"))
-        ok &= g3_train_flags_int(o, "decoder-first-pipeline-num-layers", 1,
-                                 &cfg->model.pp_first_layers);
-    if (g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
-        ok &= g3_train_flags_int(o, "decoder-last-pipeline-num-layers", 1,
-                                 &cfg->model.pp_last_layers);
+    ok &= g3_train_flags_layout(o, &cfg->model, &tp, &pp);
     cfg->model.sequence_parallel = g3_opts_bool(o, "sequence-parallel");
     if (g3_opts_is_set(o, "virtual-pipeline-model-parallel-size"))
         ok &= g3_train_flags_int(o, "virtual-pipeline-model-parallel-size", 1,
@@ -284,7 +310,7 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     ok &= g3_train_flags_int(o, "top-k", 0, &cfg->top_k);
     cfg->temperature = g3_opts_float(o, "temperature");
     cfg->prompt = g3_opts_str(o, "prompt");
-    cfg->backend = g3_opts_str(o, "device");
+    ok &= g3_train_flags_backend(o, &cfg->backend, &cfg->be_opts);
     cfg->dist_ucx = strcmp(g3_opts_str(o, "distributed-backend"), "ucx") == 0;
     cfg->timing_log_level = atoi(g3_opts_str(o, "timing-log-level"));
     if (cfg->log_timers && cfg->timing_log_level == 0) {
@@ -292,7 +318,7 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
         ok = 0;
     }
     if (g3_opts_is_set(o, "distributed-backend") && !cfg->dist_ucx &&
-        strcmp(cfg->backend, "cpu") == 0) {
+        (g3_be_kind(cfg->backend)->caps & G3_BE_CAP_HOST_MEMORY)) {
         g3_error("--distributed-backend nccl moves GPU tensors, and --device cpu keeps them in host memory, which always moves over UCX; drop the flag (or pass ucx), or use --device cuda");
         ok = 0;
     }

@@ -36,7 +36,19 @@ extern const g3_opt_spec_t g3_train_opt_specs[];
  * "--NAME V is out of range". */
 int g3_train_flags_int(const g3_opts_t *o, const char *name, int64_t lo, int *out);
 
-/* Read the model flags (--num-layers .. --device), the layout flags (tensor and pipeline
+/* Read the layout flags of G3_TRAIN_LAYOUT_SPECS that every job of ranks takes (gpt3d train,
+ * plan, eval, generate): the tensor- and pipeline-parallel sizes and the uneven pipeline split
+ * (into m).  OUT: *tp_p, *pp_p, m->pp_first_layers, m->pp_last_layers (when given).
+ * RET: 1, or 0 after logging every bad value, naming its flag. */
+int g3_train_flags_layout(const g3_opts_t *o, g3_gpt_config_t *m, int *tp_p, int *pp_p);
+
+/* Read the compute backend's flags (--device, --attention-backend, --deterministic): the kind
+ * and its options (the other fields of be_opts are left as they are).  OUT: *kind_p,
+ * be_opts.  RET: 1, or 0 after logging.  g3_train_flags_read calls it; gpt3d plan
+ * --calibrate alone. */
+int g3_train_flags_backend(const g3_opts_t *o, g3_be_kind_t *kind_p, g3_be_opts_t *be_opts);
+
+/* Read the model flags (--num-layers .. --deterministic), the layout flags (tensor and pipeline
  * sizes, the uneven pipeline split, --use-distributed-optimizer), the batch and length flags
  * (--micro-batch-size, --global-batch-size, --rampup-batch-size, --train-iters,
  * --train-samples), the schedule, optimizer and sampling flags into cfg (defaults set with

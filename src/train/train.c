@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "core/clock.h"
+#include "core/hook.h"
 #include "core/log.h"
 #include "data/bpe.h"
 #include "data/dataset.h"
@@ -345,7 +346,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         if (st != G3_OK)
             return st;
     }
-    st = g3_be_open(cfg->backend, cfg->threads, &tr->be);
+    st = g3_be_open(cfg->backend, &cfg->be_opts, &tr->be);
     if (st == G3_OK)
         st = g3_train_timing_init(cfg->timing_log_level, tr->be, cfg->par, &tr->timing);
     if (st != G3_OK)
@@ -551,28 +552,6 @@ static g3_status_t g3_trainer_async_poll(g3_trainer_t *tr, g3_train_ckpt_async_t
     return G3_OK;
 }
 
-/* GPT3D_DEBUG_STOP_AFTER_ITERATION=N: after iteration N (its progress line, metrics and any
- * save written), the rank stops itself with SIGSTOP, before it looks for an exit request; it
- * goes on when sent SIGCONT.  For a debugger to attach at a known step, and for tests that
- * must act during training however fast the machine trains (tests/slurm: the warning signal
- * or a node failure arrives while every rank is held at the same iteration). */
-static void g3_trainer_debug_stop(int64_t it)
-{
-    const char *s = getenv("GPT3D_DEBUG_STOP_AFTER_ITERATION");
-    char *end = NULL;
-    long long n;
-
-    if (!s || !*s)
-        return;
-    n = strtoll(s, &end, 10);
-    if (*end != '\0' || n != it)
-        return;
-    g3_info("iteration %lld: stopping this rank (SIGSTOP) as GPT3D_DEBUG_STOP_AFTER_ITERATION asks; SIGCONT continues it", (long long)it);
-    fflush(stdout);
-    fflush(stderr);
-    raise(SIGSTOP);
-}
-
 /* At a step boundary: has a stop been asked for (signal, run time; every rank agrees
  * through a max over the world), or does --exit-interval stop here?  OUT: *why_p */
 static g3_status_t g3_trainer_exit_requested(g3_trainer_t *tr, int64_t it, double t_start,
@@ -731,7 +710,7 @@ static g3_status_t g3_trainer_between(g3_trainer_t *tr, g3_train_ckpt_async_t **
         if (st != G3_OK)
             return st;
     }
-    g3_trainer_debug_stop(it);
+    g3_hook_stop_after(it);   /* GPT3D_DEBUG_STOP_AFTER_ITERATION (core/hook.h) */
     st = g3_trainer_exit_requested(tr, it, t_start, &why);
     if (st != G3_OK || !why)
         return st;

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "core/status.h"
 #include "model/gpt.h"
 #include "parallel/par.h"
@@ -68,8 +69,9 @@ typedef struct {
     double       temperature;           /* --temperature                                      */
     const char  *prompt;                /* --prompt                                           */
     /* compute */
-    const char  *backend;               /* "cpu"                                              */
-    int          threads;               /* 0: OpenMP's default                                */
+    g3_be_kind_t backend;               /* --device (G3_BE_KIND_CPU)                          */
+    g3_be_opts_t be_opts;               /* its options: --attention-backend, --deterministic;
+                                         * nthreads 0: OpenMP's default                       */
     /* 3D parallelism: the layout (src/parallel; one rank alone: 1 x 1 x 1), required;
      * the model config carries this rank's tp/pp position */
     struct g3_par *par;

@@ -83,7 +83,7 @@ g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
     st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
     if (st == G3_OK) {
         g3_tck_save_opts(cfg, &so);
-        st = g3_ckpt_save(cfg->save_dir, state, &so, cfg->par ? &comm : NULL);
+        st = g3_ckpt_save(cfg->save_dir, state, &so, &comm);
         g3_ckpt_state_free(state);
     }
     g3_par_ckpt_free(&t);
@@ -101,7 +101,7 @@ struct g3_train_ckpt_async {
 /* RET: G3_OK with *ok the minimum over the world (single rank: unchanged). */
 static g3_status_t g3_tck_agree(const g3_train_config_t *cfg, int *ok)
 {
-    return cfg->par ? g3_par_ckpt_allreduce_min(cfg->par, ok) : G3_OK;
+    return g3_par_ckpt_allreduce_min(cfg->par, ok);
 }
 
 g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration,
@@ -321,7 +321,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     }
     fresh_optim = cfg->no_load_optim || !g3_ckpt_reader_has_optim(r);
     if (!cfg->no_load_optim && fresh_optim &&
-        (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0))
+        g3_par_layout(cfg->par)->world_rank == 0)
         g3_info("checkpoint %s holds no optimizer state (saved with --no-save-optim): resuming with fresh Adam moments and step 0", g3_ckpt_reader_path(r));
     if (!fresh_optim) {
         st = g3_ckpt_reader_get_i64(r, "optimizer.step", &step, 1);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
+#include "core/hook.h"
 #include "core/log.h"
 #include "synth.h"
 #include "tap.h"
@@ -98,7 +99,7 @@ static int run_child(int64_t first, int loop, const char *point, int count, long
     if (pid == 0) {
         kill_point = point;
         kill_count = count;
-        g3_ckpt_fault_hook = point ? kill_hook : NULL;
+        g3_hook_fault_fn = point ? kill_hook : NULL;
         child_run(first, loop);
     }
     if (kill_after_us >= 0) {

@@ -38,4 +38,16 @@ like "$out" '--log-level' "train --help lists the common options"
 run "$GPT3D" help nonsense
 is "$rc" 2 "help for an unknown command exits 2"
 
+# the knob registry (core/param.h)
+run env GPT3D_COMM_SPIN=7 "$GPT3D" help env
+is "$rc" 0 "help env exits 0"
+like "$out" "GPT3D_FUSED_OPS" "help env lists the environment variables"
+like "$out" "GPT3D_DEBUG_STOP_AFTER_ITERATION" "... the test hooks' too"
+like "$out" "GPT3D_COMM_SEGMENT_BYTES.*
+.*
+ +default: 262144" "... with their defaults"
+like "$out" "default: 64, or 16 when local ranks outnumber cores; set here: '7'" "... and what a variable is set to"
+n=$(printf '%s\n' "$out" | grep -c '^  GPT3D_')
+is "$n" "$(grep -c '^    X(' "$top_srcdir/src/core/param.h")" "... one entry per knob declared in core/param.h"
+
 done_testing

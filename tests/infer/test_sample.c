@@ -162,13 +162,17 @@ static void test_generate(void)
     int32_t prompt[2 * T];
     int made = 0, stopped = 0, k;
     cb_t cb = { 0, 0, 0 };
+    g3_be_opts_t one_thread;
     g3_status_t st;
 
+    g3_be_opts_default(&one_thread);
+    one_thread.nthreads = 1;
     g3t_gpt_small(&c, 2, 16, 2, T, V);
     c.make_vocab_size_divisible_by = 8;
     c.init_method_std = 0.5f;   /* large weights: the greedy tokens vary */
     c.seed = 3;
-    if (!tap_ok(g3_be_open("cpu", 1, &be) == G3_OK && g3_gpt_init(&c, be, &m) == G3_OK &&
+    if (!tap_ok(g3_be_open(G3_BE_KIND_CPU, &one_thread, &be) == G3_OK &&
+                g3_gpt_init(&c, be, &m) == G3_OK &&
                 g3_alone_init(&one) == G3_OK &&
                 g3_alone_engine(&one, m, 1, T, 1, NULL, &eng) == G3_OK,
                 "a small random GPT on the one-rank layout"))

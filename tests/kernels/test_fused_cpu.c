@@ -265,24 +265,25 @@ static int train_check(g3_backend_t *p, g3_backend_t *f, double clip, int steps,
 int main(void)
 {
     g3_backend_t *p = NULL, *f = NULL;
+    g3_be_opts_t fused;
     int32_t tok[B * T], tgt[B * T];
     int clipped = 0;
 
     g3_log_set_level(G3_LOG_ERROR);
-    unsetenv("GPT3D_FUSED_OPS");
-    if (g3_be_open("cpu", 0, &p) != G3_OK)
+    unsetenv("GPT3D_FUSED_OPS");   /* the default of the fused_ops option */
+    if (g3_be_open(G3_BE_KIND_CPU, NULL, &p) != G3_OK)
         return tap_ok(0, "the CPU backend opens"), tap_exit();
-    setenv("GPT3D_FUSED_OPS", "1", 1);
-    if (g3_be_open("cpu", 0, &f) != G3_OK)
-        return tap_ok(0, "the CPU backend opens with GPT3D_FUSED_OPS=1"), tap_exit();
-    unsetenv("GPT3D_FUSED_OPS");
+    g3_be_opts_default(&fused);
+    fused.fused_ops = 1;
+    if (g3_be_open(G3_BE_KIND_CPU, &fused, &f) != G3_OK)
+        return tap_ok(0, "the CPU backend opens with fused_ops 1"), tap_exit();
     tap_ok(!p->ops->residual_layernorm_fwd && !p->ops->matmul_gelu_fwd &&
                !p->ops->matmul_dgelu_bwd && !p->ops->sumsq_acc && !p->ops->clip_scale &&
                !p->ops->adamw_scaled,
            "the CPU backend has no fused ops by default");
     tap_ok(f->ops->residual_layernorm_fwd && f->ops->matmul_gelu_fwd && f->ops->matmul_dgelu_bwd &&
                f->ops->sumsq_acc && f->ops->clip_scale && f->ops->adamw_scaled,
-           "with GPT3D_FUSED_OPS=1 it fills all six");
+           "with fused_ops 1 it fills all six");
 
     ops_check(p, f);
 

@@ -88,13 +88,14 @@ int main(void)
     g3_status_t st;
 
     g3_log_set_level(G3_LOG_ERROR);
-    if (g3_be_probe("cuda", why, sizeof(why)) != G3_OK) {
+    if (g3_be_probe(G3_BE_KIND_CUDA, NULL, why, sizeof(why)) != G3_OK) {
         char msg[1100];
         snprintf(msg, sizeof(msg), "no CUDA backend here: %s", why);
         tap_skip_all(msg);
         return 0;
     }
-    if (g3_be_open("cpu", 0, &cpu) != G3_OK || g3_be_open("cuda", 0, &cuda) != G3_OK) {
+    if (g3_be_open(G3_BE_KIND_CPU, NULL, &cpu) != G3_OK ||
+        g3_be_open(G3_BE_KIND_CUDA, NULL, &cuda) != G3_OK) {
         tap_ok(0, "the CPU and CUDA backends open");
         return tap_exit();
     }
@@ -196,21 +197,22 @@ int main(void)
         free(xg);
     }
 
-    /* the fused ops (on by default) against the plain sequence (GPT3D_FUSED_OPS=0) */
+    /* the fused ops (on by default) against the plain sequence (fused_ops 0) */
     {
         g3_backend_t *plain = NULL;
+        g3_be_opts_t unfused;
         g3_gpt_t *mp = NULL;
         g3_gpt_acts_t *ap = NULL;
         double lp = 0.0;
         float *gp = NULL;
-        setenv("GPT3D_FUSED_OPS", "0", 1);
-        st = g3_be_open("cuda", 0, &plain);
-        unsetenv("GPT3D_FUSED_OPS");
+        g3_be_opts_default(&unfused);
+        unfused.fused_ops = 0;
+        st = g3_be_open(G3_BE_KIND_CUDA, &unfused, &plain);
         tap_ok(st == G3_OK && cuda->ops->residual_layernorm_fwd && cuda->ops->matmul_gelu_fwd &&
                    cuda->ops->matmul_dgelu_bwd && cuda->ops->sumsq_acc &&
                    cuda->ops->clip_scale && cuda->ops->adamw_scaled &&
                    !plain->ops->matmul_gelu_fwd && !plain->ops->sumsq_acc,
-               "CUDA fills the six fused ops; GPT3D_FUSED_OPS=0 leaves them out");
+               "CUDA fills the six fused ops; fused_ops 0 leaves them out");
         cfg_init(&c, G3_GPT_RECOMPUTE_NONE);
         if (st == G3_OK)
             st = g3_gpt_init(&c, plain, &mp);

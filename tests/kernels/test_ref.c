@@ -264,7 +264,11 @@ static void test_gemm_transposes(void)
 static void test_against_cpu_backend(void)
 {
     g3_backend_t *be = NULL;
-    if (g3_be_open("cpu", 1, &be) != G3_OK) {
+    g3_be_opts_t one;
+
+    g3_be_opts_default(&one);
+    one.nthreads = 1;
+    if (g3_be_open(G3_BE_KIND_CPU, &one, &be) != G3_OK) {
         tap_ok(0, "open the CPU backend");
         return;
     }

@@ -506,12 +506,16 @@ static void test_expf(void)
 
 int main(void)
 {
+    char why[256];
+
     g3_log_set_level(G3_LOG_WARN);
-    if (g3_be_open("cpu", 0, &be) != G3_OK)
+    if (g3_be_open(G3_BE_KIND_CPU, NULL, &be) != G3_OK)
         return 1;
     tap_diag("backend: %s, %d threads, peak %.1f GFLOP/s (%s)", be->device, be->nthreads,
              be->peak_flops / 1e9, be->peak_how);
-    tap_ok(g3_be_open("no-such-backend", 0, &(g3_backend_t *){ NULL }) == G3_ERR_UNSUPPORTED,
+    tap_ok(g3_be_kind_parse("no-such-backend", &(g3_be_kind_t){ 0 }, why, sizeof(why)) ==
+                   G3_ERR_UNSUPPORTED &&
+               g3_be_open(G3_BE_KINDS, NULL, &(g3_backend_t *){ NULL }) == G3_ERR_UNSUPPORTED,
            "an unknown backend name is refused");
 
     test_expf();

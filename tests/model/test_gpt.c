@@ -356,7 +356,7 @@ static void test_passes(void)
 int main(void)
 {
     g3_log_set_level(G3_LOG_ERROR);
-    if (g3_be_open("cpu", 0, &be) != G3_OK)
+    if (g3_be_open(G3_BE_KIND_CPU, NULL, &be) != G3_OK)
         return 1;
     test_config();
     test_params();

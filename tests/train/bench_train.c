@@ -68,7 +68,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_train: --steps must be >= 1 and --warmup >= 0\n");
         return 2;
     }
-    if (g3_be_open("cpu", 0, &be) != G3_OK)
+    if (g3_be_open(G3_BE_KIND_CPU, NULL, &be) != G3_OK)
         return 1;
     g3t_gpt_small(&cfg, L, C, NH, T, V);
     cfg.recompute_activations = recompute;

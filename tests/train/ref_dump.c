@@ -111,7 +111,7 @@ int main(int argc, char **argv)
         return 2;
     }
     g3_log_set_level(G3_LOG_WARN);
-    if (g3_be_open("cpu", 0, &be) != G3_OK)
+    if (g3_be_open(G3_BE_KIND_CPU, NULL, &be) != G3_OK)
         return 1;
     g3t_gpt_small(&cfg, L, C, NH, T, V);
     cfg.seed = 5;

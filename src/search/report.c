@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plan/report.h"
+#include "search/report.h"
 
 double g3_plan_gib(double bytes)
 {
@@ -101,7 +101,7 @@ void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
             100.0 * p->bubble_vs_compute);
     else
         printf("  pipeline bubble: none (PP 1)\n");
-    printf("  device %s: %s; activation recompute: %s\n", in->bf16 ? "cuda" : "cpu",
+    printf("  device %s: %s; activation recompute: %s\n", g3_be_kind(in->kind)->name,
            in->bf16
                ? "bf16 weights and activations, fp32 gradients, fp32 master weights and Adam state"
                : "fp32 weights (the master copy), activations, gradients and Adam state",
@@ -120,7 +120,7 @@ void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
         "  activations per layer per micro-batch, Megatron's count (Korthikanti et al. 2022, %s sequence parallelism, with dropout): %.3f GiB without recompute, %.3f GiB selective, %.3f GiB full; gpt3d's %s backend keeps %.3f GiB per micro-batch on stage 0 (its own layout, as gpt3d train allocates it)\n",
         in->sequence_parallel ? "with" : "without", g3_plan_gib(p->act_per_layer[G3_PLAN_ACT_NONE]),
         g3_plan_gib(p->act_per_layer[G3_PLAN_ACT_SELECTIVE]),
-        g3_plan_gib(p->act_per_layer[G3_PLAN_ACT_FULL]), in->bf16 ? "cuda" : "cpu",
+        g3_plan_gib(p->act_per_layer[G3_PLAN_ACT_FULL]), g3_be_kind(in->kind)->name,
         g3_plan_gib(p->stages[0].act_set_bytes));
 
     printf(
@@ -205,7 +205,7 @@ void g3_plan_print_json(const g3_plan_flags_t *f, const g3_plan_layout_t *lay,
         m->vocab_size, p->padded_vocab, (long long)p->params_total);
     printf(
         "\"layout\":{\"tp\":%d,\"pp\":%d,\"dp\":%d,\"world\":%d,\"nodes\":%d,\"ranks_per_node\":%d,\"device\":\"%s\",\"recompute\":\"%s\",\"distributed_optimizer\":%s},",
-        m->tp_size, m->pp_size, in->dp, p->world, lay->nodes, lay->rpn, in->bf16 ? "cuda" : "cpu",
+        m->tp_size, m->pp_size, in->dp, p->world, lay->nodes, lay->rpn, g3_be_kind(in->kind)->name,
         g3_plan_act_mode_name(p->recompute), in->distributed_optimizer ? "true" : "false");
     printf(
         "\"batch\":{\"micro_batch_size\":%lld,\"global_batch_size\":%lld,\"start_batch_size\":%lld,\"micro_batches\":%lld,\"micro_batches_first\":%lld,\"tokens_per_iteration\":%lld},",
@@ -327,7 +327,7 @@ void g3_plan_print_search(const g3_plan_flags_t *f, const g3_plan_search_t *ss,
             "gpt3d plan --search: %d node%s x %d = %d ranks; GPT %d layers, hidden %d, %d heads, sequence %d; micro batch %lld, global batch %s; device %s; recompute %s; optimizer %s\n",
             f->nodes, f->nodes == 1 ? "" : "s", f->rpn, world, m->num_layers, m->hidden_size,
             m->num_attention_heads, m->seq_length, (long long)f->cfg.micro_batch_size, gbs,
-            f->bf16 ? "cuda" : "cpu", g3_plan_act_mode_name(g3_plan_act_mode(m)),
+            g3_be_kind(f->cfg.backend)->name, g3_plan_act_mode_name(g3_plan_act_mode(m)),
             f->cfg.distributed_optimizer ? "ZeRO-1" : "replicated");
         printf(
             "  %d layout%s checked (TP x PP x V x sequence parallelism), %d valid for gpt3d train, %d fit%s%s\n",

@@ -1,8 +1,9 @@
 /* gpt3d plan: layouts checked with the trainer's own checks, and the search over them.  This
- * half of src/plan sits above train, parallel and topo (it runs their checks); plan.h (the
- * arithmetic) sits on model alone, so the trainer can use it.  Glossary in plan.h. */
-#ifndef G3_PLAN_LAYOUT_H
-#define G3_PLAN_LAYOUT_H
+ * upper half of gpt3d plan (src/search) sits above train, parallel and topo (it runs their
+ * checks); plan/plan.h (the arithmetic, src/plan) sits on model and the backends below train,
+ * so the trainer can use it.  Glossary in plan/plan.h. */
+#ifndef G3_SEARCH_LAYOUT_H
+#define G3_SEARCH_LAYOUT_H
 
 #include <stdint.h>
 
@@ -15,14 +16,12 @@ typedef struct {
     g3_train_config_t cfg;    /* the trainer's configuration (vocab_size set)             */
     int     nodes, rpn;       /* --nodes, --gpus-per-node; 0: not given                  */
     int     dp_flag;          /* --data-parallel-size; 0: not given                       */
-    int     bf16;             /* --device cuda                                            */
-    const char *device;       /* --device                                                 */
     int     length_given;     /* --train-iters or --train-samples given                   */
     double  gpu_gib;          /* --gpu-memory; 0: not given                               */
-    int     virtual_pp;       /* V: model chunks per pipeline rank (1: plain 1F1B)        */
-    int     layers_per_chunk; /* --num-layers-per-virtual-pipeline-stage; 0: not given    */
+    int     virtual_pp;       /* V: model chunks per pipeline rank (1: plain 1F1B): the
+                               * trainer's reader's (cfg.model), varied by --search        */
     int     vpp_given;        /* V given (--search keeps it); else --search tries V       */
-    int     sequence_parallel;/* --sequence-parallel                                      */
+    int     sequence_parallel;/* --sequence-parallel (cfg.model's), varied by --search    */
     int     sp_given;         /* given: --search keeps it; else it tries both with TP > 1 */
     int     ranks_per_gpu;    /* --ranks-per-gpu: ranks sharing one GPU (1)               */
 } g3_plan_flags_t;

@@ -10,8 +10,8 @@
 #include "backend/backend.h"
 #include "core/log.h"
 #include "parallel/par.h"
-#include "plan/layout.h"
 #include "plan/time.h"
+#include "search/layout.h"
 #include "topo/topo.h"
 
 /* The trainer's layout check on nodes x rpn ranks: the placement a job would get
@@ -74,7 +74,7 @@ static int g3_plan_device_check(const g3_plan_flags_t *f, const g3_gpt_config_t 
     char why[1024];
     int Vp = g3_gpt_padded_vocab(m->vocab_size, m->make_vocab_size_divisible_by, m->tp_size);
 
-    if (g3_be_check_sizes(f->device, m->hidden_size, m->num_attention_heads,
+    if (g3_be_check_sizes(f->cfg.backend, &f->cfg.be_opts, m->hidden_size, m->num_attention_heads,
                           m->hidden_size / m->num_attention_heads, g3_gpt_config_ffn(m),
                           Vp / m->tp_size, why, sizeof(why)) != G3_OK) {
         g3_error("%s", why);
@@ -184,7 +184,7 @@ int g3_plan_layout(const g3_plan_flags_t *f, int tp, int pp, g3_plan_layout_t *l
     lay->in.start_batch = lay->tplan.rampup.start > 0 ? lay->tplan.rampup.start
                                                       : lay->tplan.global_batch_size;
     lay->in.distributed_optimizer = cfg.distributed_optimizer;
-    lay->in.bf16 = f->bf16;
+    g3_plan_input_backend(&lay->in, f->cfg.backend, &f->cfg.be_opts);
     lay->in.virtual_pp = f->virtual_pp > 1 ? f->virtual_pp : 1;
     lay->in.sequence_parallel = f->sequence_parallel;
     lay->in.ranks_per_gpu = f->ranks_per_gpu > 1 ? f->ranks_per_gpu : 1;

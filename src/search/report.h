@@ -1,8 +1,8 @@
 /* gpt3d plan: what it prints (docs/plan.md shows each).  Glossary in plan.h. */
-#ifndef G3_PLAN_REPORT_H
-#define G3_PLAN_REPORT_H
+#ifndef G3_SEARCH_REPORT_H
+#define G3_SEARCH_REPORT_H
 
-#include "plan/layout.h"
+#include "search/layout.h"
 #include "plan/time.h"
 
 /* RET: bytes in GiB. */

@@ -1,0 +1,99 @@
+/* gpt3d CUDA backend: its row of the table of kinds (backend.h), compiled in every build so
+ * that gpt3d plan and the trainer's early checks know CUDA's size rules and buffer sizes on a
+ * machine without CUDA.  The backend itself (the row's open) is cuda.c, compiled only with
+ * CUDA (HAVE_CUDA). */
+#include "config.h"
+
+#include <stdio.h>
+
+#include "backend/kinds.h"
+#ifdef HAVE_CUDA
+#include "g3cuda.h"
+#endif
+
+static g3_status_t g3_cuda_kind_probe(char *why, size_t why_len)
+{
+#ifdef HAVE_CUDA
+    char reason[512];
+    int count = 0;
+
+    if (g3cuda_device_count(&count, reason, sizeof(reason)) != 0 || count < 1) {
+        snprintf(
+            why, why_len,
+            "--device cuda: no usable CUDA device: %s. Run on a node with an NVIDIA GPU (check nvidia-smi, CUDA_VISIBLE_DEVICES and that the driver supports this CUDA toolkit) or use --device cpu",
+            reason);
+        return G3_ERR_DEVICE;
+    }
+    return G3_OK;
+#else
+    snprintf(
+        why, why_len,
+        "this gpt3d was built without CUDA; reconfigure with --with-cuda (on a machine with the CUDA toolkit) and rebuild, or use --device cpu");
+    return G3_ERR_UNSUPPORTED;
+#endif
+}
+
+static g3_status_t g3_cuda_kind_check_sizes(const g3_be_opts_t *o, int C, int NH, int HS, int F,
+                                            int Vp, char *why, size_t why_len)
+{
+    (void)o;
+    (void)NH;
+    if (C > 24576) {   /* G3CUDA_LN_MAX_C (kernels/g3cuda.h) */
+        snprintf(
+            why, why_len,
+            "--device cuda: hidden size %d is more than 24576, the largest the LayerNorm kernels are compiled for; give a smaller --hidden-size (and more layers), or use --device cpu",
+            C);
+        return G3_ERR_UNSUPPORTED;
+    }
+    if (HS != 32 && HS != 64 && HS != 80 && HS != 96 && HS != 128 && HS != 160) {
+        snprintf(
+            why, why_len,
+            "--device cuda: head size %d (--hidden-size / --num-attention-heads) is not one the flash-attention kernels are compiled for (32, 64, 80, 96, 128, 160); choose sizes that give one of these, or use --device cpu",
+            HS);
+        return G3_ERR_UNSUPPORTED;
+    }
+    if (C % 8 != 0 || F % 8 != 0 || Vp % 8 != 0) {
+        snprintf(
+            why, why_len,
+            "--device cuda: hidden size %d, MLP size %d and padded vocabulary rows per tensor-parallel rank %d must be multiples of 8 (16-byte bf16 rows for the tensor cores); change --hidden-size / --ffn-hidden-size / --make-vocab-size-divisible-by, or use --device cpu",
+            C, F, Vp);
+        return G3_ERR_UNSUPPORTED;
+    }
+    return G3_OK;
+}
+
+/* Flash-style attention: the state is the (B,NH,T) fp32 log-sum-exp beside the output; the
+ * backward recomputes the probabilities tile by tile, so it needs no scratch. */
+static size_t g3_cuda_kind_att_state(const g3_be_opts_t *o, int B, int T, int NH, int HS)
+{
+    (void)o;
+    (void)HS;
+    return (size_t)B * NH * T * sizeof(float);
+}
+
+static size_t g3_cuda_kind_att_scratch(const g3_be_opts_t *o, int B, int T, int NH, int HS)
+{
+    (void)o;
+    (void)B;
+    (void)T;
+    (void)NH;
+    (void)HS;
+    return 0;
+}
+
+const g3_be_kind_info_t g3_be_cuda_kind = {
+    .kind = G3_BE_KIND_CUDA,
+    .name = "cuda",
+    .act_dtype = G3_BE_BF16,
+    .caps = G3_BE_CAP_XENT_SHARDED,
+    .check_opts = NULL,   /* every option has a meaning here (cuda.c keeps them) */
+    .probe = g3_cuda_kind_probe,
+    .check_sizes = g3_cuda_kind_check_sizes,
+    .attention_state_bytes = g3_cuda_kind_att_state,
+    .attention_scratch_bytes = g3_cuda_kind_att_scratch,
+#ifdef HAVE_CUDA
+    .open = g3_be_cuda_open,
+#else
+    .open = NULL,
+#endif
+};
