@@ -34,8 +34,9 @@
 #define G3_CKPT_FORMAT          "gpt3d-checkpoint"
 #define G3_CKPT_SHARD_FORMAT    "gpt3d-checkpoint-shard"
 /* Version 2: HDF5 1.8+ file format (checksummed metadata), checksums of the index's
- * iteration / consumed_samples / consumed_tokens.  Readers read versions 1 and 2. */
-#define G3_CKPT_FORMAT_VERSION  2
+ * iteration / consumed_samples / consumed_tokens.  Version 3: index.h5 begins with a block
+ * holding its size and the checksum of the whole file.  Readers read versions 1 to 3. */
+#define G3_CKPT_FORMAT_VERSION  3
 #define G3_CKPT_MAX_DIMS        4
 #define G3_CKPT_NAME_MAX        256   /* tensor paths, including the NUL */
 

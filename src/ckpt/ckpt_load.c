@@ -176,13 +176,20 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
     int64_t *bounds = NULL;
     void *rows;
     size_t n;
-    g3_status_t st = g3_ckpt_h5_open(path, &f);
+    int sealed = 0;
+    g3_status_t st = g3_ckpt_index_open(path, &f, &sealed);
 
     if (st != G3_OK)
         return st;
     st = g3_ckpt_check_format(f, path, G3_CKPT_FORMAT, &r->version);
     if (st != G3_OK)
         goto err_close_file;
+    if (r->version >= 3 && !sealed) {
+        g3_error("%s says format version %d but lacks the checksum block that version writes at its start: the index is damaged; load another checkpoint (--load-fallback)",
+                 path, r->version);
+        st = G3_ERR_FORMAT;
+        goto err_close_file;
+    }
     if (g3_ckpt_attr_read_i64(f, "iteration", &r->iteration, 1) != G3_OK ||
         g3_ckpt_attr_read_i64(f, "consumed_samples", &r->consumed_samples, 1) != G3_OK ||
         g3_ckpt_attr_read_i64(f, "consumed_tokens", &r->consumed_tokens, 1) != G3_OK) {

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Edit gpt3d checkpoints the way a damaged disk or a careless user would, for
 tests/ckpt/test_ckpt_integrity.sh.  Every edit leaves HDF5 itself consistent (h5py
-rewrites its metadata checksums) unless it flips raw bytes, so what must catch it is
-gpt3d's own checks.  Usage: edit_ckpt.py ACTION ARGS... (see the functions below).
+rewrites its metadata checksums) unless it flips raw bytes, and an edit of an index
+(format version 3) writes its checksum block anew (as a careful forger would), so what
+must catch it is gpt3d's own checks behind that block.  Usage: edit_ckpt.py ACTION ARGS... (see the functions below).
 Needs h5py and numpy (Debian: /usr/bin/python3)."""
 import os
 import subprocess
@@ -28,6 +29,31 @@ def crc32c(data):
 
 
 assert crc32c(b"123456789") == 0xE3069283
+
+
+SEAL_BYTES = 512
+SEAL_MAGIC = b"gpt3d-checkpoint-index-seal 1\n"
+
+
+def sealed(path):
+    with open(path, "rb") as f:
+        return f.read(len(SEAL_MAGIC)) == SEAL_MAGIC
+
+
+def reseal(path):
+    """reseal INDEX: write the checksum block of a format-version-3 index anew
+    (docs/checkpoint-format.md, section 6: size and CRC-32C of the bytes after the block)"""
+    with open(path, "r+b") as f:
+        data = f.read()
+        text = b"%ssize %d\ncrc32c %08x\n" % (SEAL_MAGIC, len(data), crc32c(data[SEAL_BYTES:]))
+        f.seek(0)
+        f.write(text + bytes(SEAL_BYTES - len(text)))
+
+
+def gcol(path):
+    """gcol FILE: the offset of the first global heap collection ("GCOL") of the file"""
+    with open(path, "rb") as f:
+        print(f.read().index(b"GCOL"))
 
 
 def flip(path, offset):
@@ -155,7 +181,11 @@ def make_v1(src_dir, dst_dir):
     made with h5repack"""
     os.makedirs(dst_dir)
     for name in sorted(os.listdir(src_dir)):
-        subprocess.run(["h5repack", os.path.join(src_dir, name), os.path.join(dst_dir, name)], check=True)
+        dst = os.path.join(dst_dir, name)
+        subprocess.run(["h5repack", os.path.join(src_dir, name), dst], check=True)
+        if sealed(dst):   # version 1 had no checksum block: drop the HDF5 user block
+            subprocess.run(["h5unjam", "-i", dst, "-o", dst + ".v1", "--delete"], check=True)
+            os.replace(dst + ".v1", dst)
         with h5py.File(os.path.join(dst_dir, name), "r+") as f:
             for a in list(f.attrs):
                 if a.endswith("_crc32c"):
@@ -166,7 +196,12 @@ def make_v1(src_dir, dst_dir):
 ACTIONS = {"flip": lambda p, o: flip(p, int(o)), "metadata-offsets": metadata_offsets,
            "superblock": superblock, "set-attr": set_attr, "flip-bit-attr": flip_bit_attr,
            "manifest-row": manifest_row, "manifest-flip": manifest_flip, "vds": vds,
-           "piece-type": piece_type, "pieces-crc": pieces_crc, "make-v1": make_v1}
+           "piece-type": piece_type, "pieces-crc": pieces_crc, "make-v1": make_v1,
+           "reseal": reseal, "gcol": gcol}
+# edits through h5py: an index's checksum block is written anew afterwards
+H5PY_EDITS = ("set-attr", "flip-bit-attr", "manifest-row", "vds", "piece-type", "pieces-crc")
 
 if __name__ == "__main__":
     ACTIONS[sys.argv[1]](*sys.argv[2:])
+    if sys.argv[1] in H5PY_EDITS and sealed(sys.argv[2]):
+        reseal(sys.argv[2])
