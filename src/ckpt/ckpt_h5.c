@@ -382,8 +382,8 @@ g3_status_t g3_ckpt_index_open(const char *path, hid_t *file_p, int *sealed_p)
     if (n != (ssize_t)sizeof(block) || strncmp(text, SEAL_MAGIC, strlen(SEAL_MAGIC)) != 0 ||
         sscanf(text + strlen(SEAL_MAGIC), "size %lld\ncrc32c %8x\n", &size, &crc) != 2 ||
         (seal_format(want, size, crc), memcmp(want, block, sizeof(block)) != 0)) {
-        g3_error("checkpoint index %s is damaged: its first %d bytes are neither gpt3d's checksum block nor an HDF5 signature (%lld bytes); load another checkpoint (--load-fallback)",
-                 path, G3_CKPT_SEAL_BYTES, (long long)sb.st_size);
+        g3_error("checkpoint index %s begins with neither gpt3d's checksum block nor an HDF5 signature (%lld bytes): it is damaged, foreign or was overwritten; restore it or load another checkpoint (--load-fallback)",
+                 path, (long long)sb.st_size);
         close(fd);
         return G3_ERR_FORMAT;
     }

@@ -250,17 +250,29 @@ static int g3_tck_empty(const char *dir)
     return 1;
 }
 
-/* The checkpoint's recorded tokenizer files against the run's (data/tokid.h); a checkpoint
- * without a record (saved by an older gpt3d) is logged as unchecked. */
-static g3_status_t g3_tck_check_tokenizer(const g3_train_config_t *cfg, g3_ckpt_reader_t *r)
+/* The checkpoint's recorded tokenizer files against the run's (data/tokid.h), as a check of
+ * each candidate checkpoint of the load (ckpt.h, check_index): a record that is missing where
+ * the format always writes one (version 2 on) or that does not parse means the index was
+ * altered, and --load-fallback goes back past it; files that differ are the run's choice
+ * (*final: an older checkpoint of the run has the same record).  A version-1 checkpoint has no
+ * record: logged as unchecked. */
+static g3_status_t g3_tck_check_tokenizer(void *ctx, g3_ckpt_reader_t *r, int *final)
 {
+    const g3_train_config_t *cfg = ctx;
     size_t size = 3 * G3_TOKID_PATH_MAX + 1024;
     char *text, what[G3_TOKID_PATH_MAX + 32];
     g3_tokid_t made, run;
     g3_status_t st;
 
+    if (!cfg->tokenizer)
+        return G3_OK;
     if (!g3_ckpt_reader_has(r, "tokenizer")) {
-        g3_info("checkpoint %s records no tokenizer (saved by an older gpt3d): its tokenizer cannot be checked against --vocab-file/--merge-file",
+        if (g3_ckpt_reader_version(r) >= 2) {
+            g3_error("checkpoint %s (format version %d) lacks state/tokenizer, which every gpt3d writing that version records: the index was altered; load another checkpoint (--load-fallback)",
+                     g3_ckpt_reader_path(r), g3_ckpt_reader_version(r));
+            return G3_ERR_FORMAT;
+        }
+        g3_info("checkpoint %s records no tokenizer (format version 1, saved by an older gpt3d): its tokenizer cannot be checked against --vocab-file/--merge-file",
                 g3_ckpt_reader_path(r));
         return G3_OK;
     }
@@ -270,11 +282,15 @@ static g3_status_t g3_tck_check_tokenizer(const g3_train_config_t *cfg, g3_ckpt_
     snprintf(what, sizeof(what), "checkpoint %s", g3_ckpt_reader_path(r));
     st = g3_ckpt_reader_get_str(r, "tokenizer", text, size);
     if (st == G3_OK)
-        st = g3_tokid_from_json(text, strlen(text), what, &made);
-    if (st == G3_OK)
+        st = g3_tokid_from_json_fix(text, strlen(text), what,
+                                    "the index was altered; load another checkpoint (--load-fallback)",
+                                    &made);
+    if (st == G3_OK) {
         st = g3_tokid_from_json(cfg->tokenizer, strlen(cfg->tokenizer), "the run's tokenizer", &run);
-    if (st == G3_OK)
-        st = g3_tokid_check(&made, &run, what, cfg->allow_tokenizer_mismatch);
+        if (st == G3_OK)
+            st = g3_tokid_check(&made, &run, what, cfg->allow_tokenizer_mismatch);
+        *final = st != G3_OK;
+    }
     free(text);
     return st;
 }
@@ -306,6 +322,8 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     lo.no_load_optim = cfg->no_load_optim;
     lo.optim_optional = 1;   /* a --no-save-optim checkpoint resumes with a fresh optimizer */
     lo.config_text = cfg->config_text;
+    lo.check_index = g3_tck_check_tokenizer;
+    lo.check_ctx = (void *)cfg;
     st = g3_par_ckpt_read(&t, c->model, cfg->load_dir, &lo, cfg->par, &r);
     if (st != G3_OK)
         goto out_free_copies;
@@ -315,11 +333,6 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
         g3_info("checkpoint %s holds no optimizer state (saved with --no-save-optim): resuming with fresh Adam moments and step 0", g3_ckpt_reader_path(r));
     if (!fresh_optim) {
         st = g3_ckpt_reader_get_i64(r, "optimizer.step", &step, 1);
-        if (st != G3_OK)
-            goto out_close;
-    }
-    if (cfg->tokenizer) {
-        st = g3_tck_check_tokenizer(cfg, r);
         if (st != G3_OK)
             goto out_close;
     }
