@@ -216,22 +216,30 @@ static size_t g3_par_ckpt_first_nonfinite(const float *x, size_t n)
     return n;
 }
 
+const char *g3_par_ckpt_nonfinite(const g3_par_ckpt_t *t, size_t numel, int with_optim,
+                                  size_t *at_p)
+{
+    size_t at = g3_par_ckpt_first_nonfinite(t->hw, numel);
+
+    *at_p = at;
+    if (at < numel)
+        return "parameters";
+    for (int i = 0; with_optim && i < t->n; i++) {
+        size_t len = t->r[i].end - t->r[i].begin;
+        if ((*at_p = g3_par_ckpt_first_nonfinite(t->hm[i], len)) < len)
+            return "Adam first moments";
+        if ((*at_p = g3_par_ckpt_first_nonfinite(t->hv[i], len)) < len)
+            return "Adam second moments";
+    }
+    return NULL;
+}
+
 static g3_status_t g3_par_ckpt_check_loaded(void *ctx, g3_ckpt_reader_t *r)
 {
     const g3_par_ckpt_checks_t *c = ctx;
-    const g3_par_ckpt_t *t = c->t;
-    const char *what = NULL;
-    size_t at = g3_par_ckpt_first_nonfinite(t->hw, c->numel);
+    size_t at = 0;
+    const char *what = g3_par_ckpt_nonfinite(c->t, c->numel, c->with_optim, &at);
 
-    if (at < c->numel)
-        what = "parameters";
-    for (int i = 0; !what && c->with_optim && i < t->n; i++) {
-        size_t len = t->r[i].end - t->r[i].begin;
-        if ((at = g3_par_ckpt_first_nonfinite(t->hm[i], len)) < len)
-            what = "Adam first moments";
-        else if ((at = g3_par_ckpt_first_nonfinite(t->hv[i], len)) < len)
-            what = "Adam second moments";
-    }
     if (what) {
         g3_error("checkpoint %s holds non-finite %s (NaN or infinity; element %zu of this rank's copy): it was saved from a run that had diverged, and resuming it cannot train; load an earlier checkpoint (--load-fallback, or --load DIR/iter_NNNNNNN)",
                  g3_ckpt_reader_path(r), what, at);

@@ -48,6 +48,12 @@ g3_status_t g3_par_ckpt_init(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t 
                              int dp_size, int dp_rank);
 void g3_par_ckpt_free(g3_par_ckpt_t *t);
 
+/* The host copies' first non-finite value (NaN or infinity): RET what holds it
+ * ("parameters", "Adam first moments", ...; the moments only with with_optim) with its
+ * element in *at_p, or NULL when every value is finite.  numel: the parameters in t->hw. */
+const char *g3_par_ckpt_nonfinite(const g3_par_ckpt_t *t, size_t numel, int with_optim,
+                                  size_t *at_p);
+
 /* Describe this rank's state: every parameter it holds and, with_optim, the Adam moments of
  * the ranges it holds (saving: only those it owns, so each element is written once).
  * OUT: *state_p (free with g3_ckpt_state_free). */

@@ -59,6 +59,26 @@ static g3_status_t g3_tck_state(const g3_train_ckpt_t *c, g3_par_ckpt_t *t, int6
     return G3_OK;
 }
 
+/* A diverged run's state is never saved as if healthy: every rank looks at its host copy
+ * and, with agree, all agree (collective: a rank alone must not leave the others waiting in
+ * the save's collectives).  RET: G3_ERR_NUMERIC (logged by the rank that found it) or the
+ * agreement's error. */
+static g3_status_t g3_tck_finite(const g3_train_ckpt_t *c, const g3_par_ckpt_t *t,
+                                 int64_t iteration, int agree)
+{
+    size_t at = 0;
+    const char *what = g3_par_ckpt_nonfinite(t, c->model->numel, 1, &at);
+    int ok = what == NULL;
+    g3_status_t st = agree && c->cfg->par ? g3_par_ckpt_allreduce_min(c->cfg->par, &ok) : G3_OK;
+
+    if (what)
+        g3_error("not saving the checkpoint of iteration %lld: the %s hold NaN or infinity (element %zu of this rank's copy): the run diverged; the previous checkpoints are intact; lower --lr and resume from the last good checkpoint",
+                 (long long)iteration, what, at);
+    if (st != G3_OK)
+        return st;
+    return ok ? G3_OK : G3_ERR_NUMERIC;
+}
+
 static void g3_tck_save_opts(const g3_train_config_t *cfg, g3_ckpt_save_opts_t *so)
 {
     memset(so, 0, sizeof(*so));
@@ -80,7 +100,9 @@ g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
     st = g3_par_ckpt_init(&t, c->model, c->eng, cfg->dp_size, cfg->dp_rank);
     if (st != G3_OK)
         return st;
-    st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
+    st = g3_tck_finite(c, &t, iteration, 1);
+    if (st == G3_OK)
+        st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
     if (st == G3_OK) {
         g3_tck_save_opts(cfg, &so);
         st = g3_ckpt_save(cfg->save_dir, state, &so, cfg->par ? &comm : NULL);
@@ -128,7 +150,9 @@ g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration
     /* the host copy is the stall; the writer thread owns the snapshot */
     st = g3_par_ckpt_init(&t, c->model, c->eng, cfg->dp_size, cfg->dp_rank);
     if (st == G3_OK) {
-        st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
+        st = g3_tck_finite(c, &t, iteration, 0);   /* agreed below with the rest */
+        if (st == G3_OK)
+            st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
         if (st == G3_OK)
             st = g3_ckpt_state_snapshot(state, &snap);
         g3_ckpt_state_free(state);
