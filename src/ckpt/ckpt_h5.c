@@ -33,6 +33,14 @@ static hid_t h5_make_float(size_t spos, size_t epos, size_t esize, size_t mpos, 
 
 static void h5_init_once(void)
 {
+    /* No library shutdown at exit: after a read fails a metadata checksum (a damaged file),
+     * libhdf5 1.10 keeps the file's shared structure with the entry it could not load, even
+     * once every identifier gpt3d opened is closed (H5Fget_obj_count says none is left), and
+     * its exit handler then prints "HDF5: infinite loop closing library" and a line of
+     * internal codes under gpt3d's own message.  Every file gpt3d writes is flushed and
+     * closed explicitly (g3_ckpt_h5_close_written), so the handler has nothing to do that
+     * matters.  Effective only before the library's first use, which this is in gpt3d. */
+    H5dont_atexit();
     H5open();
     h5_types[G3_CKPT_F32]  = H5T_IEEE_F32LE;
     h5_types[G3_CKPT_BF16] = h5_make_float(15, 7, 8, 0, 7, 127);
@@ -526,8 +534,12 @@ static g3_status_t attr_open(hid_t obj, const char *name, H5T_class_t cls, hid_t
     hid_t a, t, s;
     H5T_class_t c;
 
-    if (H5Aexists(obj, name) <= 0)
+    htri_t exists = H5Aexists(obj, name);
+
+    if (exists == 0)
         return G3_ERR_NOT_FOUND;
+    if (exists < 0)
+        return G3_ERR_IO;       /* the object's header cannot be read: damaged */
     a = H5Aopen(obj, name, H5P_DEFAULT);
     if (a < 0)
         return G3_ERR_FORMAT;
@@ -610,6 +622,12 @@ g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *forma
     int32_t version = 0;
     g3_status_t st = g3_ckpt_attr_read_str(file, "format", got, sizeof(got));
 
+    if (st == G3_ERR_IO) {
+        char msg[512];
+        g3_error("%s is damaged: the attributes of its root group cannot be read (%s); restore it or load another checkpoint (--load-fallback)",
+                 path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+        return G3_ERR_FORMAT;
+    }
     if (st != G3_OK) {
         g3_error("%s is an HDF5 file but not a gpt3d checkpoint file (no 'format' attribute; expected '%s')",
                  path, format);

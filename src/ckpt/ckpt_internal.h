@@ -99,7 +99,8 @@ g3_status_t g3_ckpt_attr_write_i64(hid_t obj, const char *name, const int64_t *v
 g3_status_t g3_ckpt_attr_write_i32(hid_t obj, const char *name, int32_t v);
 g3_status_t g3_ckpt_attr_write_u32(hid_t obj, const char *name, uint32_t v);
 /* Readers return G3_ERR_NOT_FOUND without logging when the attribute is absent,
- * G3_ERR_FORMAT (not logged) when it has the wrong class/size. */
+ * G3_ERR_FORMAT (not logged) when it has the wrong class/size, G3_ERR_IO (not logged) when
+ * the object's header cannot be read (a damaged file). */
 g3_status_t g3_ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t size);
 g3_status_t g3_ckpt_attr_read_i64(hid_t obj, const char *name, int64_t *v, int n);
 g3_status_t g3_ckpt_attr_read_i32(hid_t obj, const char *name, int32_t *v);
