@@ -32,10 +32,43 @@
 #include "train/flags.h"
 #include "train/train.h"
 
-static const g3_opt_cmd_t g3_train_cmd = {
-    "train", "Pretrain a GPT model (single rank, mpirun or srun --mpi=pmix).", NULL, 0, 0,
-    g3_train_opt_specs
+/* --check: gpt3d train's own flag (not gpt3d plan's, which reads the trainer's table). */
+static const g3_opt_spec_t g3_train_check_spec = {
+    "check", G3_OPT_STRING, NULL, "Only check, for a job of NODES nodes of RANKS_PER_NODE ranks, what gpt3d train checks before it trains (the flags, the layout, the batch arithmetic, the data and tokenizer files, the device's kernel sizes) and exit 0 or with the message and code the job would give; gpt3d-submit runs it before it creates or submits anything. --save, --load and the run directory are not touched.", NULL, 0, 0, "NODES:RANKS_PER_NODE"
 };
+
+/* The trainer's table and --check.  RET: malloc'd or NULL. */
+static g3_opt_spec_t *g3_train_specs(void)
+{
+    size_t n = 0;
+    g3_opt_spec_t *s;
+
+    while (g3_train_opt_specs[n].name)
+        n++;
+    s = malloc(sizeof(*s) * (n + 2));
+    if (!s)
+        return NULL;
+    memcpy(s, g3_train_opt_specs, sizeof(*s) * n);
+    s[n] = g3_train_check_spec;
+    s[n + 1] = g3_train_opt_specs[n];   /* the NULL entry */
+    return s;
+}
+
+/* --check NODES:RANKS_PER_NODE.  OUT: *nodes_p, *rpn_p.  RET: 1, or 0 (logged). */
+static int g3_train_check_arg(const char *arg, int *nodes_p, int *rpn_p)
+{
+    long long n = 0, r = 0;
+    char tail = 0;
+
+    if (sscanf(arg, "%lld:%lld%c", &n, &r, &tail) != 2 || n < 1 || r < 1 || n > 1000000 ||
+        r > 4096 || n * r > INT_MAX / 4) {
+        g3_error("--check '%s': give the job's nodes and ranks per node as NODES:RANKS_PER_NODE, e.g. --check 4:8", arg);
+        return 0;
+    }
+    *nodes_p = (int)n;
+    *rpn_p = (int)r;
+    return 1;
+}
 
 /* The built-in corpus (gpt3d corpus) lives in ${GPT3D_DATA_DIR:-$HOME/.cache/gpt3d}/kjv. */
 #define G3_KJV_PREFIX "kjv_text_document"
@@ -148,23 +181,52 @@ int g3_cmd_train(int argc, char **argv)
     const char *run_dir;
     g3_cli_world_t w;
     const g3_comm_proc_t *me;
+    g3_comm_proc_t check_me;
+    g3_opt_cmd_t cmd = { "train", "Pretrain a GPT model (single rank, mpirun or srun --mpi=pmix).",
+                         NULL, 0, 0, NULL };
+    g3_opt_spec_t *specs;
+    int check_nodes = 0, check_rpn = 0;
     char why[1024];
     char *config_text = NULL, *tokenizer_json = NULL;
 
-    st = g3_cli_world_parse(&g3_train_cmd, argc, argv, &o);
-    if (st != G3_OK)
+    specs = g3_train_specs();
+    if (!specs) {
+        g3_error("out of memory");
+        return G3_EXIT_FAILURE;
+    }
+    cmd.specs = specs;
+    st = g3_cli_world_parse(&cmd, argc, argv, &o);
+    if (st != G3_OK) {
+        free(specs);
         return g3_status_exit_code(st);
+    }
     if (g3_opts_help_shown(o)) {
         g3_opts_free(o);
+        free(specs);
         return G3_EXIT_OK;
     }
-    /* the world: which rank this is (alone: a singleton), its errors on every rank */
-    rc = g3_cli_world_init(g3_opts_float(o, "distributed-timeout-minutes") * 60.0, &w);
-    if (rc != G3_EXIT_OK) {
-        g3_opts_free(o);
-        return rc;
+    if (g3_opts_is_set(o, "check")) {
+        /* no world: the job's is described, this process checks it alone */
+        if (!g3_train_check_arg(g3_opts_str(o, "check"), &check_nodes, &check_rpn)) {
+            g3_opts_free(o);
+            free(specs);
+            return G3_EXIT_USAGE;
+        }
+        memset(&w, 0, sizeof(w));
+        memset(&check_me, 0, sizeof(check_me));
+        check_me.size = check_nodes * check_rpn;
+        check_me.local_size = check_rpn;
+        me = &check_me;
+    } else {
+        /* the world: which rank this is (alone: a singleton), its errors on every rank */
+        rc = g3_cli_world_init(g3_opts_float(o, "distributed-timeout-minutes") * 60.0, &w);
+        if (rc != G3_EXIT_OK) {
+            g3_opts_free(o);
+            free(specs);
+            return rc;
+        }
+        me = w.me;
     }
-    me = w.me;
     g3_train_config_defaults(&cfg);
 
     /* model, layout, batch and schedule flags (shared with gpt3d plan: train/flags.c) */
@@ -174,7 +236,14 @@ int g3_cmd_train(int argc, char **argv)
         goto agree;
     }
 
-    /* the layout: DP = ranks / (TP x PP) */
+    /* the layout: DP = ranks / (TP x PP); a job to check: TP inside a node, as the placement
+     * (g3_topo_map) requires */
+    if (check_rpn && (tp > check_rpn || check_rpn % tp != 0)) {
+        g3_error("impossible layout: TP %d does not %s the %d ranks of a node: tensor-parallel groups must stay inside one node; give a --tensor-model-parallel-size that divides the ranks per node",
+                 tp, tp > check_rpn ? "fit in" : "divide", check_rpn);
+        rc = G3_EXIT_USAGE;
+        goto agree;
+    }
     if (!g3_train_flags_dp(me->size, tp, pp, &cfg.dp_size)) {
         rc = G3_EXIT_USAGE;
         goto agree;
@@ -186,6 +255,8 @@ int g3_cmd_train(int argc, char **argv)
      * (built without CUDA: a usage error, 2; no usable GPU: 1) */
     cfg.backend = g3_opts_str(o, "device");
     st = g3_be_probe(cfg.backend, why, sizeof(why));
+    if (st != G3_OK && check_rpn && st != G3_ERR_UNSUPPORTED)
+        st = G3_OK;   /* --check: no GPU here (a login node); the build's support is what counts */
     if (st != G3_OK) {
         g3_error("%s", why);
         rc = st == G3_ERR_UNSUPPORTED ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
@@ -289,6 +360,10 @@ int g3_cmd_train(int argc, char **argv)
     if (rc != G3_EXIT_OK)
         goto agree;
 
+    if (check_rpn) {   /* --check: the rest touches files the job makes */
+        rc = G3_EXIT_OK;
+        goto agree;
+    }
     /* --save: a directory that cannot take a checkpoint is refused now, not at the first save
      * after the training it was meant to keep */
     if (cfg.save_dir && g3_ckpt_save_check(cfg.save_dir) != G3_OK) {
@@ -314,6 +389,16 @@ int g3_cmd_train(int argc, char **argv)
     rc = G3_EXIT_OK;
 
 agree:
+    if (check_rpn) {
+        if (rc == G3_EXIT_OK)
+            printf("gpt3d train --check: the flags pass gpt3d train's checks for %d nodes x %d ranks (TP %d x PP %d x DP %d)\n",
+                   check_nodes, check_rpn, tp, pp, cfg.dp_size);
+        g3_opts_free(o);
+        free(specs);
+        free(config_text);
+        free(tokenizer_json);
+        return rc;
+    }
     rc = g3_cli_world_agree(&w, rc, "training");
     if (rc != G3_EXIT_OK)
         goto out;
@@ -339,6 +424,7 @@ agree:
 out:
     g3_cli_world_free(&w);
     g3_opts_free(o);
+    free(specs);
     free(config_text);
     free(tokenizer_json);
     return rc;
