@@ -285,7 +285,7 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *reader, g3_ckpt_state_t *state
 
 const char *g3_ckpt_reader_path(const g3_ckpt_reader_t *reader);     /* the iter_ directory */
 int64_t     g3_ckpt_reader_iteration(const g3_ckpt_reader_t *reader);
-int         g3_ckpt_reader_version(const g3_ckpt_reader_t *reader);  /* the index's format_version */
+int         g3_ckpt_reader_version(const g3_ckpt_reader_t *reader);  /* index format_version */
 int64_t     g3_ckpt_reader_consumed_samples(const g3_ckpt_reader_t *reader);
 int64_t     g3_ckpt_reader_consumed_tokens(const g3_ckpt_reader_t *reader);
 const char *g3_ckpt_reader_config(const g3_ckpt_reader_t *reader);   /* never NULL */
