@@ -78,4 +78,29 @@ like "$out" "--clip-grad: 'inf' is not a finite number" "inf is not a finite num
 run "$GPT3D" plan --seed 99999999999999999999
 like "$out" "--seed: '99999999999999999999' is out of range \(an integer from" "an integer past 64 bits is out of range, not 'not an integer'"
 
+# ---- 14. a damaged encoder.json says where: byte offset and key --------------------------------
+py=${PYTHON_REF:-/usr/bin/python3}
+if "$py" -c 'import json' 2>/dev/null; then
+    "$py" -c "
+import json, sys
+v = json.load(open(sys.argv[1]))
+keys = list(v)
+v[keys[150]] = '12'
+json.dump(v, open(sys.argv[2], 'w'))
+v[keys[150]] = 150
+v[keys[10]] = [[[[[[1]]]]]]
+json.dump(v, open(sys.argv[3], 'w'))" "$D/vocab.json" "$TMPD/strid.json" "$TMPD/nested.json"
+    for f in strid nested; do
+        run "$GPT3D" tokenize --vocab-file "$TMPD/$f.json" --merge-file "$D/merges.txt" </dev/null
+        if [ "$rc" != 0 ] && printf '%s' "$out" | grep -Eq "vocabulary file '$TMPD/$f.json' line 1, column [0-9]+ [(]byte [0-9]+[)], in the entry of key .+: the token id is not a number"; then
+            tap_result 0 "a vocabulary with a $f token id: the error gives the byte offset and the key"
+        else
+            tap_result 1 "a vocabulary with a $f token id: rc $rc"; diag "$(printf '%s' "$out" | grep -m1 error)"
+        fi
+    done
+else
+    skip "no python3 to write the damaged vocabularies"
+    skip "(same)"
+fi
+
 done_testing
