@@ -92,6 +92,11 @@ run sub --nodes 1-3 --ntasks-per-node 2 "$TMPD/r4" -- $g3_data --train-iters 10 
 is "$rc" 2 "--nodes 1-3: a global batch that 3 nodes cannot split is refused"
 like "$out" "for 3 node\(s\) x 2 rank\(s\) per node" "... checked at both ends of the range"
 is "$(absent "$TMPD/r4")$(calls)" "absent0" "... creating and submitting nothing"
+printf 'base\nbad --num-layers -3\n' >"$TMPD/abl.txt"
+run sub --dry-run --ablations "$TMPD/abl.txt" "$TMPD/abl" -- $g3_data --train-iters 10
+is "$rc" 2 "an ablation --dry-run checks each variant's flags: a bad variant exits 2"
+like "$out" "--num-layers -3 is out of range" "... with the trainer's message"
+like "$out" "variant 'bad' would be refused" "... and the variant's name"
 run sub --ntasks-per-node 1 --chain 2 "$TMPD/ok" -- $g3_data --train-iters 10
 is "$rc" 0 "flags the trainer accepts: the run is created and submitted"
 is "$(calls)" 2 "... two jobs"
