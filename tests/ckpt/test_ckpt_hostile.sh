@@ -90,7 +90,10 @@ bad="" n=0
 for off in $offsets; do
     $edit flip "$TMPD/g/$I/index.h5" "$off"
     run "$GPT3D" ckpt verify "$TMPD/g"
-    if [ "$rc" != 1 ] || ! clean "$out" || ! printf '%s' "$out" | grep -q "index.h5"; then bad="$bad $off:rc=$rc"; fi
+    if [ "$rc" != 1 ] || ! clean "$out" || ! printf '%s' "$out" | grep -q "index.h5"; then
+        bad="$bad $off:rc=$rc"
+        diag "$(printf '%s' "$out" | head -n 3)"
+    fi
     $edit flip "$TMPD/g/$I/index.h5" "$off"
     n=$((n + 1))
 done
@@ -129,6 +132,8 @@ for key in tokenizer rng; do
     rm -rf "${TMPD:?}/st/$I"
     mv "$TMPD/st/$I.v2" "$TMPD/st/$I"
     $edit drop-state "$TMPD/st/$I/index.h5" "$key"
+    run "$GPT3D" ckpt verify "$TMPD/st"
+    is "$rc" 1 "verify refuses a version-2 index of gpt3d train without state/$key"
     resume st
     is "$rc" 1 "a version-2 index without state/$key is refused by the resume"
     like "$out" "format version 2\) lacks state/$key, which every gpt3d writing that version records" "... naming the missing entry"
