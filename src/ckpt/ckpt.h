@@ -34,8 +34,9 @@
 #define G3_CKPT_FORMAT          "gpt3d-checkpoint"
 #define G3_CKPT_SHARD_FORMAT    "gpt3d-checkpoint-shard"
 /* Version 2: HDF5 1.8+ file format (checksummed metadata), checksums of the index's
- * iteration / consumed_samples / consumed_tokens.  Readers read versions 1 and 2. */
-#define G3_CKPT_FORMAT_VERSION  2
+ * iteration / consumed_samples / consumed_tokens.  Version 3: index.h5 begins with a block
+ * holding its size and the checksum of the whole file.  Readers read versions 1 to 3. */
+#define G3_CKPT_FORMAT_VERSION  3
 #define G3_CKPT_MAX_DIMS        4
 #define G3_CKPT_NAME_MAX        256   /* tensor paths, including the NUL */
 
@@ -250,6 +251,15 @@ typedef struct {
      * between the checkpoint's configuration and config_text.  NULL: no check. */
     const char         *config_text;
     const char *const  *model_keys;   /* NULL-terminated; NULL: G3_CKPT_MODEL_KEYS */
+    /* The caller's checks of each candidate checkpoint, on every rank: check_index after
+     * the configuration check and before any tensor is read, check_loaded after the state's
+     * tensors are filled.  A failure (logged by the callback) moves --load-fallback on to the
+     * previous checkpoint, unless check_index sets *final (the run, not the checkpoint, is
+     * at fault: an older checkpoint would fail the same way; decide it from the index alone,
+     * which every rank reads the same).  NULL: none. */
+    g3_status_t (*check_index)(void *ctx, g3_ckpt_reader_t *reader, int *final);
+    g3_status_t (*check_loaded)(void *ctx, g3_ckpt_reader_t *reader);
+    void               *check_ctx;
 } g3_ckpt_load_opts_t;
 
 /* The keys compared by default (NULL-terminated). */
@@ -275,6 +285,7 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *reader, g3_ckpt_state_t *state
 
 const char *g3_ckpt_reader_path(const g3_ckpt_reader_t *reader);     /* the iter_ directory */
 int64_t     g3_ckpt_reader_iteration(const g3_ckpt_reader_t *reader);
+int         g3_ckpt_reader_version(const g3_ckpt_reader_t *reader);  /* index format_version */
 int64_t     g3_ckpt_reader_consumed_samples(const g3_ckpt_reader_t *reader);
 int64_t     g3_ckpt_reader_consumed_tokens(const g3_ckpt_reader_t *reader);
 const char *g3_ckpt_reader_config(const g3_ckpt_reader_t *reader);   /* never NULL */

@@ -265,10 +265,10 @@ int g3_ckpt_verify_vds(const g3_ckpt_reader_t *r)
 {
     char path[PATH_MAX + 16];
     hid_t f;
-    int faults;
+    int faults, sealed;
 
     snprintf(path, sizeof(path), "%s/%s", r->dir, G3_CKPT_INDEX_NAME);
-    if (g3_ckpt_h5_open(path, &f) != G3_OK)
+    if (g3_ckpt_index_open(path, &f, &sealed) != G3_OK)
         return 1;
     faults = g3_ckpt_check_vds(r, f, path);
     H5Fclose(f);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,6 +33,14 @@ static hid_t h5_make_float(size_t spos, size_t epos, size_t esize, size_t mpos, 
 
 static void h5_init_once(void)
 {
+    /* No library shutdown at exit: after a read fails a metadata checksum (a damaged file),
+     * libhdf5 1.10 keeps the file's shared structure with the entry it could not load, even
+     * once every identifier gpt3d opened is closed (H5Fget_obj_count says none is left), and
+     * its exit handler then prints "HDF5: infinite loop closing library" and a line of
+     * internal codes under gpt3d's own message.  Every file gpt3d writes is flushed and
+     * closed explicitly (g3_ckpt_h5_close_written), so the handler has nothing to do that
+     * matters.  Effective only before the library's first use, which this is in gpt3d. */
+    H5dont_atexit();
     H5open();
     h5_types[G3_CKPT_F32]  = H5T_IEEE_F32LE;
     h5_types[G3_CKPT_BF16] = h5_make_float(15, 7, 8, 0, 7, 127);
@@ -248,7 +257,7 @@ g3_status_t g3_ckpt_h5_parents(hid_t loc, const char *path)
     return st;
 }
 
-g3_status_t g3_ckpt_h5_create(const char *path, hid_t *file_p)
+g3_status_t g3_ckpt_h5_create(const char *path, int sealed, hid_t *file_p)
 {
     char msg[512];
     hid_t fapl, fcpl, file;
@@ -266,6 +275,8 @@ g3_status_t g3_ckpt_h5_create(const char *path, hid_t *file_p)
     }
     H5Pset_link_phase_change(fcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);   /* the root group */
     H5Pset_attr_phase_change(fcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);
+    if (sealed)    /* room for the seal, written by g3_ckpt_index_seal after the close */
+        H5Pset_userblock(fcpl, G3_CKPT_SEAL_BYTES);
     file = H5Fcreate(path, H5F_ACC_EXCL, fcpl, fapl);
     if (file < 0)
         g3_ckpt_h5_errmsg(msg, sizeof(msg));
@@ -278,6 +289,131 @@ g3_status_t g3_ckpt_h5_create(const char *path, hid_t *file_p)
     }
     *file_p = file;
     return G3_OK;
+}
+
+/* ---- the index's seal (format version 3) ---------------------------------------------------
+ * HDF5's checksums cover its superblock, object headers and B-trees but not the global heap
+ * that holds the virtual datasets' mappings, and libhdf5 trusts what it finds there: one
+ * flipped byte in it crashed the reader inside H5S_select_deserialize.  So the whole index is
+ * checked by gpt3d before libhdf5 reads a byte of it: the file begins with a 512-byte HDF5
+ * user block (which HDF5 and h5py skip) holding the text
+ *     "gpt3d-checkpoint-index-seal 1\nsize <file size>\ncrc32c <8 hex digits>\n"
+ * and zero bytes up to 512; the CRC-32C is over bytes [512, size).  The reader rebuilds the
+ * whole block from the values it parsed and compares all 512 bytes, so every byte of the file
+ * is covered. */
+#define SEAL_MAGIC "gpt3d-checkpoint-index-seal 1\n"
+#define SEAL_CHUNK (1u << 20)
+
+static void seal_format(unsigned char *block, int64_t size, uint32_t crc)
+{
+    memset(block, 0, G3_CKPT_SEAL_BYTES);
+    snprintf((char *)block, G3_CKPT_SEAL_BYTES, "%ssize %lld\ncrc32c %08x\n", SEAL_MAGIC,
+             (long long)size, crc);
+}
+
+/* CRC-32C of bytes [G3_CKPT_SEAL_BYTES, size) of fd.  RET: G3_OK or G3_ERR_IO (errno set). */
+static g3_status_t seal_crc(int fd, int64_t size, uint32_t *crc_p)
+{
+    unsigned char *buf = malloc(SEAL_CHUNK);
+    uint32_t crc = 0;
+
+    if (buf == NULL)
+        return G3_ERR_NO_MEMORY;
+    for (int64_t off = G3_CKPT_SEAL_BYTES; off < size;) {
+        size_t want = size - off < SEAL_CHUNK ? (size_t)(size - off) : SEAL_CHUNK;
+        ssize_t n = pread(fd, buf, want, (off_t)off);
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;
+            free(buf);
+            return G3_ERR_IO;
+        }
+        crc = g3_crc32c(crc, buf, (size_t)n);
+        off += n;
+    }
+    free(buf);
+    *crc_p = crc;
+    return G3_OK;
+}
+
+g3_status_t g3_ckpt_index_seal(const char *path)
+{
+    unsigned char block[G3_CKPT_SEAL_BYTES];
+    struct stat sb;
+    uint32_t crc = 0;
+    int fd = open(path, O_RDWR);
+    g3_status_t st = G3_ERR_IO;
+
+    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size >= G3_CKPT_SEAL_BYTES &&
+        (st = seal_crc(fd, sb.st_size, &crc)) == G3_OK) {
+        seal_format(block, sb.st_size, crc);
+        if (pwrite(fd, block, sizeof(block), 0) != (ssize_t)sizeof(block))
+            st = G3_ERR_IO;
+    }
+    if (st != G3_OK)
+        g3_error("cannot write the checksum block of %s: %s; the save is abandoned (check free space and quota)",
+                 path, fd < 0 || st == G3_ERR_IO ? strerror(errno) : "out of memory");
+    if (fd >= 0)
+        close(fd);
+    return st;
+}
+
+g3_status_t g3_ckpt_index_open(const char *path, hid_t *file_p, int *sealed_p)
+{
+    static const unsigned char hdf5_sig[8] = { 0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n' };
+    unsigned char block[G3_CKPT_SEAL_BYTES], want[G3_CKPT_SEAL_BYTES];
+    char text[G3_CKPT_SEAL_BYTES + 1];
+    long long size = -1;
+    unsigned int crc = 0;
+    uint32_t got = 0;
+    struct stat sb;
+    ssize_t n;
+    int fd;
+    g3_status_t st;
+
+    *sealed_p = 0;
+    fd = open(path, O_RDONLY);
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        int e = errno;
+        g3_error("checkpoint file %s: %s", path, strerror(e));
+        if (fd >= 0)
+            close(fd);
+        return e == ENOENT ? G3_ERR_NOT_FOUND : G3_ERR_IO;
+    }
+    n = pread(fd, block, sizeof(block), 0);
+    if (n >= 8 && memcmp(block, hdf5_sig, 8) == 0) {   /* versions 1 and 2: no seal */
+        close(fd);
+        return g3_ckpt_h5_open(path, file_p);
+    }
+    memcpy(text, block, n > 0 ? (size_t)n : 0);
+    text[n > 0 ? n : 0] = '\0';
+    if (n != (ssize_t)sizeof(block) || strncmp(text, SEAL_MAGIC, strlen(SEAL_MAGIC)) != 0 ||
+        sscanf(text + strlen(SEAL_MAGIC), "size %lld\ncrc32c %8x\n", &size, &crc) != 2 ||
+        (seal_format(want, size, crc), memcmp(want, block, sizeof(block)) != 0)) {
+        g3_error("checkpoint index %s begins with neither gpt3d's checksum block nor an HDF5 signature (%lld bytes): it is damaged, foreign or was overwritten; restore it or load another checkpoint (--load-fallback)",
+                 path, (long long)sb.st_size);
+        close(fd);
+        return G3_ERR_FORMAT;
+    }
+    if (size != (long long)sb.st_size) {
+        g3_error("checkpoint index %s is %lld bytes but its checksum block says %lld: it was truncated or damaged; load another checkpoint (--load-fallback)",
+                 path, (long long)sb.st_size, size);
+        close(fd);
+        return G3_ERR_FORMAT;
+    }
+    st = seal_crc(fd, size, &got);
+    close(fd);
+    if (st != G3_OK) {
+        g3_error("cannot read checkpoint index %s: %s", path, strerror(errno));
+        return st;
+    }
+    if (got != crc) {
+        g3_error("checkpoint index %s fails its checksum (stored crc32c %08x, computed %08x): the file is damaged; load another checkpoint (--load-fallback)",
+                 path, crc, got);
+        return G3_ERR_FORMAT;
+    }
+    *sealed_p = 1;
+    return g3_ckpt_h5_open(path, file_p);
 }
 
 g3_status_t g3_ckpt_h5_close_written(hid_t file, const char *path, int quiet)
@@ -398,8 +534,12 @@ static g3_status_t attr_open(hid_t obj, const char *name, H5T_class_t cls, hid_t
     hid_t a, t, s;
     H5T_class_t c;
 
-    if (H5Aexists(obj, name) <= 0)
+    htri_t exists = H5Aexists(obj, name);
+
+    if (exists == 0)
         return G3_ERR_NOT_FOUND;
+    if (exists < 0)
+        return G3_ERR_IO;       /* the object's header cannot be read: damaged */
     a = H5Aopen(obj, name, H5P_DEFAULT);
     if (a < 0)
         return G3_ERR_FORMAT;
@@ -482,6 +622,12 @@ g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *forma
     int32_t version = 0;
     g3_status_t st = g3_ckpt_attr_read_str(file, "format", got, sizeof(got));
 
+    if (st == G3_ERR_IO) {
+        char msg[512];
+        g3_error("%s is damaged: the attributes of its root group cannot be read (%s); restore it or load another checkpoint (--load-fallback)",
+                 path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+        return G3_ERR_FORMAT;
+    }
     if (st != G3_OK) {
         g3_error("%s is an HDF5 file but not a gpt3d checkpoint file (no 'format' attribute; expected '%s')",
                  path, format);

@@ -71,7 +71,17 @@ hid_t g3_ckpt_h5_type(g3_ckpt_dtype_t dtype);
 int g3_ckpt_h5_dset_matches(hid_t d, hid_t type, int ndim, const int64_t *shape);
 /* Open a file read-only / create it; errors logged with path and cause. */
 g3_status_t g3_ckpt_h5_open(const char *path, hid_t *file_p);
-g3_status_t g3_ckpt_h5_create(const char *path, hid_t *file_p);
+/* sealed: leave room for g3_ckpt_index_seal (the index, format version 3). */
+g3_status_t g3_ckpt_h5_create(const char *path, int sealed, hid_t *file_p);
+/* Format version 3: index.h5 begins with a G3_CKPT_SEAL_BYTES HDF5 user block holding the
+ * file's size and the CRC-32C of the rest (ckpt_h5.c says how), so that a damaged index is
+ * refused before libhdf5 parses it (HDF5 does not checksum the heap of the virtual datasets'
+ * mappings).  index_seal writes the block into a closed file; index_open checks it and
+ * opens the file (one without a block, versions 1 and 2, is opened as before: OUT *sealed_p
+ * 0).  Errors logged naming path. */
+#define G3_CKPT_SEAL_BYTES 512
+g3_status_t g3_ckpt_index_seal(const char *path);
+g3_status_t g3_ckpt_index_open(const char *path, hid_t *file_p, int *sealed_p);
 /* A group creation property list that keeps links and attributes in the (checksummed)
  * object header; the caller closes it. */
 hid_t g3_ckpt_h5_gcpl(void);
@@ -90,7 +100,8 @@ g3_status_t g3_ckpt_attr_write_i64(hid_t obj, const char *name, const int64_t *v
 g3_status_t g3_ckpt_attr_write_i32(hid_t obj, const char *name, int32_t v);
 g3_status_t g3_ckpt_attr_write_u32(hid_t obj, const char *name, uint32_t v);
 /* Readers return G3_ERR_NOT_FOUND without logging when the attribute is absent,
- * G3_ERR_FORMAT (not logged) when it has the wrong class/size. */
+ * G3_ERR_FORMAT (not logged) when it has the wrong class/size, G3_ERR_IO (not logged) when
+ * the object's header cannot be read (a damaged file). */
 g3_status_t g3_ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t size);
 g3_status_t g3_ckpt_attr_read_i64(hid_t obj, const char *name, int64_t *v, int n);
 g3_status_t g3_ckpt_attr_read_i32(hid_t obj, const char *name, int32_t *v);

@@ -177,13 +177,20 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
     int64_t *bounds = NULL;
     void *rows;
     size_t n;
-    g3_status_t st = g3_ckpt_h5_open(path, &f);
+    int sealed = 0;
+    g3_status_t st = g3_ckpt_index_open(path, &f, &sealed);
 
     if (st != G3_OK)
         return st;
     st = g3_ckpt_check_format(f, path, G3_CKPT_FORMAT, &r->version);
     if (st != G3_OK)
         goto err_close_file;
+    if (r->version >= 3 && !sealed) {
+        g3_error("%s says format version %d but lacks the checksum block that version writes at its start: the index is damaged; load another checkpoint (--load-fallback)",
+                 path, r->version);
+        st = G3_ERR_FORMAT;
+        goto err_close_file;
+    }
     if (g3_ckpt_attr_read_i64(f, "iteration", &r->iteration, 1) != G3_OK ||
         g3_ckpt_attr_read_i64(f, "consumed_samples", &r->consumed_samples, 1) != G3_OK ||
         g3_ckpt_attr_read_i64(f, "consumed_tokens", &r->consumed_tokens, 1) != G3_OK) {
@@ -380,6 +387,22 @@ g3_status_t g3_ckpt_reader_open(const char *path, g3_ckpt_reader_t **reader_p)
         }
     }
     st = read_index(r, index);
+    if (st == G3_OK) {
+        /* An iter_ directory holds the checkpoint of its name's iteration: two swapped or
+         * renamed directories would resume one iteration's counters with another's weights. */
+        char base[PATH_MAX];
+        size_t len;
+        int64_t named;
+        snprintf(base, sizeof(base), "%s", r->dir);
+        for (len = strlen(base); len > 1 && base[len - 1] == '/'; len--)
+            base[len - 1] = '\0';
+        if (g3_ckpt_parse_iter_name(strrchr(base, '/') ? strrchr(base, '/') + 1 : base, &named) &&
+            named != r->iteration) {
+            g3_error("checkpoint %s holds iteration %lld (its index.h5) but its directory is named for iteration %lld: checkpoint directories were renamed or swapped; give them back their names (iter_%07lld) or load another checkpoint (--load-fallback)",
+                     r->dir, (long long)r->iteration, (long long)named, (long long)r->iteration);
+            st = G3_ERR_FORMAT;
+        }
+    }
     if (st != G3_OK) {
         g3_ckpt_reader_close(r);
         return st;
@@ -392,6 +415,7 @@ g3_status_t g3_ckpt_reader_open(const char *path, g3_ckpt_reader_t **reader_p)
 
 const char *g3_ckpt_reader_path(const g3_ckpt_reader_t *r) { return r->dir; }
 int64_t g3_ckpt_reader_iteration(const g3_ckpt_reader_t *r) { return r->iteration; }
+int g3_ckpt_reader_version(const g3_ckpt_reader_t *r) { return r->version; }
 int64_t g3_ckpt_reader_consumed_samples(const g3_ckpt_reader_t *r) { return r->consumed_samples; }
 int64_t g3_ckpt_reader_consumed_tokens(const g3_ckpt_reader_t *r) { return r->consumed_tokens; }
 const char *g3_ckpt_reader_config(const g3_ckpt_reader_t *r) { return r->config ? r->config : ""; }
@@ -1243,15 +1267,19 @@ g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_
     }
     for (int c = 0; c < ncand; c++) {
         g3_ckpt_reader_t *r = NULL;
-        int ok;
+        int ok, final = 0;
 
         double t0 = load_timing_now();
         st = g3_ckpt_reader_open(cand[c], &r);
         load_timing_add(T_INDEX, &t0);
         if (st == G3_OK && opts && opts->config_text)
             st = g3_ckpt_config_compare(r->config, opts->config_text, opts->model_keys, r->dir);
+        if (st == G3_OK && opts && opts->check_index)
+            st = opts->check_index(opts->check_ctx, r, &final);
         if (st == G3_OK)
             st = g3_ckpt_reader_load(r, state, opts);
+        if (st == G3_OK && opts && opts->check_loaded)
+            st = opts->check_loaded(opts->check_ctx, r);
         ok = st == G3_OK;
         if (comm && comm->allreduce_min_int) {
             g3_status_t cst = comm->allreduce_min_int(comm->ctx, &ok);
@@ -1276,7 +1304,7 @@ g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_
             return G3_OK;
         }
         g3_ckpt_reader_close(r);
-        if (st == G3_ERR_INVALID_ARG)
+        if (st == G3_ERR_INVALID_ARG || final)
             break;       /* the run disagrees with the model: older checkpoints will too */
         if (!fallback) {
             g3_error("could not load the checkpoint in %s; pass --load-fallback to load the previous committed checkpoint instead",

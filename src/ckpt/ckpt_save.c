@@ -230,7 +230,7 @@ static g3_status_t write_shard(const char *tmp, const g3_ckpt_state_t *state, g3
 
     g3_ckpt_shard_name(kind, l->tp, l->pp, kind == G3_CKPT_MODEL ? 0 : l->dp, name, sizeof(name));
     snprintf(path, sizeof(path), "%s/%s", tmp, name);
-    st = g3_ckpt_h5_create(path, &f);
+    st = g3_ckpt_h5_create(path, 0, &f);
     if (st != G3_OK)
         return st;
     st = write_attrs_common(f, l, G3_CKPT_SHARD_FORMAT, state->iteration);
@@ -538,7 +538,7 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
     g3_status_t st;
 
     snprintf(path, sizeof(path), "%s/%s", tmp, G3_CKPT_INDEX_NAME);
-    st = g3_ckpt_h5_create(path, &f);
+    st = g3_ckpt_h5_create(path, 1, &f);
     if (st != G3_OK)
         return st;
     gmtime_r(&now, &tmv);
@@ -624,6 +624,8 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
                        path);
     if (g3_ckpt_h5_close_written(f, path, st != G3_OK) != G3_OK)
         st = G3_ERR_IO;
+    if (st == G3_OK)
+        st = g3_ckpt_index_seal(path);
     if (st == G3_OK)
         st = g3_ckpt_fsync_path(path, 0);
     return st;

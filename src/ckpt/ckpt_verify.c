@@ -118,6 +118,16 @@ g3_status_t g3_ckpt_verify(const char *path, int *nfaults_p)
         *nfaults_p = 1;
         return G3_ERR_FORMAT;
     }
+    /* a checkpoint of gpt3d train (its state/data_sampler, section 7 of the format) records
+     * the RNG and the tokenizer from format version 2 on: one without was altered */
+    for (int k = 0; r->version >= 2 && g3_ckpt_reader_has(r, "data_sampler") && k < 2; k++) {
+        const char *key = k == 0 ? "rng" : "tokenizer";
+        if (!g3_ckpt_reader_has(r, key)) {
+            g3_error("verify: %s (format version %d, written by gpt3d train) lacks state/%s, which every gpt3d writing that version records: the index was altered",
+                     r->dir, r->version, key);
+            faults++;
+        }
+    }
     faults += g3_ckpt_check_tiling(r);
     faults += g3_ckpt_verify_vds(r);
     {   /* pieces grouped by file (counting sort) */

@@ -24,6 +24,7 @@
 #include "core/status.h"
 #include "data/dataset.h"
 #include "infer/infer.h"
+#include "train/schedule.h"
 
 static const g3_opt_spec_t g3_eval_specs[] = {
     G3_CLI_INFER_SPECS,
@@ -245,6 +246,13 @@ static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval
             (long long)d->B, (long long)d->gbs);
         return G3_EXIT_USAGE;
     }
+    if (d->gbs > G3_TRAIN_MAX_SAMPLES) {
+        g3_error("--global-batch-size %lld is out of range (1 .. %d)", (long long)d->gbs,
+                 G3_TRAIN_MAX_SAMPLES);
+        return G3_EXIT_USAGE;
+    }
+    if (!g3_train_samples_fit("eval-iters", d->eval_iters, d->gbs))
+        return G3_EXIT_USAGE;
     if (d->gbs % d->B != 0) {
         g3_error(
             "--global-batch-size %lld is not a multiple of --micro-batch-size %lld; pass a micro-batch size that divides it",

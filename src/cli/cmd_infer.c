@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "ckpt/ckpt.h"
 #include "cli/cmd_infer.h"
+#include "data/tokid.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "data/dataset.h"
@@ -87,6 +88,35 @@ static int g3_cli_infer_model_flags(const g3_opts_t *o, const g3_cli_infer_t *s)
             "%d model setting%s differ from checkpoint %s: the architecture comes from the checkpoint; drop the flag%s or load the checkpoint you meant",
             bad, bad > 1 ? "s" : "", s->info->path, bad > 1 ? "s" : "");
     return bad;
+}
+
+/* The checkpoint's recorded tokenizer files (state/tokenizer, data/tokid.h) against the ones
+ * given, as gpt3d train checks them: a permuted vocabulary of the same size would turn the
+ * model's ids into other text.  RET: the exit code. */
+static int g3_cli_infer_check_tokenizer(const g3_opts_t *o, const g3_cli_infer_t *s)
+{
+    char what[PATH_MAX + 32];
+    g3_tokid_t made, run;
+    g3_status_t st;
+
+    if (!s->info->tokenizer) {
+        if (s->info->version >= 2) {
+            g3_error("checkpoint %s (format version %d) lacks state/tokenizer, which every gpt3d writing that version records: the index was altered; load another checkpoint",
+                     s->info->path, s->info->version);
+            return G3_EXIT_FAILURE;
+        }
+        g3_info("checkpoint %s records no tokenizer (format version 1): its tokenizer cannot be checked against --vocab-file/--merge-file",
+                s->info->path);
+        return G3_EXIT_OK;
+    }
+    snprintf(what, sizeof(what), "checkpoint %s", s->info->path);
+    st = g3_tokid_from_json_fix(s->info->tokenizer, strlen(s->info->tokenizer), what,
+                                "the index was altered; load another checkpoint", &made);
+    if (st == G3_OK)
+        st = g3_tokid_of_files(s->vocab_file, s->merge_file, &run);
+    if (st == G3_OK)
+        st = g3_tokid_check(&made, &run, what, g3_opts_bool(o, "allow-tokenizer-mismatch"));
+    return st == G3_OK ? G3_EXIT_OK : G3_EXIT_FAILURE;
 }
 
 /* The checkpoint, the model flags, --seq-length, the tokenizer files.  RET: the exit code. */
@@ -170,7 +200,7 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
             s->vocab_file, (long long)vocab, s->info->path, m->vocab_size);
         return G3_EXIT_USAGE;
     }
-    return G3_EXIT_OK;
+    return g3_cli_infer_check_tokenizer(o, s);
 }
 
 /* The layout flags against the job's ranks and the model, with the trainer's messages.

@@ -25,6 +25,7 @@
     { "seq-length", G3_OPT_INT, NULL, "Tokens per sequence: the evaluation samples' length and generation's context window (default: the checkpoint's --seq-length; at most its --max-position-embeddings).", NULL, 0, 0, NULL }, \
     { "vocab-file", G3_OPT_STRING, NULL, "GPT-2 vocabulary, encoder.json or vocab.json (default: the checkpoint's run's, else the built-in corpus's).", NULL, 0, 0, "FILE" }, \
     { "merge-file", G3_OPT_STRING, NULL, "GPT-2 merges, vocab.bpe or merges.txt (default: the checkpoint's run's, else the built-in corpus's).", NULL, 0, 0, "FILE" }, \
+    { "allow-tokenizer-mismatch", G3_OPT_BOOL, NULL, "Go on although the checkpoint's recorded tokenizer files differ from --vocab-file/--merge-file (a warning instead of an error).", G3_NOOPT }, \
     { "num-layers", G3_OPT_INT, NULL, "Only checked: the architecture comes from the checkpoint, a different value is refused.", NULL, 0, 0, NULL }, \
     { "hidden-size", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }, \
     { "num-attention-heads", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }, \

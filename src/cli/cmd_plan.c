@@ -116,6 +116,10 @@ static g3_opt_spec_t *g3_cli_plan_specs(void)
     return s;
 }
 
+/* The most ranks a plan places: each layout checked costs time and memory linear in the
+ * ranks (the trainer's placement), and --search checks dozens; 2^20 ranks answer in seconds. */
+#define G3_PLAN_MAX_RANKS (1 << 20)
+
 /* --sizes 280,350,420.  OUT: sizes (at most max).  RET: the count, -1 (logged) when bad. */
 static int g3_cli_plan_sizes(const char *arg, int *sizes, int max)
 {
@@ -190,9 +194,9 @@ static int g3_cli_plan_ranks(const g3_opts_t *o, g3_plan_flags_t *f, int *nsizes
         g3_error("--nodes %d needs --gpus-per-node G (the ranks each node runs)", f->nodes);
         ok = 0;
     }
-    if (ok && (int64_t)f->nodes * f->rpn > INT_MAX / 4) {
-        g3_error("--nodes %d x --gpus-per-node %d = %lld ranks is too many (at most %d); give fewer --nodes or --gpus-per-node", f->nodes, f->rpn,
-                 (long long)f->nodes * f->rpn, INT_MAX / 4);
+    if (ok && (int64_t)f->nodes * f->rpn > G3_PLAN_MAX_RANKS) {
+        g3_error("--nodes %d x --gpus-per-node %d = %lld ranks is more than gpt3d plans for (at most %d ranks); give fewer --nodes or --gpus-per-node", f->nodes, f->rpn,
+                 (long long)f->nodes * f->rpn, G3_PLAN_MAX_RANKS);
         ok = 0;
     }
     if (g3_opts_is_set(o, "gpu-memory")) {
@@ -216,6 +220,12 @@ static int g3_cli_plan_ranks(const g3_opts_t *o, g3_plan_flags_t *f, int *nsizes
             g3_error("--sizes needs --gpus-per-node G (each size is a number of nodes of G ranks) and derives DP itself%s", f->dp_flag ? ": drop --data-parallel-size" : "");
             ok = 0;
         }
+        for (int i = 0; ok && i < *nsizes; i++)
+            if ((int64_t)size_nodes[i] * f->rpn > G3_PLAN_MAX_RANKS) {
+                g3_error("--sizes: %d nodes x --gpus-per-node %d = %lld ranks is more than gpt3d plans for (at most %d ranks); drop %d from --sizes", size_nodes[i], f->rpn,
+                         (long long)size_nodes[i] * f->rpn, G3_PLAN_MAX_RANKS, size_nodes[i]);
+                ok = 0;
+            }
         if (*nsizes < 0)
             *nsizes = 0;
     }

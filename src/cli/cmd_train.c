@@ -33,10 +33,43 @@
 #include "train/flags.h"
 #include "train/train.h"
 
-static const g3_opt_cmd_t g3_train_cmd = {
-    "train", "Pretrain a GPT model (single rank, mpirun or srun --mpi=pmix).", NULL, 0, 0,
-    g3_train_opt_specs
+/* --check: gpt3d train's own flag (not gpt3d plan's, which reads the trainer's table). */
+static const g3_opt_spec_t g3_train_check_spec = {
+    "check", G3_OPT_STRING, NULL, "Only check, for a job of NODES nodes of RANKS_PER_NODE ranks, what gpt3d train checks before it trains (the flags, the layout, the batch arithmetic, the data and tokenizer files, the device's kernel sizes) and exit 0 or with the message and code the job would give; gpt3d-submit runs it before it creates or submits anything. --save, --load and the run directory are not touched.", NULL, 0, 0, "NODES:RANKS_PER_NODE"
 };
+
+/* The trainer's table and --check.  RET: malloc'd or NULL. */
+static g3_opt_spec_t *g3_train_specs(void)
+{
+    size_t n = 0;
+    g3_opt_spec_t *s;
+
+    while (g3_train_opt_specs[n].name)
+        n++;
+    s = malloc(sizeof(*s) * (n + 2));
+    if (!s)
+        return NULL;
+    memcpy(s, g3_train_opt_specs, sizeof(*s) * n);
+    s[n] = g3_train_check_spec;
+    s[n + 1] = g3_train_opt_specs[n];   /* the NULL entry */
+    return s;
+}
+
+/* --check NODES:RANKS_PER_NODE.  OUT: *nodes_p, *rpn_p.  RET: 1, or 0 (logged). */
+static int g3_train_check_arg(const char *arg, int *nodes_p, int *rpn_p)
+{
+    long long n = 0, r = 0;
+    char tail = 0;
+
+    if (sscanf(arg, "%lld:%lld%c", &n, &r, &tail) != 2 || n < 1 || r < 1 || n > 1000000 ||
+        r > 4096 || n * r > INT_MAX / 4) {
+        g3_error("--check '%s': give the job's nodes and ranks per node as NODES:RANKS_PER_NODE, e.g. --check 4:8", arg);
+        return 0;
+    }
+    *nodes_p = (int)n;
+    *rpn_p = (int)r;
+    return 1;
+}
 
 /* The built-in corpus (gpt3d corpus) lives in ${GPT3D_DATA_DIR:-$HOME/.cache/gpt3d}/kjv. */
 #define G3_KJV_PREFIX "kjv_text_document"
@@ -145,12 +178,15 @@ typedef struct {
 /* The compute backend: one this build and this node cannot run is refused before any work
  * (built without CUDA, or options it cannot honour: a usage error, 2; no usable GPU: 1).
  * RET: an exit code (logged). */
-static int g3_train_check_backend(const g3_train_config_t *cfg, const g3_comm_proc_t *me)
+static int g3_train_check_backend(const g3_train_config_t *cfg, const g3_comm_proc_t *me,
+                                  int check)
 {
     const g3_be_kind_info_t *row = g3_be_kind(cfg->backend);
     char why[1024];
     g3_status_t st = g3_be_probe(cfg->backend, &cfg->be_opts, why, sizeof(why));
 
+    if (st != G3_OK && check && st != G3_ERR_UNSUPPORTED)
+        st = G3_OK;   /* --check: no GPU here (a login node); the build's support is what counts */
     if (st != G3_OK) {
         g3_error("%s", why);
         return st == G3_ERR_UNSUPPORTED ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
@@ -286,11 +322,12 @@ static int g3_train_outputs_setup(const g3_opts_t *o, g3_train_paths_t *paths,
     return G3_EXIT_OK;
 }
 
-/* Every check before any work, in order; the first that fails decides.  OUT: cfg, *plan,
- * *tp_p, *pp_p, *config_text_p, *tokenizer_json_p.  RET: an exit code (logged). */
-static int g3_train_setup(const g3_opts_t *o, const g3_comm_proc_t *me, g3_train_paths_t *paths,
-                          g3_train_config_t *cfg, g3_train_plan_t *plan, int *tp_p, int *pp_p,
-                          char **config_text_p, char **tokenizer_json_p)
+/* Every check before any work, in order; the first that fails decides.  check: --check's
+ * job (me describes it: no world), which stops before the files the job makes.  OUT: cfg,
+ * *plan, *tp_p, *pp_p, *config_text_p, *tokenizer_json_p.  RET: an exit code (logged). */
+static int g3_train_setup(const g3_opts_t *o, const g3_comm_proc_t *me, int check,
+                          g3_train_paths_t *paths, g3_train_config_t *cfg, g3_train_plan_t *plan,
+                          int *tp_p, int *pp_p, char **config_text_p, char **tokenizer_json_p)
 {
     int rc;
     g3_status_t st;
@@ -298,12 +335,18 @@ static int g3_train_setup(const g3_opts_t *o, const g3_comm_proc_t *me, g3_train
     /* model, layout, batch and schedule flags (shared with gpt3d plan: train/flags.c) */
     if (!g3_train_flags_read(o, cfg, tp_p, pp_p))
         return G3_EXIT_USAGE;
-    /* the layout: DP = ranks / (TP x PP) */
+    /* the layout: DP = ranks / (TP x PP); a job to check: TP inside a node, as the placement
+     * (g3_topo_map) requires */
+    if (check && (*tp_p > me->local_size || me->local_size % *tp_p != 0)) {
+        g3_error("impossible layout: TP %d does not %s the %d ranks of a node: tensor-parallel groups must stay inside one node; give a --tensor-model-parallel-size that divides the ranks per node",
+                 *tp_p, *tp_p > me->local_size ? "fit in" : "divide", me->local_size);
+        return G3_EXIT_USAGE;
+    }
     if (!g3_train_flags_dp(me->size, *tp_p, *pp_p, &cfg->dp_size))
         return G3_EXIT_USAGE;
     cfg->model.tp_size = *tp_p;
     cfg->model.pp_size = *pp_p;
-    rc = g3_train_check_backend(cfg, me);
+    rc = g3_train_check_backend(cfg, me, check);
     if (rc == G3_EXIT_OK)
         rc = g3_train_ckpt_setup(o, cfg, config_text_p);
     if (rc != G3_EXIT_OK)
@@ -317,8 +360,35 @@ static int g3_train_setup(const g3_opts_t *o, const g3_comm_proc_t *me, g3_train
     rc = g3_train_data_setup(o, me->rank, paths, cfg, tokenizer_json_p);
     if (rc == G3_EXIT_OK)
         rc = g3_train_device_sizes(cfg);
-    if (rc == G3_EXIT_OK)
+    if (rc == G3_EXIT_OK && !check)   /* --check: the rest touches files the job makes */
         rc = g3_train_outputs_setup(o, paths, cfg);
+    return rc;
+}
+
+/* gpt3d train --check NODES:RANKS_PER_NODE: the checks of a job of that size, alone, with no
+ * world.  RET: the exit code the job would give (logged). */
+static int g3_train_check_only(const g3_opts_t *o)
+{
+    g3_comm_proc_t job;
+    g3_train_config_t cfg;
+    g3_train_plan_t plan;
+    g3_train_paths_t paths;
+    char *config_text = NULL, *tokenizer_json = NULL;
+    int nodes, rpn, tp = 1, pp = 1, rc;
+
+    if (!g3_train_check_arg(g3_opts_str(o, "check"), &nodes, &rpn))
+        return G3_EXIT_USAGE;
+    memset(&job, 0, sizeof(job));
+    job.size = nodes * rpn;
+    job.local_size = rpn;
+    g3_train_config_defaults(&cfg);
+    rc = g3_train_setup(o, &job, 1, &paths, &cfg, &plan, &tp, &pp, &config_text,
+                        &tokenizer_json);
+    if (rc == G3_EXIT_OK)
+        printf("gpt3d train --check: the flags pass gpt3d train's checks for %d nodes x %d ranks (TP %d x PP %d x DP %d)\n",
+               nodes, rpn, tp, pp, cfg.dp_size);
+    free(config_text);
+    free(tokenizer_json);
     return rc;
 }
 
@@ -333,22 +403,34 @@ int g3_cmd_train(int argc, char **argv)
     int tp = 1, pp = 1, rc;
     g3_cli_world_t w;
     char *config_text = NULL, *tokenizer_json = NULL;
+    g3_opt_cmd_t cmd = { "train", "Pretrain a GPT model (single rank, mpirun or srun --mpi=pmix).",
+                         NULL, 0, 0, NULL };
+    g3_opt_spec_t *specs = g3_train_specs();
 
-    st = g3_cli_world_parse(&g3_train_cmd, argc, argv, &o);
-    if (st != G3_OK)
-        return g3_status_exit_code(st);
-    if (g3_opts_help_shown(o)) {
+    if (!specs) {
+        g3_error("out of memory");
+        return G3_EXIT_FAILURE;
+    }
+    cmd.specs = specs;
+    st = g3_cli_world_parse(&cmd, argc, argv, &o);
+    if (st != G3_OK || g3_opts_help_shown(o) || g3_opts_is_set(o, "check")) {
+        rc = st != G3_OK            ? g3_status_exit_code(st)
+             : g3_opts_help_shown(o) ? G3_EXIT_OK
+                                     : g3_train_check_only(o);
         g3_opts_free(o);
-        return G3_EXIT_OK;
+        free(specs);
+        return rc;
     }
     /* the world: which rank this is (alone: a singleton), its errors on every rank */
     rc = g3_cli_world_init(g3_opts_float(o, "distributed-timeout-minutes") * 60.0, &w);
     if (rc != G3_EXIT_OK) {
         g3_opts_free(o);
+        free(specs);
         return rc;
     }
     g3_train_config_defaults(&cfg);
-    rc = g3_train_setup(o, w.me, &paths, &cfg, &plan, &tp, &pp, &config_text, &tokenizer_json);
+    rc = g3_train_setup(o, w.me, 0, &paths, &cfg, &plan, &tp, &pp, &config_text,
+                        &tokenizer_json);
     /* every rank the same code; rank 0 shows the errors */
     rc = g3_cli_world_agree(&w, rc, "training");
     if (rc != G3_EXIT_OK)
@@ -379,6 +461,7 @@ int g3_cmd_train(int argc, char **argv)
 out:
     g3_cli_world_free(&w);
     g3_opts_free(o);
+    free(specs);
     free(config_text);
     free(tokenizer_json);
     return rc;

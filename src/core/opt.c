@@ -2,6 +2,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,7 +171,12 @@ static g3_status_t opt_set_scalar(g3_opt_value_t *v, const char *text, const cha
     case G3_OPT_INT: {
         errno = 0;
         long long x = strtoll(text, &end, 10);
-        if (*text == '\0' || *end != '\0' || errno == ERANGE) {
+        if (*text != '\0' && *end == '\0' && errno == ERANGE) {
+            g3_error("--%s%s: '%s' is out of range (an integer from %lld to %lld)", s->name, where,
+                     text, LLONG_MIN, LLONG_MAX);
+            return G3_ERR_USAGE;
+        }
+        if (*text == '\0' || *end != '\0') {
             g3_error("--%s%s: '%s' is not an integer", s->name, where, text);
             return G3_ERR_USAGE;
         }
@@ -179,8 +186,18 @@ static g3_status_t opt_set_scalar(g3_opt_value_t *v, const char *text, const cha
     case G3_OPT_FLOAT: {
         errno = 0;
         double x = strtod(text, &end);
-        if (*text == '\0' || *end != '\0' || errno == ERANGE || !isfinite(x)) {
-            g3_error("--%s%s: '%s' is not a finite number", s->name, where, text);
+        if (*text == '\0' || *end != '\0') {
+            g3_error("--%s%s: '%s' is not a number", s->name, where, text);
+            return G3_ERR_USAGE;
+        }
+        if (!isfinite(x) && errno != ERANGE) {
+            g3_error("--%s%s: '%s' is not a finite number (give a value of magnitude below %.1e)",
+                     s->name, where, text, DBL_MAX);
+            return G3_ERR_USAGE;
+        }
+        if (errno == ERANGE) {   /* beyond DBL_MAX, or nonzero below DBL_MIN (subnormal) */
+            g3_error("--%s%s: '%s' is out of range: give 0 or a value whose magnitude is between %.1e and %.1e",
+                     s->name, where, text, DBL_MIN, DBL_MAX);
             return G3_ERR_USAGE;
         }
         v->f = x;

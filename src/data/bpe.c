@@ -194,12 +194,30 @@ static size_t g3_pow2_at_least(size_t n)
 }
 
 /* Line number of byte offset pos in text (1-based). */
-static size_t g3_line_of(const char *text, size_t pos)
+/* Where pos is in a vocabulary file, for a message: "line L, column C (byte B), in the entry
+ * of key "K"" (a JSON file of one line is a megabyte long: the line alone says nothing).  The
+ * key (NULL: none read yet) is shown up to 40 bytes, bytes outside printable ASCII as \xNN.
+ * OUT: buf.  RET: buf. */
+static const char *g3_vocab_where(const char *text, size_t pos, const g3_buf_t *key, char *buf,
+                                  size_t size)
 {
-    size_t line = 1;
-    for (size_t i = 0; i < pos; i++)
+    size_t line = 1, col = 1, n;
+    char k[200];
+    size_t kl = 0;
+
+    for (size_t i = 0; i < pos; i++) {
+        col = text[i] == '\n' ? 1 : col + 1;
         line += text[i] == '\n';
-    return line;
+    }
+    for (size_t i = 0; key && key->data && i < key->len && i < 40 && kl + 5 < sizeof(k); i++) {
+        unsigned char c = (unsigned char)key->data[i];
+        kl += (size_t)snprintf(k + kl, sizeof(k) - kl, c >= 0x20 && c < 0x7f && c != '"' ? "%c" : "\\x%02x", c);
+    }
+    k[kl] = '\0';
+    n = (size_t)snprintf(buf, size, "line %zu, column %zu (byte %zu)", line, col, pos);
+    if (key && key->data && n < size)
+        snprintf(buf + n, size - n, ", in the entry of key \"%s%s\"", k, key->len > 40 ? "..." : "");
+    return buf;
 }
 
 static g3_status_t g3_bpe_load_vocab(g3_bpe_t *bpe, const char *path, const int byte_of_cp[324])
@@ -228,14 +246,16 @@ static g3_status_t g3_bpe_load_vocab(g3_bpe_t *bpe, const char *path, const int 
         if ((st = g3_json_int(&j, &id)) != G3_OK)
             goto err_syntax;
         if (id < 0 || id > INT32_MAX - 1) {
-            g3_error("vocabulary file '%s' line %zu: token id %lld is out of range", path,
-                     g3_line_of(text, j.pos), id);
+            char where[400];
+            g3_error("vocabulary file '%s' %s: token id %lld is out of range (0 .. %d)", path,
+                     g3_vocab_where(text, j.pos, &key, where, sizeof(where)), id, INT32_MAX - 1);
             st = G3_ERR_FORMAT;
             goto err_free;
         }
         if (!g3_bpe_unbyte(key.data ? key.data : "", key.len, byte_of_cp, &raw)) {
-            g3_error("vocabulary file '%s' line %zu: token %lld is not spelled in GPT-2's byte alphabet (is this a GPT-2 encoder.json / vocab.json?)",
-                     path, g3_line_of(text, j.pos), id);
+            char where[400];
+            g3_error("vocabulary file '%s' %s: token %lld is not spelled in GPT-2's byte alphabet (is this a GPT-2 encoder.json / vocab.json?)",
+                     path, g3_vocab_where(text, j.pos, &key, where, sizeof(where)), id);
             st = G3_ERR_FORMAT;
             goto err_free;
         }
@@ -350,9 +370,13 @@ static g3_status_t g3_bpe_load_vocab(g3_bpe_t *bpe, const char *path, const int 
     goto err_free;   /* free the temporaries */
 
 err_syntax:
-    if (st == G3_ERR_FORMAT)
-        g3_error("vocabulary file '%s' line %zu: %s (expected a JSON object mapping token strings to ids, like GPT-2's encoder.json)",
-                 path, g3_line_of(text, j.pos), j.why ? j.why : "syntax error");
+    if (st == G3_ERR_FORMAT) {
+        char where[400];
+        g3_error("vocabulary file '%s' %s: %s (expected a JSON object mapping token strings to ids, like GPT-2's encoder.json)",
+                 path, g3_vocab_where(text, j.pos, first ? NULL : &key, where, sizeof(where)),
+                 j.why ? (strcmp(j.why, "bad number") == 0 ? "the token id is not a number" : j.why)
+                       : "syntax error");
+    }
     else
         g3_error("out of memory loading the vocabulary '%s'", path);
 err_free:

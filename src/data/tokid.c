@@ -101,6 +101,14 @@ static int g3_is_sha256_hex(const char *s, size_t n)
 
 g3_status_t g3_tokid_from_json(const char *text, size_t n, const char *what, g3_tokid_t *out)
 {
+    return g3_tokid_from_json_fix(text, n, what,
+                                  "re-run 'gpt3d preprocess' (or remove it to skip the tokenizer check)",
+                                  out);
+}
+
+g3_status_t g3_tokid_from_json_fix(const char *text, size_t n, const char *what, const char *fix,
+                                   g3_tokid_t *out)
+{
     g3_json_t j = { text, n, 0, NULL, 0 };
     g3_buf_t key = { 0 }, val = { 0 };
     g3_tokid_t id;
@@ -139,8 +147,8 @@ g3_status_t g3_tokid_from_json(const char *text, size_t n, const char *what, g3_
         char *dst = NULL;
         if (!strcmp(key.data, "format")) {
             if (val.len != strlen(G3_TOKID_FORMAT) || memcmp(val.data, G3_TOKID_FORMAT, val.len)) {
-                g3_error("%s: format \"%.*s\" is not \"%s\"; this is not a gpt3d tokenizer record (remove it, or re-run 'gpt3d preprocess')",
-                         what, (int)(val.len > 64 ? 64 : val.len), val.data, G3_TOKID_FORMAT);
+                g3_error("%s: format \"%.*s\" is not \"%s\"; this is not a gpt3d tokenizer record: %s",
+                         what, (int)(val.len > 64 ? 64 : val.len), val.data, G3_TOKID_FORMAT, fix);
                 st = G3_ERR_FORMAT;
                 goto out;
             }
@@ -152,8 +160,8 @@ g3_status_t g3_tokid_from_json(const char *text, size_t n, const char *what, g3_
         } else if (!strcmp(key.data, "vocab_sha256") || !strcmp(key.data, "merge_sha256")) {
             int v = key.data[0] == 'v';
             if (!g3_is_sha256_hex(val.data, val.len)) {
-                g3_error("%s: %s is not 64 lowercase hex digits; the record is corrupt: re-run 'gpt3d preprocess' (or remove it to skip the tokenizer check)",
-                         what, key.data);
+                g3_error("%s: %s is not 64 lowercase hex digits; the record is corrupt: %s",
+                         what, key.data, fix);
                 st = G3_ERR_FORMAT;
                 goto out;
             }
@@ -174,9 +182,9 @@ g3_status_t g3_tokid_from_json(const char *text, size_t n, const char *what, g3_
         goto out;
     }
     if (have != 15) {
-        g3_error("%s: the tokenizer record lacks %s; it is corrupt: re-run 'gpt3d preprocess' (or remove it to skip the tokenizer check)",
+        g3_error("%s: the tokenizer record lacks %s; it is corrupt: %s",
                  what, !(have & 1) ? "\"format\"" : !(have & 2) ? "\"version\""
-                       : !(have & 4) ? "\"vocab_sha256\"" : "\"merge_sha256\"");
+                       : !(have & 4) ? "\"vocab_sha256\"" : "\"merge_sha256\"", fix);
         st = G3_ERR_FORMAT;
         goto out;
     }
@@ -186,8 +194,8 @@ g3_status_t g3_tokid_from_json(const char *text, size_t n, const char *what, g3_
 
 err_syntax:
     if (st != G3_ERR_NO_MEMORY) {
-        g3_error("%s: not valid JSON at byte %zu (%s); the tokenizer record is corrupt: re-run 'gpt3d preprocess' (or remove it to skip the tokenizer check)",
-                 what, j.pos, j.why ? j.why : "syntax error");
+        g3_error("%s: not valid JSON at byte %zu (%s); the tokenizer record is corrupt: %s",
+                 what, j.pos, j.why ? j.why : "syntax error", fix);
         st = G3_ERR_FORMAT;
     }
 out:

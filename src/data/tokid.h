@@ -46,6 +46,10 @@ g3_status_t g3_tokid_to_json(const g3_tokid_t *id, char **text_p);
 /* Parse it back; what names the source in errors ("'P.tokenizer.json'").  RET:
  * G3_ERR_FORMAT / G3_ERR_VERSION (logged).  OUT: *id */
 g3_status_t g3_tokid_from_json(const char *text, size_t n, const char *what, g3_tokid_t *id);
+/* The same, with fix the advice after "the record is corrupt: " (a checkpoint's record is
+ * not re-made by gpt3d preprocess). */
+g3_status_t g3_tokid_from_json_fix(const char *text, size_t n, const char *what, const char *fix,
+                                   g3_tokid_t *id);
 
 /* PREFIX.tokenizer.json, written atomically (temporary file + rename).  Errors are logged. */
 g3_status_t g3_tokid_write_sidecar(const char *prefix, const g3_tokid_t *id);

@@ -21,6 +21,7 @@ void g3_infer_ckpt_info_free(g3_infer_ckpt_info_t *info)
     if (!info)
         return;
     free(info->config);
+    free(info->tokenizer);
     free(info);
 }
 
@@ -212,6 +213,15 @@ g3_status_t g3_infer_ckpt_open(const char *dir, int64_t step, g3_infer_ckpt_info
         g3_error("out of memory reading the configuration of checkpoint %s", info->path);
         st = G3_ERR_NO_MEMORY;
         goto err_close;
+    }
+    info->version = g3_ckpt_reader_version(r);
+    if (g3_ckpt_reader_has(r, "tokenizer")) {
+        size_t size = 3 * 4096 + 1024;
+        info->tokenizer = malloc(size);
+        st = info->tokenizer ? g3_ckpt_reader_get_str(r, "tokenizer", info->tokenizer, size)
+                             : G3_ERR_NO_MEMORY;
+        if (st != G3_OK)
+            goto err_close;
     }
     g3_ckpt_reader_layout(r, &lay);
     info->saved_tp = lay.tp_size;

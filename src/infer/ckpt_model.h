@@ -26,6 +26,8 @@ typedef struct {
     int64_t         iteration;       /* the checkpoint's                                  */
     int64_t         consumed_samples;
     char           *config;          /* the training run's flags, "name = value" lines     */
+    char           *tokenizer;       /* its state/tokenizer record (data/tokid.h), or NULL */
+    int             version;         /* the index's format version                        */
     int             saved_tp, saved_pp, saved_dp;   /* the layout that wrote it           */
     int             padded_vocab;    /* Vp as stored                                      */
     /* The architecture: sizes, seq_length, layernorm epsilon, seed, V, and

@@ -46,6 +46,11 @@ g3_status_t g3_infer_evaluate(const g3_infer_lm_t *lm, const g3_infer_batch_t *b
             st = g3_par_eval(lm->eng, bt->inputs, bt->targets, rows, &s);
         if (st != G3_OK)
             return st;
+        if (!isfinite(s)) {   /* a mean over NaN is no measurement */
+            g3_error("eval: the loss of samples %llu.. is NaN or infinite: the checkpoint's weights are not usable (saved from a diverged run?); load an earlier checkpoint",
+                     (unsigned long long)first);
+            return G3_ERR_FORMAT;
+        }
         sum += s;
     }
     *loss_p = sum / ((double)n_samples * bt->T);

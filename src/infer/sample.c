@@ -104,6 +104,13 @@ g3_status_t g3_infer_generate(const g3_infer_lm_t *lm, const g3_infer_generate_o
         st = g3_par_logits_last(lm->eng, ids->ids + ids->len - ctx, (int)ctx, logits);
         if (st != G3_OK)
             goto out_free;
+        for (int v = 0; v < o->vocab_size; v++)
+            if (!isfinite(logits[v])) {   /* no token can be picked from NaN */
+                g3_error("generate: the model's logits hold NaN or infinity (token id %d, new token %d): the checkpoint's weights are not usable (saved from a diverged run?); load an earlier checkpoint",
+                         v, step + 1);
+                st = G3_ERR_FORMAT;
+                goto out_free;
+            }
         next = g3_infer_pick(logits, o->vocab_size, &o->sampling, (uint64_t)step, cand);
         if (next == o->stop_id) {
             stopped = 1;

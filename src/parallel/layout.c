@@ -131,6 +131,7 @@ g3_status_t g3_par_alloc_topo(const g3_par_alloc_t *a, const char *topology_file
 {
     g3_topo_t *topo = NULL;
     int *nodes;
+    unsigned char *seen;
     g3_status_t st;
 
     if (topology_file)
@@ -144,19 +145,21 @@ g3_status_t g3_par_alloc_topo(const g3_par_alloc_t *a, const char *topology_file
     if (st != G3_OK)
         return st;
     nodes = malloc((size_t)a->nnodes * sizeof(int));
-    if (!nodes) {
+    seen = calloc((size_t)topo->nnodes + 1, 1);   /* by topology node: linear, not quadratic */
+    if (!nodes || !seen) {
         g3_error("%s: out of memory", where);
         st = G3_ERR_NO_MEMORY;
-        goto err_free_topo;
+        goto err_free_nodes;
     }
     for (int i = 0; i < a->nnodes; i++) {
         nodes[i] = g3_topo_node_find(topo, a->names[i]);
-        for (int k = 0; k < i && nodes[i] >= 0; k++)
-            if (nodes[k] == nodes[i]) {
-                snprintf(why, why_len, "node %s is listed twice in %s", a->names[i], where);
-                st = G3_ERR_INVALID_ARG;
-                goto err_free_nodes;
-            }
+        if (nodes[i] >= 0 && seen[nodes[i]]) {
+            snprintf(why, why_len, "node %s is listed twice in %s", a->names[i], where);
+            st = G3_ERR_INVALID_ARG;
+            goto err_free_nodes;
+        }
+        if (nodes[i] >= 0)
+            seen[nodes[i]] = 1;
         if (nodes[i] < 0) {
             snprintf(
                 why, why_len,
@@ -166,13 +169,14 @@ g3_status_t g3_par_alloc_topo(const g3_par_alloc_t *a, const char *topology_file
             goto err_free_nodes;
         }
     }
+    free(seen);
     *topo_p = topo;
     *nodes_p = nodes;
     return G3_OK;
 
 err_free_nodes:
+    free(seen);
     free(nodes);
-err_free_topo:
     g3_topo_free(topo);
     return st;
 }

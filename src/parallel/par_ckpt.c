@@ -4,6 +4,7 @@
  * parameter buffer whose Adam moments this rank holds. */
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,17 +169,102 @@ g3_status_t g3_par_ckpt_describe(const g3_par_ckpt_t *t, const g3_gpt_t *m, int 
     return G3_OK;
 }
 
+/* The checks of every load (train, eval, generate) on each candidate checkpoint, before
+ * and after its tensors are read, so that --load-fallback goes back past a checkpoint they
+ * refuse; then the caller's own index checks. */
+typedef struct {
+    const g3_par_ckpt_t       *t;
+    size_t                     numel;        /* parameters in t->hw               */
+    int                        with_optim;
+    const g3_ckpt_load_opts_t *user;
+} g3_par_ckpt_checks_t;
+
+static g3_status_t g3_par_ckpt_check_index(void *ctx, g3_ckpt_reader_t *r, int *final)
+{
+    const g3_par_ckpt_checks_t *c = ctx;
+    static const char *const keys[] = { "data_sampler", "lr_scheduler" };
+    int64_t cs = g3_ckpt_reader_consumed_samples(r), v[2] = { 0, 0 };
+
+    /* What every gpt3d that writes format version 2 or later records: a checkpoint without
+     * it was altered (a version-1 one is older than the record). */
+    if (g3_ckpt_reader_version(r) >= 2 && !g3_ckpt_reader_has(r, "rng")) {
+        g3_error("checkpoint %s (format version %d) lacks state/rng, which every gpt3d writing that version records: the index was altered; load another checkpoint (--load-fallback)",
+                 g3_ckpt_reader_path(r), g3_ckpt_reader_version(r));
+        return G3_ERR_FORMAT;
+    }
+    /* The index's consumed_samples decides the schedule and the data order: it must agree
+     * with the checksummed copies under /state (a version-1 index has no checksum of its own). */
+    for (int k = 0; k < 2; k++) {
+        int n = !strcmp(keys[k], "data_sampler") ? 2 : 1;
+        if (!g3_ckpt_reader_has(r, keys[k]) || g3_ckpt_reader_get_i64(r, keys[k], v, n) != G3_OK)
+            continue;
+        if (v[0] != cs) {
+            g3_error("checkpoint %s: consumed_samples %lld in index.h5 disagrees with state/%s (%lld consumed samples): the index was altered; load another checkpoint (--load-fallback, or --load DIR/iter_NNNNNNN) or restore it", g3_ckpt_reader_path(r), (long long)cs, keys[k], (long long)v[0]);
+            return G3_ERR_FORMAT;
+        }
+    }
+    return c->user && c->user->check_index ? c->user->check_index(c->user->check_ctx, r, final)
+                                           : G3_OK;
+}
+
+/* RET: the index of the first non-finite value of x[0..n), or n. */
+static size_t g3_par_ckpt_first_nonfinite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return i;
+    return n;
+}
+
+const char *g3_par_ckpt_nonfinite(const g3_par_ckpt_t *t, size_t numel, int with_optim,
+                                  size_t *at_p)
+{
+    size_t at = g3_par_ckpt_first_nonfinite(t->hw, numel);
+
+    *at_p = at;
+    if (at < numel)
+        return "parameters";
+    for (int i = 0; with_optim && i < t->n; i++) {
+        size_t len = t->r[i].end - t->r[i].begin;
+        if ((*at_p = g3_par_ckpt_first_nonfinite(t->hm[i], len)) < len)
+            return "Adam first moments";
+        if ((*at_p = g3_par_ckpt_first_nonfinite(t->hv[i], len)) < len)
+            return "Adam second moments";
+    }
+    return NULL;
+}
+
+static g3_status_t g3_par_ckpt_check_loaded(void *ctx, g3_ckpt_reader_t *r)
+{
+    const g3_par_ckpt_checks_t *c = ctx;
+    size_t at = 0;
+    const char *what = g3_par_ckpt_nonfinite(c->t, c->numel, c->with_optim, &at);
+
+    if (what) {
+        g3_error("checkpoint %s holds non-finite %s (NaN or infinity; element %zu of this rank's copy): it was saved from a run that had diverged, and resuming it cannot train; load an earlier checkpoint (--load-fallback, or --load DIR/iter_NNNNNNN)",
+                 g3_ckpt_reader_path(r), what, at);
+        return G3_ERR_FORMAT;
+    }
+    return c->user && c->user->check_loaded ? c->user->check_loaded(c->user->check_ctx, r)
+                                            : G3_OK;
+}
+
 g3_status_t g3_par_ckpt_read(g3_par_ckpt_t *t, const g3_gpt_t *model, const char *dir,
                              const g3_ckpt_load_opts_t *lo, g3_par_t *par,
                              g3_ckpt_reader_t **reader_p)
 {
     g3_ckpt_comm_t comm = { par, g3_par_ckpt_allreduce_min };
+    g3_par_ckpt_checks_t checks = { t, model->numel, !lo->no_load_optim, lo };
+    g3_ckpt_load_opts_t o = *lo;
     g3_status_t st;
 
     st = g3_par_ckpt_describe(t, model, 0, !lo->no_load_optim, &t->state);
     if (st != G3_OK)
         return st;
-    return g3_ckpt_load(dir, t->state, lo, &comm, reader_p);
+    o.check_index = g3_par_ckpt_check_index;
+    o.check_loaded = g3_par_ckpt_check_loaded;
+    o.check_ctx = &checks;
+    return g3_ckpt_load(dir, t->state, &o, &comm, reader_p);
 }
 
 g3_status_t g3_par_ckpt_apply(g3_par_ckpt_t *t, g3_gpt_t *model, g3_ckpt_reader_t *r,
@@ -188,22 +274,6 @@ g3_status_t g3_par_ckpt_apply(g3_par_ckpt_t *t, g3_gpt_t *model, g3_ckpt_reader_
     int64_t seed = -1;
     g3_status_t st;
 
-    /* The index's consumed_samples decides the schedule and the data order: it must agree
-     * with the checksummed copies under /state (a version-1 index has no checksum of its own). */
-    {
-        static const char *const keys[] = { "data_sampler", "lr_scheduler" };
-        int64_t cs = g3_ckpt_reader_consumed_samples(r), v[2] = { 0, 0 };
-        for (int k = 0; k < 2; k++) {
-            int n = !strcmp(keys[k], "data_sampler") ? 2 : 1;
-            if (!g3_ckpt_reader_has(r, keys[k]) ||
-                g3_ckpt_reader_get_i64(r, keys[k], v, n) != G3_OK)
-                continue;
-            if (v[0] != cs) {
-                g3_error("checkpoint %s: consumed_samples %lld in index.h5 disagrees with state/%s (%lld consumed samples): the index was altered; load another checkpoint (--load DIR/iter_NNNNNNN) or restore it", g3_ckpt_reader_path(r), (long long)cs, keys[k], (long long)v[0]);
-                return G3_ERR_FORMAT;
-            }
-        }
-    }
     if (g3_ckpt_reader_has(r, "rng") && g3_ckpt_reader_get_i64(r, "rng", &seed, 1) == G3_OK &&
         seed != (int64_t)model->cfg.seed)
         g3_warn(

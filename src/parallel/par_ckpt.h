@@ -48,6 +48,12 @@ g3_status_t g3_par_ckpt_init(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t 
                              int dp_size, int dp_rank);
 void g3_par_ckpt_free(g3_par_ckpt_t *t);
 
+/* The host copies' first non-finite value (NaN or infinity): RET what holds it
+ * ("parameters", "Adam first moments", ...; the moments only with with_optim) with its
+ * element in *at_p, or NULL when every value is finite.  numel: the parameters in t->hw. */
+const char *g3_par_ckpt_nonfinite(const g3_par_ckpt_t *t, size_t numel, int with_optim,
+                                  size_t *at_p);
+
 /* Describe this rank's state: every parameter it holds and, with_optim, the Adam moments of
  * the ranges it holds (saving: only those it owns, so each element is written once).
  * OUT: *state_p (free with g3_ckpt_state_free). */
@@ -55,18 +61,20 @@ g3_status_t g3_par_ckpt_describe(const g3_par_ckpt_t *t, const g3_gpt_t *model, 
                                  int with_optim, g3_ckpt_state_t **state_p);
 
 /* Read dir's checkpoint (g3_ckpt_load with lo; its optimizer unless lo->no_load_optim) into
- * t's host copies; collective over par (one rank alone: its 1 x 1 x 1 layout).
+ * t's host copies; collective over par (one rank alone: its 1 x 1 x 1 layout).  Each
+ * candidate checkpoint (with lo->fallback, the older ones too) must pass, besides lo's own
+ * checks: the index's consumed samples agree with the checksummed copies under /state, a
+ * format-version-2+ index records state/rng, and every value read is finite (a NaN
+ * checkpoint is named as the cause).
  * OUT: *reader_p (close with g3_ckpt_reader_close before g3_par_ckpt_free).  RET: load errors
  * (logged, naming the file and the dataset). */
 g3_status_t g3_par_ckpt_read(g3_par_ckpt_t *t, const g3_gpt_t *model, const char *dir,
                              const g3_ckpt_load_opts_t *lo, g3_par_t *par,
                              g3_ckpt_reader_t **reader_p);
 
-/* After the caller's checks: check the index's consumed samples against the checksummed
- * copies under /state, warn when the checkpoint's seed is not model's, then upload the
+/* After the caller's checks: warn when the checkpoint's seed is not model's, then upload the
  * parameters (and, with_optim, the Adam moments) into the backend's buffers and set the
- * engine's step to `step`.  RET: G3_ERR_FORMAT (logged) for an altered index, backend
- * errors. */
+ * engine's step to `step`.  RET: backend errors. */
 g3_status_t g3_par_ckpt_apply(g3_par_ckpt_t *t, g3_gpt_t *model, g3_ckpt_reader_t *r,
                               int with_optim, int64_t step);
 

@@ -125,7 +125,7 @@ double g3_plan_act_set(const g3_plan_input_t *in, int stage)
         if ((double)B * m->seq_length > (double)(1 << 30))
             Bc = (int64_t)((1 << 30) / m->seq_length) > 0 ? (1 << 30) / m->seq_length : 1;
         est = g3_gpt_acts_estimate(&sh, (int)Bc, m->seq_length);
-        bytes = est == (size_t)-1 ? 0.0 : (double)est * ((double)B / (double)Bc);
+        bytes = est == (size_t)-1 ? -1.0 : (double)est * ((double)B / (double)Bc);
     }
     /* sequence parallelism (Korthikanti et al. 2022, 4.2.2): the model carves the split
      * tensors itself (g3_gpt_acts_layout: the residual stream, the LayerNorm inputs, outputs
@@ -267,6 +267,12 @@ g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan)
         st->act_recompute_bytes = nl > 0 ? full_layer - kept : 0.0;
         st->act_extra_bytes = 0.0;
         st->act_set_bytes = g3_plan_act_set(in, i);
+        if (st->act_set_bytes < 0.0) {   /* its count failed: never shown as 0 bytes */
+            g3_error("gpt3d plan: out of memory counting the activations of stage %d (%d layers): the model is too large to plan on this machine",
+                     i, st->layer_end - st->layer_begin);
+            free(p.stages);
+            return G3_ERR_NO_MEMORY;
+        }
         st->act_bytes = st->in_flight * st->act_set_bytes;
         if (in->virtual_pp > 1 && PP > 1) {
             double V = in->virtual_pp, chunks = 2.0 * (PP - i - 1) + (V - 1) * PP + 1;

@@ -105,7 +105,8 @@ double g3_plan_act_layer(const g3_plan_input_t *in, int mode);
 /* RET: the bytes of one micro-batch's activations stage `stage` allocates: the model's own
  * layout (g3_gpt_acts_estimate, the code gpt3d train allocates with) on a backend of
  * in->kind described from its row (g3_be_describe: its attention sizes, its capabilities),
- * with sequence parallelism's TP-split of the layer-boundary tensors. */
+ * with sequence parallelism's TP-split of the layer-boundary tensors.
+ * -1 when the count itself fails (out of memory for the layout of a huge stage). */
 double g3_plan_act_set(const g3_plan_input_t *in, int stage);
 
 /* RET: the bytes a rank needs besides its tensors (docs/plan.md "Overhead"): a device (CUDA):

@@ -194,12 +194,21 @@ int g3_plan_layout(const g3_plan_flags_t *f, int tp, int pp, g3_plan_layout_t *l
 void g3_plan_run_totals(const g3_plan_layout_t *lay, double *tokens, double *flops)
 {
     int64_t consumed = 0, T = lay->in.model.seq_length;
+    int64_t it = 0, gbs = lay->tplan.global_batch_size;
+
     *tokens = *flops = 0.0;
-    for (int64_t it = 0; it < lay->tplan.train_iters; it++) {
-        int64_t gbs = g3_train_rampup_batch(&lay->tplan.rampup, consumed);
-        consumed += gbs;
-        *tokens += (double)gbs * T;
-        *flops += g3_gpt_flops_per_step(&lay->in.model, gbs, (int)T);
+    /* step by step through the ramp-up only; past it every step is the same: multiply */
+    for (; it < lay->tplan.train_iters && consumed <= lay->tplan.rampup.ramp_samples &&
+           lay->tplan.rampup.start > 0; it++) {
+        int64_t b = g3_train_rampup_batch(&lay->tplan.rampup, consumed);
+        consumed += b;
+        *tokens += (double)b * T;
+        *flops += g3_gpt_flops_per_step(&lay->in.model, b, (int)T);
+    }
+    if (it < lay->tplan.train_iters) {
+        double rest = (double)(lay->tplan.train_iters - it);
+        *tokens += rest * (double)gbs * T;
+        *flops += rest * g3_gpt_flops_per_step(&lay->in.model, gbs, (int)T);
     }
 }
 

@@ -106,6 +106,15 @@ g3_status_t g3_train_plan(const g3_train_config_t *cfg, g3_train_plan_t *plan)
                 (long long)cfg->eval_iters, (long long)cfg->eval_interval);
     if (cfg->sample_tokens < 0 || cfg->top_k < 0 || !(cfg->temperature > 0.0))
         G3_FAIL("--sample-tokens and --top-k must be >= 0 and --temperature > 0");
+    /* the samples each split's index holds (a refusal now, not an allocation that fails) */
+    if (gbs > G3_TRAIN_MAX_SAMPLES)
+        G3_FAIL("--global-batch-size %lld is out of range (1 .. %d)", (long long)gbs,
+                G3_TRAIN_MAX_SAMPLES);
+    else if (!g3_train_samples_fit("train-iters", cfg->train_iters, gbs) ||
+             !g3_train_samples_fit("train-samples", cfg->train_samples, 1) ||
+             !g3_train_samples_fit("eval-iters", cfg->eval_iters, gbs) ||
+             !g3_train_samples_fit("rampup-batch-size", cfg->rampup[2], 1))
+        st = G3_ERR_INVALID_ARG;
     if (st != G3_OK)
         return st;
 

@@ -99,16 +99,20 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
 };
 
-int g3_train_flags_int(const g3_opts_t *o, const char *name, int64_t lo, int *out)
+int g3_train_flags_range(const g3_opts_t *o, const char *name, int64_t lo, int hi, int *out)
 {
     int64_t v = g3_opts_int(o, name);
-    if (v < lo || v > INT_MAX) {
-        g3_error("--%s %lld is out of range (%lld .. %d)", name, (long long)v, (long long)lo,
-                 INT_MAX);
+    if (v < lo || v > hi) {
+        g3_error("--%s %lld is out of range (%lld .. %d)", name, (long long)v, (long long)lo, hi);
         return 0;
     }
     *out = (int)v;
     return 1;
+}
+
+int g3_train_flags_int(const g3_opts_t *o, const char *name, int64_t lo, int *out)
+{
+    return g3_train_flags_range(o, name, lo, INT_MAX, out);
 }
 
 int g3_train_flags_layout(const g3_opts_t *o, g3_gpt_config_t *m, int *tp_p, int *pp_p)
@@ -148,7 +152,7 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     int ok = 1, tp = 1, pp = 1;
 
     /* model flags */
-    ok &= g3_train_flags_int(o, "num-layers", 1, &cfg->model.num_layers);
+    ok &= g3_train_flags_range(o, "num-layers", 1, G3_TRAIN_MAX_LAYERS, &cfg->model.num_layers);
     ok &= g3_train_flags_int(o, "hidden-size", 1, &cfg->model.hidden_size);
     ok &= g3_train_flags_int(o, "num-attention-heads", 1, &cfg->model.num_attention_heads);
     if (g3_opts_is_set(o, "ffn-hidden-size"))

@@ -35,6 +35,12 @@ extern const g3_opt_spec_t g3_train_opt_specs[];
 /* An int flag that must fit an int and be >= lo.  OUT: *out.  RET: 1, or 0 after logging
  * "--NAME V is out of range". */
 int g3_train_flags_int(const g3_opts_t *o, const char *name, int64_t lo, int *out);
+/* The same within lo .. hi. */
+int g3_train_flags_range(const g3_opts_t *o, const char *name, int64_t lo, int hi, int *out);
+/* The deepest model gpt3d builds or plans: each layer costs the model and the planner a
+ * record, and 2^31 of them (a typo) made gpt3d plan count a failed 200 GB request as no
+ * activations.  Megatron's largest published models have about a hundred layers. */
+#define G3_TRAIN_MAX_LAYERS 65536
 
 /* Read the layout flags of G3_TRAIN_LAYOUT_SPECS that every job of ranks takes (gpt3d train,
  * plan, eval, generate): the tensor- and pipeline-parallel sizes and the uneven pipeline split

@@ -82,6 +82,22 @@ int64_t g3_train_rampup_batch(const g3_train_rampup_t *r, int64_t samples)
     return r->start + (int64_t)((double)samples / per_increment) * r->increment;
 }
 
+int g3_train_samples_fit(const char *count_flag, int64_t count, int64_t batch)
+{
+    if (batch <= 1 && count > G3_TRAIN_MAX_SAMPLES) {
+        g3_error("--%s %lld is out of range (1 .. %d samples: gpt3d builds a split's sample index in memory, about 20 bytes a sample)",
+                 count_flag, (long long)count, G3_TRAIN_MAX_SAMPLES);
+        return 0;
+    }
+    if (batch > 1 && count > G3_TRAIN_MAX_SAMPLES / batch) {
+        g3_error("--%s %lld x --global-batch-size %lld = %.4g samples is more than gpt3d reads from one split (at most %d: its sample index is built in memory, about 20 bytes a sample); lower --%s or --global-batch-size",
+                 count_flag, (long long)count, (long long)batch, (double)count * (double)batch,
+                 G3_TRAIN_MAX_SAMPLES, count_flag);
+        return 0;
+    }
+    return 1;
+}
+
 int64_t g3_train_rampup_iters(const g3_train_rampup_t *r, int64_t train_samples)
 {
     int64_t consumed = 0, iters = 0;

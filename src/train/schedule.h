@@ -6,6 +6,7 @@
 #ifndef G3_TRAIN_SCHEDULE_H
 #define G3_TRAIN_SCHEDULE_H
 
+#include <limits.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -48,6 +49,15 @@ typedef struct {
 /* Check a ramp-up against the global batch and micro-batch x data-parallel size; each
  * problem is logged naming --rampup-batch-size.  RET: G3_ERR_INVALID_ARG. */
 g3_status_t g3_train_rampup_check(const g3_train_rampup_t *r, int64_t micro_times_dp);
+
+/* The most samples gpt3d reads from one split: its sample index (src/data/gpt_index.c) is
+ * built in memory at about 20 bytes a sample, so 2^31 samples would ask for 43 GB before the
+ * first step.  2^31 - 1 samples of 2048 tokens are 4.4 T tokens. */
+#define G3_TRAIN_MAX_SAMPLES INT32_MAX
+/* RET: 1 when count (the value of --count_flag) x batch samples (--global-batch-size) stay
+ * within G3_TRAIN_MAX_SAMPLES, else 0 after logging the flags, the product and the limit
+ * (batch 1: count alone is a number of samples). */
+int g3_train_samples_fit(const char *count_flag, int64_t count, int64_t batch);
 
 /* RET: the global batch size of an iteration that starts after `samples` consumed samples:
  * global once samples > ramp_samples, else start + floor(samples / per_increment) * increment

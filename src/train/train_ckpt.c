@@ -59,6 +59,26 @@ static g3_status_t g3_tck_state(const g3_train_ckpt_t *c, g3_par_ckpt_t *t, int6
     return G3_OK;
 }
 
+/* A diverged run's state is never saved as if healthy: every rank looks at its host copy
+ * and, with agree, all agree (collective: a rank alone must not leave the others waiting in
+ * the save's collectives).  RET: G3_ERR_NUMERIC (logged by the rank that found it) or the
+ * agreement's error. */
+static g3_status_t g3_tck_finite(const g3_train_ckpt_t *c, const g3_par_ckpt_t *t,
+                                 int64_t iteration, int agree)
+{
+    size_t at = 0;
+    const char *what = g3_par_ckpt_nonfinite(t, c->model->numel, 1, &at);
+    int ok = what == NULL;
+    g3_status_t st = agree && c->cfg->par ? g3_par_ckpt_allreduce_min(c->cfg->par, &ok) : G3_OK;
+
+    if (what)
+        g3_error("not saving the checkpoint of iteration %lld: the %s hold NaN or infinity (element %zu of this rank's copy): the run diverged; the previous checkpoints are intact; lower --lr and resume from the last good checkpoint",
+                 (long long)iteration, what, at);
+    if (st != G3_OK)
+        return st;
+    return ok ? G3_OK : G3_ERR_NUMERIC;
+}
+
 static void g3_tck_save_opts(const g3_train_config_t *cfg, g3_ckpt_save_opts_t *so)
 {
     memset(so, 0, sizeof(*so));
@@ -80,7 +100,9 @@ g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
     st = g3_par_ckpt_init(&t, c->model, c->eng, cfg->dp_size, cfg->dp_rank);
     if (st != G3_OK)
         return st;
-    st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
+    st = g3_tck_finite(c, &t, iteration, 1);
+    if (st == G3_OK)
+        st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
     if (st == G3_OK) {
         g3_tck_save_opts(cfg, &so);
         st = g3_ckpt_save(cfg->save_dir, state, &so, &comm);
@@ -128,7 +150,9 @@ g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration
     /* the host copy is the stall; the writer thread owns the snapshot */
     st = g3_par_ckpt_init(&t, c->model, c->eng, cfg->dp_size, cfg->dp_rank);
     if (st == G3_OK) {
-        st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
+        st = g3_tck_finite(c, &t, iteration, 0);   /* agreed below with the rest */
+        if (st == G3_OK)
+            st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
         if (st == G3_OK)
             st = g3_ckpt_state_snapshot(state, &snap);
         g3_ckpt_state_free(state);
@@ -250,17 +274,29 @@ static int g3_tck_empty(const char *dir)
     return 1;
 }
 
-/* The checkpoint's recorded tokenizer files against the run's (data/tokid.h); a checkpoint
- * without a record (saved by an older gpt3d) is logged as unchecked. */
-static g3_status_t g3_tck_check_tokenizer(const g3_train_config_t *cfg, g3_ckpt_reader_t *r)
+/* The checkpoint's recorded tokenizer files against the run's (data/tokid.h), as a check of
+ * each candidate checkpoint of the load (ckpt.h, check_index): a record that is missing where
+ * the format always writes one (version 2 on) or that does not parse means the index was
+ * altered, and --load-fallback goes back past it; files that differ are the run's choice
+ * (*final: an older checkpoint of the run has the same record).  A version-1 checkpoint has no
+ * record: logged as unchecked. */
+static g3_status_t g3_tck_check_tokenizer(void *ctx, g3_ckpt_reader_t *r, int *final)
 {
+    const g3_train_config_t *cfg = ctx;
     size_t size = 3 * G3_TOKID_PATH_MAX + 1024;
     char *text, what[G3_TOKID_PATH_MAX + 32];
     g3_tokid_t made, run;
     g3_status_t st;
 
+    if (!cfg->tokenizer)
+        return G3_OK;
     if (!g3_ckpt_reader_has(r, "tokenizer")) {
-        g3_info("checkpoint %s records no tokenizer (saved by an older gpt3d): its tokenizer cannot be checked against --vocab-file/--merge-file",
+        if (g3_ckpt_reader_version(r) >= 2) {
+            g3_error("checkpoint %s (format version %d) lacks state/tokenizer, which every gpt3d writing that version records: the index was altered; load another checkpoint (--load-fallback)",
+                     g3_ckpt_reader_path(r), g3_ckpt_reader_version(r));
+            return G3_ERR_FORMAT;
+        }
+        g3_info("checkpoint %s records no tokenizer (format version 1, saved by an older gpt3d): its tokenizer cannot be checked against --vocab-file/--merge-file",
                 g3_ckpt_reader_path(r));
         return G3_OK;
     }
@@ -270,11 +306,15 @@ static g3_status_t g3_tck_check_tokenizer(const g3_train_config_t *cfg, g3_ckpt_
     snprintf(what, sizeof(what), "checkpoint %s", g3_ckpt_reader_path(r));
     st = g3_ckpt_reader_get_str(r, "tokenizer", text, size);
     if (st == G3_OK)
-        st = g3_tokid_from_json(text, strlen(text), what, &made);
-    if (st == G3_OK)
+        st = g3_tokid_from_json_fix(text, strlen(text), what,
+                                    "the index was altered; load another checkpoint (--load-fallback)",
+                                    &made);
+    if (st == G3_OK) {
         st = g3_tokid_from_json(cfg->tokenizer, strlen(cfg->tokenizer), "the run's tokenizer", &run);
-    if (st == G3_OK)
-        st = g3_tokid_check(&made, &run, what, cfg->allow_tokenizer_mismatch);
+        if (st == G3_OK)
+            st = g3_tokid_check(&made, &run, what, cfg->allow_tokenizer_mismatch);
+        *final = st != G3_OK;
+    }
     free(text);
     return st;
 }
@@ -314,6 +354,8 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     lo.no_load_optim = cfg->no_load_optim;
     lo.optim_optional = 1;   /* a --no-save-optim checkpoint resumes with a fresh optimizer */
     lo.config_text = cfg->config_text;
+    lo.check_index = g3_tck_check_tokenizer;
+    lo.check_ctx = (void *)cfg;
     st = g3_par_ckpt_read(&t, c->model, cfg->load_dir, &lo, cfg->par, &r);
     if (st != G3_OK) {
         *unreadable_p = g3_tck_unreadable(st);
@@ -329,11 +371,6 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
             *unreadable_p = g3_tck_unreadable(st);
             goto out_close;
         }
-    }
-    if (cfg->tokenizer) {
-        st = g3_tck_check_tokenizer(cfg, r);
-        if (st != G3_OK)
-            goto out_close;
     }
     /* the index against /state, the seed, then into the backend's buffers */
     st = g3_par_ckpt_apply(&t, c->model, r, !fresh_optim, fresh_optim ? 0 : step);

@@ -123,7 +123,7 @@ like "$out" '--tensor-model-parallel-size 16 leaves no layout: TP must divide --
     "... says why no layout was checked"
 run "$GPT3D" plan $gpt3c --nodes 1073741824 --gpus-per-node 8 --search
 is "$rc" 2 "--nodes x --gpus-per-node past an int: exit 2"
-like "$out" '--nodes 1073741824 x --gpus-per-node 8 = 8589934592 ranks is too many' "... naming both flags"
+like "$out" '--nodes 1073741824 x --gpus-per-node 8 = 8589934592 ranks is more than gpt3d plans for \(at most 1048576 ranks\)' "... naming both flags and the limit"
 
 # ---- the activation formula: s b h (34 + 5 a s / h) at TP 1, (10 + 24/t + 5as/(ht)) at TP t
 if [ -n "$PY" ]; then
@@ -379,7 +379,7 @@ is "$rc" 2 "a misspelt flag: exit 2"
 like "$out" "did you mean '--hidden-size'" "a misspelt flag gets a suggestion"
 run "$GPT3D" plan --hidden-size 1000000000 --num-attention-heads 1
 is "$rc" 2 "an absurd hidden size: exit 2"
-run "$GPT3D" plan --num-layers 100000 --hidden-size 1000000 --num-attention-heads 1 --ffn-hidden-size 1
+run "$GPT3D" plan --num-layers 60000 --hidden-size 1000000 --num-attention-heads 1 --ffn-hidden-size 1
 is "$rc" 2 "a model too large to count: exit 2"
 like "$out" 'beyond what gpt3d plan counts' "says the model is too large"
 

@@ -35,6 +35,8 @@
 #                            its checksum error line, exit 78
 #   --lr X                   only shapes the fake loss (loss = 10 (1 + X) / (1 + iteration)),
 #                            so that ablation variants differ
+# --check NODES:RANKS_PER_NODE (what gpt3d-submit runs before it submits) checks the flags
+# below for that job and exits 0 or 2 without training,
 # and checks what the real trainer would: --global-batch-size G with
 # --micro-batch-size M (default 4), --tensor/pipeline-model-parallel-size must
 # give whole data-parallel groups and G a multiple of M x DP (exit 2 if not).
@@ -45,7 +47,7 @@
 # RUN_DIR/fake-starts.log, so tests can check what ran where.
 set -euo pipefail
 
-gbs="" mbs=4 tp=1 pp=1 save="" load="" run="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1 timeout_node="" lr=0 pause_at=-1 load_fallback=0
+check="" gbs="" mbs=4 tp=1 pp=1 save="" load="" run="" iters="" save_interval=0 spi=0.1 fail_at=-1 fail_times=-1 fail_code=1 timeout_node="" lr=0 pause_at=-1 load_fallback=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --save) save=$2; shift 2 ;;
@@ -65,13 +67,15 @@ while [ $# -gt 0 ]; do
         --micro-batch-size) mbs=$2; shift 2 ;;
         --tensor-model-parallel-size) tp=$2; shift 2 ;;
         --pipeline-model-parallel-size) pp=$2; shift 2 ;;
+        --check) check=$2; shift 2 ;;
         *) echo "fake-train: unknown flag '$1'" >&2; exit 2 ;;
     esac
 done
-if [ -z "$save" ] || [ -z "$load" ] || [ -z "$run" ] || [ -z "$iters" ]; then echo "fake-train: --save, --load, --run-dir and --train-iters are required" >&2; exit 2; fi
+if [ -z "$check" ] && { [ -z "$save" ] || [ -z "$load" ] || [ -z "$run" ] || [ -z "$iters" ]; }; then echo "fake-train: --save, --load, --run-dir and --train-iters are required" >&2; exit 2; fi
 
 rank=${PMIX_RANK:-${SLURM_PROCID:-0}}
 ranks=${SLURM_NTASKS:-1}
+if [ -n "$check" ]; then ranks=$((${check%%:*} * ${check#*:})); fi   # the job's, as gpt3d train --check
 
 layout="dp $((ranks / (tp * pp)))"
 if [ $((ranks % (tp * pp))) -ne 0 ]; then
@@ -84,6 +88,7 @@ if [ -n "$gbs" ]; then
     fi
     layout="$layout accum $((gbs / (mbs * dp)))"
 fi
+if [ -n "$check" ]; then echo "fake-train: --check $check: $layout"; exit 0; fi
 
 iter=0
 if [ -f "$load/latest" ]; then

@@ -7,6 +7,7 @@
 # cluster tests skip with the reason where a private cluster cannot start.
 G3_SH_TESTS += \
 	tests/slurm/test_submit_cli.sh \
+	tests/slurm/test_submit_checks.sh \
 	tests/slurm/test_cluster.sh \
 	tests/slurm/test_submit.sh \
 	tests/slurm/test_faults.sh \
