@@ -270,8 +270,8 @@ static void g3_cpu_peak(g3_backend_t *be)
     be->peak_flops = (double)be->nthreads * ghz * 1e9 * flops_cycle;
     snprintf(be->device, sizeof(be->device), "%d x %s (%s)", be->nthreads, model, isa);
     snprintf(be->peak_how, sizeof(be->peak_how),
-             "%d threads x %.2f GHz x %d FLOP/cycle (%s, 2 FMA ports)", be->nthreads, ghz,
-             flops_cycle, isa);
+             "%d thread%s x %.2f GHz x %d FLOP/cycle (%s, 2 FMA ports)", be->nthreads,
+             be->nthreads == 1 ? "" : "s", ghz, flops_cycle, isa);
 }
 
 /* ---- the table ---------------------------------------------------------------------------- */
