@@ -291,6 +291,16 @@ int g3_be_fused_wanted(int dflt);
 /* The CPU backend (fp32, CBLAS + OpenMP).  See g3_be_open. */
 g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p);
 
+/* First thing in main() of a program that computes on the CPU backend (argv: main's): when
+ * neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, re-executes the program with OpenMP's
+ * threads spinning only briefly before they sleep (GOMP_SPINCOUNT; libgomp reads it only
+ * when the program is loaded), so that they do not burn CPUs that other jobs or ranks share
+ * (cpu_env.c).  Returns when there is nothing to do, in the re-executed program (which
+ * removes the variable from its environment again), or when the re-execution fails. */
+void g3_be_cpu_env(char **argv);
+/* RET: how OpenMP's threads wait in this process, in words (for the debug log). */
+const char *g3_be_cpu_wait_how(void);
+
 /* Only in builds with CUDA (HAVE_CUDA): the CUDA backend (bf16 activations, kernels/): device
  * `device`, or, when device < 0, the node-local rank (LOCAL_RANK, SLURM_LOCALID,
  * OMPI_COMM_WORLD_LOCAL_RANK, else 0) modulo the visible devices.  See g3_be_open. */

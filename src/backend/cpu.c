@@ -355,8 +355,8 @@ g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p)
     be->nthreads = cpu->nthreads;
     be->priv = cpu;
     g3_cpu_peak(be);
-    g3_debug("CPU backend: %s; peak %.1f GFLOP/s (%s)", be->device, be->peak_flops / 1e9,
-             be->peak_how);
+    g3_debug("CPU backend: %s; peak %.1f GFLOP/s (%s); OpenMP threads wait: %s", be->device,
+             be->peak_flops / 1e9, be->peak_how, g3_be_cpu_wait_how());
     *be_p = be;
     return G3_OK;
 }

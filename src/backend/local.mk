@@ -3,7 +3,8 @@
 # only when configure found CUDA (HAVE_CUDA).
 src_libgpt3d_a_SOURCES += \
 	src/backend/backend.c src/backend/backend.h \
-	src/backend/cpu.c src/backend/cpu_ops.c src/backend/cpu_matmul.c src/backend/cpu_internal.h
+	src/backend/cpu.c src/backend/cpu_ops.c src/backend/cpu_matmul.c src/backend/cpu_internal.h \
+	src/backend/cpu_env.c
 if HAVE_CUDA
 src_libgpt3d_a_SOURCES += src/backend/cuda.c
 endif
