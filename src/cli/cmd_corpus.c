@@ -273,7 +273,8 @@ static g3_status_t g3_need_program(const char *prog, const char *package, const 
     setenv("DEBIAN_FRONTEND", "noninteractive", 1);
     char *update[] = { "apt-get", "update", NULL };
     char *install[] = { "apt-get", "install", "-y", "--no-install-recommends", (char *)package, NULL };
-    if (g3_run(update, NULL, NULL) != G3_OK || g3_run(install, NULL, NULL) != G3_OK || !g3_have_program(prog)) {
+    if (g3_run(update, NULL, NULL) != G3_OK || g3_run(install, NULL, NULL) != G3_OK
+        || !g3_have_program(prog)) {
         g3_error("gpt3d corpus: could not install %s with apt-get (is the package archive reachable?); install the Debian package %s by hand",
                  prog, package);
         return G3_ERR_NOT_FOUND;
