@@ -16,7 +16,8 @@
  * (/proc/self/exe, the same argv, pid and descriptors) with GOMP_SPINCOUNT set, and the
  * re-executed program removes it again from its environment (libgomp has read it), so that
  * the programs it starts see the environment the user gave.  A user's OMP_WAIT_POLICY or
- * GOMP_SPINCOUNT is left as it is. */
+ * GOMP_SPINCOUNT is left as it is.  Under valgrind nothing is re-executed: /proc/self/exe is
+ * valgrind's own tool there, which refuses to run on its own. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -45,6 +46,11 @@ void g3_be_cpu_env(char **argv)
     }
     if (policy || spin) {
         g3_cpu_wait_how = "as OMP_WAIT_POLICY / GOMP_SPINCOUNT ask";
+        return;
+    }
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload")) {
+        g3_cpu_wait_how = "libgomp's defaults (under valgrind, gpt3d does not re-execute itself)";
         return;
     }
     if (setenv("GOMP_SPINCOUNT", G3_CPU_SPINCOUNT, 1) != 0 || setenv(G3_CPU_ENV_MARK, "1", 1) != 0)
