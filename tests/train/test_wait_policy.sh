@@ -1,8 +1,8 @@
 #!/bin/sh
 # OpenMP's wait policy (#32.9): the commands that compute (train, eval, generate, plan) run
 # with libgomp's threads spinning GOMP_SPINCOUNT=10000 rounds before they sleep, not libgomp's
-# 300000 (7.5 ms of CPU time each wait on the 2-core build VM), unless OMP_WAIT_POLICY or
-# GOMP_SPINCOUNT is set; gpt3d re-executes itself to set it, since libgomp reads its
+# 300000 (7.5 ms of CPU time each wait on the 2-core build VM), or 0 when the job's threads
+# outnumber the CPUs, unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set; gpt3d re-executes itself to set it, since libgomp reads its
 # environment only when the program is loaded (src/backend/cpu_env.c).  Seen through
 # libgomp's own report (OMP_DISPLAY_ENV=verbose, printed by every process that loads it) and
 # the trainer's debug log.  Speed is docs/benchmarks.md's business, not this test's.
@@ -26,6 +26,13 @@ for c in train eval generate plan; do
     is "$rc:$(spin "$out"):$(reports "$out")" "0:10000:2" \
         "gpt3d $c: re-executed once, its OpenMP threads spin 10000 rounds before they sleep"
 done
+# The job's threads outnumbering the CPUs (mpirun's count of ranks on the node x
+# OMP_NUM_THREADS): no spinning at all; fitting: the short spin.
+cpus=$(nproc)
+run bare env OMPI_COMM_WORLD_LOCAL_SIZE="$cpus" OMP_NUM_THREADS=2 "$GPT3D" train --help
+is "$(spin "$out")" 0 "$cpus ranks x 2 threads on $cpus CPUs: the threads sleep at once (GOMP_SPINCOUNT 0)"
+run bare env OMPI_COMM_WORLD_LOCAL_SIZE=1 OMP_NUM_THREADS="$cpus" "$GPT3D" train --help
+is "$(spin "$out")" 10000 "1 rank x $cpus threads on $cpus CPUs: the short spin"
 run env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=passive OMP_DISPLAY_ENV=verbose "$GPT3D" train --help
 is "$(spin "$out"):$(reports "$out")" "0:1" "OMP_WAIT_POLICY=passive is kept (no re-execution)"
 run env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=123 OMP_DISPLAY_ENV=verbose "$GPT3D" train --help
