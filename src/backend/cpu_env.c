@@ -58,27 +58,26 @@ static int g3_cpu_env_local_ranks(void)
 /* RET: whether the job's threads on this node would outnumber the CPUs this process may run
  * on: the local ranks times OMP_NUM_THREADS (unset: the CPUs shared by the ranks, as
  * gpt3d's default, which cannot outnumber them). */
-static int g3_cpu_env_oversubscribed(int *ranks_p, int *threads_p, int *cpus_p)
+static int g3_cpu_env_oversubscribed(void)
 {
     cpu_set_t set;
     const char *t = getenv("OMP_NUM_THREADS");
-    int cpus = 0;
+    int cpus = 0, threads = t ? atoi(t) : 0;
 
+    if (threads <= 1)
+        return 0;
     if (sched_getaffinity(0, sizeof(set), &set) == 0)
         cpus = CPU_COUNT(&set);
     if (cpus <= 0)
         cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    *ranks_p = g3_cpu_env_local_ranks();
-    *threads_p = t && atoi(t) > 0 ? atoi(t) : 1;
-    *cpus_p = cpus;
-    return t && atoi(t) > 1 && cpus > 0 && (long)*ranks_p * *threads_p > cpus;
+    return cpus > 0 && (long)g3_cpu_env_local_ranks() * threads > cpus;
 }
 
 void g3_be_cpu_env(char **argv)
 {
     const char *policy = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
     const char *mark = getenv(G3_CPU_ENV_MARK);
-    int ranks, threads, cpus, over;
+    int over;
 
     if (mark) {   /* re-executed: the runtime has read it */
         snprintf(g3_cpu_wait_buf, sizeof(g3_cpu_wait_buf), "GOMP_SPINCOUNT=%s (gpt3d's default%s)",
@@ -97,7 +96,7 @@ void g3_be_cpu_env(char **argv)
         g3_cpu_wait_how = "libgomp's defaults (under valgrind, gpt3d does not re-execute itself)";
         return;
     }
-    over = g3_cpu_env_oversubscribed(&ranks, &threads, &cpus);
+    over = g3_cpu_env_oversubscribed();
     if (setenv("GOMP_SPINCOUNT", over ? "0" : G3_CPU_SPINCOUNT, 1) != 0
         || setenv(G3_CPU_ENV_MARK, over ? "0" : "1", 1) != 0)
         return;
