@@ -295,8 +295,9 @@ g3_status_t g3_be_cpu_open(int nthreads, g3_backend_t **be_p);
  * neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, re-executes the program with OpenMP's
  * threads spinning only briefly before they sleep, or not at all when the job's threads
  * outnumber the CPUs (GOMP_SPINCOUNT; libgomp reads it only when the program is loaded), so
- * that they do not burn CPUs that other jobs or ranks share (cpu_env.c).  Returns when there is nothing to do, in the re-executed program (which
- * removes the variable from its environment again), or when the re-execution fails. */
+ * that they do not burn CPUs that other jobs or ranks share (cpu_env.c).  Returns when there
+ * is nothing to do, in the re-executed program (which removes the variable from its
+ * environment again), or when the re-execution fails. */
 void g3_be_cpu_env(char **argv);
 /* RET: how OpenMP's threads wait in this process, in words (for the debug log). */
 const char *g3_be_cpu_wait_how(void);
