@@ -8,6 +8,9 @@
 . "$top_srcdir/tests/lib.sh"
 set -e
 set -o pipefail
+if [ ! -f "$top_srcdir/.ci/run" ] || [ ! -f "$top_srcdir/scripts/run-tests.sh" ]; then
+    skip_all "scripts/ and .ci/ are not in this source tree (a release tarball has neither)"
+fi
 g3_tmpdir
 T="$TMPD/top"
 mkdir -p "$T/scripts" "$T/.ci" "$T/build/tests/a"
