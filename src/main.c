@@ -108,5 +108,9 @@ int main(int argc, char **argv)
     cmd = g3_find_command(argv[1]);
     if (cmd == NULL)
         return G3_EXIT_USAGE;
+    /* the commands that compute: OpenMP's wait policy before they start (#32.9) */
+    if (cmd->run == g3_cmd_train || cmd->run == g3_cmd_eval || cmd->run == g3_cmd_generate
+        || cmd->run == g3_cmd_plan)
+        g3_be_cpu_env(argv);
     return cmd->run(argc - 2, argv + 2);
 }

@@ -366,4 +366,15 @@ g3_status_t g3_be_clip_alloc(g3_backend_t *be, double **sumsq_p, float **scale_p
  * GPT3D_FUSED_OPS (the registry's default, core/param.h) when set to 0 or 1, else dflt. */
 int g3_be_fused_wanted(const g3_be_opts_t *o, int dflt);
 
+/* First thing in main() of a program that computes on the CPU backend (argv: main's): when
+ * neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, re-executes the program with OpenMP's
+ * threads spinning only briefly before they sleep, or not at all when the job's threads
+ * outnumber the CPUs (GOMP_SPINCOUNT; libgomp reads it only when the program is loaded), so
+ * that they do not burn CPUs that other jobs or ranks share (cpu_env.c).  Returns when there
+ * is nothing to do, in the re-executed program (which removes the variable from its
+ * environment again), or when the re-execution fails. */
+void g3_be_cpu_env(char **argv);
+/* RET: how OpenMP's threads wait in this process, in words (for the debug log). */
+const char *g3_be_cpu_wait_how(void);
+
 #endif

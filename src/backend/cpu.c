@@ -276,8 +276,8 @@ static void g3_cpu_peak(g3_backend_t *be)
     be->peak_flops = (double)be->nthreads * ghz * 1e9 * flops_cycle;
     snprintf(be->device, sizeof(be->device), "%d x %s (%s)", be->nthreads, model, isa);
     snprintf(be->peak_how, sizeof(be->peak_how),
-             "%d threads x %.2f GHz x %d FLOP/cycle (%s, 2 FMA ports)", be->nthreads, ghz,
-             flops_cycle, isa);
+             "%d thread%s x %.2f GHz x %d FLOP/cycle (%s, 2 FMA ports)", be->nthreads,
+             be->nthreads == 1 ? "" : "s", ghz, flops_cycle, isa);
 }
 
 /* ---- the table ---------------------------------------------------------------------------- */
@@ -362,8 +362,9 @@ static g3_status_t g3_cpu_open(const g3_be_opts_t *o, g3_backend_t **be_p)
     be->nthreads = cpu->nthreads;
     be->priv = cpu;
     g3_cpu_peak(be);
-    g3_debug("CPU backend: %s; peak %.1f GFLOP/s (%s); attention %s", be->device,
-             be->peak_flops / 1e9, be->peak_how, g3_be_att_name(G3_BE_ATT_NATIVE));
+    g3_debug("CPU backend: %s; peak %.1f GFLOP/s (%s); attention %s; OpenMP threads wait: %s",
+             be->device, be->peak_flops / 1e9, be->peak_how, g3_be_att_name(G3_BE_ATT_NATIVE),
+             g3_be_cpu_wait_how());
     *be_p = be;
     return G3_OK;
 }

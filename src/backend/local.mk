@@ -4,7 +4,8 @@
 # the table (cuda_kind.c) is in every build.
 src_libgpt3d_a_SOURCES += \
 	src/backend/backend.c src/backend/backend.h src/backend/kinds.h src/backend/cuda_kind.c \
-	src/backend/cpu.c src/backend/cpu_ops.c src/backend/cpu_matmul.c src/backend/cpu_internal.h
+	src/backend/cpu.c src/backend/cpu_ops.c src/backend/cpu_matmul.c src/backend/cpu_internal.h \
+	src/backend/cpu_env.c
 if HAVE_CUDA
 src_libgpt3d_a_SOURCES += src/backend/cuda.c
 endif

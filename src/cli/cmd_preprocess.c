@@ -92,11 +92,13 @@ int g3_cmd_preprocess(int argc, char **argv)
     st = g3_pre_run(&cfg, &c);
     if (st == G3_OK) {
         g3_info(
-            "preprocess: wrote %llu documents, %llu tokens from %llu records, %.1f MB in %.2f s (%.2f MB/s); %llu empty documents skipped",
-            (unsigned long long)c.documents, (unsigned long long)c.tokens,
-            (unsigned long long)c.records, (double)c.bytes_read / 1e6, c.seconds,
+            "preprocess: wrote %llu document%s, %llu token%s from %llu record%s, %.1f MB in %.2f s (%.2f MB/s); %llu empty document%s skipped",
+            (unsigned long long)c.documents, c.documents == 1 ? "" : "s",
+            (unsigned long long)c.tokens, c.tokens == 1 ? "" : "s",
+            (unsigned long long)c.records, c.records == 1 ? "" : "s",
+            (double)c.bytes_read / 1e6, c.seconds,
             (double)c.bytes_read / 1e6 / (c.seconds > 0 ? c.seconds : 1e-9),
-            (unsigned long long)c.skipped);
+            (unsigned long long)c.skipped, c.skipped == 1 ? "" : "s");
         if (c.replaced)
             g3_warn("preprocess: '%s' had %llu invalid UTF-8 sequences or lone surrogate escapes; each was replaced by U+FFFD",
                     cfg.input, (unsigned long long)c.replaced);

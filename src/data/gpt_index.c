@@ -680,10 +680,11 @@ scan:
         } else if (g3_gptidx_save(paths[k], idx, gi, &err) == G3_OK) {
             if (rebuilt)
                 g3_info(
-                    "built the %s sample index of '%s': %llu samples, %llu epochs over %llu documents in %.2f s; cached in '%s'",
+                    "built the %s sample index of '%s': %llu sample%s, %llu epoch%s over %llu document%s in %.2f s; cached in '%s'",
                     split_name, prefix, (unsigned long long)gi->num_samples,
-                    (unsigned long long)gi->num_epochs, (unsigned long long)(doc_end - doc_first),
-                    secs, paths[k]);
+                    gi->num_samples == 1 ? "" : "s", (unsigned long long)gi->num_epochs,
+                    gi->num_epochs == 1 ? "" : "s", (unsigned long long)(doc_end - doc_first),
+                    doc_end - doc_first == 1 ? "" : "s", secs, paths[k]);
             else
                 g3_info("added the token range to the %s sample index cache '%s'", split_name, paths[k]);
             goto done;

@@ -10,6 +10,9 @@
 #include "parallel/par_internal.h"
 #include "topo/topo.h"
 
+/* Up to this many ranks the layout printout has a line per rank. */
+#define G3_PAR_RANK_TABLE_MAX 32
+
 /* What each task tells the others about where it runs. */
 typedef struct {
     int32_t local_rank;
@@ -601,8 +604,8 @@ void g3_par_print_layout(const g3_par_t *par, const g3_gpt_config_t *cfg, FILE *
             l->ranks_per_node, l->hosts, l->how);
     fprintf(
         out,
-        "  tensor parallel %d: %d heads, %d MLP columns, %d vocabulary rows per rank; pipeline %d stage%s:",
-        l->tp, cfg->num_attention_heads / l->tp,
+        "  tensor parallel %d: %d head%s, %d MLP columns, %d vocabulary rows per rank; pipeline %d stage%s:",
+        l->tp, cfg->num_attention_heads / l->tp, cfg->num_attention_heads / l->tp == 1 ? "" : "s",
         (cfg->ffn_hidden_size > 0 ? cfg->ffn_hidden_size : 4 * cfg->hidden_size) / l->tp,
         g3_gpt_padded_vocab(cfg->vocab_size, cfg->make_vocab_size_divisible_by, l->tp) / l->tp,
         l->pp, l->pp == 1 ? "" : "s");
@@ -620,13 +623,41 @@ void g3_par_print_layout(const g3_par_t *par, const g3_gpt_config_t *cfg, FILE *
         fprintf(out, " %d:[%d,%d)", s, b, e);
     }
     fprintf(out, "; data parallel %d\n", l->dp);
-    if (g3_log_enabled(G3_LOG_DEBUG)) {
-        for (int r = 0; r < l->world_size; r++) {
-            int tp, pp, dp;
-            g3_topo_plan_coords(par->plan, r, &tp, &pp, &dp);
+    /* Which rank holds what, on which node: one line per rank up to G3_PAR_RANK_TABLE_MAX
+     * ranks (the README demo's 8), else at --log-level debug. */
+    if (l->world_size <= G3_PAR_RANK_TABLE_MAX)
+        fprintf(out, "  %4s  %-24s %-22s %-20s %s\n", "rank", "node (local rank)",
+                "pipeline stage", "tensor slice", "data-parallel replica");
+    else
+        fprintf(out, "  (%d ranks: the table of which rank holds what, on which node, is printed at --log-level debug)\n",
+                l->world_size);
+    for (int r = 0; r < l->world_size; r++) {
+        int tp, pp, dp, b = 0, e = 0, h = cfg->num_attention_heads / l->tp;
+        char node[300], stage[64], slice[64];
+        g3_topo_plan_coords(par->plan, r, &tp, &pp, &dp);
+        if (l->world_size > G3_PAR_RANK_TABLE_MAX) {
             g3_debug("rank table: world rank %d on %s local rank %d: tp %d pp %d dp %d", r,
                      par->hostnames[par->plan->rank_node[r]], par->plan->rank_local[r], tp, pp,
                      dp);
+            continue;
         }
+        snprintf(node, sizeof(node), "%s (%d)", par->hostnames[par->plan->rank_node[r]],
+                 par->plan->rank_local[r]);
+        if (c.virtual_pp_size > 1) {
+            int lc = c.num_layers / (l->pp * c.virtual_pp_size);
+            snprintf(stage, sizeof(stage), "%d: %d chunks of %d layer%s", pp, c.virtual_pp_size,
+                     lc, lc == 1 ? "" : "s");
+        } else {
+            g3_gpt_stage_layers(&c, pp, &b, &e);
+            snprintf(stage, sizeof(stage), "%d: layers [%d,%d)", pp, b, e);
+        }
+        if (l->tp == 1)
+            snprintf(slice, sizeof(slice), "all (TP 1)");
+        else if (h == 1)
+            snprintf(slice, sizeof(slice), "%d of %d: head %d", tp, l->tp, tp);
+        else
+            snprintf(slice, sizeof(slice), "%d of %d: heads %d-%d", tp, l->tp, tp * h,
+                     tp * h + h - 1);
+        fprintf(out, "  %4d  %-24s %-22s %-20s %d of %d\n", r, node, stage, slice, dp, l->dp);
     }
 }

@@ -255,8 +255,8 @@ g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const ch
         st = G3_ERR_IO;
         goto out;
     }
-    fprintf(f, "# gpt3d plan --calibrate on %s: backend %s, %s, %d threads\n", host, be->name,
-            be->device, be->nthreads);
+    fprintf(f, "# gpt3d plan --calibrate on %s: backend %s, %s, %d thread%s\n", host, be->name,
+            be->device, be->nthreads, be->nthreads == 1 ? "" : "s");
     fprintf(f, "# gemm SIZE FLOP/s: matmul forward + backward of SIZE^3 (6 SIZE^3 FLOPs)\n");
     for (int i = 0; i < nsizes; i++)
         fprintf(f, "gemm %d %.6g\n", sizes[i], gemm[i]);
@@ -285,8 +285,8 @@ g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const ch
         st = G3_ERR_IO;
         goto out;
     }
-    printf("gpt3d plan --calibrate: %s, %s, %d threads -> %s\n", be->name, be->device,
-           be->nthreads, path);
+    printf("gpt3d plan --calibrate: %s, %s, %d thread%s -> %s\n", be->name, be->device,
+           be->nthreads, be->nthreads == 1 ? "" : "s", path);
     for (int i = 0; i < nsizes; i++)
         printf("  GEMM %5d^3: %9.2f GFLOP/s\n", sizes[i], gemm[i] / 1e9);
     printf("  attention:   %9.2f GFLOP/s\n  memory-bound: %8.2f GB/s\n  host copy:   %9.2f GB/s\n",

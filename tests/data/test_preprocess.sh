@@ -43,7 +43,7 @@ printf '{"text": "raw bad \377 byte and \355\240\200 surrogate"}\n' >> "$TMPD/in
 run $GPT3D preprocess --input "$TMPD/in.jsonl" --output-prefix "$TMPD/j" $V --append-eod
 is "$rc" 0 "JSON lines preprocess"
 like "$out" "wrote 5 documents" "5 documents written (blank line skipped)"
-like "$out" "1 empty documents skipped" "the empty document is skipped and counted"
+like "$out" "1 empty document skipped" "the empty document is skipped and counted (in the singular, #32.8)"
 like "$out" "had 5 invalid UTF-8 sequences or lone surrogate escapes" "replacements are counted (1 lone surrogate, 1 + 3 bad bytes)"
 # The Python side decodes each line the way Python would (json.loads on
 # bytes decoded with errors='replace'; lone surrogates -> U+FFFD).

@@ -46,6 +46,20 @@ like "$out" 'stage 3: 0\.[0-9]+M parameters held, 16\.00 bytes each: [0-9.]+ MiB
 like "$out" 'stage 0: 0\.[0-9]+M parameters held, 16\.00 bytes each: [0-9.]+ MiB model state; [0-9.]+ MiB activations for 4 micro-batches in flight' \
     "... the first stage keeps PP = 4 micro-batches in flight"
 like "$out" "pipeline bubble on rank 0 \(stage 0\): [0-9.]+% .*\(p - 1\) / m = 75\.0%" "the pipeline bubble is reported against (p - 1)/m"
+like "$out" ' rank +node \(local rank\) +pipeline stage +tensor slice +data-parallel replica' \
+    "the layout has a line per rank (#32.8)"
+like "$out" '  [0-7] +[^ ]+ \([0-7]\) +3: layers \[3,4\) +all \(TP 1\) +1 of 2' \
+    "... naming its node and local rank, stage and layers, tensor slice, replica"
+is "$(printf '%s\n' "$out" | grep -cE '^ +[0-7] +[^ ]+ \([0-7]\) +[0-3]: layers ')" 8 "... one line for each of the 8 ranks"
+cpus=$(getconf _NPROCESSORS_ONLN)
+if [ "$cpus" -lt 8 ]; then   # (par_lib.sh: one OpenMP thread per rank)
+    like "$out" "waiting, most of it for a CPU \(8 ranks x 1 thread share $cpus CPUs here, so this is not the pipeline's bubble\)" \
+        "8 ranks on $cpus CPUs: the bubble line says the waits are mostly for a CPU (#32.8)"
+    like "$out" "per rank: 1 thread x" "... one thread a rank, in the singular"
+else
+    like "$out" "of the compute time idle or passing activations" "8 ranks on $cpus CPUs: the bubble line is the pipeline's"
+    like "$out" "per rank: 1 thread x" "one thread a rank, in the singular"
+fi
 
 # ---- ZeRO-1: the same model; bytes per parameter 4 + 4 + 12 / DP
 par_train zero_dp2 2 --use-distributed-optimizer

@@ -47,6 +47,7 @@ int main(int argc, char **argv)
     int32_t *tok, *tgt;
     double *times, tf = 0, tb = 0, to = 0;
 
+    g3_be_cpu_env(argv);   /* the trainer's OpenMP wait policy (main.c) */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int *dst = !strcmp(a, "--layers") ? &L : !strcmp(a, "--hidden") ? &C
