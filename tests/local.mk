@@ -27,6 +27,7 @@ G3_SH_TESTS =
 include tests/core/local.mk
 include tests/cli/local.mk
 include tests/data/local.mk
+include tests/curate/local.mk
 include tests/model/local.mk
 include tests/train/local.mk
 include tests/infer/local.mk

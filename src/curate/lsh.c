@@ -13,7 +13,8 @@
  *   SHARD<TAB>LINE<TAB>KIND<TAB>KEPT_SHARD<TAB>KEPT_LINE
  * SHARD is the position in the shard list, KIND "exact" (same normalised text as the kept
  * document, the first in order) or "fuzzy" (same component as the kept one); the first line is
- * "# gpt3d-curate-duplicates 1".  OUT/report.json counts what was found. */
+ * "# gpt3d-curate-duplicates 1".  OUT/report.json counts what was found (only counts that do
+ * not depend on R: how many pairs were checked does, and goes to the log). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -135,9 +136,9 @@ static g3_status_t g3_curate_lsh_open(g3_curate_lsh_t *L, const char *mh_dir,
         }
         if (h.num_perm != L->K || h.ngram != L->ngram || h.seed != want->seed
             || (want->num_perm && h.num_perm != (uint32_t)want->num_perm)) {
-            g3_error("gpt3d curate lsh: '%s' was made with --num-perm %u --ngram %u --seed %llu, unlike the other shards or this run's --num-perm %d --seed %llu (rerun minhash with one setting)",
-                     path, h.num_perm, h.ngram, (unsigned long long)h.seed, want->num_perm,
-                     (unsigned long long)want->seed);
+            g3_error("gpt3d curate lsh: '%s' was made with --num-perm %u --ngram %u --seed %llu; shard 0's with --num-perm %u --ngram %u, and this run asks for --num-perm %d --seed %llu (rerun minhash with one setting)",
+                     path, h.num_perm, h.ngram, (unsigned long long)h.seed, L->K, L->ngram,
+                     want->num_perm, (unsigned long long)want->seed);
             close(fd);
             return G3_ERR_INVALID_ARG;
         }
@@ -445,8 +446,6 @@ static g3_status_t g3_curate_lsh_write(g3_curate_lsh_t *L, const g3_curate_io_t 
         g3_curate_rep_u64(&b, "removed_exact", nexact);
         g3_curate_rep_u64(&b, "removed_fuzzy", nfuzzy);
         g3_curate_rep_u64(&b, "components", ncomp);
-        g3_curate_rep_u64(&b, "candidate_pairs_checked", L->pairs_checked);
-        g3_curate_rep_u64(&b, "edges", L->edges);
         g3_curate_rep_u64(&b, "largest_bucket", L->largest_bucket);
         stat(path, &sb);
         g3_curate_rep_u64(&b, "output_bytes", (uint64_t)sb.st_size);
@@ -461,10 +460,10 @@ static g3_status_t g3_curate_lsh_write(g3_curate_lsh_t *L, const g3_curate_io_t 
     c->docs_out = L->n - nexact - nfuzzy;
     c->shards_done = (uint64_t)L->nshards;
     c->seconds = g3_clock_now() - t0;
-    g3_info("curate lsh: %llu documents in %d shards: %llu exact and %llu fuzzy duplicates in %llu components; %llu candidate pairs checked (%.1f s)",
+    g3_info("curate lsh: %llu documents in %d shards: %llu exact and %llu fuzzy duplicates in %llu components; %llu candidate pairs checked, %llu edges (%.1f s)",
             (unsigned long long)L->n, L->nshards, (unsigned long long)nexact,
             (unsigned long long)nfuzzy, (unsigned long long)ncomp,
-            (unsigned long long)L->pairs_checked, c->seconds);
+            (unsigned long long)L->pairs_checked, (unsigned long long)L->edges, c->seconds);
 err_free:
     free(best);
     free(size);
