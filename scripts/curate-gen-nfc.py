@@ -79,8 +79,8 @@ w(" * do not edit by hand.  See src/curate/nfc_tables.h. */\n")
 w('#include "curate/nfc_tables.h"\n\n')
 w('const char g3_curate_ucd_version[] = "%s";\n\n' % version)
 w("const g3_curate_ccc_t g3_curate_ccc[] = {\n")
-for i in range(0, len(ranges), 4):
-    w("    " + " ".join("{ %s, %s, %d }," % (hx(a), hx(b), c) for a, b, c in ranges[i:i + 4]) + "\n")
+for i in range(0, len(ranges), 3):
+    w("    " + " ".join("{ %s, %s, %d }," % (hx(a), hx(b), c) for a, b, c in ranges[i:i + 3]) + "\n")
 w("};\nconst unsigned g3_curate_ccc_count = %d;\n\n" % len(ranges))
 w("const uint32_t g3_curate_decomp_pool[] = {\n")
 for i in range(0, len(pool), 8):

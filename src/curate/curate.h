@@ -70,7 +70,7 @@ typedef struct {
 } g3_curate_lsh_params_t;
 
 typedef struct {
-    const char *const *task_files;  /* (num_task_files,) JSON lines or plain text, one item a line */
+    const char *const *task_files;  /* (num_task_files,) JSON lines or text, an item a line */
     int                num_task_files;
     const char        *task_key;    /* JSON key of an item's text ("text")                 */
     int                ngram;       /* words per n-gram (13)                               */
@@ -89,7 +89,7 @@ typedef struct {
     double  max_ellipsis_lines;      /* share of lines ending in an ellipsis (0.3)         */
     double  max_dup_lines;           /* share of lines that repeat an earlier line (0.3)   */
     double  max_dup_line_chars;      /* their share of the characters (0.2)                */
-    double  max_top_ngram[3];        /* n = 2, 3, 4: chars of the most frequent n-gram (0.2, 0.18, 0.16) */
+    double  max_top_ngram[3];        /* n = 2..4: chars of the top n-gram (0.2, 0.18, 0.16)  */
     double  max_dup_ngram[6];        /* n = 5..10: chars in repeated n-grams (0.15 .. 0.10) */
     int     min_stop_words;          /* distinct English stop words a document needs (2)   */
     double  min_alpha_words;         /* share of words with a letter (0.8)                  */

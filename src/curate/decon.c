@@ -173,13 +173,15 @@ static g3_status_t g3_curate_tasks_load(g3_curate_decon_t *d, size_t max_line)
                 uint64_t lineno = 0;
                 while ((len = getline(&line, &cap, r.f)) >= 0) {
                     lineno++;
-                    if ((size_t)len > max_line || g3_curate_utf8_check(line, (size_t)len) != (size_t)len) {
+                    if ((size_t)len > max_line
+                        || g3_curate_utf8_check(line, (size_t)len) != (size_t)len) {
                         g3_error("gpt3d curate: task file '%s' line %llu: invalid UTF-8 or longer than %zu bytes",
                                  path, (unsigned long long)lineno, max_line);
                         st = G3_ERR_FORMAT;
                         break;
                     }
-                    if ((st = g3_curate_add_item(d, (uint32_t)f, lineno, line, (size_t)len)) != G3_OK)
+                    st = g3_curate_add_item(d, (uint32_t)f, lineno, line, (size_t)len);
+                    if (st != G3_OK)
                         break;
                 }
                 free(line);

@@ -98,7 +98,8 @@ static int g3_curate_u64cmp(const void *a, const void *b)
 
 static int g3_curate_is_space(uint32_t cp)
 {
-    return cp == ' ' || (cp >= '\t' && cp <= '\r') || (cp >= 0x80 && g3_ucs_class(cp) == G3_UCS_SPACE);
+    return cp == ' ' || (cp >= '\t' && cp <= '\r')
+           || (cp >= 0x80 && g3_ucs_class(cp) == G3_UCS_SPACE);
 }
 
 static int g3_curate_is_bullet(uint32_t cp)
@@ -131,9 +132,9 @@ static g3_status_t g3_curate_tokens(g3_curate_filter_t *f, const char *s, size_t
         t->alpha = 0;
         size_t e = at;
         for (;;) {
-            g3_ucs_class_t k = cp < 0x80 ? ((cp | 32) >= 'a' && (cp | 32) <= 'z' ? G3_UCS_LETTER : G3_UCS_OTHER)
-                                         : g3_ucs_class(cp);
-            t->alpha |= k == G3_UCS_LETTER;
+            int letter = cp < 0x80 ? (cp | 32) >= 'a' && (cp | 32) <= 'z'
+                                   : g3_ucs_class(cp) == G3_UCS_LETTER;
+            t->alpha |= letter;
             t->chars++;
             e = i;
             if (i >= n)
@@ -232,7 +233,8 @@ static g3_status_t g3_curate_rules(g3_curate_filter_t *f, const char *s, size_t 
     }
     double nw = (double)f->ntok;
     fail[G3_R_WORDS] = (int64_t)f->ntok < p->min_words || (int64_t)f->ntok > p->max_words;
-    fail[G3_R_MEAN_WORD] = nw == 0 || chars / nw < p->min_mean_word || chars / nw > p->max_mean_word;
+    fail[G3_R_MEAN_WORD] = nw == 0 || chars / nw < p->min_mean_word
+                           || chars / nw > p->max_mean_word;
     fail[G3_R_SYMBOLS] = nw > 0 && symbols / nw > p->max_symbol_ratio;
     fail[G3_R_ALPHA_WORDS] = nw == 0 || alpha / nw < p->min_alpha_words;
     /* Lines. */
@@ -276,7 +278,8 @@ static g3_status_t g3_curate_rules(g3_curate_filter_t *f, const char *s, size_t 
         fail[G3_R_BULLETS] = (double)bullets / (double)nlines > p->max_bullet_lines;
         fail[G3_R_ELLIPSIS] = (double)ellipses / (double)nlines > p->max_ellipsis_lines;
         fail[G3_R_DUP_LINES] = (double)dup_lines / (double)nlines > p->max_dup_lines;
-        fail[G3_R_DUP_LINE_CHARS] = line_chars > 0 && dup_chars / line_chars > p->max_dup_line_chars;
+        fail[G3_R_DUP_LINE_CHARS] = line_chars > 0
+                                    && dup_chars / line_chars > p->max_dup_line_chars;
     }
     for (int k = 2; k <= 4 && !fail[G3_R_TOP_NGRAM]; k++) {
         if ((st = g3_curate_ngram_share(f, k, 1, chars, &share)) != G3_OK)

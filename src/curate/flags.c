@@ -194,7 +194,8 @@ g3_status_t g3_curate_flags_run(g3_curate_flags_t *f, g3_comm_t *comm, g3_curate
 {
     switch (f->stage_id) {
     case G3_CURATE_STAGE_MINHASH: return g3_curate_minhash(&f->io, &f->mh, c);
-    case G3_CURATE_STAGE_LSH:     return g3_curate_lsh(&f->io, f->minhash_dir, &f->lsh, &f->mh, comm, c);
+    case G3_CURATE_STAGE_LSH:
+        return g3_curate_lsh(&f->io, f->minhash_dir, &f->lsh, &f->mh, comm, c);
     case G3_CURATE_STAGE_DEDUP:   return g3_curate_dedup(&f->io, f->lsh_dir, c);
     case G3_CURATE_STAGE_COUNT:   return g3_curate_contam_count(&f->io, &f->decon, c);
     case G3_CURATE_STAGE_DECON:   return g3_curate_decontaminate(&f->io, &f->decon, c);

@@ -304,7 +304,8 @@ static g3_status_t g3_curate_lsh_bands(g3_curate_lsh_t *L, const g3_curate_lsh_p
             if (L->dead[g] || rec->shingles == 0)
                 continue;
             uint64_t key = g3_curate_hash_bytes(rec->sig + (size_t)band * (size_t)rows,
-                                                (size_t)rows * 4, 0x5851F42D4C957F2DULL + (uint64_t)band);
+                                                (size_t)rows * 4,
+                                                0x5851F42D4C957F2DULL + (uint64_t)band);
             if (key % (uint64_t)R == (uint64_t)rank)
                 e[ne++] = (g3_curate_entry_t){ key, g };
         }
