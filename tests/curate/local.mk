@@ -7,4 +7,5 @@ check_PROGRAMS += tests/curate/curate_norm
 G3_SH_TESTS += tests/curate/test_curate_norm.sh tests/curate/test_curate_dedup.sh \
 	tests/curate/test_curate_decon.sh tests/curate/test_curate_filter.sh \
 	tests/curate/test_curate_errors.sh tests/curate/test_curate_slurm.sh
-EXTRA_DIST += tests/curate/ref.py tests/curate/norm.py tests/curate/bench_curate.sh
+EXTRA_DIST += tests/curate/ref.py tests/curate/norm.py tests/curate/bench_curate.sh \
+	tests/curate/bench_corpus.py
