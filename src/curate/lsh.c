@@ -3,11 +3,15 @@
  *
  * Documents are numbered g = 0 .. N-1 in the shard-list order, then line order.  With R ranks,
  * rank r owns the exact groups whose hash is r mod R and, in each band, the LSH buckets whose
- * key is r mod R; it holds one band's entries of its buckets at a time (16 bytes a document /
- * R) and a union-find forest over all documents (4 bytes a document).  Rank 0 merges the
- * ranks' exact groups and forests; components do not depend on the order in which edges were
- * found, and the document kept in each is chosen by a fixed rule, so the output is bitwise
- * the same for any R.
+ * key is r mod R.  Memory, per document: a union-find forest (4 bytes) and the exact losers (1)
+ * on every rank; the exact entries of its groups (24 bytes / R) during the exact pass, then
+ * one band's entries of its buckets at a time (16 bytes / R); rank 0 also the line, length and
+ * kept document of every document (20 bytes) and the output's per-component tables (8 bytes).
+ * The signatures are not held: every pass streams the .mh files through a 4 MB buffer, and a
+ * candidate pair's two signatures are read when it is verified (the kernel's page cache keeps
+ * the files when memory allows).  Rank 0 merges the ranks' exact groups and forests;
+ * components do not depend on the order in which edges were found, and the document kept in
+ * each is chosen by a fixed rule, so the output is bitwise the same for any R.
  *
  * Output (rank 0): OUT/duplicates.tsv, one line per removed document, in document order:
  *   SHARD<TAB>LINE<TAB>KIND<TAB>KEPT_SHARD<TAB>KEPT_LINE
@@ -20,7 +24,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,22 +50,29 @@ typedef struct {
     uint64_t k0, k1, g;
 } g3_curate_xentry_t;
 
+#define G3_CURATE_SCAN_BYTES (4u << 20)   /* read buffer of a pass over the signatures */
+
 typedef struct {
     g3_curate_list_t       list;
     int                    nshards;
-    const unsigned char  **map;      /* (nshards,) mapped .mh files                  */
-    size_t                *map_len;  /* (nshards,)                                    */
+    int                   *fd;       /* (nshards,) open .mh files (-1: not open)      */
+    char                 **mh_path;  /* (nshards,) their names                        */
     uint64_t              *first;    /* (nshards + 1,) first document of each shard    */
     uint64_t               n;        /* documents                                     */
     uint32_t               K, ngram;
     uint64_t               rsize;
     uint32_t              *parent;   /* (n,) union-find                               */
     int64_t               *exact_of; /* (n,) rank 0: the kept document of an exact loser, else -1 */
+    uint64_t              *line;     /* (n,) rank 0: each document's line in its shard */
+    uint32_t              *norm_len; /* (n,) rank 0: its normalised length             */
     unsigned char         *dead;     /* (n,) exact losers                             */
+    unsigned char         *buf;      /* (G3_CURATE_SCAN_BYTES,) pass buffer           */
+    g3_curate_mh_rec_t    *ra, *rb;  /* two records: a candidate pair                 */
     uint64_t               pairs_checked, edges, largest_bucket;
 } g3_curate_lsh_t;
 
-static const g3_curate_mh_rec_t *g3_curate_rec(const g3_curate_lsh_t *L, uint64_t g, int *s_p)
+/* RET: the shard of document g. */
+static int g3_curate_shard_of(const g3_curate_lsh_t *L, uint64_t g)
 {
     int lo = 0, hi = L->nshards - 1;
     while (lo < hi) {   /* the last shard whose first document is <= g */
@@ -70,10 +80,58 @@ static const g3_curate_mh_rec_t *g3_curate_rec(const g3_curate_lsh_t *L, uint64_
         if (L->first[mid] <= g) lo = mid;
         else hi = mid - 1;
     }
-    if (s_p)
-        *s_p = lo;
-    return (const g3_curate_mh_rec_t *)(L->map[lo] + G3_CURATE_MH_HEADER
-                                        + (g - L->first[lo]) * L->rsize);
+    return lo;
+}
+
+static g3_status_t g3_curate_pread(const g3_curate_lsh_t *L, int s, void *buf, size_t bytes,
+                                   uint64_t off)
+{
+    size_t done = 0;
+    while (done < bytes) {
+        ssize_t got = pread(L->fd[s], (char *)buf + done, bytes - done, (off_t)(off + done));
+        if (got <= 0) {
+            g3_error("gpt3d curate lsh: cannot read '%s' at byte %llu: %s", L->mh_path[s],
+                     (unsigned long long)(off + done), got == 0 ? "unexpected end of file" : strerror(errno));
+            return G3_ERR_IO;
+        }
+        done += (size_t)got;
+    }
+    return G3_OK;
+}
+
+/* Read document g's record into rec.  RET: G3_OK or G3_ERR_IO (logged). */
+static g3_status_t g3_curate_rec_read(const g3_curate_lsh_t *L, uint64_t g, g3_curate_mh_rec_t *rec)
+{
+    int s = g3_curate_shard_of(L, g);
+    return g3_curate_pread(L, s, rec, L->rsize,
+                           G3_CURATE_MH_HEADER + (g - L->first[s]) * L->rsize);
+}
+
+/* One pass over every record in document order: fn(ctx, g, rec) for each. */
+typedef g3_status_t (*g3_curate_scan_fn)(void *ctx, uint64_t g, const g3_curate_mh_rec_t *rec);
+
+static g3_status_t g3_curate_scan(g3_curate_lsh_t *L, g3_curate_scan_fn fn, void *ctx)
+{
+    uint64_t per = G3_CURATE_SCAN_BYTES / L->rsize;
+    g3_status_t st;
+    if (per == 0)
+        per = 1;
+    for (int s = 0; s < L->nshards; s++) {
+        uint64_t docs = L->first[s + 1] - L->first[s];
+        for (uint64_t i = 0; i < docs; i += per) {
+            uint64_t n = docs - i < per ? docs - i : per;
+            if ((st = g3_curate_pread(L, s, L->buf, n * L->rsize,
+                                      G3_CURATE_MH_HEADER + i * L->rsize)) != G3_OK)
+                return st;
+            for (uint64_t k = 0; k < n; k++) {
+                st = fn(ctx, L->first[s] + i + k,
+                        (const g3_curate_mh_rec_t *)(L->buf + k * L->rsize));
+                if (st != G3_OK)
+                    return st;
+            }
+        }
+    }
+    return G3_OK;
 }
 
 static uint32_t g3_curate_find(uint32_t *parent, uint32_t x)
@@ -100,11 +158,13 @@ static g3_status_t g3_curate_lsh_open(g3_curate_lsh_t *L, const char *mh_dir,
     char path[4096];
     g3_status_t st = G3_OK;
 
-    L->map = calloc((size_t)L->nshards, sizeof(*L->map));
-    L->map_len = calloc((size_t)L->nshards, sizeof(*L->map_len));
+    L->fd = malloc((size_t)L->nshards * sizeof(*L->fd));
+    L->mh_path = calloc((size_t)L->nshards, sizeof(*L->mh_path));
     L->first = calloc((size_t)L->nshards + 1, sizeof(*L->first));
-    if (!L->map || !L->map_len || !L->first)
+    if (!L->fd || !L->mh_path || !L->first)
         return G3_ERR_NO_MEMORY;
+    for (int s = 0; s < L->nshards; s++)
+        L->fd[s] = -1;
     for (int s = 0; s < L->nshards; s++) {
         g3_curate_mh_header_t h;
         struct stat sb;
@@ -149,14 +209,9 @@ static g3_status_t g3_curate_lsh_open(g3_curate_lsh_t *L, const char *mh_dir,
             close(fd);
             return G3_ERR_FORMAT;
         }
-        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        close(fd);
-        if (m == MAP_FAILED) {
-            g3_error("gpt3d curate lsh: cannot map '%s': %s", path, strerror(errno));
-            return G3_ERR_IO;
-        }
-        L->map[s] = m;
-        L->map_len[s] = (size_t)sb.st_size;
+        L->fd[s] = fd;
+        if (!(L->mh_path[s] = strdup(path)))
+            return G3_ERR_NO_MEMORY;
         L->first[s + 1] = L->first[s] + h.docs;
     }
     L->n = L->first[L->nshards];
@@ -230,41 +285,63 @@ static void g3_curate_take_union(void *ctx, int64_t a, int64_t b)
     g3_curate_union(L->parent, (uint32_t)a, (uint32_t)b);
 }
 
+typedef struct {
+    g3_curate_lsh_t    *L;
+    int                 rank, R;
+    g3_curate_xentry_t *x;
+    uint64_t            nx, cap;
+} g3_curate_xscan_t;
+
+static g3_status_t g3_curate_xscan(void *ctx, uint64_t g, const g3_curate_mh_rec_t *rec)
+{
+    g3_curate_xscan_t *c = ctx;
+    if (c->rank == 0) {
+        c->L->line[g] = rec->line;
+        c->L->norm_len[g] = rec->norm_len;
+    }
+    if (rec->exact[1] % (uint64_t)c->R != (uint64_t)c->rank)
+        return G3_OK;
+    if (c->nx == c->cap) {
+        uint64_t cap = c->cap ? 2 * c->cap : 4096;
+        g3_curate_xentry_t *q = realloc(c->x, cap * sizeof(*q));
+        if (!q)
+            return G3_ERR_NO_MEMORY;
+        c->x = q;
+        c->cap = cap;
+    }
+    c->x[c->nx++] = (g3_curate_xentry_t){ rec->exact[0], rec->exact[1], g };
+    return G3_OK;
+}
+
 /* Exact groups of this rank's share; merged on rank 0, the losers known to every rank. */
 static g3_status_t g3_curate_lsh_exact(g3_curate_lsh_t *L, g3_comm_t *comm, int rank, int R)
 {
-    g3_curate_xentry_t *x = NULL;
+    g3_curate_xscan_t c = { L, rank, R, NULL, 0, 0 };
     int64_t *pairs = NULL;
-    uint64_t nx = 0, np = 0;
-    g3_status_t st = G3_OK;
+    uint64_t np = 0;
+    g3_status_t st;
 
-    for (uint64_t g = 0; g < L->n; g++)
-        nx += g3_curate_rec(L, g, NULL)->exact[1] % (uint64_t)R == (uint64_t)rank;
-    x = malloc((nx ? nx : 1) * sizeof(*x));
-    if (!x)
-        return G3_ERR_NO_MEMORY;
-    nx = 0;
-    for (uint64_t g = 0; g < L->n; g++) {
-        const g3_curate_mh_rec_t *rec = g3_curate_rec(L, g, NULL);
-        if (rec->exact[1] % (uint64_t)R == (uint64_t)rank)
-            x[nx++] = (g3_curate_xentry_t){ rec->exact[0], rec->exact[1], g };
+    if ((st = g3_curate_scan(L, g3_curate_xscan, &c)) != G3_OK) {
+        free(c.x);
+        return st;
     }
-    qsort(x, nx, sizeof(*x), g3_curate_xentry_cmp);
-    pairs = malloc((nx ? nx : 1) * 2 * sizeof(int64_t));
-    if (!pairs) {
-        free(x);
-        return G3_ERR_NO_MEMORY;
-    }
-    for (uint64_t i = 1, head = 0; i < nx; i++) {
-        if (x[i].k0 != x[head].k0 || x[i].k1 != x[head].k1) {
-            head = i;
-            continue;
+    qsort(c.x, c.nx, sizeof(*c.x), g3_curate_xentry_cmp);
+    /* The pairs overwrite the entries in place (pair k, 16 bytes, ends before entry k + 1, and
+     * k < i): the group's first entry is kept in locals, as the pairs may cover it. */
+    pairs = (int64_t *)c.x;
+    if (c.nx > 0) {
+        g3_curate_xentry_t head = c.x[0];
+        for (uint64_t i = 1; i < c.nx; i++) {
+            g3_curate_xentry_t e = c.x[i];
+            if (e.k0 != head.k0 || e.k1 != head.k1) {
+                head = e;
+                continue;
+            }
+            pairs[2 * np] = (int64_t)e.g;
+            pairs[2 * np + 1] = (int64_t)head.g;
+            np++;
         }
-        pairs[2 * np] = (int64_t)x[i].g;
-        pairs[2 * np + 1] = (int64_t)x[head].g;
-        np++;
     }
-    free(x);
     if (rank == 0) {
         for (uint64_t i = 0; i < np; i++)
             g3_curate_take_exact(L, pairs[2 * i], pairs[2 * i + 1]);
@@ -273,7 +350,7 @@ static g3_status_t g3_curate_lsh_exact(g3_curate_lsh_t *L, g3_comm_t *comm, int 
     } else {
         st = g3_curate_send_pairs(comm, pairs, (int64_t)np);
     }
-    free(pairs);
+    free(c.x);
     if (st == G3_OK && comm) {
         /* Every rank needs the losers: broadcast the byte array in 8-byte units. */
         st = g3_comm_broadcast(comm, L->dead, (L->n + 7) / 8, G3_DTYPE_INT64, 0);
@@ -281,50 +358,91 @@ static g3_status_t g3_curate_lsh_exact(g3_curate_lsh_t *L, g3_comm_t *comm, int 
     return st;
 }
 
-static int g3_curate_similar(const g3_curate_lsh_t *L, uint64_t a, uint64_t b, double threshold)
+/* OUT: *similar, whether the estimated Jaccard of a and b reaches threshold.  RET: G3_OK or
+ * G3_ERR_IO. */
+static g3_status_t g3_curate_similar(g3_curate_lsh_t *L, uint64_t a, uint64_t b, double threshold,
+                                     int *similar)
 {
-    const uint32_t *x = g3_curate_rec(L, a, NULL)->sig, *y = g3_curate_rec(L, b, NULL)->sig;
+    g3_status_t st;
     uint32_t eq = 0;
+    if ((st = g3_curate_rec_read(L, a, L->ra)) != G3_OK
+        || (st = g3_curate_rec_read(L, b, L->rb)) != G3_OK)
+        return st;
     for (uint32_t k = 0; k < L->K; k++)
-        eq += x[k] == y[k];
-    return (double)eq >= threshold * (double)L->K - 1e-9;
+        eq += L->ra->sig[k] == L->rb->sig[k];
+    *similar = (double)eq >= threshold * (double)L->K - 1e-9;
+    return G3_OK;
+}
+
+typedef struct {
+    g3_curate_lsh_t   *L;
+    int                band, rows, rank, R;
+    g3_curate_entry_t *e;
+    uint64_t           ne, cap;
+} g3_curate_bscan_t;
+
+static g3_status_t g3_curate_bscan(void *ctx, uint64_t g, const g3_curate_mh_rec_t *rec)
+{
+    g3_curate_bscan_t *c = ctx;
+    if (c->L->dead[g] || rec->shingles == 0)
+        return G3_OK;
+    uint64_t key = g3_curate_hash_bytes(rec->sig + (size_t)c->band * (size_t)c->rows,
+                                        (size_t)c->rows * 4,
+                                        0x5851F42D4C957F2DULL + (uint64_t)c->band);
+    if (key % (uint64_t)c->R != (uint64_t)c->rank)
+        return G3_OK;
+    if (c->ne == c->cap) {   /* a share larger than planned: many equal keys on this rank */
+        uint64_t cap = 2 * c->cap + 4096;
+        g3_curate_entry_t *q = realloc(c->e, cap * sizeof(*q));
+        if (!q)
+            return G3_ERR_NO_MEMORY;
+        c->e = q;
+        c->cap = cap;
+    }
+    c->e[c->ne++] = (g3_curate_entry_t){ key, g };
+    return G3_OK;
 }
 
 /* LSH over this rank's buckets, band by band, into the local forest. */
 static g3_status_t g3_curate_lsh_bands(g3_curate_lsh_t *L, const g3_curate_lsh_params_t *p,
                                        int bands, int rows, int rank, int R)
 {
-    g3_curate_entry_t *e = malloc((L->n ? L->n : 1) * sizeof(*e));
-    if (!e)
+    g3_curate_bscan_t c = { L, 0, rows, rank, R, NULL, 0, 0 };
+    uint64_t alive = 0;
+    g3_status_t st = G3_OK;
+
+    for (uint64_t g = 0; g < L->n; g++)
+        alive += !L->dead[g];
+    /* A rank's share of a band: about alive / R entries (all of them when R = 1); it grows
+     * when equal keys (a large cluster of near-duplicates) fall to one rank. */
+    c.cap = R == 1 ? alive : alive / (uint64_t)R + alive / (uint64_t)R / 8 + 4096;
+    c.e = malloc((c.cap ? c.cap : 1) * sizeof(*c.e));
+    if (!c.e)
         return G3_ERR_NO_MEMORY;
-    for (int band = 0; band < bands; band++) {
-        uint64_t ne = 0;
-        for (uint64_t g = 0; g < L->n; g++) {
-            const g3_curate_mh_rec_t *rec = g3_curate_rec(L, g, NULL);
-            if (L->dead[g] || rec->shingles == 0)
-                continue;
-            uint64_t key = g3_curate_hash_bytes(rec->sig + (size_t)band * (size_t)rows,
-                                                (size_t)rows * 4,
-                                                0x5851F42D4C957F2DULL + (uint64_t)band);
-            if (key % (uint64_t)R == (uint64_t)rank)
-                e[ne++] = (g3_curate_entry_t){ key, g };
-        }
-        qsort(e, ne, sizeof(*e), g3_curate_entry_cmp);
-        for (uint64_t i = 0; i < ne;) {
+    for (int band = 0; band < bands && st == G3_OK; band++) {
+        c.band = band;
+        c.ne = 0;
+        if ((st = g3_curate_scan(L, g3_curate_bscan, &c)) != G3_OK)
+            break;
+        qsort(c.e, c.ne, sizeof(*c.e), g3_curate_entry_cmp);
+        for (uint64_t i = 0; i < c.ne && st == G3_OK;) {
             uint64_t j = i;
-            while (j < ne && e[j].key == e[i].key)
+            while (j < c.ne && c.e[j].key == c.e[i].key)
                 j++;
             if (j - i > L->largest_bucket)
                 L->largest_bucket = j - i;
             /* Each member against the bucket's first `anchors` members before it. */
-            for (uint64_t m = i + 1; m < j; m++) {
+            for (uint64_t m = i + 1; m < j && st == G3_OK; m++) {
                 uint64_t lim = m - i < (uint64_t)p->anchors ? m : i + (uint64_t)p->anchors;
                 for (uint64_t a = i; a < lim; a++) {
-                    uint32_t ga = (uint32_t)e[a].g, gm = (uint32_t)e[m].g;
+                    uint32_t ga = (uint32_t)c.e[a].g, gm = (uint32_t)c.e[m].g;
+                    int sim;
                     if (g3_curate_find(L->parent, ga) == g3_curate_find(L->parent, gm))
                         continue;
                     L->pairs_checked++;
-                    if (g3_curate_similar(L, ga, gm, p->threshold)) {
+                    if ((st = g3_curate_similar(L, ga, gm, p->threshold, &sim)) != G3_OK)
+                        break;
+                    if (sim) {
                         g3_curate_union(L->parent, ga, gm);
                         L->edges++;
                     }
@@ -333,8 +451,8 @@ static g3_status_t g3_curate_lsh_bands(g3_curate_lsh_t *L, const g3_curate_lsh_p
             i = j;
         }
     }
-    free(e);
-    return G3_OK;
+    free(c.e);
+    return st;
 }
 
 /* Rank 0 gets every rank's forest (as (doc, root) pairs) and joins it into its own. */
@@ -402,8 +520,7 @@ static g3_status_t g3_curate_lsh_write(g3_curate_lsh_t *L, const g3_curate_io_t 
             best[root] = (uint32_t)g;
             continue;
         }
-        if (p->keep == G3_CURATE_KEEP_LONGEST
-            && g3_curate_rec(L, g, NULL)->norm_len > g3_curate_rec(L, best[root], NULL)->norm_len)
+        if (p->keep == G3_CURATE_KEEP_LONGEST && L->norm_len[g] > L->norm_len[best[root]])
             best[root] = (uint32_t)g;
     }
     snprintf(path, sizeof(path), "%s/duplicates.tsv", io->output_dir);
@@ -412,23 +529,23 @@ static g3_status_t g3_curate_lsh_write(g3_curate_lsh_t *L, const g3_curate_io_t 
         goto err_free;
     fprintf(o.f, "# gpt3d-curate-duplicates 1\n");
     for (uint64_t g = 0; g < L->n; g++) {
-        int s, ks;
-        const g3_curate_mh_rec_t *rec = g3_curate_rec(L, g, &s), *kept;
+        uint64_t kept;
         const char *kind;
         if (L->dead[g]) {
-            kept = g3_curate_rec(L, (uint64_t)L->exact_of[g], &ks);
+            kept = (uint64_t)L->exact_of[g];
             kind = "exact";
             nexact++;
         } else {
             uint32_t root = g3_curate_find(L->parent, (uint32_t)g);
             if (size[root] < 2 || best[root] == g)
                 continue;
-            kept = g3_curate_rec(L, best[root], &ks);
+            kept = best[root];
             kind = "fuzzy";
             nfuzzy++;
         }
-        fprintf(o.f, "%d\t%llu\t%s\t%d\t%llu\n", s, (unsigned long long)rec->line, kind, ks,
-                (unsigned long long)kept->line);
+        fprintf(o.f, "%d\t%llu\t%s\t%d\t%llu\n", g3_curate_shard_of(L, g),
+                (unsigned long long)L->line[g], kind, g3_curate_shard_of(L, kept),
+                (unsigned long long)L->line[kept]);
     }
     for (uint64_t g = 0; g < L->n; g++)
         ncomp += size[g] >= 2;
@@ -519,8 +636,16 @@ g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,
         goto cleanup;
     L.parent = malloc((L.n ? L.n : 1) * sizeof(uint32_t));
     L.dead = calloc((L.n + 8) & ~(uint64_t)7, 1);
-    L.exact_of = rank == 0 ? malloc((L.n ? L.n : 1) * sizeof(int64_t)) : NULL;
-    if (!L.parent || !L.dead || (rank == 0 && !L.exact_of)) {
+    L.buf = malloc(G3_CURATE_SCAN_BYTES > L.rsize ? G3_CURATE_SCAN_BYTES : L.rsize);
+    L.ra = malloc(L.rsize);
+    L.rb = malloc(L.rsize);
+    if (rank == 0) {
+        L.exact_of = malloc((L.n ? L.n : 1) * sizeof(int64_t));
+        L.line = malloc((L.n ? L.n : 1) * sizeof(uint64_t));
+        L.norm_len = malloc((L.n ? L.n : 1) * sizeof(uint32_t));
+    }
+    if (!L.parent || !L.dead || !L.buf || !L.ra || !L.rb
+        || (rank == 0 && (!L.exact_of || !L.line || !L.norm_len))) {
         g3_error("gpt3d curate lsh: out of memory for %llu documents", (unsigned long long)L.n);
         st = G3_ERR_NO_MEMORY;
         goto cleanup;
@@ -541,11 +666,19 @@ g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,
 cleanup:
     if (st == G3_ERR_NO_MEMORY && L.parent)
         g3_error("gpt3d curate lsh: out of memory (%llu documents)", (unsigned long long)L.n);
-    for (int s = 0; L.map && s < L.nshards; s++)
-        if (L.map[s])
-            munmap((void *)L.map[s], L.map_len[s]);
-    free(L.map);
-    free(L.map_len);
+    for (int s = 0; L.fd && s < L.nshards; s++) {
+        if (L.fd[s] >= 0)
+            close(L.fd[s]);
+        if (L.mh_path)
+            free(L.mh_path[s]);
+    }
+    free(L.fd);
+    free(L.mh_path);
+    free(L.buf);
+    free(L.ra);
+    free(L.rb);
+    free(L.line);
+    free(L.norm_len);
     free(L.first);
     free(L.parent);
     free(L.dead);
