@@ -609,11 +609,23 @@ g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,
     if ((st = g3_curate_list_read(io->shard_list, &L.list)) != G3_OK)
         return st;
     L.nshards = L.list.n;
+    /* The signatures' sizes and times stand for their content: new signatures redo lsh. */
+    uint64_t mh_bytes = 0, mh_time = 0;
+    for (int s = 0; s < L.nshards; s++) {
+        struct stat sb;
+        g3_curate_shard_path(mh_dir, s, "mh", path, sizeof(path));
+        if (stat(path, &sb) == 0) {
+            mh_bytes += (uint64_t)sb.st_size;
+            mh_time = g3_curate_mix64(mh_time ^ ((uint64_t)sb.st_mtim.tv_sec * 1000000000u
+                                                 + (uint64_t)sb.st_mtim.tv_nsec));
+        }
+    }
     snprintf(params, sizeof(params),
-             "shards=%d bands=%d rows=%d threshold=%.6g keep=%s anchors=%d exact_only=%d seed=%llu",
+             "shards=%d bands=%d rows=%d threshold=%.6g keep=%s anchors=%d exact_only=%d seed=%llu signatures=%llu:%016llx",
              L.nshards, mp->bands, mp->rows, p->threshold,
              p->keep == G3_CURATE_KEEP_LONGEST ? "longest" : "first", p->anchors, p->exact_only,
-             (unsigned long long)mp->seed);
+             (unsigned long long)mp->seed, (unsigned long long)mh_bytes,
+             (unsigned long long)mh_time);
     snprintf(path, sizeof(path), "%s/duplicates.tsv", io->output_dir);
     snprintf(rep, sizeof(rep), "%s/report.json", io->output_dir);
     if (!io->force && g3_curate_report_ok(rep, "lsh", NULL, params, path)) {
