@@ -64,17 +64,14 @@ typedef struct {
 } g3_curate_tok_t;
 
 typedef struct {
-    uint64_t key;
-    uint32_t pos;
-} g3_curate_gram_t;
-
-typedef struct {
     const g3_curate_filter_params_t *p;
     g3_curate_tok_t  *tok;
     size_t            ntok, ctok;
-    g3_curate_gram_t *gram;
-    size_t            cgram;
-    unsigned char    *covered;
+    uint64_t         *gh;         /* (ntok,) hash of the n-gram at each word  */
+    size_t            cgh;
+    uint64_t         *tab_key;    /* (ctab,) n-gram counts: key 0 = empty      */
+    uint32_t         *tab_cnt;
+    size_t            ctab;
     uint64_t         *lines;      /* (nlines,) hashes of the non-blank lines */
     size_t            clines;
     g3_curate_words_t words;
@@ -82,13 +79,6 @@ typedef struct {
     char              ex[G3_R_COUNT][G3_CURATE_EXAMPLES][256];
     int               nex[G3_R_COUNT];
 } g3_curate_filter_t;
-
-static int g3_curate_gram_cmp(const void *a, const void *b)
-{
-    const g3_curate_gram_t *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
 
 static int g3_curate_u64cmp(const void *a, const void *b)
 {
@@ -151,56 +141,80 @@ static g3_status_t g3_curate_tokens(g3_curate_filter_t *f, const char *s, size_t
     return G3_OK;
 }
 
-/* Fraction of word characters in the most frequent n-gram (top) or in repeated n-grams. */
-static g3_status_t g3_curate_ngram_share(g3_curate_filter_t *f, int n, int top, double total,
-                                         double *share)
+/* The n-gram rules for n = 2..10 in one sweep: gh[i] holds the hash of the n-gram at i, made
+ * from the (n-1)-gram's; a table counts the n-grams (open addressing, cleared per n); the top
+ * n-gram's characters (n <= 4) or the characters covered by repeated n-grams (n >= 5) are
+ * compared with their thresholds.  OUT: fail[G3_R_TOP_NGRAM], fail[G3_R_DUP_NGRAM]. */
+static g3_status_t g3_curate_ngram_rules(g3_curate_filter_t *f, double total, int *fail)
 {
-    size_t m = f->ntok >= (size_t)n ? f->ntok - (size_t)n + 1 : 0;
-    *share = 0;
-    if (m < 2 || total <= 0)
+    const g3_curate_filter_params_t *p = f->p;
+    size_t nt = f->ntok;
+    if (nt < 3 || total <= 0)
         return G3_OK;
-    if (m > f->cgram) {
-        g3_curate_gram_t *q = realloc(f->gram, m * sizeof(*q));
-        unsigned char *c = q ? realloc(f->covered, f->ntok) : NULL;
-        if (q)
-            f->gram = q;
-        if (!q || !c)
+    size_t cap = 16;
+    while (cap < 2 * nt)
+        cap *= 2;
+    if (nt > f->cgh || cap > f->ctab) {
+        uint64_t *gh = realloc(f->gh, nt * sizeof(*gh));
+        if (gh)
+            f->gh = gh;
+        uint64_t *key = gh ? realloc(f->tab_key, cap * sizeof(*key)) : NULL;
+        if (key)
+            f->tab_key = key;
+        uint32_t *cnt = key ? realloc(f->tab_cnt, cap * sizeof(*cnt)) : NULL;
+        if (!gh || !key || !cnt)
             return G3_ERR_NO_MEMORY;
-        f->covered = c;
-        f->cgram = m;
+        f->tab_cnt = cnt;
+        f->cgh = nt;
+        f->ctab = cap;
     }
-    for (size_t i = 0; i < m; i++) {
-        uint64_t h = 0;
-        for (int k = 0; k < n; k++)
-            h = g3_curate_mix64(h ^ f->tok[i + (size_t)k].hash) + (uint64_t)k;
-        f->gram[i] = (g3_curate_gram_t){ h, (uint32_t)i };
-    }
-    qsort(f->gram, m, sizeof(*f->gram), g3_curate_gram_cmp);
-    if (!top)
-        memset(f->covered, 0, f->ntok);
-    double best = 0;
-    for (size_t i = 0; i < m;) {
-        size_t j = i;
-        while (j < m && f->gram[j].key == f->gram[i].key)
-            j++;
-        if (j - i >= 2) {
-            if (top) {
+    for (size_t i = 0; i < nt; i++)
+        f->gh[i] = f->tok[i].hash;
+    for (int n = 2; n <= 10 && (size_t)n <= nt; n++) {
+        size_t m = nt - (size_t)n + 1;
+        for (size_t i = 0; i < m; i++) {
+            uint64_t h = g3_curate_mix64(f->gh[i] ^ (f->tok[i + (size_t)n - 1].hash + (uint64_t)n));
+            f->gh[i] = h ? h : 1;
+        }
+        if (n <= 4 ? fail[G3_R_TOP_NGRAM] : fail[G3_R_DUP_NGRAM])
+            continue;
+        memset(f->tab_key, 0, cap * sizeof(uint64_t));
+        uint64_t mask = cap - 1;
+        double best = 0;
+        for (size_t i = 0; i < m; i++) {   /* count; for n <= 4 track the top n-gram */
+            uint64_t t = f->gh[i] & mask;
+            while (f->tab_key[t] && f->tab_key[t] != f->gh[i])
+                t = (t + 1) & mask;
+            if (!f->tab_key[t]) {
+                f->tab_key[t] = f->gh[i];
+                f->tab_cnt[t] = 0;
+            }
+            f->tab_cnt[t]++;
+            if (n <= 4 && f->tab_cnt[t] >= 2) {
                 double chars = 0;
                 for (int k = 0; k < n; k++)
-                    chars += f->tok[f->gram[i].pos + (uint32_t)k].chars;
-                if (chars * (double)(j - i) > best)
-                    best = chars * (double)(j - i);
-            } else {
-                for (size_t g = i; g < j; g++)
-                    memset(f->covered + f->gram[g].pos, 1, (size_t)n);
+                    chars += f->tok[i + (size_t)k].chars;
+                if (chars * f->tab_cnt[t] > best)
+                    best = chars * f->tab_cnt[t];
             }
         }
-        i = j;
+        if (n <= 4) {
+            fail[G3_R_TOP_NGRAM] = best / total > p->max_top_ngram[n - 2];
+            continue;
+        }
+        size_t covered_to = 0;   /* words before it are counted */
+        for (size_t i = 0; i < m; i++) {
+            uint64_t t = f->gh[i] & mask;
+            while (f->tab_key[t] != f->gh[i])
+                t = (t + 1) & mask;
+            if (f->tab_cnt[t] < 2)
+                continue;
+            for (size_t k = covered_to > i ? covered_to : i; k < i + (size_t)n; k++)
+                best += f->tok[k].chars;
+            covered_to = i + (size_t)n;
+        }
+        fail[G3_R_DUP_NGRAM] = best / total > p->max_dup_ngram[n - 5];
     }
-    if (!top)
-        for (size_t i = 0; i < f->ntok; i++)
-            best += f->covered[i] ? f->tok[i].chars : 0;
-    *share = best / total;
     return G3_OK;
 }
 
@@ -209,7 +223,7 @@ static g3_status_t g3_curate_rules(g3_curate_filter_t *f, const char *s, size_t 
                                    int fail[G3_R_COUNT])
 {
     const g3_curate_filter_params_t *p = f->p;
-    double chars = 0, symbols = 0, alpha = 0, share;
+    double chars = 0, symbols = 0, alpha = 0;
     size_t nlines = 0, bullets = 0, ellipses = 0, dup_lines = 0;
     double line_chars = 0, dup_chars = 0;
     g3_status_t st;
@@ -281,16 +295,8 @@ static g3_status_t g3_curate_rules(g3_curate_filter_t *f, const char *s, size_t 
         fail[G3_R_DUP_LINE_CHARS] = line_chars > 0
                                     && dup_chars / line_chars > p->max_dup_line_chars;
     }
-    for (int k = 2; k <= 4 && !fail[G3_R_TOP_NGRAM]; k++) {
-        if ((st = g3_curate_ngram_share(f, k, 1, chars, &share)) != G3_OK)
-            return st;
-        fail[G3_R_TOP_NGRAM] = share > p->max_top_ngram[k - 2];
-    }
-    for (int k = 5; k <= 10 && !fail[G3_R_DUP_NGRAM]; k++) {
-        if ((st = g3_curate_ngram_share(f, k, 0, chars, &share)) != G3_OK)
-            return st;
-        fail[G3_R_DUP_NGRAM] = share > p->max_dup_ngram[k - 5];
-    }
+    if ((st = g3_curate_ngram_rules(f, chars, fail)) != G3_OK)
+        return st;
     /* Stop words among the lower-cased letter words. */
     static const char *const stop[] = { "the", "be", "to", "of", "and", "that", "have", "with" };
     unsigned seen = 0;
@@ -397,8 +403,9 @@ g3_status_t g3_curate_filter(const g3_curate_io_t *io, const g3_curate_filter_pa
              p->min_alpha_words);
     st = g3_curate_each_shard(io, "filter", params, "jsonl", g3_curate_filter_shard, f, c);
     free(f->tok);
-    free(f->gram);
-    free(f->covered);
+    free(f->gh);
+    free(f->tab_key);
+    free(f->tab_cnt);
     free(f->lines);
     g3_curate_words_free(&f->words);
     free(f);
