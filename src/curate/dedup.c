@@ -11,30 +11,31 @@
 #define G3_CURATE_EXAMPLES 5
 
 typedef struct {
-    char     *tsv;          /* duplicates.tsv, read whole                         */
-    size_t    tsv_len;
-    const char *tsv_path;
-} g3_curate_dedup_t;
-
-typedef struct {
     uint64_t line;
+    int      shard;
     int      fuzzy;
 } g3_curate_drop_t;
+
+typedef struct {
+    g3_curate_drop_t *drop;       /* (ndrop,) every removed document, by (shard, line) */
+    size_t            ndrop;
+    const char       *tsv_path;
+} g3_curate_dedup_t;
 
 static int g3_curate_drop_cmp(const void *a, const void *b)
 {
     const g3_curate_drop_t *x = a, *y = b;
+    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
     return x->line < y->line ? -1 : x->line > y->line;
 }
 
-/* The lines of shard `index` in the duplicate list, sorted.  RET: G3_OK, FORMAT, NO_MEMORY. */
-static g3_status_t g3_curate_drops(const g3_curate_dedup_t *d, int index, g3_curate_drop_t **out,
-                                   size_t *nout)
+/* Parse duplicates.tsv (read whole: tsv, len) once into d->drop, sorted by shard and line.
+ * RET: G3_OK, FORMAT (logged), NO_MEMORY. */
+static g3_status_t g3_curate_drops_parse(g3_curate_dedup_t *d, const char *tsv, size_t len)
 {
-    g3_curate_drop_t *v = NULL;
-    size_t n = 0, cap = 0;
+    size_t cap = 0;
     uint64_t lineno = 0;
-    const char *p = d->tsv, *end = d->tsv + d->tsv_len;
+    const char *p = tsv, *end = tsv + len;
 
     while (p < end) {
         const char *e = memchr(p, '\n', (size_t)(end - p));
@@ -49,31 +50,41 @@ static g3_status_t g3_curate_drops(const g3_curate_dedup_t *d, int index, g3_cur
                 || (strcmp(kind, "exact") && strcmp(kind, "fuzzy"))) {
                 g3_error("gpt3d curate dedup: %s line %llu: not 'SHARD LINE exact|fuzzy KEPT_SHARD KEPT_LINE' (rerun the lsh stage)",
                          d->tsv_path, (unsigned long long)lineno);
-                free(v);
                 return G3_ERR_FORMAT;
             }
-            if (shard == index) {
-                if (n == cap) {
-                    cap = cap ? 2 * cap : 1024;
-                    g3_curate_drop_t *q = realloc(v, cap * sizeof(*q));
-                    if (!q) {
-                        free(v);
-                        return G3_ERR_NO_MEMORY;
-                    }
-                    v = q;
-                }
-                v[n].line = line;
-                v[n].fuzzy = kind[0] == 'f';
-                n++;
+            if (d->ndrop == cap) {
+                cap = cap ? 2 * cap : 1024;
+                g3_curate_drop_t *q = realloc(d->drop, cap * sizeof(*q));
+                if (!q)
+                    return G3_ERR_NO_MEMORY;
+                d->drop = q;
             }
+            d->drop[d->ndrop++] = (g3_curate_drop_t){ line, shard, kind[0] == 'f' };
         }
         p = e + 1;
     }
-    if (n > 1)
-        qsort(v, n, sizeof(*v), g3_curate_drop_cmp);
-    *out = v;
-    *nout = n;
+    if (d->ndrop > 1)
+        qsort(d->drop, d->ndrop, sizeof(*d->drop), g3_curate_drop_cmp);
     return G3_OK;
+}
+
+/* The drops of shard `index`: d->drop[*lo .. *hi). */
+static void g3_curate_drops_of(const g3_curate_dedup_t *d, int index, size_t *lo, size_t *hi)
+{
+    size_t a = 0, b = d->ndrop;
+    while (a < b) {   /* first entry with shard >= index */
+        size_t m = a + (b - a) / 2;
+        if (d->drop[m].shard < index) a = m + 1;
+        else b = m;
+    }
+    *lo = a;
+    b = d->ndrop;
+    while (a < b) {   /* first entry with shard > index */
+        size_t m = a + (b - a) / 2;
+        if (d->drop[m].shard <= index) a = m + 1;
+        else b = m;
+    }
+    *hi = a;
 }
 
 static g3_status_t g3_curate_dedup_shard(void *ctx, const g3_curate_shard_t *sh,
@@ -81,21 +92,21 @@ static g3_status_t g3_curate_dedup_shard(void *ctx, const g3_curate_shard_t *sh,
                                          uint64_t *docs_in, uint64_t *docs_out)
 {
     g3_curate_dedup_t *d = ctx;
-    g3_curate_drop_t *drops = NULL;
     g3_curate_doc_t doc = { 0 };
-    size_t nd = 0, k = 0;
+    size_t k, hi, nd;
     uint64_t exact = 0, fuzzy = 0;
     char ex[G3_CURATE_EXAMPLES][256];
     int nex = 0;
     g3_status_t st;
 
-    if ((st = g3_curate_drops(d, sh->index, &drops, &nd)) != G3_OK)
-        return st;
+    g3_curate_drops_of(d, sh->index, &k, &hi);
+    nd = hi - k;
+    const g3_curate_drop_t *drops = d->drop;
     while ((st = g3_curate_reader_next(in, sh->text_key, &doc)) == G3_OK) {
         (*docs_in)++;
-        while (k < nd && drops[k].line < doc.line)
+        while (k < hi && drops[k].line < doc.line)
             k++;
-        if (k < nd && drops[k].line == doc.line) {
+        if (k < hi && drops[k].line == doc.line) {
             if (drops[k].fuzzy) fuzzy++;
             else exact++;
             if (nex < G3_CURATE_EXAMPLES)
@@ -107,7 +118,6 @@ static g3_status_t g3_curate_dedup_shard(void *ctx, const g3_curate_shard_t *sh,
         (*docs_out)++;
     }
     g3_buf_free(&doc.text);
-    free(drops);
     if (st != G3_ERR_NOT_FOUND)
         return st;
     if (exact + fuzzy != nd) {
@@ -126,6 +136,8 @@ g3_status_t g3_curate_dedup(const g3_curate_io_t *io, const char *lsh_dir,
 {
     g3_curate_dedup_t d;
     char path[4096], params[4300];
+    char *tsv = NULL;
+    size_t tsv_len = 0;
     struct stat sb;
     g3_status_t st;
 
@@ -133,19 +145,26 @@ g3_status_t g3_curate_dedup(const g3_curate_io_t *io, const char *lsh_dir,
     memset(&d, 0, sizeof(d));
     snprintf(path, sizeof(path), "%s/duplicates.tsv", lsh_dir);
     d.tsv_path = path;
-    if ((st = g3_read_file(path, "duplicate list (run the lsh stage first)", &d.tsv, &d.tsv_len)) != G3_OK)
+    if ((st = g3_read_file(path, "duplicate list (run the lsh stage first)", &tsv, &tsv_len)) != G3_OK)
         return st;
-    if (d.tsv_len < 27 || memcmp(d.tsv, "# gpt3d-curate-duplicates ", 26) != 0
-        || d.tsv[26] != '1') {
+    if (tsv_len < 27 || memcmp(tsv, "# gpt3d-curate-duplicates ", 26) != 0 || tsv[26] != '1') {
         g3_error("gpt3d curate dedup: '%s' is not a gpt3d duplicate list of version 1 (rerun the lsh stage)",
                  path);
-        free(d.tsv);
+        free(tsv);
         return G3_ERR_FORMAT;
+    }
+    st = g3_curate_drops_parse(&d, tsv, tsv_len);
+    free(tsv);
+    if (st != G3_OK) {
+        if (st == G3_ERR_NO_MEMORY)
+            g3_error("gpt3d curate dedup: out of memory reading '%s'", path);
+        free(d.drop);
+        return st;
     }
     stat(path, &sb);
     snprintf(params, sizeof(params), "key=%s duplicates=%s bytes=%lld mtime=%lld", io->text_key,
              path, (long long)sb.st_size, (long long)sb.st_mtime);
     st = g3_curate_each_shard(io, "dedup", params, "jsonl", g3_curate_dedup_shard, &d, c);
-    free(d.tsv);
+    free(d.drop);
     return st;
 }
