@@ -59,7 +59,7 @@ G3_ASAN_TESTS = tests/core/test_opt tests/core/test_status \
 	tests/data/test_data_checks.sh tests/data/test_tokenizer_identity.sh \
 	tests/train/test_train_cli.sh tests/cli/test_cli.sh \
 	tests/ckpt/test_ckpt_roundtrip tests/ckpt/test_ckpt_corrupt tests/ckpt/test_ckpt_cli.sh \
-	tests/ckpt/test_ckpt_integrity.sh
+	tests/ckpt/test_ckpt_integrity.sh tests/curate/test_curate_errors.sh
 G3_ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 check-asan: $(check_DATA)
 	@mkdir -p asan
