@@ -8,7 +8,8 @@ From the Unicode Character Database files of Debian's unicode-data package:
 Emitted: combining classes as ranges, the full (recursive) canonical decomposition of every
 code point that has one (Hangul syllables excepted: those are algorithmic), the primary
 composites (pair -> composite; excluded, singleton and non-starter decompositions left out, as
-UAX #15 defines Full_Composition_Exclusion) and the simple lowercase mappings.
+UAX #15 defines Full_Composition_Exclusion), the simple lowercase mappings and the ranges of
+the combining marks (General_Category Mn, Mc, Me: they continue a word).
 
 Usage: python3 scripts/curate-gen-nfc.py [UCD_DIR] > src/curate/nfc_tables.c
        (UCD_DIR defaults to /usr/share/unicode; apt-get install unicode-data)
@@ -20,10 +21,13 @@ ucd = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/unicode"
 ccc = {}
 decomp = {}
 lower = {}
+marks = []
 with open(os.path.join(ucd, "UnicodeData.txt"), encoding="utf-8") as f:
     for line in f:
         fld = line.rstrip("\n").split(";")
         cp = int(fld[0], 16)
+        if fld[2] in ("Mn", "Mc", "Me"):
+            marks.append(cp)
         if int(fld[3]):
             ccc[cp] = int(fld[3])
         if fld[5] and not fld[5].startswith("<"):
@@ -93,6 +97,16 @@ w("const g3_curate_comp_t g3_curate_comp[] = {\n")
 for i in range(0, len(comp), 3):
     w("    " + " ".join("{ %s, %s, %s }," % (hx(a), hx(b), hx(c)) for a, b, c in comp[i:i + 3]) + "\n")
 w("};\nconst unsigned g3_curate_comp_count = %d;\n\n" % len(comp))
+mranges = []
+for cp in marks:
+    if mranges and mranges[-1][1] == cp - 1:
+        mranges[-1][1] = cp
+    else:
+        mranges.append([cp, cp])
+w("const g3_curate_range_t g3_curate_mark[] = {\n")
+for i in range(0, len(mranges), 4):
+    w("    " + " ".join("{ %s, %s }," % (hx(a), hx(b)) for a, b in mranges[i:i + 4]) + "\n")
+w("};\nconst unsigned g3_curate_mark_count = %d;\n\n" % len(mranges))
 low = sorted(lower.items())
 w("const g3_curate_map_t g3_curate_lower[] = {\n")
 for i in range(0, len(low), 4):

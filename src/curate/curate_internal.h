@@ -11,8 +11,10 @@
 
 /* ---- text (norm.c) ------------------------------------------------------ */
 
-/* One word: a maximal run of letters and numbers (Unicode L and N), punctuation and the rest
- * dropped; its hash is of its lower-cased UTF-8.  start, end: byte offsets in the text. */
+/* One word: a maximal run of letters and numbers (Unicode L and N) and the combining marks
+ * (M) that follow them, punctuation and the rest dropped; its hash is of the lower-cased UTF-8
+ * of its NFC form (composed and decomposed spellings are one word).  start, end: byte offsets
+ * in the text. */
 typedef struct {
     uint64_t hash;
     uint32_t start, end;

@@ -27,6 +27,10 @@ typedef struct {
     uint32_t cp, to;    /* a simple (one to one) case mapping                   */
 } g3_curate_map_t;
 
+typedef struct {
+    uint32_t lo, hi;    /* inclusive code point range                           */
+} g3_curate_range_t;
+
 extern const char g3_curate_ucd_version[];
 extern const g3_curate_ccc_t g3_curate_ccc[];
 extern const unsigned g3_curate_ccc_count;
@@ -37,5 +41,7 @@ extern const g3_curate_comp_t g3_curate_comp[];
 extern const unsigned g3_curate_comp_count;
 extern const g3_curate_map_t g3_curate_lower[];
 extern const unsigned g3_curate_lower_count;
+extern const g3_curate_range_t g3_curate_mark[];      /* combining marks (M*) */
+extern const unsigned g3_curate_mark_count;
 
 #endif

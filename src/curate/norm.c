@@ -310,56 +310,106 @@ static g3_status_t g3_curate_words_push(g3_curate_words_t *ws, uint64_t h, size_
 #define G3_FNV_OFFSET 0xcbf29ce484222325ULL
 #define G3_FNV_PRIME 0x100000001b3ULL
 
+static int g3_curate_is_mark(uint32_t cp)
+{
+    unsigned lo = 0, hi = g3_curate_mark_count;
+    if (cp < 0x300)
+        return 0;
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        if (cp < g3_curate_mark[mid].lo) hi = mid;
+        else if (cp > g3_curate_mark[mid].hi) lo = mid + 1;
+        else return 1;
+    }
+    return 0;
+}
+
+/* The hash of a word with non-ASCII code points, s[a..e): of the UTF-8 of its NFC form,
+ * lower-cased, so that composed and decomposed spellings are one word.
+ * RET: G3_OK or G3_ERR_NO_MEMORY. */
+static g3_status_t g3_curate_word_hash_wide(const char *s, size_t a, size_t e, uint64_t *h_p)
+{
+    uint32_t *cps = malloc((e - a + 1) * sizeof(uint32_t));
+    size_t m = 0, i = a;
+    uint64_t h = G3_FNV_OFFSET;
+    if (!cps)
+        return G3_ERR_NO_MEMORY;
+    while (i < e)
+        cps[m++] = g3_curate_utf8_next(s, &i);
+    if (g3_curate_nfc(&cps, &m) != G3_OK) {
+        free(cps);
+        return G3_ERR_NO_MEMORY;
+    }
+    for (size_t k = 0; k < m; k++) {
+        uint32_t cp = g3_curate_lower_cp(cps[k]);
+        unsigned char u[4];
+        size_t len;
+        if (cp < 0x80) { u[0] = (unsigned char)cp; len = 1; }
+        else if (cp < 0x800) { u[0] = (unsigned char)(0xC0 | (cp >> 6)); len = 2; }
+        else if (cp < 0x10000) { u[0] = (unsigned char)(0xE0 | (cp >> 12)); len = 3; }
+        else { u[0] = (unsigned char)(0xF0 | (cp >> 18)); len = 4; }
+        for (size_t j = 1; j < len; j++)
+            u[j] = (unsigned char)(0x80 | ((cp >> (6 * (len - 1 - j))) & 0x3F));
+        for (size_t j = 0; j < len; j++)
+            h = (h ^ u[j]) * G3_FNV_PRIME;
+    }
+    free(cps);
+    *h_p = h;
+    return G3_OK;
+}
+
 g3_status_t g3_curate_words(const char *s, size_t n, g3_curate_words_t *ws)
 {
     size_t i = 0, start = 0;
     uint64_t h = G3_FNV_OFFSET;
-    int in = 0;
+    int in = 0, wide = 0;   /* in a word; the word has a non-ASCII code point */
 
     ws->n = 0;
-    while (i < n) {
-        unsigned char c = (unsigned char)s[i];
+    for (;;) {
         size_t at = i;
-        int word;
-        uint32_t cp;
-        if (c < 0x80) {
-            i++;
-            cp = c >= 'A' && c <= 'Z' ? c + 32u : c;
-            word = (cp >= 'a' && cp <= 'z') || (cp >= '0' && cp <= '9');
-        } else {
-            cp = g3_curate_utf8_next(s, &i);
-            g3_ucs_class_t k = g3_ucs_class(cp);
-            word = k == G3_UCS_LETTER || k == G3_UCS_NUMBER;
-            cp = g3_curate_lower_cp(cp);
+        int word = 0;
+        if (i < n) {
+            unsigned char c = (unsigned char)s[i];
+            if (c < 0x80) {
+                i++;
+                uint32_t lc = c >= 'A' && c <= 'Z' ? c + 32u : c;
+                word = (lc >= 'a' && lc <= 'z') || (lc >= '0' && lc <= '9');
+                if (word) {
+                    if (!in) {
+                        in = 1;
+                        wide = 0;
+                        start = at;
+                        h = G3_FNV_OFFSET;
+                    }
+                    h = (h ^ lc) * G3_FNV_PRIME;
+                    continue;
+                }
+            } else {
+                uint32_t cp = g3_curate_utf8_next(s, &i);
+                g3_ucs_class_t k = g3_ucs_class(cp);
+                /* A combining mark continues a word (it is part of its letter). */
+                word = k == G3_UCS_LETTER || k == G3_UCS_NUMBER || (in && g3_curate_is_mark(cp));
+                if (word) {
+                    if (!in) {
+                        in = 1;
+                        start = at;
+                    }
+                    wide = 1;
+                    continue;
+                }
+            }
         }
-        if (!word) {
-            if (in && g3_curate_words_push(ws, h, start, at) != G3_OK)
+        /* Not a word character, or the end: the word so far is complete. */
+        if (in) {
+            if (wide && g3_curate_word_hash_wide(s, start, at, &h) != G3_OK)
+                return G3_ERR_NO_MEMORY;
+            if (g3_curate_words_push(ws, h, start, at) != G3_OK)
                 return G3_ERR_NO_MEMORY;
             in = 0;
-            continue;
         }
-        if (!in) {
-            in = 1;
-            start = at;
-            h = G3_FNV_OFFSET;
-        }
-        if (cp < 0x80) {
-            h = (h ^ cp) * G3_FNV_PRIME;
-        } else {
-            /* Hash the lower-cased code point's UTF-8 bytes, as a byte string would be. */
-            unsigned char u[4];
-            size_t len;
-            if (cp < 0x800) { u[0] = (unsigned char)(0xC0 | (cp >> 6)); len = 2; }
-            else if (cp < 0x10000) { u[0] = (unsigned char)(0xE0 | (cp >> 12)); len = 3; }
-            else { u[0] = (unsigned char)(0xF0 | (cp >> 18)); len = 4; }
-            for (size_t k = 1; k < len; k++)
-                u[k] = (unsigned char)(0x80 | ((cp >> (6 * (len - 1 - k))) & 0x3F));
-            for (size_t k = 0; k < len; k++)
-                h = (h ^ u[k]) * G3_FNV_PRIME;
-        }
+        if (i >= n)
+            break;
     }
-    if (in && g3_curate_words_push(ws, h, start, n) != G3_OK)
-        return G3_ERR_NO_MEMORY;
     return G3_OK;
 }
 

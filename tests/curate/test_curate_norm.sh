@@ -46,4 +46,25 @@ for lower in 0 1; do
 0	3	exact	0	1"
     is "$(grep -v '^#' "$TMPD/lsh$lower/duplicates.tsv")" "$want" "exact duplicates ${flag:-without --lower}: the NFD copy${flag:+ and the upper-case copy}, the first kept"
 done
+
+# Words are taken in NFC: a task passage with accents is found in a document that spells it
+# decomposed (NFD) and in capitals.
+"$PY" - "$TMPD" <<'PYEOF'
+import json, sys, unicodedata
+item = "Le caf\u00e9 cr\u00e8me br\u00fbl\u00e9e \u00e9tait tr\u00e8s appr\u00e9ci\u00e9 \u00e0 Gen\u00e8ve o\u00f9 les \u00e9l\u00e8ves \u00e9tudiaient la th\u00e9orie des f\u00eates"
+d = sys.argv[1]
+with open(d + "/tasks.jsonl", "w") as f:
+    f.write(json.dumps({"text": item}) + "\n")
+pad = " ".join(["the river and the field of stone"] * 40)
+with open(d + "/d.jsonl", "w") as f:
+    f.write(json.dumps({"text": pad + " " + unicodedata.normalize("NFD", item.upper()) + " " + pad}) + "\n")
+    f.write(json.dumps({"text": pad + " nothing here " + pad}) + "\n")
+PYEOF
+echo "$TMPD/d.jsonl" > "$TMPD/dl"
+run "$GPT3D" curate contam-count --shard-list "$TMPD/dl" --output-dir "$TMPD/cnt" --task-files "$TMPD/tasks.jsonl"
+is "$rc" 0 "contam-count on an NFD document"
+run "$GPT3D" curate decontaminate --shard-list "$TMPD/dl" --output-dir "$TMPD/dec" --task-files "$TMPD/tasks.jsonl" --counts-dir "$TMPD/cnt"
+is "$rc" 0 "decontaminate on an NFD document"
+like "$(cat "$TMPD/dec/shard-00000.report.json")" '"item": "[^"]*tasks.jsonl:1", "docs": 1, "example": "[^"]*d.jsonl:1"' \
+    "the accented passage is found in its decomposed, upper-cased spelling"
 done_testing
