@@ -221,6 +221,17 @@ static g3_status_t g3_curate_nfc(uint32_t **cps_p, size_t *n_p)
     return G3_OK;
 }
 
+/* RET: 1 when s[0..n) may change under NFC: it has a code point from U+0300 up (a UTF-8
+ * lead byte 0xCC or more).  Below U+0300 every code point is its own NFC and composes with
+ * nothing before it (the combining marks, singletons and exclusions all lie above). */
+static int g3_curate_may_change(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] >= 0xCC)
+            return 1;
+    return 0;
+}
+
 g3_status_t g3_curate_normalize(const char *s, size_t n, int lower, char **out_p,
                                 size_t *out_len_p)
 {
@@ -261,7 +272,7 @@ g3_status_t g3_curate_normalize(const char *s, size_t n, int lower, char **out_p
     }
     while (i < n)
         cps[m++] = g3_curate_utf8_next(s, &i);
-    if (g3_curate_nfc(&cps, &m) != G3_OK) {
+    if (g3_curate_may_change(s, n) && g3_curate_nfc(&cps, &m) != G3_OK) {
         free(cps);
         g3_buf_free(&b);
         return G3_ERR_NO_MEMORY;
@@ -329,14 +340,17 @@ static int g3_curate_is_mark(uint32_t cp)
  * RET: G3_OK or G3_ERR_NO_MEMORY. */
 static g3_status_t g3_curate_word_hash_wide(const char *s, size_t a, size_t e, uint64_t *h_p)
 {
-    uint32_t *cps = malloc((e - a + 1) * sizeof(uint32_t));
+    uint32_t stack[64], *cps = stack;
     size_t m = 0, i = a;
     uint64_t h = G3_FNV_OFFSET;
-    if (!cps)
-        return G3_ERR_NO_MEMORY;
+    int nfc = g3_curate_may_change(s + a, e - a);
+    if (nfc || e - a > 64) {   /* bytes bound the code points */
+        if (!(cps = malloc((e - a + 1) * sizeof(uint32_t))))
+            return G3_ERR_NO_MEMORY;
+    }
     while (i < e)
         cps[m++] = g3_curate_utf8_next(s, &i);
-    if (g3_curate_nfc(&cps, &m) != G3_OK) {
+    if (nfc && g3_curate_nfc(&cps, &m) != G3_OK) {
         free(cps);
         return G3_ERR_NO_MEMORY;
     }
@@ -353,7 +367,8 @@ static g3_status_t g3_curate_word_hash_wide(const char *s, size_t a, size_t e, u
         for (size_t j = 0; j < len; j++)
             h = (h ^ u[j]) * G3_FNV_PRIME;
     }
-    free(cps);
+    if (cps != stack)
+        free(cps);
     *h_p = h;
     return G3_OK;
 }
