@@ -4,8 +4,8 @@
 bin_SCRIPTS += sbatch/gpt3d-submit
 sbatchdir = $(pkgdatadir)/sbatch
 dist_sbatch_DATA = sbatch/gpt3d-train.sbatch
-dist_sbatch_SCRIPTS = sbatch/gpt3d-healthcheck
-dist_doc_DATA += docs/slurm.md
+dist_sbatch_SCRIPTS = sbatch/gpt3d-healthcheck sbatch/gpt3d-curate.sbatch
+dist_doc_DATA += docs/slurm.md docs/curation.md
 EXTRA_DIST += sbatch/gpt3d-submit.in
 CLEANFILES += sbatch/gpt3d-submit
 

@@ -23,6 +23,7 @@ static const g3_command_t g3_commands[] = {
     { "generate",   "Generate text from a checkpoint.",                               g3_cmd_generate },
     { "tokenize",   "Encode stdin to GPT-2 BPE ids, or decode ids back to text.",     g3_cmd_tokenize },
     { "preprocess", "Write a Megatron indexed dataset (.bin/.idx) from text or JSON lines.", g3_cmd_preprocess },
+    { "curate",     "Deduplicate, decontaminate and filter JSON-lines shards (job-array stages).", g3_cmd_curate },
     { "corpus",     "Build the built-in King James Bible corpus and GPT-2 vocabulary.", g3_cmd_corpus },
     { "topo",       "Print the rank-to-node mapping for a job or a described cluster.", g3_cmd_topo },
     { "plan",       "Check a parallel layout against a model and print memory per rank.", g3_cmd_plan },

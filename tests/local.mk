@@ -27,6 +27,7 @@ G3_SH_TESTS =
 include tests/core/local.mk
 include tests/cli/local.mk
 include tests/data/local.mk
+include tests/curate/local.mk
 include tests/model/local.mk
 include tests/train/local.mk
 include tests/infer/local.mk
@@ -59,7 +60,7 @@ G3_ASAN_TESTS = tests/core/test_opt tests/core/test_status \
 	tests/train/test_train_cli.sh tests/cli/test_cli.sh \
 	tests/ckpt/test_ckpt_roundtrip tests/ckpt/test_ckpt_corrupt tests/ckpt/test_ckpt_cli.sh \
 	tests/ckpt/test_ckpt_integrity.sh tests/ckpt/test_ckpt_hostile.sh tests/cli/test_bounds.sh \
-	tests/slurm/test_submit_checks.sh
+	tests/slurm/test_submit_checks.sh tests/curate/test_curate_errors.sh
 G3_ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 check-asan: $(check_DATA)
 	@mkdir -p asan

@@ -16,4 +16,4 @@ src_gpt3d_SOURCES = \
 	src/cli/cmd_eval.c \
 	src/cli/cmd_generate.c \
 	src/cli/cmd_plan.c \
-	src/cli/cmd_plot.c
+	src/cli/cmd_plot.c src/cli/cmd_curate.c
