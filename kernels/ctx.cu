@@ -20,6 +20,11 @@ int g3cuda_fail(g3cuda_ctx_t *ctx, int err, const char *fmt, ...)
     return err;
 }
 
+extern "C" int g3cuda_ctx_fail(g3cuda_ctx_t *ctx, int err, const char *msg)
+{
+    return g3cuda_fail(ctx, err, "%s", msg);
+}
+
 int g3cuda_check_launch(g3cuda_ctx_t *ctx, const char *op)
 {
     cudaError_t e = cudaGetLastError();

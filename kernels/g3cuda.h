@@ -39,7 +39,8 @@ typedef enum {
     G3CUDA_ERR_ARG,      /* an argument the op cannot take (shape, alignment, NULL)  */
     G3CUDA_ERR_CUDA,     /* a CUDA runtime call or a kernel failed                  */
     G3CUDA_ERR_CUBLAS,   /* a cuBLASLt call failed, or no algorithm fits             */
-    G3CUDA_ERR_NOMEM     /* device memory could not be had                          */
+    G3CUDA_ERR_NOMEM,    /* device memory could not be had                          */
+    G3CUDA_ERR_CUDNN     /* a cuDNN call failed (src/backend/cudnn_att.c records it) */
 } g3cuda_err_t;
 
 typedef struct g3cuda_ctx g3cuda_ctx_t;
@@ -66,6 +67,9 @@ const char *g3cuda_ctx_device_name(const g3cuda_ctx_t *ctx);
 int g3cuda_ctx_sync(g3cuda_ctx_t *ctx, char *why, size_t why_len);
 /* RET: the pending error's text ("" when none) without waiting or clearing. */
 const char *g3cuda_ctx_error(const g3cuda_ctx_t *ctx);
+/* Record err with msg as the context's error (the first one wins, as for the kernels' own), for
+ * work queued on the stream by a library outside kernels/ (cuDNN).  RET: err. */
+int g3cuda_ctx_fail(g3cuda_ctx_t *ctx, int err, const char *msg);
 
 /* Device memory.  g3cuda_malloc logs nothing: it records "what" with cudaMalloc's cause. */
 int g3cuda_malloc(g3cuda_ctx_t *ctx, size_t bytes, const char *what, void **ptr_p);

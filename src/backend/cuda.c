@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/cudnn_att.h"
 #include "core/log.h"
 #include "g3cuda.h"
 
@@ -27,6 +28,8 @@ typedef struct {
     double       *sumsq;   /* (1,) device: sumsq's accumulator */
     g3_backend_ops_t ops;  /* the table: the plain ops and (unless GPT3D_FUSED_OPS=0) the
                             * fused ones */
+    g3_cudnn_t   *cudnn;   /* cuDNN's fused attention (cudnn_att.h), NULL: native kernels */
+    int           deterministic;   /* bitwise-repeatable attention backward asked for       */
 } g3_cuda_t;
 
 static g3cuda_ctx_t *g3_cuda_ctx_of(g3_backend_t *be)
@@ -228,7 +231,8 @@ static void g3_cuda_matmul_dgelu_bwd(g3_backend_t *be, void *dpre, float *dw, fl
     g3_cuda_linear_bwd(be, dpre, pre, dw, dbias, dout, inp, w, N, IC, OC);
 }
 
-/* ---- attention: flash style, the state is the (B,NH,T) fp32 log-sum-exp ------------------- */
+/* ---- attention: cuDNN's fused engines or the native flash kernels; either way the state is
+ * the (B,NH,T) fp32 log-sum-exp (cuDNN's softmax statistics are the same numbers) ---------- */
 
 static size_t g3_cuda_attention_state_bytes(g3_backend_t *be, int B, int T, int NH, int HS)
 {
@@ -237,28 +241,95 @@ static size_t g3_cuda_attention_state_bytes(g3_backend_t *be, int B, int T, int 
     return (size_t)B * NH * T * sizeof(float);
 }
 
+/* The native backward recomputes the probabilities tile by tile and needs no scratch; cuDNN's
+ * keeps its fp32 dQ accumulator and softmax sum there (cudnn_att.h). */
 static size_t g3_cuda_attention_scratch_bytes(g3_backend_t *be, int B, int T, int NH, int HS)
 {
-    (void)be;
-    (void)B;
-    (void)T;
-    (void)NH;
-    (void)HS;
-    return 0;   /* the backward recomputes the probabilities tile by tile */
+    g3_cuda_t *cu = be->priv;
+
+    return cu->cudnn ? g3_cudnn_att_scratch_bytes(B, T, NH, HS, cu->deterministic) : 0;
+}
+
+/* RET: 1 when this shape runs on cuDNN (decided, logged and planned at its first call). */
+static int g3_cuda_att_on_cudnn(g3_cuda_t *cu, int B, int T, int NH, int HS)
+{
+#ifdef HAVE_CUDNN
+    return cu->cudnn != NULL && g3_cudnn_att_use(cu->cudnn, B, T, NH, HS);
+#else
+    (void)cu, (void)B, (void)T, (void)NH, (void)HS;
+    return 0;
+#endif
 }
 
 static void g3_cuda_attention_fwd(g3_backend_t *be, void *out, void *state, const void *qkv,
                                   int B, int T, int NH, int HS)
 {
-    g3cuda_attention_fwd(g3_cuda_ctx_of(be), out, state, qkv, B, T, NH, HS);
+    g3_cuda_t *cu = be->priv;
+
+    if (g3_cuda_att_on_cudnn(cu, B, T, NH, HS)) {
+#ifdef HAVE_CUDNN
+        g3_cudnn_att_fwd(cu->cudnn, out, state, qkv, B, T, NH, HS);
+#endif
+        return;
+    }
+    g3cuda_attention_fwd(cu->ctx, out, state, qkv, B, T, NH, HS);
 }
 
 static void g3_cuda_attention_bwd(g3_backend_t *be, void *dqkv, void *scratch, const void *dout,
                                   const void *out, const void *qkv, const void *state, int B,
                                   int T, int NH, int HS)
 {
-    (void)scratch;
-    g3cuda_attention_bwd(g3_cuda_ctx_of(be), dqkv, dout, out, qkv, state, B, T, NH, HS);
+    g3_cuda_t *cu = be->priv;
+
+    if (g3_cuda_att_on_cudnn(cu, B, T, NH, HS)) {
+#ifdef HAVE_CUDNN
+        g3_cudnn_att_bwd(cu->cudnn, dqkv, scratch, dout, out, qkv, state, B, T, NH, HS);
+#endif
+        return;
+    }
+    g3cuda_attention_bwd(cu->ctx, dqkv, dout, out, qkv, state, B, T, NH, HS);
+}
+
+/* Open the attention path: want (auto, native, cudnn) and deterministic are the user's
+ * choice.  cuDNN that cannot be opened is an error under cudnn and the native kernels, said
+ * once, under auto; which path each shape takes is decided at its first call.
+ * RET: G3_OK, or G3_ERR_UNSUPPORTED / G3_ERR_DEVICE (logged). */
+static g3_status_t g3_cuda_att_setup(g3_backend_t *be, g3_cudnn_want_t want, int deterministic)
+{
+    g3_cuda_t *cu = be->priv;
+    char why[768];
+    int use = 0;
+    g3_status_t st;
+
+    cu->deterministic = deterministic;
+#ifdef HAVE_CUDNN
+    st = g3_cudnn_open(cu->ctx, want, deterministic, &cu->cudnn, why, sizeof(why));
+    if (st == G3_OK && cu->cudnn != NULL)
+        return G3_OK;   /* each shape's path is logged at its first call */
+    st = g3_cudnn_att_choose(want, 1, st == G3_OK ? NULL : why, &use, why, sizeof(why));
+#else
+    st = g3_cudnn_att_choose(want, 0, NULL, &use, why, sizeof(why));
+#endif
+    if (st != G3_OK)
+        g3_error("%s", why);
+    else
+        g3_info("attention: %s", why);
+    return st;
+}
+
+/* Until the trainer's --attention-backend / --deterministic reach the backend's options:
+ * GPT3D_ATTENTION_BACKEND=auto|native|cudnn (default auto), GPT3D_DETERMINISTIC=1. */
+static g3_cudnn_want_t g3_cuda_att_env(int *deterministic_p)
+{
+    const char *v = getenv("GPT3D_ATTENTION_BACKEND"), *d = getenv("GPT3D_DETERMINISTIC");
+    int want = v && *v ? g3_cudnn_want_parse(v) : G3_CUDNN_WANT_AUTO;
+
+    if (want < 0) {
+        g3_warn("GPT3D_ATTENTION_BACKEND='%s' is none of auto, native, cudnn; using auto", v);
+        want = G3_CUDNN_WANT_AUTO;
+    }
+    *deterministic_p = d != NULL && strcmp(d, "1") == 0;
+    return (g3_cudnn_want_t)want;
 }
 
 /* ---- elementwise ----------------------------------------------------------------------------- */
@@ -448,6 +519,9 @@ static void g3_cuda_close(g3_backend_t *be)
     g3_cuda_t *cu = be->priv;
     if (cu->sumsq)
         g3cuda_free(cu->ctx, cu->sumsq);
+#ifdef HAVE_CUDNN
+    g3_cudnn_close(cu->cudnn);
+#endif
     g3cuda_ctx_destroy(cu->ctx);
     free(cu);
     free(be);
@@ -611,6 +685,15 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
         free(cu);
         free(be);
         return G3_ERR_NO_MEMORY;
+    }
+    {
+        int det = 0;
+        g3_cudnn_want_t want = g3_cuda_att_env(&det);
+        st = g3_cuda_att_setup(be, want, det);
+    }
+    if (st != G3_OK) {
+        g3_cuda_close(be);
+        return st;
     }
     g3_cuda_peak(be);
     g3_debug("CUDA backend: device %d: %s; peak %.1f TFLOP/s (%s); fused ops %s", device,
