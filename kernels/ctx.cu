@@ -177,6 +177,16 @@ extern "C" void g3cuda_ctx_destroy(g3cuda_ctx_t *ctx)
     free(ctx);
 }
 
+extern "C" void g3cuda_ctx_set_gemm_autotune(g3cuda_ctx_t *ctx, int on)
+{
+    ctx->gemm_autotune = on != 0;
+}
+
+extern "C" void g3cuda_ctx_set_log(g3cuda_ctx_t *ctx, void (*log)(const char *msg))
+{
+    ctx->log = log;
+}
+
 extern "C" void *g3cuda_ctx_stream(g3cuda_ctx_t *ctx)
 {
     return (void *)ctx->stream;

@@ -197,6 +197,18 @@ typedef struct g3cuda_gemm {
 
 int g3cuda_gemm(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g);
 
+/* Algorithm autotuning (off when a context is created): with on, the first g3cuda_gemm of
+ * each plan key times up to G3CUDA_GEMM_CANDIDATES of the heuristic's algorithms on the call's
+ * own operands (2 warm-up and 5 timed runs each; an fp32 D with beta != 0 is saved to scratch
+ * first and put back, at most 256 MiB, else the heuristic's first is kept) and caches the
+ * fastest.  The choice depends on timing, so two runs may pick different algorithms and round
+ * differently: leave it off where bitwise repeatability across runs matters. */
+#define G3CUDA_GEMM_CANDIDATES 8
+void g3cuda_ctx_set_gemm_autotune(g3cuda_ctx_t *ctx, int on);
+/* Where the context's notes go (which algorithm each GEMM shape got), one line each, or NULL
+ * (none, the default). */
+void g3cuda_ctx_set_log(g3cuda_ctx_t *ctx, void (*log)(const char *msg));
+
 /* ---- causal self-attention, flash style (attention_fwd.cu, attention_bwd.cu) ------------ */
 
 /* qkv rows are [q | k | v], head h owning columns [h*HS, (h+1)*HS) of each C block (the layout

@@ -317,8 +317,25 @@ static g3_status_t g3_cuda_att_setup(g3_backend_t *be, g3_cudnn_want_t want, int
     return st;
 }
 
-/* Until the trainer's --attention-backend / --deterministic reach the backend's options:
- * GPT3D_ATTENTION_BACKEND=auto|native|cudnn (default auto), GPT3D_DETERMINISTIC=1. */
+/* The context's notes (the GEMM algorithm each shape got) go to the log. */
+static void g3_cuda_note(const char *msg)
+{
+    g3_info("CUDA backend: %s", msg);
+}
+
+/* GEMM autotuning (g3cuda.h): on unless gemm_autotune is 0 or bitwise repeatability across
+ * runs was asked for (the timing-based choice may differ from run to run). */
+static void g3_cuda_gemm_setup(g3_backend_t *be, int gemm_autotune, int deterministic)
+{
+    g3_cuda_t *cu = be->priv;
+
+    g3cuda_ctx_set_log(cu->ctx, g3_cuda_note);
+    g3cuda_ctx_set_gemm_autotune(cu->ctx, gemm_autotune && !deterministic);
+}
+
+/* Until the trainer's --attention-backend / --deterministic and the gemm_autotune option
+ * reach the backend: GPT3D_ATTENTION_BACKEND=auto|native|cudnn (default auto),
+ * GPT3D_DETERMINISTIC=1, GPT3D_GEMM_AUTOTUNE=0. */
 static g3_cudnn_want_t g3_cuda_att_env(int *deterministic_p)
 {
     const char *v = getenv("GPT3D_ATTENTION_BACKEND"), *d = getenv("GPT3D_DETERMINISTIC");
@@ -689,6 +706,8 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
     {
         int det = 0;
         g3_cudnn_want_t want = g3_cuda_att_env(&det);
+        const char *tune = getenv("GPT3D_GEMM_AUTOTUNE");
+        g3_cuda_gemm_setup(be, !(tune && strcmp(tune, "0") == 0), det);
         st = g3_cuda_att_setup(be, want, det);
     }
     if (st != G3_OK) {

@@ -11,8 +11,9 @@
  *   bias_bwd (fp32 column sums): rtol 1e-5, 1e-5 max|want|, and deterministic.
  * Shapes: odd sizes (5 x 13 x 7), GPT-2 sizes with rows that are not multiples of cuBLASLt's
  * tiles (33, 100), and a second call of the same shape with other bias/aux buffers (the cached
- * plan must use the new pointers).  Also: a bad argument is reported, held until sync, and
- * blocks later ops until then. */
+ * plan must use the new pointers), and the same products with algorithm autotuning on (other
+ * shapes, so new plans are tuned; dW's accumulated D must survive the timing runs).  Also: a
+ * bad argument is reported, held until sync, and blocks later ops until then. */
 #include "kernels/kt.h"
 
 /* One linear layer: out (N,OC) = inp (N,IC) w^T (+ bias) (-> GELU with aux), then
@@ -206,6 +207,15 @@ int main(void)
     test_linear(48, 128, 64, G3CUDA_EPI_GELU_AUX, 0);
     test_linear(100, 3072, 768, G3CUDA_EPI_BIAS, 0);
     test_linear(40, 64, 2312, G3CUDA_EPI_BIAS, 0);   /* bias_bwd: a partial 256-column block */
+    /* autotuning: the fastest of the heuristic's candidates, timed on the call's operands (new
+     * shapes: the plans above are cached); dW accumulates into its initial values, so its D
+     * must be put back after the timing runs */
+    g3cuda_ctx_set_gemm_autotune(kt_ctx, 1);
+    test_linear(65, 256, 768, G3CUDA_EPI_BIAS, 0);
+    test_linear(101, 768, 3072, G3CUDA_EPI_BIAS_GELU_AUX, 0);
+    test_linear(49, 128, 64, G3CUDA_EPI_GELU_AUX, 0);
+    test_linear(99, 3072, 768, G3CUDA_EPI_BIAS, 0);
+    g3cuda_ctx_set_gemm_autotune(kt_ctx, 0);
     test_errors();
     if (kt_bench) {                 /* GPT-2 124M at B=16, T=1024 (N = 16384 rows) */
         int N = 16384;
