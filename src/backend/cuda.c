@@ -324,7 +324,10 @@ static void g3_cuda_note(const char *msg)
 }
 
 /* GEMM autotuning (g3cuda.h): on unless gemm_autotune is 0 or bitwise repeatability across
- * runs was asked for (the timing-based choice may differ from run to run). */
+ * runs was asked for (the timing-based choice may differ from run to run, and from rank to
+ * rank: tensor-parallel ranks that pick different algorithms would round their replicated
+ * parameters' gradients differently, so until the ranks agree on one choice a launcher's
+ * world of more than one process keeps the heuristic's). */
 static void g3_cuda_gemm_setup(g3_backend_t *be, int gemm_autotune, int deterministic)
 {
     g3_cuda_t *cu = be->priv;
@@ -621,6 +624,20 @@ static const g3_backend_ops_t g3_cuda_ops = {
     .check_model = g3_cuda_check_model,
 };
 
+/* RET: the number of processes the launcher started (WORLD_SIZE, SLURM_NTASKS,
+ * OMPI_COMM_WORLD_SIZE, PMI_SIZE), or 1. */
+static int g3_cuda_world_size(void)
+{
+    static const char *const vars[] = { "WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE",
+                                        "PMI_SIZE" };
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && isdigit((unsigned char)v[0]))
+            return atoi(v);
+    }
+    return 1;
+}
+
 /* RET: the node-local rank from the launcher's environment, or 0. */
 static int g3_cuda_local_rank(void)
 {
@@ -707,7 +724,8 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
         int det = 0;
         g3_cudnn_want_t want = g3_cuda_att_env(&det);
         const char *tune = getenv("GPT3D_GEMM_AUTOTUNE");
-        g3_cuda_gemm_setup(be, !(tune && strcmp(tune, "0") == 0), det);
+        g3_cuda_gemm_setup(be, !(tune && strcmp(tune, "0") == 0) && g3_cuda_world_size() == 1,
+                           det);
         st = g3_cuda_att_setup(be, want, det);
     }
     if (st != G3_OK) {
