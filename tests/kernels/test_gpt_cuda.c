@@ -8,6 +8,12 @@
  * adamw_scaled) matches sumsq + scale + adamw within 1e-6.  Compiled in every build; without
  * the CUDA backend or a usable GPU it prints "1..0 # SKIP" with the reason.
  *
+ * Attention backends: the main CUDA backend is opened with GPT3D_DETERMINISTIC=1 (cuDNN's
+ * deterministic engines or the native kernels, and no GEMM autotuning), so the bit-identity
+ * checks hold whichever attention runs; then the model runs once per attention backend
+ * (GPT3D_ATTENTION_BACKEND=native, and =cudnn in a build with cuDNN, not deterministic): the
+ * loss and gradients against the CPU's at the tolerances below, and against each other.
+ *
  * Tolerances (bf16 has an 8-bit significand, one rounding <= 2^-8 relative; the passes round
  * every activation once per op, through 2 layers):
  *   loss (mean over B*T tokens):        |cuda - cpu| <= 1e-2 * cpu
@@ -88,6 +94,7 @@ int main(void)
     g3_status_t st;
 
     g3_log_set_level(G3_LOG_ERROR);
+    setenv("GPT3D_DETERMINISTIC", "1", 1);   /* see the top: bit-identity checks below */
     if (g3_be_probe("cuda", why, sizeof(why)) != G3_OK) {
         char msg[1100];
         snprintf(msg, sizeof(msg), "no CUDA backend here: %s", why);
@@ -229,6 +236,54 @@ int main(void)
         g3_gpt_free(mp);
         if (plain)
             g3_be_close(plain);
+    }
+
+    /* each attention backend: against the CPU, and cuDNN against the native kernels */
+    {
+        static const char *const atts[2] = { "native", "cudnn" };
+        float *ga[2] = { NULL, NULL };
+        double la[2] = { 0.0, 0.0 };
+        unsetenv("GPT3D_DETERMINISTIC");
+        for (int k = 0; k < 2; k++) {
+            g3_backend_t *be = NULL;
+            g3_gpt_t *ma = NULL;
+            g3_gpt_acts_t *aa = NULL;
+#ifndef HAVE_CUDNN
+            if (k == 1) {
+                tap_skip("no cuDNN in this build: --attention-backend cudnn not checked");
+                tap_skip("no cuDNN in this build");
+                break;
+            }
+#endif
+            setenv("GPT3D_ATTENTION_BACKEND", atts[k], 1);
+            st = g3_be_open("cuda", 0, &be);
+            unsetenv("GPT3D_ATTENTION_BACKEND");
+            cfg_init(&c, G3_GPT_RECOMPUTE_NONE);
+            if (st == G3_OK)
+                st = g3_gpt_init(&c, be, &ma);
+            if (st == G3_OK)
+                st = g3_gpt_acts_init(ma, B, T, &aa);
+            if (st == G3_OK)
+                st = pass(ma, aa, tok, tgt, &la[k]);
+            if (st == G3_OK)
+                ga[k] = host_copy(ma, 1);
+            tap_ok(st == G3_OK && ga[k] && fabs(la[k] - lc) <= 1e-2 * lc &&
+                       rel_l2(ga[k], gc, mc->numel) <= 5e-2,
+                   "attention %s: loss %.6f vs CPU %.6f, gradients %.3e relative L2 (<= 1e-2, 5e-2)",
+                   atts[k], la[k], lc, ga[k] ? rel_l2(ga[k], gc, mc->numel) : -1.0);
+            g3_gpt_acts_free(ma, aa);
+            g3_gpt_free(ma);
+            if (be)
+                g3_be_close(be);
+        }
+#ifdef HAVE_CUDNN
+        tap_ok(ga[0] && ga[1] && fabs(la[1] - la[0]) <= 1e-2 * la[0] &&
+                   rel_l2(ga[1], ga[0], mg->numel) <= 5e-2,
+               "cuDNN attention against the native kernels: loss %.6f / %.6f, gradients %.3e relative L2 (<= 1e-2, 5e-2)",
+               la[1], la[0], ga[0] && ga[1] ? rel_l2(ga[1], ga[0], mg->numel) : -1.0);
+#endif
+        free(ga[0]);
+        free(ga[1]);
     }
 
     /* device-side clipping: sumsq_acc + clip_scale + adamw_scaled against sumsq on the host,
