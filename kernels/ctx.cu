@@ -162,7 +162,7 @@ extern "C" void g3cuda_ctx_destroy(g3cuda_ctx_t *ctx)
 #ifdef HAVE_CUBLAS
     for (int i = 0; i < G3CUDA_GEMM_CACHE; i++) {
         g3cuda_gemm_plan_t *p = &ctx->gemm_plans[i];
-        if (!p->used)
+        if (!p->used || p->none)
             continue;
         cublasLtMatrixLayoutDestroy(p->a);
         cublasLtMatrixLayoutDestroy(p->b);

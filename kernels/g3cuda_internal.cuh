@@ -23,6 +23,7 @@ typedef __nv_bfloat16 bf16;
 #define G3CUDA_GEMM_KEY   16
 typedef struct g3cuda_gemm_plan {
     int      used;
+    int      none;                   /* 1: cuBLASLt offers no algorithm for this key      */
     int      key[G3CUDA_GEMM_KEY];   /* shape, transposes, lds, types, epilogue, alignments */
 #ifdef HAVE_CUBLAS
     cublasLtMatmulDesc_t   op;

@@ -32,6 +32,12 @@ static int g3_gemm_align(const void *p)
     return al;
 }
 
+/* RET: whether epilogue e reads or writes aux. */
+static int g3_gemm_has_aux(g3cuda_epilogue_t e)
+{
+    return e == G3CUDA_EPI_GELU_AUX || e == G3CUDA_EPI_BIAS_GELU_AUX || e == G3CUDA_EPI_DGELU;
+}
+
 static cublasLtEpilogue_t g3_gemm_lt_epilogue(g3cuda_epilogue_t e)
 {
     switch (e) {
@@ -39,6 +45,7 @@ static cublasLtEpilogue_t g3_gemm_lt_epilogue(g3cuda_epilogue_t e)
     case G3CUDA_EPI_GELU_AUX:      return CUBLASLT_EPILOGUE_GELU_AUX;
     case G3CUDA_EPI_BIAS_GELU_AUX: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     case G3CUDA_EPI_DGELU:         return CUBLASLT_EPILOGUE_DGELU;
+    case G3CUDA_EPI_BGRAD:         return CUBLASLT_EPILOGUE_BGRADB;   /* Lt's B is our A */
     default:                       return CUBLASLT_EPILOGUE_DEFAULT;
     }
 }
@@ -63,7 +70,9 @@ static cublasStatus_t g3_gemm_set_pointers(cublasLtMatmulDesc_t op, const g3cuda
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
     if (g->epilogue == G3CUDA_EPI_BIAS || g->epilogue == G3CUDA_EPI_BIAS_GELU_AUX)
         s = g3_desc_set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias, sizeof(g->bias));
-    if (s == CUBLAS_STATUS_SUCCESS && g->epilogue >= G3CUDA_EPI_GELU_AUX)
+    if (g->epilogue == G3CUDA_EPI_BGRAD)
+        s = g3_desc_set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->dbias, sizeof(g->dbias));
+    if (s == CUBLAS_STATUS_SUCCESS && g3_gemm_has_aux(g->epilogue))
         s = g3_desc_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux, sizeof(g->aux));
     return s;
 }
@@ -138,9 +147,12 @@ out:
 }
 
 /* Build the descriptors for g, ask the heuristic for the best algorithm.  OUT: *p on success.
- * RET: 0 or an error recorded. */
-static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_gemm_plan_t *p)
+ * RET: 0; or the error recorded; or, when quiet and cuBLASLt refuses g (no algorithm, or an
+ * attribute it does not take), -1 with nothing recorded. */
+static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_gemm_plan_t *p,
+                             int quiet)
 {
+    int rc = -1;
     cublasLtMatmulPreference_t pref = NULL;
     cublasLtMatmulHeuristicResult_t res[G3CUDA_GEMM_CANDIDATES];
     cublasOperation_t opa = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;   /* Lt's A is our B */
@@ -151,6 +163,7 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
     uint32_t al_a = (uint32_t)g3_gemm_align(g->B), al_b = (uint32_t)g3_gemm_align(g->A);
     uint32_t al_d = (uint32_t)g3_gemm_align(g->D);
     int64_t ldaux = g->ldaux;
+    cudaDataType_t bgrad_type = CUDA_R_32F;
     int count = 0;
     cublasStatus_t s;
     const char *what;
@@ -166,8 +179,11 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
         s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb));
     if (s == CUBLAS_STATUS_SUCCESS)
         s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
-    if (s == CUBLAS_STATUS_SUCCESS && g->epilogue >= G3CUDA_EPI_GELU_AUX)
+    if (s == CUBLAS_STATUS_SUCCESS && g3_gemm_has_aux(g->epilogue))
         s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ldaux, sizeof(ldaux));
+    if (s == CUBLAS_STATUS_SUCCESS && g->epilogue == G3CUDA_EPI_BGRAD)
+        s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bgrad_type,
+                        sizeof(bgrad_type));
     if (s == CUBLAS_STATUS_SUCCESS)
         s = g3_gemm_set_pointers(p->op, g);
     if (s != CUBLAS_STATUS_SUCCESS)
@@ -207,7 +223,9 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
     if (s != CUBLAS_STATUS_SUCCESS)
         goto err_lt;
     if (count == 0) {
-        g3cuda_fail(
+        if (quiet)
+            goto err_destroy;
+        rc = g3cuda_fail(
             ctx, G3CUDA_ERR_CUBLAS,
             "gemm M=%d N=%d K=%d (trans_a %d, trans_b %d, lda %d, ldb %d, ldd %d, epilogue %d): cuBLASLt has no algorithm for it on %s",
             g->M, g->N, g->K, g->trans_a, g->trans_b, g->lda, g->ldb, g->ldd, (int)g->epilogue,
@@ -221,8 +239,10 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
     return 0;
 
 err_lt:
-    g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS, "gemm M=%d N=%d K=%d: %s: %s", g->M, g->N, g->K, what,
-                cublasLtGetStatusString(s));
+    if (quiet)   /* e.g. an epilogue attribute this cuBLASLt does not take */
+        goto err_destroy;
+    rc = g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS, "gemm M=%d N=%d K=%d: %s: %s", g->M, g->N, g->K,
+                     what, cublasLtGetStatusString(s));
 err_destroy:
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);
@@ -235,7 +255,7 @@ err_destroy:
     if (p->op)
         cublasLtMatmulDescDestroy(p->op);
     memset(p, 0, sizeof(*p));
-    return ctx->err;
+    return rc;
 }
 
 static void g3_gemm_key(const g3cuda_gemm_t *g, int key[G3CUDA_GEMM_KEY])
@@ -252,80 +272,132 @@ static void g3_gemm_key(const g3cuda_gemm_t *g, int key[G3CUDA_GEMM_KEY])
     key[k++] = g->ldd;
     key[k++] = (int)g->d_type;
     key[k++] = (int)g->epilogue;
-    key[k++] = g->epilogue >= G3CUDA_EPI_GELU_AUX ? g->ldaux : 0;
+    key[k++] = g3_gemm_has_aux(g->epilogue) ? g->ldaux : 0;
     key[k++] = g3_gemm_align(g->A);
     key[k++] = g3_gemm_align(g->B);
     key[k++] = g3_gemm_align(g->D);
-    key[k++] = g3_gemm_align(g->bias);
+    key[k++] = g3_gemm_align(g->epilogue == G3CUDA_EPI_BGRAD ? (const void *)g->dbias
+                                                              : (const void *)g->bias);
     key[k++] = g3_gemm_align(g->aux);
+}
+
+/* RET: g's cached plan, made on first use (a key cuBLASLt has no algorithm for is cached as
+ * such); NULL with the error recorded, or when quiet with nothing recorded for "none". */
+static g3cuda_gemm_plan_t *g3_gemm_plan_get(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g,
+                                            int quiet)
+{
+    int key[G3CUDA_GEMM_KEY];
+    g3cuda_gemm_plan_t fresh, *p = NULL;
+    cublasStatus_t s;
+    int rc;
+
+    g3_gemm_key(g, key);
+    for (int i = 0; i < G3CUDA_GEMM_CACHE && p == NULL; i++)
+        if (ctx->gemm_plans[i].used && memcmp(ctx->gemm_plans[i].key, key, sizeof(key)) == 0)
+            p = &ctx->gemm_plans[i];
+    if (p != NULL) {
+        if (p->none) {
+            if (!quiet)
+                g3cuda_fail(
+                    ctx, G3CUDA_ERR_CUBLAS,
+                    "gemm M=%d N=%d K=%d (epilogue %d): cuBLASLt has no algorithm for it on %s",
+                    g->M, g->N, g->K, (int)g->epilogue, ctx->name);
+            return NULL;
+        }
+        s = g3_gemm_set_pointers(p->op, g);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS,
+                        "gemm M=%d N=%d K=%d: setting the epilogue pointers: %s", g->M, g->N,
+                        g->K, cublasLtGetStatusString(s));
+            return NULL;
+        }
+        return p;
+    }
+    rc = g3_gemm_plan_make(ctx, g, &fresh, quiet);
+    if (rc > 0)
+        return NULL;
+    p = &ctx->gemm_plans[ctx->gemm_next];
+    ctx->gemm_next = (ctx->gemm_next + 1) % G3CUDA_GEMM_CACHE;
+    if (p->used && !p->none) {
+        cublasLtMatrixLayoutDestroy(p->a);
+        cublasLtMatrixLayoutDestroy(p->b);
+        cublasLtMatrixLayoutDestroy(p->d);
+        cublasLtMatmulDescDestroy(p->op);
+    }
+    *p = fresh;   /* zeroed by plan_make when there is none */
+    memcpy(p->key, key, sizeof(key));
+    p->used = 1;
+    p->none = rc < 0;
+    return p->none ? NULL : p;
 }
 
 #endif /* HAVE_CUBLAS */
 
-extern "C" int g3cuda_gemm(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g)
+/* RET: why g is not a product g3cuda_gemm takes (in buf), or NULL. */
+static const char *g3_gemm_bad(const g3cuda_gemm_t *g, char *buf, size_t len)
 {
-    if (G3CUDA_PENDING(ctx))
-        return ctx->err;
     if (g->M <= 0 || g->N <= 0 || g->K <= 0)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm: bad shape M=%d N=%d K=%d", g->M, g->N,
-                           g->K);
-    if (g->A == NULL || g->B == NULL || g->D == NULL)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: NULL matrix", g->M, g->N,
-                           g->K);
-    if (g->lda < (g->trans_a ? g->M : g->K) || g->ldb < (g->trans_b ? g->K : g->N) ||
-        g->ldd < g->N)
-        return g3cuda_fail(
-            ctx, G3CUDA_ERR_ARG,
+        snprintf(buf, len, "gemm: bad shape M=%d N=%d K=%d", g->M, g->N, g->K);
+    else if (g->A == NULL || g->B == NULL || g->D == NULL)
+        snprintf(buf, len, "gemm M=%d N=%d K=%d: NULL matrix", g->M, g->N, g->K);
+    else if (g->lda < (g->trans_a ? g->M : g->K) || g->ldb < (g->trans_b ? g->K : g->N) ||
+             g->ldd < g->N)
+        snprintf(
+            buf, len,
             "gemm M=%d N=%d K=%d: a leading dimension is shorter than its row (lda %d, ldb %d, ldd %d)",
             g->M, g->N, g->K, g->lda, g->ldb, g->ldd);
-    if (g->d_type != G3CUDA_F32 && g->d_type != G3CUDA_BF16)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm: unknown D dtype %d", (int)g->d_type);
-    if (g->epilogue != G3CUDA_EPI_NONE && g->d_type != G3CUDA_BF16)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: epilogue %d needs a bf16 D",
-                           g->M, g->N, g->K, (int)g->epilogue);
-    if ((g->epilogue == G3CUDA_EPI_BIAS || g->epilogue == G3CUDA_EPI_BIAS_GELU_AUX) &&
-        g->bias == NULL)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: bias epilogue without a bias",
-                           g->M, g->N, g->K);
-    if (g->epilogue >= G3CUDA_EPI_GELU_AUX &&
-        (g->aux == NULL || g->ldaux < g->N || g->ldaux % 8 != 0))
-        return g3cuda_fail(
-            ctx, G3CUDA_ERR_ARG,
+    else if (g->d_type != G3CUDA_F32 && g->d_type != G3CUDA_BF16)
+        snprintf(buf, len, "gemm: unknown D dtype %d", (int)g->d_type);
+    else if (g->epilogue != G3CUDA_EPI_NONE && g->epilogue != G3CUDA_EPI_BGRAD &&
+             g->d_type != G3CUDA_BF16)
+        snprintf(buf, len, "gemm M=%d N=%d K=%d: epilogue %d needs a bf16 D", g->M, g->N, g->K,
+                 (int)g->epilogue);
+    else if ((g->epilogue == G3CUDA_EPI_BIAS || g->epilogue == G3CUDA_EPI_BIAS_GELU_AUX) &&
+             g->bias == NULL)
+        snprintf(buf, len, "gemm M=%d N=%d K=%d: bias epilogue without a bias", g->M, g->N,
+                 g->K);
+    else if (g->epilogue == G3CUDA_EPI_BGRAD && g->dbias == NULL)
+        snprintf(buf, len, "gemm M=%d N=%d K=%d: BGRAD epilogue without dbias", g->M, g->N,
+                 g->K);
+    else if (g3_gemm_has_aux(g->epilogue) &&
+             (g->aux == NULL || g->ldaux < g->N || g->ldaux % 8 != 0))
+        snprintf(
+            buf, len,
             "gemm M=%d N=%d K=%d: GELU epilogue needs aux with ldaux >= N and a multiple of 8 (ldaux %d)",
             g->M, g->N, g->K, g->ldaux);
+    else
+        return NULL;
+    return buf;
+}
+
+extern "C" int g3cuda_gemm_offered(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g)
+{
+    char msg[320];
+
+    if (G3CUDA_PENDING(ctx) || g3_gemm_bad(g, msg, sizeof(msg)) != NULL)
+        return 0;
+#ifdef HAVE_CUBLAS
+    return g3_gemm_plan_get(ctx, g, 1) != NULL;
+#else
+    return 0;
+#endif
+}
+
+extern "C" int g3cuda_gemm(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g)
+{
+    char msg[320];
+
+    if (G3CUDA_PENDING(ctx))
+        return ctx->err;
+    if (g3_gemm_bad(g, msg, sizeof(msg)) != NULL)
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "%s", msg);
 #ifdef HAVE_CUBLAS
     {
-        int key[G3CUDA_GEMM_KEY];
-        g3cuda_gemm_plan_t *p = NULL;
+        g3cuda_gemm_plan_t *p = g3_gemm_plan_get(ctx, g, 0);
         cublasStatus_t s;
 
-        g3_gemm_key(g, key);
-        for (int i = 0; i < G3CUDA_GEMM_CACHE && p == NULL; i++)
-            if (ctx->gemm_plans[i].used &&
-                memcmp(ctx->gemm_plans[i].key, key, sizeof(key)) == 0)
-                p = &ctx->gemm_plans[i];
-        if (p == NULL) {
-            g3cuda_gemm_plan_t fresh;
-            if (g3_gemm_plan_make(ctx, g, &fresh))
-                return ctx->err;
-            p = &ctx->gemm_plans[ctx->gemm_next];
-            ctx->gemm_next = (ctx->gemm_next + 1) % G3CUDA_GEMM_CACHE;
-            if (p->used) {
-                cublasLtMatrixLayoutDestroy(p->a);
-                cublasLtMatrixLayoutDestroy(p->b);
-                cublasLtMatrixLayoutDestroy(p->d);
-                cublasLtMatmulDescDestroy(p->op);
-            }
-            *p = fresh;
-            memcpy(p->key, key, sizeof(key));
-            p->used = 1;
-        } else {
-            s = g3_gemm_set_pointers(p->op, g);
-            if (s != CUBLAS_STATUS_SUCCESS)
-                return g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS,
-                                   "gemm M=%d N=%d K=%d: setting the epilogue pointers: %s", g->M,
-                                   g->N, g->K, cublasLtGetStatusString(s));
-        }
+        if (p == NULL)
+            return ctx->err;
         s = cublasLtMatmul(ctx->lt, p->op, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->D,
                            p->d, g->D, p->d, &p->algo, ctx->workspace, ctx->workspace_bytes,
                            ctx->stream);

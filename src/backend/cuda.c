@@ -29,6 +29,9 @@ typedef struct {
     g3_backend_ops_t ops;  /* the table: the plain ops and (unless GPT3D_FUSED_OPS=0) the
                             * fused ones */
     g3_cudnn_t   *cudnn;   /* cuDNN's fused attention (cudnn_att.h), NULL: native kernels */
+    int           bgrad;   /* bias gradients through the dW GEMM's BGRAD epilogue        */
+    float        *bgrad_buf;   /* (bgrad_n,) its output before it is added to dbias      */
+    int           bgrad_n;
     int           deterministic;   /* bitwise-repeatable attention backward asked for       */
 } g3_cuda_t;
 
@@ -156,6 +159,38 @@ static void g3_cuda_matmul_fwd(g3_backend_t *be, void *out, const void *inp, con
     g3_cuda_linear_fwd(be, out, NULL, inp, w, bias, N, IC, OC);
 }
 
+/* With GPT3D_GEMM_BGRAD=1 and where cuBLASLt offers it: gw (the dW product) with the BGRAD
+ * epilogue, whose bias gradient (sum over the rows of dout) overwrites bgrad_buf, then
+ * dbias (OC,) += bgrad_buf: one pass over dout fewer than g3cuda_bias_bwd.  RET: 1 when done
+ * so, 0 when the caller runs the plain GEMM and the bias kernel. */
+static int g3_cuda_bgrad(g3_backend_t *be, g3cuda_gemm_t *gw, float *dbias, int OC)
+{
+    g3_cuda_t *cu = be->priv;
+
+    if (!cu->bgrad)
+        return 0;
+    if (cu->bgrad_n < OC) {
+        void *p = NULL;
+        g3cuda_free(cu->ctx, cu->bgrad_buf);   /* waits for the work using it */
+        cu->bgrad_buf = NULL;
+        cu->bgrad_n = 0;
+        if (g3cuda_malloc(cu->ctx, sizeof(float) * (size_t)OC, "the bias gradient buffer", &p))
+            return 1;   /* recorded: ->sync reports it */
+        cu->bgrad_buf = p;
+        cu->bgrad_n = OC;
+    }
+    gw->epilogue = G3CUDA_EPI_BGRAD;
+    gw->dbias = cu->bgrad_buf;
+    if (!g3cuda_gemm_offered(cu->ctx, gw)) {
+        gw->epilogue = G3CUDA_EPI_NONE;
+        gw->dbias = NULL;
+        return 0;
+    }
+    g3cuda_gemm(cu->ctx, gw);
+    g3cuda_bias_acc(cu->ctx, dbias, cu->bgrad_buf, OC);
+    return 1;
+}
+
 /* dinp (N,IC) = dout (N,OC) . w (OC,IC), times gelu'(pre (N,IC)) when pre is not NULL (the
  * DGELU epilogue); dw (OC,IC) += dout^T . inp (N,IC) in fp32; dbias (OC,) += sum over rows of
  * dout. */
@@ -180,6 +215,8 @@ static void g3_cuda_linear_bwd(g3_backend_t *be, void *dinp, const void *pre, fl
         }
         g3cuda_gemm(ctx, &g);
     }
+    if (dbias && g3_cuda_bgrad(be, &gw, dbias, OC))
+        return;
     g3cuda_gemm(ctx, &gw);
     if (dbias)
         g3cuda_bias_bwd(ctx, dbias, dout, N, OC);
@@ -338,7 +375,8 @@ static void g3_cuda_gemm_setup(g3_backend_t *be, int gemm_autotune, int determin
 
 /* Until the trainer's --attention-backend / --deterministic and the gemm_autotune option
  * reach the backend: GPT3D_ATTENTION_BACKEND=auto|native|cudnn (default auto),
- * GPT3D_DETERMINISTIC=1, GPT3D_GEMM_AUTOTUNE=0. */
+ * GPT3D_DETERMINISTIC=1, GPT3D_GEMM_AUTOTUNE=0; and GPT3D_GEMM_BGRAD=1 (off until measured on
+ * a GPU: the fused bias gradient). */
 static g3_cudnn_want_t g3_cuda_att_env(int *deterministic_p)
 {
     const char *v = getenv("GPT3D_ATTENTION_BACKEND"), *d = getenv("GPT3D_DETERMINISTIC");
@@ -542,6 +580,8 @@ static void g3_cuda_close(g3_backend_t *be)
 #ifdef HAVE_CUDNN
     g3_cudnn_close(cu->cudnn);
 #endif
+    if (cu->bgrad_buf)
+        g3cuda_free(cu->ctx, cu->bgrad_buf);
     g3cuda_ctx_destroy(cu->ctx);
     free(cu);
     free(be);
@@ -723,7 +763,8 @@ g3_status_t g3_be_cuda_open(int device, int nthreads, g3_backend_t **be_p)
     {
         int det = 0;
         g3_cudnn_want_t want = g3_cuda_att_env(&det);
-        const char *tune = getenv("GPT3D_GEMM_AUTOTUNE");
+        const char *tune = getenv("GPT3D_GEMM_AUTOTUNE"), *bg = getenv("GPT3D_GEMM_BGRAD");
+        cu->bgrad = bg != NULL && strcmp(bg, "1") == 0 && !det;   /* its sum order is cuBLASLt's */
         g3_cuda_gemm_setup(be, !(tune && strcmp(tune, "0") == 0) && g3_cuda_world_size() == 1,
                            det);
         st = g3_cuda_att_setup(be, want, det);
