@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "backend/cudnn_att.h"
 #include "core/log.h"
 #include "plan/plan.h"
 
@@ -75,7 +74,7 @@ double g3_plan_act_layer(const g3_plan_input_t *in, int mode)
 /* The attention state each backend keeps for backward (src/backend/cpu.c, src/backend/cuda.c):
  * the CPU keeps the (B,NH,T,T) fp32 probabilities and as much scratch; CUDA's fused (flash)
  * attention keeps only the (B,NH,T) fp32 log-sum-exp beside its output and recomputes the
- * probabilities tile by tile (cuDNN's as well: its softmax statistics are that log-sum-exp). */
+ * probabilities tile by tile, so it needs no scratch. */
 static size_t g3_plan_cpu_att(g3_backend_t *be, int B, int T, int NH, int HS)
 {
     (void)be;
@@ -90,21 +89,14 @@ static size_t g3_plan_cuda_att_state(g3_backend_t *be, int B, int T, int NH, int
     return (size_t)B * NH * T * sizeof(float);
 }
 
-/* With cuDNN built in, its attention backward keeps an fp32 dQ accumulator and the softmax
- * sum in this scratch (src/backend/cudnn_att.h); cuDNN's own workspace is known only once a
- * plan exists on the GPU (the backend logs it). */
 static size_t g3_plan_cuda_att_scratch(g3_backend_t *be, int B, int T, int NH, int HS)
 {
     (void)be;
-#ifdef HAVE_CUDNN
-    return g3_cudnn_att_scratch_bytes(B, T, NH, HS, 0);
-#else
     (void)B;
     (void)T;
     (void)NH;
     (void)HS;
     return 0;
-#endif
 }
 
 /* The layout reads only whether CUDA's vocabulary-parallel cross-entropy ops exist (its
