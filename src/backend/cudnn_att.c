@@ -51,6 +51,8 @@ typedef struct g3_cudnn_graph {
     int                      nops;
     cudnnBackendDescriptor_t graph;                     /* the operation graph          */
     int64_t                  next_uid;
+    int64_t                  io[G3_CUDNN_MAX_OPS];      /* the non-virtual tensors' UIDs */
+    int                      nio;
     cudnnStatus_t            st;                        /* first failure, and where     */
     char                     where[160];
     char                     msg[512];
@@ -132,6 +134,8 @@ static cudnnBackendDescriptor_t g3_gb_tensor(g3_cudnn_graph_t *g, int64_t uid,
     if (by_value)
         g3_gb_set(g, t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value, name);
     g3_gb_finalize(g, t, name);
+    if (!virt && g->st == CUDNN_STATUS_SUCCESS && g->nio < G3_CUDNN_MAX_OPS)
+        g->io[g->nio++] = id;
     return t;
 }
 
@@ -310,6 +314,27 @@ static void g3_cudnn_layout(const g3_cudnn_key_t *k, g3_cudnn_layout_t *l)
     memcpy(l->rs, rs, sizeof(rs));
     memcpy(l->acc_s, acc_s, sizeof(acc_s));
     memcpy(l->dot_s, dot_s, sizeof(dot_s));
+}
+
+/* The variant packs' UIDs, in the order g3_cudnn_att_fwd/bwd give their pointers: exactly the
+ * graphs' non-virtual tensors (g3_cudnn_att_graph_check compares them).  The backward's last
+ * one, the dQ accumulator, is absent from the deterministic graph. */
+static const int64_t g3_cudnn_fwd_uids[7] = { G3_UID_Q, G3_UID_K, G3_UID_V, G3_UID_O,
+                                              G3_UID_STATS, G3_UID_SCALE, G3_UID_NEGINF };
+static const int64_t g3_cudnn_bwd_uids[14] = {
+    G3_UID_Q,  G3_UID_K,  G3_UID_V,   G3_UID_O,     G3_UID_DO,     G3_UID_STATS, G3_UID_DQ,
+    G3_UID_DK, G3_UID_DV, G3_UID_SUM, G3_UID_SCALE, G3_UID_NEGINF, G3_UID_ONE,   G3_UID_DQACC
+};
+
+/* RET: the number of UIDs in key's variant pack; *uids_p the list. */
+static int g3_cudnn_pack_uids(const g3_cudnn_key_t *key, const int64_t **uids_p)
+{
+    if (key->dir == G3_CUDNN_FWD) {
+        *uids_p = g3_cudnn_fwd_uids;
+        return 7;
+    }
+    *uids_p = g3_cudnn_bwd_uids;
+    return key->deterministic ? 13 : 14;
 }
 
 /* -inf, or the lowest float before cuDNN 9.10 (cudnn-frontend's get_negative_inf_value). */
@@ -491,6 +516,23 @@ g3_status_t g3_cudnn_att_graph_check(const g3_cudnn_key_t *key, int *nops_p,
         goto out;
     }
     *nops_p = g->nops;
+    {   /* the variant pack names exactly the graph's non-virtual tensors */
+        const int64_t *uids;
+        int n = g3_cudnn_pack_uids(key, &uids), same = n == g->nio;
+        for (int i = 0; same && i < n; i++) {
+            int found = 0;
+            for (int j = 0; j < g->nio; j++)
+                found |= g->io[j] == uids[i];
+            same = found;
+        }
+        if (!same) {
+            snprintf(why, why_len,
+                     "the variant pack's %d UIDs are not the graph's %d non-virtual tensors", n,
+                     g->nio);
+            st = G3_ERR_INTERNAL;
+            goto out;
+        }
+    }
     g3_cudnn_graph_free(g);
     /* again, now with the operation graph: a failure there is a fact about this cuDNN (it
      * wants a handle), reported in why, not an error in the descriptors */
@@ -867,13 +909,13 @@ void g3_cudnn_att_fwd(g3_cudnn_t *cd, void *out, float *lse, const void *qkv, in
     g3_cudnn_key_t key = { B, T, NH, HS, G3_CUDNN_FWD, 0 };
     size_t C = (size_t)NH * HS;
     const char *base = qkv;   /* bf16 elements: 2 bytes */
-    int64_t uids[7] = { G3_UID_Q, G3_UID_K, G3_UID_V, G3_UID_O, G3_UID_STATS, G3_UID_SCALE,
-                        G3_UID_NEGINF };
+    const int64_t *uids;
+    int n = g3_cudnn_pack_uids(&key, &uids);
     void *ptrs[7] = { (void *)base, (void *)(base + 2 * C), (void *)(base + 4 * C), out, lse,
                       &cd->scale, &cd->neg_inf };
 
     cd->scale = 1.0f / sqrtf((float)HS);
-    g3_cudnn_run(cd, &key, 7, uids, ptrs);
+    g3_cudnn_run(cd, &key, n, uids, ptrs);
 }
 
 void g3_cudnn_att_bwd(g3_cudnn_t *cd, void *dqkv, void *scratch, const void *dout,
@@ -886,9 +928,8 @@ void g3_cudnn_att_bwd(g3_cudnn_t *cd, void *dqkv, void *scratch, const void *dou
                       g3_cudnn_att_scratch_bytes(B, T, NH, HS, 1);
     const char *base = qkv;
     char *dbase = dqkv, *s = scratch;
-    int64_t uids[14] = { G3_UID_Q,  G3_UID_K,  G3_UID_V,     G3_UID_O,   G3_UID_DO,
-                         G3_UID_STATS, G3_UID_DQ, G3_UID_DK, G3_UID_DV, G3_UID_SUM,
-                         G3_UID_SCALE, G3_UID_NEGINF, G3_UID_ONE, G3_UID_DQACC };
+    const int64_t *uids;
+    int n = g3_cudnn_pack_uids(&key, &uids);
     void *ptrs[14] = { (void *)base, (void *)(base + 2 * C), (void *)(base + 4 * C),
                        (void *)out, (void *)dout, (void *)lse, dbase, dbase + 2 * C,
                        dbase + 4 * C, s + dq_bytes, &cd->scale, &cd->neg_inf, &cd->one, s };
@@ -898,5 +939,5 @@ void g3_cudnn_att_bwd(g3_cudnn_t *cd, void *dqkv, void *scratch, const void *dou
     if (!cd->deterministic && g3_cudnn_version() < 90600 &&
         g3cuda_zero(cd->ctx, s, (size_t)B * NH * T * HS * sizeof(float)) != 0)
         return;
-    g3_cudnn_run(cd, &key, cd->deterministic ? 13 : 14, uids, ptrs);
+    g3_cudnn_run(cd, &key, n, uids, ptrs);
 }

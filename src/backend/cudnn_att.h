@@ -76,11 +76,13 @@ typedef struct g3_cudnn g3_cudnn_t;
 /* RET: cuDNN's version at run time (cudnnGetVersion: 91400 for 9.14.0). */
 long g3_cudnn_version(void);
 
-/* Create every tensor and operation descriptor of one graph and finalize each, then the
- * operation graph when cuDNN finalizes one without a handle (cuDNN 9.19 does; earlier 9.x
- * need the handle).  Needs no GPU: a wrong attribute, type or stride fails here.
+/* Create every tensor and operation descriptor of one graph and finalize each, check that the
+ * variant pack g3_cudnn_att_fwd/bwd pass names exactly the graph's non-virtual tensors, then
+ * finalize the operation graph when cuDNN does so without a handle (cuDNN 9.19 does; earlier
+ * 9.x need the handle).  Needs no GPU: a wrong attribute, type or stride fails here.
  * OUT: *nops_p the operations in the graph, *graph_final_p 1 when the operation graph itself
- * finalized.  RET: G3_OK, or G3_ERR_UNSUPPORTED with cuDNN's message in why. */
+ * finalized.  RET: G3_OK, G3_ERR_UNSUPPORTED with cuDNN's message in why, or
+ * G3_ERR_INTERNAL when the variant pack and the graph disagree. */
 g3_status_t g3_cudnn_att_graph_check(const g3_cudnn_key_t *key, int *nops_p,
                                      int *graph_final_p, char *why, size_t why_len);
 
