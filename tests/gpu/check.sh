@@ -11,7 +11,8 @@
 #   kernels.log    the kernel tests (test_attention with cuDNN and the native kernels) and
 #                  test_gpt_cuda
 #   train.log      test_cuda_train.sh (each attention backend) and test_parallel_cuda.sh
-#   bench.log      attention micro-benchmarks (G3_BENCH=only test_attention) and
+#   bench.log      attention micro-benchmarks (G3_BENCH=only test_attention, with the
+#                  system's cuDNN and with PyTorch's when it is there) and
 #                  bench_gpu.sh (gpt3d per attention backend vs PyTorch, 124M mb16, 1.5B mb8)
 #   ncu.csv        Nsight Compute's per-kernel time of 2 iterations of GPT-2 124M mb16
 #                  (default attention, GEMM autotuning off)
@@ -118,8 +119,18 @@ train() {
     return $rc
 }
 
+# the attention benchmarks with the machine's cuDNN, then with PyTorch's (9.19 on the shared
+# GPU machine, 9.14 in the system's paths) when it is there
 attbench() {
-    G3_BENCH=only "$build/tests/kernels/test_attention"
+    local rc=0 lib
+    G3_BENCH=only "$build/tests/kernels/test_attention" || rc=1
+    for lib in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib; do
+        [ -f "$lib/libcudnn.so.9" ] || continue
+        echo "-- test_attention with $lib"
+        LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}" G3_BENCH=only \
+            "$build/tests/kernels/test_attention" || rc=1
+    done
+    return $rc
 }
 
 bench() {
