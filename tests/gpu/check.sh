@@ -240,7 +240,8 @@ part ckpt-plan 120 "$out/other.log" other
     done
     echo
     echo "## Attention (TFLOP/s; goal: cuDNN >= 250 forward, >= 150 backward at B16 T1024 NH12 HS64 and HS 160)"
-    grep '^# bench' "$out/bench.log" | sed 's/^# bench /- /' || true
+    grep -E '^# bench|^# cuDNN [0-9]+ at run time|^not ok' "$out/bench.log" |
+        sed 's/^# bench /- /; s/^# cuDNN/- cuDNN/' || true
     echo
     echo "## Training speed (goal: 124M >= 1.0x PyTorch, 1.5B >= 1.1x, MFU >= 45% at 1.5B)"
     sed -n '/^model  *impl/,$p' "$out/bench.log" | sed 's/^/    /' || true
