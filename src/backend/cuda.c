@@ -287,13 +287,14 @@ static size_t g3_cuda_attention_scratch_bytes(g3_backend_t *be, int B, int T, in
     return cu->cudnn ? g3_cudnn_att_scratch_bytes(B, T, NH, HS, cu->deterministic) : 0;
 }
 
-/* RET: 1 when this shape runs on cuDNN (decided, logged and planned at its first call). */
-static int g3_cuda_att_on_cudnn(g3_cuda_t *cu, int B, int T, int NH, int HS)
+/* RET: 1 when direction dir (g3_cudnn_dir_t) of this shape runs on cuDNN (decided, logged and
+ * planned at the shape's first call). */
+static int g3_cuda_att_on_cudnn(g3_cuda_t *cu, int B, int T, int NH, int HS, int dir)
 {
 #ifdef HAVE_CUDNN
-    return cu->cudnn != NULL && g3_cudnn_att_use(cu->cudnn, B, T, NH, HS);
+    return cu->cudnn != NULL && g3_cudnn_att_use(cu->cudnn, B, T, NH, HS, dir);
 #else
-    (void)cu, (void)B, (void)T, (void)NH, (void)HS;
+    (void)cu, (void)B, (void)T, (void)NH, (void)HS, (void)dir;
     return 0;
 #endif
 }
@@ -303,7 +304,7 @@ static void g3_cuda_attention_fwd(g3_backend_t *be, void *out, void *state, cons
 {
     g3_cuda_t *cu = be->priv;
 
-    if (g3_cuda_att_on_cudnn(cu, B, T, NH, HS)) {
+    if (g3_cuda_att_on_cudnn(cu, B, T, NH, HS, G3_CUDNN_FWD)) {
 #ifdef HAVE_CUDNN
         g3_cudnn_att_fwd(cu->cudnn, out, state, qkv, B, T, NH, HS);
 #endif
@@ -318,7 +319,7 @@ static void g3_cuda_attention_bwd(g3_backend_t *be, void *dqkv, void *scratch, c
 {
     g3_cuda_t *cu = be->priv;
 
-    if (g3_cuda_att_on_cudnn(cu, B, T, NH, HS)) {
+    if (g3_cuda_att_on_cudnn(cu, B, T, NH, HS, G3_CUDNN_BWD)) {
 #ifdef HAVE_CUDNN
         g3_cudnn_att_bwd(cu->cudnn, dqkv, scratch, dout, out, qkv, state, B, T, NH, HS);
 #endif

@@ -561,7 +561,7 @@ typedef struct {
 
 typedef struct {
     int B, T, NH, HS;
-    int use;             /* 1 cuDNN, 0 native */
+    int use[2];          /* per direction (g3_cudnn_dir_t): 1 cuDNN, 0 native */
 } g3_cudnn_shape_t;
 
 struct g3_cudnn {
@@ -817,46 +817,60 @@ static int g3_cudnn_workspace(g3_cudnn_t *cd, size_t bytes)
     return 0;
 }
 
-int g3_cudnn_att_use(g3_cudnn_t *cd, int B, int T, int NH, int HS)
+int g3_cudnn_att_use(g3_cudnn_t *cd, int B, int T, int NH, int HS, int dir)
 {
     g3_cudnn_key_t kf = { B, T, NH, HS, G3_CUDNN_FWD, 0 };
     g3_cudnn_key_t kb = { B, T, NH, HS, G3_CUDNN_BWD, cd->deterministic };
-    g3_cudnn_plan_t *pf = NULL, *pb = NULL;
+    g3_cudnn_plan_t *pf, *pb;
     g3_cudnn_shape_t *sh;
-    char reason[768] = "", why[1024];
-    int use = 0;
+    char rf[768] = "", rb[768] = "", why[1024];
+    int use = 0, use_f, use_b;
+    size_t ws;
     g3_status_t st;
 
     for (int i = 0; i < cd->nshapes; i++) {
         sh = &cd->shapes[i];
         if (sh->B == B && sh->T == T && sh->NH == NH && sh->HS == HS)
-            return sh->use;
+            return sh->use[dir == G3_CUDNN_BWD];
     }
     if (g3cuda_ctx_error(cd->ctx)[0] != '\0')
         return 0;   /* a pending error: nothing runs until the sync reports it */
-    pf = g3_cudnn_plan_get(cd, &kf, reason, sizeof(reason));
-    if (pf != NULL)
-        pb = g3_cudnn_plan_get(cd, &kb, reason, sizeof(reason));
-    st = g3_cudnn_att_choose(cd->want, 1, pb ? NULL : reason, &use, why, sizeof(why));
+    pf = g3_cudnn_plan_get(cd, &kf, rf, sizeof(rf));
+    pb = g3_cudnn_plan_get(cd, &kb, rb, sizeof(rb));
+    /* cudnn: both directions or an error; auto: each direction on its own (the state is the
+     * same log-sum-exp either way, so a native forward feeds a cuDNN backward) */
+    st = g3_cudnn_att_choose(cd->want, 1, pf == NULL ? rf : pb == NULL ? rb : NULL, &use, why,
+                             sizeof(why));
     if (st != G3_OK) {
         g3cuda_ctx_fail(cd->ctx, G3CUDA_ERR_CUDNN, why);
         return 0;
     }
-    if (use && g3_cudnn_workspace(cd, (size_t)(pf->workspace > pb->workspace ? pf->workspace
-                                                                              : pb->workspace)))
+    use_f = pf != NULL && cd->want != G3_CUDNN_WANT_NATIVE;
+    use_b = pb != NULL && cd->want != G3_CUDNN_WANT_NATIVE;
+    ws = (size_t)(use_f ? pf->workspace : 0);
+    if (use_b && (size_t)pb->workspace > ws)
+        ws = (size_t)pb->workspace;
+    if ((use_f || use_b) && g3_cudnn_workspace(cd, ws))
         return 0;
-    if (use)
+    if (use_f && use_b)
         g3_info(
             "attention B=%d T=%d NH=%d HS=%d: %s; cuDNN %ld, workspace %lld + %lld bytes (forward + backward)%s",
             B, T, NH, HS, why, g3_cudnn_version(), (long long)pf->workspace,
             (long long)pb->workspace, cd->deterministic ? ", deterministic engine" : "");
+    else if (use_f || use_b)
+        g3_info(
+            "attention B=%d T=%d NH=%d HS=%d: cuDNN fused attention for the %s only (cuDNN %ld, workspace %zu bytes); native kernels for the %s (cuDNN cannot run it: %s)",
+            B, T, NH, HS, use_f ? "forward" : "backward", g3_cudnn_version(), ws,
+            use_f ? "backward" : "forward", use_f ? rb : rf);
     else
         g3_info("attention B=%d T=%d NH=%d HS=%d: %s", B, T, NH, HS, why);
     if (cd->nshapes < G3_CUDNN_SHAPES) {
         sh = &cd->shapes[cd->nshapes++];
-        sh->B = B, sh->T = T, sh->NH = NH, sh->HS = HS, sh->use = use;
+        sh->B = B, sh->T = T, sh->NH = NH, sh->HS = HS;
+        sh->use[0] = use_f;
+        sh->use[1] = use_b;
     }
-    return use;
+    return dir == G3_CUDNN_BWD ? use_b : use_f;
 }
 
 /* Run key's plan with the variant pack of uids/ptrs.  Failures are recorded in the context. */

@@ -93,14 +93,17 @@ g3_status_t g3_cudnn_open(struct g3cuda_ctx *ctx, g3_cudnn_want_t want, int dete
                           g3_cudnn_t **cd_p, char *why, size_t why_len);
 void g3_cudnn_close(g3_cudnn_t *cd);
 
-/* Whether this shape runs on cuDNN: the first call per shape builds both plans (heuristics,
- * then the first engine configuration that finalizes; deterministic: only engines without the
- * non-deterministic numerical note), logs once which path and why, and remembers the answer.
- * Under want cudnn a plan that does not finalize records a G3CUDA_ERR_CUDNN error in the
- * context (reported by the next sync) and returns 0.  RET: 1 cuDNN, 0 native. */
-int g3_cudnn_att_use(g3_cudnn_t *cd, int B, int T, int NH, int HS);
+/* Whether direction dir (g3_cudnn_dir_t) of this shape runs on cuDNN: the first call per shape
+ * builds both plans (heuristics, then the first engine configuration that finalizes;
+ * deterministic: only engines without the non-deterministic numerical note), logs once which
+ * path each direction takes and why, and remembers the answer.  Under want auto each
+ * direction is decided on its own (the state is the same log-sum-exp, so a native forward
+ * feeds a cuDNN backward and the reverse); under want cudnn a plan that does not finalize
+ * records a G3CUDA_ERR_CUDNN error in the context (reported by the next sync) and returns 0.
+ * RET: 1 cuDNN, 0 native. */
+int g3_cudnn_att_use(g3_cudnn_t *cd, int B, int T, int NH, int HS, int dir);
 
-/* Queue the forward / backward on the context's stream (the shape must have passed
+/* Queue the forward / backward on the context's stream (the direction must have passed
  * g3_cudnn_att_use).  A failure is recorded in the context.
  * out (B,T,C) bf16  lse (B,NH,T) fp32  qkv (B,T,3C) bf16
  * dqkv (B,T,3C) bf16 (overwritten)  dout, out (B,T,C) bf16  scratch of

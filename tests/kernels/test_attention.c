@@ -95,7 +95,7 @@ static void test_attention_on(att_cudnn_t *cd, int det, int B, int T, int NH, in
              cd ? (det ? "cuDNN deterministic " : "cuDNN ") : "", B, T, NH, HS);
     int planned = 1;
 #ifdef HAVE_CUDNN
-    if (cd && !g3_cudnn_att_use(cd, B, T, NH, HS)) {
+    if (cd && !g3_cudnn_att_use(cd, B, T, NH, HS, G3_CUDNN_FWD)) {
         kt_sync(what);   /* the plan did not finalize: a failed line with cuDNN's message */
         planned = 0;
     }
@@ -189,7 +189,7 @@ static void bench(att_cudnn_t *cd, int B, int T, int NH, int HS)
     g3cuda_cast(kt_ctx, a.qkv, G3CUDA_BF16, tmp, G3CUDA_BF16, n * 3 * C);
     g3cuda_cast(kt_ctx, a.dout, G3CUDA_BF16, tmp, G3CUDA_BF16, n * C);
 #ifdef HAVE_CUDNN
-    if (cd && !g3_cudnn_att_use(cd, B, T, NH, HS)) {
+    if (cd && !g3_cudnn_att_use(cd, B, T, NH, HS, G3_CUDNN_FWD)) {
         snprintf(what, sizeof(what), "cudnn bench B=%d T=%d NH=%d HS=%d", B, T, NH, HS);
         kt_sync(what);
         KT_FREE(tmp, a.qkv, a.out, a.dout, a.dqkv, a.lse, a.scratch);
