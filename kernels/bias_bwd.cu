@@ -110,3 +110,20 @@ extern "C" int g3cuda_bias_bwd(g3cuda_ctx_t *ctx, float *dbias, const g3cuda_bf1
     g3_bias_bwd_sum_kernel<<<(OC + 255) / 256, 256, 0, ctx->stream>>>(dbias, partial, R, OC);
     return g3cuda_check_launch(ctx, "bias_bwd (sum)");
 }
+
+__global__ void g3_bias_acc_kernel(float *dbias, const float *part, int OC)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < OC)
+        dbias[c] += part[c];
+}
+
+extern "C" int g3cuda_bias_acc(g3cuda_ctx_t *ctx, float *dbias, const float *part, int OC)
+{
+    if (G3CUDA_PENDING(ctx))
+        return ctx->err;
+    if (OC <= 0 || dbias == NULL || part == NULL)
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "bias_acc: bad arguments (OC=%d)", OC);
+    g3_bias_acc_kernel<<<(OC + 255) / 256, 256, 0, ctx->stream>>>(dbias, part, OC);
+    return g3cuda_check_launch(ctx, "bias_acc");
+}

@@ -20,6 +20,11 @@ int g3cuda_fail(g3cuda_ctx_t *ctx, int err, const char *fmt, ...)
     return err;
 }
 
+extern "C" int g3cuda_ctx_fail(g3cuda_ctx_t *ctx, int err, const char *msg)
+{
+    return g3cuda_fail(ctx, err, "%s", msg);
+}
+
 int g3cuda_check_launch(g3cuda_ctx_t *ctx, const char *op)
 {
     cudaError_t e = cudaGetLastError();
@@ -157,7 +162,7 @@ extern "C" void g3cuda_ctx_destroy(g3cuda_ctx_t *ctx)
 #ifdef HAVE_CUBLAS
     for (int i = 0; i < G3CUDA_GEMM_CACHE; i++) {
         g3cuda_gemm_plan_t *p = &ctx->gemm_plans[i];
-        if (!p->used)
+        if (!p->used || p->none)
             continue;
         cublasLtMatrixLayoutDestroy(p->a);
         cublasLtMatrixLayoutDestroy(p->b);
@@ -170,6 +175,16 @@ extern "C" void g3cuda_ctx_destroy(g3cuda_ctx_t *ctx)
     cudaFree(ctx->workspace);
     cudaStreamDestroy(ctx->stream);
     free(ctx);
+}
+
+extern "C" void g3cuda_ctx_set_gemm_autotune(g3cuda_ctx_t *ctx, int on)
+{
+    ctx->gemm_autotune = on != 0;
+}
+
+extern "C" void g3cuda_ctx_set_log(g3cuda_ctx_t *ctx, void (*log)(const char *msg))
+{
+    ctx->log = log;
 }
 
 extern "C" void *g3cuda_ctx_stream(g3cuda_ctx_t *ctx)

@@ -39,7 +39,8 @@ typedef enum {
     G3CUDA_ERR_ARG,      /* an argument the op cannot take (shape, alignment, NULL)  */
     G3CUDA_ERR_CUDA,     /* a CUDA runtime call or a kernel failed                  */
     G3CUDA_ERR_CUBLAS,   /* a cuBLASLt call failed, or no algorithm fits             */
-    G3CUDA_ERR_NOMEM     /* device memory could not be had                          */
+    G3CUDA_ERR_NOMEM,    /* device memory could not be had                          */
+    G3CUDA_ERR_CUDNN     /* a cuDNN call failed (src/backend/cudnn_att.c records it) */
 } g3cuda_err_t;
 
 typedef struct g3cuda_ctx g3cuda_ctx_t;
@@ -66,6 +67,9 @@ const char *g3cuda_ctx_device_name(const g3cuda_ctx_t *ctx);
 int g3cuda_ctx_sync(g3cuda_ctx_t *ctx, char *why, size_t why_len);
 /* RET: the pending error's text ("" when none) without waiting or clearing. */
 const char *g3cuda_ctx_error(const g3cuda_ctx_t *ctx);
+/* Record err with msg as the context's error (the first one wins, as for the kernels' own), for
+ * work queued on the stream by a library outside kernels/ (cuDNN).  RET: err. */
+int g3cuda_ctx_fail(g3cuda_ctx_t *ctx, int err, const char *msg);
 
 /* Device memory.  g3cuda_malloc logs nothing: it records "what" with cudaMalloc's cause. */
 int g3cuda_malloc(g3cuda_ctx_t *ctx, size_t bytes, const char *what, void **ptr_p);
@@ -152,6 +156,9 @@ int g3cuda_gelu_bwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *dinp, const g3cuda_bf16_t 
 /* dbias += sum_rows dout, fp32, deterministic (fixed-order partial sums).
  * dbias (OC,) fp32  dout (N,OC) bf16 */
 int g3cuda_bias_bwd(g3cuda_ctx_t *ctx, float *dbias, const g3cuda_bf16_t *dout, int N, int OC);
+/* dbias += part (the bias gradient of a BGRAD GEMM, which overwrites, added to the gradient
+ * that micro-batches accumulate).  dbias, part (OC,) fp32 */
+int g3cuda_bias_acc(g3cuda_ctx_t *ctx, float *dbias, const float *part, int OC);
 
 /* ---- matrix products through cuBLASLt (gemm.cu) ----------------------------------------- */
 
@@ -160,7 +167,9 @@ typedef enum {
     G3CUDA_EPI_BIAS,           /* D = A.B + bias                                        */
     G3CUDA_EPI_GELU_AUX,       /* aux = A.B; D = gelu(aux)                              */
     G3CUDA_EPI_BIAS_GELU_AUX,  /* aux = A.B + bias; D = gelu(aux)                       */
-    G3CUDA_EPI_DGELU           /* D = (A.B) * gelu'(aux)   (aux from a GELU_AUX forward) */
+    G3CUDA_EPI_DGELU,          /* D = (A.B) * gelu'(aux)   (aux from a GELU_AUX forward) */
+    G3CUDA_EPI_BGRAD           /* D = A.B; dbias (M,) fp32 = sum_k op(A)[m,k], OVERWRITTEN
+                                * (cuBLASLt's BGRADB: see g3cuda_gemm_offered)           */
 } g3cuda_epilogue_t;
 
 /* Row-major description of D (M,N) = alpha * op(A) (M,K) . op(B) (K,N) + beta * D, then the
@@ -172,8 +181,10 @@ typedef enum {
  *   dw (+=)   M=OC N=IC K=N   A=dout trans_a B=inp         D=dw fp32, beta=1
  * A and B are bf16; D is bf16 or fp32 (accumulation is always fp32).  Bias and aux epilogues
  * need D bf16; bias (N,) bf16 is broadcast over rows; aux (M,N) bf16 has row stride ldaux, a
- * multiple of 8.  The algorithm cuBLASLt's heuristic picks is cached per shape, transposes,
- * types, epilogue and pointer alignment. */
+ * multiple of 8.  BGRAD takes an fp32 or bf16 D and writes dbias (M,) fp32: with dw's product
+ * (A = dout, trans_a) that is the bias gradient, sum over the rows of dout.  The algorithm
+ * cuBLASLt's heuristic picks is cached per shape, transposes, types, epilogue and pointer
+ * alignment. */
 typedef struct g3cuda_gemm {
     int M, N, K;
     int trans_a, trans_b;
@@ -189,9 +200,26 @@ typedef struct g3cuda_gemm {
     const g3cuda_bf16_t *bias;
     g3cuda_bf16_t *aux;
     int ldaux;
+    float *dbias;   /* BGRAD's output (M,) fp32 */
 } g3cuda_gemm_t;
 
 int g3cuda_gemm(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g);
+/* RET: 1 when cuBLASLt has an algorithm for g (its plan is then built and cached), 0 when it
+ * has none or g is not a valid product; nothing is recorded as an error either way (for
+ * epilogues a cuBLASLt may not offer, like BGRAD with an fp32 D). */
+int g3cuda_gemm_offered(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g);
+
+/* Algorithm autotuning (off when a context is created): with on, the first g3cuda_gemm of
+ * each plan key times up to G3CUDA_GEMM_CANDIDATES of the heuristic's algorithms on the call's
+ * own operands (2 warm-up and 5 timed runs each; an fp32 D with beta != 0 is saved to scratch
+ * first and put back, at most 256 MiB, else the heuristic's first is kept) and caches the
+ * fastest.  The choice depends on timing, so two runs may pick different algorithms and round
+ * differently: leave it off where bitwise repeatability across runs matters. */
+#define G3CUDA_GEMM_CANDIDATES 8
+void g3cuda_ctx_set_gemm_autotune(g3cuda_ctx_t *ctx, int on);
+/* Where the context's notes go (which algorithm each GEMM shape got), one line each, or NULL
+ * (none, the default). */
+void g3cuda_ctx_set_log(g3cuda_ctx_t *ctx, void (*log)(const char *msg));
 
 /* ---- causal self-attention, flash style (attention_fwd.cu, attention_bwd.cu) ------------ */
 

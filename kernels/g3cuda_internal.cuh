@@ -23,6 +23,7 @@ typedef __nv_bfloat16 bf16;
 #define G3CUDA_GEMM_KEY   16
 typedef struct g3cuda_gemm_plan {
     int      used;
+    int      none;                   /* 1: cuBLASLt offers no algorithm for this key      */
     int      key[G3CUDA_GEMM_KEY];   /* shape, transposes, lds, types, epilogue, alignments */
 #ifdef HAVE_CUBLAS
     cublasLtMatmulDesc_t   op;
@@ -49,6 +50,8 @@ struct g3cuda_ctx {
     char         err_msg[512];
     g3cuda_gemm_plan_t gemm_plans[G3CUDA_GEMM_CACHE];
     int          gemm_next;         /* round-robin victim when the cache is full           */
+    int          gemm_autotune;     /* time the heuristic's candidates per shape (gemm.cu) */
+    void       (*log)(const char *msg);   /* notes for the caller's log, or NULL           */
 };
 
 /* Record err (the first one wins) with a printf-style message; RET: err. */

@@ -6,9 +6,14 @@
  * m = N, n = M, k = K.  A bias over D's columns (N,) is a bias over cuBLASLt's rows, which is
  * what its BIAS epilogue broadcasts.
  *
- * Plans (descriptors + the heuristic's algorithm) are cached in the context per shape,
- * transposes, leading dimensions, D type, epilogue and pointer alignments (the heuristic
- * depends on them); 64 entries, replaced round-robin.  A model has a dozen distinct shapes. */
+ * Plans (descriptors + the algorithm) are cached in the context per shape, transposes,
+ * leading dimensions, D type, epilogue and pointer alignments (the heuristic depends on them);
+ * 64 entries, replaced round-robin.  A model has a dozen distinct shapes.  The algorithm is
+ * the heuristic's first, or with autotuning (g3cuda.h) the fastest of its first
+ * G3CUDA_GEMM_CANDIDATES, timed once per plan on the first call's operands: the heuristic's
+ * first choice for GPT-2 1.5B's fc shape runs at 837 TFLOP/s on an H200, the best of 8 at 935
+ * (bench_gemm). */
+#include <stdio.h>
 #include <string.h>
 
 #include "g3cuda_internal.cuh"
@@ -27,6 +32,12 @@ static int g3_gemm_align(const void *p)
     return al;
 }
 
+/* RET: whether epilogue e reads or writes aux. */
+static int g3_gemm_has_aux(g3cuda_epilogue_t e)
+{
+    return e == G3CUDA_EPI_GELU_AUX || e == G3CUDA_EPI_BIAS_GELU_AUX || e == G3CUDA_EPI_DGELU;
+}
+
 static cublasLtEpilogue_t g3_gemm_lt_epilogue(g3cuda_epilogue_t e)
 {
     switch (e) {
@@ -34,6 +45,7 @@ static cublasLtEpilogue_t g3_gemm_lt_epilogue(g3cuda_epilogue_t e)
     case G3CUDA_EPI_GELU_AUX:      return CUBLASLT_EPILOGUE_GELU_AUX;
     case G3CUDA_EPI_BIAS_GELU_AUX: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     case G3CUDA_EPI_DGELU:         return CUBLASLT_EPILOGUE_DGELU;
+    case G3CUDA_EPI_BGRAD:         return CUBLASLT_EPILOGUE_BGRADB;   /* Lt's B is our A */
     default:                       return CUBLASLT_EPILOGUE_DEFAULT;
     }
 }
@@ -58,17 +70,91 @@ static cublasStatus_t g3_gemm_set_pointers(cublasLtMatmulDesc_t op, const g3cuda
     cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
     if (g->epilogue == G3CUDA_EPI_BIAS || g->epilogue == G3CUDA_EPI_BIAS_GELU_AUX)
         s = g3_desc_set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias, sizeof(g->bias));
-    if (s == CUBLAS_STATUS_SUCCESS && g->epilogue >= G3CUDA_EPI_GELU_AUX)
+    if (g->epilogue == G3CUDA_EPI_BGRAD)
+        s = g3_desc_set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->dbias, sizeof(g->dbias));
+    if (s == CUBLAS_STATUS_SUCCESS && g3_gemm_has_aux(g->epilogue))
         s = g3_desc_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux, sizeof(g->aux));
     return s;
 }
 
-/* Build the descriptors for g, ask the heuristic for the best algorithm.  OUT: *p on success.
- * RET: 0 or an error recorded. */
-static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_gemm_plan_t *p)
+/* Time each candidate on g's operands (D, and the aux output of a GELU_AUX epilogue, are
+ * scratch here: the real call rewrites them; an fp32 D that is accumulated into is saved and
+ * put back) and keep the fastest in p->algo.  A candidate that fails is passed over; nothing
+ * here records an error unless the stream itself fails. */
+static void g3_gemm_tune(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_gemm_plan_t *p,
+                         const cublasLtMatmulHeuristicResult_t *res, int count)
 {
+    size_t esz = g->d_type == G3CUDA_F32 ? 4 : 2, dbytes = (size_t)g->M * g->ldd * esz;
+    void *save = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float best = -1.0f, first = -1.0f;
+    int besti = 0;
+    char note[320];
+
+    if (g->beta != 0.0f) {
+        if (dbytes > ((size_t)256 << 20))
+            return;
+        save = g3cuda_scratch(ctx, dbytes, "gemm autotuning");
+        if (save == NULL ||
+            cudaMemcpyAsync(save, g->D, dbytes, cudaMemcpyDeviceToDevice, ctx->stream) !=
+                cudaSuccess)
+            return;
+    }
+    if (g3_gemm_set_pointers(p->op, g) != CUBLAS_STATUS_SUCCESS ||
+        cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
+        goto out;
+    for (int i = 0; i < count; i++) {
+        int ok = 1;
+        float ms = 0.0f;
+        for (int r = 0; r < 7 && ok; r++) {
+            if (r == 2)
+                cudaEventRecord(e0, ctx->stream);
+            ok = cublasLtMatmul(ctx->lt, p->op, &g->alpha, g->B, p->a, g->A, p->b, &g->beta,
+                                g->D, p->d, g->D, p->d, &res[i].algo, ctx->workspace,
+                                ctx->workspace_bytes, ctx->stream) == CUBLAS_STATUS_SUCCESS;
+        }
+        cudaEventRecord(e1, ctx->stream);
+        if (cudaEventSynchronize(e1) != cudaSuccess)
+            break;
+        if (!ok || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+            continue;
+        ms /= 5.0f;
+        if (i == 0)
+            first = ms;
+        if (best < 0.0f || ms < best) {
+            best = ms;
+            besti = i;
+        }
+    }
+    p->algo = res[besti].algo;
+    if (ctx->log && best > 0.0f) {
+        snprintf(
+            note, sizeof(note),
+            "gemm M=%d N=%d K=%d (trans_a %d, trans_b %d, %s D, epilogue %d): algorithm %d of %d, %.1f TFLOP/s (the heuristic's first: %.1f)",
+            g->M, g->N, g->K, g->trans_a, g->trans_b, g->d_type == G3CUDA_F32 ? "fp32" : "bf16",
+            (int)g->epilogue, besti, count, 2e-9 * g->M * g->N * (double)g->K / best,
+            first > 0.0f ? 2e-9 * g->M * g->N * (double)g->K / first : 0.0);
+        ctx->log(note);
+    }
+out:
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    if (save)
+        cudaMemcpyAsync(g->D, save, dbytes, cudaMemcpyDeviceToDevice, ctx->stream);
+    cudaGetLastError();   /* a candidate's launch failure is not the caller's error */
+}
+
+/* Build the descriptors for g, ask the heuristic for the best algorithm.  OUT: *p on success.
+ * RET: 0; or the error recorded; or, when quiet and cuBLASLt refuses g (no algorithm, or an
+ * attribute it does not take), -1 with nothing recorded. */
+static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_gemm_plan_t *p,
+                             int quiet)
+{
+    int rc = -1;
     cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t res;
+    cublasLtMatmulHeuristicResult_t res[G3CUDA_GEMM_CANDIDATES];
     cublasOperation_t opa = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;   /* Lt's A is our B */
     cublasOperation_t opb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;   /* Lt's B is our A */
     cudaDataType_t dt = g->d_type == G3CUDA_F32 ? CUDA_R_32F : CUDA_R_16BF;
@@ -77,6 +163,7 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
     uint32_t al_a = (uint32_t)g3_gemm_align(g->B), al_b = (uint32_t)g3_gemm_align(g->A);
     uint32_t al_d = (uint32_t)g3_gemm_align(g->D);
     int64_t ldaux = g->ldaux;
+    cudaDataType_t bgrad_type = CUDA_R_32F;
     int count = 0;
     cublasStatus_t s;
     const char *what;
@@ -92,8 +179,11 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
         s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb));
     if (s == CUBLAS_STATUS_SUCCESS)
         s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
-    if (s == CUBLAS_STATUS_SUCCESS && g->epilogue >= G3CUDA_EPI_GELU_AUX)
+    if (s == CUBLAS_STATUS_SUCCESS && g3_gemm_has_aux(g->epilogue))
         s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ldaux, sizeof(ldaux));
+    if (s == CUBLAS_STATUS_SUCCESS && g->epilogue == G3CUDA_EPI_BGRAD)
+        s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bgrad_type,
+                        sizeof(bgrad_type));
     if (s == CUBLAS_STATUS_SUCCESS)
         s = g3_gemm_set_pointers(p->op, g);
     if (s != CUBLAS_STATUS_SUCCESS)
@@ -127,25 +217,32 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
     if (s != CUBLAS_STATUS_SUCCESS)
         goto err_lt;
     what = "cublasLtMatmulAlgoGetHeuristic";
-    s = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->op, p->a, p->b, p->d, p->d, pref, 1, &res,
+    s = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->op, p->a, p->b, p->d, p->d, pref,
+                                       ctx->gemm_autotune ? G3CUDA_GEMM_CANDIDATES : 1, res,
                                        &count);
     if (s != CUBLAS_STATUS_SUCCESS)
         goto err_lt;
     if (count == 0) {
-        g3cuda_fail(
+        if (quiet)
+            goto err_destroy;
+        rc = g3cuda_fail(
             ctx, G3CUDA_ERR_CUBLAS,
             "gemm M=%d N=%d K=%d (trans_a %d, trans_b %d, lda %d, ldb %d, ldd %d, epilogue %d): cuBLASLt has no algorithm for it on %s",
             g->M, g->N, g->K, g->trans_a, g->trans_b, g->lda, g->ldb, g->ldd, (int)g->epilogue,
             ctx->name);
         goto err_destroy;
     }
-    p->algo = res.algo;
+    p->algo = res[0].algo;
     cublasLtMatmulPreferenceDestroy(pref);
+    if (ctx->gemm_autotune && count > 1)
+        g3_gemm_tune(ctx, g, p, res, count);
     return 0;
 
 err_lt:
-    g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS, "gemm M=%d N=%d K=%d: %s: %s", g->M, g->N, g->K, what,
-                cublasLtGetStatusString(s));
+    if (quiet)   /* e.g. an epilogue attribute this cuBLASLt does not take */
+        goto err_destroy;
+    rc = g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS, "gemm M=%d N=%d K=%d: %s: %s", g->M, g->N, g->K,
+                     what, cublasLtGetStatusString(s));
 err_destroy:
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);
@@ -158,7 +255,7 @@ err_destroy:
     if (p->op)
         cublasLtMatmulDescDestroy(p->op);
     memset(p, 0, sizeof(*p));
-    return ctx->err;
+    return rc;
 }
 
 static void g3_gemm_key(const g3cuda_gemm_t *g, int key[G3CUDA_GEMM_KEY])
@@ -175,80 +272,132 @@ static void g3_gemm_key(const g3cuda_gemm_t *g, int key[G3CUDA_GEMM_KEY])
     key[k++] = g->ldd;
     key[k++] = (int)g->d_type;
     key[k++] = (int)g->epilogue;
-    key[k++] = g->epilogue >= G3CUDA_EPI_GELU_AUX ? g->ldaux : 0;
+    key[k++] = g3_gemm_has_aux(g->epilogue) ? g->ldaux : 0;
     key[k++] = g3_gemm_align(g->A);
     key[k++] = g3_gemm_align(g->B);
     key[k++] = g3_gemm_align(g->D);
-    key[k++] = g3_gemm_align(g->bias);
+    key[k++] = g3_gemm_align(g->epilogue == G3CUDA_EPI_BGRAD ? (const void *)g->dbias
+                                                              : (const void *)g->bias);
     key[k++] = g3_gemm_align(g->aux);
+}
+
+/* RET: g's cached plan, made on first use (a key cuBLASLt has no algorithm for is cached as
+ * such); NULL with the error recorded, or when quiet with nothing recorded for "none". */
+static g3cuda_gemm_plan_t *g3_gemm_plan_get(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g,
+                                            int quiet)
+{
+    int key[G3CUDA_GEMM_KEY];
+    g3cuda_gemm_plan_t fresh, *p = NULL;
+    cublasStatus_t s;
+    int rc;
+
+    g3_gemm_key(g, key);
+    for (int i = 0; i < G3CUDA_GEMM_CACHE && p == NULL; i++)
+        if (ctx->gemm_plans[i].used && memcmp(ctx->gemm_plans[i].key, key, sizeof(key)) == 0)
+            p = &ctx->gemm_plans[i];
+    if (p != NULL) {
+        if (p->none) {
+            if (!quiet)
+                g3cuda_fail(
+                    ctx, G3CUDA_ERR_CUBLAS,
+                    "gemm M=%d N=%d K=%d (epilogue %d): cuBLASLt has no algorithm for it on %s",
+                    g->M, g->N, g->K, (int)g->epilogue, ctx->name);
+            return NULL;
+        }
+        s = g3_gemm_set_pointers(p->op, g);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS,
+                        "gemm M=%d N=%d K=%d: setting the epilogue pointers: %s", g->M, g->N,
+                        g->K, cublasLtGetStatusString(s));
+            return NULL;
+        }
+        return p;
+    }
+    rc = g3_gemm_plan_make(ctx, g, &fresh, quiet);
+    if (rc > 0)
+        return NULL;
+    p = &ctx->gemm_plans[ctx->gemm_next];
+    ctx->gemm_next = (ctx->gemm_next + 1) % G3CUDA_GEMM_CACHE;
+    if (p->used && !p->none) {
+        cublasLtMatrixLayoutDestroy(p->a);
+        cublasLtMatrixLayoutDestroy(p->b);
+        cublasLtMatrixLayoutDestroy(p->d);
+        cublasLtMatmulDescDestroy(p->op);
+    }
+    *p = fresh;   /* zeroed by plan_make when there is none */
+    memcpy(p->key, key, sizeof(key));
+    p->used = 1;
+    p->none = rc < 0;
+    return p->none ? NULL : p;
 }
 
 #endif /* HAVE_CUBLAS */
 
-extern "C" int g3cuda_gemm(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g)
+/* RET: why g is not a product g3cuda_gemm takes (in buf), or NULL. */
+static const char *g3_gemm_bad(const g3cuda_gemm_t *g, char *buf, size_t len)
 {
-    if (G3CUDA_PENDING(ctx))
-        return ctx->err;
     if (g->M <= 0 || g->N <= 0 || g->K <= 0)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm: bad shape M=%d N=%d K=%d", g->M, g->N,
-                           g->K);
-    if (g->A == NULL || g->B == NULL || g->D == NULL)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: NULL matrix", g->M, g->N,
-                           g->K);
-    if (g->lda < (g->trans_a ? g->M : g->K) || g->ldb < (g->trans_b ? g->K : g->N) ||
-        g->ldd < g->N)
-        return g3cuda_fail(
-            ctx, G3CUDA_ERR_ARG,
+        snprintf(buf, len, "gemm: bad shape M=%d N=%d K=%d", g->M, g->N, g->K);
+    else if (g->A == NULL || g->B == NULL || g->D == NULL)
+        snprintf(buf, len, "gemm M=%d N=%d K=%d: NULL matrix", g->M, g->N, g->K);
+    else if (g->lda < (g->trans_a ? g->M : g->K) || g->ldb < (g->trans_b ? g->K : g->N) ||
+             g->ldd < g->N)
+        snprintf(
+            buf, len,
             "gemm M=%d N=%d K=%d: a leading dimension is shorter than its row (lda %d, ldb %d, ldd %d)",
             g->M, g->N, g->K, g->lda, g->ldb, g->ldd);
-    if (g->d_type != G3CUDA_F32 && g->d_type != G3CUDA_BF16)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm: unknown D dtype %d", (int)g->d_type);
-    if (g->epilogue != G3CUDA_EPI_NONE && g->d_type != G3CUDA_BF16)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: epilogue %d needs a bf16 D",
-                           g->M, g->N, g->K, (int)g->epilogue);
-    if ((g->epilogue == G3CUDA_EPI_BIAS || g->epilogue == G3CUDA_EPI_BIAS_GELU_AUX) &&
-        g->bias == NULL)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gemm M=%d N=%d K=%d: bias epilogue without a bias",
-                           g->M, g->N, g->K);
-    if (g->epilogue >= G3CUDA_EPI_GELU_AUX &&
-        (g->aux == NULL || g->ldaux < g->N || g->ldaux % 8 != 0))
-        return g3cuda_fail(
-            ctx, G3CUDA_ERR_ARG,
+    else if (g->d_type != G3CUDA_F32 && g->d_type != G3CUDA_BF16)
+        snprintf(buf, len, "gemm: unknown D dtype %d", (int)g->d_type);
+    else if (g->epilogue != G3CUDA_EPI_NONE && g->epilogue != G3CUDA_EPI_BGRAD &&
+             g->d_type != G3CUDA_BF16)
+        snprintf(buf, len, "gemm M=%d N=%d K=%d: epilogue %d needs a bf16 D", g->M, g->N, g->K,
+                 (int)g->epilogue);
+    else if ((g->epilogue == G3CUDA_EPI_BIAS || g->epilogue == G3CUDA_EPI_BIAS_GELU_AUX) &&
+             g->bias == NULL)
+        snprintf(buf, len, "gemm M=%d N=%d K=%d: bias epilogue without a bias", g->M, g->N,
+                 g->K);
+    else if (g->epilogue == G3CUDA_EPI_BGRAD && g->dbias == NULL)
+        snprintf(buf, len, "gemm M=%d N=%d K=%d: BGRAD epilogue without dbias", g->M, g->N,
+                 g->K);
+    else if (g3_gemm_has_aux(g->epilogue) &&
+             (g->aux == NULL || g->ldaux < g->N || g->ldaux % 8 != 0))
+        snprintf(
+            buf, len,
             "gemm M=%d N=%d K=%d: GELU epilogue needs aux with ldaux >= N and a multiple of 8 (ldaux %d)",
             g->M, g->N, g->K, g->ldaux);
+    else
+        return NULL;
+    return buf;
+}
+
+extern "C" int g3cuda_gemm_offered(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g)
+{
+    char msg[320];
+
+    if (G3CUDA_PENDING(ctx) || g3_gemm_bad(g, msg, sizeof(msg)) != NULL)
+        return 0;
+#ifdef HAVE_CUBLAS
+    return g3_gemm_plan_get(ctx, g, 1) != NULL;
+#else
+    return 0;
+#endif
+}
+
+extern "C" int g3cuda_gemm(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g)
+{
+    char msg[320];
+
+    if (G3CUDA_PENDING(ctx))
+        return ctx->err;
+    if (g3_gemm_bad(g, msg, sizeof(msg)) != NULL)
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "%s", msg);
 #ifdef HAVE_CUBLAS
     {
-        int key[G3CUDA_GEMM_KEY];
-        g3cuda_gemm_plan_t *p = NULL;
+        g3cuda_gemm_plan_t *p = g3_gemm_plan_get(ctx, g, 0);
         cublasStatus_t s;
 
-        g3_gemm_key(g, key);
-        for (int i = 0; i < G3CUDA_GEMM_CACHE && p == NULL; i++)
-            if (ctx->gemm_plans[i].used &&
-                memcmp(ctx->gemm_plans[i].key, key, sizeof(key)) == 0)
-                p = &ctx->gemm_plans[i];
-        if (p == NULL) {
-            g3cuda_gemm_plan_t fresh;
-            if (g3_gemm_plan_make(ctx, g, &fresh))
-                return ctx->err;
-            p = &ctx->gemm_plans[ctx->gemm_next];
-            ctx->gemm_next = (ctx->gemm_next + 1) % G3CUDA_GEMM_CACHE;
-            if (p->used) {
-                cublasLtMatrixLayoutDestroy(p->a);
-                cublasLtMatrixLayoutDestroy(p->b);
-                cublasLtMatrixLayoutDestroy(p->d);
-                cublasLtMatmulDescDestroy(p->op);
-            }
-            *p = fresh;
-            memcpy(p->key, key, sizeof(key));
-            p->used = 1;
-        } else {
-            s = g3_gemm_set_pointers(p->op, g);
-            if (s != CUBLAS_STATUS_SUCCESS)
-                return g3cuda_fail(ctx, G3CUDA_ERR_CUBLAS,
-                                   "gemm M=%d N=%d K=%d: setting the epilogue pointers: %s", g->M,
-                                   g->N, g->K, cublasLtGetStatusString(s));
-        }
+        if (p == NULL)
+            return ctx->err;
         s = cublasLtMatmul(ctx->lt, p->op, &g->alpha, g->B, p->a, g->A, p->b, &g->beta, g->D,
                            p->d, g->D, p->d, &p->algo, ctx->workspace, ctx->workspace_bytes,
                            ctx->stream);

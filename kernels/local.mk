@@ -40,7 +40,7 @@ kernels_libg3cuda_a_SOURCES = \
 $(kernels_libg3cuda_a_OBJECTS): $(top_srcdir)/kernels/g3cuda.h \
 	$(top_srcdir)/kernels/g3cuda_internal.cuh $(top_srcdir)/kernels/xent_row.cuh \
 	$(top_srcdir)/kernels/attention_tile.cuh
-G3_CUDA_LIBS += kernels/libg3cuda.a $(CUBLAS_LIBS) $(NCCL_LIBS) $(CUDA_LIBS) -lstdc++
+G3_CUDA_LIBS += kernels/libg3cuda.a $(CUDNN_LIBS) $(CUBLAS_LIBS) $(NCCL_LIBS) $(CUDA_LIBS) -lstdc++
 endif
 EXTRA_DIST += kernels/g3cuda.h kernels/g3cuda_internal.cuh kernels/xent_row.cuh \
 	kernels/attention_tile.cuh

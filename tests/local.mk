@@ -35,6 +35,8 @@ include tests/parallel/local.mk
 include tests/comm/local.mk
 include tests/topo/local.mk
 include tests/ckpt/local.mk
+include tests/backend/local.mk
+include tests/gpu/local.mk
 include tests/kernels/local.mk
 include tests/slurm/local.mk
 include tests/modules/local.mk

@@ -107,9 +107,10 @@ typedef struct g3_be_kind_info {
     /* RET: bytes of attention_fwd's state and of attention_bwd's scratch (see the ops). */
     size_t (*attention_state_bytes)(const g3_be_opts_t *o, int B, int T, int NH, int HS);
     size_t (*attention_scratch_bytes)(const g3_be_opts_t *o, int B, int T, int NH, int HS);
-    /* Open it with options o (defaults filled, checked).  OUT: *be_p.  RET (logged):
-     * G3_ERR_NO_MEMORY, G3_ERR_DEVICE.  NULL: not built in (probe says why). */
-    g3_status_t (*open)(const g3_be_opts_t *o, g3_backend_t **be_p);
+    /* Open it with options o (defaults filled, checked); the backend writes back what it
+     * resolved (attention auto: what runs), which the sizes above then follow.  OUT: *be_p.
+     * RET (logged): G3_ERR_NO_MEMORY, G3_ERR_DEVICE.  NULL: not built in (probe says why). */
+    g3_status_t (*open)(g3_be_opts_t *o, g3_backend_t **be_p);
 } g3_be_kind_info_t;
 
 typedef struct g3_backend_ops {

@@ -323,7 +323,7 @@ static const g3_backend_ops_t g3_cpu_ops = {
     .sumsq = g3_cpu_sumsq,
 };
 
-static g3_status_t g3_cpu_open(const g3_be_opts_t *o, g3_backend_t **be_p)
+static g3_status_t g3_cpu_open(g3_be_opts_t *o, g3_backend_t **be_p)
 {
     g3_backend_t *be;
     g3_cpu_t *cpu;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "backend/kinds.h"
+#include "backend/cudnn_att.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "g3cuda.h"
@@ -28,9 +29,13 @@ typedef struct {
     double       *sumsq;   /* (1,) device: sumsq's accumulator */
     g3_backend_ops_t ops;  /* the table: the plain ops and (unless fused_ops is 0) the fused
                             * ones */
-    g3_be_att_t   attention;      /* the options it was opened with (backend.h):         */
-    int           gemm_autotune;  /*   for now every attention choice runs the native     */
-    int           deterministic;  /*   kernels below                                      */
+    g3_be_att_t   attention;      /* the options it was opened with (backend.h)           */
+    int           gemm_autotune;
+    int           deterministic;  /* bitwise-repeatable attention backward asked for       */
+    g3_cudnn_t   *cudnn;   /* cuDNN's fused attention (cudnn_att.h), NULL: native kernels */
+    int           bgrad;   /* bias gradients through the dW GEMM's BGRAD epilogue        */
+    float        *bgrad_buf;   /* (bgrad_n,) its output before it is added to dbias      */
+    int           bgrad_n;
 } g3_cuda_t;
 
 static g3cuda_ctx_t *g3_cuda_ctx_of(g3_backend_t *be)
@@ -157,6 +162,38 @@ static void g3_cuda_matmul_fwd(g3_backend_t *be, void *out, const void *inp, con
     g3_cuda_linear_fwd(be, out, NULL, inp, w, bias, N, IC, OC);
 }
 
+/* With GPT3D_GEMM_BGRAD=1 and where cuBLASLt offers it: gw (the dW product) with the BGRAD
+ * epilogue, whose bias gradient (sum over the rows of dout) overwrites bgrad_buf, then
+ * dbias (OC,) += bgrad_buf: one pass over dout fewer than g3cuda_bias_bwd.  RET: 1 when done
+ * so, 0 when the caller runs the plain GEMM and the bias kernel. */
+static int g3_cuda_bgrad(g3_backend_t *be, g3cuda_gemm_t *gw, float *dbias, int OC)
+{
+    g3_cuda_t *cu = be->priv;
+
+    if (!cu->bgrad)
+        return 0;
+    if (cu->bgrad_n < OC) {
+        void *p = NULL;
+        g3cuda_free(cu->ctx, cu->bgrad_buf);   /* waits for the work using it */
+        cu->bgrad_buf = NULL;
+        cu->bgrad_n = 0;
+        if (g3cuda_malloc(cu->ctx, sizeof(float) * (size_t)OC, "the bias gradient buffer", &p))
+            return 1;   /* recorded: ->sync reports it */
+        cu->bgrad_buf = p;
+        cu->bgrad_n = OC;
+    }
+    gw->epilogue = G3CUDA_EPI_BGRAD;
+    gw->dbias = cu->bgrad_buf;
+    if (!g3cuda_gemm_offered(cu->ctx, gw)) {
+        gw->epilogue = G3CUDA_EPI_NONE;
+        gw->dbias = NULL;
+        return 0;
+    }
+    g3cuda_gemm(cu->ctx, gw);
+    g3cuda_bias_acc(cu->ctx, dbias, cu->bgrad_buf, OC);
+    return 1;
+}
+
 /* dinp (N,IC) = dout (N,OC) . w (OC,IC), times gelu'(pre (N,IC)) when pre is not NULL (the
  * DGELU epilogue); dw (OC,IC) += dout^T . inp (N,IC) in fp32; dbias (OC,) += sum over rows of
  * dout. */
@@ -181,6 +218,8 @@ static void g3_cuda_linear_bwd(g3_backend_t *be, void *dinp, const void *pre, fl
         }
         g3cuda_gemm(ctx, &g);
     }
+    if (dbias && g3_cuda_bgrad(be, &gw, dbias, OC))
+        return;
     g3cuda_gemm(ctx, &gw);
     if (dbias)
         g3cuda_bias_bwd(ctx, dbias, dout, N, OC);
@@ -232,22 +271,101 @@ static void g3_cuda_matmul_dgelu_bwd(g3_backend_t *be, void *dpre, float *dw, fl
     g3_cuda_linear_bwd(be, dpre, pre, dw, dbias, dout, inp, w, N, IC, OC);
 }
 
-/* ---- attention: flash style, the state is the (B,NH,T) fp32 log-sum-exp ------------------- */
+/* ---- attention: cuDNN's fused engines or the native flash kernels; either way the state is
+ * the (B,NH,T) fp32 log-sum-exp (cuDNN's softmax statistics are the same numbers) ---------- */
 
-/* (state and scratch sizes: the row, cuda_kind.c) */
+/* (state and scratch sizes: the row, cuda_kind.c, from the options the open resolved) */
+
+/* RET: 1 when direction dir (g3_cudnn_dir_t) of this shape runs on cuDNN (decided, logged and
+ * planned at the shape's first call). */
+static int g3_cuda_att_on_cudnn(g3_cuda_t *cu, int B, int T, int NH, int HS, int dir)
+{
+#ifdef HAVE_CUDNN
+    return cu->cudnn != NULL && g3_cudnn_att_use(cu->cudnn, B, T, NH, HS, dir);
+#else
+    (void)cu, (void)B, (void)T, (void)NH, (void)HS, (void)dir;
+    return 0;
+#endif
+}
 
 static void g3_cuda_attention_fwd(g3_backend_t *be, void *out, void *state, const void *qkv,
                                   int B, int T, int NH, int HS)
 {
-    g3cuda_attention_fwd(g3_cuda_ctx_of(be), out, state, qkv, B, T, NH, HS);
+    g3_cuda_t *cu = be->priv;
+
+    if (g3_cuda_att_on_cudnn(cu, B, T, NH, HS, G3_CUDNN_FWD)) {
+#ifdef HAVE_CUDNN
+        g3_cudnn_att_fwd(cu->cudnn, out, state, qkv, B, T, NH, HS);
+#endif
+        return;
+    }
+    g3cuda_attention_fwd(cu->ctx, out, state, qkv, B, T, NH, HS);
 }
 
 static void g3_cuda_attention_bwd(g3_backend_t *be, void *dqkv, void *scratch, const void *dout,
                                   const void *out, const void *qkv, const void *state, int B,
                                   int T, int NH, int HS)
 {
-    (void)scratch;
-    g3cuda_attention_bwd(g3_cuda_ctx_of(be), dqkv, dout, out, qkv, state, B, T, NH, HS);
+    g3_cuda_t *cu = be->priv;
+
+    if (g3_cuda_att_on_cudnn(cu, B, T, NH, HS, G3_CUDNN_BWD)) {
+#ifdef HAVE_CUDNN
+        g3_cudnn_att_bwd(cu->cudnn, dqkv, scratch, dout, out, qkv, state, B, T, NH, HS);
+#endif
+        return;
+    }
+    g3cuda_attention_bwd(cu->ctx, dqkv, dout, out, qkv, state, B, T, NH, HS);
+}
+
+_Static_assert((int)G3_BE_ATT_AUTO == (int)G3_CUDNN_WANT_AUTO &&
+                   (int)G3_BE_ATT_NATIVE == (int)G3_CUDNN_WANT_NATIVE &&
+                   (int)G3_BE_ATT_CUDNN == (int)G3_CUDNN_WANT_CUDNN,
+               "g3_be_att_t and g3_cudnn_want_t must agree");
+
+/* Open the attention path: want (auto, native, cudnn) and deterministic are the user's
+ * choice.  cuDNN that cannot be opened is an error under cudnn and the native kernels, said
+ * once, under auto; which path each shape takes is decided at its first call.
+ * RET: G3_OK, or G3_ERR_UNSUPPORTED / G3_ERR_DEVICE (logged). */
+static g3_status_t g3_cuda_att_setup(g3_backend_t *be, g3_cudnn_want_t want, int deterministic)
+{
+    g3_cuda_t *cu = be->priv;
+    char why[768];
+    int use = 0;
+    g3_status_t st;
+
+    cu->deterministic = deterministic;
+#ifdef HAVE_CUDNN
+    st = g3_cudnn_open(cu->ctx, want, deterministic, &cu->cudnn, why, sizeof(why));
+    if (st == G3_OK && cu->cudnn != NULL)
+        return G3_OK;   /* each shape's path is logged at its first call */
+    st = g3_cudnn_att_choose(want, 1, st == G3_OK ? NULL : why, &use, why, sizeof(why));
+#else
+    st = g3_cudnn_att_choose(want, 0, NULL, &use, why, sizeof(why));
+#endif
+    if (st != G3_OK)
+        g3_error("%s", why);
+    else
+        g3_info("attention: %s", why);
+    return st;
+}
+
+/* The context's notes (the GEMM algorithm each shape got) go to the log. */
+static void g3_cuda_note(const char *msg)
+{
+    g3_info("CUDA backend: %s", msg);
+}
+
+/* GEMM autotuning (g3cuda.h): on unless gemm_autotune is 0 or bitwise repeatability across
+ * runs was asked for (the timing-based choice may differ from run to run, and from rank to
+ * rank: tensor-parallel ranks that pick different algorithms would round their replicated
+ * parameters' gradients differently, so until the ranks agree on one choice a launcher's
+ * world of more than one process keeps the heuristic's). */
+static void g3_cuda_gemm_setup(g3_backend_t *be, int gemm_autotune, int deterministic)
+{
+    g3_cuda_t *cu = be->priv;
+
+    g3cuda_ctx_set_log(cu->ctx, g3_cuda_note);
+    g3cuda_ctx_set_gemm_autotune(cu->ctx, gemm_autotune && !deterministic);
 }
 
 /* ---- elementwise ----------------------------------------------------------------------------- */
@@ -434,6 +552,11 @@ static void g3_cuda_close(g3_backend_t *be)
     g3_cuda_t *cu = be->priv;
     if (cu->sumsq)
         g3cuda_free(cu->ctx, cu->sumsq);
+#ifdef HAVE_CUDNN
+    g3_cudnn_close(cu->cudnn);
+#endif
+    if (cu->bgrad_buf)
+        g3cuda_free(cu->ctx, cu->bgrad_buf);
     g3cuda_ctx_destroy(cu->ctx);
     free(cu);
     free(be);
@@ -514,6 +637,20 @@ static const g3_backend_ops_t g3_cuda_ops = {
     .check_model = g3_cuda_check_model,
 };
 
+/* RET: the number of processes the launcher started (WORLD_SIZE, SLURM_NTASKS,
+ * OMPI_COMM_WORLD_SIZE, PMI_SIZE), or 1. */
+static int g3_cuda_world_size(void)
+{
+    static const char *const vars[] = { "WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE",
+                                        "PMI_SIZE" };
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && isdigit((unsigned char)v[0]))
+            return atoi(v);
+    }
+    return 1;
+}
+
 /* RET: the node-local rank from the launcher's environment, or 0. */
 static int g3_cuda_local_rank(void)
 {
@@ -527,7 +664,7 @@ static int g3_cuda_local_rank(void)
     return 0;
 }
 
-g3_status_t g3_be_cuda_open(const g3_be_opts_t *o, g3_backend_t **be_p)
+g3_status_t g3_be_cuda_open(g3_be_opts_t *o, g3_backend_t **be_p)
 {
     g3_backend_t *be;
     g3_cuda_t *cu;
@@ -596,6 +733,22 @@ g3_status_t g3_be_cuda_open(const g3_be_opts_t *o, g3_backend_t **be_p)
         free(be);
         return G3_ERR_NO_MEMORY;
     }
+    {
+        /* GEMM autotuning: the option, else GPT3D_GEMM_AUTOTUNE, else on for one process; the
+         * fused bias gradient: GPT3D_GEMM_BGRAD=1 (off until measured on a GPU; its sum order
+         * is cuBLASLt's, so never with deterministic) */
+        int tune = o->gemm_autotune >= 0 ? o->gemm_autotune : g3_param_gemm_autotune();
+        cu->bgrad = g3_param_gemm_bgrad() == 1 && !o->deterministic;
+        g3_cuda_gemm_setup(be, tune != 0 && g3_cuda_world_size() == 1, o->deterministic);
+        st = g3_cuda_att_setup(be, (g3_cudnn_want_t)o->attention, o->deterministic);
+    }
+    if (st != G3_OK) {
+        g3_cuda_close(be);
+        return st;
+    }
+    /* what runs: the row's attention sizes follow it (cuda_kind.c) */
+    o->attention = cu->cudnn ? G3_BE_ATT_CUDNN : G3_BE_ATT_NATIVE;
+    cu->attention = o->attention;
     g3_cuda_peak(be);
     g3_debug("CUDA backend: device %d: %s; peak %.1f TFLOP/s (%s); fused ops %s; attention %s",
              device, be->device, be->peak_flops / 1e12, be->peak_how,

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "backend/cudnn_att.h"
 #include "backend/kinds.h"
 #ifdef HAVE_CUDA
 #include "g3cuda.h"
@@ -71,14 +72,30 @@ static size_t g3_cuda_kind_att_state(const g3_be_opts_t *o, int B, int T, int NH
     return (size_t)B * NH * T * sizeof(float);
 }
 
+/* The native backward needs no scratch; cuDNN's keeps its fp32 dQ accumulator and softmax sum
+ * there (cudnn_att.h).  An open backend's options say what runs (its open resolves auto); a
+ * plan's auto counts the native kernels, its cudnn cuDNN's scratch. */
 static size_t g3_cuda_kind_att_scratch(const g3_be_opts_t *o, int B, int T, int NH, int HS)
 {
+    return o->attention == G3_BE_ATT_CUDNN
+               ? g3_cudnn_att_scratch_bytes(B, T, NH, HS, o->deterministic)
+               : 0;
+}
+
+/* --attention-backend cudnn in a build without cuDNN: refused before any work. */
+static g3_status_t g3_cuda_kind_check_opts(const g3_be_opts_t *o, char *why, size_t why_len)
+{
+#ifdef HAVE_CUDNN
     (void)o;
-    (void)B;
-    (void)T;
-    (void)NH;
-    (void)HS;
-    return 0;
+    (void)why;
+    (void)why_len;
+#else
+    if (o->attention == G3_BE_ATT_CUDNN) {
+        snprintf(why, why_len, "--attention-backend cudnn: this gpt3d was built without cuDNN; reconfigure with --with-cudnn=DIR (cuDNN 9 or newer) and rebuild, or use --attention-backend auto or native");
+        return G3_ERR_UNSUPPORTED;
+    }
+#endif
+    return G3_OK;
 }
 
 const g3_be_kind_info_t g3_be_cuda_kind = {
@@ -86,7 +103,7 @@ const g3_be_kind_info_t g3_be_cuda_kind = {
     .name = "cuda",
     .act_dtype = G3_BE_BF16,
     .caps = G3_BE_CAP_XENT_SHARDED,
-    .check_opts = NULL,   /* every option has a meaning here (cuda.c keeps them) */
+    .check_opts = g3_cuda_kind_check_opts,
     .probe = g3_cuda_kind_probe,
     .check_sizes = g3_cuda_kind_check_sizes,
     .attention_state_bytes = g3_cuda_kind_att_state,

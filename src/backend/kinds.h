@@ -13,6 +13,6 @@ extern const g3_be_kind_info_t g3_be_cuda_kind;
 /* The CUDA backend's open (cuda.c; the row's open in builds with CUDA): device o->device,
  * or, when it is < 0, the node-local rank (LOCAL_RANK, SLURM_LOCALID,
  * OMPI_COMM_WORLD_LOCAL_RANK, else 0) modulo the visible devices.  See g3_be_open. */
-g3_status_t g3_be_cuda_open(const g3_be_opts_t *o, g3_backend_t **be_p);
+g3_status_t g3_be_cuda_open(g3_be_opts_t *o, g3_backend_t **be_p);
 
 #endif

@@ -5,7 +5,11 @@
 src_libgpt3d_a_SOURCES += \
 	src/backend/backend.c src/backend/backend.h src/backend/kinds.h src/backend/cuda_kind.c \
 	src/backend/cpu.c src/backend/cpu_ops.c src/backend/cpu_matmul.c src/backend/cpu_internal.h \
-	src/backend/cpu_env.c
+	src/backend/cpu_env.c src/backend/cudnn_att.h src/backend/cudnn_att_select.c
 if HAVE_CUDA
 src_libgpt3d_a_SOURCES += src/backend/cuda.c
+endif
+# cuDNN's fused attention (configure found cuDNN >= 9): the only file that includes cudnn.h.
+if HAVE_CUDNN
+src_libgpt3d_a_SOURCES += src/backend/cudnn_att.c
 endif

@@ -33,6 +33,8 @@
     X(fused_ops, "GPT3D_FUSED_OPS", BOOL, -1, 0, "the backend's (cuda 1, cpu 0)", "The compute backend's fused ops (the fused_ops option's default): 1 on, 0 off.") \
     X(cpu_peak_gflops, "GPT3D_CPU_PEAK_GFLOPS", FLOAT, 0, 0, "from /proc/cpuinfo", "The CPU's peak GFLOP/s for MFU, instead of threads x clock x FLOPs per cycle.") \
     X(gpu_peak_tflops, "GPT3D_GPU_PEAK_TFLOPS", FLOAT, 0, 0, "the GPU's data sheet", "The GPU's dense bf16 peak TFLOP/s for MFU, instead of the data sheet's by device name.") \
+    X(gemm_autotune, "GPT3D_GEMM_AUTOTUNE", BOOL, -1, 0, "1 for one process", "CUDA: time cuBLASLt's candidate algorithms of each GEMM shape at its first use and keep the fastest (the gemm_autotune option's default); 0 off. Off with --deterministic and when the launcher starts several processes.") \
+    X(gemm_bgrad, "GPT3D_GEMM_BGRAD", BOOL, 0, 0, "0", "CUDA: 1 fuses the bias gradient into the weight-gradient GEMM (cuBLASLt's BGRADB epilogue) where offered (not with --deterministic).") \
     X(ln_bwd, "GPT3D_LN_BWD", STR, 0, 0, "by width", "block: every LayerNorm backward width on the block-per-row CUDA kernel (to compare kernels; read by kernels/layernorm_bwd.cu at each launch).") \
     X(comm_small_bytes, "GPT3D_COMM_SMALL_BYTES", INT, 65536, 0, "65536", "Collectives up to this many bytes take the small-message algorithms.") \
     X(comm_allreduce, "GPT3D_COMM_ALLREDUCE", STR, 0, 0, "auto", "The UCX all-reduce algorithm: auto, rd, rh, direct or ring.") \

@@ -10,7 +10,12 @@
 #     iteration 25, resume it on the CPU, and the losses of 26..50 are within 0.1 nats of the
 #     uninterrupted CUDA run's; the same from the CPU to CUDA against the CPU run's;
 #   * MT-NLG's head size 160 (hidden 320, 2 heads): 20 steps on CUDA follow the CPU's curve
-#     within the same 0.1 nats.
+#     within the same 0.1 nats;
+#   * each attention backend (--attention-backend native|cudnn, the backend's default
+#     until the trainer's --attention-backend reaches it): native runs 50 steps; in a +cudnn
+#     build cuDNN's fused attention runs them too, says so in the log, stays within 0.01 nats
+#     of the native run and 0.1 of the CPU; with --deterministic two runs of 10 steps
+#     give identical losses.
 # Tolerances are a first estimate written without a GPU: docs/cuda.md, Status.
 # shellcheck source=tests/lib.sh disable=SC1091
 . "${top_srcdir:-.}/tests/lib.sh"
@@ -61,7 +66,7 @@ case "$features" in *+cuda*) ;; *) gpu=0 ;; esac
 if [ "$gpu" -eq 0 ] || [ ! -f "$D/kjv_text_document.bin" ]; then
     why="no GPU here (nvidia-smi lists none) or no +cuda in this build ($features)"
     [ -f "$D/kjv_text_document.bin" ] || why="no KJV test corpus in $D"
-    for _ in 1 2 3 4 5 6 7 8 9 10 11; do skip "$why"; done
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18; do skip "$why"; done
     done_testing
     exit
 fi
@@ -100,6 +105,36 @@ is "$rc" 0 "50 steps on CUDA"
 r=$(within "$TMPD/cuda" "$TMPD/cpu" 1 50 0.1)
 diag "CUDA vs CPU, iterations 1-50: $r"
 like "$r" "^ok" "CUDA follows the CPU loss curve within 0.1 nats for 50 steps ($r)"
+
+# each attention backend
+# shellcheck disable=SC2086
+run "$GPT3D" train $flags --run-dir "$TMPD/native" --device cuda --attention-backend native
+is "$rc" 0 "50 steps on CUDA with the native attention kernels"
+case "$features" in
+*+cudnn*)
+    # shellcheck disable=SC2086
+    run "$GPT3D" train $flags --run-dir "$TMPD/cudnn" --device cuda --attention-backend cudnn
+    is "$rc" 0 "50 steps on CUDA with cuDNN's fused attention"
+    like "$out" "cuDNN fused attention" "the log says the attention ran on cuDNN"
+    r=$(within "$TMPD/cudnn" "$TMPD/native" 1 50 0.01)
+    diag "cuDNN vs native attention, iterations 1-50: $r"
+    like "$r" "^ok" "cuDNN attention within 0.01 nats of the native kernels for 50 steps ($r)"
+    r=$(within "$TMPD/cudnn" "$TMPD/cpu" 1 50 0.1)
+    like "$r" "^ok" "cuDNN attention within 0.1 nats of the CPU for 50 steps ($r)"
+    for i in 1 2; do
+        # shellcheck disable=SC2086
+        run "$GPT3D" train $flags --train-iters 10 --run-dir "$TMPD/det$i" --device cuda \
+            --deterministic
+        diag "deterministic run $i: $(printf '%s\n' "$out" | grep -m1 'attention' || true)"
+    done
+    is "$(losses "$TMPD/det1" | wc -l)" 10 "--deterministic: 10 steps"
+    is "$(losses "$TMPD/det1")" "$(losses "$TMPD/det2")" \
+        "--deterministic: two runs give identical losses"
+    ;;
+*)
+    for _ in 1 2 3 4 5 6; do skip "no cuDNN in this build ($features)"; done
+    ;;
+esac
 
 # checkpoints across backends: stop at 25 (exit 75), resume on the other backend
 # shellcheck disable=SC2086

@@ -11,8 +11,10 @@
  *   bias_bwd (fp32 column sums): rtol 1e-5, 1e-5 max|want|, and deterministic.
  * Shapes: odd sizes (5 x 13 x 7), GPT-2 sizes with rows that are not multiples of cuBLASLt's
  * tiles (33, 100), and a second call of the same shape with other bias/aux buffers (the cached
- * plan must use the new pointers).  Also: a bad argument is reported, held until sync, and
- * blocks later ops until then. */
+ * plan must use the new pointers), and the same products with algorithm autotuning on (other
+ * shapes, so new plans are tuned; dW's accumulated D must survive the timing runs).  Also: a
+ * bad argument is reported, held until sync, and blocks later ops until then.  And the bias
+ * gradient through the dW product's BGRAD epilogue plus g3cuda_bias_acc, where offered. */
 #include "kernels/kt.h"
 
 /* One linear layer: out (N,OC) = inp (N,IC) w^T (+ bias) (-> GELU with aux), then
@@ -134,6 +136,61 @@ static void test_linear(int N, int IC, int OC, g3cuda_epilogue_t epi, int repeat
 
 /* A bad argument: reported by the call, held (later ops queue nothing and return it) until
  * sync reports it with its text, then cleared. */
+/* dW += dout^T inp with the BGRAD epilogue: its bias gradient (overwritten into a buffer)
+ * then g3cuda_bias_acc into db, against the references (dw rtol 1e-3 as above; db: fp32 sums
+ * in cuBLASLt's order, rtol 1e-5, 1e-5 max|want|).  A cuBLASLt that does not offer it is a
+ * skip with the reason (the backend then keeps g3cuda_bias_bwd). */
+static void test_bgrad(int N, int IC, int OC)
+{
+    size_t nin = (size_t)N * IC, nout = (size_t)N * OC, nw = (size_t)OC * IC;
+    float *inp = kt_fvec(nin), *dout = kt_fvec(nout), *dw0 = kt_fvec(nw), *db0 = kt_fvec(OC);
+    float *dw = kt_fvec(nw), *db = kt_fvec(OC);
+    double *rdw = kt_dvec(nw), *rdb = kt_dvec(OC);
+    char what[128], w2[200];
+
+    ref_randn_bf(inp, NULL, nin, 1.0f, 9, "inp");
+    ref_randn_bf(dout, NULL, nout, 1.0f, 9, "dout");
+    ref_randn(dw0, nw, 1.0f, 9, "dw0");
+    ref_randn(db0, OC, 1.0f, 9, "db0");
+    ref_gemm(rdw, dout, OC, 1, inp, IC, 0, OC, IC, N);
+    for (size_t i = 0; i < nw; i++)
+        rdw[i] += dw0[i];
+    for (int c = 0; c < OC; c++) {
+        rdb[c] = db0[c];
+        for (int r = 0; r < N; r++)
+            rdb[c] += dout[(size_t)r * OC + c];
+    }
+    g3cuda_bf16_t *d_inp = kt_dev_bf(inp, nin), *d_dout = kt_dev_bf(dout, nout);
+    float *d_dw = kt_dev_f32(dw0, nw), *d_db = kt_dev_f32(db0, OC), *d_part = kt_dev(4 * OC);
+    g3cuda_gemm_t bw = { 0 };
+    bw.M = OC; bw.N = IC; bw.K = N;
+    bw.A = d_dout; bw.lda = OC; bw.trans_a = 1;
+    bw.B = d_inp; bw.ldb = IC;
+    bw.D = d_dw; bw.d_type = G3CUDA_F32; bw.ldd = IC;
+    bw.alpha = 1.0f; bw.beta = 1.0f;
+    bw.epilogue = G3CUDA_EPI_BGRAD; bw.dbias = d_part;
+    snprintf(what, sizeof(what), "BGRAD N=%d IC=%d OC=%d", N, IC, OC);
+    if (!g3cuda_gemm_offered(kt_ctx, &bw)) {
+        snprintf(w2, sizeof(w2), "%s: cuBLASLt offers no algorithm (fp32 D, fp32 bias gradient)",
+                 what);
+        tap_skip(w2);
+        tap_skip(w2);
+    } else {
+        g3cuda_gemm(kt_ctx, &bw);
+        g3cuda_bias_acc(kt_ctx, d_db, d_part, OC);
+        if (kt_sync(what) == 0) {
+            kt_get_f32(dw, d_dw, nw);
+            snprintf(w2, sizeof(w2), "gemm dw += (fp32) %s", what);
+            kt_check(w2, dw, rdw, nw, 1e-3, 1e-4);
+            kt_get_f32(db, d_db, OC);
+            snprintf(w2, sizeof(w2), "bias gradient (BGRAD + bias_acc) %s", what);
+            kt_check(w2, db, rdb, OC, 1e-5, 1e-5);
+        }
+    }
+    KT_FREE(d_inp, d_dout, d_dw, d_db, d_part);
+    free(inp); free(dout); free(dw0); free(db0); free(dw); free(db); free(rdw); free(rdb);
+}
+
 static void test_errors(void)
 {
     g3cuda_bf16_t *a = kt_dev(2 * 64 * 64), *d = kt_dev(2 * 64 * 64);
@@ -206,6 +263,17 @@ int main(void)
     test_linear(48, 128, 64, G3CUDA_EPI_GELU_AUX, 0);
     test_linear(100, 3072, 768, G3CUDA_EPI_BIAS, 0);
     test_linear(40, 64, 2312, G3CUDA_EPI_BIAS, 0);   /* bias_bwd: a partial 256-column block */
+    /* autotuning: the fastest of the heuristic's candidates, timed on the call's operands (new
+     * shapes: the plans above are cached); dW accumulates into its initial values, so its D
+     * must be put back after the timing runs */
+    g3cuda_ctx_set_gemm_autotune(kt_ctx, 1);
+    test_linear(65, 256, 768, G3CUDA_EPI_BIAS, 0);
+    test_linear(101, 768, 3072, G3CUDA_EPI_BIAS_GELU_AUX, 0);
+    test_linear(49, 128, 64, G3CUDA_EPI_GELU_AUX, 0);
+    test_linear(99, 3072, 768, G3CUDA_EPI_BIAS, 0);
+    g3cuda_ctx_set_gemm_autotune(kt_ctx, 0);
+    test_bgrad(64, 256, 768);
+    test_bgrad(100, 768, 3072);
     test_errors();
     if (kt_bench) {                 /* GPT-2 124M at B=16, T=1024 (N = 16384 rows) */
         int N = 16384;

@@ -8,6 +8,12 @@
  * adamw_scaled) matches sumsq + scale + adamw within 1e-6.  Compiled in every build; without
  * the CUDA backend or a usable GPU it prints "1..0 # SKIP" with the reason.
  *
+ * Attention backends: the main CUDA backend is opened with the deterministic option (cuDNN's
+ * deterministic engines or the native kernels, and no GEMM autotuning), so the bit-identity
+ * checks hold whichever attention runs; then the model runs once per attention backend
+ * (attention native, and cudnn in a build with cuDNN, not deterministic): the
+ * loss and gradients against the CPU's at the tolerances below, and against each other.
+ *
  * Tolerances (bf16 has an 8-bit significand, one rounding <= 2^-8 relative; the passes round
  * every activation once per op, through 2 layers):
  *   loss (mean over B*T tokens):        |cuda - cpu| <= 1e-2 * cpu
@@ -82,6 +88,7 @@ int main(void)
     g3_gpt_config_t c;
     g3_gpt_t *mc = NULL, *mg = NULL;
     g3_gpt_acts_t *ac = NULL, *ag = NULL;
+    g3_be_opts_t det;
     int32_t tok[B * T], tgt[B * T];
     double lc = 0.0, lg = 0.0;
     float *wc, *wg, *gc, *gg;
@@ -94,8 +101,10 @@ int main(void)
         tap_skip_all(msg);
         return 0;
     }
+    g3_be_opts_default(&det);
+    det.deterministic = 1;   /* see the top: bit-identity checks below */
     if (g3_be_open(G3_BE_KIND_CPU, NULL, &cpu) != G3_OK ||
-        g3_be_open(G3_BE_KIND_CUDA, NULL, &cuda) != G3_OK) {
+        g3_be_open(G3_BE_KIND_CUDA, &det, &cuda) != G3_OK) {
         tap_ok(0, "the CPU and CUDA backends open");
         return tap_exit();
     }
@@ -231,6 +240,55 @@ int main(void)
         g3_gpt_free(mp);
         if (plain)
             g3_be_close(plain);
+    }
+
+    /* each attention backend: against the CPU, and cuDNN against the native kernels */
+    {
+        static const char *const atts[2] = { "native", "cudnn" };
+        static const g3_be_att_t att_of[2] = { G3_BE_ATT_NATIVE, G3_BE_ATT_CUDNN };
+        float *ga[2] = { NULL, NULL };
+        double la[2] = { 0.0, 0.0 };
+        for (int k = 0; k < 2; k++) {
+            g3_backend_t *be = NULL;
+            g3_gpt_t *ma = NULL;
+            g3_gpt_acts_t *aa = NULL;
+            g3_be_opts_t ao;
+#ifndef HAVE_CUDNN
+            if (k == 1) {
+                tap_skip("no cuDNN in this build: --attention-backend cudnn not checked");
+                tap_skip("no cuDNN in this build");
+                break;
+            }
+#endif
+            g3_be_opts_default(&ao);
+            ao.attention = att_of[k];
+            st = g3_be_open(G3_BE_KIND_CUDA, &ao, &be);
+            cfg_init(&c, G3_GPT_RECOMPUTE_NONE);
+            if (st == G3_OK)
+                st = g3_gpt_init(&c, be, &ma);
+            if (st == G3_OK)
+                st = g3_gpt_acts_init(ma, B, T, &aa);
+            if (st == G3_OK)
+                st = pass(ma, aa, tok, tgt, &la[k]);
+            if (st == G3_OK)
+                ga[k] = host_copy(ma, 1);
+            tap_ok(st == G3_OK && ga[k] && fabs(la[k] - lc) <= 1e-2 * lc &&
+                       rel_l2(ga[k], gc, mc->numel) <= 5e-2,
+                   "attention %s: loss %.6f vs CPU %.6f, gradients %.3e relative L2 (<= 1e-2, 5e-2)",
+                   atts[k], la[k], lc, ga[k] ? rel_l2(ga[k], gc, mc->numel) : -1.0);
+            g3_gpt_acts_free(ma, aa);
+            g3_gpt_free(ma);
+            if (be)
+                g3_be_close(be);
+        }
+#ifdef HAVE_CUDNN
+        tap_ok(ga[0] && ga[1] && fabs(la[1] - la[0]) <= 1e-2 * la[0] &&
+                   rel_l2(ga[1], ga[0], mg->numel) <= 5e-2,
+               "cuDNN attention against the native kernels: loss %.6f / %.6f, gradients %.3e relative L2 (<= 1e-2, 5e-2)",
+               la[1], la[0], ga[0] && ga[1] ? rel_l2(ga[1], ga[0], mg->numel) : -1.0);
+#endif
+        free(ga[0]);
+        free(ga[1]);
     }
 
     /* device-side clipping: sumsq_acc + clip_scale + adamw_scaled against sumsq on the host,
