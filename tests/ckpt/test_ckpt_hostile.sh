@@ -75,7 +75,7 @@ for d in 2 2269 4748 7610 8637 10684; do
     resume g
     l_rc=$rc l_out=$out
     resume g --load-fallback
-    if [ "$v_rc" != 1 ] || [ "$l_rc" != 1 ] || [ "$rc" != 0 ] || ! clean "$v_out$l_out$out" ||
+    if [ "$v_rc" != 1 ] || [ "$l_rc" != 78 ] || [ "$rc" != 0 ] || ! clean "$v_out$l_out$out" ||
        ! printf '%s' "$v_out" | grep -q "index.h5 fails its checksum" ||
        ! printf '%s' "$out" | grep -q "resumed from checkpoint.*iteration 2\|loaded checkpoint .*iter_0000002"; then
         bad="$bad GCOL+$d:verify=$v_rc,load=$l_rc,fallback=$rc"
@@ -83,7 +83,7 @@ for d in 2 2269 4748 7610 8637 10684; do
     n=$((n + 1))
     $edit flip "$TMPD/g/$I/index.h5" "$off"
 done
-is "$bad" "" "a byte flipped in the VDS global heap (GCOL+2269, +4748, ... ; $n offsets): verify and train --load exit 1 naming the checksum, --load-fallback resumes iteration 2, no crash"
+is "$bad" "" "a byte flipped in the VDS global heap (GCOL+2269, +4748, ... ; $n offsets): verify exits 1 and train --load 78, naming the checksum, --load-fallback resumes iteration 2, no crash"
 # random offsets over the whole index (a fixed seed: the same offsets every run)
 offsets=$(awk -v n=40 -v size="$size" 'BEGIN { srand(33); for (i = 0; i < n; i++) printf "%d ", int(rand() * size) }')
 bad="" n=0
@@ -122,7 +122,7 @@ run "$GPT3D" ckpt verify "$TMPD/sw"
 is "$rc" 1 "iter_0000002 and iter_0000004 swapped: verify refuses it"
 like "$out" "holds iteration 2 \(its index.h5\) but its directory is named for iteration 4" "... naming both iterations"
 resume sw
-is "$rc" 1 "... and train --load does not resume it"
+is "$rc" 78 "... and train --load does not resume it (78: the checkpoint cannot be loaded)"
 unlike "$out" "resumed from" "... (nothing resumed)"
 
 # ---- 6. format 2 requires what format 2 writes -----------------------------------------------------
@@ -135,7 +135,7 @@ for key in tokenizer rng; do
     run "$GPT3D" ckpt verify "$TMPD/st"
     is "$rc" 1 "verify refuses a version-2 index of gpt3d train without state/$key"
     resume st
-    is "$rc" 1 "a version-2 index without state/$key is refused by the resume"
+    is "$rc" 78 "a version-2 index without state/$key is refused by the resume"
     like "$out" "format version 2\) lacks state/$key, which every gpt3d writing that version records" "... naming the missing entry"
     resume st --load-fallback
     like "$out" "loaded checkpoint .*iter_0000002" "... and --load-fallback goes back to iteration 2"
@@ -145,7 +145,7 @@ done
 fresh cs
 $edit set-progress "$TMPD/cs/$I/index.h5" consumed_samples 36
 resume cs
-is "$rc" 1 "consumed_samples forged with its checksum redone: the resume refuses it"
+is "$rc" 78 "consumed_samples forged with its checksum redone: the resume refuses it"
 like "$out" "consumed_samples 36 in index.h5 disagrees with state/data_sampler" "... comparing it with /state"
 resume cs --load-fallback
 is "$rc" 0 "... and --load-fallback resumes the previous checkpoint"
@@ -153,7 +153,7 @@ like "$out" "loaded checkpoint .*iter_0000002" "... iteration 2"
 fresh tk
 $edit set-state-str "$TMPD/tk/$I/index.h5" tokenizer '{"format": garbage'
 resume tk
-is "$rc" 1 "a garbage tokenizer record (checksum redone) is refused"
+is "$rc" 78 "a garbage tokenizer record (checksum redone) is refused"
 like "$out" "the tokenizer record is corrupt: the index was altered; load another checkpoint" "... as a damaged checkpoint"
 unlike "$out" "gpt3d preprocess" "... not advising gpt3d preprocess"
 resume tk --load-fallback
@@ -195,7 +195,7 @@ is "$rc" 0 "... the right files generate"
 fresh nan
 $edit nan-piece "$TMPD/nan/$I" model/final_layernorm.weight
 resume nan
-is "$rc" 1 "a checkpoint holding NaN parameters (checksums redone) is refused by the resume"
+is "$rc" 78 "a checkpoint holding NaN parameters (checksums redone) is refused by the resume"
 like "$out" "holds non-finite parameters \(NaN or infinity.*saved from a run that had diverged" "... naming the checkpoint as the cause"
 unlike "$out" "Lower --lr" "... not advising a lower --lr"
 resume nan --load-fallback
