@@ -365,6 +365,19 @@ static g3_status_t g3_count_stage(const g3_gpt_config_t *tiny, g3_be_kind_t kind
     return g3_plan_count_pass(&c, kind, o, 1, T, n);
 }
 
+/* The counts depend on what changes the passes only: the kind and whether it fuses, TP,
+ * sequence parallelism, recompute.  --search asks for the same few many times (each count
+ * builds five tiny models): the last ones are kept (gpt3d plan is one thread). */
+typedef struct {
+    g3_be_kind_t  kind;
+    int           fused, tp, sp, full, gran;
+    g3_plan_ops_t ops;
+} g3_count_memo_t;
+
+#define G3_COUNT_MEMO 16
+static g3_count_memo_t g3_count_memo[G3_COUNT_MEMO];
+static int g3_count_nmemo;
+
 g3_status_t g3_plan_count_ops(const g3_gpt_config_t *cfg, g3_be_kind_t kind,
                               const g3_be_opts_t *o, g3_plan_ops_t *ops)
 {
@@ -372,16 +385,33 @@ g3_status_t g3_plan_count_ops(const g3_gpt_config_t *cfg, g3_be_kind_t kind,
     double mid1 = 0, mid2 = 0, first = 0, last = 0, last2 = 0;
     g3_status_t st;
     int tp = cfg->tp_size > 0 ? cfg->tp_size : 1;
+    g3_count_memo_t key;
 
+    memset(&key, 0, sizeof(key));
+    key.kind = kind;
+    key.fused = g3_be_fused_wanted(o, !(g3_be_kind(kind)->caps & G3_BE_CAP_HOST_MEMORY));
+    key.tp = tp;
+    key.sp = cfg->sequence_parallel && tp > 1;
+    key.full = cfg->recompute_activations;
+    key.gran = cfg->recompute_granularity;
+    for (int i = 0; i < g3_count_nmemo && i < G3_COUNT_MEMO; i++) {
+        const g3_count_memo_t *k = &g3_count_memo[i];
+        if (k->kind == key.kind && k->fused == key.fused && k->tp == key.tp && k->sp == key.sp &&
+            k->full == key.full && k->gran == key.gran) {
+            *ops = k->ops;
+            return G3_OK;
+        }
+    }
     memset(ops, 0, sizeof(*ops));
-    /* tiny: one 16-wide head per TP rank, 16 tokens per output-layer chunk (32 tokens: two
-     * chunks), a vocabulary of 16 rows per TP rank; the flags that change the passes kept */
-    t.hidden_size = 16 * tp;
+    /* tiny: one 8-wide head per TP rank, an MLP as wide, 16 tokens per output-layer chunk
+     * (32 tokens: two chunks), a vocabulary of 8 rows per TP rank; the flags that change the
+     * passes kept */
+    t.hidden_size = 8 * tp;
     t.num_attention_heads = tp;
-    t.ffn_hidden_size = 64 * tp;
+    t.ffn_hidden_size = 8 * tp;
     t.seq_length = 32;
     t.max_position_embeddings = 32;
-    t.vocab_size = 16 * tp;
+    t.vocab_size = 8 * tp;
     t.make_vocab_size_divisible_by = 1;
     t.head_chunk_tokens = 16;
     t.tp_rank = 0;
@@ -404,5 +434,7 @@ g3_status_t g3_plan_count_ops(const g3_gpt_config_t *cfg, g3_be_kind_t kind,
     ops->emb = first - mid1;
     ops->head_chunk = last2 - last;
     ops->head = last - mid1 - ops->head_chunk;
+    key.ops = *ops;
+    g3_count_memo[g3_count_nmemo++ % G3_COUNT_MEMO] = key;
     return G3_OK;
 }

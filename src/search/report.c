@@ -185,10 +185,10 @@ static void g3_plan_json_stage(const g3_plan_flags_t *f, const g3_plan_t *p,
 /* The time of one layout as JSON members (no braces). */
 static void g3_plan_json_time(const g3_plan_time_t *t)
 {
+    printf("\"ops_per_iteration\":%.9g,\"fixed_seconds\":%.9g,", t->ops_iter, t->fixed_seconds);
     printf(
         "\"seconds_per_iteration\":%.9g,\"tokens_per_second\":%.9g,\"model_tflops_per_gpu\":%.6g,\"hardware_tflops_per_gpu\":%.6g,\"micro_batch_seconds\":%.9g,\"parts\":{",
         t->seconds, t->tokens_per_s, t->model_tflops_gpu, t->hw_tflops_gpu, t->micro_seconds);
-    printf("\"ops_per_iteration\":%.9g,\"fixed_seconds\":%.9g,", t->ops_iter, t->fixed_seconds);
     for (int k = 0; k < G3_PLAN_T_PARTS; k++)
         printf("%s\"%s\":%.9g", k ? "," : "", g3_plan_time_part_name(k), t->part[k]);
     printf("}");
