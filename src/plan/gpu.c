@@ -103,50 +103,105 @@ int g3_plan_gpu_local(char *name, size_t len)
 typedef struct {
     unsigned long long total, free, used;
 } g3_nvml_memory_t;
-typedef int (*g3_nvml_init_fn)(void);
-typedef int (*g3_nvml_shutdown_fn)(void);
+typedef int (*g3_nvml_void_fn)(void);
+typedef int (*g3_nvml_count_fn)(unsigned int *n);
+typedef int (*g3_nvml_byindex_fn)(unsigned int i, void **dev);
 typedef int (*g3_nvml_bybus_fn)(const char *bus, void **dev);
 typedef int (*g3_nvml_mem_fn)(void *dev, g3_nvml_memory_t *mem);
 
-int g3_plan_gpu_used(const char *bus, double *used, char *why, size_t why_len)
-{
-    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    g3_nvml_init_fn init;
-    g3_nvml_shutdown_fn shutdown;
-    g3_nvml_bybus_fn bybus;
-    g3_nvml_mem_fn mem;
-    void *dev = NULL;
-    g3_nvml_memory_t m;
-    int ok = 0, rc;
+#define G3_NVML_MAX 64
 
-    if (!lib) {
-        snprintf(why, why_len, "NVML (libnvidia-ml.so.1) cannot be loaded: %s", dlerror());
-        return 0;
+struct g3_plan_nvml {
+    void              *lib;
+    g3_nvml_void_fn    shutdown;
+    g3_nvml_bybus_fn   bybus;
+    g3_nvml_mem_fn     mem;
+    unsigned int       n;
+    void              *dev[G3_NVML_MAX];
+    double             used[G3_NVML_MAX];   /* at g3_plan_nvml_open */
+};
+
+g3_plan_nvml_t *g3_plan_nvml_open(char *why, size_t why_len)
+{
+    g3_plan_nvml_t *v = calloc(1, sizeof(*v));
+    g3_nvml_void_fn init;
+    g3_nvml_count_fn count;
+    g3_nvml_byindex_fn byindex;
+    int rc;
+
+    if (!v) {
+        snprintf(why, why_len, "out of host memory");
+        return NULL;
     }
-    *(void **)&init = dlsym(lib, "nvmlInit_v2");
-    *(void **)&shutdown = dlsym(lib, "nvmlShutdown");
-    *(void **)&bybus = dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
-    *(void **)&mem = dlsym(lib, "nvmlDeviceGetMemoryInfo");
-    if (!init || !shutdown || !bybus || !mem) {
-        snprintf(why, why_len, "libnvidia-ml.so.1 lacks nvmlInit_v2, nvmlDeviceGetHandleByPciBusId_v2 or nvmlDeviceGetMemoryInfo");
-        dlclose(lib);
-        return 0;
+    v->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!v->lib) {
+        snprintf(why, why_len, "NVML (libnvidia-ml.so.1) cannot be loaded: %s", dlerror());
+        free(v);
+        return NULL;
+    }
+    *(void **)&init = dlsym(v->lib, "nvmlInit_v2");
+    *(void **)&v->shutdown = dlsym(v->lib, "nvmlShutdown");
+    *(void **)&count = dlsym(v->lib, "nvmlDeviceGetCount_v2");
+    *(void **)&byindex = dlsym(v->lib, "nvmlDeviceGetHandleByIndex_v2");
+    *(void **)&v->bybus = dlsym(v->lib, "nvmlDeviceGetHandleByPciBusId_v2");
+    *(void **)&v->mem = dlsym(v->lib, "nvmlDeviceGetMemoryInfo");
+    if (!init || !v->shutdown || !count || !byindex || !v->bybus || !v->mem) {
+        snprintf(why, why_len, "libnvidia-ml.so.1 lacks one of nvmlInit_v2, nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetHandleByPciBusId_v2, nvmlDeviceGetMemoryInfo");
+        dlclose(v->lib);
+        free(v);
+        return NULL;
     }
     rc = init();
-    if (rc != 0) {
-        snprintf(why, why_len, "nvmlInit_v2 failed (NVML error %d)", rc);
-    } else {
-        rc = bybus(bus, &dev);
-        if (rc == 0)
-            rc = mem(dev, &m);
-        if (rc == 0) {
-            *used = (double)m.used;
-            ok = 1;
-        } else {
-            snprintf(why, why_len, "NVML cannot read the memory of the GPU at PCI bus %s (NVML error %d)", bus, rc);
-        }
-        shutdown();
+    if (rc == 0) {
+        rc = count(&v->n);
+        if (rc != 0)
+            v->shutdown();
     }
-    dlclose(lib);
-    return ok;
+    if (rc != 0) {
+        snprintf(why, why_len, "NVML cannot list the GPUs (NVML error %d)", rc);
+        dlclose(v->lib);
+        free(v);
+        return NULL;
+    }
+    if (v->n > G3_NVML_MAX)
+        v->n = G3_NVML_MAX;
+    for (unsigned int i = 0; i < v->n; i++) {
+        g3_nvml_memory_t m;
+        v->used[i] = -1;
+        if (byindex(i, &v->dev[i]) == 0 && v->mem(v->dev[i], &m) == 0)
+            v->used[i] = (double)m.used;
+    }
+    return v;
+}
+
+int g3_plan_nvml_used(g3_plan_nvml_t *v, const char *bus, double *before, double *now, char *why,
+                      size_t why_len)
+{
+    void *dev = NULL;
+    g3_nvml_memory_t m;
+    int rc = v->bybus(bus, &dev);
+
+    if (rc == 0)
+        rc = v->mem(dev, &m);
+    if (rc != 0) {
+        snprintf(why, why_len, "NVML cannot read the memory of the GPU at PCI bus %s (NVML error %d)", bus, rc);
+        return 0;
+    }
+    for (unsigned int i = 0; i < v->n; i++)
+        if (v->dev[i] == dev && v->used[i] >= 0) {
+            *before = v->used[i];
+            *now = (double)m.used;
+            return 1;
+        }
+    snprintf(why, why_len, "NVML did not list the GPU at PCI bus %s before the backend opened", bus);
+    return 0;
+}
+
+void g3_plan_nvml_close(g3_plan_nvml_t *v)
+{
+    if (!v)
+        return;
+    v->shutdown();
+    dlclose(v->lib);
+    free(v);
 }

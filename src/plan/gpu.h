@@ -37,9 +37,15 @@ const char *g3_plan_gpu_names(void);
  * read without touching the GPU).  OUT: name.  RET: 1 when there is one, else 0. */
 int g3_plan_gpu_local(char *name, size_t len);
 
-/* The memory the driver counts as used on the GPU of PCI bus id `bus` (what nvidia-smi's
- * memory.used shows), through NVML (libnvidia-ml.so.1, loaded at run time).  OUT: *used
- * bytes.  RET: 1, or 0 when NVML or the device cannot be had (why: the reason). */
-int g3_plan_gpu_used(const char *bus, double *used, char *why, size_t why_len);
+/* The memory the driver counts as used on each GPU (what nvidia-smi's memory.used shows),
+ * through NVML (libnvidia-ml.so.1, loaded at run time): open takes a snapshot of every GPU,
+ * used compares one GPU (by PCI bus id) now with the snapshot.  Open RET: the handle, or NULL
+ * when NVML or its GPUs cannot be had (why: the reason).  Used OUT: *before, *now bytes.
+ * RET: 1, or 0 (why). */
+typedef struct g3_plan_nvml g3_plan_nvml_t;
+g3_plan_nvml_t *g3_plan_nvml_open(char *why, size_t why_len);
+int g3_plan_nvml_used(g3_plan_nvml_t *v, const char *bus, double *before, double *now, char *why,
+                      size_t why_len);
+void g3_plan_nvml_close(g3_plan_nvml_t *v);
 
 #endif

@@ -89,8 +89,9 @@ g3_status_t g3_plan_machine_gpu(const char *gpu, g3_plan_machine_t *mc)
     mc->inter_bw = 0.8 * g->inter_bw;
     mc->fixed_bytes = g->fixed_mib * 1048576.0;
     snprintf(mc->gpu, sizeof(mc->gpu), "%s", g->name);
-    snprintf(mc->name, sizeof(mc->name), "a DGX of %s (--gpu %s: datasheet numbers; docs/plan.md)",
-             g->name, g->name);
+    if (strcmp(g->name, g3_plan_dgx_h100.gpu) != 0 && strcmp(g->name, g3_plan_dgx_a100.gpu) != 0)
+        snprintf(mc->name, sizeof(mc->name),
+                 "a DGX of %s (--gpu %s: datasheet numbers; docs/plan.md)", g->name, g->name);
     return G3_OK;
 }
 
@@ -302,27 +303,35 @@ g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const ch
     size_t big = cuda ? (size_t)4096 * 4096 : (size_t)1024 * 1024, e;
     double gemm[6], attn, mem, copy, t;
     char host[128] = "this machine", bus[64] = "", why[256] = "";
-    double op = 0, used_with = 0, used_without = 0, fixed = 0;
+    double op = 0, before = 0, now = 0, fixed = 0;
     const g3_plan_gpu_t *gpu = NULL;
+    g3_plan_nvml_t *nvml = NULL;
     g3_status_t st;
     FILE *f = NULL;
 
     memset(&b, 0, sizeof(b));
+    /* a GPU's memory as the driver counts it, before this process holds any of it */
+    if (cuda)
+        nvml = g3_plan_nvml_open(why, sizeof(why));
     st = g3_be_open(kind, o, &be);
-    if (st != G3_OK)
+    if (st != G3_OK) {
+        g3_plan_nvml_close(nvml);
         return st;
+    }
     e = g3_be_dtype_size(be->act_dtype);
     /* the fixed cost of an op, on the model's own passes; then (a GPU) the memory the process
      * holds with nothing allocated: the context, cuBLASLt and its workspace, the kernels the
-     * passes loaded, as the driver counts it (and again once the backend is closed, below) */
+     * passes loaded, as the driver counts it, less what it counted before the backend opened */
     st = g3_plan_measure_op(be, kind, o, &op);
     if (st != G3_OK)
         goto out;
     if (cuda) {
         snprintf(bus, sizeof(bus), "%s", be->device_id);
         gpu = g3_plan_gpu_match(be->device);
-        if (!bus[0] || !g3_plan_gpu_used(bus, &used_with, why, sizeof(why)))
-            used_with = -1;
+        if (!bus[0] && !why[0])
+            snprintf(why, sizeof(why), "the backend gave no PCI bus id");
+        if (nvml && bus[0] && g3_plan_nvml_used(nvml, bus, &before, &now, why, sizeof(why)))
+            fixed = now - before;
     }
     /* buffers for the largest GEMM (3 x n^2) and the attention below */
     st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", &b.x);
@@ -432,13 +441,10 @@ out:
     if (b.dw)
         be->ops->free(be, b.dw);
     g3_be_close(be);
-    /* a GPU's fixed cost per process: what the driver counted with the backend open and
-     * nothing allocated, less what it counts with the backend closed (other processes) */
-    if (f && cuda && used_with >= 0 && g3_plan_gpu_used(bus, &used_without, why, sizeof(why)))
-        fixed = used_with - used_without;
+    g3_plan_nvml_close(nvml);
     if (f && st == G3_OK) {
         if (fixed > 0) {
-            fprintf(f, "# fixed BYTES: device memory of a process beyond its tensors (the driver's used memory with the backend open and nothing allocated, less with it closed)\n");
+            fprintf(f, "# fixed BYTES: device memory of a process beyond its tensors (the driver's used memory with the backend open and nothing allocated, less before it opened)\n");
             fprintf(f, "fixed %.0f\n", fixed);
             printf("  fixed:       %9.1f MiB per process (context, cuBLASLt and its workspace)\n",
                    fixed / 1048576.0);
