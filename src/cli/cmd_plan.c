@@ -188,7 +188,8 @@ static int g3_cli_plan_gpu(const g3_opts_t *o, const g3_plan_machine_t *mc, int 
     } else if (mc && mc->gpu[0]) {
         g = g3_plan_gpu_row(mc->gpu);   /* the reader took only the table's words */
         how = file ? "the calibration's GPU" : "the machine's GPU";
-    } else if (g3_plan_gpu_local(local, sizeof(local)) && (g = g3_plan_gpu_match(local))) {
+    } else if (g3_plan_gpu_local(G3_PLAN_GPU_PROC, local, sizeof(local)) &&
+               (g = g3_plan_gpu_match(local)) != NULL) {
         how = "the local GPU";
     } else {
         g = g3_plan_gpu_row("h100");

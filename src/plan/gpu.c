@@ -64,9 +64,8 @@ const g3_plan_gpu_t *g3_plan_gpu_match(const char *device_name)
     return NULL;
 }
 
-int g3_plan_gpu_local(char *name, size_t len)
+int g3_plan_gpu_local(const char *root, char *name, size_t len)
 {
-    const char *root = "/proc/driver/nvidia/gpus";
     DIR *d = opendir(root);
     struct dirent *e;
     char first[256] = "", path[512], line[256];

@@ -33,9 +33,13 @@ const g3_plan_gpu_t *g3_plan_gpu_match(const char *device_name);
 /* RET: "h100, h200, a100-40gb, a100-80gb" (the --gpu words, for messages). */
 const char *g3_plan_gpu_names(void);
 
-/* The first local GPU's name as the driver gives it (/proc/driver/nvidia/gpus/<bus>/information,
- * read without touching the GPU).  OUT: name.  RET: 1 when there is one, else 0. */
-int g3_plan_gpu_local(char *name, size_t len);
+/* The driver's directory of GPUs, one <PCI bus id>/information file each. */
+#define G3_PLAN_GPU_PROC "/proc/driver/nvidia/gpus"
+
+/* The first local GPU's name as the driver gives it (root/<bus>/information's "Model:" line,
+ * the lowest bus id; root: G3_PLAN_GPU_PROC), read without touching the GPU.  OUT: name.
+ * RET: 1 when there is one, else 0. */
+int g3_plan_gpu_local(const char *root, char *name, size_t len);
 
 /* The memory the driver counts as used on each GPU (what nvidia-smi's memory.used shows),
  * through NVML (libnvidia-ml.so.1, loaded at run time): open takes a snapshot of every GPU,
