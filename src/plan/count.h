@@ -11,8 +11,8 @@
 #include "model/gpt.h"
 #include "plan/plan.h"
 
-/* Ops per micro-batch (forward + backward) of a stage of nl layers:
- *   stage + (nl - 1) x layer + (first stage) emb + (last stage) head + chunks x head_chunk,
+/* Ops per micro-batch (forward + backward) of a stage of nl layers in V chunks (1: plain 1F1B):
+ *   V x stage + (nl - V) x layer + (first stage) emb + (last stage) head + chunks x head_chunk,
  * chunks the output layer's (g3_gpt_head_chunks).  Host syncs and the transfers the passes
  * make (upload of the tokens, download of the losses) are ops too: each pays the fixed cost
  * the calibration measures per op. */

@@ -557,7 +557,8 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
         double nl = st->layer_end - st->layer_begin;
         double c = nl * layer_c + (st->has_head ? head_c : 0.0);
         double tpc = nl * layer_tp;
-        double n = ops.stage + (nl - 1) * ops.layer + (st->has_embedding ? ops.emb : 0.0);
+        /* V chunks: each a pass of its own (its syncs; its last layer not recomputed) */
+        double n = V * ops.stage + (nl - V) * ops.layer + (st->has_embedding ? ops.emb : 0.0);
         if (st->has_head)
             n += ops.head + ops.head_chunk * g3_gpt_head_chunks(&in->model, p->padded_vocab /
                                                                 (int)tp, (int)in->micro_batch,
