@@ -12,6 +12,9 @@
 
 typedef struct {
     double ops;
+    int    copies;   /* uploads and downloads count: a device's are transfers with a fixed
+                      * cost; host memory's (cpu) are copies, which the passes make per row
+                      * for the vocabulary-parallel loss */
 } g3_count_t;
 
 static void g3_count(g3_backend_t *be)
@@ -44,14 +47,16 @@ static void g3_count_free(g3_backend_t *be, void *p)
 static void g3_count_upload(g3_backend_t *be, void *dst, const void *src, size_t bytes)
 {
     memcpy(dst, src, bytes);
-    g3_count(be);
+    if (((g3_count_t *)be->priv)->copies)
+        g3_count(be);
 }
 
 static void g3_count_download(g3_backend_t *be, void *dst, const void *src, size_t bytes)
 {
     (void)src;
     memset(dst, 0, bytes);   /* the losses: zeros, finite */
-    g3_count(be);
+    if (((g3_count_t *)be->priv)->copies)
+        g3_count(be);
 }
 
 static void g3_count_zero(g3_backend_t *be, void *p, size_t bytes)
@@ -310,6 +315,7 @@ static void g3_count_backend(g3_be_kind_t kind, const g3_be_opts_t *o, g3_count_
     }
     be->ops = ops;
     c->ops = 0.0;
+    c->copies = !(be->caps & G3_BE_CAP_HOST_MEMORY);
     be->priv = c;
 }
 
