@@ -32,6 +32,7 @@
 #include "core/status.h"
 #include "data/dataset.h"
 #include "parallel/par.h"
+#include "plan/gpu.h"
 #include "plan/plan.h"
 #include "plan/time.h"
 #include "search/layout.h"
@@ -53,8 +54,9 @@ static const g3_opt_spec_t g3_cli_plan_own_specs[] = {
     { "search", G3_OPT_BOOL, NULL, "List the valid layouts for --nodes x --gpus-per-node (TP a divisor of the GPUs per node up to 8, or the given TP; every PP, or the given PP) that fit --gpu-memory, by pipeline bubble, then memory.", G3_NOOPT },
     { "json", G3_OPT_BOOL, NULL, "Print one JSON object instead of the tables.", G3_NOOPT },
     { "ranks-per-gpu", G3_OPT_INT, NULL, "Ranks sharing one GPU (--distributed-backend ucx): the memory per GPU counts all of them (default 1).", G3_NOOPT },
-    { "machine", G3_OPT_STRING, NULL, "The machine the time per iteration is for: dgx-a100, dgx-h100 (datasheet numbers, docs/plan.md) or a file written by --calibrate (default: dgx-h100 with --device cuda, none with cpu).", NULL, 0, 0, "NAME|FILE" },
-    { "calibrate", G3_OPT_STRING, NULL, "Measure this machine (GEMM, attention, memory-bound ops, host copies) with the --device backend, write FILE for --machine, and exit.", NULL, 0, 0, "FILE" },
+    { "machine", G3_OPT_STRING, NULL, "The machine the time per iteration is for: dgx-a100, dgx-h100 (datasheet numbers, docs/plan.md) or a file written by --calibrate (default: a DGX of the --gpu with --device cuda, dgx-h100 for h100; none with cpu).", NULL, 0, 0, "NAME|FILE" },
+    { "calibrate", G3_OPT_STRING, NULL, "Measure this machine (GEMM, attention, memory-bound ops, host copies, the fixed cost of an op; on a GPU its fixed memory per process) with the --device backend, write FILE for --machine, and exit.", NULL, 0, 0, "FILE" },
+    { "gpu", G3_OPT_STRING, NULL, "The GPU to plan for with --device cuda: h100, h200, a100-40gb, a100-80gb (its fixed memory per process, its memory for the fit, a DGX of it for the time; docs/plan.md). Default: a calibration's (--machine FILE), else the local GPU, else h100.", NULL, 0, 0, "NAME" },
     { "sizes", G3_OPT_STRING, NULL, "Also print the time per iteration on each of these node counts (e.g. 280,350,420) with --gpus-per-node ranks each.", NULL, 0, 0, "N,N,..." },
     { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
 };
@@ -232,21 +234,78 @@ static int g3_cli_plan_ranks(const g3_opts_t *o, g3_plan_flags_t *f, int *nsizes
     return ok;
 }
 
-/* The machine the time is for: --machine, else DGX H100 for a device backend (cuda).
- * OUT: *mach, *mc_p (NULL: none).  RET: 1, or 0 (logged). */
-static int g3_cli_plan_machine(const g3_opts_t *o, const g3_plan_flags_t *f,
-                               g3_plan_machine_t *mach, g3_plan_machine_t **mc_p)
+/* The GPU (--device cuda): --gpu, else the calibration's (--machine FILE), else the local
+ * one, else h100; its fixed memory per process: the calibration's when it measured it, else
+ * the table's.  OUT: f->gpu, f->gpu_how, f->fixed_bytes. */
+static int g3_cli_plan_gpu(const g3_opts_t *o, const g3_plan_machine_t *mc, int file,
+                           g3_plan_flags_t *f)
 {
+    const g3_plan_gpu_t *g = NULL;
+    char local[128];
+    const char *how;
+
+    if (g3_opts_is_set(o, "gpu")) {
+        g = g3_plan_gpu_find(g3_opts_str(o, "gpu"));
+        if (!g)
+            return 0;
+        if (file && mc->gpu[0] && strcmp(mc->gpu, g->name) != 0) {
+            g3_error("--machine %s was calibrated on a GPU %s, not --gpu %s: calibrate on the GPU you plan for (gpt3d plan --calibrate FILE --device cuda on it), or drop --gpu", g3_opts_str(o, "machine"), mc->gpu, g->name);
+            return 0;
+        }
+        how = "--gpu";
+    } else if (mc && mc->gpu[0]) {
+        g = g3_plan_gpu_row(mc->gpu);   /* the reader took only the table's words */
+        how = file ? "the calibration's GPU" : "the machine's GPU";
+    } else if (g3_plan_gpu_local(G3_PLAN_GPU_PROC, local, sizeof(local)) &&
+               (g = g3_plan_gpu_match(local)) != NULL) {
+        how = "the local GPU";
+    } else {
+        g = g3_plan_gpu_row("h100");
+        how = "the default: no --gpu and no local GPU gpt3d plan knows";
+    }
+    if (!g)
+        return 0;
+    snprintf(f->gpu, sizeof(f->gpu), "%s", g->name);
+    if (file && mc->fixed_bytes > 0) {
+        f->fixed_bytes = mc->fixed_bytes;
+        snprintf(f->gpu_how, sizeof(f->gpu_how), "%s; fixed cost measured by --calibrate: %.100s",
+                 how, mc->name);
+    } else {
+        f->fixed_bytes = g->fixed_mib * 1048576.0;
+        snprintf(f->gpu_how, sizeof(f->gpu_how), "%s; fixed cost %s", how, g->fixed_how);
+    }
+    if (g3_opts_is_set(o, "gpu") && f->gpu_gib <= 0)
+        f->gpu_gib = g->memory_gib;   /* the fit: the GPU's own memory */
+    return 1;
+}
+
+/* --machine NAME|FILE, else a DGX of the GPU for --device cuda (none for cpu); and the GPU.
+ * OUT: *mach, *mc_p (NULL: no machine), f's GPU.  RET: 1, or 0 (logged). */
+static int g3_cli_plan_machine(const g3_opts_t *o, g3_plan_flags_t *f, g3_plan_machine_t *mach,
+                               g3_plan_machine_t **mc_p)
+{
+    int cuda = !(g3_be_kind(f->cfg.backend)->caps & G3_BE_CAP_HOST_MEMORY), file = 0;
+
+    *mc_p = NULL;
+    if (!cuda && g3_opts_is_set(o, "gpu")) {
+        g3_error("--gpu %s plans for a GPU: give --device cuda as well, or drop --gpu", g3_opts_str(o, "gpu"));
+        return 0;
+    }
     if (g3_opts_is_set(o, "machine")) {
         const char *name = g3_opts_str(o, "machine");
-        g3_status_t st = strchr(name, '/') || strchr(name, '.')
-                             ? g3_plan_machine_read(name, mach)
-                             : g3_plan_machine_builtin(name, mach);
+        file = strchr(name, '/') || strchr(name, '.');
+        if ((file ? g3_plan_machine_read(name, mach) : g3_plan_machine_builtin(name, mach)) !=
+            G3_OK)
+            return 0;
         *mc_p = mach;
-        return st == G3_OK;
     }
-    if (!(g3_be_kind(f->cfg.backend)->caps & G3_BE_CAP_HOST_MEMORY)) {
-        g3_plan_machine_builtin("dgx-h100", mach);
+    if (!cuda)
+        return 1;
+    if (!g3_cli_plan_gpu(o, *mc_p, file, f))
+        return 0;
+    if (!*mc_p) {
+        if (g3_plan_machine_gpu(f->gpu, mach) != G3_OK)
+            return 0;
         *mc_p = mach;
     }
     return 1;

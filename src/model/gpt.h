@@ -261,6 +261,10 @@ g3_status_t g3_gpt_acts_init_chunk(g3_gpt_t *model, int chunk, int B, int T,
                                    g3_gpt_acts_t **acts_p);
 /* RET: the bytes g3_gpt_acts_init(model, B, T) would allocate. */
 size_t g3_gpt_acts_estimate(const g3_gpt_t *model, int B, int T);
+/* RET: how many chunks the output layer computes a micro-batch of B x T tokens in, for a
+ * tensor-parallel rank's Vp_l vocabulary rows (cfg->head_chunk_tokens, else about 16 M logits
+ * each): gpt3d plan counts the ops of a pass with it. */
+int g3_gpt_head_chunks(const g3_gpt_config_t *cfg, int Vp_l, int B, int T);
 /* RET: bytes of backend memory the activations hold. */
 size_t g3_gpt_acts_bytes(const g3_gpt_acts_t *acts);
 

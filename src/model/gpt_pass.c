@@ -201,13 +201,13 @@ static void g3_gpt_recompute_mode(const g3_gpt_t *m, int nl, int *nsets, int *se
 /* Tokens per output-layer chunk: at most ~16M logits (64 MiB) per chunk, chunks of equal
  * size: big enough for efficient sgemm (K = chunk rows in the weight-gradient product), small
  * enough that the logits never exist for the whole micro-batch at once. */
-static int g3_gpt_head_chunk(const g3_gpt_t *m, int B, int T)
+static int g3_gpt_head_chunk_of(const g3_gpt_config_t *cfg, int Vp_l, int B, int T)
 {
     int chunk;
-    if (m->cfg.head_chunk_tokens > 0) {
-        chunk = m->cfg.head_chunk_tokens;
+    if (cfg->head_chunk_tokens > 0) {
+        chunk = cfg->head_chunk_tokens;
     } else {
-        size_t total = (size_t)B * T * (size_t)m->Vp_l, target = (size_t)16 << 20;
+        size_t total = (size_t)B * T * (size_t)Vp_l, target = (size_t)16 << 20;
         size_t nchunks = (total + target - 1) / target;
         chunk = (int)(((size_t)B * T + nchunks - 1) / nchunks);
         chunk = (chunk + 15) & ~15;
@@ -215,6 +215,17 @@ static int g3_gpt_head_chunk(const g3_gpt_t *m, int B, int T)
     if (chunk < 16)
         chunk = 16;
     return chunk < B * T ? chunk : B * T;
+}
+
+static int g3_gpt_head_chunk(const g3_gpt_t *m, int B, int T)
+{
+    return g3_gpt_head_chunk_of(&m->cfg, m->Vp_l, B, T);
+}
+
+int g3_gpt_head_chunks(const g3_gpt_config_t *cfg, int Vp_l, int B, int T)
+{
+    int chunk = g3_gpt_head_chunk_of(cfg, Vp_l, B, T);
+    return (int)(((int64_t)B * T + chunk - 1) / chunk);
 }
 
 size_t g3_gpt_acts_estimate(const g3_gpt_t *m, int B, int T)

@@ -133,9 +133,10 @@ double g3_plan_act_set(const g3_plan_input_t *in, int stage)
     return bytes;
 }
 
-/* CUDA: the context of a process on an H100 with cuBLASLt loaded, the 32 MiB cuBLASLt
- * workspace (kernels/ctx.cu), the caching allocator's slack: 585 MiB, what the H100
- * measurements of issue 20 leave beyond the tensors (docs/plan.md "Overhead"), plus the
+/* CUDA: in->fixed_bytes, the GPU's own fixed cost (gpt3d plan --gpu's table, or what
+ * --calibrate measured on it); without it the H100's 585 MiB: the context with cuBLASLt
+ * loaded, its 32 MiB workspace (kernels/ctx.cu), the allocator's slack, what the H100
+ * measurements of issue 20 leave beyond the tensors (docs/plan.md "Overhead").  Plus the
  * NCCL buffers of each communicator a rank joins (NCCL_BUFFSIZE 4 MiB x 2 directions x
  * channels: 64 MiB per group, NCCL's documented default).  CPU: the process, its
  * libraries, OpenBLAS's buffers, the batch and sample index: 20 MiB (what the peak RSS of
@@ -148,7 +149,7 @@ double g3_plan_overhead(const g3_plan_input_t *in)
 
     if (g3_be_kind(in->kind)->caps & G3_BE_CAP_HOST_MEMORY)
         return 20.0 * mib;
-    o = 585.0 * mib;
+    o = in->fixed_bytes > 0 ? in->fixed_bytes : 585.0 * mib;
     o += 64.0 * mib * groups;
     return o;
 }

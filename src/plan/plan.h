@@ -34,6 +34,8 @@ typedef struct {
     int     virtual_pp;           /* V: model chunks per pipeline rank, interleaved 1F1B (1)  */
     int     sequence_parallel;    /* --sequence-parallel (TP > 1)                             */
     int     ranks_per_gpu;        /* ranks sharing one GPU (--ranks-per-gpu; 1)               */
+    double  fixed_bytes;          /* a device's fixed cost per process (the GPU's, measured or
+                                   * from gpt3d plan's table); 0: the H100's 585 MiB          */
 } g3_plan_input_t;
 
 /* Activation bytes of one layer for one micro-batch, as kept for the backward pass. */
@@ -110,7 +112,8 @@ double g3_plan_act_layer(const g3_plan_input_t *in, int mode);
 double g3_plan_act_set(const g3_plan_input_t *in, int stage);
 
 /* RET: the bytes a rank needs besides its tensors (docs/plan.md "Overhead"): a device (CUDA):
- * the context, the cuBLASLt workspace, allocator slack; host memory (CPU): the process. */
+ * the context, the cuBLASLt workspace, allocator slack (in->fixed_bytes, else the H100's),
+ * NCCL's buffers; host memory (CPU): the process. */
 double g3_plan_overhead(const g3_plan_input_t *in);
 
 /* gpt3d train's check before it allocates anything: the plan of this rank's stage against

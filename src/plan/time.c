@@ -14,6 +14,8 @@
 #include "backend/backend.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "model/gpt.h"
+#include "plan/gpu.h"
 #include "plan/time.h"
 
 const char *g3_plan_time_part_name(int part)
@@ -32,10 +34,16 @@ const char *g3_plan_time_part_name(int part)
  * cube of side 256 / 1024 / 4096 (chosen so that MT-NLG at 280 nodes matches its published
  * time: a fit, not a measurement), the attention core 0.4, memory-bound ops 0.8 of HBM, NCCL's
  * bus bandwidth 0.8 of a link. */
+/* The fixed cost of an op of the passes, for every built-in machine: 15 us, fitted to the five
+ * H200 rows of issue 29 (12.5-20.5 us put all five within 10%: docs/plan.md), not measured;
+ * a calibration on the GPU measures it. */
+#define G3_PLAN_OP_FITTED 15e-6
+
 static const g3_plan_machine_t g3_plan_dgx_a100 = {
     "dgx-a100 (DGX A100 datasheet numbers; docs/plan.md)", 8, 3,
     { 256, 1024, 4096 }, { 0.35 * 312e12, 0.5 * 312e12, 0.65 * 312e12 },
-    0.40 * 312e12, 0.8 * 2039e9, 0.8 * 300e9, 10e-6, 0.8 * 25e9, 20e-6
+    0.40 * 312e12, 0.8 * 2039e9, 0.8 * 300e9, 10e-6, 0.8 * 25e9, 20e-6,
+    G3_PLAN_OP_FITTED, 0.0, "a100-80gb"
 };
 
 /* DGX H100 (H100 SXM5 datasheet; DGX H100 datasheet): bf16 dense peak 989 TFLOP/s, HBM3
@@ -46,7 +54,8 @@ static const g3_plan_machine_t g3_plan_dgx_a100 = {
 static const g3_plan_machine_t g3_plan_dgx_h100 = {
     "dgx-h100 (DGX H100 datasheet numbers; docs/plan.md)", 8, 4,
     { 256, 1024, 4096, 8192 }, { 0.35 * 989e12, 0.5 * 989e12, 0.65 * 989e12, 902e12 },
-    0.40 * 989e12, 0.8 * 3350e9, 0.8 * 450e9, 10e-6, 0.8 * 50e9, 20e-6
+    0.40 * 989e12, 0.8 * 3350e9, 0.8 * 450e9, 10e-6, 0.8 * 50e9, 20e-6,
+    G3_PLAN_OP_FITTED, 0.0, "h100"
 };
 
 g3_status_t g3_plan_machine_builtin(const char *name, g3_plan_machine_t *mc)
@@ -62,13 +71,37 @@ g3_status_t g3_plan_machine_builtin(const char *name, g3_plan_machine_t *mc)
     return G3_OK;
 }
 
+g3_status_t g3_plan_machine_gpu(const char *gpu, g3_plan_machine_t *mc)
+{
+    const g3_plan_gpu_t *g = g3_plan_gpu_find(gpu);
+    int a100;
+
+    if (!g)
+        return G3_ERR_INVALID_ARG;
+    /* the DGX of that GPU: the A100's or the H100's fractions of the GPU's own peak and HBM */
+    a100 = strncmp(g->name, "a100", 4) == 0;
+    *mc = a100 ? g3_plan_dgx_a100 : g3_plan_dgx_h100;
+    for (int i = 0; i < mc->ngemm; i++)
+        mc->gemm_flops[i] *= g->peak_flops / (a100 ? 312e12 : 989e12);
+    mc->attn_flops = 0.40 * g->peak_flops;
+    mc->mem_bw = 0.8 * g->mem_bw;
+    mc->intra_bw = 0.8 * g->intra_bw;
+    mc->inter_bw = 0.8 * g->inter_bw;
+    mc->fixed_bytes = g->fixed_mib * 1048576.0;
+    snprintf(mc->gpu, sizeof(mc->gpu), "%s", g->name);
+    if (strcmp(g->name, g3_plan_dgx_h100.gpu) != 0 && strcmp(g->name, g3_plan_dgx_a100.gpu) != 0)
+        snprintf(mc->name, sizeof(mc->name),
+                 "a DGX of %s (--gpu %s: datasheet numbers; docs/plan.md)", g->name, g->name);
+    return G3_OK;
+}
+
 /* ---- the calibration file: "key value..." lines, # comments ------------------------------- */
 
 g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
 {
     FILE *f = fopen(path, "r");
     char line[512];
-    int lineno = 0, have = 0;
+    int lineno = 0, have = 0, format = 0;
 
     if (!f) {
         g3_error("cannot open the calibration file %s: %s; write one with gpt3d plan --calibrate %s", path, strerror(errno), path);
@@ -78,14 +111,33 @@ g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
     snprintf(mc->name, sizeof(mc->name), "%s", path);
     mc->gpus_per_node = 1;
     while (fgets(line, sizeof(line), f)) {
-        char key[64];
+        char key[64], word[64];
         double a = 0, b = 0;
         int n;
         lineno++;
         if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
             continue;
         n = sscanf(line, "%63s %lf %lf", key, &a, &b);
-        if (n >= 2 && strcmp(key, "gemm") == 0 && n == 3 && a > 0 && b > 0 &&
+        if (!format && !(n == 2 && strcmp(key, "format") == 0)) {
+            g3_error("%s:%d: not a calibration of format %d (its first line must be 'format %d'; files before it are format 1): write it again with gpt3d plan --calibrate %s [--device cuda] on the machine it describes", path, lineno, G3_PLAN_CAL_FORMAT, G3_PLAN_CAL_FORMAT, path);
+            fclose(f);
+            return G3_ERR_FORMAT;
+        }
+        if (n == 2 && strcmp(key, "format") == 0 && !format) {
+            if (a != G3_PLAN_CAL_FORMAT) {
+                g3_error("%s: calibration format %g; this gpt3d reads format %d (docs/plan.md \"Calibration\"): write it again with gpt3d plan --calibrate %s", path, a, G3_PLAN_CAL_FORMAT, path);
+                fclose(f);
+                return G3_ERR_FORMAT;
+            }
+            format = 1;
+        } else if (strcmp(key, "gpu") == 0 && sscanf(line, "%*s %63s", word) == 1 &&
+                   g3_plan_gpu_row(word)) {
+            snprintf(mc->gpu, sizeof(mc->gpu), "%.31s", word);
+        } else if (n == 2 && a > 0 && a < 1e15 && strcmp(key, "fixed") == 0) {
+            mc->fixed_bytes = a;
+        } else if (n == 2 && a >= 0 && a < 1 && strcmp(key, "op") == 0) {
+            mc->op_seconds = a;
+        } else if (n >= 2 && strcmp(key, "gemm") == 0 && n == 3 && a > 0 && b > 0 &&
             mc->ngemm < G3_PLAN_GEMM_POINTS) {
             mc->gemm_size[mc->ngemm] = a;
             mc->gemm_flops[mc->ngemm++] = b;
@@ -102,7 +154,7 @@ g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
         } else if (n == 2 && a >= 1 && a < 1e6 && strcmp(key, "gpus_per_node") == 0) {
             mc->gpus_per_node = (int)a;
         } else {
-            g3_error("%s:%d: cannot read '%.*s': expected 'gemm SIZE FLOPS', 'attention FLOPS', 'memory BYTES_PER_S', 'intra|inter BYTES_PER_S LATENCY_S' or 'gpus_per_node N' with positive numbers; write the file again with gpt3d plan --calibrate", path, lineno, (int)strcspn(line, "\r\n"), line);
+            g3_error("%s:%d: cannot read '%.*s': expected 'gemm SIZE FLOPS', 'attention FLOPS', 'memory BYTES_PER_S', 'intra|inter BYTES_PER_S LATENCY_S', 'gpus_per_node N', 'gpu NAME' (h100, h200, a100-40gb, a100-80gb), 'fixed BYTES' or 'op SECONDS' (below 1) with positive numbers; write the file again with gpt3d plan --calibrate", path, lineno, (int)strcspn(line, "\r\n"), line);
             fclose(f);
             return G3_ERR_FORMAT;
         }
@@ -176,6 +228,71 @@ static void g3_plan_bench_copy(g3_backend_t *be, void *ctx)
     memcpy(b->z, b->x, b->elems);
 }
 
+/* The tiny GPT whose passes measure the fixed cost of an op: 2 layers, hidden 64 (one head of
+ * 64: a CUDA head size), MLP 256, 64 tokens, a vocabulary of 128: its work is a few
+ * microseconds, its ops' launches, host work and syncs are what it costs. */
+static void g3_plan_tiny(g3_gpt_config_t *c)
+{
+    g3_gpt_config_defaults(c);
+    c->num_layers = 2;
+    c->hidden_size = 64;
+    c->num_attention_heads = 1;
+    c->ffn_hidden_size = 256;
+    c->seq_length = 64;
+    c->max_position_embeddings = 64;
+    c->vocab_size = 128;
+    c->make_vocab_size_divisible_by = 1;
+}
+
+typedef struct {
+    g3_gpt_t      *m;
+    g3_gpt_acts_t *a;
+    int32_t        tok[64];
+    g3_status_t    st;
+} g3_plan_tiny_t;
+
+static void g3_plan_bench_tiny(g3_backend_t *be, void *ctx)
+{
+    g3_plan_tiny_t *t = ctx;
+    (void)be;
+    if (t->st == G3_OK)
+        t->st = g3_gpt_forward(t->m, t->a, t->tok, t->tok, 1, 64, 1.0f / 64, NULL);
+    if (t->st == G3_OK)
+        t->st = g3_gpt_backward(t->m, t->a);
+}
+
+/* The fixed cost of one op of the passes: the tiny GPT's forward + backward (the best of
+ * several, each ending in its sync) over the ops they queue (counted by plan/count.h on the
+ * same model).  OUT: *op_s seconds.  RET: the model's errors (logged). */
+static g3_status_t g3_plan_measure_op(g3_backend_t *be, g3_be_kind_t kind, const g3_be_opts_t *o,
+                                      double *op_s)
+{
+    g3_gpt_config_t c;
+    g3_plan_tiny_t t;
+    double n = 0, best;
+    g3_status_t st;
+
+    g3_plan_tiny(&c);
+    memset(&t, 0, sizeof(t));
+    st = g3_plan_count_pass(&c, kind, o, 1, 64, &n);
+    if (st == G3_OK)
+        st = g3_gpt_init(&c, be, &t.m);
+    if (st == G3_OK)
+        st = g3_gpt_acts_init(t.m, 1, 64, &t.a);
+    if (st == G3_OK) {
+        for (int i = 0; i < 64; i++)
+            t.tok[i] = (i * 7) % 128;
+        best = g3_plan_best(be, g3_plan_bench_tiny, &t);
+        st = t.st;
+        *op_s = n > 0 ? best / n : 0.0;
+    }
+    if (t.a)
+        g3_gpt_acts_free(t.m, t.a);
+    if (t.m)
+        g3_gpt_free(t.m);
+    return st;
+}
+
 g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const char *path)
 {
     /* a GPU: bigger problems, to reach its speed */
@@ -185,15 +302,37 @@ g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const ch
     g3_plan_bufs_t b;
     size_t big = cuda ? (size_t)4096 * 4096 : (size_t)1024 * 1024, e;
     double gemm[6], attn, mem, copy, t;
-    char host[128] = "this machine";
+    char host[128] = "this machine", bus[64] = "", why[256] = "";
+    double op = 0, before = 0, now = 0, fixed = 0;
+    const g3_plan_gpu_t *gpu = NULL;
+    g3_plan_nvml_t *nvml = NULL;
     g3_status_t st;
-    FILE *f;
+    FILE *f = NULL;
 
     memset(&b, 0, sizeof(b));
+    /* a GPU's memory as the driver counts it, before this process holds any of it */
+    if (cuda)
+        nvml = g3_plan_nvml_open(why, sizeof(why));
     st = g3_be_open(kind, o, &be);
-    if (st != G3_OK)
+    if (st != G3_OK) {
+        g3_plan_nvml_close(nvml);
         return st;
+    }
     e = g3_be_dtype_size(be->act_dtype);
+    /* the fixed cost of an op, on the model's own passes; then (a GPU) the memory the process
+     * holds with nothing allocated: the context, cuBLASLt and its workspace, the kernels the
+     * passes loaded, as the driver counts it, less what it counted before the backend opened */
+    st = g3_plan_measure_op(be, kind, o, &op);
+    if (st != G3_OK)
+        goto out;
+    if (cuda) {
+        snprintf(bus, sizeof(bus), "%s", be->device_id);
+        gpu = g3_plan_gpu_match(be->device);
+        if (!bus[0] && !why[0])
+            snprintf(why, sizeof(why), "the backend gave no PCI bus id");
+        if (nvml && bus[0] && g3_plan_nvml_used(nvml, bus, &before, &now, why, sizeof(why)))
+            fixed = now - before;
+    }
     /* buffers for the largest GEMM (3 x n^2) and the attention below */
     st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", &b.x);
     if (st == G3_OK)
@@ -257,6 +396,9 @@ g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const ch
     }
     fprintf(f, "# gpt3d plan --calibrate on %s: backend %s, %s, %d thread%s\n", host, be->name,
             be->device, be->nthreads, be->nthreads == 1 ? "" : "s");
+    fprintf(f, "format %d\n", G3_PLAN_CAL_FORMAT);
+    if (gpu)
+        fprintf(f, "# the GPU, as gpt3d plan --gpu names it\ngpu %s\n", gpu->name);
     fprintf(f, "# gemm SIZE FLOP/s: matmul forward + backward of SIZE^3 (6 SIZE^3 FLOPs)\n");
     for (int i = 0; i < nsizes; i++)
         fprintf(f, "gemm %d %.6g\n", sizes[i], gemm[i]);
@@ -267,6 +409,8 @@ g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const ch
     fprintf(f, "attention %.6g\n", attn);
     fprintf(f, "# memory bytes/s: a residual add (read 2, write 1)\n");
     fprintf(f, "memory %.6g\n", mem);
+    fprintf(f, "# op SECONDS: the fixed cost of one op of the passes (a 2-layer GPT of hidden 64, 64 tokens: forward + backward / its ops)\n");
+    fprintf(f, "op %.6g\n", op);
     fprintf(
         f, "# intra/inter BYTES/s LATENCY_s: %s\n",
         cuda
@@ -280,17 +424,13 @@ g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const ch
         fprintf(f, "intra %.6g %.6g\ninter %.6g %.6g\ngpus_per_node 1\n", copy, 2e-6,
                 g3_plan_dgx_a100.inter_bw, g3_plan_dgx_a100.inter_lat);
     }
-    if (fclose(f) != 0) {
-        g3_error("writing the calibration file %s failed: %s", path, strerror(errno));
-        st = G3_ERR_IO;
-        goto out;
-    }
     printf("gpt3d plan --calibrate: %s, %s, %d thread%s -> %s\n", be->name, be->device,
            be->nthreads, be->nthreads == 1 ? "" : "s", path);
     for (int i = 0; i < nsizes; i++)
         printf("  GEMM %5d^3: %9.2f GFLOP/s\n", sizes[i], gemm[i] / 1e9);
     printf("  attention:   %9.2f GFLOP/s\n  memory-bound: %8.2f GB/s\n  host copy:   %9.2f GB/s\n",
            attn / 1e9, mem / 1e9, copy / 1e9);
+    printf("  op:          %9.2f us (fixed cost of one op of the passes)\n", op * 1e6);
 out:
     if (b.x)
         be->ops->free(be, b.x);
@@ -301,6 +441,22 @@ out:
     if (b.dw)
         be->ops->free(be, b.dw);
     g3_be_close(be);
+    g3_plan_nvml_close(nvml);
+    if (f && st == G3_OK) {
+        if (fixed > 0) {
+            fprintf(f, "# fixed BYTES: device memory of a process beyond its tensors (the driver's used memory with the backend open and nothing allocated, less before it opened)\n");
+            fprintf(f, "fixed %.0f\n", fixed);
+            printf("  fixed:       %9.1f MiB per process (context, cuBLASLt and its workspace)\n",
+                   fixed / 1048576.0);
+        } else if (cuda) {
+            fprintf(f, "# fixed: not measured (%s): gpt3d plan uses its table's figure for the GPU\n", why[0] ? why : "the driver counted no more memory with the backend open");
+            printf("  fixed:       not measured: %s\n", why[0] ? why : "the driver counted none");
+        }
+    }
+    if (f && fclose(f) != 0 && st == G3_OK) {
+        g3_error("writing the calibration file %s failed: %s", path, strerror(errno));
+        st = G3_ERR_IO;
+    }
     return st;
 }
 
@@ -353,8 +509,9 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
     double tp_bw = tp <= gpn ? mc->intra_bw : mc->inter_bw;
     double tp_lat = tp <= gpn ? mc->intra_lat : mc->inter_lat;
     double p2p, p2p_bw, p2p_lat, dp_bw, dp_lat, grad, dpt, exposed, opt;
-    double held = 0, head_flops, hw;
+    double held = 0, head_flops, hw, worst_ops = 0, opt_ops;
     int stages_per_node;
+    g3_plan_ops_t ops;
 
     memset(t, 0, sizeof(*t));
     if (mc->ngemm < 1 || mc->attn_flops <= 0 || mc->mem_bw <= 0 || mc->intra_bw <= 0 ||
@@ -362,6 +519,12 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
         g3_error("the machine %s lacks a rate; write its calibration again", mc->name);
         return G3_ERR_INVALID_ARG;
     }
+    /* the ops of the passes, counted on the model itself (plan/count.h): each pays the
+     * machine's fixed cost per op, on top of its work */
+    memset(&ops, 0, sizeof(ops));
+    if (mc->op_seconds > 0 &&
+        g3_plan_count_ops(&in->model, in->kind, &in->be_opts, &ops) != G3_OK)
+        return G3_ERR_INVALID_ARG;
     /* one layer, one micro-batch, forward: the four GEMMs of one TP rank, the attention core
      * (4 B T^2 C / t), the memory-bound ops (LayerNorms, residual adds, bias and GELU: about
      * 10 N C + 4 N F / t values read or written, e bytes each) */
@@ -394,10 +557,18 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
         double nl = st->layer_end - st->layer_begin;
         double c = nl * layer_c + (st->has_head ? head_c : 0.0);
         double tpc = nl * layer_tp;
+        /* V chunks: each a pass of its own (its syncs; its last layer not recomputed) */
+        double n = V * ops.stage + (nl - V) * ops.layer + (st->has_embedding ? ops.emb : 0.0);
+        if (st->has_head)
+            n += ops.head + ops.head_chunk * g3_gpt_head_chunks(&in->model, p->padded_vocab /
+                                                                (int)tp, (int)in->micro_batch,
+                                                                m->seq_length);
+        c += n * mc->op_seconds * share;
         if (c + tpc > worst) {
             worst = c + tpc;
             worst_c = c;
             worst_tp = tpc;
+            worst_ops = n;
         }
         if ((double)st->params_held > held)
             held = (double)st->params_held;
@@ -426,12 +597,20 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
     if (o && o->overlap_grad_reduce)   /* hidden behind the last micro-batch's backward */
         exposed = dpt - (2.0 / 3.0) * worst_c > 0 ? dpt - (2.0 / 3.0) * worst_c : 0.0;
     t->part[G3_PLAN_T_DP] = exposed;
-    /* Adam: read w, g, m, v, write w, m, v (28 bytes per parameter; + the bf16 copy on CUDA),
-     * over 1/DP of the parameters with ZeRO-1 */
-    opt = held * (in->bf16 ? 30.0 : 28.0) / mc->mem_bw * share;
+    /* Adam: read w, g, m, v, write w, m, v (28 bytes per parameter), over 1/DP of the
+     * parameters with ZeRO-1; the gradient norm reads g (4), zeroing the gradients writes it
+     * (4), the bf16 copy on CUDA reads w and writes 2 bytes (6) */
+    opt = held * (in->bf16 ? 28.0 + 6.0 : 28.0) / mc->mem_bw;
     if (in->distributed_optimizer)
         opt /= dp;
+    opt += held * 8.0 / mc->mem_bw;
+    /* and its ops: zeroing, the norm (sum of squares, the clipping scale, its download and
+     * sync), Adam over the two groups (with and without weight decay), the bf16 copy */
+    opt_ops = 8.0;
+    opt = (opt + opt_ops * mc->op_seconds) * share;
     t->part[G3_PLAN_T_OPTIM] = opt;
+    t->ops_iter = mm * worst_ops + (mc->op_seconds > 0 ? opt_ops : 0.0);
+    t->fixed_seconds = t->ops_iter * mc->op_seconds * share;
     for (int k = 0; k < G3_PLAN_T_PARTS; k++)
         t->seconds += t->part[k];
     t->tokens_per_s = (double)in->global_batch * S / t->seconds;

@@ -8,6 +8,7 @@
 #define G3_PLAN_TIME_H
 
 #include "core/status.h"
+#include "plan/count.h"
 #include "plan/plan.h"
 
 #define G3_PLAN_GEMM_POINTS 8
@@ -22,7 +23,17 @@ typedef struct g3_plan_machine {
     double mem_bw;                /* bytes/s of memory-bound ops (LayerNorm, GELU, adds, Adam) */
     double intra_bw, intra_lat;   /* within a node, per rank: bus bandwidth B/s, latency s    */
     double inter_bw, inter_lat;   /* between nodes, per rank                                  */
+    double op_seconds;            /* the fixed cost of one backend op of the passes (launch,
+                                   * host work, the shortest kernel, syncs): what does not
+                                   * grow with the work; 0: not known                         */
+    double fixed_bytes;           /* a process's fixed device memory (context, cuBLASLt and
+                                   * its workspace); 0: not measured (the GPU table's)         */
+    char   gpu[32];               /* the --gpu name of its GPU ("h200"), "" for none          */
 } g3_plan_machine_t;
+
+/* The calibration file's format (docs/plan.md "Calibration"): 2 added format, gpu, fixed and
+ * op (issue 29).  A file of another format is refused. */
+#define G3_PLAN_CAL_FORMAT 2
 
 /* The parts of an iteration. */
 enum {
@@ -50,6 +61,10 @@ typedef struct {
     double model_tflops_gpu;             /* model FLOPs (no recompute) / s / rank, TFLOP/s */
     double hw_tflops_gpu;                /* with recompute counted (Megatron's and MT-NLG's
                                           * convention: 96 B s l h^2 (...) with full)       */
+    double ops_iter;                     /* backend ops of an iteration on the slowest stage */
+    double fixed_seconds;                /* ops_iter x the machine's op_seconds: the share of
+                                          * compute and optimizer that does not grow with
+                                          * the work                                       */
 } g3_plan_time_t;
 
 /* RET: "compute", "tensor-parallel", ... */
@@ -59,7 +74,12 @@ const char *g3_plan_time_part_name(int part);
  * listing the names) for another name. */
 g3_status_t g3_plan_machine_builtin(const char *name, g3_plan_machine_t *mc);
 
-/* Read a calibration file.  RET: G3_ERR_IO, G3_ERR_FORMAT (logged with the file and line). */
+/* The machine of a DGX with GPUs of --gpu word `gpu` (h100: dgx-h100; h200: its HBM; the
+ * A100s: dgx-a100 with their HBM).  RET: G3_ERR_INVALID_ARG (logged, naming the choices). */
+g3_status_t g3_plan_machine_gpu(const char *gpu, g3_plan_machine_t *mc);
+
+/* Read a calibration file (format G3_PLAN_CAL_FORMAT).  RET: G3_ERR_IO, G3_ERR_FORMAT (logged
+ * with the file and line; another format: which, and to write it again). */
 g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc);
 
 /* Measure this machine with a backend of `kind` (cpu; cuda on a GPU machine) opened with

@@ -106,6 +106,10 @@ void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
                ? "bf16 weights and activations, fp32 gradients, fp32 master weights and Adam state"
                : "fp32 weights (the master copy), activations, gradients and Adam state",
            g3_plan_act_mode_words(p->recompute));
+    if (f->gpu[0])
+        printf("  GPU: %s; fixed cost per process %.0f MiB (%s), plus 64 MiB per NCCL group\n",
+               f->gpu, (in->fixed_bytes > 0 ? in->fixed_bytes : 585.0 * 1048576.0) / 1048576.0,
+               f->gpu_how);
     if (in->bf16 && p->recompute == G3_PLAN_ACT_SELECTIVE)
         printf(
             "  note: selective recompute saves nothing on CUDA: its fused attention never keeps the scores Megatron's selective recompute drops (it keeps the output and the softmax statistics); use --recompute-granularity full to save memory\n");
@@ -181,6 +185,7 @@ static void g3_plan_json_stage(const g3_plan_flags_t *f, const g3_plan_t *p,
 /* The time of one layout as JSON members (no braces). */
 static void g3_plan_json_time(const g3_plan_time_t *t)
 {
+    printf("\"ops_per_iteration\":%.9g,\"fixed_seconds\":%.9g,", t->ops_iter, t->fixed_seconds);
     printf(
         "\"seconds_per_iteration\":%.9g,\"tokens_per_second\":%.9g,\"model_tflops_per_gpu\":%.6g,\"hardware_tflops_per_gpu\":%.6g,\"micro_batch_seconds\":%.9g,\"parts\":{",
         t->seconds, t->tokens_per_s, t->model_tflops_gpu, t->hw_tflops_gpu, t->micro_seconds);
@@ -240,6 +245,9 @@ void g3_plan_print_json(const g3_plan_flags_t *f, const g3_plan_layout_t *lay,
                nfit == p->pp ? "true" : "false");
     printf(",\"virtual_pipeline_size\":%d,\"sequence_parallel\":%s,\"ranks_per_gpu\":%d",
            in->virtual_pp, in->sequence_parallel ? "true" : "false", in->ranks_per_gpu);
+    if (f->gpu[0])
+        printf(",\"gpu\":\"%s\",\"fixed_bytes\":%.17g", f->gpu,
+               in->fixed_bytes > 0 ? in->fixed_bytes : 585.0 * 1048576.0);
     if (t) {
         printf(",\"machine\":\"%s\",", mc->name);
         g3_plan_json_time(t);
@@ -286,6 +294,9 @@ void g3_plan_print_time(const g3_plan_machine_t *mc, const g3_plan_layout_t *lay
     g3_plan_time_row(lay->nodes > 0 ? "--nodes" : "this", lay, t);
     for (int i = 0; i < nsizes; i++)
         g3_plan_time_row("--sizes", &sizes[i], &stimes[i]);
+    if (mc->op_seconds > 0)
+        printf("  fixed cost: %.0f ops per iteration on the slowest stage x %.1f us = %.2f ms of the compute and optimizer above (launches, host work, syncs: what does not grow with the work)\n",
+               t->ops_iter, mc->op_seconds * 1e6, t->fixed_seconds * 1e3);
     printf(
         "  (TFLOP/s per GPU: model FLOPs as gpt3d train's MFU; w/recomp: with the recomputed forward counted, Megatron's and MT-NLG's convention; shares of the iteration: compute, tensor-parallel collectives, pipeline transfers, bubble, data-parallel reduction not overlapped, optimizer)\n");
 }

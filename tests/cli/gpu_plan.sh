@@ -5,13 +5,18 @@
 #   device run, carry [".gpu"]:  bash .gpu/on-device.sh sh ../src/tests/cli/gpu_plan.sh "$OUT"
 #
 # writes into OUTDIR (default .):
-#   gpu.cal     gpt3d plan --calibrate --device cuda: GEMM rates up to 4096^3, the fused
-#               attention, memory-bound ops (the links keep the DGX H100 numbers: one GPU)
-#   memory.txt  for each shape of issue 20's table: the peak of nvidia-smi's memory.used
-#               (100 ms samples) over 3 iterations, the trainer's "memory:" line and the plan's
-#               peak, one row each, in tests/cli/test_plan.sh's row format
-#   time.txt    the trainer's ms per iteration of GPT-2 124M and 1.5B next to the plan's with
-#               gpu.cal
+#   gpu.cal     gpt3d plan --calibrate --device cuda (format 2): GEMM rates up to 4096^3, the
+#               fused attention, memory-bound ops, the fixed cost of an op ("op") and of a
+#               process's memory ("fixed", through NVML), the GPU ("gpu"); the links keep the
+#               DGX H100 numbers (one GPU)
+#   memory.txt  for each shape of issue 20's H100 table (issue 29's five H200 rows are among
+#               them): the peak of nvidia-smi's memory.used (100 ms samples) over 3
+#               iterations, the trainer's "memory:" line and the plan's peak, one row each, in
+#               tests/cli/test_plan.sh's row format; appended: "| plan_cal=MiB" (the plan with
+#               gpu.cal's measured fixed memory), "err=%" and "err_cal=%" (plan against peak)
+#   time.txt    the trainer's ms per iteration next to the plan's with gpu.cal; appended:
+#               "err=%", "ops=N" (ops per iteration the plan counted) and "fixed_ms=" (their
+#               fixed cost at gpu.cal's op)
 # Without a GPU it says so and exits 77 (skip).
 set -eu
 out=${1:-.}
@@ -48,12 +53,18 @@ while read -r L H A B R; do
     # shellcheck disable=SC2086
     js=$("$GPT3D" plan --device cuda $shape --json)
     planned=$(printf '%s\n' "$js" | sed -n 's/.*"peak_bytes":\([0-9.e+]*\).*/\1/p' | tail -1)
-    echo "$L $H $A $B $R $peak plan=$(awk -v p="$planned" 'BEGIN { printf "%.0f", p / 1048576 }') trainer: $line" >> "$out/memory.txt"
+    mib=$(awk -v p="$planned" 'BEGIN { printf "%.0f", p / 1048576 }')
     ms=$(sed -n 's/.*"ms_per_iter":\([0-9.e+-]*\),.*/\1/p' "$tmp/run/metrics.jsonl" | tail -1)
     # shellcheck disable=SC2086
     js=$("$GPT3D" plan --device cuda $shape --machine "$out/gpu.cal" --json)
     ps=$(printf '%s\n' "$js" | sed -n 's/.*"seconds_per_iteration":\([0-9.e+-]*\),.*/\1/p')
-    echo "$L $H $A $B $R measured_ms=$ms plan_ms=$(awk -v s="$ps" 'BEGIN { printf "%.1f", s * 1000 }')" >> "$out/time.txt"
+    cal=$(printf '%s\n' "$js" | sed -n 's/.*"peak_bytes":\([0-9.e+]*\).*/\1/p' | tail -1)
+    ops=$(printf '%s\n' "$js" | sed -n 's/.*"ops_per_iteration":\([0-9.e+-]*\),.*/\1/p')
+    fx=$(printf '%s\n' "$js" | sed -n 's/.*"fixed_seconds":\([0-9.e+-]*\),.*/\1/p')
+    calmib=$(awk -v p="$cal" 'BEGIN { printf "%.0f", p / 1048576 }')
+    echo "$L $H $A $B $R $peak plan=$mib trainer: $line | plan_cal=$calmib $(awk -v a="$mib" -v b="$calmib" -v p="$peak" 'BEGIN { printf "err=%+.1f%% err_cal=%+.1f%%", 100 * (a - p) / p, 100 * (b - p) / p }')" >> "$out/memory.txt"
+    pms=$(awk -v s="$ps" 'BEGIN { printf "%.1f", s * 1000 }')
+    echo "$L $H $A $B $R measured_ms=$ms plan_ms=$pms $(awk -v a="$pms" -v m="$ms" -v o="$ops" -v f="$fx" 'BEGIN { printf "err=%+.1f%% ops=%d fixed_ms=%.2f", 100 * (a - m) / m, o, f * 1000 }')" >> "$out/time.txt"
     rm -rf "$tmp/run"
 done <<'ROWS'
 12 768 12 1 none
