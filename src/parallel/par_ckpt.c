@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "parallel/par_ckpt.h"
 
@@ -17,13 +18,69 @@ void g3_par_ckpt_free(g3_par_ckpt_t *t)
     g3_ckpt_state_free(t->state);
     t->state = NULL;
     for (int i = 0; i < t->n; i++) {
-        free(t->hm[i]);
-        free(t->hv[i]);
+        if (!t->staged) {
+            free(t->hm[i]);
+            free(t->hv[i]);
+        }
         t->hm[i] = t->hv[i] = NULL;
     }
     t->n = 0;
-    free(t->hw);
+    if (!t->staged)
+        free(t->hw);
     t->hw = NULL;   /* a second call frees nothing */
+}
+
+size_t g3_par_ckpt_stage_floats(const g3_gpt_t *model, g3_par_engine_t *eng)
+{
+    g3_par_optim_range_t r[G3_PAR_OPTIM_RANGES_MAX];
+    int64_t *step;
+    size_t n = model->numel;
+    int nr = eng ? g3_par_engine_optim_ranges(eng, r, &step) : 0;
+
+    for (int i = 0; i < nr; i++)
+        n += 2 * (r[i].end - r[i].begin);
+    return n;
+}
+
+void g3_par_ckpt_stage_free(g3_par_ckpt_stage_t *s)
+{
+    if (!s || !s->buf)
+        return;
+    if (s->be)
+        s->be->ops->host_free(s->be, s->buf);
+    else
+        free(s->buf);
+    s->buf = NULL;
+    s->floats = 0;
+}
+
+/* Make stage hold at least `floats` (its contents are not kept).  RET: G3_ERR_NO_MEMORY
+ * (logged). */
+static g3_status_t g3_par_ckpt_stage_reserve(g3_par_ckpt_stage_t *s, g3_backend_t *be,
+                                             size_t floats)
+{
+    double t0;
+    void *p = NULL;
+    g3_status_t st = G3_OK;
+
+    if (s->buf && s->floats >= floats)
+        return G3_OK;
+    g3_par_ckpt_stage_free(s);
+    t0 = g3_clock_now();
+    s->be = be->ops->host_alloc && be->ops->host_free ? be : NULL;
+    if (s->be)
+        st = be->ops->host_alloc(be, floats * sizeof(float), &p);
+    else if ((p = malloc(floats * sizeof(float))) == NULL)
+        st = G3_ERR_NO_MEMORY;
+    if (st != G3_OK) {
+        g3_error("checkpoints: cannot allocate the %.1f MiB host staging area for saving this rank's parameters and Adam moments; free host memory, or save less often",
+                 (double)floats * 4.0 / 1048576.0);
+        return st;
+    }
+    s->buf = p;
+    s->floats = floats;
+    s->alloc_s = g3_clock_now() - t0;
+    return G3_OK;
 }
 
 g3_status_t g3_par_ckpt_allreduce_min(void *ctx, int *value)
@@ -37,6 +94,12 @@ g3_status_t g3_par_ckpt_allreduce_min(void *ctx, int *value)
 
 g3_status_t g3_par_ckpt_init(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t *eng,
                              int dp_size, int dp_rank)
+{
+    return g3_par_ckpt_init_staged(t, model, eng, dp_size, dp_rank, NULL);
+}
+
+g3_status_t g3_par_ckpt_init_staged(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t *eng,
+                                    int dp_size, int dp_rank, g3_par_ckpt_stage_t *stage)
 {
     const g3_gpt_config_t *mc = &model->cfg;
     g3_backend_t *be = model->be;
@@ -74,20 +137,37 @@ g3_status_t g3_par_ckpt_init(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t 
     st = be->ops->sync(be);
     if (st != G3_OK)
         return st;
-    t->hw = malloc(sizeof(float) * model->numel);
-    if (!t->hw)
+    if (stage) {   /* the copies side by side in the stage: [w | m0 v0 | m1 v1 | ...] */
+        float *p;
+        st = g3_par_ckpt_stage_reserve(stage, be, g3_par_ckpt_stage_floats(model, eng));
+        if (st != G3_OK)
+            return st;
+        t->staged = 1;
+        p = stage->buf;
+        t->hw = p;
+        p += model->numel;
+        for (int i = 0; i < t->n; i++) {
+            size_t len = t->r[i].end - t->r[i].begin;
+            t->hm[i] = p;
+            t->hv[i] = p + len;
+            p += 2 * len;
+        }
+    }
+    if (!t->staged && !(t->hw = malloc(sizeof(float) * model->numel)))
         goto err_no_memory;
     be->ops->download(be, t->hw, model->w, sizeof(float) * model->numel);
     for (int i = 0; i < t->n; i++) {
         size_t len = t->r[i].end - t->r[i].begin;
-        t->hm[i] = malloc(sizeof(float) * (len ? len : 1));
-        t->hv[i] = malloc(sizeof(float) * (len ? len : 1));
-        if (!t->hm[i] || !t->hv[i])
-            goto err_no_memory;
+        if (!t->staged) {
+            t->hm[i] = malloc(sizeof(float) * (len ? len : 1));
+            t->hv[i] = malloc(sizeof(float) * (len ? len : 1));
+            if (!t->hm[i] || !t->hv[i])
+                goto err_no_memory;
+        }
         be->ops->download(be, t->hm[i], t->r[i].m, sizeof(float) * len);
         be->ops->download(be, t->hv[i], t->r[i].v, sizeof(float) * len);
     }
-    return G3_OK;
+    return be->ops->sync(be);
 
 err_no_memory:
     g3_error(

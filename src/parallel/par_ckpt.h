@@ -36,7 +36,26 @@ typedef struct {
     int      stage_first[1025];                         /* PP + 1 layer boundaries           */
     g3_ckpt_layout_t layout;                            /* this rank's                       */
     g3_ckpt_state_t *state;                             /* g3_par_ckpt_read's, or NULL       */
+    int      staged;   /* hw, hm, hv lie in a g3_par_ckpt_stage_t: not freed here            */
 } g3_par_ckpt_t;
+
+/* The host area a trainer's saves copy its state into: allocated at the first save, through
+ * the backend's host_alloc (page-locked memory on CUDA, so the device-to-host copies run at
+ * the bus's speed) else malloc, and reused by every later save, so that no save allocates or
+ * faults in fresh memory and an asynchronous save's writer thread writes straight from it (no
+ * second host copy).  It holds this rank's parameters and the Adam moments of its ranges side
+ * by side.  Owned by the trainer: free it with g3_par_ckpt_stage_free before closing the
+ * backend.  Zero-initialise it. */
+typedef struct {
+    g3_backend_t *be;       /* whose host_alloc made buf (NULL: malloc)                     */
+    float        *buf;      /* (floats,)                                                     */
+    size_t        floats;
+    double        alloc_s;  /* seconds the last allocation took (pinning memory is slow)     */
+} g3_par_ckpt_stage_t;
+
+/* The floats a stage needs for model's parameters and eng's ranges (NULL: the model alone). */
+size_t g3_par_ckpt_stage_floats(const g3_gpt_t *model, g3_par_engine_t *eng);
+void g3_par_ckpt_stage_free(g3_par_ckpt_stage_t *s);
 
 /* The world's all-reduce (min) for src/ckpt's agreements (g3_ckpt_comm_t); ctx: the g3_par_t. */
 g3_status_t g3_par_ckpt_allreduce_min(void *ctx, int *value);
@@ -46,6 +65,10 @@ g3_status_t g3_par_ckpt_allreduce_min(void *ctx, int *value);
  * moments.  RET: G3_ERR_UNSUPPORTED, G3_ERR_INVALID_ARG, G3_ERR_NO_MEMORY (logged; t freed). */
 g3_status_t g3_par_ckpt_init(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t *eng,
                              int dp_size, int dp_rank);
+/* g3_par_ckpt_init with the host copies in `stage` (grown when too small; NULL: malloc as
+ * g3_par_ckpt_init): t borrows the stage's memory until the next call that uses the stage. */
+g3_status_t g3_par_ckpt_init_staged(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t *eng,
+                                    int dp_size, int dp_rank, g3_par_ckpt_stage_t *stage);
 void g3_par_ckpt_free(g3_par_ckpt_t *t);
 
 /* The host copies' first non-finite value (NaN or infinity): RET what holds it

@@ -26,6 +26,7 @@
 #include "train/train.h"
 #include "ckpt/ckpt.h"
 #include "train/tensorboard.h"
+#include "parallel/par_ckpt.h"
 #include "train/train_ckpt.h"
 #include "train/timing.h"
 
@@ -47,7 +48,15 @@ typedef struct {
     int32_t                 *inputs;    /* (GBS/DP, T) this rank's part of a batch     */
     int32_t                 *targets;   /* (GBS/DP, T)                                 */
     double                   peak;      /* FLOP/s of every rank together (MFU)         */
+    g3_par_ckpt_stage_t      stage;     /* the saves' host staging area (par_ckpt.h)   */
 } g3_trainer_t;
+
+/* What the trainer's saves and resume move (train_ckpt.h). */
+static g3_train_ckpt_t g3_trainer_ckpt(g3_trainer_t *tr)
+{
+    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->eng, &tr->stage };
+    return c;
+}
 
 /* This rank's n samples of the global batch that starts at sample `first` of split into
  * tr->inputs and tr->targets (n, T): g3_infer_batch_load, Megatron's order. */
@@ -206,6 +215,7 @@ static void g3_trainer_close(g3_trainer_t *tr)
     g3_train_timing_free(tr->timing);
     g3_par_engine_free(tr->eng);
     g3_gpt_free(tr->model);
+    g3_par_ckpt_stage_free(&tr->stage);   /* the backend's memory: before closing it */
     g3_par_drop_backend(tr->cfg->par);   /* its groups use the backend: before closing it */
     g3_be_close(tr->be);
     free(tr->sample);
@@ -458,7 +468,7 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
 static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consumed, int64_t gbs,
                                    double lr, const char *why)
 {
-    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->eng };
+    g3_train_ckpt_t c = g3_trainer_ckpt(tr);
     double t0 = g3_clock_now(), dt;
     g3_status_t st = g3_par_engine_params_ready(tr->eng);   /* all-gathers */
 
@@ -492,10 +502,12 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
 static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
                                          int64_t it, int64_t consumed, int64_t gbs, double lr)
 {
-    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->eng };
-    double t0 = g3_clock_now(), dt;
+    g3_train_ckpt_t c = g3_trainer_ckpt(tr);
+    double t0 = g3_clock_now(), t1, dt;
     int64_t done;
     g3_status_t st = g3_train_ckpt_async_finish(&c, pending, 1, &done);
+
+    t1 = g3_clock_now();   /* t1 - t0: waiting for the previous save's writer */
 
     if (st == G3_OK)
         st = g3_par_engine_params_ready(tr->eng);   /* --overlap-param-gather's all-gathers */
@@ -512,16 +524,20 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
     }
     if (done >= 0)
         printf(" committed the asynchronous checkpoint of iteration %lld\n", (long long)done);
-    printf(
-        " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (host copy%s)\n",
-        (long long)it, tr->cfg->save_dir, dt,
-        done >= 0 ? " and waiting for the previous save" : "");
+    if (done >= 0)
+        printf(
+            " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (%.3f s waiting for the previous save to finish writing, %.3f s host copy)\n",
+            (long long)it, tr->cfg->save_dir, dt, t1 - t0, dt - (t1 - t0));
+    else
+        printf(
+            " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (host copy)\n",
+            (long long)it, tr->cfg->save_dir, dt);
     fflush(stdout);
     if (tr->metrics) {
         fprintf(
             tr->metrics,
-            "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"save interval\",\"async\":true,\"stall_s\":%.6f}\n",
-            (long long)it, (long long)consumed, dt);
+            "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"save interval\",\"async\":true,\"stall_s\":%.6f,\"wait_previous_s\":%.6f,\"host_copy_s\":%.6f}\n",
+            (long long)it, (long long)consumed, dt, t1 - t0, dt - (t1 - t0));
         fflush(tr->metrics);
     }
     return G3_OK;
@@ -531,7 +547,7 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
 static g3_status_t g3_trainer_async_poll(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
                                          int block, int64_t *saved_it)
 {
-    g3_train_ckpt_t c = { tr->cfg, tr->model, tr->eng };
+    g3_train_ckpt_t c = g3_trainer_ckpt(tr);
     int64_t done;
     g3_status_t st;
 
@@ -593,7 +609,7 @@ static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
                                      g3_train_result_t *res)
 {
     const g3_train_config_t *cfg = tr->cfg;
-    g3_train_ckpt_t c = { cfg, tr->model, tr->eng };
+    g3_train_ckpt_t c = g3_trainer_ckpt(tr);
     int loaded = 0, unreadable = 0;
     g3_status_t st = g3_train_ckpt_load(&c, start_it_p, consumed_p, &loaded, &unreadable);
 

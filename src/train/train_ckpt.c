@@ -79,6 +79,23 @@ static g3_status_t g3_tck_finite(const g3_train_ckpt_t *c, const g3_par_ckpt_t *
     return ok ? G3_OK : G3_ERR_NUMERIC;
 }
 
+/* This rank's state into host memory for a save: into the trainer's staging area when it has
+ * one (saying once, at its allocation, what it costs), else into fresh memory. */
+static g3_status_t g3_tck_copy(const g3_train_ckpt_t *c, g3_par_ckpt_t *t)
+{
+    const g3_train_config_t *cfg = c->cfg;
+    int fresh = c->stage && !c->stage->buf;
+    g3_status_t st = g3_par_ckpt_init_staged(t, c->model, c->eng, cfg->dp_size, cfg->dp_rank,
+                                             c->stage);
+
+    if (st == G3_OK && fresh && (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0))
+        g3_info("checkpoints: a %.1f MiB host staging area (%s) holds each save's copy of this rank's parameters and Adam moments; allocated once in %.2f s, reused by every save",
+                (double)c->stage->floats * 4.0 / 1048576.0,
+                c->stage->be && !c->model->be->host_memory ? "page-locked" : "plain memory",
+                c->stage->alloc_s);
+    return st;
+}
+
 static void g3_tck_save_opts(const g3_train_config_t *cfg, g3_ckpt_save_opts_t *so)
 {
     memset(so, 0, sizeof(*so));
@@ -97,7 +114,7 @@ g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
     g3_par_ckpt_t t;
     g3_status_t st;
 
-    st = g3_par_ckpt_init(&t, c->model, c->eng, cfg->dp_size, cfg->dp_rank);
+    st = g3_tck_copy(c, &t);
     if (st != G3_OK)
         return st;
     st = g3_tck_finite(c, &t, iteration, 1);
@@ -147,14 +164,20 @@ g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration
         return cst;
     if (!ok)
         return st != G3_OK ? st : G3_ERR_IO;
-    /* the host copy is the stall; the writer thread owns the snapshot */
-    st = g3_par_ckpt_init(&t, c->model, c->eng, cfg->dp_size, cfg->dp_rank);
+    /* The host copy is the stall.  The writer thread owns the snapshot: with a staging area
+     * the state itself, which points into it (the next save waits for this one before it
+     * copies into the stage again); else a copy of the state. */
+    st = g3_tck_copy(c, &t);
     if (st == G3_OK) {
         st = g3_tck_finite(c, &t, iteration, 0);   /* agreed below with the rest */
         if (st == G3_OK)
             st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
-        if (st == G3_OK)
+        if (st == G3_OK && t.staged) {
+            snap = state;
+            state = NULL;
+        } else if (st == G3_OK) {
             st = g3_ckpt_state_snapshot(state, &snap);
+        }
         g3_ckpt_state_free(state);
         g3_par_ckpt_free(&t);
     }

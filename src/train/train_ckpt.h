@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "model/gpt.h"
 #include "parallel/par.h"
+#include "parallel/par_ckpt.h"
 #include "train/train.h"
 
 /* What is saved and loaded: the model and the engine's optimizer state. */
@@ -24,6 +25,8 @@ typedef struct {
     g3_par_engine_t         *eng;   /* its optimizer ranges (any layout, one rank
                                      * included), or NULL: the model alone; load it
                                      * with cfg->no_load_optim set */
+    g3_par_ckpt_stage_t     *stage; /* the saves' host staging area (par_ckpt.h), the
+                                     * trainer's; NULL: each save allocates its own */
 } g3_train_ckpt_t;
 
 /* Save the state after `iteration` (collective over the world).  gbs: the global batch of
