@@ -16,7 +16,8 @@
  *
  * libgomp reads its environment once, when the program is loaded, before main() runs; there
  * is no call to change the spin count afterwards.  So g3_be_cpu_env re-executes the program
- * (/proc/self/exe, the same argv, pid and descriptors) with GOMP_SPINCOUNT set, and the
+ * (the file /proc/self/exe links to, so that its name stays; the same argv, pid and
+ * descriptors) with GOMP_SPINCOUNT set, and the
  * re-executed program removes it again from its environment (libgomp has read it), so that
  * the programs it starts see the environment the user gave.  A user's OMP_WAIT_POLICY or
  * GOMP_SPINCOUNT is left as it is.  Under valgrind nothing is re-executed: /proc/self/exe is
@@ -100,6 +101,16 @@ void g3_be_cpu_env(char **argv)
     if (setenv("GOMP_SPINCOUNT", over ? "0" : G3_CPU_SPINCOUNT, 1) != 0
         || setenv(G3_CPU_ENV_MARK, over ? "0" : "1", 1) != 0)
         return;
+    {
+        /* the file itself, not /proc/self/exe, so that the process keeps its name (comm:
+         * "gpt3d", what ps, pgrep and the tests' process lookups see, not "exe") */
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n > 0) {
+            self[n] = '\0';
+            execv(self, argv);   /* returns when the file was replaced or removed */
+        }
+    }
     execv("/proc/self/exe", argv);
     /* no /proc: go on with libgomp's defaults */
     unsetenv("GOMP_SPINCOUNT");
