@@ -301,11 +301,18 @@ static int g3_tck_empty(const char *dir)
  * each candidate checkpoint of the load (ckpt.h, check_index): a record that is missing where
  * the format always writes one (version 2 on) or that does not parse means the index was
  * altered, and --load-fallback goes back past it; files that differ are the run's choice
- * (*final: an older checkpoint of the run has the same record).  A version-1 checkpoint has no
- * record: logged as unchecked. */
+ * (*final: an older checkpoint of the run has the same record; ctx's mismatch: the failure is
+ * the run's, exit 1, not a checkpoint that cannot be loaded, 78).  A version-1 checkpoint has
+ * no record: logged as unchecked.  ctx: a g3_tck_tokcheck_t. */
+typedef struct {
+    const g3_train_config_t *cfg;
+    int                      mismatch;   /* OUT: the run's tokenizer files differ */
+} g3_tck_tokcheck_t;
+
 static g3_status_t g3_tck_check_tokenizer(void *ctx, g3_ckpt_reader_t *r, int *final)
 {
-    const g3_train_config_t *cfg = ctx;
+    g3_tck_tokcheck_t *tc = ctx;
+    const g3_train_config_t *cfg = tc->cfg;
     size_t size = 3 * G3_TOKID_PATH_MAX + 1024;
     char *text, what[G3_TOKID_PATH_MAX + 32];
     g3_tokid_t made, run;
@@ -337,6 +344,7 @@ static g3_status_t g3_tck_check_tokenizer(void *ctx, g3_ckpt_reader_t *r, int *f
         if (st == G3_OK)
             st = g3_tokid_check(&made, &run, what, cfg->allow_tokenizer_mismatch);
         *final = st != G3_OK;
+        tc->mismatch = st != G3_OK;   /* the run's files, not a damaged checkpoint */
     }
     free(text);
     return st;
@@ -355,6 +363,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     const g3_train_config_t *cfg = c->cfg;
     g3_ckpt_reader_t *r = NULL;
     g3_ckpt_load_opts_t lo;
+    g3_tck_tokcheck_t tokcheck = { c->cfg, 0 };
     g3_par_ckpt_t t;
     int64_t step = 0;
     int fresh_optim;
@@ -378,10 +387,10 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     lo.optim_optional = 1;   /* a --no-save-optim checkpoint resumes with a fresh optimizer */
     lo.config_text = cfg->config_text;
     lo.check_index = g3_tck_check_tokenizer;
-    lo.check_ctx = (void *)cfg;
+    lo.check_ctx = &tokcheck;
     st = g3_par_ckpt_read(&t, c->model, cfg->load_dir, &lo, cfg->par, &r);
     if (st != G3_OK) {
-        *unreadable_p = g3_tck_unreadable(st);
+        *unreadable_p = !tokcheck.mismatch && g3_tck_unreadable(st);
         goto out_free_copies;
     }
     fresh_optim = cfg->no_load_optim || !g3_ckpt_reader_has_optim(r);
