@@ -123,8 +123,9 @@ else
     skip "Environment Modules is not installed (apt-get install environment-modules); the Tcl modulefile was loaded with Lmod only"
 fi
 
-# The installed gpt3d-submit finds the installed job script and gpt3d.
-run "$inst/bin/gpt3d-submit" --dry-run "$TMPD/run" -- --train-iters 10
+# The installed gpt3d-submit finds the installed job script and gpt3d (whose train --check,
+# run before anything is created, needs the built-in corpus: the test corpus stands in).
+run env GPT3D_DATA_DIR="$GPT3D_TEST_DATA" "$inst/bin/gpt3d-submit" --dry-run "$TMPD/run" -- --train-iters 10
 is "$rc" 0 "the installed gpt3d-submit finds its job script under the prefix"
 like "$out" "would create run $TMPD/run" "... and would create the run (dry run)"
 is "$( [ -f "$inst/share/gpt3d/sbatch/gpt3d-train.sbatch" ] && [ -f "$inst/share/doc/gpt3d/slurm.md" ] && echo yes)" yes \
