@@ -748,7 +748,9 @@ static g3_status_t g3_gpt_xent_tp(g3_gpt_t *m, g3_gpt_acts_t *a, int r0, int n, 
     g3_backend_t *be = m->be;
     const int32_t *tg = a->host_targets + r0;
     int Vl = m->Vp_l, v0 = m->v0;
-    double *lse = a->host_ce, *sum = lse + a->Nc, *xt = sum + a->Nc;
+    /* sum and xt adjacent, (n,) each: one all-reduce of 2n covers both, also for a short
+     * last chunk (n < Nc) */
+    double *lse = a->host_ce, *sum = lse + a->Nc, *xt = sum + n;
     float *lse_f = a->host_lse;           /* (n,) this rank's, then the combined, lse */
     unsigned char elem[8];                /* one act_dtype element */
     g3_status_t st;
