@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/log.h"
 #include "core/rng.h"
@@ -315,6 +316,7 @@ static g3_status_t g3_task_piqa_labels(const char *path, int **labels_p, int64_t
     char *lp, *data = NULL, *save = NULL, *tok;
     int *labels = NULL;
     int64_t k = 0;
+    struct stat sb;
     g3_status_t st;
 
     lp = malloc(n + 16);
@@ -324,12 +326,16 @@ static g3_status_t g3_task_piqa_labels(const char *path, int **labels_p, int64_t
         snprintf(lp, n + 16, "%.*s-labels.lst", (int)(n - 6), path);
     else
         snprintf(lp, n + 16, "%s-labels.lst", path);
-    st = g3_read_file(lp, "PiQA labels file", &data, &len);
-    if (st != G3_OK) {
-        g3_error("piqa: --task-data %s has no \"label\" field, and its labels file %s cannot be read: pass the published valid.jsonl with valid-labels.lst beside it",
-                 path, lp);
+    if (stat(lp, &sb) != 0) {
+        g3_error("piqa: --task-data %s has no \"label\" field, and its labels file %s cannot be read (%s): pass the published valid.jsonl with valid-labels.lst beside it",
+                 path, lp, strerror(errno));
         free(lp);
         return G3_ERR_INVALID_ARG;
+    }
+    st = g3_read_file(lp, "PiQA labels file", &data, &len);
+    if (st != G3_OK) {
+        free(lp);
+        return st == G3_ERR_NO_MEMORY ? st : G3_ERR_INVALID_ARG;
     }
     labels = malloc(sizeof(int) * (len / 2 + 1));
     for (tok = strtok_r(data, "\n", &save); labels && tok; tok = strtok_r(NULL, "\n", &save)) {
@@ -366,7 +372,8 @@ static g3_status_t g3_task_mc_line(g3_task_kind_t kind, const char *path, int li
                                    int64_t npiqa, int64_t index, g3_task_item_t *it)
 {
     g3_task_field_t f[6];
-    const char *why = NULL, *kname = g3_task_kind_name(kind);
+    const char *why = NULL;
+    const char *kname = kind == G3_TASK_MC ? "multiple-choice" : g3_task_kind_name(kind);
     int nf = 0, label = -1, nchoices = 0;
     g3_status_t st;
 
