@@ -199,6 +199,7 @@ static void g3_task_items_free(g3_task_item_t *items, int64_t n)
         }
         free(items[i].ctx);
         free(items[i].cont);
+        free(items[i].delim);
     }
     free(items);
 }
@@ -371,7 +372,7 @@ static g3_status_t g3_task_mc_line(g3_task_kind_t kind, const char *path, int li
                                    const char *text, size_t n, const int *piqa_labels,
                                    int64_t npiqa, int64_t index, g3_task_item_t *it)
 {
-    g3_task_field_t f[6];
+    g3_task_field_t f[7];
     const char *why = NULL;
     const char *kname = kind == G3_TASK_MC ? "multiple-choice" : g3_task_kind_name(kind);
     int nf = 0, label = -1, nchoices = 0;
@@ -385,7 +386,8 @@ static g3_status_t g3_task_mc_line(g3_task_kind_t kind, const char *path, int li
         f[2].name = "label", f[2].type = 'i';
         f[3].name = "contexts", f[3].type = 'a';
         f[4].name = "continuation", f[4].type = 's';
-        nf = 5;
+        f[5].name = "target_delimiter", f[5].type = 's';
+        nf = 6;
         break;
     case G3_TASK_HELLASWAG:
         f[0].name = "activity_label", f[0].type = 's';
@@ -419,7 +421,7 @@ static g3_status_t g3_task_mc_line(g3_task_kind_t kind, const char *path, int li
         goto err_bad;
     }
     for (int i = 0; i < nf; i++) {
-        int optional = (kind == G3_TASK_MC && (i == 0 || i == 1 || i == 3 || i == 4)) ||
+        int optional = (kind == G3_TASK_MC && i != 2) ||
                        (kind == G3_TASK_PIQA && i == 3 && piqa_labels);
         if (!f[i].found && !optional) {
             g3_error("%s:%d: no \"%s\" field: a %s item needs it (docs/evaluation.md)", path,
@@ -451,6 +453,12 @@ static g3_status_t g3_task_mc_line(g3_task_kind_t kind, const char *path, int li
         if (st != G3_OK)
             goto err_no_memory;
         it->label = label;
+        if (f[5].found) {
+            it->delim = f[5].str.data ? f[5].str.data : strdup("");
+            f[5].str.data = NULL;
+            if (!it->delim)
+                goto err_no_memory;
+        }
         if (full) {
             it->ctx[0] = f[0].str.data ? f[0].str.data : strdup("");
             f[0].str.data = NULL;
@@ -824,7 +832,8 @@ static g3_status_t g3_task_prefix(g3_task_t *t, int64_t i)
         } else {
             st = g3_buf_append(&t->prefix, ex->ctx[ex->label], strlen(ex->ctx[ex->label]));
             if (st == G3_OK)
-                st = g3_buf_append(&t->prefix, G3_TASK_TARGET_SEP, strlen(G3_TASK_TARGET_SEP));
+                st = g3_buf_append(&t->prefix, ex->delim ? ex->delim : G3_TASK_TARGET_SEP,
+                                   strlen(ex->delim ? ex->delim : G3_TASK_TARGET_SEP));
             if (st == G3_OK)
                 st = g3_buf_append(&t->prefix, ex->cont[ex->label], strlen(ex->cont[ex->label]));
         }
@@ -1041,7 +1050,8 @@ g3_status_t g3_task_load(const g3_task_spec_t *spec, const g3_bpe_t *bpe, int T,
         }
         for (int c = 0; c < it->nchoices && st == G3_OK; c++) {
             char *ctx = g3_task_prefixed(t, it->ctx[c], strlen(it->ctx[c]));
-            char *cont = g3_task_concat(G3_TASK_TARGET_SEP, it->cont[c], NULL);
+            char *cont = g3_task_concat(it->delim ? it->delim : G3_TASK_TARGET_SEP, it->cont[c],
+                                        NULL);
             st = ctx && cont ? g3_task_request(t, i, c, ctx, cont, it->line) : G3_ERR_NO_MEMORY;
             free(ctx);
             free(cont);

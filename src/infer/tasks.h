@@ -32,7 +32,8 @@
 
 /* Between the few-shot examples and before the item (the harness's fewshot_delimiter). */
 #define G3_TASK_FEWSHOT_SEP "\n\n"
-/* Between a multiple-choice context and its choice (the harness's target_delimiter). */
+/* Between a multiple-choice context and its choice (the harness's default target_delimiter;
+ * an mc item may give its own "target_delimiter"). */
 #define G3_TASK_TARGET_SEP " "
 
 typedef enum {
@@ -61,6 +62,8 @@ typedef struct {
     char **ctx;         /* (nchoices,) contexts; all the same pointer but partial items */
     char **cont;        /* (nchoices,) continuations (the choices)                      */
     int    partial;     /* the contexts differ, the continuation is shared              */
+    char  *delim;       /* between context and continuation: "target_delimiter", or NULL
+                         * for G3_TASK_TARGET_SEP                                        */
     int    label;       /* the right choice                                            */
     int    line;        /* in the file                                                 */
 } g3_task_item_t;

@@ -4,6 +4,12 @@
       writes synthetic task files in the published formats (>= 200 items each):
       lambada.jsonl, wiki.test.tokens, mc.jsonl (full and partial items), hellaswag.jsonl,
       valid.jsonl + valid-labels.lst (PiQA), winogrande.jsonl, and the bad files.
+  tasks_ref.py kjv KJV.txt DIR
+      the KJV sanity set: DIR/train.txt (the first 90% of the verses) and DIR/kjv_mc.jsonl,
+      400 items from the held-out verses: verse i, a new line and the next verse up to a
+      cut inside one of its words; the choices are the rest of that word (true) and three
+      fragments of the same length cut from words of held-out verses drawn at random, with
+      "target_delimiter": "" (the word goes on).
   tasks_ref.py check INDEX.h5 VOCAB MERGES METRICS ROWS STRIDE KIND:FILE...
       rebuilds every task's rows on its own (GPT-2 BPE, the harness's request encoding,
       Megatron's LAMBADA split, WikiText detokenizer and windows, the published formats'
@@ -79,6 +85,9 @@ def make(d):
             if i % 5 == 4:   # the partial form
                 f.write(json.dumps({"contexts": [ctx, sentence(cut)], "continuation": right,
                                     "label": 0}) + "\n")
+            elif i % 9 == 8:   # a delimiter of its own
+                f.write(json.dumps({"context": ctx + ",", "choices": choices, "label": label,
+                                    "target_delimiter": "\n"}) + "\n")
             else:
                 f.write(json.dumps({"context": ctx + ("" if i % 7 else " "),
                                     "choices": choices, "label": label}) + "\n")
@@ -130,6 +139,50 @@ def make(d):
     for name, text in bad.items():
         with open(os.path.join(d, name), "w") as f:
             f.write(text)
+
+
+def kjv(path, d):
+    verses, ch = [], -1   # (chapter, text): "N text" lines; "Book N" lines start chapters
+    for ln in open(path, encoding="utf-8").read().split("\n"):
+        m = re.match(r"^(\d+) (.*)$", ln)
+        if m:
+            verses.append((ch, m.group(2)))
+        elif ln.strip():
+            ch += 1
+    cut = int(len(verses) * 0.9)
+    with open(os.path.join(d, "train.txt"), "w", encoding="utf-8") as f:
+        f.write("".join(t + "\n" for _, t in verses[:cut]))
+    held = verses[cut:]
+    rnd = random.Random(1)
+    short = [j for j in range(len(held)) if len(held[j][1]) <= 100]
+    idx = [i for i in range(len(held) - 1) if held[i][0] == held[i + 1][0]
+           and len(held[i][1]) <= 100 and len(held[i + 1][1]) <= 100]
+    rnd.shuffle(idx)
+
+    def midcut(t):   # inside a word, where no merge of the test vocabulary crosses the cut
+        pos = [k for k in range(len(t) // 3, len(t) - 3) if t[k - 1].isalpha() and
+               t[k].isalpha() and t[k + 1].isalpha() and t[k - 1] not in "hat"]
+        k = rnd.choice(pos) if pos else len(t) // 2
+        return t[:k], t[k:]
+
+    def word_rest(t):
+        k = 0
+        while k < len(t) and t[k].isalpha():
+            k += 1
+        return t[:k]
+
+    with open(os.path.join(d, "kjv_mc.jsonl"), "w", encoding="utf-8") as f:
+        for i in idx[:400]:
+            head, tail = midcut(held[i + 1][1])
+            choices = [word_rest(tail)]
+            while len(choices) < 4:
+                o = word_rest(midcut(held[rnd.choice(short)][1])[1])
+                if len(o) == len(choices[0]) and o not in choices:
+                    choices.append(o)
+            label = rnd.randrange(4)
+            choices[0], choices[label] = choices[label], choices[0]
+            f.write(json.dumps({"context": held[i][1] + "\n" + head, "choices": choices,
+                                "label": label, "target_delimiter": ""}) + "\n")
 
 
 # ---- GPT-2 byte-level BPE (the ASCII text of these files, plus the degree sign) ------------
@@ -229,22 +282,24 @@ def mc_items(kind, path):
         labels = [int(x) for x in open(path[:-len(".jsonl")] + "-labels.lst").read().split()]
     for i, d in enumerate(lines):
         if kind == "mc" and "contexts" in d:
-            items.append((d["contexts"], [d["continuation"]] * len(d["contexts"]), d["label"], True))
+            items.append((d["contexts"], [d["continuation"]] * len(d["contexts"]), d["label"], True,
+                          d.get("target_delimiter", " ")))
         elif kind == "mc":
-            items.append(([d["context"]] * len(d["choices"]), d["choices"], d["label"], False))
+            items.append(([d["context"]] * len(d["choices"]), d["choices"], d["label"], False,
+                          d.get("target_delimiter", " ")))
         elif kind == "hellaswag":
             ctx = d["ctx_a"] + " " + d["ctx_b"].capitalize()
             q = hs_preprocess(d["activity_label"] + ": " + ctx)
             ends = [hs_preprocess(e) for e in d["endings"]]
-            items.append(([q] * len(ends), ends, int(d["label"]), False))
+            items.append(([q] * len(ends), ends, int(d["label"]), False, " "))
         elif kind == "piqa":
             q = "Question: " + d["goal"] + "\nAnswer:"
-            items.append(([q, q], [d["sol1"], d["sol2"]], labels[i], False))
+            items.append(([q, q], [d["sol1"], d["sol2"]], labels[i], False, " "))
         else:   # winogrande
             idx = d["sentence"].index("_")
             target = d["sentence"][idx + 1:].strip()
             ctxs = [d["sentence"][:idx] + d["option1"], d["sentence"][:idx] + d["option2"]]
-            items.append((ctxs, [target, target], {"1": 0, "2": 1}[d["answer"]], True))
+            items.append((ctxs, [target, target], {"1": 0, "2": 1}[d["answer"]], True, " "))
     return items
 
 
@@ -293,9 +348,9 @@ def build_rows(kind, path, bpe, T, stride):
                 rows.append((0, w, win, frm, 0))
         return rows, {"orig": orig, "tok": len(toks)}
     items = mc_items(kind, path)
-    for i, (ctxs, conts, _, _) in enumerate(items):
+    for i, (ctxs, conts, _, _, delim) in enumerate(items):
         for c in range(len(ctxs)):
-            rows.append((i, c) + request(bpe, ctxs[c], " " + conts[c], T))
+            rows.append((i, c) + request(bpe, ctxs[c], delim + conts[c], T))
     return rows, {"items": items}
 
 
@@ -316,7 +371,7 @@ def metrics_of(kind, rows, lps, greedy, info):
     else:
         acc = accn = 0
         r = 0
-        for ctxs, conts, label, partial in info["items"]:
+        for ctxs, conts, label, partial, _ in info["items"]:
             ll = lps[r:r + len(ctxs)]
             r += len(ctxs)
             lens = [float(len(x)) for x in (ctxs if partial else conts)]
@@ -451,7 +506,7 @@ def fewshot(argv):
             own = lambda i, c: texts[i].rsplit(None, 1)[0].strip()
         else:
             items = mc_items(kind, path)
-            solved = [it[0][it[2]] + " " + it[1][it[2]] for it in items]
+            solved = [it[0][it[2]] + it[4] + it[1][it[2]] for it in items]
             own = lambda i, c: items[i][0][c].rstrip()
         good = checked = 0
         for d in dump:
@@ -477,6 +532,9 @@ def fewshot(argv):
 def main():
     if sys.argv[1] == "make":
         make(sys.argv[2])
+        return 0
+    if sys.argv[1] == "kjv":
+        kjv(sys.argv[2], sys.argv[3])
         return 0
     if sys.argv[1] == "check":
         return check(sys.argv[2:])
