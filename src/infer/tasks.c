@@ -1135,3 +1135,69 @@ void g3_task_show_prompt(const g3_task_t *t, const g3_bpe_t *bpe, FILE *out)
     free(a);
     free(b);
 }
+
+g3_status_t g3_task_set_load(const char *spec, const char *vocab_file, const char *merge_file,
+                             int T, uint64_t seed, g3_task_set_t *set)
+{
+    char *copy = strdup(spec), *save = NULL, *entry;
+    g3_status_t st = copy ? G3_OK : G3_ERR_NO_MEMORY;
+
+    memset(set, 0, sizeof(*set));
+    if (st == G3_OK)
+        st = g3_bpe_load(vocab_file, merge_file, &set->bpe);
+    for (entry = st == G3_OK ? strtok_r(copy, ",", &save) : NULL; entry && st == G3_OK;
+         entry = strtok_r(NULL, ",", &save)) {
+        char *name = entry, *file = strchr(entry, ':'), *k = NULL, *end = NULL;
+        g3_task_spec_t ts;
+        g3_task_t **grown;
+        long K = 0;
+        if (file) {
+            *file++ = '\0';
+            k = strchr(file, ':');
+        }
+        if (k) {
+            *k++ = '\0';
+            K = strtol(k, &end, 10);
+        }
+        if (!file || !*file || g3_task_kind(name) < 0 || (k && (*end || end == k || K < 0))) {
+            g3_error("--eval-tasks '%s': '%s' is not NAME:FILE[:K] with NAME lambada, wikitext103, hellaswag, piqa, winogrande or mc and K the few-shot examples",
+                     spec, name);
+            st = G3_ERR_INVALID_ARG;
+            break;
+        }
+        memset(&ts, 0, sizeof(ts));
+        ts.kind = (g3_task_kind_t)g3_task_kind(name);
+        ts.data = file;
+        ts.num_fewshot = (int)K;
+        ts.seed = seed;
+        grown = realloc(set->tasks, sizeof(*grown) * (size_t)(set->n + 1));
+        if (!grown) {
+            st = G3_ERR_NO_MEMORY;
+            break;
+        }
+        set->tasks = grown;
+        /* the spec text lives as long as the task: the copy is kept (t->spec.data) */
+        st = g3_task_load(&ts, set->bpe, T, &set->tasks[set->n]);
+        if (st == G3_OK)
+            set->n++;
+    }
+    if (st == G3_OK && set->n == 0) {
+        g3_error("--eval-tasks '%s' names no task: pass NAME:FILE[:K],...", spec);
+        st = G3_ERR_INVALID_ARG;
+    }
+    if (st == G3_OK || set->n > 0)
+        set->spec_copy = copy;
+    else
+        free(copy);
+    return st;
+}
+
+void g3_task_set_free(g3_task_set_t *set)
+{
+    for (int i = 0; i < set->n; i++)
+        g3_task_free(set->tasks[i]);
+    free(set->tasks);
+    g3_bpe_free(set->bpe);
+    free(set->spec_copy);
+    memset(set, 0, sizeof(*set));
+}

@@ -123,6 +123,29 @@ void g3_task_report(const g3_task_t *task, const g3_task_result_t *res, int64_t 
  * of the last run to path (the reference recomputes them).  RET: G3_ERR_IO (logged). */
 g3_status_t g3_task_dump_rows(const g3_task_t *task, const char *path);
 
+/* ---- a list of tasks: gpt3d train --eval-tasks ------------------------------------------- */
+
+typedef struct {
+    int         n;
+    g3_task_t **tasks;       /* (n,)                                   */
+    g3_bpe_t   *bpe;
+    char       *spec_copy;   /* the SPEC the tasks' file names point in */
+} g3_task_set_t;
+
+/* SPEC "NAME:FILE[:K][,NAME:FILE[:K]...]" (K: few-shot examples, default 0; file names
+ * without ',' or ':'): every task read for sequences of T tokens with the tokenizer files,
+ * the few-shot draws keyed by seed.  RET: G3_ERR_INVALID_ARG for a bad SPEC or file
+ * (logged, exit 2), G3_ERR_NO_MEMORY, the tokenizer's errors.  OUT: *set (free it with
+ * g3_task_set_free, also after an error). */
+g3_status_t g3_task_set_load(const char *spec, const char *vocab_file, const char *merge_file,
+                             int T, uint64_t seed, g3_task_set_t *set);
+
+/* Run every task (collective, as g3_task_run); when speak, print progress and each report
+ * (g3_task_report, no checkpoint) at iteration.  RET: as g3_task_run. */
+g3_status_t g3_task_set_run(g3_task_set_t *set, const g3_infer_lm_t *lm, int B, int dp_size,
+                            int dp_rank, int64_t iteration, int speak, FILE *metrics);
+void g3_task_set_free(g3_task_set_t *set);
+
 /* ---- text helpers (tasks_text.c) ---------------------------------------------------------- */
 
 /* Megatron's wikitext_detokenizer (tasks/zeroshot_gpt/detokenizer.py) on text[0..len).

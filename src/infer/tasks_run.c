@@ -330,3 +330,18 @@ g3_status_t g3_task_dump_rows(const g3_task_t *t, const char *path)
     }
     return G3_OK;
 }
+
+g3_status_t g3_task_set_run(g3_task_set_t *set, const g3_infer_lm_t *lm, int B, int dp_size,
+                            int dp_rank, int64_t iteration, int speak, FILE *metrics)
+{
+    for (int i = 0; i < set->n; i++) {
+        g3_task_result_t res;
+        g3_status_t st = g3_task_run(set->tasks[i], lm, B, dp_size, dp_rank,
+                                     speak ? stdout : NULL, &res);
+        if (st != G3_OK)
+            return st;
+        if (speak)
+            g3_task_report(set->tasks[i], &res, iteration, NULL, metrics);
+    }
+    return G3_OK;
+}

@@ -19,6 +19,7 @@
 #include "data/dataset.h"
 #include "data/tokid.h"
 #include "infer/infer.h"
+#include "infer/tasks.h"
 #include "parallel/par.h"
 #include "plan/plan.h"
 #include "train/train.h"
@@ -43,6 +44,7 @@ typedef struct {
     int32_t                 *inputs;    /* (GBS/DP, T) this rank's part of a batch     */
     int32_t                 *targets;   /* (GBS/DP, T)                                 */
     double                   peak;      /* FLOP/s of every rank together (MFU)         */
+    g3_task_set_t            tasks;     /* --eval-tasks (n 0: none)                    */
 } g3_trainer_t;
 
 /* This rank's n samples of the global batch that starts at sample `first` of split into
@@ -75,6 +77,17 @@ static g3_status_t g3_trainer_evaluate(g3_trainer_t *tr, double *loss_p)
 static void g3_trainer_report_eval(g3_trainer_t *tr, int64_t iter, double loss, int final)
 {
     g3_infer_report_eval(tr->metrics, G3_SPLIT_VALID, iter, loss, final, 0, NULL);
+}
+
+/* --eval-tasks at iteration iter: every task scored on this replica's share, rank 0
+ * reporting (stdout and the metrics file, "event":"task"). */
+static g3_status_t g3_trainer_tasks(g3_trainer_t *tr, int64_t iter)
+{
+    g3_infer_lm_t lm = { tr->model, tr->eng };
+    if (tr->tasks.n == 0)
+        return G3_OK;
+    return g3_task_set_run(&tr->tasks, &lm, tr->B, tr->cfg->dp_size > 0 ? tr->cfg->dp_size : 1,
+                           tr->cfg->dp_rank, iter, tr->layout->world_rank == 0, tr->metrics);
 }
 
 /* Generate cfg->sample_tokens tokens after cfg->prompt and print the text: greedy, or top-k
@@ -136,6 +149,7 @@ static void g3_trainer_close(g3_trainer_t *tr)
         g3_warn("could not finish writing the metrics file %s: %s", tr->cfg->metrics_file,
                 strerror(errno));
     g3_data_close(tr->data);
+    g3_task_set_free(&tr->tasks);
     g3_train_timing_free(tr->timing);
     g3_par_engine_free(tr->eng);
     g3_gpt_free(tr->model);
@@ -263,6 +277,12 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     if (!tr->sample || !tr->inputs || !tr->targets) {
         g3_error("out of memory for the batch buffers");
         return G3_ERR_NO_MEMORY;
+    }
+    if (cfg->eval_tasks) {   /* the task files read before any work: a bad one stops the run */
+        st = g3_task_set_load(cfg->eval_tasks, cfg->vocab_file, cfg->merge_file, tr->T,
+                              mcfg->seed, &tr->tasks);
+        if (st != G3_OK)
+            return st;
     }
     if (cfg->metrics_file) {
         /* a resumed run (--load) appends to the metrics of the runs before it */
@@ -638,6 +658,11 @@ static g3_status_t g3_trainer_between(g3_trainer_t *tr, g3_train_ckpt_async_t **
             return st;
         g3_trainer_report_eval(tr, it, vl, 0);
     }
+    if (it % cfg->eval_interval == 0) {
+        st = g3_trainer_tasks(tr, it);
+        if (st != G3_OK)
+            return st;
+    }
     st = g3_trainer_async_poll(tr, pending, 0, saved_it);
     if (st != G3_OK)
         return st;
@@ -682,6 +707,9 @@ static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **p
             return st;
         g3_trainer_report_eval(tr, res->iterations, res->valid_loss, 1);
     }
+    st = g3_trainer_tasks(tr, res->iterations);
+    if (st != G3_OK)
+        return st;
     if (cfg->grad_dump_dir) {   /* tests: the parameters at the end, every rank */
         st = g3_par_engine_params_ready(tr->eng);
         if (st == G3_OK)

@@ -11,6 +11,8 @@
 #     within 1e-6 relative), rank 0 alone reporting;
 #   * few-shot: the same log-probabilities, prompts of K solved examples of other items
 #     joined by blank lines, --show-prompt, --seed;
+#   * train --eval-tasks: the tasks at each --eval-interval and at the end, in metrics.jsonl;
+#     gpt3d-submit --summary shows each run's last task scores;
 #   * bad task files and flags: exit 2, one message naming the file and line (or the flag);
 #     a context longer than the sequence: cut on the left, warned with its line, counted.
 # (top_srcdir, top_builddir, GPT3D, MPIRUN, PYTHON_REF come from make check.)
@@ -133,6 +135,32 @@ if [ -n "$p3" ] && [ "$p3" = "$p3b" ] && [ "$p3" != "$p4" ]; then r=0; else r=1;
 is "$r" 0 "--seed: the same seed draws the same examples, another seed others"
 run "$GPT3D" eval --load "$R/ck" --seq-length 256 --task mc --task-data "$T/mc.jsonl" --num-fewshot 1 --fewshot-data "$T/long.jsonl" --show-prompt
 like "$out" 'light light light' "--fewshot-data: the examples come from that file"
+
+# ---- inside training: --eval-tasks at each --eval-interval and at the end; gpt3d-submit --summary
+R2="$TMPD/run2"
+run "$GPT3D" train --data-path "$D/verses" --vocab-file "$D/vocab.json" --merge-file "$D/merges.txt" \
+    --split 90,5,5 --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 64 \
+    --micro-batch-size 4 --global-batch-size 8 --lr 1e-2 --train-iters 20 --log-interval 10 \
+    --eval-iters 1 --eval-interval 10 --run-dir "$R2" --eval-tasks "mc:$T/mc.jsonl,piqa:$T/valid.jsonl:1"
+is "$rc" 0 "train --eval-tasks mc:FILE,piqa:FILE:1: exit 0"
+like "$out" ' task mc:mc at iteration 10 \| 0-shot \| n 210 \| acc: ' "the tasks run at --eval-interval, logged like the validation loss"
+like "$out" ' task piqa at iteration 20 \| 1-shot \| n 200 \| acc: ' "and at the end, few-shot as asked"
+is "$(grep -c '"event":"task"' "$R2/metrics.jsonl")" 4 "each run of each task is a line of metrics.jsonl"
+echo "name=demo" > "$R2/run.conf"
+echo "--lr 1e-2" > "$R2/train.args"
+touch "$R2/COMPLETE"
+run "$top_builddir/sbatch/gpt3d-submit" --summary "$R2"
+like "$out" 'variant +state +iteration +loss +valid_loss +tokens_per_s +flags +tasks' "gpt3d-submit --summary has a tasks column"
+like "$out" 'demo +complete +20 .*mc:mc acc=[0-9.]+ acc_norm=[0-9.]+; piqa acc=[0-9.]+ acc_norm=[0-9.]+$' "with each task's last scores"
+run "$GPT3D" train --data-path "$D/verses" --vocab-file "$D/vocab.json" --merge-file "$D/merges.txt" \
+    --split 90,5,5 --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 64 \
+    --train-iters 2 --run-dir "$TMPD/run3" --eval-tasks "mc:$T/bad_label.jsonl"
+is "$rc" 2 "train --eval-tasks with a bad file: exit 2 before training"
+like "$out" "bad_label.jsonl:3: label 2 is out of range" "naming the file and line"
+run "$GPT3D" train --data-path "$D/verses" --vocab-file "$D/vocab.json" --merge-file "$D/merges.txt" \
+    --split 90,5,5 --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 64 \
+    --train-iters 2 --run-dir "$TMPD/run3" --eval-tasks "mc"
+like "$out" "--eval-tasks 'mc': 'mc' is not NAME:FILE\[:K\]" "a malformed SPEC is refused"
 
 # ---- bad task files and flags
 # bad KIND FILE REGEX WHAT: eval exits 2 with one message matching REGEX
