@@ -720,8 +720,13 @@ static g3_status_t g3_task_add_row(g3_task_t *t, int64_t item, int choice, const
     g3_task_row_t *r;
     size_t total = nctx + ncont, cut = total > (size_t)t->T + 1 ? total - t->T - 1 : 0;
 
-    if (ncont == 0 || ncont > (size_t)t->T) {
-        g3_error("%s:%d: choice %d's continuation is %zu tokens: it must be 1 .. %d (--seq-length) tokens",
+    if (ncont == 0) {
+        g3_error("%s:%d: choice %d adds no token after the context: its text merges into the context's last token under this vocabulary; end the context or start the choice at a token boundary",
+                 t->spec.data, line, choice);
+        return G3_ERR_INVALID_ARG;
+    }
+    if (ncont > (size_t)t->T) {
+        g3_error("%s:%d: choice %d's continuation is %zu tokens, longer than --seq-length %d: it cannot be scored; shorten it or pass a longer --seq-length",
                  t->spec.data, line, choice, ncont, t->T);
         return G3_ERR_INVALID_ARG;
     }

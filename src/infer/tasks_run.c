@@ -186,7 +186,8 @@ static g3_status_t g3_task_metrics(const g3_task_t *t, g3_task_result_t *res)
         /* Megatron: the loss over num_tokenized_tokens - 1 targets (each scored once, so
          * cnt), ppl = exp(min(20, loss)), and the adjusted ppl with the token ratio */
         loss = sum / (double)(t->bpe_tokens - 1);
-        ratio = (double)(t->bpe_tokens - 1) / (double)(t->orig_tokens - 1 > 0 ? t->orig_tokens - 1 : 1);
+        ratio = (double)(t->bpe_tokens - 1) /
+                (double)(t->orig_tokens - 1 > 0 ? t->orig_tokens - 1 : 1);
         var = cnt > 1 ? (sq - sum * sum / cnt) / (cnt - 1) : NAN;
         se = cnt > 1 ? sqrt(var > 0 ? var : 0) / sqrt(cnt) : NAN;
         res->n = (int64_t)cnt;
