@@ -106,10 +106,10 @@ int g3_eval_tasks_run(const g3_opts_t *o, g3_cli_infer_t *s, g3_eval_tasks_t *et
         g3_task_result_t res;
         g3_status_t st;
         if (s->rank == 0) {
-            printf(" task %s: %lld items, %lld rows, %lld tokens, micro-batches of %lld rows%s\n",
+            printf(" task %s: %lld items, %lld rows, %lld tokens, micro-batches of %lld x %d tokens (more rows when shorter)%s\n",
                    g3_task_name(et->tasks[i]), (long long)g3_task_items(et->tasks[i]),
                    (long long)g3_task_rows(et->tasks[i]), (long long)g3_task_tokens(et->tasks[i]),
-                   (long long)et->B, s->dp > 1 ? " per replica" : "");
+                   (long long)et->B, s->T, s->dp > 1 ? " per replica" : "");
             if (g3_opts_bool(o, "show-prompt"))
                 g3_task_show_prompt(et->tasks[i], et->bpe, stdout);
             fflush(stdout);

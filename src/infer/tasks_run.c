@@ -40,9 +40,10 @@ static g3_status_t g3_task_score(g3_task_t *t, const g3_infer_lm_t *lm, int B, i
                                  int dp_rank, FILE *progress, double *tokens_p)
 {
     const g3_par_layout_t *l = g3_par_engine_layout(lm->eng);
-    int64_t nr = t->nrows, nmb = (nr + B - 1) / B, mine = 0, done = 0;
+    int64_t nr = t->nrows, nmb = 0, mine = 0, done = 0, cap = (int64_t)B * t->T;
     int64_t *order = malloc(sizeof(int64_t) * (size_t)(nr ? nr : 1));
-    size_t cells = (size_t)B * (size_t)t->T;
+    int64_t *first = malloc(sizeof(int64_t) * (size_t)(nr + 1));
+    size_t cells = (size_t)cap;
     int32_t *in = malloc(sizeof(int32_t) * cells), *tg = malloc(sizeof(int32_t) * cells);
     float *lp = malloc(sizeof(float) * cells);
     uint8_t *gr = malloc(cells);
@@ -52,7 +53,7 @@ static g3_status_t g3_task_score(g3_task_t *t, const g3_infer_lm_t *lm, int B, i
 
     free(t->res);
     t->res = calloc((size_t)(nr ? nr : 1) * G3_TASK_R_N, sizeof(double));
-    if (!order || !in || !tg || !lp || !gr || !t->res) {
+    if (!order || !first || !in || !tg || !lp || !gr || !t->res) {
         g3_error("%s: out of memory for the scoring buffers", t->name);
         st = G3_ERR_NO_MEMORY;
         goto out;
@@ -61,12 +62,20 @@ static g3_status_t g3_task_score(g3_task_t *t, const g3_infer_lm_t *lm, int B, i
         order[r] = r;
     g3_task_sort_rows = t->rows;
     qsort(order, (size_t)nr, sizeof(int64_t), g3_task_cmp);
+    /* micro-batches of the training shape's B T tokens: from each row on, as many rows of
+     * its length (the longest left) as fit, so that short rows share a pass */
+    for (int64_t r = 0; r < nr; nmb++) {
+        int64_t Tb = t->rows[order[r]].len - 1, k = cap / Tb;
+        first[nmb] = r;
+        r += k < nr - r ? k : nr - r;
+    }
+    first[nmb] = nr;
     for (int64_t k = dp_rank; k < nmb; k += dp_size)
         mine++;
-    /* micro-batch k: sorted rows [k B, (k+1) B); replica d the k with k % DP == d */
+    /* replica d scores the micro-batches k with k % DP == d */
     for (int64_t k = dp_rank; k < nmb && st == G3_OK; k += dp_size) {
-        int64_t r0 = k * B;
-        int b = nr - r0 < B ? (int)(nr - r0) : B, Tb = t->rows[order[r0]].len - 1, have = 0;
+        int64_t r0 = first[k];
+        int b = (int)(first[k + 1] - r0), Tb = t->rows[order[r0]].len - 1, have = 0;
         for (int i = 0; i < b; i++) {
             const g3_task_row_t *r = &t->rows[order[r0 + i]];
             const int32_t *ids = t->ids.ids + r->off;
@@ -110,6 +119,7 @@ static g3_status_t g3_task_score(g3_task_t *t, const g3_infer_lm_t *lm, int B, i
     *tokens_p = tokens;
 out:
     free(order);
+    free(first);
     free(in);
     free(tg);
     free(lp);

@@ -250,7 +250,8 @@ int64_t g3_gpt_num_parameters(const g3_gpt_config_t *cfg);
 
 typedef struct g3_gpt_acts g3_gpt_acts_t;
 
-/* Activation memory for micro-batches of up to B sequences of up to T tokens.
+/* Activation memory for micro-batches of up to T tokens a sequence and B T tokens in all
+ * (B sequences of T tokens, or more shorter ones).
  * OUT: *acts_p.  RET: G3_ERR_NO_MEMORY. */
 g3_status_t g3_gpt_acts_init(g3_gpt_t *model, int B, int T, g3_gpt_acts_t **acts_p);
 void g3_gpt_acts_free(g3_gpt_t *model, g3_gpt_acts_t *acts);

@@ -672,7 +672,9 @@ static g3_status_t g3_gpt_upload_tokens(g3_gpt_t *m, g3_gpt_acts_t *a, const int
                                         const int32_t *targets, int B, int T)
 {
     g3_status_t st;
-    if (B < 1 || T < 1 || B > a->B || T > a->T || (size_t)B * T > (size_t)a->B * a->T) {
+    /* more, shorter sequences than the capacity fit too: every buffer is sized by B T
+     * tokens, and the attention's by B T T (or B T), which B' T' <= B T with T' <= T keeps */
+    if (B < 1 || T < 1 || T > a->T || (size_t)B * T > (size_t)a->B * a->T) {
         g3_error("model: a micro-batch of %d x %d tokens does not fit activations for %d x %d",
                  B, T, a->B, a->T);
         return G3_ERR_INVALID_ARG;

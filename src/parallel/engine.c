@@ -812,27 +812,25 @@ g3_status_t g3_par_score(g3_par_engine_t *eng, const int32_t *inputs, const int3
                          int64_t n, int T, float *logprob, uint8_t *greedy, int *have_p)
 {
     g3_gpt_t *md = eng->model;
+    size_t nact;
     g3_status_t st = G3_OK;
 
     *have_p = md->has_head;
-    if (T < 1 || T > eng->T) {
-        g3_error("engine: scoring rows of %d tokens with activations for %d", T, eng->T);
+    if (n < 1 || T < 1 || T > eng->T || n * T > (int64_t)eng->B * eng->T) {
+        g3_error("engine: scoring %lld rows of %d tokens with activations for %d x %d",
+                 (long long)n, T, eng->B, eng->T);
         return G3_ERR_INTERNAL;
     }
-    /* g3_par_eval's order, with micro-batches of up to B rows of T tokens */
-    for (int64_t k0 = 0; k0 < n && st == G3_OK; k0 += eng->B) {
-        int b = n - k0 < eng->B ? (int)(n - k0) : eng->B;
-        size_t off = (size_t)k0 * T, nact = g3_gpt_stage_numel(md, b, T);
-        for (int c = 0; c < eng->nchunks && st == G3_OK; c++) {
-            g3_gpt_acts_t *a = g3_par_cset(eng, c, 0);
-            st = g3_par_chunk_recv(eng, c, a, nact);
-            if (st == G3_OK)
-                st = g3_gpt_score(md, a, md->has_embedding ? inputs + off : NULL,
-                                  md->has_head ? targets + off : NULL, b, T,
-                                  logprob + off, greedy ? greedy + off : NULL);
-            if (st == G3_OK)
-                st = g3_par_chunk_send(eng, c, a, nact);
-        }
+    /* one micro-batch through the stages, g3_par_eval's order */
+    nact = g3_gpt_stage_numel(md, (int)n, T);
+    for (int c = 0; c < eng->nchunks && st == G3_OK; c++) {
+        g3_gpt_acts_t *a = g3_par_cset(eng, c, 0);
+        st = g3_par_chunk_recv(eng, c, a, nact);
+        if (st == G3_OK)
+            st = g3_gpt_score(md, a, md->has_embedding ? inputs : NULL,
+                              md->has_head ? targets : NULL, (int)n, T, logprob, greedy);
+        if (st == G3_OK)
+            st = g3_par_chunk_send(eng, c, a, nact);
     }
     return st;
 }

@@ -229,8 +229,8 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
 g3_status_t g3_par_eval(g3_par_engine_t *eng, const int32_t *inputs, const int32_t *targets,
                         int64_t n, double *loss_sum_p);
 
-/* Forward only over n rows of T <= the engine's T tokens (this DP rank's; micro-batches of
- * up to B rows, the last one short), collective over this replica's stages; no DP
+/* Forward only over one micro-batch of n rows of T tokens (T <= the engine's T, n T <= its
+ * B T: more rows when they are shorter), collective over this replica's stages; no DP
  * collective.  On the ranks whose stage holds the head (*have_p = 1) logprob and greedy
  * get g3_gpt_score's per-token values; elsewhere they are untouched.
  * inputs, targets (n, T) host.  OUT: logprob (n, T), greedy (n, T) or NULL, *have_p. */

@@ -100,7 +100,7 @@ if g3_have_mpirun; then
         --pipeline-model-parallel-size 2 --distributed-timeout-minutes 5
     is "$rc" 0 "eval --task under TP 2 x PP 2 x DP 2 (8 ranks): exit 0"
     [ "$rc" -eq 0 ] || printf '%s\n' "$out" | tail -12 | sed 's/^/#   /'
-    like "$out" 'micro-batches of 4 rows per replica' "the rows are shared over the data-parallel replicas"
+    like "$out" 'micro-batches of 4 x 64 tokens \(more rows when shorter\) per replica' "the rows are shared over the data-parallel replicas"
     is "$(printf '%s\n' "$out" | grep -c ' task hellaswag at iteration')" 1 "rank 0 alone reports"
     is "$(same "$M1" "$M8")" same "TP 2 x PP 2 x DP 2: every task's scores are the one-rank scores"
     run g3_mpirun -np 2 -x OMP_NUM_THREADS "$GPT3D" eval --load "$R/ck" --task mc --task-data "$T/bad_label.jsonl"
