@@ -11,5 +11,6 @@ src_libgpt3d_a_SOURCES += \
 	src/infer/tasks.h \
 	src/infer/tasks_internal.h \
 	src/infer/tasks.c \
+	src/infer/tasks_read.c \
 	src/infer/tasks_text.c \
 	src/infer/tasks_run.c

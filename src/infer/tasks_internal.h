@@ -48,6 +48,12 @@ struct g3_task {
     g3_buf_t        prefix;         /* the few-shot examples of the current item       */
 };
 
+/* tasks_read.c's helpers: free n items; Python's str.strip() in place; a + b + c (c may be
+ * NULL) malloc'd, or NULL. */
+void g3_task_items_free(g3_task_item_t *items, int64_t n);
+void g3_task_strip(char *s);
+char *g3_task_concat(const char *a, const char *b, const char *c);
+
 /* The items of a file of kind (not wikitext).  RET: G3_ERR_INVALID_ARG (logged, naming the
  * file and line), G3_ERR_NO_MEMORY.  OUT: *items_p (malloc'd), *n_p. */
 g3_status_t g3_task_read_items(g3_task_kind_t kind, const char *path, g3_task_item_t **items_p,
