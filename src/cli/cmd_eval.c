@@ -355,6 +355,9 @@ int g3_cmd_eval(int argc, char **argv)
         return rc;
     if (g3_opts_help_shown(o))
         goto out;
+    rc = g3_eval_tasks_convert(o);   /* --convert-to: a file conversion, nothing else */
+    if (rc >= 0)
+        goto out;
     /* every check before any work, on every rank; rank 0 speaks for the job */
     rc = g3_cli_infer_check(o, "eval", INT32_MAX, &s);
     if (rc == G3_EXIT_OK && g3_eval_tasks_wanted(o)) {   /* the tasks, not the splits */

@@ -15,6 +15,24 @@ int g3_eval_tasks_wanted(const g3_opts_t *o)
     return g3_opts_is_set(o, "task");
 }
 
+int g3_eval_tasks_convert(const g3_opts_t *o)
+{
+    char *const *names, *const *files;
+    int n, nf = 0;
+
+    if (!g3_opts_is_set(o, "convert-to"))
+        return -1;
+    n = g3_opts_is_set(o, "task") ? g3_opts_list(o, "task", &names) : 0;
+    if (g3_opts_is_set(o, "task-data"))
+        nf = g3_opts_list(o, "task-data", &files);
+    if (n != 1 || nf != 1 || g3_task_kind(names[0]) < 0) {
+        g3_error("--convert-to FILE converts one file: pass --task hellaswag, piqa, winogrande or mc and its --task-data FILE");
+        return G3_EXIT_USAGE;
+    }
+    return g3_status_exit_code(g3_task_convert((g3_task_kind_t)g3_task_kind(names[0]), files[0],
+                                               g3_opts_str(o, "convert-to")));
+}
+
 int g3_eval_tasks_prepare(const g3_opts_t *o, const g3_cli_infer_t *s, int64_t B,
                           g3_eval_tasks_t *et)
 {

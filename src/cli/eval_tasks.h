@@ -19,6 +19,7 @@
     { "fewshot-data", G3_OPT_LIST, NULL, "Where each task's examples are drawn from (default: the task file, never the item itself).", NULL, 1, 0, "FILE..." }, \
     { "show-prompt", G3_OPT_BOOL, NULL, "Print the prompt of each task's first item, the scored continuation in brackets.", NULL, 0, 0, NULL }, \
     { "overlapping-eval", G3_OPT_INT, NULL, "wikitext103: windows of --seq-length tokens every STRIDE tokens, each token scored once (default: --seq-length, no overlap).", NULL, 0, 0, "STRIDE" }, \
+    { "convert-to", G3_OPT_STRING, NULL, "Write the one multiple-choice --task's items (HellaSwag, PiQA, WinoGrande converted) as gpt3d's multiple-choice JSONL to FILE and stop: no checkpoint needed.", NULL, 0, 0, "FILE" }, \
     { "debug-task-rows", G3_OPT_STRING, NULL, "Tests: write each task's rows (token ids, scored span, log-probability) to PREFIX.I.jsonl.", NULL, 0, 0, "PREFIX" }
 
 typedef struct {
@@ -31,6 +32,11 @@ typedef struct {
 
 /* RET: 1 when --task is given. */
 int g3_eval_tasks_wanted(const g3_opts_t *o);
+
+/* --convert-to FILE: the one --task's --task-data converted (g3_task_convert), before and
+ * instead of anything else (no checkpoint, one process).  RET: the exit code, or -1 when
+ * --convert-to is not given. */
+int g3_eval_tasks_convert(const g3_opts_t *o);
 
 /* The task flags checked, the tokenizer loaded, every task file read into rows of s->T
  * tokens, rank 0's metrics file opened.  RET: the exit code (logged). */

@@ -75,6 +75,11 @@ typedef struct g3_task g3_task_t;
 int g3_task_kind(const char *name);
 const char *g3_task_kind_name(g3_task_kind_t kind);
 
+/* Convert a multiple-choice file of kind (hellaswag, piqa, winogrande, mc) into gpt3d's
+ * multiple-choice JSONL at out, the items as scoring sees them.  RET: as g3_task_load,
+ * G3_ERR_IO (logged). */
+g3_status_t g3_task_convert(g3_task_kind_t kind, const char *in, const char *out);
+
 /* Read the task's file(s) and build its rows for sequences of T tokens with bpe: every
  * problem logged once naming the file and line and the fix (when quiet is 0).
  * RET: G3_ERR_FORMAT or G3_ERR_INVALID_ARG for a bad file or setting (exit 2),

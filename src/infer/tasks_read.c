@@ -689,3 +689,51 @@ out:
     *n_p = n;
     return G3_OK;
 }
+
+g3_status_t g3_task_convert(g3_task_kind_t kind, const char *in, const char *out)
+{
+    g3_task_item_t *items = NULL;
+    int64_t n = 0;
+    FILE *f;
+    int ok;
+    g3_status_t st;
+
+    if (kind == G3_TASK_WIKITEXT || kind == G3_TASK_LAMBADA) {
+        g3_error("--convert-to writes multiple-choice items: %s is not a multiple-choice task",
+                 g3_task_kind_name(kind));
+        return G3_ERR_INVALID_ARG;
+    }
+    st = g3_task_read_items(kind, in, &items, &n);
+    if (st != G3_OK)
+        return st;
+    f = fopen(out, "w");
+    ok = f != NULL;
+    for (int64_t i = 0; ok && i < n; i++) {
+        const g3_task_item_t *it = &items[i];
+        fputs(it->partial ? "{\"contexts\":[" : "{\"context\":", f);
+        for (int c = 0; c < (it->partial ? it->nchoices : 1); c++) {
+            fputs(c ? "," : "", f);
+            g3_json_write_string(f, it->ctx[c]);
+        }
+        fputs(it->partial ? "],\"continuation\":" : ",\"choices\":[", f);
+        for (int c = 0; c < (it->partial ? 1 : it->nchoices); c++) {
+            fputs(c ? "," : "", f);
+            g3_json_write_string(f, it->cont[c]);
+        }
+        fprintf(f, "%s,\"label\":%d", it->partial ? "" : "]", it->label);
+        if (it->delim) {
+            fputs(",\"target_delimiter\":", f);
+            g3_json_write_string(f, it->delim);
+        }
+        fputs("}\n", f);
+        ok = !ferror(f);
+    }
+    if (f && fclose(f) != 0)
+        ok = 0;
+    g3_task_items_free(items, n);
+    if (!ok) {
+        g3_error("could not write --convert-to %s: %s", out, strerror(errno));
+        return G3_ERR_IO;
+    }
+    return G3_OK;
+}

@@ -11,6 +11,7 @@
 #     within 1e-6 relative), rank 0 alone reporting;
 #   * few-shot: the same log-probabilities, prompts of K solved examples of other items
 #     joined by blank lines, --show-prompt, --seed;
+#   * --convert-to writes the published formats as gpt3d's JSONL, which scores the same;
 #   * train --eval-tasks: the tasks at each --eval-interval and at the end, in metrics.jsonl;
 #     gpt3d-submit --summary shows each run's last task scores;
 #   * bad task files and flags: exit 2, one message naming the file and line (or the flag);
@@ -114,6 +115,18 @@ else
     skip "mpirun not found"
     skip "mpirun not found"
 fi
+
+# ---- --convert-to: the published formats into gpt3d's JSONL, scored the same
+run "$GPT3D" eval --task hellaswag --task-data "$T/hellaswag.jsonl" --convert-to "$TMPD/hs.jsonl"
+is "$rc" 0 "--convert-to: HellaSwag into gpt3d's multiple-choice JSONL, no checkpoint needed"
+run "$GPT3D" eval --task winogrande --task-data "$T/winogrande.jsonl" --convert-to "$TMPD/wg.jsonl"
+like "$(head -n 1 "$TMPD/wg.jsonl")" '^\{"contexts":\[".*",".*"\],"continuation":".*","label":[01]\}$' "WinoGrande: the partial form"
+MC="$TMPD/conv.jsonl"
+run "$GPT3D" eval --load "$R/ck" --task hellaswag winogrande mc mc --task-data "$T/hellaswag.jsonl" \
+    "$T/winogrande.jsonl" "$TMPD/hs.jsonl" "$TMPD/wg.jsonl" --metrics-file "$MC"
+acc_of() { grep "\"task\":\"$1\"" "$MC" | sed 's/.*"metrics":\({[^}]*}\).*/\1/'; }
+is "$(acc_of mc:hs)" "$(acc_of hellaswag)" "the converted HellaSwag scores as the published file"
+is "$(acc_of mc:wg)" "$(acc_of winogrande)" "the converted WinoGrande scores as the published file"
 
 # ---- few-shot
 MF="$TMPD/fewshot.jsonl"
