@@ -6,7 +6,8 @@
  * trainer reported at that iteration.  CPU backend; alone or under mpirun / srun with the
  * trainer's layout: each data-parallel replica evaluates its part of every global batch
  * (Megatron's order) through its pipeline and the loss sums are added over the world
- * (docs/inference.md). */
+ * (docs/inference.md).  With --task it scores zero- and few-shot tasks instead (LAMBADA,
+ * WikiText-103, multiple choice: eval_tasks.h, docs/evaluation.md). */
 #include "config.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include "ckpt/ckpt.h"
 #include "cli/cmd_infer.h"
 #include "cli/commands.h"
+#include "cli/eval_tasks.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "core/status.h"
@@ -37,12 +39,13 @@ static const g3_opt_spec_t g3_eval_specs[] = {
     { "data-cache-path", G3_OPT_STRING, NULL, "Where sample indices are cached (default: the checkpoint's run's, else beside the data).", NULL, 0, 0, "DIR" },
     { "seed", G3_OPT_INT, NULL, "Seed of the data order (default: the checkpoint's run's, which makes the samples its validation used).", NULL, 0, 0, NULL },
     { "debug-batch-dump", G3_OPT_STRING, NULL, "Tests: write the samples each split is evaluated on to FILE (int32, (samples, seq-length + 1) per split, in --eval-split order).", NULL, 0, 0, "FILE" },
-    { "metrics-file", G3_OPT_STRING, NULL, "Append one JSON line per split ({\"event\":\"eval\",\"split\":...,\"loss\":...,\"ppl\":...}) to FILE.", NULL, 0, 0, "FILE" },
+    { "metrics-file", G3_OPT_STRING, NULL, "Append one JSON line per split ({\"event\":\"eval\",\"split\":...,\"loss\":...,\"ppl\":...}) or per --task ({\"event\":\"task\",...}) to FILE.", NULL, 0, 0, "FILE" },
+    G3_EVAL_TASK_SPECS,
     { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
 };
 
 static const g3_opt_cmd_t g3_eval_cmd = {
-    "eval", "Evaluate a checkpoint: loss and perplexity on the validation (or test) split.",
+    "eval", "Evaluate a checkpoint: loss and perplexity on the validation (or test) split, or zero- and few-shot tasks (--task).",
     NULL, 0, 0, g3_eval_specs
 };
 
@@ -343,6 +346,7 @@ int g3_cmd_eval(int argc, char **argv)
     g3_opts_t *o = NULL;
     g3_cli_infer_t s;
     g3_eval_data_t d;
+    g3_eval_tasks_t et;
     g3_data_t *data = NULL;
     FILE *metrics = NULL;
     int32_t *sample = NULL, *inputs = NULL, *targets = NULL;
@@ -353,13 +357,34 @@ int g3_cmd_eval(int argc, char **argv)
 
     memset(&s, 0, sizeof(s));
     memset(&d, 0, sizeof(d));
+    memset(&et, 0, sizeof(et));
     rc = g3_cli_infer_parse(&g3_eval_cmd, argc, argv, &o);
     if (rc != G3_EXIT_OK)
         return rc;
     if (g3_opts_help_shown(o))
         goto out;
+    rc = g3_eval_tasks_convert(o);   /* --convert-to: a file conversion, nothing else */
+    if (rc >= 0)
+        goto out;
     /* every check before any work, on every rank; rank 0 speaks for the job */
     rc = g3_cli_infer_check(o, "eval", INT32_MAX, &s);
+    if (rc == G3_EXIT_OK && g3_eval_tasks_wanted(o)) {   /* the tasks, not the splits */
+        rc = g3_eval_int(o, &s, "micro-batch-size", 1, &d.B) ? G3_EXIT_OK : G3_EXIT_USAGE;
+        if (rc == G3_EXIT_OK && (d.B < 1 || d.B > INT32_MAX)) {
+            g3_error("--micro-batch-size must be at least 1 (got %lld)", (long long)d.B);
+            rc = G3_EXIT_USAGE;
+        }
+        if (rc == G3_EXIT_OK)
+            rc = g3_eval_tasks_prepare(o, &s, d.B, &et);
+        rc = g3_cli_infer_agree(&s, rc);
+        if (rc == G3_EXIT_OK)
+            rc = g3_cli_infer_load(o, (int)d.B, &s);
+        if (rc == G3_EXIT_OK && s.rank == 0)
+            g3_cli_infer_describe(&s, stdout);
+        if (rc == G3_EXIT_OK)
+            rc = g3_eval_tasks_run(o, &s, &et);
+        goto out;
+    }
     if (rc == G3_EXIT_OK)
         rc = g3_eval_settings(o, &s, &d);
     if (rc == G3_EXIT_OK)
@@ -408,6 +433,7 @@ out:
     free(inputs);
     free(targets);
     g3_data_close(data);
+    g3_eval_tasks_free(&et);
     g3_cli_infer_free(&s);
     free(d.path);
     free(d.path_buf);

@@ -14,6 +14,8 @@ src_gpt3d_SOURCES = \
 	src/cli/cmd_infer.h \
 	src/cli/cmd_infer.c \
 	src/cli/cmd_eval.c \
+	src/cli/eval_tasks.h \
+	src/cli/eval_tasks.c \
 	src/cli/cmd_generate.c \
 	src/cli/cmd_plan.c \
 	src/cli/cmd_plot.c src/cli/cmd_curate.c

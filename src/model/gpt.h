@@ -250,7 +250,8 @@ int64_t g3_gpt_num_parameters(const g3_gpt_config_t *cfg);
 
 typedef struct g3_gpt_acts g3_gpt_acts_t;
 
-/* Activation memory for micro-batches of up to B sequences of up to T tokens.
+/* Activation memory for micro-batches of up to T tokens a sequence and B T tokens in all
+ * (B sequences of T tokens, or more shorter ones).
  * OUT: *acts_p.  RET: G3_ERR_NO_MEMORY. */
 g3_status_t g3_gpt_acts_init(g3_gpt_t *model, int B, int T, g3_gpt_acts_t **acts_p);
 void g3_gpt_acts_free(g3_gpt_t *model, g3_gpt_acts_t *acts);
@@ -296,6 +297,15 @@ void *g3_gpt_acts_grad(g3_gpt_acts_t *acts);
 g3_status_t g3_gpt_forward(g3_gpt_t *model, g3_gpt_acts_t *acts, const int32_t *tokens,
                            const int32_t *targets, int B, int T, float dloss,
                            double *loss_sum_p);
+/* Scoring for evaluation (src/infer/tasks): a forward pass over tokens (B,T) (host) whose
+ * stage holds the head writes, per token, logprob = log softmax(logits)[target] over the
+ * padded vocabulary (the negated loss of g3_gpt_forward) and, when greedy is not NULL,
+ * greedy = 1 where the target's logit is the largest of the row (ties count as the
+ * target's: the argmax test of Megatron's zero-shot accuracy).  Stages without the head run
+ * their part and write nothing.  targets (B,T) host.  OUT: logprob (B,T), greedy (B,T).
+ * RET: as g3_gpt_forward, G3_ERR_NO_MEMORY. */
+g3_status_t g3_gpt_score(g3_gpt_t *model, g3_gpt_acts_t *acts, const int32_t *tokens,
+                         const int32_t *targets, int B, int T, float *logprob, uint8_t *greedy);
 /* Backward pass of the last forward (which had dloss != 0): accumulates every gradient. */
 g3_status_t g3_gpt_backward(g3_gpt_t *model, g3_gpt_acts_t *acts);
 

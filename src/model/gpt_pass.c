@@ -70,6 +70,11 @@ struct g3_gpt_acts {
     float               *xstats;        /* (Nc,3) this shard's statistics, or NULL: the host
                                          * path (g3_gpt_xent_tp_dev)                           */
     float               *xstats_all;    /* (TP,Nc,3) every shard's, gathered                   */
+    /* scoring (g3_gpt_score): whether each target is the largest logit */
+    uint8_t             *greedy_out;    /* (B,T) host, set for one forward, else NULL         */
+    double              *host_gmax;     /* (2, Nc) per row the max logit and the target's     */
+    float               *host_glog;     /* (Nc, Vp_l) or (Nc, 3) host logits or statistics    */
+    float               *gstats;        /* (Nc, 3) backend: xent_stats' output, or NULL       */
 };
 
 /* Carving one allocation: pass 1 (base NULL) only counts, pass 2 assigns. */
@@ -320,6 +325,10 @@ void g3_gpt_acts_free(g3_gpt_t *m, g3_gpt_acts_t *a)
     if (!a)
         return;
     m->be->ops->free(m->be, a->base);
+    if (a->gstats)
+        m->be->ops->free(m->be, a->gstats);
+    free(a->host_gmax);
+    free(a->host_glog);
     free(a->layer);
     free(a->host_losses);
     free(a->host_targets);
@@ -673,7 +682,9 @@ static g3_status_t g3_gpt_upload_tokens(g3_gpt_t *m, g3_gpt_acts_t *a, const int
                                         const int32_t *targets, int B, int T)
 {
     g3_status_t st;
-    if (B < 1 || T < 1 || B > a->B || T > a->T || (size_t)B * T > (size_t)a->B * a->T) {
+    /* more, shorter sequences than the capacity fit too: every buffer is sized by B T
+     * tokens, and the attention's by B T T (or B T), which B' T' <= B T with T' <= T keeps */
+    if (B < 1 || T < 1 || T > a->T || (size_t)B * T > (size_t)a->B * a->T) {
         g3_error("model: a micro-batch of %d x %d tokens does not fit activations for %d x %d",
                  B, T, a->B, a->T);
         return G3_ERR_INVALID_ARG;
@@ -749,7 +760,9 @@ static g3_status_t g3_gpt_xent_tp(g3_gpt_t *m, g3_gpt_acts_t *a, int r0, int n, 
     g3_backend_t *be = m->be;
     const int32_t *tg = a->host_targets + r0;
     int Vl = m->Vp_l, v0 = m->v0;
-    double *lse = a->host_ce, *sum = lse + a->Nc, *xt = sum + a->Nc;
+    /* sum and xt adjacent, (n,) each: one all-reduce of 2n covers both, also for a short
+     * last chunk (n < Nc) */
+    double *lse = a->host_ce, *sum = lse + a->Nc, *xt = sum + n;
     float *lse_f = a->host_lse;           /* (n,) this rank's, then the combined, lse */
     unsigned char elem[8];                /* one act_dtype element */
     g3_status_t st;
@@ -797,6 +810,92 @@ static g3_status_t g3_gpt_xent_tp(g3_gpt_t *m, g3_gpt_acts_t *a, int r0, int n, 
         g3_be_convert(elem, be->act_dtype, &d, G3_BE_F32, 1);
         op->upload(be, at, elem, m->esize);
     }
+    return G3_OK;
+}
+
+static g3_status_t g3_gpt_logits_download(g3_gpt_t *m, float *host, const void *src, size_t n);
+
+/* Scoring (g3_gpt_score): for the chunk of n rows from r0 whose logits (n, Vp_l) are in
+ * a->logits, a->greedy_out[r0 + i] = 1 when the logit of targets[i] (host, global ids) is
+ * the largest of its row over the whole padded vocabulary.  Per row this shard's max and
+ * the target's logit (0 where another shard holds it): the backend's xent_stats where it
+ * has one (only (n, 3) statistics leave the device), else the host scans the downloaded
+ * logits; over TP the max is all-reduced with max and the target's logit with a sum.
+ * RET: G3_ERR_NO_MEMORY, backend and TP communication errors. */
+static g3_status_t g3_gpt_greedy_chunk(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *targets,
+                                       int r0, int n)
+{
+    const g3_backend_ops_t *op = m->be->ops;
+    g3_backend_t *be = m->be;
+    int Vl = m->Vp_l, v0 = m->v0, stats = op->xent_stats != NULL;
+    double *mx, *xt;
+    g3_status_t st;
+
+    if (!a->host_gmax) {
+        a->host_gmax = malloc(sizeof(double) * 2 * (size_t)a->Nc);
+        a->host_glog = malloc(sizeof(float) * (size_t)a->Nc * (stats ? 3 : (size_t)Vl));
+        if (!a->host_gmax || !a->host_glog) {
+            g3_error("model: out of memory for the scoring buffers of %d tokens", a->Nc);
+            return G3_ERR_NO_MEMORY;
+        }
+        if (stats) {
+            st = op->alloc(be, sizeof(float) * 3 * (size_t)a->Nc, "the scoring statistics",
+                           (void **)&a->gstats);
+            if (st != G3_OK)
+                return st;
+        }
+    }
+    mx = a->host_gmax;
+    xt = mx + a->Nc;
+    if (stats) {
+        op->xent_stats(be, a->gstats, a->logits, a->targets + r0, n, Vl, v0);
+        op->download(be, a->host_glog, a->gstats, sizeof(float) * 3 * (size_t)n);
+        st = op->sync(be);
+        if (st != G3_OK)
+            return st;
+        for (int i = 0; i < n; i++) {
+            mx[i] = a->host_glog[3 * i];
+            xt[i] = a->host_glog[3 * i + 2];
+        }
+    } else {
+        st = g3_gpt_logits_download(m, a->host_glog, a->logits, (size_t)n * Vl);
+        if (st == G3_OK)
+            st = op->sync(be);
+        if (st != G3_OK)
+            return st;
+        for (int i = 0; i < n; i++) {
+            const float *row = a->host_glog + (size_t)i * Vl;   /* (Vp_l,) */
+            float best = row[0];
+            for (int j = 1; j < Vl; j++)
+                best = row[j] > best ? row[j] : best;
+            mx[i] = best;
+            xt[i] = targets[i] >= v0 && targets[i] < v0 + Vl ? row[targets[i] - v0] : 0.0;
+        }
+    }
+    if (m->cfg.tp_size > 1) {
+        st = m->tp.allreduce_host(m->tp.ctx, mx, (size_t)n, 1);
+        if (st == G3_OK)
+            st = m->tp.allreduce_host(m->tp.ctx, xt, (size_t)n, 0);
+        if (st != G3_OK)
+            return st;
+    }
+    for (int i = 0; i < n; i++)
+        a->greedy_out[r0 + i] = xt[i] >= mx[i];
+    return G3_OK;
+}
+
+g3_status_t g3_gpt_score(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
+                         const int32_t *targets, int B, int T, float *logprob, uint8_t *greedy)
+{
+    g3_status_t st;
+
+    a->greedy_out = a->head ? greedy : NULL;
+    st = g3_gpt_forward(m, a, tokens, a->head ? targets : NULL, B, T, 0.0f, NULL);
+    a->greedy_out = NULL;
+    if (st != G3_OK || !a->head)
+        return st;
+    for (size_t i = 0; i < (size_t)B * T; i++)
+        logprob[i] = -a->host_losses[i];
     return G3_OK;
 }
 
@@ -868,6 +967,11 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
             if (dloss != 0.0f)
                 op->xent_bwd(be, a->logits, a->logits, a->lse + r0, a->targets + r0, dloss, n,
                              m->Vp_l);
+        }
+        if (a->greedy_out) {
+            st = g3_gpt_greedy_chunk(m, a, targets + r0, r0, n);
+            if (st != G3_OK)
+                return st;
         }
         if (dloss != 0.0f)
             op->matmul_bwd(be, g3_gpt_at(m, a->dlnf, (size_t)r0 * m->C), m->gt.wte, NULL,

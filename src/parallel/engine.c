@@ -216,6 +216,11 @@ const g3_par_layout_t *g3_par_engine_layout(const g3_par_engine_t *eng)
     return &eng->par->layout;
 }
 
+g3_par_t *g3_par_engine_par(const g3_par_engine_t *eng)
+{
+    return eng->par;
+}
+
 g3_status_t g3_par_engine_params_ready(g3_par_engine_t *eng)
 {
     return g3_par_optim_gather_wait(eng);
@@ -800,6 +805,33 @@ g3_status_t g3_par_eval(g3_par_engine_t *eng, const int32_t *inputs, const int32
         }
     if (st == G3_OK)
         st = g3_par_loss_sum(eng, r.loss_sum, loss_sum_p);
+    return st;
+}
+
+g3_status_t g3_par_score(g3_par_engine_t *eng, const int32_t *inputs, const int32_t *targets,
+                         int64_t n, int T, float *logprob, uint8_t *greedy, int *have_p)
+{
+    g3_gpt_t *md = eng->model;
+    size_t nact;
+    g3_status_t st = G3_OK;
+
+    *have_p = md->has_head;
+    if (n < 1 || T < 1 || T > eng->T || n * T > (int64_t)eng->B * eng->T) {
+        g3_error("engine: scoring %lld rows of %d tokens with activations for %d x %d",
+                 (long long)n, T, eng->B, eng->T);
+        return G3_ERR_INTERNAL;
+    }
+    /* one micro-batch through the stages, g3_par_eval's order */
+    nact = g3_gpt_stage_numel(md, (int)n, T);
+    for (int c = 0; c < eng->nchunks && st == G3_OK; c++) {
+        g3_gpt_acts_t *a = g3_par_cset(eng, c, 0);
+        st = g3_par_chunk_recv(eng, c, a, nact);
+        if (st == G3_OK)
+            st = g3_gpt_score(md, a, md->has_embedding ? inputs : NULL,
+                              md->has_head ? targets : NULL, (int)n, T, logprob, greedy);
+        if (st == G3_OK)
+            st = g3_par_chunk_send(eng, c, a, nact);
+    }
     return st;
 }
 

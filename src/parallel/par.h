@@ -221,6 +221,7 @@ g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out);
 const g3_gpt_t *g3_par_engine_model(const g3_par_engine_t *eng);
 int g3_par_engine_rank(const g3_par_engine_t *eng);   /* world rank */
 const g3_par_layout_t *g3_par_engine_layout(const g3_par_engine_t *eng);
+g3_par_t *g3_par_engine_par(const g3_par_engine_t *eng);   /* the layout it runs on */
 
 /* One training iteration, collective over the world.  inputs, targets: (nmicro * B, T)
  * host, this DP rank's part of the global batch (micro-batch k = rows [k B, (k+1) B)).
@@ -236,6 +237,14 @@ g3_status_t g3_par_train_step(g3_par_engine_t *eng, const int32_t *inputs,
  * OUT: *loss_sum_p, the sum of the per-token losses over every DP rank's sequences. */
 g3_status_t g3_par_eval(g3_par_engine_t *eng, const int32_t *inputs, const int32_t *targets,
                         int64_t n, double *loss_sum_p);
+
+/* Forward only over one micro-batch of n rows of T tokens (T <= the engine's T, n T <= its
+ * B T: more rows when they are shorter), collective over this replica's stages; no DP
+ * collective.  On the ranks whose stage holds the head (*have_p = 1) logprob and greedy
+ * get g3_gpt_score's per-token values; elsewhere they are untouched.
+ * inputs, targets (n, T) host.  OUT: logprob (n, T), greedy (n, T) or NULL, *have_p. */
+g3_status_t g3_par_score(g3_par_engine_t *eng, const int32_t *inputs, const int32_t *targets,
+                         int64_t n, int T, float *logprob, uint8_t *greedy, int *have_p);
 
 /* Logits of the last of T tokens (one sequence) through the whole pipeline, gathered over
  * TP and sent to every stage: every rank gets the same full row.  Collective.

@@ -50,6 +50,7 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     /* evaluation, logging, output */
     { "eval-interval", G3_OPT_INT, "1000", "Iterations between validation runs.", G3_NOOPT },
     { "eval-iters", G3_OPT_INT, "100", "Global batches of the validation split per evaluation (0: none).", G3_NOOPT },
+    { "eval-tasks", G3_OPT_STRING, NULL, "Zero- and few-shot tasks at each --eval-interval and at the end: NAME:FILE[:K],... (docs/evaluation.md).", NULL, 0, 0, "SPEC" },
     { "log-interval", G3_OPT_INT, "10", "Iterations between progress lines.", G3_NOOPT },
     { "run-dir", G3_OPT_STRING, NULL, "Directory for this run's files (default: --save, else ./gpt3d-run).", NULL, 0, 0, "DIR" },
     { "metrics-file", G3_OPT_STRING, NULL, "JSON-lines metrics (default: RUN_DIR/metrics.jsonl).", NULL, 0, 0, "FILE" },
@@ -294,6 +295,7 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     cfg->adamw.clip_grad = g3_opts_float(o, "clip-grad");
     cfg->eval_interval = g3_opts_int(o, "eval-interval");
     cfg->eval_iters = g3_opts_int(o, "eval-iters");
+    cfg->eval_tasks = g3_opts_str(o, "eval-tasks");
     cfg->log_interval = g3_opts_int(o, "log-interval");
     cfg->tensorboard_dir = g3_opts_str(o, "tensorboard-dir");
     cfg->tensorboard_log_interval = g3_opts_int(o, "tensorboard-log-interval");

@@ -21,6 +21,7 @@
 #include "data/dataset.h"
 #include "data/tokid.h"
 #include "infer/infer.h"
+#include "infer/tasks.h"
 #include "parallel/par.h"
 #include "plan/plan.h"
 #include "train/train.h"
@@ -49,6 +50,7 @@ typedef struct {
     int32_t                 *targets;   /* (GBS/DP, T)                                 */
     double                   peak;      /* FLOP/s of every rank together (MFU)         */
     g3_par_ckpt_stage_t      stage;     /* the saves' host staging area (par_ckpt.h)   */
+    g3_task_set_t            tasks;     /* --eval-tasks (n 0: none)                    */
 } g3_trainer_t;
 
 /* What the trainer's saves and resume move (train_ckpt.h). */
@@ -152,6 +154,17 @@ static void g3_trainer_tb_progress(g3_trainer_t *tr, int64_t it, double secs, do
     }
 }
 
+/* --eval-tasks at iteration iter: every task scored on this replica's share, rank 0
+ * reporting (stdout and the metrics file, "event":"task"). */
+static g3_status_t g3_trainer_tasks(g3_trainer_t *tr, int64_t iter)
+{
+    g3_infer_lm_t lm = { tr->model, tr->eng };
+    if (tr->tasks.n == 0)
+        return G3_OK;
+    return g3_task_set_run(&tr->tasks, &lm, tr->B, tr->cfg->dp_size > 0 ? tr->cfg->dp_size : 1,
+                           tr->cfg->dp_rank, iter, tr->layout->world_rank == 0, tr->metrics);
+}
+
 /* Generate cfg->sample_tokens tokens after cfg->prompt and print the text: greedy, or top-k
  * with temperature, the draws keyed by (seed, "generate", step) (src/infer). */
 static g3_status_t g3_trainer_sample(g3_trainer_t *tr)
@@ -212,6 +225,7 @@ static void g3_trainer_close(g3_trainer_t *tr)
                 strerror(errno));
     g3_tb_close(tr->tb);
     g3_data_close(tr->data);
+    g3_task_set_free(&tr->tasks);
     g3_train_timing_free(tr->timing);
     g3_par_engine_free(tr->eng);
     g3_gpt_free(tr->model);
@@ -341,6 +355,12 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     if (!tr->sample || !tr->inputs || !tr->targets) {
         g3_error("out of memory for the batch buffers");
         return G3_ERR_NO_MEMORY;
+    }
+    if (cfg->eval_tasks) {   /* the task files read before any work: a bad one stops the run */
+        st = g3_task_set_load(cfg->eval_tasks, cfg->vocab_file, cfg->merge_file, tr->T,
+                              mcfg->seed, &tr->tasks);
+        if (st != G3_OK)
+            return st;
     }
     if (cfg->metrics_file) {
         /* a resumed run (--load) appends to the metrics of the runs before it */
@@ -713,6 +733,11 @@ static g3_status_t g3_trainer_between(g3_trainer_t *tr, g3_train_ckpt_async_t **
             return st;
         g3_trainer_report_eval(tr, it, consumed, vl, 0);
     }
+    if (it % cfg->eval_interval == 0) {
+        st = g3_trainer_tasks(tr, it);
+        if (st != G3_OK)
+            return st;
+    }
     st = g3_trainer_async_poll(tr, pending, 0, saved_it);
     if (st != G3_OK)
         return st;
@@ -757,6 +782,9 @@ static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **p
             return st;
         g3_trainer_report_eval(tr, res->iterations, res->consumed_samples, res->valid_loss, 1);
     }
+    st = g3_trainer_tasks(tr, res->iterations);
+    if (st != G3_OK)
+        return st;
     if (cfg->grad_dump_dir) {   /* tests: the parameters at the end, every rank */
         st = g3_par_engine_params_ready(tr->eng);
         if (st == G3_OK)

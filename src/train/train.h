@@ -43,6 +43,7 @@ typedef struct {
     /* evaluation and logging */
     int64_t  eval_interval;             /* --eval-interval                                    */
     int64_t  eval_iters;                /* --eval-iters (0: no validation)                    */
+    const char *eval_tasks;             /* --eval-tasks NAME:FILE[:K],...; NULL: none         */
     int64_t  log_interval;              /* --log-interval                                     */
     const char *metrics_file;           /* --metrics-file; NULL: none                         */
     const char *tensorboard_dir;        /* --tensorboard-dir; NULL: none (train/tensorboard.h;

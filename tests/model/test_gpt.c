@@ -353,6 +353,68 @@ static void test_passes(void)
     g3_gpt_free(mr);
 }
 
+/* g3_gpt_score against the logits: per token the log-softmax of the target over the padded
+ * vocabulary and whether its logit is the row's largest; more, shorter sequences than the
+ * activations' shape (B' T' <= B T) give the same values as one sequence at a time. */
+static void test_score(void)
+{
+    g3_gpt_config_t c;
+    g3_gpt_t *m;
+    g3_gpt_acts_t *a;
+    enum { B = 2, T = 16, B2 = 4, T2 = 8 };
+    int32_t tok[B * T], tgt[B * T];
+    float lp[B * T], lp1[T2], *lg;
+    uint8_t gr[B * T], gr1[T2];
+    double worst = 0.0;
+    int bad = 0, greedy_seen = 0, same = 1;
+
+    small_cfg(&c);
+    if (g3_gpt_init(&c, be, &m) != G3_OK || g3_gpt_acts_init(m, B, T, &a) != G3_OK) {
+        tap_ok(0, "model for the scoring test");
+        return;
+    }
+    lg = malloc(sizeof(float) * (size_t)B * T * m->Vp);
+    tokens(tok, tgt, B * T, c.vocab_size, 9);
+    for (int i = 0; i < 3; i++)   /* a few targets that are the argmax: set below */
+        tgt[i] = 0;
+    g3_gpt_logits(m, a, tok, B, T, 0, lg);
+    for (int i = 0; i < 3; i++) {
+        const float *row = lg + (size_t)i * m->Vp;
+        int best = 0;
+        for (int j = 1; j < m->Vp; j++)
+            best = row[j] > row[best] ? j : best;
+        tgt[i] = best;
+    }
+    tap_ok(g3_gpt_score(m, a, tok, tgt, B, T, lp, gr) == G3_OK, "g3_gpt_score runs");
+    for (int i = 0; i < B * T; i++) {
+        const float *row = lg + (size_t)i * m->Vp;
+        double mx = row[0], se = 0.0, want;
+        for (int j = 1; j < m->Vp; j++)
+            mx = row[j] > mx ? row[j] : mx;
+        for (int j = 0; j < m->Vp; j++)
+            se += exp((double)row[j] - mx);
+        want = (double)row[tgt[i]] - mx - log(se);
+        worst = fmax(worst, fabs(lp[i] - want) / fmax(fabs(want), 1e-3));
+        bad += gr[i] != (row[tgt[i]] >= mx);
+        greedy_seen += gr[i];
+    }
+    tap_ok(worst < 1e-5, "log-probabilities are the log-softmax of the logits over the padded vocabulary");
+    tap_ok(bad == 0 && greedy_seen >= 3, "greedy flags mark the targets whose logit is the largest");
+    /* B2 x T2 = B x T tokens: four sequences of 8 in the activations of two of 16 */
+    tap_ok(g3_gpt_score(m, a, tok, tgt, B2, T2, lp, gr) == G3_OK, "more, shorter sequences fit the activations");
+    for (int b = 0; b < B2; b++) {
+        g3_gpt_score(m, a, tok + b * T2, tgt + b * T2, 1, T2, lp1, gr1);
+        for (int t = 0; t < T2; t++)
+            same &= fabsf(lp1[t] - lp[b * T2 + t]) <= 1e-5f * fmaxf(fabsf(lp1[t]), 1e-3f) &&
+                    gr1[t] == gr[b * T2 + t];
+    }
+    tap_ok(same, "and score as each of them alone");
+    tap_ok(g3_gpt_score(m, a, tok, tgt, B2, T + 1, lp, gr) == G3_ERR_INVALID_ARG, "a sequence longer than the activations' is refused");
+    free(lg);
+    g3_gpt_acts_free(m, a);
+    g3_gpt_free(m);
+}
+
 int main(void)
 {
     g3_log_set_level(G3_LOG_ERROR);
@@ -364,6 +426,7 @@ int main(void)
     test_gradients(0);
     test_gradients(1);
     test_passes();
+    test_score();
     g3_be_close(be);
     return tap_exit();
 }
