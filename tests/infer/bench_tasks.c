@@ -72,7 +72,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_tasks: needs --vocab-file, --merge-file, --task NAME and --task-data FILE\n");
         return 2;
     }
-    if (g3_bpe_load(vocab, merges, &bpe) != G3_OK || g3_be_open("cpu", 0, &be) != G3_OK)
+    if (g3_bpe_load(vocab, merges, &bpe) != G3_OK || g3_be_open(G3_BE_KIND_CPU, NULL, &be) != G3_OK)
         return 1;
     g3t_gpt_small(&cfg, L, C, NH, T, g3_bpe_vocab_size(bpe));
     if (g3_alone_init(&one) != G3_OK || g3_gpt_init(&cfg, be, &m) != G3_OK ||
