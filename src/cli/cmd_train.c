@@ -28,6 +28,7 @@
 #include "core/status.h"
 #include "data/dataset.h"
 #include "data/tokid.h"
+#include "infer/tasks.h"
 #include "model/gpt.h"
 #include "parallel/par.h"
 #include "train/flags.h"
@@ -360,6 +361,15 @@ static int g3_train_setup(const g3_opts_t *o, const g3_comm_proc_t *me, int chec
     rc = g3_train_data_setup(o, me->rank, paths, cfg, tokenizer_json_p);
     if (rc == G3_EXIT_OK)
         rc = g3_train_device_sizes(cfg);
+    if (rc == G3_EXIT_OK && check && cfg->eval_tasks) {
+        /* --check: the --eval-tasks files, which the trainer reads before its first step */
+        g3_task_set_t ts;
+        memset(&ts, 0, sizeof(ts));
+        st = g3_task_set_load(cfg->eval_tasks, cfg->vocab_file, cfg->merge_file,
+                              cfg->model.seq_length, cfg->model.seed, &ts);
+        g3_task_set_free(&ts);
+        rc = g3_status_exit_code(st);
+    }
     if (rc == G3_EXIT_OK && !check)   /* --check: the rest touches files the job makes */
         rc = g3_train_outputs_setup(o, paths, cfg);
     return rc;
