@@ -29,9 +29,6 @@ typedef struct {
     double       *sumsq;   /* (1,) device: sumsq's accumulator */
     g3_backend_ops_t ops;  /* the table: the plain ops and (unless fused_ops is 0) the fused
                             * ones */
-    g3_be_att_t   attention;      /* the options it was opened with (backend.h)           */
-    int           gemm_autotune;
-    int           deterministic;  /* bitwise-repeatable attention backward asked for       */
     g3_cudnn_t   *cudnn;   /* cuDNN's fused attention (cudnn_att.h), NULL: native kernels */
     int           bgrad;   /* bias gradients through the dW GEMM's BGRAD epilogue        */
     float        *bgrad_buf;   /* (bgrad_n,) its output before it is added to dbias      */
@@ -308,6 +305,7 @@ static void g3_cuda_attention_bwd(g3_backend_t *be, void *dqkv, void *scratch, c
 {
     g3_cuda_t *cu = be->priv;
 
+    (void)scratch;   /* cuDNN's (the native backward needs none) */
     if (g3_cuda_att_on_cudnn(cu, B, T, NH, HS, G3_CUDNN_BWD)) {
 #ifdef HAVE_CUDNN
         g3_cudnn_att_bwd(cu->cudnn, dqkv, scratch, dout, out, qkv, state, B, T, NH, HS);
@@ -333,13 +331,18 @@ static g3_status_t g3_cuda_att_setup(g3_backend_t *be, g3_cudnn_want_t want, int
     int use = 0;
     g3_status_t st;
 
-    cu->deterministic = deterministic;
 #ifdef HAVE_CUDNN
     st = g3_cudnn_open(cu->ctx, want, deterministic, &cu->cudnn, why, sizeof(why));
     if (st == G3_OK && cu->cudnn != NULL)
         return G3_OK;   /* each shape's path is logged at its first call */
-    st = g3_cudnn_att_choose(want, 1, st == G3_OK ? NULL : why, &use, why, sizeof(why));
+    {
+        char cause[768];   /* the choice's message quotes the cause: not the same buffer */
+        snprintf(cause, sizeof(cause), "%s", why);
+        st = g3_cudnn_att_choose(want, 1, st == G3_OK ? NULL : cause, &use, why, sizeof(why));
+    }
 #else
+    (void)cu;
+    (void)deterministic;
     st = g3_cudnn_att_choose(want, 0, NULL, &use, why, sizeof(why));
 #endif
     if (st != G3_OK)
@@ -706,9 +709,6 @@ g3_status_t g3_be_cuda_open(g3_be_opts_t *o, g3_backend_t **be_p)
     }
     cu->device = device;
     cu->ops = g3_cuda_ops;
-    cu->attention = o->attention;
-    cu->gemm_autotune = o->gemm_autotune;
-    cu->deterministic = o->deterministic;
     if (g3_be_fused_wanted(o, 1)) {
         cu->ops.residual_layernorm_fwd = g3_cuda_residual_layernorm_fwd;
         cu->ops.matmul_gelu_fwd = g3_cuda_matmul_gelu_fwd;
@@ -748,11 +748,10 @@ g3_status_t g3_be_cuda_open(g3_be_opts_t *o, g3_backend_t **be_p)
     }
     /* what runs: the row's attention sizes follow it (cuda_kind.c) */
     o->attention = cu->cudnn ? G3_BE_ATT_CUDNN : G3_BE_ATT_NATIVE;
-    cu->attention = o->attention;
     g3_cuda_peak(be);
     g3_debug("CUDA backend: device %d: %s; peak %.1f TFLOP/s (%s); fused ops %s; attention %s",
              device, be->device, be->peak_flops / 1e12, be->peak_how,
-             cu->ops.matmul_gelu_fwd ? "on" : "off", g3_be_att_name(G3_BE_ATT_NATIVE));
+             cu->ops.matmul_gelu_fwd ? "on" : "off", g3_be_att_name(o->attention));
     *be_p = be;
     return G3_OK;
 }

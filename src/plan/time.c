@@ -322,7 +322,7 @@ g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const ch
     /* the fixed cost of an op, on the model's own passes; then (a GPU) the memory the process
      * holds with nothing allocated: the context, cuBLASLt and its workspace, the kernels the
      * passes loaded, as the driver counts it, less what it counted before the backend opened */
-    st = g3_plan_measure_op(be, kind, o, &op);
+    st = g3_plan_measure_op(be, kind, &be->opts, &op);
     if (st != G3_OK)
         goto out;
     if (cuda) {

@@ -69,7 +69,7 @@ static g3_status_t g3_tck_finite(const g3_train_ckpt_t *c, const g3_par_ckpt_t *
     size_t at = 0;
     const char *what = g3_par_ckpt_nonfinite(t, c->model->numel, 1, &at);
     int ok = what == NULL;
-    g3_status_t st = agree && c->cfg->par ? g3_par_ckpt_allreduce_min(c->cfg->par, &ok) : G3_OK;
+    g3_status_t st = agree ? g3_par_ckpt_allreduce_min(c->cfg->par, &ok) : G3_OK;
 
     if (what)
         g3_error("not saving the checkpoint of iteration %lld: the %s hold NaN or infinity (element %zu of this rank's copy): the run diverged; the previous checkpoints are intact; lower --lr and resume from the last good checkpoint",
