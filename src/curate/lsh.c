@@ -865,7 +865,8 @@ g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,
         L.exact_of = malloc((L.n ? L.n : 1) * sizeof(int64_t));
         L.norm_len = malloc((L.n ? L.n : 1) * sizeof(uint32_t));
     }
-    if (!L.parent || !L.dead || !L.buf || !L.ra || !L.rb || ((rank == 0 || L.verify_exact) && !L.line)
+    if (!L.parent || !L.dead || !L.buf || !L.ra || !L.rb
+        || ((rank == 0 || L.verify_exact) && !L.line)
         || (rank == 0 && (!L.exact_of || !L.norm_len))) {
         g3_error("gpt3d curate lsh: out of memory for %llu documents", (unsigned long long)L.n);
         st = G3_ERR_NO_MEMORY;
