@@ -18,7 +18,8 @@
  *   lsh          once, over every shard's .mh (also as R ranks under srun/mpirun, the LSH
  *                buckets partitioned by hash over the ranks): exact groups (the first in the
  *                shard-list order kept), then LSH bands -> candidate pairs -> verified by the
- *                estimated Jaccard -> union-find components, one document kept per component.
+ *                estimated Jaccard (or, with verify_exact, the exact Jaccard of the two
+ *                shingle sets) -> union-find components, one document kept per component.
  *                Writes OUT/duplicates.tsv and OUT/report.json.
  *   dedup        per shard: drops the documents duplicates.tsv names.
  *   contam-count per shard: how many documents hold each task n-gram (OUT/shard-N.ngc).
@@ -62,11 +63,14 @@ typedef struct {
 typedef enum { G3_CURATE_KEEP_LONGEST = 0, G3_CURATE_KEEP_FIRST } g3_curate_keep_t;
 
 typedef struct {
-    double           threshold;     /* estimated Jaccard an LSH candidate pair must reach (0.8) */
+    double           threshold;     /* Jaccard an LSH candidate pair must reach (0.8)      */
     g3_curate_keep_t keep;          /* which document of a component stays                 */
     int              anchors;       /* a bucket's members are compared with its first
                                        `anchors` members (all pairs up to that size) (256)   */
     int              exact_only;    /* only the exact groups, no LSH                       */
+    int              verify_exact;  /* a candidate pair's Jaccard: 0 estimated from the
+                                       signatures, 1 exact, of the two shingle sets (the
+                                       documents re-read from the shards) (0)              */
 } g3_curate_lsh_params_t;
 
 typedef struct {
@@ -125,7 +129,8 @@ g3_status_t g3_curate_filter(const g3_curate_io_t *io, const g3_curate_filter_pa
 
 /* The lsh stage over every shard of io->shard_list (io's task fields are ignored): reads
  * mh_dir/shard-N.mh (made with mp's num_perm and seed; mp's bands x rows = num_perm), writes
- * io->output_dir/duplicates.tsv and report.json (rank 0).
+ * io->output_dir/duplicates.tsv and report.json (rank 0).  With p->verify_exact it also reads
+ * the shards themselves (io->text_key, io->max_line_bytes), which must be those minhash read.
  * comm: the group of the ranks that share the work (NULL: alone); every member calls it with
  * the same arguments.  RET: as above, or comm errors.  OUT: *c on rank 0. */
 g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,

@@ -49,6 +49,24 @@ static inline uint64_t g3_curate_mix64(uint64_t x)
     return x;
 }
 
+/* The 64-bit hash of shingle i of ws: words i .. i + n - 1 (fewer at the end: a text of fewer
+ * than n words is one shingle).  minhash signs its 32 high bits; lsh --verify exact compares
+ * the sets of the full hashes. */
+static inline uint64_t g3_curate_shingle_hash(const g3_curate_words_t *ws, size_t i, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL;
+    size_t end = i + n < ws->n ? i + n : ws->n;
+    for (size_t k = i; k < end; k++)
+        h = g3_curate_mix64(h ^ ws->w[k].hash) + k - i;
+    return g3_curate_mix64(h);
+}
+
+/* RET: how many shingles of n words a text of nw words has. */
+static inline size_t g3_curate_shingle_count(size_t nw, size_t n)
+{
+    return nw == 0 ? 0 : nw < n ? 1 : nw - n + 1;
+}
+
 /* ---- shards (io.c) ------------------------------------------------------ */
 
 typedef struct {
@@ -90,6 +108,10 @@ void g3_curate_reader_close(g3_curate_reader_t *r);
  * RET: G3_OK, G3_ERR_NOT_FOUND at the end, G3_ERR_FORMAT, G3_ERR_IO, G3_ERR_NO_MEMORY. */
 g3_status_t g3_curate_reader_next(g3_curate_reader_t *r, const char *text_key,
                                   g3_curate_doc_t *d);
+/* Parse one line s[0..n) (NUL-terminated, no '\n') of path, line lineno, into *d as
+ * g3_curate_reader_next does (its checks and errors).  RET: G3_OK, G3_ERR_FORMAT, NO_MEMORY. */
+g3_status_t g3_curate_doc_parse(const char *path, uint64_t lineno, char *s, size_t n,
+                                const char *text_key, g3_curate_doc_t *d);
 
 /* A file written under a temporary name and renamed when complete. */
 typedef struct {

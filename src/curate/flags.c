@@ -22,7 +22,8 @@ static const g3_opt_spec_t g3_curate_specs[] = {
     { "seed",          G3_OPT_INT,    "1", "minhash, lsh: seed of the permutations.", NULL, 0, 0, "S" },
     { "lower",         G3_OPT_BOOL,   NULL, "minhash: the exact-duplicate hash is of the lower-cased text.", NULL, 0, 0, NULL },
     { "minhash-dir",   G3_OPT_STRING, NULL, "lsh: the minhash stage's output directory.", NULL, 0, 0, "DIR" },
-    { "threshold",     G3_OPT_FLOAT,  "0.8", "lsh: estimated Jaccard a candidate pair must reach.", NULL, 0, 0, "J" },
+    { "threshold",     G3_OPT_FLOAT,  "0.8", "lsh: Jaccard a candidate pair must reach (estimated or exact: --verify).", NULL, 0, 0, "J" },
+    { "verify",        G3_OPT_CHOICE, "estimate", "lsh: a candidate pair's Jaccard: estimate (from the signatures) or exact (of the two shingle sets; re-reads the pair's documents from the shards).", "estimate|exact", 0, 0, NULL },
     { "keep",          G3_OPT_CHOICE, "longest", "lsh: the document kept of a fuzzy component.", "longest|first", 0, 0, NULL },
     { "anchors",       G3_OPT_INT,    "256", "lsh: bucket members are compared with the bucket's first N members.", NULL, 0, 0, "N" },
     { "exact-only",    G3_OPT_BOOL,   NULL, "lsh: exact duplicates only, no LSH.", NULL, 0, 0, NULL },
@@ -143,6 +144,7 @@ g3_status_t g3_curate_flags_read(const g3_opts_t *o, g3_curate_flags_t *f)
                                                             : G3_CURATE_KEEP_LONGEST;
     f->lsh.anchors = (int)g3_opts_int(o, "anchors");
     f->lsh.exact_only = g3_opts_bool(o, "exact-only");
+    f->lsh.verify_exact = !strcmp(g3_opts_str(o, "verify"), "exact");
     f->minhash_dir = g3_opts_str(o, "minhash-dir");
     f->lsh_dir = g3_opts_str(o, "lsh-dir");
 

@@ -178,9 +178,8 @@ g3_status_t g3_curate_reader_next(g3_curate_reader_t *r, const char *text_key,
                                   g3_curate_doc_t *d)
 {
     char *s;
-    size_t n, bad;
+    size_t n;
     g3_status_t st;
-    g3_buf_t key = { 0 };
 
     for (;;) {
         if ((st = g3_curate_reader_line(r, &s, &n)) != G3_OK)
@@ -191,9 +190,19 @@ g3_status_t g3_curate_reader_next(g3_curate_reader_t *r, const char *text_key,
         if (q < n)
             break;
     }
+    return g3_curate_doc_parse(r->path, r->lineno, s, n, text_key, d);
+}
+
+g3_status_t g3_curate_doc_parse(const char *path, uint64_t lineno, char *s, size_t n,
+                                const char *text_key, g3_curate_doc_t *d)
+{
+    size_t bad;
+    g3_status_t st;
+    g3_buf_t key = { 0 };
+
     if ((bad = g3_curate_utf8_check(s, n)) != n) {
         g3_error("gpt3d curate: %s line %llu, byte %zu: invalid UTF-8 (fix the encoding of the shard, e.g. with iconv)",
-                 r->path, (unsigned long long)r->lineno, bad + 1);
+                 path, (unsigned long long)lineno, bad + 1);
         return G3_ERR_FORMAT;
     }
     g3_json_t j = { s, n, 0, NULL, 0 };
@@ -208,7 +217,7 @@ g3_status_t g3_curate_reader_next(g3_curate_reader_t *r, const char *text_key,
         if (!found && key.len == strlen(text_key) && memcmp(key.data, text_key, key.len) == 0) {
             if (j.pos >= j.n || j.s[j.pos] != '"') {
                 g3_error("gpt3d curate: %s line %llu: the value of \"%s\" is not a string",
-                         r->path, (unsigned long long)r->lineno, text_key);
+                         path, (unsigned long long)lineno, text_key);
                 g3_buf_free(&key);
                 return G3_ERR_FORMAT;
             }
@@ -231,7 +240,7 @@ g3_status_t g3_curate_reader_next(g3_curate_reader_t *r, const char *text_key,
     g3_buf_free(&key);
     if (!found) {
         g3_error("gpt3d curate: %s line %llu: the JSON object has no key \"%s\" (choose the text's key with --text-key)",
-                 r->path, (unsigned long long)r->lineno, text_key);
+                 path, (unsigned long long)lineno, text_key);
         return G3_ERR_FORMAT;
     }
     if (!d->text.data && g3_buf_reserve(&d->text, 1) != G3_OK)
@@ -239,17 +248,17 @@ g3_status_t g3_curate_reader_next(g3_curate_reader_t *r, const char *text_key,
     d->text.data[d->text.len] = '\0';
     d->raw = s;
     d->raw_len = n;
-    d->line = r->lineno;
+    d->line = lineno;
     return G3_OK;
 
 json_error:
     g3_buf_free(&key);
     if (st == G3_ERR_NO_MEMORY) {
-        g3_error("gpt3d curate: out of memory at %s line %llu", r->path, (unsigned long long)r->lineno);
+        g3_error("gpt3d curate: out of memory at %s line %llu", path, (unsigned long long)lineno);
         return st;
     }
     g3_error("gpt3d curate: %s line %llu, column %zu: %s (each line must be one JSON object, e.g. {\"text\": \"...\"})",
-             r->path, (unsigned long long)r->lineno, j.pos + 1, j.why ? j.why : "invalid JSON");
+             path, (unsigned long long)lineno, j.pos + 1, j.why ? j.why : "invalid JSON");
     return G3_ERR_FORMAT;
 }
 

@@ -13,6 +13,16 @@
  * components do not depend on the order in which edges were found, and the document kept in
  * each is chosen by a fixed rule, so the output is bitwise the same for any R.
  *
+ * --verify exact: a candidate pair is verified by the exact Jaccard of the two documents' sets
+ * of 64-bit shingle hashes (the hashes minhash signs the 32 high bits of), not by the share of
+ * equal signature entries.  The sets are not stored anywhere: every rank indexes the shards
+ * once (one pass over their bytes: where each signed line starts and how long it is, 20 bytes
+ * a document with its line number) and re-reads, re-parses and re-shingles a pair's two lines
+ * when it verifies the pair (the last two documents read are kept: a bucket member is checked
+ * against its anchors in turn).  A re-read document whose normalised text does not hash to
+ * its signature's exact hash is an error (the shard changed after minhash).  The verdict of a
+ * pair depends only on the pair, so the output stays the same for any R.
+ *
  * Output (rank 0): OUT/duplicates.tsv, one line per removed document, in document order:
  *   SHARD<TAB>LINE<TAB>KIND<TAB>KEPT_SHARD<TAB>KEPT_LINE
  * SHARD is the position in the shard list, KIND "exact" (same normalised text as the kept
@@ -39,6 +49,7 @@ void g3_curate_lsh_params_default(g3_curate_lsh_params_t *p)
     p->keep = G3_CURATE_KEEP_LONGEST;
     p->anchors = 256;
     p->exact_only = 0;
+    p->verify_exact = 0;
 }
 
 typedef struct {
@@ -51,6 +62,14 @@ typedef struct {
 } g3_curate_xentry_t;
 
 #define G3_CURATE_SCAN_BYTES (4u << 20)   /* read buffer of a pass over the signatures */
+
+/* --verify exact: one document's sorted, distinct shingle hashes. */
+typedef struct {
+    uint64_t  g;
+    int       valid;
+    uint64_t *h;       /* (n,) */
+    size_t    n, cap;
+} g3_curate_set_t;
 
 typedef struct {
     g3_curate_list_t       list;
@@ -69,6 +88,17 @@ typedef struct {
     unsigned char         *buf;      /* (G3_CURATE_SCAN_BYTES,) pass buffer           */
     g3_curate_mh_rec_t    *ra, *rb;  /* two records: a candidate pair                 */
     uint64_t               pairs_checked, edges, largest_bucket;
+    /* --verify exact (all NULL / 0 otherwise) */
+    int                    verify_exact;
+    uint32_t               lower;    /* the signatures' --lower (the normalisation)   */
+    const g3_curate_io_t  *io;
+    int                   *sfd;      /* (nshards,) open shards (-1: not open)         */
+    uint64_t              *off;      /* (n,) where each document's line starts        */
+    uint32_t              *len;      /* (n,) its bytes, without the '\n'              */
+    g3_buf_t               raw;      /* one line read back                            */
+    g3_curate_doc_t        doc;
+    g3_curate_words_t      words;
+    g3_curate_set_t        set[2];   /* the last two documents' shingle sets          */
 } g3_curate_lsh_t;
 
 /* RET: the shard of document g. */
@@ -190,6 +220,7 @@ static g3_status_t g3_curate_lsh_open(g3_curate_lsh_t *L, const char *mh_dir,
             return G3_ERR_VERSION;
         }
         if (s == 0) {
+            L->lower = h.lower;
             L->K = h.num_perm;
             L->ngram = h.ngram;
             L->rsize = g3_curate_mh_rec_size(h.num_perm);
@@ -295,8 +326,9 @@ typedef struct {
 static g3_status_t g3_curate_xscan(void *ctx, uint64_t g, const g3_curate_mh_rec_t *rec)
 {
     g3_curate_xscan_t *c = ctx;
-    if (c->rank == 0) {
+    if (c->rank == 0 || c->L->verify_exact)
         c->L->line[g] = rec->line;
+    if (c->rank == 0) {
         c->L->norm_len[g] = rec->norm_len;
     }
     if (rec->exact[1] % (uint64_t)c->R != (uint64_t)c->rank)
@@ -358,13 +390,186 @@ static g3_status_t g3_curate_lsh_exact(g3_curate_lsh_t *L, g3_comm_t *comm, int 
     return st;
 }
 
-/* OUT: *similar, whether the estimated Jaccard of a and b reaches threshold.  RET: G3_OK or
- * G3_ERR_IO. */
+/* --verify exact: open every shard and find where each document's line lies (L->line must
+ * hold every document's line).  RET: G3_OK, G3_ERR_NOT_FOUND, G3_ERR_IO, G3_ERR_FORMAT (a shard
+ * shorter than its signatures, or a line too long), all logged. */
+static g3_status_t g3_curate_lsh_index(g3_curate_lsh_t *L)
+{
+    L->sfd = malloc((size_t)L->nshards * sizeof(*L->sfd));
+    L->off = malloc((L->n ? L->n : 1) * sizeof(*L->off));
+    L->len = malloc((L->n ? L->n : 1) * sizeof(*L->len));
+    if (!L->sfd || !L->off || !L->len)
+        return G3_ERR_NO_MEMORY;
+    for (int s = 0; s < L->nshards; s++)
+        L->sfd[s] = -1;
+    for (int s = 0; s < L->nshards; s++) {
+        const char *path = L->list.path[s];
+        uint64_t g = L->first[s], end = L->first[s + 1], pos = 0, start = 0, lineno = 1;
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) {
+            g3_error("gpt3d curate lsh: --verify exact: cannot open the shard '%s': %s (it must be the file the minhash stage read)",
+                     path, strerror(errno));
+            return errno == ENOENT ? G3_ERR_NOT_FOUND : G3_ERR_IO;
+        }
+        L->sfd[s] = fd;
+        for (;;) {
+            ssize_t got = read(fd, L->buf, G3_CURATE_SCAN_BYTES);
+            if (got < 0) {
+                g3_error("gpt3d curate lsh: cannot read the shard '%s': %s", path, strerror(errno));
+                return G3_ERR_IO;
+            }
+            /* The lines ending in this block; a last line without '\n' ends the file. */
+            const unsigned char *p = L->buf, *e = L->buf + got, *nl = NULL;
+            for (;;) {
+                uint64_t at;
+                if (got > 0 && g < end && (nl = memchr(p, '\n', (size_t)(e - p))) != NULL)
+                    at = pos + (uint64_t)(nl - L->buf);
+                else if (got == 0 && g < end && pos > start)
+                    at = pos;
+                else
+                    break;
+                if (at - start > L->io->max_line_bytes || at - start > UINT32_MAX) {
+                    g3_error("gpt3d curate lsh: %s line %llu: the line is longer than %zu bytes (a corrupt shard, or raise --max-line-bytes)",
+                             path, (unsigned long long)lineno, L->io->max_line_bytes);
+                    return G3_ERR_FORMAT;
+                }
+                if (L->line[g] == lineno) {
+                    L->off[g] = start;
+                    L->len[g++] = (uint32_t)(at - start);
+                }
+                lineno++;
+                start = at + 1;
+                if (got == 0)
+                    break;
+                p = nl + 1;
+            }
+            pos += (uint64_t)got;
+            if (g == end || got == 0)
+                break;
+        }
+        if (g < end) {
+            g3_error("gpt3d curate lsh: --verify exact: the shard '%s' has no line %llu, which its signatures '%s' sign (the shard changed after minhash: rerun minhash)",
+                     path, (unsigned long long)L->line[g], L->mh_path[s]);
+            return G3_ERR_FORMAT;
+        }
+    }
+    return G3_OK;
+}
+
+static int g3_curate_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* --verify exact: document g's shingle set, from the slot that holds it or read into the slot
+ * that does not hold `other` (the pair's other document).  OUT: *set_p.  RET: G3_OK or the
+ * error (logged). */
+static g3_status_t g3_curate_set_get(g3_curate_lsh_t *L, uint64_t g, uint64_t other,
+                                     g3_curate_set_t **set_p)
+{
+    g3_curate_set_t *set;
+    g3_curate_mh_rec_t *rec = L->ra;
+    int s = g3_curate_shard_of(L, g);
+    size_t n = L->len[g], nx;
+    char *norm = NULL;
+    size_t nlen;
+    g3_status_t st;
+
+    for (int i = 0; i < 2; i++) {
+        if (L->set[i].valid && L->set[i].g == g) {
+            *set_p = &L->set[i];
+            return G3_OK;
+        }
+    }
+    set = L->set[0].valid && L->set[0].g == other ? &L->set[1] : &L->set[0];
+    set->valid = 0;
+    if ((st = g3_curate_rec_read(L, g, rec)) != G3_OK)
+        return st;
+    L->raw.len = 0;
+    if (g3_buf_reserve(&L->raw, n + 1) != G3_OK)
+        return G3_ERR_NO_MEMORY;
+    for (size_t done = 0; done < n;) {
+        ssize_t got = pread(L->sfd[s], L->raw.data + done, n - done, (off_t)(L->off[g] + done));
+        if (got <= 0) {
+            g3_error("gpt3d curate lsh: cannot read the shard '%s' at byte %llu: %s",
+                     L->list.path[s], (unsigned long long)(L->off[g] + done),
+                     got == 0 ? "unexpected end of file (the shard changed: rerun minhash)" : strerror(errno));
+            return G3_ERR_IO;
+        }
+        done += (size_t)got;
+    }
+    if (n > 0 && L->raw.data[n - 1] == '\r')
+        n--;
+    L->raw.data[n] = '\0';
+    if ((st = g3_curate_doc_parse(L->list.path[s], L->line[g], L->raw.data, n,
+                                  L->io->text_key, &L->doc)) != G3_OK)
+        return st;
+    if ((st = g3_curate_normalize(L->doc.text.data, L->doc.text.len, (int)L->lower, &norm,
+                                  &nlen)) != G3_OK)
+        return st;
+    if (g3_curate_hash_bytes(norm, nlen, 0x243F6A8885A308D3ULL) != rec->exact[0]
+        || g3_curate_hash_bytes(norm, nlen, 0x13198A2E03707344ULL) != rec->exact[1]) {
+        g3_error("gpt3d curate lsh: --verify exact: %s line %llu is not the document that '%s' signed (the shard changed after minhash: rerun minhash)",
+                 L->list.path[s], (unsigned long long)L->line[g], L->mh_path[s]);
+        free(norm);
+        return G3_ERR_FORMAT;
+    }
+    st = g3_curate_words(norm, nlen, &L->words);
+    free(norm);
+    if (st != G3_OK)
+        return st;
+    nx = g3_curate_shingle_count(L->words.n, L->ngram);
+    if (nx > set->cap) {
+        uint64_t *q = realloc(set->h, nx * sizeof(*q));
+        if (!q)
+            return G3_ERR_NO_MEMORY;
+        set->h = q;
+        set->cap = nx;
+    }
+    for (size_t i = 0; i < nx; i++)
+        set->h[i] = g3_curate_shingle_hash(&L->words, i, L->ngram);
+    qsort(set->h, nx, sizeof(*set->h), g3_curate_u64_cmp);
+    set->n = 0;
+    for (size_t i = 0; i < nx; i++)
+        if (set->n == 0 || set->h[set->n - 1] != set->h[i])
+            set->h[set->n++] = set->h[i];
+    set->g = g;
+    set->valid = 1;
+    *set_p = set;
+    return G3_OK;
+}
+
+/* --verify exact.  OUT: *similar, whether the exact Jaccard of a's and b's shingle sets reaches
+ * threshold.  RET: G3_OK or the error (logged). */
+static g3_status_t g3_curate_similar_exact(g3_curate_lsh_t *L, uint64_t a, uint64_t b,
+                                           double threshold, int *similar)
+{
+    g3_curate_set_t *x, *y;
+    g3_status_t st;
+    size_t i = 0, j = 0, inter = 0;
+    if ((st = g3_curate_set_get(L, a, b, &x)) != G3_OK
+        || (st = g3_curate_set_get(L, b, a, &y)) != G3_OK)
+        return st;
+    while (i < x->n && j < y->n) {
+        if (x->h[i] < y->h[j]) i++;
+        else if (y->h[j] < x->h[i]) j++;
+        else { inter++; i++; j++; }
+    }
+    size_t uni = x->n + y->n - inter;
+    *similar = uni > 0 && (double)inter >= threshold * (double)uni - 1e-9;
+    return G3_OK;
+}
+
+/* OUT: *similar, whether the estimated Jaccard of a and b reaches threshold (or, with --verify
+ * exact, the exact one).  RET: G3_OK or G3_ERR_IO. */
 static g3_status_t g3_curate_similar(g3_curate_lsh_t *L, uint64_t a, uint64_t b, double threshold,
                                      int *similar)
 {
     g3_status_t st;
     uint32_t eq = 0;
+    if (L->verify_exact)
+        return g3_curate_similar_exact(L, a, b, threshold, similar);
     if ((st = g3_curate_rec_read(L, a, L->ra)) != G3_OK
         || (st = g3_curate_rec_read(L, b, L->rb)) != G3_OK)
         return st;
@@ -621,9 +826,10 @@ g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,
         }
     }
     snprintf(params, sizeof(params),
-             "shards=%d bands=%d rows=%d threshold=%.6g keep=%s anchors=%d exact_only=%d seed=%llu signatures=%llu:%016llx",
+             "shards=%d bands=%d rows=%d threshold=%.6g keep=%s anchors=%d exact_only=%d verify=%s seed=%llu signatures=%llu:%016llx",
              L.nshards, mp->bands, mp->rows, p->threshold,
              p->keep == G3_CURATE_KEEP_LONGEST ? "longest" : "first", p->anchors, p->exact_only,
+             p->verify_exact ? "exact" : "estimate",
              (unsigned long long)mp->seed, (unsigned long long)mh_bytes,
              (unsigned long long)mh_time);
     snprintf(path, sizeof(path), "%s/duplicates.tsv", io->output_dir);
@@ -651,13 +857,17 @@ g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,
     L.buf = malloc(G3_CURATE_SCAN_BYTES > L.rsize ? G3_CURATE_SCAN_BYTES : L.rsize);
     L.ra = malloc(L.rsize);
     L.rb = malloc(L.rsize);
+    L.verify_exact = p->verify_exact && !p->exact_only;
+    L.io = io;
+    if (rank == 0 || L.verify_exact)
+        L.line = malloc((L.n ? L.n : 1) * sizeof(uint64_t));
     if (rank == 0) {
         L.exact_of = malloc((L.n ? L.n : 1) * sizeof(int64_t));
-        L.line = malloc((L.n ? L.n : 1) * sizeof(uint64_t));
         L.norm_len = malloc((L.n ? L.n : 1) * sizeof(uint32_t));
     }
     if (!L.parent || !L.dead || !L.buf || !L.ra || !L.rb
-        || (rank == 0 && (!L.exact_of || !L.line || !L.norm_len))) {
+        || ((rank == 0 || L.verify_exact) && !L.line)
+        || (rank == 0 && (!L.exact_of || !L.norm_len))) {
         g3_error("gpt3d curate lsh: out of memory for %llu documents", (unsigned long long)L.n);
         st = G3_ERR_NO_MEMORY;
         goto cleanup;
@@ -665,6 +875,8 @@ g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,
     for (uint64_t g = 0; g < L.n; g++)
         L.parent[g] = (uint32_t)g;
     if ((st = g3_curate_lsh_exact(&L, comm, rank, R)) != G3_OK)
+        goto cleanup;
+    if (L.verify_exact && (st = g3_curate_lsh_index(&L)) != G3_OK)
         goto cleanup;
     if (!p->exact_only && (st = g3_curate_lsh_bands(&L, p, mp->bands, mp->rows, rank, R)) != G3_OK)
         goto cleanup;
@@ -684,6 +896,17 @@ cleanup:
         if (L.mh_path)
             free(L.mh_path[s]);
     }
+    for (int s = 0; L.sfd && s < L.nshards; s++)
+        if (L.sfd[s] >= 0)
+            close(L.sfd[s]);
+    free(L.sfd);
+    free(L.off);
+    free(L.len);
+    g3_buf_free(&L.raw);
+    g3_buf_free(&L.doc.text);
+    g3_curate_words_free(&L.words);
+    free(L.set[0].h);
+    free(L.set[1].h);
     free(L.fd);
     free(L.mh_path);
     free(L.buf);

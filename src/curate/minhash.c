@@ -71,7 +71,7 @@ static g3_status_t g3_curate_mh_doc(g3_curate_mh_t *m, const char *text, size_t 
     if (st != G3_OK)
         return st;
     nw = m->words.n;
-    nx = nw == 0 ? 0 : nw < n ? 1 : nw - n + 1;
+    nx = g3_curate_shingle_count(nw, n);
     if (nx > m->xcap) {
         uint32_t *q = realloc(m->xs, nx * sizeof(uint32_t));
         if (!q)
@@ -79,13 +79,8 @@ static g3_status_t g3_curate_mh_doc(g3_curate_mh_t *m, const char *text, size_t 
         m->xs = q;
         m->xcap = nx;
     }
-    for (size_t i = 0; i < nx; i++) {
-        uint64_t h = 0x9E3779B97F4A7C15ULL;
-        size_t end = i + n < nw ? i + n : nw;
-        for (size_t k = i; k < end; k++)
-            h = g3_curate_mix64(h ^ m->words.w[k].hash) + k - i;
-        m->xs[i] = (uint32_t)(g3_curate_mix64(h) >> 32);
-    }
+    for (size_t i = 0; i < nx; i++)
+        m->xs[i] = (uint32_t)(g3_curate_shingle_hash(&m->words, i, n) >> 32);
     rec->shingles = (uint32_t)(nx > UINT32_MAX ? UINT32_MAX : nx);
     for (int k = 0; k < p->num_perm; k++)
         rec->sig[k] = UINT32_MAX;

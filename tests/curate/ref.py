@@ -3,6 +3,7 @@
 
   ref.py gen-dedup DIR [--docs N] [--shards S]   synthetic corpus with planted near-duplicates
   ref.py check-dedup DIR MH_DIR DUPLICATES.TSV   exact Jaccard over all pairs vs what lsh removed
+  ref.py check-verified DIR DUPLICATES.TSV J     lsh --verify exact: no removed document below J
   ref.py gen-decon DIR                           corpus + task file with planted 13-grams
   ref.py decon DIR OUT                           the expected decontaminate output (reference)
   ref.py check-decon DIR OUT_DIR                 no rare task 13-gram left; pieces are parts
@@ -191,6 +192,48 @@ def check_dedup(d, mh_dir, tsv):
     return failed
 
 
+def check_verified(d, tsv, threshold):
+    """lsh --verify exact: every removed document has an exact Jaccard of at least threshold
+    with some other member of its component (the edges of a component are verified pairs)."""
+    docs = read_shards(d)
+    sets = [shingles(t) for _, _, t in docs]
+    pos = {(s, ln): i for i, (s, ln, _) in enumerate(docs)}
+    pairs = all_pairs(sets)
+    removed = {}
+    with open(tsv) as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            s, ln, kind, ks, kl = line.split()
+            removed[pos[(int(s), int(ln))]] = pos[(int(ks), int(kl))]
+    comp = {}
+    for r, k in removed.items():
+        comp.setdefault(k, [k]).append(r)
+    below = []
+    for members in comp.values():
+        for r in members:
+            if r not in removed:
+                continue
+            best = max((pairs.get((min(r, o), max(r, o)), 0.0) for o in members if o != r), default=0.0)
+            if best < threshold - 1e-9:
+                below.append((docs[r][0], docs[r][1], best))
+    high = [(i, j) for (i, j), jac in pairs.items() if jac > 0.85]
+    caught = sum(1 for i, j in high if i in removed or j in removed)
+    recall = caught / len(high) if high else 1.0
+    print("# removed %d documents, %d of them with best exact Jaccard in their component < %g%s"
+          % (len(removed), len(below), threshold,
+             "".join(" (shard %d line %d: %.4f)" % b for b in below[:5])))
+    print("# pairs with exact Jaccard > 0.85: %d, caught %d, recall %.4f" % (len(high), caught, recall))
+    failed = 0
+    if len(removed) < 100 or below:
+        print("verified FAILED (want >= 100 removed, none below the threshold)")
+        failed = 1
+    if len(high) < 100 or recall < 0.95:
+        print("recall FAILED (want >= 0.95 over >= 100 pairs)")
+        failed = 1
+    return failed
+
+
 # ---- decontamination --------------------------------------------------------------------------
 
 FILLER = ("the of and to in that with have be for on at by it was as from this which are "
@@ -334,6 +377,8 @@ def main():
         gen_dedup(args[0], ndocs, nshards)
     elif cmd == "check-dedup":
         sys.exit(check_dedup(sys.argv[2], sys.argv[3], sys.argv[4]))
+    elif cmd == "check-verified":
+        sys.exit(check_verified(sys.argv[2], sys.argv[3], float(sys.argv[4])))
     elif cmd == "gen-decon":
         gen_decon(sys.argv[2])
     elif cmd == "check-decon":

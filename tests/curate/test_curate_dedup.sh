@@ -4,7 +4,9 @@
 # exact Jaccard over all pairs (recall >= 0.95 of the pairs above 0.85, <= 5 % of the removed
 # documents below 0.7, at the defaults), the MinHash estimate within its standard error, the
 # same bits from 1 array task and from 8 (SLURM_ARRAY_TASK_* too) and from 1 lsh rank and 4
-# (mpirun), and resumption (done shards skipped, a changed parameter redone).
+# (mpirun), and resumption (done shards skipped, a changed parameter redone); lsh --verify exact
+# (no removed document below the threshold by exact Jaccard, 1 rank = 4 ranks, changed shards
+# refused).
 # (top_srcdir, GPT3D, PYTHON_REF, MPIRUN come from make check; run sets rc and out.)
 # shellcheck disable=SC2154
 # shellcheck source=tests/lib.sh
@@ -47,6 +49,57 @@ else
     skip "mpirun not found: lsh with 4 ranks"
 fi
 
+# --verify exact: candidate pairs verified by the exact Jaccard of their shingle sets (the
+# documents re-read from the shards): no removed document below the threshold, by the exact
+# Jaccard over all pairs; the same bits from 1 rank and 4.
+run "$GPT3D" curate lsh --shard-list "$L" --minhash-dir "$D/mh1" --output-dir "$D/lshe1" --verify exact
+is "$rc" 0 "lsh --verify exact, 1 rank"
+[ "$rc" -eq 0 ] || diag "$out"
+run "$PY" "$REF" check-verified "$D" "$D/lshe1/duplicates.tsv" 0.8
+is "$rc" 0 "--verify exact: every removed document has exact Jaccard >= 0.8 in its component; recall"
+printf '%s\n' "$out" | grep '^#' || true
+[ "$rc" -eq 0 ] || diag "$out"
+run "$PY" "$REF" check-verified "$D" "$D/lsh1/duplicates.tsv" 0.8
+like "$out" "[1-9][0-9]* of them with best exact Jaccard in their component < 0.8 " "the same check finds estimate-verified removals below 0.8 (the check can fail)"
+printf '%s\n' "$out" | grep '^# removed' | sed 's/^# /# --verify estimate: /' || true
+like "$(cat "$D/lshe1/report.json")" '"params": "[^"]*verify=exact' "the report records --verify exact"
+differ=0; cmp -s "$D/lshe1/duplicates.tsv" "$D/lsh1/duplicates.tsv" || differ=1
+is "$differ" 1 "--verify exact and estimate decide differently on this corpus"
+if g3_have_mpirun; then
+    run g3_mpirun -np 4 "$GPT3D" curate lsh --shard-list "$L" --minhash-dir "$D/mh1" --output-dir "$D/lshe4" --verify exact
+    is "$rc" 0 "lsh --verify exact, 4 ranks under mpirun"
+    [ "$rc" -eq 0 ] || diag "$out"
+    run diff -r "$D/lshe1" "$D/lshe4"
+    is "$rc" 0 "lsh --verify exact: 1 rank and 4 ranks write the same bits"
+else
+    skip "mpirun not found: lsh --verify exact with 4 ranks"
+    skip "mpirun not found: lsh --verify exact with 4 ranks"
+fi
+# A shard changed after minhash is refused, naming the line, not silently misread: a removed
+# document's text changed (its pair is verified, so it is re-read), or the shard cut short.
+C="$TMPD/chg"
+mkdir -p "$C"
+sed "s|^$D/|$C/|" "$L" > "$C/list.txt"
+cp "$D"/in-*.jsonl "$C/"
+fz=$(awk -F'\t' '$3 == "fuzzy" {print $1, $2; exit}' "$D/lshe1/duplicates.tsv")
+"$PY" - "$C/in-${fz% *}.jsonl" "${fz#* }" <<'PYEOF'
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+d = json.loads(lines[int(sys.argv[2]) - 1])
+d["text"] = "changed " + d["text"]
+lines[int(sys.argv[2]) - 1] = json.dumps(d)
+open(sys.argv[1], "w").write("\n".join(lines))
+PYEOF
+run "$GPT3D" curate lsh --shard-list "$C/list.txt" --minhash-dir "$D/mh1" --output-dir "$C/lsh" --verify exact
+like "$out" "in-${fz% *}.jsonl line ${fz#* } is not the document that .*shard-0000${fz% *}.mh' signed \(the shard changed after minhash: rerun minhash\)" "--verify exact: a document changed after minhash is an error naming the file and line"
+is "$rc" 1 "... exit 1"
+cp "$D"/in-*.jsonl "$C/"
+head -n 100 "$D/in-3.jsonl" > "$C/in-3.jsonl"
+run "$GPT3D" curate lsh --shard-list "$C/list.txt" --minhash-dir "$D/mh1" --output-dir "$C/lsh" --verify exact
+like "$out" "the shard '$C/in-3.jsonl' has no line 101, which its signatures .* sign" "--verify exact: a shard cut short after minhash is an error"
+is "$rc" 1 "... exit 1"
+left=0; [ ! -e "$C/lsh/duplicates.tsv" ] || left=1
+is "$left" 0 "no duplicate list after the errors"
 run "$GPT3D" curate dedup --shard-list "$L" --lsh-dir "$D/lsh1" --output-dir "$D/dd1"
 is "$rc" 0 "dedup, 1 task"
 for t in 1 2 3 4 5 6 7 8; do
