@@ -189,7 +189,7 @@ static double raw_read_ranks(const char *iter, int tp, int pp, int dp, int L, ch
 static g3_status_t bench_save(const char *dir, synth_rank_t *ranks, int world, int64_t iteration,
                               double *t_p, double *t_shards_p)
 {
-    g3_ckpt_save_opts_t so = { "bench", 0, 0 };
+    g3_ckpt_save_opts_t so = { "bench", 0, 0, NULL };
     double t0 = now();
     g3_status_t st = g3_ckpt_save_prepare(dir, iteration, &so);
 
