@@ -186,7 +186,7 @@ typedef struct {
  * the wall time of the operation (barriers and bookkeeping are in neither). */
 typedef enum {
     /* save */
-    G3_CKPT_T_WAIT,       /* waiting for the previous asynchronous save (caller)        */
+    G3_CKPT_T_WAIT,       /* the previous asynchronous save: its writer, its commit    */
     G3_CKPT_T_DESCRIBE,   /* describing the tensors and scalars of the state (caller)   */
     G3_CKPT_T_D2H,        /* copying the parameters and moments to host memory (caller) */
     G3_CKPT_T_FINITE,     /* checking the host copy for NaN and infinity (caller)       */
@@ -204,8 +204,28 @@ typedef enum {
     G3_CKPT_T_COUNT
 } g3_ckpt_phase_t;
 
-#define G3_CKPT_T_SAVE_FIRST G3_CKPT_T_WAIT
-#define G3_CKPT_T_LOAD_FIRST G3_CKPT_T_OPEN
+/* Sets of phases, for g3_ckpt_timing_sum and g3_ckpt_timing_format. */
+#define G3_CKPT_T_BIT(phase) (1u << (phase))
+/* a synchronous save */
+#define G3_CKPT_T_SAVE                                                                      \
+    (G3_CKPT_T_BIT(G3_CKPT_T_DESCRIBE) | G3_CKPT_T_BIT(G3_CKPT_T_D2H) |                     \
+     G3_CKPT_T_BIT(G3_CKPT_T_FINITE) | G3_CKPT_T_BIT(G3_CKPT_T_PACK) |                      \
+     G3_CKPT_T_BIT(G3_CKPT_T_CHECKSUM) | G3_CKPT_T_BIT(G3_CKPT_T_WRITE) |                   \
+     G3_CKPT_T_BIT(G3_CKPT_T_FSYNC) | G3_CKPT_T_BIT(G3_CKPT_T_COMMIT))
+/* the stall of an asynchronous save (commit: creating the temporary directory) */
+#define G3_CKPT_T_STALL                                                                     \
+    (G3_CKPT_T_BIT(G3_CKPT_T_WAIT) | G3_CKPT_T_BIT(G3_CKPT_T_DESCRIBE) |                    \
+     G3_CKPT_T_BIT(G3_CKPT_T_D2H) | G3_CKPT_T_BIT(G3_CKPT_T_FINITE) |                       \
+     G3_CKPT_T_BIT(G3_CKPT_T_PACK) | G3_CKPT_T_BIT(G3_CKPT_T_COMMIT))
+/* the asynchronous writer thread */
+#define G3_CKPT_T_WRITER                                                                    \
+    (G3_CKPT_T_BIT(G3_CKPT_T_PACK) | G3_CKPT_T_BIT(G3_CKPT_T_CHECKSUM) |                    \
+     G3_CKPT_T_BIT(G3_CKPT_T_WRITE) | G3_CKPT_T_BIT(G3_CKPT_T_FSYNC))
+/* a load */
+#define G3_CKPT_T_LOAD                                                                      \
+    (G3_CKPT_T_BIT(G3_CKPT_T_OPEN) | G3_CKPT_T_BIT(G3_CKPT_T_READ) |                        \
+     G3_CKPT_T_BIT(G3_CKPT_T_VERIFY) | G3_CKPT_T_BIT(G3_CKPT_T_CONVERT) |                   \
+     G3_CKPT_T_BIT(G3_CKPT_T_H2D))
 
 typedef struct {
     double s[G3_CKPT_T_COUNT];   /* seconds per phase */
@@ -217,13 +237,13 @@ const char *g3_ckpt_phase_name(g3_ckpt_phase_t phase);
 double      g3_ckpt_timing_now(const g3_ckpt_timing_t *tm);
 /* Charge the time since *t0 to phase (nothing when tm is NULL) and restart *t0 there. */
 void        g3_ckpt_timing_add(g3_ckpt_timing_t *tm, g3_ckpt_phase_t phase, double *t0);
-/* RET: the sum of the phases [first, last]. */
-double      g3_ckpt_timing_sum(const g3_ckpt_timing_t *tm, g3_ckpt_phase_t first,
-                               g3_ckpt_phase_t last);
-/* The phases [first, last] into buf: json 0: "name 0.123, name 0.456" (seconds, 3 digits);
- * json 1: "\"name\":0.123456,\"name\":0.456789" (the members of a JSON object). */
-void        g3_ckpt_timing_format(const g3_ckpt_timing_t *tm, g3_ckpt_phase_t first,
-                                  g3_ckpt_phase_t last, int json, char *buf, size_t size);
+/* RET: the sum of the phases in mask (G3_CKPT_T_BIT of each). */
+double      g3_ckpt_timing_sum(const g3_ckpt_timing_t *tm, unsigned mask);
+/* The phases in mask into buf, in the enum's order: json 0: "name 0.123, name 0.456"
+ * (seconds, 3 digits); json 1: "\"name\":0.123456,\"name\":0.456789" (the members of a
+ * JSON object). */
+void        g3_ckpt_timing_format(const g3_ckpt_timing_t *tm, unsigned mask, int json, char *buf,
+                                  size_t size);
 
 /* ---- save ---------------------------------------------------------------- */
 

@@ -47,31 +47,36 @@ void g3_ckpt_timing_add(g3_ckpt_timing_t *tm, g3_ckpt_phase_t phase, double *t0)
     *t0 = t1;
 }
 
-double g3_ckpt_timing_sum(const g3_ckpt_timing_t *tm, g3_ckpt_phase_t first, g3_ckpt_phase_t last)
+double g3_ckpt_timing_sum(const g3_ckpt_timing_t *tm, unsigned mask)
 {
     double sum = 0;
 
-    for (int k = first; k <= (int)last; k++)
-        sum += tm->s[k];
+    for (int k = 0; k < G3_CKPT_T_COUNT; k++)
+        if (mask & G3_CKPT_T_BIT(k))
+            sum += tm->s[k];
     return sum;
 }
 
-void g3_ckpt_timing_format(const g3_ckpt_timing_t *tm, g3_ckpt_phase_t first,
-                           g3_ckpt_phase_t last, int json, char *buf, size_t size)
+void g3_ckpt_timing_format(const g3_ckpt_timing_t *tm, unsigned mask, int json, char *buf,
+                           size_t size)
 {
     size_t used = 0;
+    const char *sep = "";
 
     if (size == 0)
         return;
     buf[0] = '\0';
-    for (int k = first; k <= (int)last && used < size; k++) {
-        int n = json ? snprintf(buf + used, size - used, "%s\"%s\":%.6f", k > (int)first ? "," : "",
-                                phase_names[k], tm->s[k])
-                     : snprintf(buf + used, size - used, "%s%s %.3f", k > (int)first ? ", " : "",
-                                phase_names[k], tm->s[k]);
+    for (int k = 0; k < G3_CKPT_T_COUNT && used < size; k++) {
+        int n;
+
+        if (!(mask & G3_CKPT_T_BIT(k)))
+            continue;
+        n = json ? snprintf(buf + used, size - used, "%s\"%s\":%.6f", sep, phase_names[k], tm->s[k])
+                 : snprintf(buf + used, size - used, "%s%s %.3f", sep, phase_names[k], tm->s[k]);
         if (n < 0)
             break;
         used += (size_t)n;
+        sep = json ? "," : ", ";
     }
 }
 

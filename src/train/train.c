@@ -495,8 +495,8 @@ static void g3_trainer_committed(g3_trainer_t *tr, int64_t it, const g3_ckpt_tim
 {
     char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX];
 
-    g3_ckpt_timing_format(tm, G3_CKPT_T_PACK, G3_CKPT_T_FSYNC, 0, ph, sizeof(ph));
-    g3_ckpt_timing_format(tm, G3_CKPT_T_PACK, G3_CKPT_T_FSYNC, 1, js, sizeof(js));
+    g3_ckpt_timing_format(tm, G3_CKPT_T_WRITER, 0, ph, sizeof(ph));
+    g3_ckpt_timing_format(tm, G3_CKPT_T_WRITER, 1, js, sizeof(js));
     printf(" committed the asynchronous checkpoint of iteration %lld: writer %.3f s (%s), commit %.3f s\n",
            (long long)it, writer_s, ph, tm->s[G3_CKPT_T_COMMIT]);
     fflush(stdout);
@@ -531,8 +531,8 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
             (long long)it, tr->cfg->save_dir);
         return st;
     }
-    g3_ckpt_timing_format(&tm, G3_CKPT_T_DESCRIBE, G3_CKPT_T_COMMIT, 0, ph, sizeof(ph));
-    g3_ckpt_timing_format(&tm, G3_CKPT_T_DESCRIBE, G3_CKPT_T_COMMIT, 1, js, sizeof(js));
+    g3_ckpt_timing_format(&tm, G3_CKPT_T_SAVE, 0, ph, sizeof(ph));
+    g3_ckpt_timing_format(&tm, G3_CKPT_T_SAVE, 1, js, sizeof(js));
     printf(" saved checkpoint at iteration %8lld to %s (%s): training stalled %.3f s (%s)\n",
            (long long)it, tr->cfg->save_dir, why, dt, ph);
     fflush(stdout);
@@ -579,8 +579,8 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
     }
     if (done >= 0)
         g3_trainer_committed(tr, done, &prev, writer_s);
-    g3_ckpt_timing_format(&tm, G3_CKPT_T_WAIT, G3_CKPT_T_COMMIT, 0, ph, sizeof(ph));
-    g3_ckpt_timing_format(&tm, G3_CKPT_T_WAIT, G3_CKPT_T_COMMIT, 1, js, sizeof(js));
+    g3_ckpt_timing_format(&tm, G3_CKPT_T_STALL, 0, ph, sizeof(ph));
+    g3_ckpt_timing_format(&tm, G3_CKPT_T_STALL, 1, js, sizeof(js));
     if (done >= 0)
         printf(
             " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (%.3f s waiting for the previous save to finish writing, %.3f s host copy; %s)\n",
@@ -685,8 +685,8 @@ static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
     *saved_it_p = *start_it_p;
     res->iterations = *start_it_p;
     res->consumed_samples = *consumed_p;
-    g3_ckpt_timing_format(&tm, G3_CKPT_T_OPEN, G3_CKPT_T_H2D, 0, ph, sizeof(ph));
-    g3_ckpt_timing_format(&tm, G3_CKPT_T_OPEN, G3_CKPT_T_H2D, 1, js, sizeof(js));
+    g3_ckpt_timing_format(&tm, G3_CKPT_T_LOAD, 0, ph, sizeof(ph));
+    g3_ckpt_timing_format(&tm, G3_CKPT_T_LOAD, 1, js, sizeof(js));
     printf(" resumed from the checkpoint of iteration %lld in %s (consumed samples %lld): loaded in %.3f s (%s)\n",
            (long long)*start_it_p, cfg->load_dir, (long long)*consumed_p, dt, ph);
     fflush(stdout);
