@@ -177,6 +177,74 @@ typedef struct {
     g3_status_t (*allreduce_min_int)(void *ctx, int *value);
 } g3_ckpt_comm_t;
 
+/* ---- phase timing --------------------------------------------------------- */
+
+/* Where a save's or a load's time goes: seconds per phase on the monotonic clock
+ * (core/clock.h), filled by the library where a caller passes a g3_ckpt_timing_t (save
+ * and load options, the asynchronous writer) and by the caller for its own phases; the
+ * caller reports them.  Phases a run does not pass through stay 0; the sum is at most
+ * the wall time of the operation (barriers and bookkeeping are in neither). */
+typedef enum {
+    /* save */
+    G3_CKPT_T_WAIT,       /* the previous asynchronous save: its writer, its commit    */
+    G3_CKPT_T_DESCRIBE,   /* describing the tensors and scalars of the state (caller)   */
+    G3_CKPT_T_D2H,        /* copying the parameters and moments to host memory (caller) */
+    G3_CKPT_T_FINITE,     /* checking the host copy for NaN and infinity (caller)       */
+    G3_CKPT_T_PACK,       /* snapshots, HDF5 datasets, attributes and manifests         */
+    G3_CKPT_T_CHECKSUM,   /* CRC-32C of the bytes written                               */
+    G3_CKPT_T_WRITE,      /* handing the bytes to the file system (H5Dwrite, close)     */
+    G3_CKPT_T_FSYNC,      /* fsync of the shard files                                   */
+    G3_CKPT_T_COMMIT,     /* temporary directory, manifests, index, rename, `latest`    */
+    /* load */
+    G3_CKPT_T_OPEN,       /* index, plan, opening and closing shard files and datasets  */
+    G3_CKPT_T_READ,       /* reading the pieces                                         */
+    G3_CKPT_T_VERIFY,     /* CRC-32C not hidden behind the reads                        */
+    G3_CKPT_T_CONVERT,    /* scattering re-sharded pieces, converting dtypes            */
+    G3_CKPT_T_H2D,        /* copying the loaded state into the backend's buffers (caller) */
+    G3_CKPT_T_COUNT
+} g3_ckpt_phase_t;
+
+/* Sets of phases, for g3_ckpt_timing_sum and g3_ckpt_timing_format. */
+#define G3_CKPT_T_BIT(phase) (1u << (phase))
+/* a synchronous save */
+#define G3_CKPT_T_SAVE                                                                      \
+    (G3_CKPT_T_BIT(G3_CKPT_T_DESCRIBE) | G3_CKPT_T_BIT(G3_CKPT_T_D2H) |                     \
+     G3_CKPT_T_BIT(G3_CKPT_T_FINITE) | G3_CKPT_T_BIT(G3_CKPT_T_PACK) |                      \
+     G3_CKPT_T_BIT(G3_CKPT_T_CHECKSUM) | G3_CKPT_T_BIT(G3_CKPT_T_WRITE) |                   \
+     G3_CKPT_T_BIT(G3_CKPT_T_FSYNC) | G3_CKPT_T_BIT(G3_CKPT_T_COMMIT))
+/* the stall of an asynchronous save (commit: creating the temporary directory) */
+#define G3_CKPT_T_STALL                                                                     \
+    (G3_CKPT_T_BIT(G3_CKPT_T_WAIT) | G3_CKPT_T_BIT(G3_CKPT_T_DESCRIBE) |                    \
+     G3_CKPT_T_BIT(G3_CKPT_T_D2H) | G3_CKPT_T_BIT(G3_CKPT_T_FINITE) |                       \
+     G3_CKPT_T_BIT(G3_CKPT_T_PACK) | G3_CKPT_T_BIT(G3_CKPT_T_COMMIT))
+/* the asynchronous writer thread */
+#define G3_CKPT_T_WRITER                                                                    \
+    (G3_CKPT_T_BIT(G3_CKPT_T_PACK) | G3_CKPT_T_BIT(G3_CKPT_T_CHECKSUM) |                    \
+     G3_CKPT_T_BIT(G3_CKPT_T_WRITE) | G3_CKPT_T_BIT(G3_CKPT_T_FSYNC))
+/* a load */
+#define G3_CKPT_T_LOAD                                                                      \
+    (G3_CKPT_T_BIT(G3_CKPT_T_OPEN) | G3_CKPT_T_BIT(G3_CKPT_T_READ) |                        \
+     G3_CKPT_T_BIT(G3_CKPT_T_VERIFY) | G3_CKPT_T_BIT(G3_CKPT_T_CONVERT) |                   \
+     G3_CKPT_T_BIT(G3_CKPT_T_H2D))
+
+typedef struct {
+    double s[G3_CKPT_T_COUNT];   /* seconds per phase */
+} g3_ckpt_timing_t;
+
+/* RET: the phase's name in log lines and metrics ("d2h", "checksum", ...). */
+const char *g3_ckpt_phase_name(g3_ckpt_phase_t phase);
+/* RET: g3_clock_now() when tm is not NULL, else 0. */
+double      g3_ckpt_timing_now(const g3_ckpt_timing_t *tm);
+/* Charge the time since *t0 to phase (nothing when tm is NULL) and restart *t0 there. */
+void        g3_ckpt_timing_add(g3_ckpt_timing_t *tm, g3_ckpt_phase_t phase, double *t0);
+/* RET: the sum of the phases in mask (G3_CKPT_T_BIT of each). */
+double      g3_ckpt_timing_sum(const g3_ckpt_timing_t *tm, unsigned mask);
+/* The phases in mask into buf, in the enum's order: json 0: "name 0.123, name 0.456"
+ * (seconds, 3 digits); json 1: "\"name\":0.123456,\"name\":0.456789" (the members of a
+ * JSON object). */
+void        g3_ckpt_timing_format(const g3_ckpt_timing_t *tm, unsigned mask, int json, char *buf,
+                                  size_t size);
+
 /* ---- save ---------------------------------------------------------------- */
 
 typedef struct {
@@ -184,6 +252,7 @@ typedef struct {
                               rank (e.g. the Slurm job id); NULL: "0"          */
     int         keep_last; /* > 0: after the commit keep only this many        */
     int         no_save_optim; /* skip G3_CKPT_OPTIM tensors (no optim files)  */
+    g3_ckpt_timing_t *timing;  /* NULL, or the phases of the save are added here */
 } g3_ckpt_save_opts_t;
 
 /* The whole save, on every rank.  RET on every rank: G3_OK when the checkpoint
@@ -231,6 +300,10 @@ int         g3_ckpt_async_done(g3_ckpt_async_t *async);
 /* Join the thread; RET: its write status.  The snapshot stays alive so that
  * rank 0 can pass it to g3_ckpt_commit; then call g3_ckpt_async_free. */
 g3_status_t g3_ckpt_async_wait(g3_ckpt_async_t *async, const g3_ckpt_state_t **snapshot_p);
+/* After g3_ckpt_async_wait: the writer thread's phases (pack, checksum, write, fsync) into
+ * *tm and its wall time into *writer_s. */
+void        g3_ckpt_async_timing(const g3_ckpt_async_t *async, g3_ckpt_timing_t *tm,
+                                 double *writer_s);
 void        g3_ckpt_async_free(g3_ckpt_async_t *async);
 
 /* ---- load ---------------------------------------------------------------- */
@@ -260,6 +333,7 @@ typedef struct {
     g3_status_t (*check_index)(void *ctx, g3_ckpt_reader_t *reader, int *final);
     g3_status_t (*check_loaded)(void *ctx, g3_ckpt_reader_t *reader);
     void               *check_ctx;
+    g3_ckpt_timing_t   *timing;       /* NULL, or the phases of the load are added here */
 } g3_ckpt_load_opts_t;
 
 /* The keys compared by default (NULL-terminated). */

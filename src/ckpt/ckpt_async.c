@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 struct g3_ckpt_async {
@@ -16,6 +17,8 @@ struct g3_ckpt_async {
     g3_ckpt_save_opts_t  opts;
     char                *save_id;
     g3_status_t          status;
+    g3_ckpt_timing_t     timing;        /* the writer's phases, written by the thread */
+    double               writer_s;      /* its wall time                              */
     int                  done;          /* set by the thread, under lock */
     int                  joined;
     pthread_mutex_t      lock;
@@ -24,10 +27,13 @@ struct g3_ckpt_async {
 static void *async_main(void *arg)
 {
     g3_ckpt_async_t *a = arg;
+    double t0 = g3_clock_now();
     g3_status_t st = g3_ckpt_write_shards(a->dir, a->snapshot, &a->opts);
+    double dt = g3_clock_now() - t0;
 
     pthread_mutex_lock(&a->lock);
     a->status = st;
+    a->writer_s = dt;
     a->done = 1;
     pthread_mutex_unlock(&a->lock);
     return NULL;
@@ -48,6 +54,7 @@ g3_status_t g3_ckpt_async_start(const char *dir, g3_ckpt_state_t *snapshot,
     if (opts)
         a->opts = *opts;
     a->opts.save_id = a->save_id;
+    a->opts.timing = &a->timing;   /* the thread's own; the caller reads it after the wait */
     a->snapshot = snapshot;
     pthread_mutex_init(&a->lock, NULL);
     rc = pthread_create(&a->thread, NULL, async_main, a);
@@ -87,6 +94,12 @@ g3_status_t g3_ckpt_async_wait(g3_ckpt_async_t *a, const g3_ckpt_state_t **snaps
     if (snapshot_p)
         *snapshot_p = a->snapshot;
     return a->status;
+}
+
+void g3_ckpt_async_timing(const g3_ckpt_async_t *a, g3_ckpt_timing_t *tm, double *writer_s)
+{
+    *tm = a->timing;
+    *writer_s = a->writer_s;
 }
 
 void g3_ckpt_async_free(g3_ckpt_async_t *a)

@@ -104,7 +104,7 @@ static void free_rank(g3_ckpt_state_t *st, void **bufs, int nbufs)
 g3_status_t g3_ckpt_convert(const char *in, const char *out, const g3_ckpt_convert_opts_t *o)
 {
     g3_ckpt_reader_t *r = NULL;
-    g3_ckpt_save_opts_t so = { "convert", 0, o->no_save_optim };
+    g3_ckpt_save_opts_t so = { "convert", 0, o->no_save_optim, NULL };
     g3_ckpt_state_t *root = NULL;
     void **rootbufs = NULL;
     int nrootbufs = 0, with_optim = 0, *bounds = NULL;

@@ -831,16 +831,22 @@ g3_status_t g3_ckpt_dataset_io(hid_t d, hid_t type, int ndim, const int64_t *ext
         size_t n = (size_t)(nr * row) * esz;
         hid_t mspace = g3_ckpt_select_rows(fspace, ndim, extent, r0, nr);
 
+        double t0 = g3_ckpt_timing_now(g3_ckpt_tm);
+
         if (write) {
             if (crc_p)
                 crc = g3_crc32c(crc, p, n);
+            g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_CHECKSUM, &t0);
             if (H5Dwrite(d, type, mspace, fspace, H5P_DEFAULT, p) < 0)
                 st = G3_ERR_IO;
+            g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_WRITE, &t0);
         } else {
             if (H5Dread(d, type, mspace, fspace, H5P_DEFAULT, p) < 0)
                 st = G3_ERR_FORMAT;
-            else if (crc_p)
+            g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_READ, &t0);
+            if (st == G3_OK && crc_p)
                 crc = g3_crc32c(crc, p, n);
+            g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_VERIFY, &t0);
         }
         H5Sclose(mspace);
     }

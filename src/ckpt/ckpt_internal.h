@@ -242,6 +242,12 @@ void g3_ckpt_copy_box(int ndim, const int64_t *io, const int64_t *ie,
 g3_status_t g3_ckpt_rmdir_flat(const char *path);
 int g3_ckpt_parse_iter_name(const char *name, int64_t *iteration_p);
 
+/* The phases of the save or load this thread runs (NULL: not timed): set from the options
+ * by g3_ckpt_write_shards, g3_ckpt_commit and g3_ckpt_reader_load, read by the helpers that
+ * charge their time (g3_ckpt_dataset_io).  One per thread: the asynchronous writer's save
+ * and the training thread's commit or load are timed apart. */
+extern __thread g3_ckpt_timing_t *g3_ckpt_tm;
+
 /* A fault point of the commit protocol (core/hook.h lists the points). */
 static inline void g3_ckpt_fault(const char *point)
 {

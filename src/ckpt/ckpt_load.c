@@ -14,55 +14,16 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/param.h"
 
-/* GPT3D_CKPT_TIMING=1: a phase breakdown of every load on stderr. */
-enum { T_INDEX, T_PLAN, T_FOPEN, T_DOPEN, T_READ, T_CRC, T_SCATTER, T_CLOSE, T_NPHASES };
-static const char *const t_names[T_NPHASES] = { "index", "plan", "shard-open", "dataset-open",
-                                                "read", "crc", "scatter", "close" };
-
-/* The process's load timing: off, or the seconds each phase took since the last report. */
-typedef struct {
-    int    on;                  /* -1: GPT3D_CKPT_TIMING not read yet; else 0 or 1 */
-    double acc[T_NPHASES];      /* seconds per phase                               */
-} g3_ckpt_load_timing_t;
-
-static g3_ckpt_load_timing_t load_timing = { -1, { 0 } };
-
-/* RET: the clock when timing is on, else 0. */
+/* The load's phases go to the caller's g3_ckpt_timing_t (opts->timing, through g3_ckpt_tm). */
 static double load_timing_now(void)
 {
-    if (load_timing.on < 0)
-        load_timing.on = g3_param_ckpt_timing();
-    return load_timing.on ? g3_clock_now() : 0;
+    return g3_ckpt_timing_now(g3_ckpt_tm);
 }
 
-/* Charge the time since *t0 to phase and restart *t0 there. */
-static void load_timing_add(int phase, double *t0)
+static void load_timing_add(g3_ckpt_phase_t phase, double *t0)
 {
-    double t1;
-
-    if (load_timing.on <= 0)
-        return;
-    t1 = g3_clock_now();
-    load_timing.acc[phase] += t1 - *t0;
-    *t0 = t1;
-}
-
-/* One line on stderr for the load of path, then start over. */
-static void load_timing_report(const char *path)
-{
-    double tot = 0;
-
-    if (load_timing.on <= 0)
-        return;
-    for (int k = 0; k < T_NPHASES; k++)
-        tot += load_timing.acc[k];
-    fprintf(stderr, "ckpt load timing (%s):", path);
-    for (int k = 0; k < T_NPHASES; k++)
-        fprintf(stderr, " %s %.3f", t_names[k], load_timing.acc[k]);
-    fprintf(stderr, " total %.3f s\n", tot);
-    memset(load_timing.acc, 0, sizeof(load_timing.acc));
+    g3_ckpt_timing_add(g3_ckpt_tm, phase, t0);
 }
 
 #define LOAD_BLOCK_BYTES (64u << 20)   /* streaming buffer for partial reads */
@@ -826,7 +787,7 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
         if (threaded)
             crc_follow_post(&c, done, 0);
     }
-    load_timing_add(T_READ, &t0);
+    load_timing_add(G3_CKPT_T_READ, &t0);
     if (threaded) {
         crc_follow_post(&c, done, 1);
         pthread_join(th, NULL);
@@ -836,7 +797,7 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
     } else if (crc_p && e == 0) {
         *crc_p = g3_crc32c(*crc_p, buf, nbytes);
     }
-    load_timing_add(T_CRC, &t0);
+    load_timing_add(G3_CKPT_T_VERIFY, &t0);
     return e;
 }
 
@@ -926,7 +887,7 @@ static g3_status_t piece_read_h5(const piece_read_t *p, void *dst, double *t0)
         piece_read_error(p, 0);
         return G3_ERR_FORMAT;
     }
-    load_timing_add(T_READ, t0);
+    *t0 = load_timing_now();   /* g3_ckpt_dataset_io charged the read and the checksum */
     return G3_OK;
 }
 
@@ -961,10 +922,10 @@ static g3_status_t piece_read_rows(const piece_read_t *p, int64_t r0, int64_t nr
     H5Sclose(mspace);
     if (rc < 0)
         return G3_ERR_FORMAT;
-    load_timing_add(T_READ, t0);
+    load_timing_add(G3_CKPT_T_READ, t0);
     if (p->crc)
         *p->crc = g3_crc32c(*p->crc, buf, (size_t)(nr * row_elems) * p->esz);
-    load_timing_add(T_CRC, t0);
+    load_timing_add(G3_CKPT_T_VERIFY, t0);
     return G3_OK;
 }
 
@@ -1008,7 +969,7 @@ static g3_status_t piece_read_blocks(const piece_read_t *p, const work_t *w, siz
             g3_ckpt_copy_box(ndim, io, ie, buf, bo, be, w[i].sdt, w[i].dst->data, w[i].dst->offset,
                              w[i].dst->extent, w[i].ddt);
         }
-        load_timing_add(T_SCATTER, t0);
+        load_timing_add(G3_CKPT_T_CONVERT, t0);
     }
     free(buf);
     return st;
@@ -1036,7 +997,7 @@ static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, c
     st = piece_open(r, f, &p);
     if (st != G3_OK)
         return st;
-    load_timing_add(T_DOPEN, &t0);
+    load_timing_add(G3_CKPT_T_OPEN, &t0);
     /* Direct read: one reader wants exactly this box in the same dtype. */
     direct = n == 1 && w[0].sdt == w[0].ddt;
     for (int k = 0; direct && k < p.t->ndim; k++)
@@ -1056,7 +1017,7 @@ static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, c
     }
     H5Sclose(p.fspace);
     H5Dclose(p.d);
-    load_timing_add(T_CLOSE, &t0);
+    load_timing_add(G3_CKPT_T_OPEN, &t0);
     return st;
 }
 
@@ -1115,17 +1076,24 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
     work_t *work = NULL;
     size_t nwork = 0;
     int verify = !(opts && opts->no_verify);
-    double t0 = load_timing_now();
-    g3_status_t st = check_index(r, state);
+    g3_ckpt_timing_t *outer = g3_ckpt_tm;
+    double t0;
+    g3_status_t st;
+
+    g3_ckpt_tm = opts ? opts->timing : NULL;
+    t0 = load_timing_now();
+    st = check_index(r, state);
     hid_t f = -1;
     int cur_file = -1;
     char fpath[PATH_MAX + 80];
 
     if (st == G3_OK)
         st = plan_load(r, state, opts, &work, &nwork);
-    load_timing_add(T_PLAN, &t0);
-    if (st != G3_OK)
+    load_timing_add(G3_CKPT_T_OPEN, &t0);
+    if (st != G3_OK) {
+        g3_ckpt_tm = outer;
         return st;
+    }
     /* Work is sorted by file, then stored piece: each file is opened once. */
     for (size_t i = 0; st == G3_OK && i < nwork;) {
         size_t j = i;
@@ -1145,9 +1113,9 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
                 H5Fclose(f);
             f = -1;
             cur_file = -1;
-            load_timing_add(T_CLOSE, &t0);
+            load_timing_add(G3_CKPT_T_OPEN, &t0);
             st = open_shard(r, file, &f, fpath, sizeof(fpath));
-            load_timing_add(T_FOPEN, &t0);
+            load_timing_add(G3_CKPT_T_OPEN, &t0);
             if (st != G3_OK)
                 break;
             cur_file = file;
@@ -1160,8 +1128,9 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
     t0 = load_timing_now();
     if (f >= 0)
         H5Fclose(f);
-    load_timing_add(T_CLOSE, &t0);
+    load_timing_add(G3_CKPT_T_OPEN, &t0);
     free(work);
+    g3_ckpt_tm = outer;
     return st;
 }
 
@@ -1269,9 +1238,11 @@ g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_
         g3_ckpt_reader_t *r = NULL;
         int ok, final = 0;
 
-        double t0 = load_timing_now();
+        g3_ckpt_timing_t *tm = opts ? opts->timing : NULL;
+        double t0 = g3_ckpt_timing_now(tm);
+
         st = g3_ckpt_reader_open(cand[c], &r);
-        load_timing_add(T_INDEX, &t0);
+        g3_ckpt_timing_add(tm, G3_CKPT_T_OPEN, &t0);
         if (st == G3_OK && opts && opts->config_text)
             st = g3_ckpt_config_compare(r->config, opts->config_text, opts->model_keys, r->dir);
         if (st == G3_OK && opts && opts->check_index)
@@ -1293,7 +1264,6 @@ g3_status_t g3_ckpt_load(const char *dir, g3_ckpt_state_t *state, const g3_ckpt_
                 g3_info("another rank could not load %s (it says why)", r ? r->dir : cand[c]);
             }
         }
-        load_timing_report(cand[c]);
         if (ok) {
             g3_info("loaded checkpoint %s (iteration %lld)", r->dir, (long long)r->iteration);
             if (reader_p)

@@ -108,8 +108,22 @@ static g3_status_t remove_debris(const char *dir)
     return st;
 }
 
+static g3_status_t prepare_untimed(const char *dir, int64_t iteration,
+                                   const g3_ckpt_save_opts_t *opts);
+
 g3_status_t g3_ckpt_save_prepare(const char *dir, int64_t iteration,
                                  const g3_ckpt_save_opts_t *opts)
+{
+    g3_ckpt_timing_t *tm = opts ? opts->timing : NULL;
+    double t0 = g3_ckpt_timing_now(tm);
+    g3_status_t st = prepare_untimed(dir, iteration, opts);
+
+    g3_ckpt_timing_add(tm, G3_CKPT_T_COMMIT, &t0);   /* the directory work of the commit */
+    return st;
+}
+
+static g3_status_t prepare_untimed(const char *dir, int64_t iteration,
+                                   const g3_ckpt_save_opts_t *opts)
 {
     char tmp[PATH_MAX];
     g3_status_t st;
@@ -172,6 +186,7 @@ static g3_status_t write_piece(hid_t f, const char *path, const g3_ckpt_stensor_
     hid_t space, lcpl, dcpl, d;
     hid_t type = g3_ckpt_h5_type(t->dtype);
     uint32_t crc = 0;
+    double t0 = g3_ckpt_timing_now(g3_ckpt_tm);
     g3_status_t st = G3_OK;
 
     for (int i = 0; i < t->ndim; i++)
@@ -187,12 +202,14 @@ static g3_status_t write_piece(hid_t f, const char *path, const g3_ckpt_stensor_
     d = g3_ckpt_h5_parents(f, dname) == G3_OK
             ? H5Dcreate2(f, dname, type, space, lcpl, dcpl, H5P_DEFAULT)
             : -1;
+    g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_PACK, &t0);   /* the checksum and write: inside */
     if (d < 0 || g3_ckpt_dataset_io(d, type, t->ndim, p->extent, g3_ckpt_dtype_size(t->dtype),
                                     p->data, 1, &crc) != G3_OK) {
         g3_error("cannot write tensor %s (piece %d, %zu bytes) to %s: %s; check free space and quota",
                  s->name, k, bytes, path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
         st = G3_ERR_IO;
     }
+    t0 = g3_ckpt_timing_now(g3_ckpt_tm);
     if (st == G3_OK && bytes >= (4u << 20)) {
         /* Start writing this tensor to disk now, without waiting, so the disk
          * works while the next tensors are copied; the fsync at the end of the
@@ -201,6 +218,7 @@ static g3_status_t write_piece(hid_t f, const char *path, const g3_ckpt_stensor_
         if (H5Fget_vfd_handle(f, H5P_DEFAULT, &handle) >= 0 && handle != NULL)
             sync_file_range(*(int *)handle, 0, 0, SYNC_FILE_RANGE_WRITE);
     }
+    g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_WRITE, &t0);
     if (st == G3_OK) {
         st = g3_ckpt_attr_write_u32(d, "crc32c", crc);
         if (st == G3_OK) st = g3_ckpt_attr_write_str(d, "dtype", g3_ckpt_dtype_name(t->dtype));
@@ -215,6 +233,7 @@ static g3_status_t write_piece(hid_t f, const char *path, const g3_ckpt_stensor_
     H5Pclose(dcpl);
     H5Pclose(lcpl);
     H5Sclose(space);
+    g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_PACK, &t0);
     *crc_p = crc;
     return st;
 }
@@ -226,6 +245,7 @@ static g3_status_t write_shard(const char *tmp, const g3_ckpt_state_t *state, g3
     g3_ckpt_mrow_t *rows = NULL;
     size_t nrows = 0, cap = 0;
     hid_t f;
+    double t0 = g3_ckpt_timing_now(g3_ckpt_tm);
     g3_status_t st;
 
     g3_ckpt_shard_name(kind, l->tp, l->pp, kind == G3_CKPT_MODEL ? 0 : l->dp, name, sizeof(name));
@@ -272,16 +292,21 @@ static g3_status_t write_shard(const char *tmp, const g3_ckpt_state_t *state, g3
             r->pp_layer = t.rule.pp_layer;
             r->pad_dim = t.rule.pad_dim;
             r->unpadded = t.rule.pad_dim >= 0 ? t.rule.unpadded : 0;
-            st = write_piece(f, path, s, k, &s->pieces[k], &r->crc32c);
+            g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_PACK, &t0);
+            st = write_piece(f, path, s, k, &s->pieces[k], &r->crc32c);   /* charges itself */
+            t0 = g3_ckpt_timing_now(g3_ckpt_tm);
         }
     }
     if (st == G3_OK)
         st = g3_ckpt_table_write(f, "manifest", G3_CKPT_TABLE_MANIFEST, rows, nrows, path);
     free(rows);
+    g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_PACK, &t0);
     if (g3_ckpt_h5_close_written(f, path, st != G3_OK) != G3_OK)
         st = G3_ERR_IO;
+    g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_WRITE, &t0);
     if (st == G3_OK)
         st = g3_ckpt_fsync_path(path, 0);
+    g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_FSYNC, &t0);
     if (st == G3_OK)
         g3_ckpt_fault("shard-written");
     return st;
@@ -308,10 +333,12 @@ g3_status_t g3_ckpt_write_shards(const char *dir, const g3_ckpt_state_t *state,
                  tmp);
         return G3_ERR_INVALID_ARG;
     }
+    g3_ckpt_tm = opts ? opts->timing : NULL;
     if (state->layout.dp == 0)
         st = write_shard(tmp, state, G3_CKPT_MODEL);
     if (st == G3_OK && state_has_optim(state) && !(opts && opts->no_save_optim))
         st = write_shard(tmp, state, G3_CKPT_OPTIM);
+    g3_ckpt_tm = NULL;
     return st;
 }
 
@@ -901,8 +928,22 @@ static void commit_report_prune(const char *dir, const char *final, const commit
                 opts->keep_last, dir);
 }
 
+static g3_status_t commit_untimed(const char *dir, const g3_ckpt_state_t *state,
+                                  const g3_ckpt_save_opts_t *opts);
+
 g3_status_t g3_ckpt_commit(const char *dir, const g3_ckpt_state_t *state,
                            const g3_ckpt_save_opts_t *opts)
+{
+    g3_ckpt_timing_t *tm = opts ? opts->timing : NULL;
+    double t0 = g3_ckpt_timing_now(tm);
+    g3_status_t st = commit_untimed(dir, state, opts);
+
+    g3_ckpt_timing_add(tm, G3_CKPT_T_COMMIT, &t0);
+    return st;
+}
+
+static g3_status_t commit_untimed(const char *dir, const g3_ckpt_state_t *state,
+                                  const g3_ckpt_save_opts_t *opts)
 {
     const char *sid = g3_ckpt_save_id(opts);
     char tmp[PATH_MAX], final[PATH_MAX];

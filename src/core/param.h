@@ -42,7 +42,7 @@
     X(comm_yield, "GPT3D_COMM_YIELD", INT, 1, 0, "1", "1: a polling UCX rank calls sched_yield between rounds; 0: it does not.") \
     X(comm_segment_bytes, "GPT3D_COMM_SEGMENT_BYTES", INT, 262144, 1, "262144 (fits the L2 with room)", "Segment size of the pipelined UCX ring reductions.") \
     X(staged_host, "GPT3D_STAGED_HOST", BOOL, 0, 0, "0", "Tests: 1 gives the CPU backend the staged (device through host) groups of --distributed-backend ucx.") \
-    X(ckpt_timing, "GPT3D_CKPT_TIMING", SET, 0, 0, "unset", "Set: a phase breakdown of every checkpoint load on stderr.") \
+    X(ckpt_timing, "GPT3D_CKPT_TIMING", SET, 0, 0, "unset", "Set: tests/ckpt/bench_ckpt prints the phases of every save and load on stderr (gpt3d train always logs them, docs/checkpoints.md).") \
     X(debug_stop_after_iteration, "GPT3D_DEBUG_STOP_AFTER_ITERATION", INT, -1, 0, "unset", "Tests and debuggers: after iteration N each trainer rank stops itself (SIGSTOP) until SIGCONT.")
 
 typedef enum {

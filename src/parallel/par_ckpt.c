@@ -318,7 +318,11 @@ static g3_status_t g3_par_ckpt_check_loaded(void *ctx, g3_ckpt_reader_t *r)
 {
     const g3_par_ckpt_checks_t *c = ctx;
     size_t at = 0;
+    g3_ckpt_timing_t *tm = c->user ? c->user->timing : NULL;
+    double t0 = g3_ckpt_timing_now(tm);
     const char *what = g3_par_ckpt_nonfinite(c->t, c->numel, c->with_optim, &at);
+
+    g3_ckpt_timing_add(tm, G3_CKPT_T_VERIFY, &t0);   /* the values' check, beside the CRCs */
 
     if (what) {
         g3_error("checkpoint %s holds non-finite %s (NaN or infinity; element %zu of this rank's copy): it was saved from a run that had diverged, and resuming it cannot train; load an earlier checkpoint (--load-fallback, or --load DIR/iter_NNNNNNN)",

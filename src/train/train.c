@@ -484,17 +484,44 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
     }
 }
 
+/* The longest list of phases a log line or a metrics record gets. */
+#define G3_TRAINER_PHASES_MAX 512
+
+/* An asynchronous save of iteration `it` was committed: say where the writer thread's time
+ * went (tm: its phases and the commit's; writer_s: its wall time), on stdout and in the
+ * metrics file ("event":"commit"). */
+static void g3_trainer_committed(g3_trainer_t *tr, int64_t it, const g3_ckpt_timing_t *tm,
+                                 double writer_s)
+{
+    char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX];
+
+    g3_ckpt_timing_format(tm, G3_CKPT_T_WRITER, 0, ph, sizeof(ph));
+    g3_ckpt_timing_format(tm, G3_CKPT_T_WRITER, 1, js, sizeof(js));
+    printf(" committed the asynchronous checkpoint of iteration %lld: writer %.3f s (%s), commit %.3f s\n",
+           (long long)it, writer_s, ph, tm->s[G3_CKPT_T_COMMIT]);
+    fflush(stdout);
+    if (tr->metrics) {
+        fprintf(tr->metrics,
+                "{\"event\":\"commit\",\"iteration\":%lld,\"async\":true,\"writer_s\":%.6f,\"commit_s\":%.6f,\"phases\":{%s}}\n",
+                (long long)it, writer_s, tm->s[G3_CKPT_T_COMMIT], js);
+        fflush(tr->metrics);
+    }
+}
+
 /* Save a checkpoint after iteration `it` and say how long training stood still for it. */
 static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consumed, int64_t gbs,
                                    double lr, const char *why)
 {
     g3_train_ckpt_t c = g3_trainer_ckpt(tr);
+    g3_ckpt_timing_t tm;
+    char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX];
     double t0 = g3_clock_now(), dt;
     g3_status_t st = g3_par_engine_params_ready(tr->eng);   /* all-gathers */
 
+    memset(&tm, 0, sizeof(tm));
     g3_timers_start(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     if (st == G3_OK)
-        st = g3_train_ckpt_save(&c, it, consumed, gbs, lr);
+        st = g3_train_ckpt_save(&c, it, consumed, gbs, lr, &tm);
     g3_timers_stop(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
 
     dt = g3_clock_now() - t0;
@@ -504,14 +531,16 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
             (long long)it, tr->cfg->save_dir);
         return st;
     }
-    printf(" saved checkpoint at iteration %8lld to %s (%s): training stalled %.3f s\n",
-           (long long)it, tr->cfg->save_dir, why, dt);
+    g3_ckpt_timing_format(&tm, G3_CKPT_T_SAVE, 0, ph, sizeof(ph));
+    g3_ckpt_timing_format(&tm, G3_CKPT_T_SAVE, 1, js, sizeof(js));
+    printf(" saved checkpoint at iteration %8lld to %s (%s): training stalled %.3f s (%s)\n",
+           (long long)it, tr->cfg->save_dir, why, dt, ph);
     fflush(stdout);
     if (tr->metrics) {
         fprintf(
             tr->metrics,
-            "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"%s\",\"stall_s\":%.6f}\n",
-            (long long)it, (long long)consumed, why, dt);
+            "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"%s\",\"stall_s\":%.6f,\"phases\":{%s}}\n",
+            (long long)it, (long long)consumed, why, dt, js);
         fflush(tr->metrics);
     }
     return G3_OK;
@@ -523,17 +552,23 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
                                          int64_t it, int64_t consumed, int64_t gbs, double lr)
 {
     g3_train_ckpt_t c = g3_trainer_ckpt(tr);
-    double t0 = g3_clock_now(), t1, dt;
+    g3_ckpt_timing_t tm, prev;
+    char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX];
+    double t0 = g3_clock_now(), t1, dt, writer_s = 0;
     int64_t done;
-    g3_status_t st = g3_train_ckpt_async_finish(&c, pending, 1, &done);
+    g3_status_t st;
 
-    t1 = g3_clock_now();   /* t1 - t0: waiting for the previous save's writer */
+    memset(&tm, 0, sizeof(tm));
+    memset(&prev, 0, sizeof(prev));
+    st = g3_train_ckpt_async_finish(&c, pending, 1, &done, &prev, &writer_s);
+    t1 = g3_clock_now();   /* t1 - t0: waiting for the previous save's writer, its commit */
+    tm.s[G3_CKPT_T_WAIT] = t1 - t0;
 
     if (st == G3_OK)
         st = g3_par_engine_params_ready(tr->eng);   /* --overlap-param-gather's all-gathers */
     g3_timers_start(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     if (st == G3_OK)
-        st = g3_train_ckpt_save_async(&c, it, consumed, gbs, lr, pending);
+        st = g3_train_ckpt_save_async(&c, it, consumed, gbs, lr, &tm, pending);
     g3_timers_stop(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     dt = g3_clock_now() - t0;
     if (st != G3_OK) {
@@ -543,21 +578,23 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
         return st;
     }
     if (done >= 0)
-        printf(" committed the asynchronous checkpoint of iteration %lld\n", (long long)done);
+        g3_trainer_committed(tr, done, &prev, writer_s);
+    g3_ckpt_timing_format(&tm, G3_CKPT_T_STALL, 0, ph, sizeof(ph));
+    g3_ckpt_timing_format(&tm, G3_CKPT_T_STALL, 1, js, sizeof(js));
     if (done >= 0)
         printf(
-            " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (%.3f s waiting for the previous save to finish writing, %.3f s host copy)\n",
-            (long long)it, tr->cfg->save_dir, dt, t1 - t0, dt - (t1 - t0));
+            " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (%.3f s waiting for the previous save to finish writing, %.3f s host copy; %s)\n",
+            (long long)it, tr->cfg->save_dir, dt, t1 - t0, dt - (t1 - t0), ph);
     else
         printf(
-            " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (host copy)\n",
-            (long long)it, tr->cfg->save_dir, dt);
+            " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (host copy; %s)\n",
+            (long long)it, tr->cfg->save_dir, dt, ph);
     fflush(stdout);
     if (tr->metrics) {
         fprintf(
             tr->metrics,
-            "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"save interval\",\"async\":true,\"stall_s\":%.6f,\"wait_previous_s\":%.6f,\"host_copy_s\":%.6f}\n",
-            (long long)it, (long long)consumed, dt, t1 - t0, dt - (t1 - t0));
+            "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"save interval\",\"async\":true,\"stall_s\":%.6f,\"wait_previous_s\":%.6f,\"host_copy_s\":%.6f,\"phases\":{%s}}\n",
+            (long long)it, (long long)consumed, dt, t1 - t0, dt - (t1 - t0), js);
         fflush(tr->metrics);
     }
     return G3_OK;
@@ -568,12 +605,15 @@ static g3_status_t g3_trainer_async_poll(g3_trainer_t *tr, g3_train_ckpt_async_t
                                          int block, int64_t *saved_it)
 {
     g3_train_ckpt_t c = g3_trainer_ckpt(tr);
+    g3_ckpt_timing_t tm;
+    double writer_s = 0;
     int64_t done;
     g3_status_t st;
 
     if (!*pending)
         return G3_OK;
-    st = g3_train_ckpt_async_finish(&c, pending, block, &done);
+    memset(&tm, 0, sizeof(tm));
+    st = g3_train_ckpt_async_finish(&c, pending, block, &done, &tm, &writer_s);
     if (st != G3_OK) {
         g3_error(
             "the asynchronous save to %s failed (see above); the previous checkpoints are intact",
@@ -582,8 +622,7 @@ static g3_status_t g3_trainer_async_poll(g3_trainer_t *tr, g3_train_ckpt_async_t
     }
     if (done >= 0) {
         *saved_it = done;
-        printf(" committed the asynchronous checkpoint of iteration %lld\n", (long long)done);
-        fflush(stdout);
+        g3_trainer_committed(tr, done, &tm, writer_s);
     }
     return G3_OK;
 }
@@ -631,7 +670,14 @@ static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
     const g3_train_config_t *cfg = tr->cfg;
     g3_train_ckpt_t c = g3_trainer_ckpt(tr);
     int loaded = 0, unreadable = 0;
-    g3_status_t st = g3_train_ckpt_load(&c, start_it_p, consumed_p, &loaded, &unreadable);
+    g3_ckpt_timing_t tm;
+    char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX];
+    double t0 = g3_clock_now(), dt;
+    g3_status_t st;
+
+    memset(&tm, 0, sizeof(tm));
+    st = g3_train_ckpt_load(&c, start_it_p, consumed_p, &loaded, &unreadable, &tm);
+    dt = g3_clock_now() - t0;
 
     res->resume_failed = st != G3_OK && unreadable;
     if (st != G3_OK || !loaded)
@@ -639,12 +685,15 @@ static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
     *saved_it_p = *start_it_p;
     res->iterations = *start_it_p;
     res->consumed_samples = *consumed_p;
-    printf(" resumed from the checkpoint of iteration %lld in %s (consumed samples %lld)\n",
-           (long long)*start_it_p, cfg->load_dir, (long long)*consumed_p);
+    g3_ckpt_timing_format(&tm, G3_CKPT_T_LOAD, 0, ph, sizeof(ph));
+    g3_ckpt_timing_format(&tm, G3_CKPT_T_LOAD, 1, js, sizeof(js));
+    printf(" resumed from the checkpoint of iteration %lld in %s (consumed samples %lld): loaded in %.3f s (%s)\n",
+           (long long)*start_it_p, cfg->load_dir, (long long)*consumed_p, dt, ph);
     fflush(stdout);
     if (tr->metrics) {
-        fprintf(tr->metrics, "{\"event\":\"load\",\"iteration\":%lld,\"consumed_samples\":%lld}\n",
-                (long long)*start_it_p, (long long)*consumed_p);
+        fprintf(tr->metrics,
+                "{\"event\":\"load\",\"iteration\":%lld,\"consumed_samples\":%lld,\"load_s\":%.6f,\"phases\":{%s}}\n",
+                (long long)*start_it_p, (long long)*consumed_p, dt, js);
         fflush(tr->metrics);
     }
     if (*start_it_p > tr->plan.train_iters)

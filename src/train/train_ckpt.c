@@ -21,7 +21,7 @@
 /* The whole state to save after `iteration`: the tensors (host copies in t) and the scalars. */
 static g3_status_t g3_tck_state(const g3_train_ckpt_t *c, g3_par_ckpt_t *t, int64_t iteration,
                                 int64_t consumed_samples, int64_t gbs, double lr,
-                                g3_ckpt_state_t **state_p)
+                                g3_ckpt_timing_t *tm, g3_ckpt_state_t **state_p)
 {
     const g3_train_config_t *cfg = c->cfg;
     g3_ckpt_state_t *state = NULL;
@@ -29,6 +29,7 @@ static g3_status_t g3_tck_state(const g3_train_ckpt_t *c, g3_par_ckpt_t *t, int6
     int64_t sched[1] = { consumed_samples };
     int64_t ramp[2] = { gbs, consumed_samples };
     int64_t sampler[2] = { consumed_samples, seed };
+    double t0 = g3_ckpt_timing_now(tm);
     g3_status_t st;
 
     st = g3_par_ckpt_describe(t, c->model, 1, !cfg->no_save_optim, &state);
@@ -51,6 +52,7 @@ static g3_status_t g3_tck_state(const g3_train_ckpt_t *c, g3_par_ckpt_t *t, int6
         st = g3_ckpt_state_set_i64(state, "data_sampler", sampler, 2);
     if (st == G3_OK && cfg->tokenizer)   /* which tokenizer files the model learnt ids of */
         st = g3_ckpt_state_set_str(state, "tokenizer", cfg->tokenizer);
+    g3_ckpt_timing_add(tm, G3_CKPT_T_DESCRIBE, &t0);
     if (st != G3_OK) {
         g3_ckpt_state_free(state);
         return st;
@@ -64,12 +66,16 @@ static g3_status_t g3_tck_state(const g3_train_ckpt_t *c, g3_par_ckpt_t *t, int6
  * the save's collectives).  RET: G3_ERR_NUMERIC (logged by the rank that found it) or the
  * agreement's error. */
 static g3_status_t g3_tck_finite(const g3_train_ckpt_t *c, const g3_par_ckpt_t *t,
-                                 int64_t iteration, int agree)
+                                 int64_t iteration, int agree, g3_ckpt_timing_t *tm)
 {
     size_t at = 0;
+    double t0 = g3_ckpt_timing_now(tm);
     const char *what = g3_par_ckpt_nonfinite(t, c->model->numel, 1, &at);
     int ok = what == NULL;
-    g3_status_t st = agree ? g3_par_ckpt_allreduce_min(c->cfg->par, &ok) : G3_OK;
+    g3_status_t st;
+
+    g3_ckpt_timing_add(tm, G3_CKPT_T_FINITE, &t0);   /* the agreement below: in none */
+    st = agree ? g3_par_ckpt_allreduce_min(c->cfg->par, &ok) : G3_OK;
 
     if (what)
         g3_error("not saving the checkpoint of iteration %lld: the %s hold NaN or infinity (element %zu of this rank's copy): the run diverged; the previous checkpoints are intact; lower --lr and resume from the last good checkpoint",
@@ -81,12 +87,15 @@ static g3_status_t g3_tck_finite(const g3_train_ckpt_t *c, const g3_par_ckpt_t *
 
 /* This rank's state into host memory for a save: into the trainer's staging area when it has
  * one (saying once, at its allocation, what it costs), else into fresh memory. */
-static g3_status_t g3_tck_copy(const g3_train_ckpt_t *c, g3_par_ckpt_t *t)
+static g3_status_t g3_tck_copy(const g3_train_ckpt_t *c, g3_par_ckpt_t *t, g3_ckpt_timing_t *tm)
 {
     const g3_train_config_t *cfg = c->cfg;
     int fresh = c->stage && !c->stage->buf;
+    double t0 = g3_ckpt_timing_now(tm);
     g3_status_t st = g3_par_ckpt_init_staged(t, c->model, c->eng, cfg->dp_size, cfg->dp_rank,
                                              c->stage);
+
+    g3_ckpt_timing_add(tm, G3_CKPT_T_D2H, &t0);   /* the first save: the stage's allocation too */
 
     if (st == G3_OK && fresh && (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0))
         g3_info("checkpoints: a %.1f MiB host staging area (%s) holds each save's copy of this rank's parameters and Adam moments; allocated once in %.2f s, reused by every save",
@@ -96,16 +105,19 @@ static g3_status_t g3_tck_copy(const g3_train_ckpt_t *c, g3_par_ckpt_t *t)
     return st;
 }
 
-static void g3_tck_save_opts(const g3_train_config_t *cfg, g3_ckpt_save_opts_t *so)
+static void g3_tck_save_opts(const g3_train_config_t *cfg, g3_ckpt_save_opts_t *so,
+                             g3_ckpt_timing_t *tm)
 {
     memset(so, 0, sizeof(*so));
+    so->timing = tm;
     so->save_id = cfg->save_id;
     so->keep_last = cfg->keep_last;
     so->no_save_optim = cfg->no_save_optim;
 }
 
 g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
-                               int64_t consumed_samples, int64_t gbs, double lr)
+                               int64_t consumed_samples, int64_t gbs, double lr,
+                               g3_ckpt_timing_t *tm)
 {
     const g3_train_config_t *cfg = c->cfg;
     g3_ckpt_state_t *state = NULL;
@@ -114,14 +126,14 @@ g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
     g3_par_ckpt_t t;
     g3_status_t st;
 
-    st = g3_tck_copy(c, &t);
+    st = g3_tck_copy(c, &t, tm);
     if (st != G3_OK)
         return st;
-    st = g3_tck_finite(c, &t, iteration, 1);
+    st = g3_tck_finite(c, &t, iteration, 1, tm);
     if (st == G3_OK)
-        st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
+        st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, tm, &state);
     if (st == G3_OK) {
-        g3_tck_save_opts(cfg, &so);
+        g3_tck_save_opts(cfg, &so, tm);
         st = g3_ckpt_save(cfg->save_dir, state, &so, &comm);
         g3_ckpt_state_free(state);
     }
@@ -145,7 +157,7 @@ static g3_status_t g3_tck_agree(const g3_train_config_t *cfg, int *ok)
 
 g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration,
                                      int64_t consumed_samples, int64_t gbs, double lr,
-                                     g3_train_ckpt_async_t **pending_p)
+                                     g3_ckpt_timing_t *tm, g3_train_ckpt_async_t **pending_p)
 {
     const g3_train_config_t *cfg = c->cfg;
     g3_ckpt_state_t *state = NULL, *snap = NULL;
@@ -153,10 +165,11 @@ g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration
     g3_ckpt_save_opts_t so;
     g3_par_ckpt_t t;
     int ok, root;
+    double t0;
     g3_status_t st = G3_OK, cst;
 
     root = c->model->cfg.tp_rank == 0 && c->model->cfg.pp_rank == 0 && cfg->dp_rank == 0;
-    g3_tck_save_opts(cfg, &so);
+    g3_tck_save_opts(cfg, &so, tm);   /* the writer thread times itself (ckpt_async.c) */
     if (root)
         st = g3_ckpt_save_prepare(cfg->save_dir, iteration, &so);
     ok = st == G3_OK;
@@ -167,17 +180,19 @@ g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration
     /* The host copy is the stall.  The writer thread owns the snapshot: with a staging area
      * the state itself, which points into it (the next save waits for this one before it
      * copies into the stage again); else a copy of the state. */
-    st = g3_tck_copy(c, &t);
+    st = g3_tck_copy(c, &t, tm);
     if (st == G3_OK) {
-        st = g3_tck_finite(c, &t, iteration, 0);   /* agreed below with the rest */
+        st = g3_tck_finite(c, &t, iteration, 0, tm);   /* agreed below with the rest */
         if (st == G3_OK)
-            st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, &state);
+            st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, tm, &state);
+        t0 = g3_ckpt_timing_now(tm);
         if (st == G3_OK && t.staged) {
             snap = state;
             state = NULL;
         } else if (st == G3_OK) {
             st = g3_ckpt_state_snapshot(state, &snap);
         }
+        g3_ckpt_timing_add(tm, G3_CKPT_T_PACK, &t0);   /* the snapshot (none when staged) */
         g3_ckpt_state_free(state);
         g3_par_ckpt_free(&t);
     }
@@ -213,7 +228,8 @@ g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration
 }
 
 g3_status_t g3_train_ckpt_async_finish(const g3_train_ckpt_t *c, g3_train_ckpt_async_t **pending_p,
-                                       int block, int64_t *iteration_p)
+                                       int block, int64_t *iteration_p, g3_ckpt_timing_t *tm,
+                                       double *writer_s)
 {
     const g3_train_config_t *cfg = c->cfg;
     g3_train_ckpt_async_t *a = *pending_p;
@@ -232,7 +248,7 @@ g3_status_t g3_train_ckpt_async_finish(const g3_train_ckpt_t *c, g3_train_ckpt_a
         if (!ok)
             return G3_OK;
     }
-    g3_tck_save_opts(cfg, &so);
+    g3_tck_save_opts(cfg, &so, NULL);
     st = g3_ckpt_async_wait(a->writer, &snap);
     ok = st == G3_OK;
     if ((cst = g3_tck_agree(cfg, &ok)) != G3_OK) {
@@ -246,7 +262,9 @@ g3_status_t g3_train_ckpt_async_finish(const g3_train_ckpt_t *c, g3_train_ckpt_a
         goto out_free;
     }
     if (a->root) {
+        so.timing = tm;
         st = g3_ckpt_commit(cfg->save_dir, snap, &so);
+        so.timing = NULL;
         if (st != G3_OK)
             g3_ckpt_save_abort(cfg->save_dir, a->iteration, &so);
     }
@@ -255,8 +273,15 @@ g3_status_t g3_train_ckpt_async_finish(const g3_train_ckpt_t *c, g3_train_ckpt_a
         st = cst;
     else if (!ok && st == G3_OK)
         st = G3_ERR_IO;
-    if (st == G3_OK)
+    if (st == G3_OK) {
         *iteration_p = a->iteration;
+        if (tm && writer_s) {
+            g3_ckpt_timing_t w;
+            g3_ckpt_async_timing(a->writer, &w, writer_s);
+            for (int k = 0; k < G3_CKPT_T_COUNT; k++)
+                tm->s[k] += w.s[k];
+        }
+    }
 out_free:
     g3_ckpt_async_free(a->writer);
     free(a);
@@ -358,7 +383,8 @@ static int g3_tck_unreadable(g3_status_t st)
 }
 
 g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
-                               int64_t *consumed_p, int *loaded_p, int *unreadable_p)
+                               int64_t *consumed_p, int *loaded_p, int *unreadable_p,
+                               g3_ckpt_timing_t *tm)
 {
     const g3_train_config_t *cfg = c->cfg;
     g3_ckpt_reader_t *r = NULL;
@@ -367,6 +393,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     g3_par_ckpt_t t;
     int64_t step = 0;
     int fresh_optim;
+    double t0;
     g3_status_t st;
 
     *iteration_p = 0;
@@ -388,6 +415,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     lo.config_text = cfg->config_text;
     lo.check_index = g3_tck_check_tokenizer;
     lo.check_ctx = &tokcheck;
+    lo.timing = tm;
     st = g3_par_ckpt_read(&t, c->model, cfg->load_dir, &lo, cfg->par, &r);
     if (st != G3_OK) {
         *unreadable_p = !tokcheck.mismatch && g3_tck_unreadable(st);
@@ -405,7 +433,9 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
         }
     }
     /* the index against /state, the seed, then into the backend's buffers */
+    t0 = g3_ckpt_timing_now(tm);
     st = g3_par_ckpt_apply(&t, c->model, r, !fresh_optim, fresh_optim ? 0 : step);
+    g3_ckpt_timing_add(tm, G3_CKPT_T_H2D, &t0);
     if (st != G3_OK) {
         *unreadable_p = g3_tck_unreadable(st);
         goto out_close;

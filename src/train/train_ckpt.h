@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "ckpt/ckpt.h"
 #include "core/status.h"
 #include "model/gpt.h"
 #include "parallel/par.h"
@@ -30,23 +31,31 @@ typedef struct {
 } g3_train_ckpt_t;
 
 /* Save the state after `iteration` (collective over the world).  gbs: the global batch of
- * the last iteration; lr: its learning rate.  RET: G3_OK on every rank when committed. */
+ * the last iteration; lr: its learning rate.  tm: NULL, or this rank's phases of the save
+ * are added to it (describe, d2h, finite, pack, checksum, write, fsync, commit; ckpt.h).
+ * RET: G3_OK on every rank when committed. */
 g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
-                               int64_t consumed_samples, int64_t gbs, double lr);
+                               int64_t consumed_samples, int64_t gbs, double lr,
+                               g3_ckpt_timing_t *tm);
 
 /* Asynchronous save (--async-save): rank 0 prepares the temporary directory, every rank copies
  * its state to host memory (the stall) and a writer thread writes its shards while training
- * goes on.  OUT: *pending_p.  Only one save may be pending. */
+ * goes on.  tm: NULL, or the phases of the stall are added to it (commit: the temporary
+ * directory; describe, d2h, finite, pack: the snapshot).  OUT: *pending_p.  Only one save
+ * may be pending. */
 typedef struct g3_train_ckpt_async g3_train_ckpt_async_t;
 g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration,
                                      int64_t consumed_samples, int64_t gbs, double lr,
-                                     g3_train_ckpt_async_t **pending_p);
+                                     g3_ckpt_timing_t *tm, g3_train_ckpt_async_t **pending_p);
 /* Commit a pending save (collective): block = 0 does it only when every rank's writer has
  * finished (else nothing, *iteration_p = -1); block = 1 waits.  *pending_p becomes NULL once
  * finished.  OUT: *iteration_p, the iteration committed, or -1.  RET: the save's failure (the
- * temporary directory is removed; the previous checkpoints are intact). */
+ * temporary directory is removed; the previous checkpoints are intact).  tm: NULL, or, when a
+ * save was committed, the writer thread's phases (pack, checksum, write, fsync) and the
+ * commit's are added to it and *writer_s is the writer's wall time (else left alone). */
 g3_status_t g3_train_ckpt_async_finish(const g3_train_ckpt_t *c, g3_train_ckpt_async_t **pending_p,
-                                       int block, int64_t *iteration_p);
+                                       int block, int64_t *iteration_p, g3_ckpt_timing_t *tm,
+                                       double *writer_s);
 
 /* On an error: wait for the writer thread and forget the save (not committed; the next save
  * removes its temporary directory).  Not collective.  NULL: nothing. */
@@ -58,9 +67,11 @@ void g3_train_ckpt_async_drop(g3_train_ckpt_async_t *pending);
  * when the load failed because the checkpoint itself cannot be read or verified (a file
  * corrupt, missing or unreadable; not a checkpoint that disagrees with the run's model or
  * tokenizer), else 0.
+ * tm: NULL, or the phases of the load are added to it (open, read, verify, convert, h2d).
  * RET: G3_ERR_INVALID_ARG for a model mismatch (logged by the library, naming the flags),
  * load errors (naming the file and dataset). */
 g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
-                               int64_t *consumed_p, int *loaded_p, int *unreadable_p);
+                               int64_t *consumed_p, int *loaded_p, int *unreadable_p,
+                               g3_ckpt_timing_t *tm);
 
 #endif

@@ -13,7 +13,11 @@
  * Two references read the checkpoint's own files with read(), without HDF5:
  * every file once ("the shard files"), and what each rank's load reads ("each
  * rank's files": index, model and optim file per rank, so the DP replicas read
- * the model files a second time, from the page cache, as their loads do). */
+ * the model files a second time, from the page cache, as their loads do).
+ *
+ * Each repetition also prints where the save's and the load's time went (the library's
+ * phases, ckpt.h g3_ckpt_timing_t, summed over the ranks); with GPT3D_CKPT_TIMING set, one
+ * line per rank's load on stderr. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -27,6 +31,7 @@
 #include "ckpt/ckpt.h"
 #include "core/fs.h"
 #include "core/log.h"
+#include "core/param.h"
 #include "synth.h"
 
 static double now(void)
@@ -187,9 +192,9 @@ static double raw_read_ranks(const char *iter, int tp, int pp, int dp, int L, ch
 }
 
 static g3_status_t bench_save(const char *dir, synth_rank_t *ranks, int world, int64_t iteration,
-                              double *t_p, double *t_shards_p)
+                              double *t_p, double *t_shards_p, g3_ckpt_timing_t *tm)
 {
-    g3_ckpt_save_opts_t so = { "bench", 0, 0 };
+    g3_ckpt_save_opts_t so = { "bench", 0, 0, tm };
     double t0 = now();
     g3_status_t st = g3_ckpt_save_prepare(dir, iteration, &so);
 
@@ -204,15 +209,34 @@ static g3_status_t bench_save(const char *dir, synth_rank_t *ranks, int world, i
     return st;
 }
 
-/* Each simulated rank loads its own state, into the buffers it saved. */
+/* The library's phases of a load (the host-to-device copy is the caller's: none here). */
+#define BENCH_LOAD_PHASES (G3_CKPT_T_LOAD & ~G3_CKPT_T_BIT(G3_CKPT_T_H2D))
+
+/* Each simulated rank loads its own state, into the buffers it saved; the phases of all the
+ * loads added into *tm, and with GPT3D_CKPT_TIMING set one line per rank's load on stderr. */
 static g3_status_t bench_load(const char *dir, synth_rank_t *ranks, int world,
-                              const g3_ckpt_load_opts_t *lo, double *t_p)
+                              const g3_ckpt_load_opts_t *lo, double *t_p, g3_ckpt_timing_t *tm)
 {
     double t0 = now();
     g3_status_t st = G3_OK;
+    g3_ckpt_load_opts_t o = *lo;
 
-    for (int r = 0; st == G3_OK && r < world; r++)
-        st = g3_ckpt_load(dir, ranks[r].state, lo, NULL, NULL);
+    for (int r = 0; st == G3_OK && r < world; r++) {
+        g3_ckpt_timing_t one;
+        double t1 = now();
+        char ph[256];
+
+        memset(&one, 0, sizeof(one));
+        o.timing = &one;
+        st = g3_ckpt_load(dir, ranks[r].state, &o, NULL, NULL);
+        for (int k = 0; k < G3_CKPT_T_COUNT; k++)
+            tm->s[k] += one.s[k];
+        if (g3_param_ckpt_timing()) {
+            g3_ckpt_timing_format(&one, BENCH_LOAD_PHASES, 0, ph, sizeof(ph));
+            fprintf(stderr, "ckpt load timing (%s, rank %d): %s; total %.3f s\n", dir, r, ph,
+                    now() - t1);
+        }
+    }
     *t_p = now() - t0;
     if (st != G3_OK)
         fprintf(stderr, "bench_ckpt: load failed: %s\n", g3_status_string(st));
@@ -298,15 +322,18 @@ int main(int argc, char **argv)
          * pays for the disk still flushing the first one. */
         int ckpt_first = rep % 2;
         double t_shards = 0, t_save = 0, t_load = 0;
-        char cmd[1100];
+        char cmd[1100], sph[256], lph[256];
+        g3_ckpt_timing_t tms, tml;
 
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
         if (system(cmd) != 0)
             return 1;
         sync();
+        memset(&tms, 0, sizeof(tms));
+        memset(&tml, 0, sizeof(tml));
         for (int step = 0; step < 2; step++) {
             if ((step == 0) == ckpt_first) {
-                if (bench_save(dir, ranks, world, c.iteration, &t_save, &t_shards) != G3_OK)
+                if (bench_save(dir, ranks, world, c.iteration, &t_save, &t_shards, &tms) != G3_OK)
                     return 1;
             } else {
                 tw[rep] = plain_write(plain, pbuf, bytes);
@@ -319,7 +346,7 @@ int main(int argc, char **argv)
         drop_cache_dir(iter);
         for (int step = 0; step < 2; step++) {
             if ((step == 0) == ckpt_first) {
-                if (bench_load(dir, ranks, world, &lo, &t_load) != G3_OK)
+                if (bench_load(dir, ranks, world, &lo, &t_load, &tml) != G3_OK)
                     return 1;
             } else {
                 tr[rep] = plain_read(plain, pbuf, bytes);
@@ -334,6 +361,10 @@ int main(int argc, char **argv)
         printf("  rep %d (%s first): plain write %.2f s, save %.2f s (shards %.2f s); plain read %.2f s, load %.2f s, read of the shard files %.2f s, of each rank's files %.2f s\n",
                rep, ckpt_first ? "checkpoint" : "plain", tw[rep], t_save, t_shards, tr[rep], t_load, traw[rep],
                tranks[rep]);
+        g3_ckpt_timing_format(&tms, G3_CKPT_T_WRITER | G3_CKPT_T_BIT(G3_CKPT_T_COMMIT), 0, sph,
+                              sizeof(sph));
+        g3_ckpt_timing_format(&tml, BENCH_LOAD_PHASES, 0, lph, sizeof(lph));
+        printf("    phases (s, all ranks): save: %s; load: %s\n", sph, lph);
     }
     best_raw = median(traw, reps);
     best_ranks = median(tranks, reps);

@@ -16,7 +16,7 @@
 int main(int argc, char **argv)
 {
     synth_cfg_t c = { 4, 16, 4, 64, 50, 64, 32, G3_CKPT_F32, 1, 0 };
-    g3_ckpt_save_opts_t so = { NULL, 0, 0 };
+    g3_ckpt_save_opts_t so = { NULL, 0, 0, NULL };
     g3_ckpt_load_opts_t lo;
     int tp, pp, dp, bad = 0;
     g3_status_t st;

@@ -62,7 +62,7 @@ static int rank_main(int rank, int64_t save_iter, int break_rank, int64_t want_i
     comm_ctx_t cc = { shm, rank };
     g3_ckpt_comm_t comm = { &cc, shm_allreduce_min };
     g3_ckpt_layout_t l = synth_layout(2, 2, 2, rank, 4);
-    g3_ckpt_save_opts_t so = { "coll", 0, 0 };
+    g3_ckpt_save_opts_t so = { "coll", 0, 0, NULL };
     synth_rank_t r, got, want;
     int code = 0;
 

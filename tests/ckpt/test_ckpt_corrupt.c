@@ -172,7 +172,7 @@ int main(void)
 {
     const char *t = getenv("TMPDIR"), *log;
     char p[600], q[600];
-    g3_ckpt_save_opts_t so = { "c", 0, 0 };
+    g3_ckpt_save_opts_t so = { "c", 0, 0, NULL };
     g3_status_t st;
 
     snprintf(base, sizeof(base), "%s/gpt3d-ckpt-corrupt.XXXXXX", t ? t : "/tmp");

@@ -274,7 +274,7 @@ static void test_scalars_and_config(void)
         l.num_layers = 4;
     }
     {   /* --no-save-optim, then load with and without --no-load-optim */
-        g3_ckpt_save_opts_t so = { "t", 0, 1 };
+        g3_ckpt_save_opts_t so = { "t", 0, 1, NULL };
         int bad = -1;
         c.iteration = 6;
         synth_save(dir, &c, 2, 1, 1, &so);
@@ -348,7 +348,7 @@ static int count_entries(const char *dir, const char *prefix)
 static void test_keep_last_and_resave(void)
 {
     char dir[300];
-    g3_ckpt_save_opts_t so = { "job7", 2, 0 };
+    g3_ckpt_save_opts_t so = { "job7", 2, 0, NULL };
     int64_t *iters = NULL, latest = -1;
     int n = 0, bad = -1;
 
@@ -390,7 +390,7 @@ static void test_async(void)
     g3_ckpt_layout_t l[2] = { synth_layout(2, 1, 1, 0, 4), synth_layout(2, 1, 1, 1, 4) };
     synth_rank_t r[2];
     g3_ckpt_async_t *a[2];
-    g3_ckpt_save_opts_t so = { "async", 0, 0 };
+    g3_ckpt_save_opts_t so = { "async", 0, 0, NULL };
     const g3_ckpt_state_t *snap0 = NULL, *snap1 = NULL;
     int ok = 1, bad = -1;
 

@@ -63,6 +63,28 @@ losses() {
     grep '"event":"train"' "$TMPD/$1/metrics.jsonl" | sed 's/.*"loss":\([^,]*\),.*/\1/' | tr '\n' ' '
 }
 
+# phases LABEL TOTAL SLACK LIST NAME...: LIST (a log line's "name 0.123, name 0.456" or the
+# members of a metrics record's "phases" object) holds every NAME with a number >= 0, and the
+# numbers add up to at most TOTAL (+ SLACK: each number rounded).  No timing assumed beyond.
+phases() {
+    _what=$1 _tot=$2 _slack=$3 _list=$4
+    shift 4
+    _got=$(printf '%s\n' "$_list" | awk -v tot="$_tot" -v slack="$_slack" -v want="$*" '
+        { gsub(/"/, ""); gsub(/:/, " "); n = split($0, item, ",")
+          for (i = 1; i <= n; i++) { split(item[i], kv, " "); val[kv[1]] = kv[2]; seen[kv[1]] = 1 } }
+        END { if (tot !~ /^[0-9]+(\.[0-9]+)?$/) { print "no total: " tot; exit }
+              m = split(want, w, " ")
+              for (i = 1; i <= m; i++) {
+                  if (!(w[i] in seen)) { print "no phase " w[i]; exit }
+                  if (val[w[i]] !~ /^[0-9]+(\.[0-9]+)?$/) { print w[i] " is " val[w[i]]; exit }
+                  sum += val[w[i]] }
+              if (sum > tot + slack) { print "the phases add up to " sum " > " tot; exit }
+              print "ok" }')
+    is "$_got" ok "$_what"
+}
+save_names="describe d2h finite pack checksum write fsync commit"
+load_names="open read verify convert h2d"
+
 # exact LABEL NP [FLAGS...]: uninterrupted vs stopped at 4 (--exit-interval, exit 75) and
 # resumed: losses, parameters and Adam moments bitwise equal
 exact() {
@@ -73,8 +95,10 @@ exact() {
     train "$label-b" "$np" --load "$TMPD/$label-b/ck" --exit-interval 4 "$@"
     is "$rc" 75 "$label: --exit-interval 4 saves and exits 75"
     like "$out" 'saved checkpoint at iteration +4 .*stalled' "$label: the save is logged with the stall"
+    save_out=$out
     train "$label-b" "$np" --load "$TMPD/$label-b/ck" --debug-grad-dump "$TMPD/$label-b/g" "$@"
     is "$rc" 0 "$label: the resumed run"
+    load_out=$out
     like "$out" 'resumed from the checkpoint of iteration 4' "$label: it resumed at iteration 4"
     is "$(losses "$label-b")" "$(losses "$label-a")" "$label: the 10 losses are bitwise those of the uninterrupted run"
     run "$check" --tol 0 --what params "$TMPD/$label-a/g" "$TMPD/$label-b/g"
@@ -92,6 +116,28 @@ exact() {
 }
 
 exact one 0
+# where the time of a synchronous save and of a load goes: every phase in the log line and in
+# the metrics record, none negative, together no more than the whole
+line=$(printf '%s\n' "$save_out" | grep -E 'saved checkpoint at iteration +4 ' || true)
+# shellcheck disable=SC2086
+phases "one: the save's log line has every phase" \
+    "$(printf '%s\n' "$line" | sed -n 's/.*training stalled \([0-9.]*\) s .*/\1/p')" 0.006 \
+    "$(printf '%s\n' "$line" | sed -n 's/.*training stalled [0-9.]* s (\(.*\))$/\1/p')" $save_names
+rec=$(grep '"event":"save","iteration":4,' "$TMPD/one-b/metrics.jsonl" || true)
+# shellcheck disable=SC2086
+phases "one: the save's metrics record has every phase" \
+    "$(printf '%s\n' "$rec" | sed -n 's/.*"stall_s":\([0-9.]*\),.*/\1/p')" 0.00001 \
+    "$(printf '%s\n' "$rec" | sed -n 's/.*"phases":{\([^}]*\)}.*/\1/p')" $save_names
+line=$(printf '%s\n' "$load_out" | grep 'resumed from the checkpoint of iteration 4 ' || true)
+# shellcheck disable=SC2086
+phases "one: the load's log line has every phase" \
+    "$(printf '%s\n' "$line" | sed -n 's/.*loaded in \([0-9.]*\) s .*/\1/p')" 0.004 \
+    "$(printf '%s\n' "$line" | sed -n 's/.*loaded in [0-9.]* s (\(.*\))$/\1/p')" $load_names
+rec=$(grep '"event":"load"' "$TMPD/one-b/metrics.jsonl" || true)
+# shellcheck disable=SC2086
+phases "one: the load's metrics record has every phase" \
+    "$(printf '%s\n' "$rec" | sed -n 's/.*"load_s":\([0-9.]*\),.*/\1/p')" 0.00001 \
+    "$(printf '%s\n' "$rec" | sed -n 's/.*"phases":{\([^}]*\)}.*/\1/p')" $load_names
 is "$(cat "$TMPD/one-b/ck/latest")" "iter_0000010" "one: latest names the final checkpoint"
 run "$GPT3D" ckpt verify "$TMPD/one-b/ck"
 is "$rc" 0 "one: gpt3d ckpt verify accepts the trainer's checkpoint"
@@ -148,6 +194,36 @@ is "$rc" 0 "SIGUSR2: the resumed run completes"
 # shellcheck disable=SC2086
 run "$GPT3D" train $flags $slow --run-dir "$TMPD/sigref"
 is "$(losses sig)" "$(losses sigref)" "SIGUSR2: losses of the interrupted and resumed run are the uninterrupted run's"
+
+# --async-save on one rank: the phases of the stall, and of the writer thread once committed
+# shellcheck disable=SC2086
+run "$GPT3D" train $flags --train-iters 7 --save-interval 3 --async-save --save "$TMPD/as1/ck" \
+    --run-dir "$TMPD/as1"
+is "$rc" 0 "async (one rank): --async-save --save-interval 3 --train-iters 7"
+async_names="wait describe d2h finite pack commit"
+writer_names="pack checksum write fsync"
+line=$(printf '%s\n' "$out" | grep -E 'started an asynchronous save of iteration +6 ' || true)
+# shellcheck disable=SC2086
+phases "async: the stall's log line has every phase" \
+    "$(printf '%s\n' "$line" | sed -n 's/.*training stalled \([0-9.]*\) s .*/\1/p')" 0.004 \
+    "$(printf '%s\n' "$line" | sed -n 's/.*host copy; \(.*\))$/\1/p')" $async_names
+rec=$(grep '"event":"save","iteration":6,' "$TMPD/as1/metrics.jsonl" || true)
+# shellcheck disable=SC2086
+phases "async: the stall's metrics record has every phase" \
+    "$(printf '%s\n' "$rec" | sed -n 's/.*"stall_s":\([0-9.]*\),.*/\1/p')" 0.00001 \
+    "$(printf '%s\n' "$rec" | sed -n 's/.*"phases":{\([^}]*\)}.*/\1/p')" $async_names
+line=$(printf '%s\n' "$out" | grep 'committed the asynchronous checkpoint of iteration 3:' || true)
+# shellcheck disable=SC2086
+phases "async: the commit's log line has the writer thread's phases" \
+    "$(printf '%s\n' "$line" | sed -n 's/.*: writer \([0-9.]*\) s .*/\1/p')" 0.003 \
+    "$(printf '%s\n' "$line" | sed -n 's/.*: writer [0-9.]* s (\(.*\)), commit [0-9.]* s$/\1/p')" $writer_names
+like "$line" ', commit [0-9]+\.[0-9]{3} s$' "async: the commit's log line has the commit's time"
+rec=$(grep '"event":"commit","iteration":3,' "$TMPD/as1/metrics.jsonl" || true)
+# shellcheck disable=SC2086
+phases "async: the commit's metrics record has the writer thread's phases" \
+    "$(printf '%s\n' "$rec" | sed -n 's/.*"writer_s":\([0-9.]*\),.*/\1/p')" 0.00001 \
+    "$(printf '%s\n' "$rec" | sed -n 's/.*"phases":{\([^}]*\)}.*/\1/p')" $writer_names
+like "$rec" '"commit_s":[0-9]+\.[0-9]+' "async: the commit's metrics record has the commit's time"
 
 if [ "$have_mpi" = 0 ]; then
     skip "mpirun not found: no parallel layouts"
