@@ -44,6 +44,22 @@ static const char *g3_task_find(const char *s, size_t n, const char *f, size_t n
     return NULL;
 }
 
+/* The end of a rewrite of b into o (st: how the rewrite went): o, NUL-terminated (the NUL not
+ * counted), replaces b; on an error o is freed and b kept.  RET: st, or G3_ERR_NO_MEMORY. */
+static g3_status_t g3_task_buf_replace(g3_buf_t *b, g3_buf_t *o, g3_status_t st)
+{
+    if (st == G3_OK)
+        st = g3_buf_append(o, "", 1);
+    if (st != G3_OK) {
+        g3_buf_free(o);
+        return st;
+    }
+    o->len--;
+    g3_buf_free(b);
+    *b = *o;
+    return G3_OK;
+}
+
 /* str.replace(from, to) on b (all non-overlapping occurrences, left to right).
  * RET: G3_ERR_NO_MEMORY. */
 static g3_status_t g3_task_replace(g3_buf_t *b, const char *from, const char *to)
@@ -60,16 +76,7 @@ static g3_status_t g3_task_replace(g3_buf_t *b, const char *from, const char *to
             st = g3_buf_append(&o, to, nt);
         i = hit ? upto + nf : b->len;
     }
-    if (st == G3_OK)
-        st = g3_buf_append(&o, "", 1);   /* NUL, not counted */
-    if (st != G3_OK) {
-        g3_buf_free(&o);
-        return st;
-    }
-    o.len--;
-    g3_buf_free(b);
-    *b = o;
-    return G3_OK;
+    return g3_task_buf_replace(b, &o, st);
 }
 
 /* re.sub(r"O\s*([^C]*?)\s*C", r"O\1C") for the single bytes O and C: from each O, up to the
@@ -108,16 +115,7 @@ static g3_status_t g3_task_strip_pairs(g3_buf_t *b, char open, char close)
             st = g3_buf_append(&o, &close, 1);
         i = end + 1;
     }
-    if (st == G3_OK)
-        st = g3_buf_append(&o, "", 1);
-    if (st != G3_OK) {
-        g3_buf_free(&o);
-        return st;
-    }
-    o.len--;
-    g3_buf_free(b);
-    *b = o;
-    return G3_OK;
+    return g3_task_buf_replace(b, &o, st);
 }
 
 /* re.sub(r"/' [0-9]/", r"/'[0-9]/"): the pattern and its (literal) replacement as Megatron
@@ -139,16 +137,7 @@ static g3_status_t g3_task_slash_quote(g3_buf_t *b)
             i++;
         }
     }
-    if (st == G3_OK)
-        st = g3_buf_append(&o, "", 1);
-    if (st != G3_OK) {
-        g3_buf_free(&o);
-        return st;
-    }
-    o.len--;
-    g3_buf_free(b);
-    *b = o;
-    return G3_OK;
+    return g3_task_buf_replace(b, &o, st);
 }
 
 g3_status_t g3_task_wikitext_detok(const char *text, size_t len, char **out_p, size_t *out_len_p)
