@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/hash.h"
 #include "curate/curate.h"
 #include "data/json.h"
 
@@ -37,17 +38,8 @@ uint32_t g3_curate_utf8_next(const char *s, size_t *i);
 size_t g3_curate_utf8_check(const char *s, size_t n);
 uint32_t g3_curate_lower_cp(uint32_t cp);
 
-/* 64-bit hashes: of bytes, and the mixer of two 64-bit values. */
+/* 64-bit hashes of bytes (the mixer: core/hash.h). */
 uint64_t g3_curate_hash_bytes(const void *p, size_t n, uint64_t seed);
-static inline uint64_t g3_curate_mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 /* The 64-bit hash of shingle i of ws: words i .. i + n - 1 (fewer at the end: a text of fewer
  * than n words is one shingle).  minhash signs its 32 high bits; lsh --verify exact compares
@@ -57,8 +49,8 @@ static inline uint64_t g3_curate_shingle_hash(const g3_curate_words_t *ws, size_
     uint64_t h = 0x9E3779B97F4A7C15ULL;
     size_t end = i + n < ws->n ? i + n : ws->n;
     for (size_t k = i; k < end; k++)
-        h = g3_curate_mix64(h ^ ws->w[k].hash) + k - i;
-    return g3_curate_mix64(h);
+        h = g3_hash_mix64(h ^ ws->w[k].hash) + k - i;
+    return g3_hash_mix64(h);
 }
 
 /* RET: how many shingles of n words a text of nw words has. */

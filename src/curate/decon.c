@@ -61,8 +61,8 @@ static uint64_t g3_curate_ngram_hash(const g3_curate_word_t *w, int n)
 {
     uint64_t h = 0x6A09E667F3BCC908ULL;
     for (int k = 0; k < n; k++)
-        h = g3_curate_mix64(h ^ w[k].hash) + (uint64_t)k;
-    h = g3_curate_mix64(h);
+        h = g3_hash_mix64(h ^ w[k].hash) + (uint64_t)k;
+    h = g3_hash_mix64(h);
     return h ? h : 1;
 }
 

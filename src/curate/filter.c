@@ -173,7 +173,7 @@ static g3_status_t g3_curate_ngram_rules(g3_curate_filter_t *f, double total, in
     for (int n = 2; n <= 10 && (size_t)n <= nt; n++) {
         size_t m = nt - (size_t)n + 1;
         for (size_t i = 0; i < m; i++) {
-            uint64_t h = g3_curate_mix64(f->gh[i] ^ (f->tok[i + (size_t)n - 1].hash + (uint64_t)n));
+            uint64_t h = g3_hash_mix64(f->gh[i] ^ (f->tok[i + (size_t)n - 1].hash + (uint64_t)n));
             f->gh[i] = h ? h : 1;
         }
         if (n <= 4 ? fail[G3_R_TOP_NGRAM] : fail[G3_R_DUP_NGRAM])

@@ -821,7 +821,7 @@ g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,
         g3_curate_shard_path(mh_dir, s, "mh", path, sizeof(path));
         if (stat(path, &sb) == 0) {
             mh_bytes += (uint64_t)sb.st_size;
-            mh_time = g3_curate_mix64(mh_time ^ ((uint64_t)sb.st_mtim.tv_sec * 1000000000u
+            mh_time = g3_hash_mix64(mh_time ^ ((uint64_t)sb.st_mtim.tv_sec * 1000000000u
                                                  + (uint64_t)sb.st_mtim.tv_nsec));
         }
     }

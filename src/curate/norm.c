@@ -311,7 +311,7 @@ static g3_status_t g3_curate_words_push(g3_curate_words_t *ws, uint64_t h, size_
         ws->w = q;
         ws->cap = cap;
     }
-    ws->w[ws->n].hash = g3_curate_mix64(h);
+    ws->w[ws->n].hash = g3_hash_mix64(h);
     ws->w[ws->n].start = (uint32_t)a;
     ws->w[ws->n].end = (uint32_t)e;
     ws->n++;
@@ -443,12 +443,12 @@ uint64_t g3_curate_hash_bytes(const void *p, size_t n, uint64_t seed)
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
         memcpy(&w, u + i, 8);
-        h ^= g3_curate_mix64(w ^ seed);
+        h ^= g3_hash_mix64(w ^ seed);
         h = (h << 27 | h >> 37) * 0x9E3779B97F4A7C15ULL + 0x52dce729;
     }
     uint64_t t = 0;
     for (size_t k = 0; i + k < n; k++)
         t |= (uint64_t)u[i + k] << (8 * k);
-    h ^= g3_curate_mix64(t ^ seed ^ 0x1F);
-    return g3_curate_mix64(h);
+    h ^= g3_hash_mix64(t ^ seed ^ 0x1F);
+    return g3_hash_mix64(h);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/log.h"
 #include "data/json.h"
 #include "data/unicode_tables.h"
@@ -23,7 +24,7 @@
 
 static inline uint64_t g3_hash_bytes(const unsigned char *p, size_t n)
 {
-    /* FNV-1a folded 8 bytes at a time, then mixed (splitmix64 finaliser). */
+    /* FNV-1a folded 8 bytes at a time, then mixed (g3_hash_mix64). */
     uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)n;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -34,23 +35,9 @@ static inline uint64_t g3_hash_bytes(const unsigned char *p, size_t n)
     }
     for (; i < n; i++)
         h = (h ^ p[i]) * 0x100000001b3ULL;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
+    return g3_hash_mix64(h);
 }
 
-static inline uint64_t g3_hash_u64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 /* ---- the tokenizer ------------------------------------------------------ */
 
@@ -111,7 +98,7 @@ static int32_t g3_bpe_vocab_find(const g3_bpe_t *bpe, const char *p, size_t n)
 static inline const g3_bpe_merge_t *g3_bpe_merge_find(const g3_bpe_t *bpe, int32_t a, int32_t b)
 {
     uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
-    size_t i = g3_hash_u64(key) & bpe->merge_mask;
+    size_t i = g3_hash_mix64(key) & bpe->merge_mask;
     for (;; i = (i + 1) & bpe->merge_mask) {
         const g3_bpe_merge_t *m = &bpe->merges[i];
         if (m->key == key)
@@ -479,7 +466,7 @@ static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const cha
         if (!made[iab])
             made[iab] = 1;
         uint64_t key = ((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib;
-        size_t i = g3_hash_u64(key) & bpe->merge_mask;
+        size_t i = g3_hash_mix64(key) & bpe->merge_mask;
         while (bpe->merges[i].key != UINT64_MAX && bpe->merges[i].key != key)
             i = (i + 1) & bpe->merge_mask;
         if (bpe->merges[i].key == key)
