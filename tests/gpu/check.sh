@@ -18,7 +18,8 @@
 #                  (default attention, GEMM autotuning off)
 #   cudnn.log      cuDNN's API log (CUDNN_LOGLEVEL_DBG=3) of our graphs and of PyTorch's cuDNN
 #                  SDPA on the same shape, the head of each
-#   other.log      tests/ckpt/bench_ckpt and tests/cli/gpu_plan.sh
+#   other.log      tests/ckpt/bench_ckpt, a GPT-2 1.5B async save and resume (stall, phases,
+#                  peak RSS) and tests/cli/gpu_plan.sh
 # Each part runs under its own `timeout` (one hang costs only its part) inside an overall
 # budget (CHECK_BUDGET seconds, default 470): a part that no longer fits is skipped and says
 # so.  The correctness parts and the checkpoint benchmark run side by side first (they time
@@ -133,8 +134,10 @@ attbench() {
     return $rc
 }
 
+# cuDNN attention only (the native kernels' figures are in ../shared/gpu/results: 0.51x and
+# 0.63x of PyTorch); ATTENTION="native cudnn" times both
 bench() {
-    STEPS=${STEPS:-10} SKIP_KERNELS=1 bash "$src/tests/kernels/bench_gpu.sh" "$build"
+    ATTENTION=${ATTENTION:-cudnn} STEPS=${STEPS:-8} SKIP_KERNELS=1 bash "$src/tests/kernels/bench_gpu.sh" "$build"
 }
 
 # two iterations of GPT-2 124M mb16 (default attention) under Nsight Compute; without GEMM
@@ -180,6 +183,43 @@ ckpt() {
     "$build/tests/ckpt/bench_ckpt" "$tmp/ckpt"
 }
 
+# #27: GPT-2 1.5B mb8 with an asynchronous save at iteration 3 (the stall, the staging area's
+# one-time allocation, the writer's phases), the end save, then a resume; the peak RSS of each
+# (VmHWM, polled) next to the size of one checkpoint, and a plain read of it for comparison
+ckpt_gpu() {
+    local d="$GPT3D_TEST_DATA/kjv" c="$tmp/ck15" rc=0 pid hwm h
+    set -- --device cuda --data-path "$d/kjv_text_document" --vocab-file "$d/encoder.json" \
+        --merge-file "$d/vocab.bpe" --num-layers 48 --hidden-size 1600 --num-attention-heads 25 \
+        --seq-length 1024 --micro-batch-size 8 --global-batch-size 8 --eval-iters 0 \
+        --eval-interval 1000 --log-interval 1 --lr 6e-4
+    for run in save load; do
+        if [ $run = save ]; then
+            "$GPT3D" train "$@" --train-iters 6 --save "$c" --save-interval 3 --async-save \
+                --run-dir "$tmp/ck15-run" &
+        else
+            "$GPT3D" train "$@" --train-iters 7 --load "$c" --run-dir "$tmp/ck15-run2" &
+        fi
+        pid=$!
+        hwm=0
+        while kill -0 "$pid" 2>/dev/null; do
+            h=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$pid/status" 2>/dev/null || true)
+            [ -n "$h" ] && hwm=$h   # a zombie's status has no VmHWM
+            sleep 0.5
+        done
+        wait "$pid" || rc=$?
+        echo "ckpt-gpu $run: exit $rc, peak RSS $((${hwm:-0} / 1024)) MiB (VmHWM, polled every 0.5 s)"
+        [ "$rc" = 0 ] || return "$rc"
+    done
+    echo "ckpt-gpu checkpoint size: $(du -sm "$c" | cut -f1) MiB"
+    sync
+    local t0 t1
+    t0=$(date +%s.%N)
+    find "$c" -type f -exec cat {} + >/dev/null
+    t1=$(date +%s.%N)
+    awk -v a="$t0" -v b="$t1" -v m="$(du -sm "$c" | cut -f1)" \
+        'BEGIN { printf "ckpt-gpu plain read (cat, page cache warm): %.2f s, %.0f MB/s\n", b - a, m * 1.048576 / (b - a) }'
+}
+
 plan() {
     local rc=0 f
     echo "-- tests/cli/gpu_plan.sh"
@@ -195,7 +235,7 @@ plan() {
 
 # ---- run ---------------------------------------------------------------------------------
 # the parts run as `bash -c NAME` under timeout: they and what they read are exported
-export -f kernels train ckpt attbench bench ncu_run cudnn_dbg plan
+export -f kernels train ckpt attbench bench ncu_run cudnn_dbg ckpt_gpu plan
 export build src GPT3D tmp
 {
     echo "check.sh at $(date -u '+%Y-%m-%d %H:%M UTC') in $build"
@@ -217,6 +257,7 @@ wait "$p1" "$p2" "$p3" || true
 part attention-bench 75 "$out/bench.log" attbench
 part bench_gpu 200 "$out/bench.log" bench
 : >"$out/ncu.csv"
+part ckpt-gpu 120 "$out/other.log" ckpt_gpu
 part ncu 60 "$out/ncu.csv" ncu_run
 : >"$out/cudnn.log"
 part cudnn-log 40 "$out/cudnn.log" cudnn_dbg
@@ -254,6 +295,7 @@ part plan 120 "$out/other.log" plan
     echo "## Training speed (goal: 124M >= 1.0x PyTorch, 1.5B >= 1.1x, MFU >= 45% at 1.5B)"
     sed -n '/^model  *impl/,$p' "$out/bench.log" | sed 's/^/    /' || true
     grep 'gpt3d [0-9.]*[MB]: attention' "$out/bench.log" | sed 's/^ */- /' || true
+    grep '^RESULT' "$out/bench.log" | sed 's/^RESULT/- measured (model impl micro-batch tokens\/s TFLOP\/s MFU%):/' || true
     echo
     echo "## Top kernels of 2 iterations of GPT-2 124M mb16 (ncu)"
     if [ -s "$out/ncu.csv" ]; then
@@ -278,7 +320,11 @@ EOF
     fi
     echo
     echo "## Checkpoint benchmark and plan vs measured"
-    grep -i 'MB/s\|median\|peak\|ms/iter\|plan' "$out/other.log" | head -n 40 | sed 's/^/    /' || true
+    grep -i 'MB/s\|median\|peak\|ms/iter\|plan' "$out/other.log" | grep -v '^ckpt-gpu' | head -n 40 | sed 's/^/    /' || true
+    echo
+    echo "## GPT-2 1.5B save and resume (goal: async stall <= 1 s, peak RSS <= shard + 10%)"
+    grep -E '^ckpt-gpu|stalled|staging area|saved checkpoint|loaded checkpoint|commit' "$out/other.log" |
+        head -n 20 | cut -c1-400 | sed 's/^/    /' || true
     echo
     echo "## cuDNN"
     grep -m3 'attention B=\|cuDNN [0-9]' "$out/kernels.log" "$out/train.log" 2>/dev/null |

@@ -15,7 +15,7 @@ is "$rc" 0 "check.sh with every GPU part skipped exits 0"
 like "$out" "summary.md" "... and names its summary"
 is "$(find "$TMPD/out" -type f | wc -l)" 7 "it writes 7 files (the GPU machine takes 8)"
 s=$(cat "$TMPD/out/summary.md" 2>/dev/null || true)
-for p in kernels train ckpt attention-bench bench_gpu ncu cudnn-log plan; do
+for p in kernels train ckpt attention-bench bench_gpu ckpt-gpu ncu cudnn-log plan; do
     like "$s" "^\| $p \| \*\*skip\*\* \| 0 \| CHECK_NO_GPU=1 \|" "summary.md lists part $p as skipped, saying why"
 done
 like "$s" "^\| part \| status" "summary.md has the status table"

@@ -16,6 +16,8 @@
 #   tests/kernels/bench_gpu.sh [BUILD_DIR]     (BUILD_DIR: where `make check` built the tests;
 #                                               default $top_builddir, else .)
 # Environment: PEAK_TFLOPS, PYTHON, STEPS, SKIP_TORCH=1, SKIP_KERNELS=1, ATTENTION (see below).
+# Each run's RESULT line (model impl micro-batch tokens/s TFLOP/s MFU%) is printed when it ends,
+# so a run cut short by a time limit still shows what it measured.
 set -euo pipefail
 
 # ---- site values -------------------------------------------------------------------------
@@ -168,10 +170,10 @@ for spec in "124M 12 768 12 $MB_124M -" "1.5B 48 1600 25 $MB_1_5B ${RECOMPUTE_1_
     echo "-- GPT-2 $name, seq $SEQ, micro-batch $mb${recompute:+, recompute $recompute}"
     if [ "$gpt3d_cuda" = yes ]; then
         for att in $ATTENTION; do
-            gpt3d_run "$name" "$layers" "$hidden" "$heads" "$mb" "$recompute" "$att" | tee -a "$results" | grep -v '^RESULT' || true
+            gpt3d_run "$name" "$layers" "$hidden" "$heads" "$mb" "$recompute" "$att" | tee -a "$results" || true
         done
     fi
-    torch_run "$name" "$mb" | tee -a "$results" | grep -v '^RESULT' || true
+    torch_run "$name" "$mb" | tee -a "$results" || true
 done
 
 echo

@@ -21,6 +21,8 @@
  * (--deterministic's engines) must give the same bits twice.  G3_BENCH=1 times both
  * backends on the same shapes; G3_BENCH=only times them without the comparisons (the T=4096
  * references take the CPU a while), for tests/gpu/check.sh. */
+#include "config.h"
+
 #include "kernels/kt.h"
 #ifdef HAVE_CUDNN
 #include "backend/cudnn_att.h"
