@@ -187,8 +187,8 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
     /* split-K for a bf16 D only with fp32 partial sums: OUTPUT_TYPE stores each partial in
      * bf16 and INPLACE adds them in the bf16 output buffer, an extra rounding per piece
      * (tests/kernels/gemm_splitk.py: 8 bf16 partials of K = 3072 reproduce test_gemm's
-     * autotuned dGELU failure on an H100 to the bit; docs/cuda.md, "GEMM").  NONE (no split)
-     * is 0, in every mask. */
+     * autotuned dGELU failure on an H100 to the bit; docs/cuda.md, "Split-K and bf16
+     * outputs").  NONE (no split) is 0, in every mask. */
     uint32_t red_mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     int count = 0;
     cublasStatus_t s;

@@ -21,7 +21,8 @@ is emulated by numpy's float32 matmul (its order differs from a tensor core's; t
 
     /usr/bin/python3 tests/kernels/gemm_splitk.py [N IC OC]     (default 101 768 3072)
 
-Not a test: the evidence for kernels/gemm.cu's reduction-scheme mask (docs/cuda.md, "GEMM").
+Not a test: the evidence for kernels/gemm.cu's reduction-scheme mask (docs/cuda.md, "Split-K
+and bf16 outputs").
 """
 import sys
 
