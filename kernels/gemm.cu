@@ -77,6 +77,22 @@ static cublasStatus_t g3_gemm_set_pointers(cublasLtMatmulDesc_t op, const g3cuda
     return s;
 }
 
+/* OUT: *splits (CUBLASLT_ALGO_CONFIG_SPLITK_NUM) and *scheme (its cublasLtReductionScheme_t) of
+ * algo, 1 and 0 when cuBLASLt does not say. */
+static void g3_gemm_splitk_of(const cublasLtMatmulAlgo_t *algo, int32_t *splits,
+                              uint32_t *scheme)
+{
+    size_t n = 0;
+    *splits = 1;
+    *scheme = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, splits,
+                                             sizeof(*splits), &n) != CUBLAS_STATUS_SUCCESS)
+        *splits = 1;
+    if (cublasLtMatmulAlgoConfigGetAttribute(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, scheme,
+                                             sizeof(*scheme), &n) != CUBLAS_STATUS_SUCCESS)
+        *scheme = 0;
+}
+
 /* Time each candidate on g's operands (D, and the aux output of a GELU_AUX epilogue, are
  * scratch here: the real call rewrites them; an fp32 D that is accumulated into is saved and
  * put back) and keep the fastest in p->algo.  A candidate that fails is passed over; nothing
@@ -128,11 +144,15 @@ static void g3_gemm_tune(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_gemm_
     }
     p->algo = res[besti].algo;
     if (ctx->log && best > 0.0f) {
+        int32_t splits;
+        uint32_t scheme;
+        g3_gemm_splitk_of(&p->algo, &splits, &scheme);
         snprintf(
             note, sizeof(note),
-            "gemm M=%d N=%d K=%d (trans_a %d, trans_b %d, %s D, epilogue %d): algorithm %d of %d, %.1f TFLOP/s (the heuristic's first: %.1f)",
+            "gemm M=%d N=%d K=%d (trans_a %d, trans_b %d, %s D, epilogue %d): algorithm %d of %d (split-K %d, reduction scheme %u), %.1f TFLOP/s (the heuristic's first: %.1f)",
             g->M, g->N, g->K, g->trans_a, g->trans_b, g->d_type == G3CUDA_F32 ? "fp32" : "bf16",
-            (int)g->epilogue, besti, count, 2e-9 * g->M * g->N * (double)g->K / best,
+            (int)g->epilogue, besti, count, (int)splits, (unsigned)scheme,
+            2e-9 * g->M * g->N * (double)g->K / best,
             first > 0.0f ? 2e-9 * g->M * g->N * (double)g->K / first : 0.0);
         ctx->log(note);
     }
@@ -164,6 +184,12 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
     uint32_t al_d = (uint32_t)g3_gemm_align(g->D);
     int64_t ldaux = g->ldaux;
     cudaDataType_t bgrad_type = CUDA_R_32F;
+    /* split-K for a bf16 D only with fp32 partial sums: OUTPUT_TYPE stores each partial in
+     * bf16 and INPLACE adds them in the bf16 output buffer, an extra rounding per piece
+     * (tests/kernels/gemm_splitk.py: 8 bf16 partials of K = 3072 reproduce test_gemm's
+     * autotuned dGELU failure on an H100 to the bit; docs/cuda.md, "Split-K and bf16
+     * outputs").  NONE (no split) is 0, in every mask. */
+    uint32_t red_mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     int count = 0;
     cublasStatus_t s;
     const char *what;
@@ -214,6 +240,9 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
         s = g3_pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d));
     if (s == CUBLAS_STATUS_SUCCESS)
         s = g3_pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d));
+    if (s == CUBLAS_STATUS_SUCCESS && g->d_type == G3CUDA_BF16)
+        s = g3_pref_set(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red_mask,
+                        sizeof(red_mask));
     if (s != CUBLAS_STATUS_SUCCESS)
         goto err_lt;
     what = "cublasLtMatmulAlgoGetHeuristic";

@@ -39,3 +39,6 @@ endif
 # test_emulated.sh is distributed in every configuration, not only where LONG_TESTS has it.
 EXTRA_DIST += tests/kernels/kt.h tests/kernels/bench_gpu.sh tests/kernels/torch_gpt_bench.py \
 	tests/kernels/test_emulated.sh tests/kernels/emu/shim.h tests/kernels/emu/emu_kernels.cc
+# By hand (docs/cuda.md, "Split-K and bf16 outputs"): split-K with bf16 partial sums on
+# test_gemm's inputs.
+EXTRA_DIST += tests/kernels/gemm_splitk.py

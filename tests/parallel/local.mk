@@ -15,6 +15,8 @@ LONG_TESTS += tests/parallel/bench_parallel.sh
 # without 2 GPUs after checking the refusal.  The bf16 data-parallel reduction on the CPU.
 G3_SH_TESTS += tests/parallel/test_parallel_cuda.sh tests/parallel/test_grad_reduce_bf16.sh
 EXTRA_DIST += tests/parallel/par_lib.sh
+# By hand (docs/cuda.md, "bf16 against the CPU"): the GPU's roundings emulated on the CPU.
+EXTRA_DIST += tests/parallel/bf16_gap.py
 # --overlap-grad-reduce / --overlap-param-gather: bitwise the same as the bucketed reduction
 # without overlap (CPU, host groups).
 G3_SH_TESTS += tests/parallel/test_overlap.sh

@@ -21,16 +21,18 @@
 # layouts run again over NCCL (one rank per GPU), with 8 GPUs the 8-rank ones.
 #
 # Tolerances (each layout against the one-GPU run; the reasoning, docs/comm.md):
-#   * loss of every iteration within 0.05 nats of one GPU, and of iterations 1-5 within 0.01
-#     of the CPU.  Against the CPU only the warm-up is compared: at lr 3e-3 this tiny model is
-#     at the edge of stability, and bf16 rounding alone decides whether and when a loss spike
-#     comes.  tests/parallel/bf16_gap.py trains the same shape in PyTorch in fp32 and with
-#     every activation and activation gradient rounded to bf16 (the CUDA precision policy):
-#     over 8 seeds the largest gap of iterations 1-5 was 0.0015 nats, that of the whole 20
-#     iterations 0.003 to 6.6 (a spike in one run and not the other; docs/cuda.md, "bf16
-#     against the CPU").  The GPU runs of 2026-11-26 were 0.13-0.17 nats from the CPU over 20
-#     iterations (the same shape at lr 1e-3 on GPT-2's vocabulary: 0.0015).  A wrong kernel
-#     shows from iteration 1.  What differs
+#   * loss of every iteration within 0.05 nats of one GPU, and against the CPU: iterations
+#     1-3 within 0.002 nats, 4-5 within 0.035.  Against the CPU only the warm-up is compared:
+#     at lr 3e-3 this tiny model is at the edge of stability, and rounding decides how high a
+#     loss spike goes.  tests/parallel/bf16_gap.py trains this test's run (its flags, corpus,
+#     initial weights and samples, taken from gpt3d's CPU run, whose first five losses its
+#     fp32 replica reproduces to 1e-6) in PyTorch with the CUDA backend's bf16 roundings emulated; over 8
+#     seeds the gap was <= 0.0005 over iterations 1-3 (1 and 2 share the initial weights: lr
+#     0 at iteration 1) and up to 0.023 at 4-5, where the first spike comes (this seed: CPU
+#     4.65 -> 5.67 at iteration 5, gap 0.019-0.023; mostly the bf16 working copy of the
+#     LayerNorm gains, as 1 + lr rounds to 1).  The H100 of 2026-11-26 measured 0.017-0.021
+#     over iterations 1-5 in every layout.  Limits: 4 x and 1.5 x the emulated worst
+#     (docs/cuda.md, "bf16 against the CPU").  The line lists the five differences.  What differs
 #     from the one-GPU run: (a) TP sums two bf16 partial products in bf16 (one extra rounding,
 #     <= 2^-9 relative, per element of the row-parallel outputs of each layer, forward and
 #     backward), where one GPU rounds the whole product once; (b) DP, PP's tied embedding and
@@ -119,15 +121,26 @@ is "$rc" 0 "the one-GPU run exits 0"
 first5() {
     awk '/"event":"train"/ && n++ < 5' "$TMPD/$1.jsonl" > "$TMPD/$1.first5.jsonl"
 }
-# against_cpu NAME: iterations 1-5 of NAME within 0.01 nats of the CPU's (see the top)
+# against_cpu NAME: iterations 1-3 of NAME within 0.002 nats of the CPU's, 4-5 within 0.035
+# (see the top); the line lists the five differences NAME - CPU
 against_cpu() {
-    first5 "$1"
-    # shellcheck disable=SC2046
-    set -- $(par_maxdiff "$TMPD/cpu.first5.jsonl" "$TMPD/$1.first5.jsonl" loss train abs) "$1"
-    if [ "$#" -eq 3 ] && [ "$2" -eq 5 ] && par_within "$1" 0.01; then
-        tap_result 0 "$3: iterations 1-5 within 0.01 nats of the CPU (max $1)"
+    _an=$1
+    first5 "$_an"
+    # "N MAX|D1..D3| MAX|D4,D5| D1 ... D5" from the two runs' first five losses
+    _d=$(awk 'FNR == 1 { f++ }
+        { i = index($0, "\"loss\":"); if (!i) next; v = substr($0, i + 7) + 0
+          if (f == 1) ref[++n] = v; else { m++; d[m] = v - ref[m] } }
+        END { for (k = 1; k <= m; k++) { a = d[k] < 0 ? -d[k] : d[k]; if (k <= 3 && a > w1) w1 = a; if (k > 3 && a > w2) w2 = a }
+              printf "%d %.4f %.4f", (m == n ? m : -1), w1, w2
+              for (k = 1; k <= m; k++) printf " %+.4f", d[k]; print "" }' \
+        "$TMPD/cpu.first5.jsonl" "$TMPD/$_an.first5.jsonl")
+    # shellcheck disable=SC2086
+    set -- $_d
+    _what="$_an: iterations 1-3 within 0.002 nats of the CPU, 4-5 within 0.035"
+    if [ "$#" -eq 8 ] && [ "$1" -eq 5 ] && par_within "$2" 0.002 && par_within "$3" 0.035; then
+        tap_result 0 "$_what ($_an - CPU: $4 $5 $6 $7 $8)"
     else
-        tap_result 1 "$3: iterations 1-5 within 0.01 nats of the CPU ($*)"
+        tap_result 1 "$_what ($_d)"
     fi
 }
 first5 cpu
