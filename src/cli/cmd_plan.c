@@ -236,7 +236,8 @@ static int g3_cli_plan_ranks(const g3_opts_t *o, g3_plan_flags_t *f, int *nsizes
 
 /* The GPU (--device cuda): --gpu, else the calibration's (--machine FILE), else the local
  * one, else h100; its fixed memory per process: the calibration's when it measured it, else
- * the table's.  OUT: f->gpu, f->gpu_how, f->fixed_bytes. */
+ * the table's; and its NCCL communicators', the same way.  OUT: f->gpu, f->gpu_how,
+ * f->fixed_bytes, f->nccl_bytes. */
 static int g3_cli_plan_gpu(const g3_opts_t *o, const g3_plan_machine_t *mc, int file,
                            g3_plan_flags_t *f)
 {
@@ -266,10 +267,11 @@ static int g3_cli_plan_gpu(const g3_opts_t *o, const g3_plan_machine_t *mc, int 
     if (!g)
         return 0;
     snprintf(f->gpu, sizeof(f->gpu), "%s", g->name);
+    f->nccl_bytes = file && mc->nccl_bytes > 0 ? mc->nccl_bytes : g->nccl_mib * 1048576.0;
     if (file && mc->fixed_bytes > 0) {
         f->fixed_bytes = mc->fixed_bytes;
-        snprintf(f->gpu_how, sizeof(f->gpu_how), "%s; fixed cost measured by --calibrate: %.100s",
-                 how, mc->name);
+        snprintf(f->gpu_how, sizeof(f->gpu_how), "%s; fixed cost measured by --calibrate%s: %.100s",
+                 how, mc->nccl_bytes > 0 ? ", NCCL's too" : ", NCCL's from the table", mc->name);
     } else {
         f->fixed_bytes = g->fixed_mib * 1048576.0;
         snprintf(f->gpu_how, sizeof(f->gpu_how), "%s; fixed cost %s", how, g->fixed_how);
