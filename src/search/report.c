@@ -157,7 +157,7 @@ void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
         "  (+E: embeddings, +H: final LayerNorm and output layer; weights: %s; optimizer: Adam m, v (+ the reduced-gradient shard under ZeRO-1); (%s): the optimizer %s; mb: micro-batches in flight; overhead: %s)\n",
         in->bf16 ? "bf16 working copy + fp32 master" : "fp32", zero ? "replicated" : "ZeRO-1",
         zero ? "without --use-distributed-optimizer" : "with --use-distributed-optimizer",
-        in->bf16 ? "CUDA context, cuBLASLt workspace, allocator slack, NCCL buffers"
+        in->bf16 ? "CUDA context, cuBLASLt, kernels, NCCL, GEMM autotuning's scratch"
                  : "the process");
     printf("  peak: stage %d, %.2f GiB per rank", p->peak_stage,
            g3_plan_gib(p->stages[p->peak_stage].peak_bytes));
