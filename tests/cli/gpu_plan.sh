@@ -99,11 +99,17 @@ while read -r name envs flags; do
     [ "$flags" = - ] && flags=""
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > "$tmp/mem" &
     smi=$!
+    rc=0
     # shellcheck disable=SC2086
     env $envs "$GPT3D" train --device cuda $shape $flags $data --train-iters 3 --log-interval 1 \
-        --eval-iters 0 --run-dir "$tmp/run" > "$tmp/log" 2>&1 || { kill "$smi"; wait "$smi" || true; cat "$tmp/log"; exit 1; }
+        --eval-iters 0 --run-dir "$tmp/run" > "$tmp/log" 2>&1 || rc=$?
     kill "$smi"
     wait "$smi" || true
+    if [ "$rc" != 0 ]; then   # one variant failing leaves the others to measure
+        echo "$name failed (exit $rc): $(tail -1 "$tmp/log")" >> "$out/attribution.txt"
+        rm -rf "$tmp/run"
+        continue
+    fi
     peak=$(sort -n "$tmp/mem" | tail -1)
     # shellcheck disable=SC2086
     js=$(env $envs "$GPT3D" plan --device cuda $shape $flags --machine "$out/gpu.cal" --json)

@@ -635,6 +635,17 @@ like "$out" 'GPU: h200; fixed cost per process 561 MiB \(the calibration.s GPU; 
     "--machine FILE: the calibration's GPU and its measured fixed cost"
 like "$out" 'fixed cost: [0-9]+ ops per iteration on the slowest stage x 35\.0 us = [0-9.]+ ms .*, of which [0-9.]+ ms is not hidden behind the GPU.s work' \
     "... and the fixed cost of its ops, and what of it the GPU's work does not hide"
+if [ -n "$PY" ]; then
+    run "$GPT3D" plan $gpt2 --device cuda --machine "$TMPD/h200.cal" --json
+    is "$(jget "$out" 'round(j["nccl_bytes"])')" "1848639488" "--machine FILE: the calibration's nccl line is NCCL's memory"
+    sed '/^nccl /d' "$TMPD/h200.cal" > "$TMPD/nonccl.cal"
+    run "$GPT3D" plan $gpt2 --device cuda --machine "$TMPD/nonccl.cal"
+    like "$out" "fixed cost measured by --calibrate, NCCL.s from the table: $TMPD/nonccl.cal" \
+        "... a calibration without it: NCCL's from the --gpu table, and the plan says so"
+else
+    skip "no python3 to read --json"
+    skip "no python3 to read --json"
+fi
 run "$GPT3D" plan $gpt2 --device cuda --gpu h300
 is "$rc" 2 "--gpu h300: exit 2"
 like "$out" 'error: --gpu h300: not a GPU gpt3d plan knows; give one of h100, h200, a100-40gb, a100-80gb' "... naming the choices"
@@ -654,7 +665,7 @@ sed 's/^format 2/format 3/' "$TMPD/h200.cal" > "$TMPD/v3.cal"
 run "$GPT3D" plan $gpt2 --device cuda --machine "$TMPD/v3.cal"
 is "$rc" 2 "a calibration of format 3: exit 2"
 like "$out" "error: $TMPD/v3.cal: calibration format 3; this gpt3d reads format 2" "... naming both formats"
-for bad in "gpu h300" "op 2" "op -1e-6" "fixed 0"; do
+for bad in "gpu h300" "op 2" "op -1e-6" "fixed 0" "nccl 0"; do
     sed "s/^gpus_per_node 8/$bad/" "$TMPD/h200.cal" > "$TMPD/badline.cal"
     run "$GPT3D" plan $gpt2 --device cuda --machine "$TMPD/badline.cal"
     is "$rc" 2 "a calibration line '$bad': exit 2"
