@@ -55,7 +55,7 @@ static const g3_opt_spec_t g3_cli_plan_own_specs[] = {
     { "json", G3_OPT_BOOL, NULL, "Print one JSON object instead of the tables.", G3_NOOPT },
     { "ranks-per-gpu", G3_OPT_INT, NULL, "Ranks sharing one GPU (--distributed-backend ucx): the memory per GPU counts all of them (default 1).", G3_NOOPT },
     { "machine", G3_OPT_STRING, NULL, "The machine the time per iteration is for: dgx-a100, dgx-h100 (datasheet numbers, docs/plan.md) or a file written by --calibrate (default: a DGX of the --gpu with --device cuda, dgx-h100 for h100; none with cpu).", NULL, 0, 0, "NAME|FILE" },
-    { "calibrate", G3_OPT_STRING, NULL, "Measure this machine (GEMM, attention, memory-bound ops, host copies, the fixed cost of an op; on a GPU its fixed memory per process) with the --device backend, write FILE for --machine, and exit.", NULL, 0, 0, "FILE" },
+    { "calibrate", G3_OPT_STRING, NULL, "Measure this machine (GEMM, attention, memory-bound ops, host copies, the fixed cost of an op; on a GPU its fixed memory per process and what NCCL's four communicators hold) with the --device backend, write FILE for --machine, and exit.", NULL, 0, 0, "FILE" },
     { "gpu", G3_OPT_STRING, NULL, "The GPU to plan for with --device cuda: h100, h200, a100-40gb, a100-80gb (its fixed memory per process, its memory for the fit, a DGX of it for the time; docs/plan.md). Default: a calibration's (--machine FILE), else the local GPU, else h100.", NULL, 0, 0, "NAME" },
     { "sizes", G3_OPT_STRING, NULL, "Also print the time per iteration on each of these node counts (e.g. 280,350,420) with --gpus-per-node ranks each.", NULL, 0, 0, "N,N,..." },
     { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
