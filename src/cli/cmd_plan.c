@@ -55,7 +55,7 @@ static const g3_opt_spec_t g3_cli_plan_own_specs[] = {
     { "json", G3_OPT_BOOL, NULL, "Print one JSON object instead of the tables.", G3_NOOPT },
     { "ranks-per-gpu", G3_OPT_INT, NULL, "Ranks sharing one GPU (--distributed-backend ucx): the memory per GPU counts all of them (default 1).", G3_NOOPT },
     { "machine", G3_OPT_STRING, NULL, "The machine the time per iteration is for: dgx-a100, dgx-h100 (datasheet numbers, docs/plan.md) or a file written by --calibrate (default: a DGX of the --gpu with --device cuda, dgx-h100 for h100; none with cpu).", NULL, 0, 0, "NAME|FILE" },
-    { "calibrate", G3_OPT_STRING, NULL, "Measure this machine (GEMM, attention, memory-bound ops, host copies, the fixed cost of an op; on a GPU its fixed memory per process) with the --device backend, write FILE for --machine, and exit.", NULL, 0, 0, "FILE" },
+    { "calibrate", G3_OPT_STRING, NULL, "Measure this machine (GEMM, attention, memory-bound ops, host copies, the fixed cost of an op; on a GPU its fixed memory per process and what NCCL's four communicators hold) with the --device backend, write FILE for --machine, and exit.", NULL, 0, 0, "FILE" },
     { "gpu", G3_OPT_STRING, NULL, "The GPU to plan for with --device cuda: h100, h200, a100-40gb, a100-80gb (its fixed memory per process, its memory for the fit, a DGX of it for the time; docs/plan.md). Default: a calibration's (--machine FILE), else the local GPU, else h100.", NULL, 0, 0, "NAME" },
     { "sizes", G3_OPT_STRING, NULL, "Also print the time per iteration on each of these node counts (e.g. 280,350,420) with --gpus-per-node ranks each.", NULL, 0, 0, "N,N,..." },
     { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
@@ -236,7 +236,8 @@ static int g3_cli_plan_ranks(const g3_opts_t *o, g3_plan_flags_t *f, int *nsizes
 
 /* The GPU (--device cuda): --gpu, else the calibration's (--machine FILE), else the local
  * one, else h100; its fixed memory per process: the calibration's when it measured it, else
- * the table's.  OUT: f->gpu, f->gpu_how, f->fixed_bytes. */
+ * the table's; and its NCCL communicators', the same way.  OUT: f->gpu, f->gpu_how,
+ * f->fixed_bytes, f->nccl_bytes. */
 static int g3_cli_plan_gpu(const g3_opts_t *o, const g3_plan_machine_t *mc, int file,
                            g3_plan_flags_t *f)
 {
@@ -266,10 +267,11 @@ static int g3_cli_plan_gpu(const g3_opts_t *o, const g3_plan_machine_t *mc, int 
     if (!g)
         return 0;
     snprintf(f->gpu, sizeof(f->gpu), "%s", g->name);
+    f->nccl_bytes = file && mc->nccl_bytes > 0 ? mc->nccl_bytes : g->nccl_mib * 1048576.0;
     if (file && mc->fixed_bytes > 0) {
         f->fixed_bytes = mc->fixed_bytes;
-        snprintf(f->gpu_how, sizeof(f->gpu_how), "%s; fixed cost measured by --calibrate: %.100s",
-                 how, mc->name);
+        snprintf(f->gpu_how, sizeof(f->gpu_how), "%s; fixed cost measured by --calibrate%s: %.100s",
+                 how, mc->nccl_bytes > 0 ? ", NCCL's too" : ", NCCL's from the table", mc->name);
     } else {
         f->fixed_bytes = g->fixed_mib * 1048576.0;
         snprintf(f->gpu_how, sizeof(f->gpu_how), "%s; fixed cost %s", how, g->fixed_how);

@@ -14,17 +14,22 @@
 /* Memory: what the driver reports as the device's total (nvidia-smi memory.total; H100 80GB
  * HBM3 81,559 MiB, H200 143,771 MiB on the project's machines), the A100s' 40 and 80 GiB.
  * Peaks and bandwidths: the H100 SXM5, H200 SXM and A100 SXM4 datasheets.  The fixed cost of
- * a process: H100 measured (issue 20, 2026-11-24: 573-586 MiB above the tensors on 12 rows),
- * H200 measured (issue 29, 2026-11-26: 1,733-1,744 MiB above the H100's figure on 5 rows,
- * 2,324 MiB = 585 + their mean 1,740), the A100s not measured (the H100's figure). */
+ * a process (docs/plan.md "Overhead"): the H100's context, cuBLASLt and the kernels loaded as
+ * gpt3d plan --calibrate measured them (2026-11-26: 600,637,440 bytes); NCCL's four
+ * communicators: what the H100's 12 rows of 2026-11-26 and the H200's 5 of issue 29 leave
+ * beyond the tensors, the GEMM autotuning scratch and that context (1,761-1,764 MiB on the
+ * H100, 1,744-1,755 on the H200 with the H100's context; 1,763 the H100's mean), not yet
+ * measured on its own (the calibration does now); the H200's context is not measured on its
+ * own either: its rows' sum (2,324 MiB) less the H100's NCCL; the A100s not measured (the
+ * H100's). */
 static const g3_plan_gpu_t g3_plan_gpus[] = {
-    { "h100", "H100", 81559.0 / 1024, 989e12, 3350e9, 450e9, 50e9, 585.0,
-      "measured on an H100 80GB HBM3, 2026-11-24 (docs/plan.md)" },
-    { "h200", "H200", 143771.0 / 1024, 989e12, 4800e9, 450e9, 50e9, 2324.0,
-      "measured on an H200, 2026-11-26 (docs/plan.md)" },
-    { "a100-40gb", "A100", 40.0, 312e12, 1555e9, 300e9, 25e9, 585.0,
+    { "h100", "H100", 81559.0 / 1024, 989e12, 3350e9, 450e9, 50e9, 573.0, 1763.0,
+      "measured on an H100 80GB HBM3, 2026-11-26 (docs/plan.md)" },
+    { "h200", "H200", 143771.0 / 1024, 989e12, 4800e9, 450e9, 50e9, 561.0, 1763.0,
+      "measured on an H200, 2026-11-26, as a sum with NCCL's (docs/plan.md)" },
+    { "a100-40gb", "A100", 40.0, 312e12, 1555e9, 300e9, 25e9, 573.0, 1763.0,
       "not measured: the H100's figure" },
-    { "a100-80gb", "A100 80GB", 80.0, 312e12, 2039e9, 300e9, 25e9, 585.0,
+    { "a100-80gb", "A100 80GB", 80.0, 312e12, 2039e9, 300e9, 25e9, 573.0, 1763.0,
       "not measured: the H100's figure" },
 };
 #define G3_PLAN_NGPUS ((int)(sizeof(g3_plan_gpus) / sizeof(g3_plan_gpus[0])))

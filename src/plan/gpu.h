@@ -17,7 +17,9 @@ typedef struct {
     double      intra_bw;      /* NVLink per GPU, one direction, bytes/s (datasheet)           */
     double      inter_bw;      /* the DGX's InfiniBand per GPU, bytes/s (datasheet)            */
     double      fixed_mib;     /* a process's fixed cost: the CUDA context, cuBLASLt and its
-                                * workspace, the allocator's slack, MiB                        */
+                                * workspace, the kernels loaded, MiB                           */
+    double      nccl_mib;      /* what the four NCCL communicators each rank makes (tp, pp,
+                                * dp, emb, whatever their sizes) hold on the GPU, MiB         */
     const char *fixed_how;     /* "measured on ... (date)" or "not measured: ..."              */
 } g3_plan_gpu_t;
 

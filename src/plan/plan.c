@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "core/log.h"
+#include "core/param.h"
 #include "plan/plan.h"
 
 /* The flat parameter buffers keep every tensor 16-element (64-byte) aligned (model/gpt.c). */
@@ -92,8 +93,18 @@ double g3_plan_act_set(const g3_plan_input_t *in, int stage)
     size_t est;
 
     /* the backend's row: its attention state and scratch, whether the vocabulary-parallel
-     * cross-entropy keeps its statistics in its memory */
-    g3_be_describe(in->kind, &in->be_opts, &be);
+     * cross-entropy keeps its statistics in its memory.  --attention-backend auto: what the
+     * trainer of this build runs, cuDNN's fused attention where it is built in (its backward
+     * keeps an fp32 dQ accumulator in the attention scratch; on a shape cuDNN cannot run the
+     * native kernels need less), else the native kernels */
+    {
+        g3_be_opts_t o = in->be_opts;
+#ifdef HAVE_CUDNN
+        if (o.attention == G3_BE_ATT_AUTO && !(g3_be_kind(in->kind)->caps & G3_BE_CAP_HOST_MEMORY))
+            o.attention = G3_BE_ATT_CUDNN;
+#endif
+        g3_be_describe(in->kind, &o, &be);
+    }
     memset(&sh, 0, sizeof(sh));
     sh.cfg = *m;
     sh.cfg.pp_rank = stage;
@@ -133,25 +144,72 @@ double g3_plan_act_set(const g3_plan_input_t *in, int stage)
     return bytes;
 }
 
-/* CUDA: in->fixed_bytes, the GPU's own fixed cost (gpt3d plan --gpu's table, or what
- * --calibrate measured on it); without it the H100's 585 MiB: the context with cuBLASLt
- * loaded, its 32 MiB workspace (kernels/ctx.cu), the allocator's slack, what the H100
- * measurements of issue 20 leave beyond the tensors (docs/plan.md "Overhead").  Plus the
- * NCCL buffers of each communicator a rank joins (NCCL_BUFFSIZE 4 MiB x 2 directions x
- * channels: 64 MiB per group, NCCL's documented default).  CPU: the process, its
- * libraries, OpenBLAS's buffers, the batch and sample index: 20 MiB (what the peak RSS of
- * one-rank runs shows beyond the tensors: 14-20 MiB; tests/cli/test_plan.sh). */
-double g3_plan_overhead(const g3_plan_input_t *in)
+int g3_plan_gemm_autotune(const g3_plan_input_t *in)
 {
-    const g3_gpt_config_t *m = &in->model;
-    double mib = 1048576.0, o;
-    int groups = (m->tp_size > 1) + (m->pp_size > 1) + (in->dp > 1);
+    const g3_be_opts_t *o = &in->be_opts;
+    int64_t world = (int64_t)in->model.tp_size * in->model.pp_size * in->dp;
+    int tune = o->gemm_autotune >= 0 ? o->gemm_autotune : g3_param_gemm_autotune();
 
     if (g3_be_kind(in->kind)->caps & G3_BE_CAP_HOST_MEMORY)
-        return 20.0 * mib;
-    o = in->fixed_bytes > 0 ? in->fixed_bytes : 585.0 * mib;
-    o += 64.0 * mib * groups;
-    return o;
+        return 0;
+    /* g3_be_cuda_open: on unless turned off, for one process, never deterministic */
+    return tune != 0 && world == 1 && in->ranks_per_gpu <= 1 && !o->deterministic;
+}
+
+/* The GEMM autotuning's scratch: the first call of each shape times the candidates on the
+ * call's own operands, and an fp32 output accumulated into (beta 1: the weight gradients) is
+ * saved first into the kernels' scratch, which grows to 1.25 x what is asked and stays
+ * (kernels/gemm.cu g3_gemm_tune, kernels/ctx.cu g3cuda_scratch); outputs past 256 MiB are not
+ * tuned.  The largest such output of one process (TP 1): the word embedding's gradient
+ * (Vp x C, the output layer's dW), else an MLP weight's (F x C), else QKV's (3C x C). */
+static double g3_plan_tune_scratch(const g3_plan_input_t *in)
+{
+    const g3_gpt_config_t *m = &in->model;
+    double C = m->hidden_size, F = g3_gpt_config_ffn(m), limit = 256.0 * 1048576.0, big = 0;
+    double Vp = g3_gpt_padded_vocab(m->vocab_size, m->make_vocab_size_divisible_by, 1);
+    double out[3] = { 4.0 * Vp * C, 4.0 * F * C, 4.0 * 3.0 * C * C };
+
+    if (!g3_plan_gemm_autotune(in))
+        return 0.0;
+    for (int i = 0; i < 3; i++)
+        if (out[i] <= limit && out[i] > big)
+            big = out[i];
+    return 1.25 * big;
+}
+
+/* CUDA (docs/plan.md "Overhead"): in->fixed_bytes, the GPU's own fixed cost (gpt3d plan
+ * --gpu's table, or what --calibrate measured on it; else the H100's): the context with
+ * cuBLASLt loaded, its 32 MiB workspace (kernels/ctx.cu), the kernels loaded.  NCCL: every
+ * rank of gpt3d train --device cuda (one alone too: the 1 x 1 x 1 layout) makes four
+ * communicators, tp, pp, dp and emb, whatever their sizes (g3_par_set_backend), which hold
+ * in->nccl_bytes of the GPU (the table's or the calibration's; else the H100's); none with
+ * --distributed-backend ucx; plus their buffers in each group of more than one rank
+ * (NCCL_BUFFSIZE 4 MiB x 2 directions x up to 8 channels: 64 MiB per group, NCCL's
+ * documented default, not measured).  The GEMM autotuning's scratch of one process.  CPU: the
+ * process, its libraries, OpenBLAS's buffers, the batch and sample index: 20 MiB (what the
+ * peak RSS of one-rank runs shows beyond the tensors: 14-20 MiB; tests/cli/test_plan.sh). */
+double g3_plan_overhead(const g3_plan_input_t *in, g3_plan_overhead_t *parts)
+{
+    const g3_gpt_config_t *m = &in->model;
+    double mib = 1048576.0;
+    int groups = (m->tp_size > 1) + (m->pp_size > 1) + (in->dp > 1);
+    g3_plan_overhead_t o;
+
+    memset(&o, 0, sizeof(o));
+    if (g3_be_kind(in->kind)->caps & G3_BE_CAP_HOST_MEMORY) {
+        o.fixed = 20.0 * mib;
+    } else {
+        o.fixed = in->fixed_bytes > 0 ? in->fixed_bytes : G3_PLAN_FIXED_MIB * mib;
+        if (!in->dist_ucx) {
+            o.nccl = in->nccl_bytes > 0 ? in->nccl_bytes : G3_PLAN_NCCL_MIB * mib;
+            o.nccl_groups = 64.0 * mib * groups;
+        }
+        o.scratch = g3_plan_tune_scratch(in);
+    }
+    o.total = o.fixed + o.nccl + o.nccl_groups + o.scratch;
+    if (parts)
+        *parts = o;
+    return o.total;
 }
 
 /* One TP rank's parameters of a stage: exact (*exact) and as its flat buffer holds them. */
@@ -282,7 +340,7 @@ g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan)
                 chunks = total;
             st->act_bytes = st->act_set_bytes * chunks / V;
         }
-        st->overhead_bytes = g3_plan_overhead(in);
+        st->overhead_bytes = g3_plan_overhead(in, NULL);
         st->peak_bytes = st->state_bytes[in->distributed_optimizer ? 1 : 0] + st->act_bytes +
                          st->overhead_bytes;
         st->gpu_bytes = st->peak_bytes * (in->ranks_per_gpu > 1 ? in->ranks_per_gpu : 1);

@@ -34,9 +34,27 @@ typedef struct {
     int     virtual_pp;           /* V: model chunks per pipeline rank, interleaved 1F1B (1)  */
     int     sequence_parallel;    /* --sequence-parallel (TP > 1)                             */
     int     ranks_per_gpu;        /* ranks sharing one GPU (--ranks-per-gpu; 1)               */
-    double  fixed_bytes;          /* a device's fixed cost per process (the GPU's, measured or
-                                   * from gpt3d plan's table); 0: the H100's 585 MiB          */
+    double  fixed_bytes;          /* a device's fixed cost per process: the context, cuBLASLt,
+                                   * the kernels loaded (the GPU's, measured or from gpt3d
+                                   * plan's table); 0: the H100's                             */
+    double  nccl_bytes;           /* what the four NCCL communicators of a rank hold on its
+                                   * GPU (measured or the table's); 0: the H100's             */
+    int     dist_ucx;             /* --distributed-backend ucx: no NCCL communicators         */
 } g3_plan_input_t;
+
+/* A device rank's memory beyond its tensors (docs/plan.md "Overhead"), bytes. */
+typedef struct {
+    double fixed;                 /* the context, cuBLASLt and its workspace, the kernels     */
+    double nccl;                  /* NCCL's four communicators (none with ucx)                */
+    double nccl_groups;           /* 64 MiB per group of more than one rank (NCCL's buffers)  */
+    double scratch;               /* the GEMM autotuning's copy of an accumulated fp32 output
+                                   * (one process only), kept in the kernels' scratch         */
+    double total;
+} g3_plan_overhead_t;
+
+/* The H100's figures, for an input that gives none (MiB). */
+#define G3_PLAN_FIXED_MIB 573.0
+#define G3_PLAN_NCCL_MIB 1763.0
 
 /* Activation bytes of one layer for one micro-batch, as kept for the backward pass. */
 enum { G3_PLAN_ACT_NONE = 0, G3_PLAN_ACT_SELECTIVE, G3_PLAN_ACT_FULL, G3_PLAN_ACT_MODES };
@@ -112,9 +130,15 @@ double g3_plan_act_layer(const g3_plan_input_t *in, int mode);
 double g3_plan_act_set(const g3_plan_input_t *in, int stage);
 
 /* RET: the bytes a rank needs besides its tensors (docs/plan.md "Overhead"): a device (CUDA):
- * the context, the cuBLASLt workspace, allocator slack (in->fixed_bytes, else the H100's),
- * NCCL's buffers; host memory (CPU): the process. */
-double g3_plan_overhead(const g3_plan_input_t *in);
+ * the context, cuBLASLt and its workspace, the kernels (in->fixed_bytes, else the H100's),
+ * NCCL's communicators and buffers, the GEMM autotuning's scratch; host memory (CPU): the
+ * process.  OUT: *parts (may be NULL): the same in parts (CPU: all of it in fixed). */
+double g3_plan_overhead(const g3_plan_input_t *in, g3_plan_overhead_t *parts);
+
+/* RET: 1 when the CUDA backend of this input tunes its GEMMs (gemm_autotune option, else
+ * GPT3D_GEMM_AUTOTUNE; on for one process, never with --deterministic), as g3_be_cuda_open
+ * decides; 0 otherwise. */
+int g3_plan_gemm_autotune(const g3_plan_input_t *in);
 
 /* gpt3d train's check before it allocates anything: the plan of this rank's stage against
  * the memory it can have (CPU: MemAvailable and the cgroup's limit, shared by local_ranks

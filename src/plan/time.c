@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "comm/comm.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "model/gpt.h"
@@ -30,20 +31,21 @@ const char *g3_plan_time_part_name(int part)
 /* DGX A100 (NVIDIA A100 80GB SXM datasheet; DGX A100 datasheet): bf16 dense peak 312 TFLOP/s,
  * HBM2e 2,039 GB/s, NVLink 3 600 GB/s per GPU (300 GB/s each way), eight 200 Gb/s HDR
  * InfiniBand adapters for compute (25 GB/s per GPU).  The achieved fractions no datasheet
- * gives (docs/plan.md "Built-in machines"): GEMMs 0.35 / 0.5 / 0.65 of peak at an intensity
+ * gives (docs/plan.md "Built-in machines"): GEMMs 0.33 / 0.47 / 0.61 of peak at an intensity
  * cube of side 256 / 1024 / 4096 (chosen so that MT-NLG at 280 nodes matches its published
- * time: a fit, not a measurement), the attention core 0.4, memory-bound ops 0.8 of HBM, NCCL's
- * bus bandwidth 0.8 of a link. */
-/* The fixed cost of an op of the passes, for every built-in machine: 15 us, fitted to the five
- * H200 rows of issue 29 (12.5-20.5 us put all five within 10%: docs/plan.md), not measured;
- * a calibration on the GPU measures it. */
-#define G3_PLAN_OP_FITTED 15e-6
+ * time: a fit, not a measurement; 0.35 / 0.5 / 0.65 before the recomputed forward skipped a
+ * pass's last layer and the fixed costs overlapped the work), the attention core 0.4,
+ * memory-bound ops 0.8 of HBM, NCCL's bus bandwidth 0.8 of a link. */
+/* The fixed cost of an op of the passes, for every built-in machine: what gpt3d plan
+ * --calibrate measured on the project's H100 (2026-11-26: 13.45 us; docs/plan.md "The fixed
+ * cost of an op"); a calibration on the GPU measures its own. */
+#define G3_PLAN_OP_FITTED 13.45e-6
 
 static const g3_plan_machine_t g3_plan_dgx_a100 = {
     "dgx-a100 (DGX A100 datasheet numbers; docs/plan.md)", 8, 3,
-    { 256, 1024, 4096 }, { 0.35 * 312e12, 0.5 * 312e12, 0.65 * 312e12 },
+    { 256, 1024, 4096 }, { 0.33 * 312e12, 0.47 * 312e12, 0.61 * 312e12 },
     0.40 * 312e12, 0.8 * 2039e9, 0.8 * 300e9, 10e-6, 0.8 * 25e9, 20e-6,
-    G3_PLAN_OP_FITTED, 0.0, "a100-80gb"
+    G3_PLAN_OP_FITTED, 0.0, 0.0, "a100-80gb"
 };
 
 /* DGX H100 (H100 SXM5 datasheet; DGX H100 datasheet): bf16 dense peak 989 TFLOP/s, HBM3
@@ -53,9 +55,9 @@ static const g3_plan_machine_t g3_plan_dgx_a100 = {
  * H100: ../shared/gpu/README.md). */
 static const g3_plan_machine_t g3_plan_dgx_h100 = {
     "dgx-h100 (DGX H100 datasheet numbers; docs/plan.md)", 8, 4,
-    { 256, 1024, 4096, 8192 }, { 0.35 * 989e12, 0.5 * 989e12, 0.65 * 989e12, 902e12 },
+    { 256, 1024, 4096, 8192 }, { 0.33 * 989e12, 0.47 * 989e12, 0.61 * 989e12, 902e12 },
     0.40 * 989e12, 0.8 * 3350e9, 0.8 * 450e9, 10e-6, 0.8 * 50e9, 20e-6,
-    G3_PLAN_OP_FITTED, 0.0, "h100"
+    G3_PLAN_OP_FITTED, 0.0, 0.0, "h100"
 };
 
 g3_status_t g3_plan_machine_builtin(const char *name, g3_plan_machine_t *mc)
@@ -88,6 +90,7 @@ g3_status_t g3_plan_machine_gpu(const char *gpu, g3_plan_machine_t *mc)
     mc->intra_bw = 0.8 * g->intra_bw;
     mc->inter_bw = 0.8 * g->inter_bw;
     mc->fixed_bytes = g->fixed_mib * 1048576.0;
+    mc->nccl_bytes = g->nccl_mib * 1048576.0;
     snprintf(mc->gpu, sizeof(mc->gpu), "%s", g->name);
     if (strcmp(g->name, g3_plan_dgx_h100.gpu) != 0 && strcmp(g->name, g3_plan_dgx_a100.gpu) != 0)
         snprintf(mc->name, sizeof(mc->name),
@@ -135,6 +138,8 @@ g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
             snprintf(mc->gpu, sizeof(mc->gpu), "%.31s", word);
         } else if (n == 2 && a > 0 && a < 1e15 && strcmp(key, "fixed") == 0) {
             mc->fixed_bytes = a;
+        } else if (n == 2 && a > 0 && a < 1e15 && strcmp(key, "nccl") == 0) {
+            mc->nccl_bytes = a;
         } else if (n == 2 && a >= 0 && a < 1 && strcmp(key, "op") == 0) {
             mc->op_seconds = a;
         } else if (n >= 2 && strcmp(key, "gemm") == 0 && n == 3 && a > 0 && b > 0 &&
@@ -154,7 +159,7 @@ g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
         } else if (n == 2 && a >= 1 && a < 1e6 && strcmp(key, "gpus_per_node") == 0) {
             mc->gpus_per_node = (int)a;
         } else {
-            g3_error("%s:%d: cannot read '%.*s': expected 'gemm SIZE FLOPS', 'attention FLOPS', 'memory BYTES_PER_S', 'intra|inter BYTES_PER_S LATENCY_S', 'gpus_per_node N', 'gpu NAME' (h100, h200, a100-40gb, a100-80gb), 'fixed BYTES' or 'op SECONDS' (below 1) with positive numbers; write the file again with gpt3d plan --calibrate", path, lineno, (int)strcspn(line, "\r\n"), line);
+            g3_error("%s:%d: cannot read '%.*s': expected 'gemm SIZE FLOPS', 'attention FLOPS', 'memory BYTES_PER_S', 'intra|inter BYTES_PER_S LATENCY_S', 'gpus_per_node N', 'gpu NAME' (h100, h200, a100-40gb, a100-80gb), 'fixed BYTES', 'nccl BYTES' or 'op SECONDS' (below 1) with positive numbers; write the file again with gpt3d plan --calibrate", path, lineno, (int)strcspn(line, "\r\n"), line);
             fclose(f);
             return G3_ERR_FORMAT;
         }
@@ -293,6 +298,64 @@ static g3_status_t g3_plan_measure_op(g3_backend_t *be, g3_be_kind_t kind, const
     return st;
 }
 
+/* What NCCL's communicators hold on the GPU: the four that every rank of gpt3d train --device
+ * cuda makes (tp, pp, dp, emb: one alone too, each of one rank), made here the same way on the
+ * backend's GPU, with the driver's used memory read after each (NVML, as the fixed cost).
+ * OUT: *total (bytes the four added), each[4] (bytes each added: whether NCCL's cost is per
+ * communicator or paid once).  RET: 1, or 0 with why (no NCCL in this build, not alone, a
+ * failure). */
+#define G3_PLAN_NCCL_COMMS 4
+static int g3_plan_measure_nccl(g3_plan_nvml_t *nvml, const char *bus, double *total,
+                                double each[G3_PLAN_NCCL_COMMS], char *why, size_t why_len)
+{
+    static const char *const names[G3_PLAN_NCCL_COMMS] = { "calibration tp (NCCL)",
+                                                           "calibration pp (NCCL)",
+                                                           "calibration dp (NCCL)",
+                                                           "calibration emb (NCCL)" };
+    g3_comm_world_t *world = NULL;
+    g3_comm_t *comm[G3_PLAN_NCCL_COMMS] = { NULL };
+    double before = 0, start = 0, last = 0, now = 0;
+    int ok = 0, self = 0;
+
+    if (!g3_comm_backend_available(G3_COMM_BACKEND_NCCL)) {
+        snprintf(why, why_len, "this gpt3d was built without NCCL");
+        return 0;
+    }
+    if (!g3_plan_nvml_used(nvml, bus, &before, &start, why, why_len))
+        return 0;
+    if (g3_comm_world_init(60, &world) != G3_OK) {
+        snprintf(why, why_len, "no world to make NCCL communicators in (logged above)");
+        return 0;
+    }
+    if (g3_comm_world_proc(world)->size != 1) {
+        snprintf(why, why_len, "run alone, not under a launcher of %d ranks",
+                 g3_comm_world_proc(world)->size);
+        goto out;
+    }
+    self = g3_comm_world_proc(world)->rank;
+    last = start;
+    for (int i = 0; i < G3_PLAN_NCCL_COMMS; i++) {
+        if (g3_comm_group_create(world, names[i], G3_COMM_BACKEND_NCCL, &self, 1, &comm[i]) !=
+            G3_OK) {
+            snprintf(why, why_len, "making NCCL communicator %d failed (logged above)", i + 1);
+            goto out;
+        }
+        if (!g3_plan_nvml_used(nvml, bus, &before, &now, why, why_len))
+            goto out;
+        each[i] = now - last;
+        last = now;
+    }
+    *total = last - start;
+    ok = *total > 0;
+    if (!ok)
+        snprintf(why, why_len, "the driver counted no more memory with them");
+out:
+    for (int i = G3_PLAN_NCCL_COMMS - 1; i >= 0; i--)
+        g3_comm_free(comm[i]);
+    g3_comm_world_free(world);
+    return ok;
+}
+
 g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const char *path)
 {
     /* a GPU: bigger problems, to reach its speed */
@@ -303,7 +366,8 @@ g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const ch
     size_t big = cuda ? (size_t)4096 * 4096 : (size_t)1024 * 1024, e;
     double gemm[6], attn, mem, copy, t;
     char host[128] = "this machine", bus[64] = "", why[256] = "";
-    double op = 0, before = 0, now = 0, fixed = 0;
+    double op = 0, before = 0, now = 0, fixed = 0, nccl = 0, each[G3_PLAN_NCCL_COMMS] = { 0 };
+    char nccl_why[256] = "";
     const g3_plan_gpu_t *gpu = NULL;
     g3_plan_nvml_t *nvml = NULL;
     g3_status_t st;
@@ -332,6 +396,12 @@ g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const ch
             snprintf(why, sizeof(why), "the backend gave no PCI bus id");
         if (nvml && bus[0] && g3_plan_nvml_used(nvml, bus, &before, &now, why, sizeof(why)))
             fixed = now - before;
+        /* then NCCL's communicators, as gpt3d train makes them (freed again before the
+         * rates are measured) */
+        if (fixed > 0)
+            g3_plan_measure_nccl(nvml, bus, &nccl, each, nccl_why, sizeof(nccl_why));
+        else
+            snprintf(nccl_why, sizeof(nccl_why), "the fixed cost was not measured");
     }
     /* buffers for the largest GEMM (3 x n^2) and the attention below */
     st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", &b.x);
@@ -448,6 +518,17 @@ out:
             fprintf(f, "fixed %.0f\n", fixed);
             printf("  fixed:       %9.1f MiB per process (context, cuBLASLt and its workspace)\n",
                    fixed / 1048576.0);
+            if (nccl > 0) {
+                fprintf(f, "# nccl BYTES: what the %d NCCL communicators every rank makes (tp, pp, dp, emb; here of one rank each) add to the driver's used memory: %.0f + %.0f + %.0f + %.0f\n",
+                        G3_PLAN_NCCL_COMMS, each[0], each[1], each[2], each[3]);
+                fprintf(f, "nccl %.0f\n", nccl);
+                printf("  NCCL:        %9.1f MiB per rank (%d communicators: %.1f + %.1f + %.1f + %.1f MiB)\n",
+                       nccl / 1048576.0, G3_PLAN_NCCL_COMMS, each[0] / 1048576.0,
+                       each[1] / 1048576.0, each[2] / 1048576.0, each[3] / 1048576.0);
+            } else {
+                fprintf(f, "# nccl: not measured (%s): gpt3d plan uses its table's figure for the GPU\n", nccl_why);
+                printf("  NCCL:        not measured: %s\n", nccl_why);
+            }
         } else if (cuda) {
             fprintf(f, "# fixed: not measured (%s): gpt3d plan uses its table's figure for the GPU\n", why[0] ? why : "the driver counted no more memory with the backend open");
             printf("  fixed:       not measured: %s\n", why[0] ? why : "the driver counted none");
@@ -486,6 +567,18 @@ static double g3_plan_gemm(const g3_plan_machine_t *mc, double N, double K, doub
     return 2.0 * N * K * M / g3_plan_gemm_rate(mc, 3.0 * N * K * M / (N * K + K * M + N * M));
 }
 
+/* The part of a pass's fixed costs the GPU's work does not hide.  The host queues the pass's
+ * ops without waiting (CUDA's stream), so while the GPU works on one op the host prepares the
+ * next: an op's fixed cost `op` shows only where the GPU has run out of queued work.  With
+ * fixed = n x op of the ops' fixed costs and work the pass's GPU work, the exposed part is
+ * fixed^2 / (fixed + work): all of it when the work is nothing (the calibration's tiny GPT,
+ * which is how `op` is measured), fixed x (fixed / work) when the work is much more (the host
+ * has that share of chances to fall behind).  docs/plan.md "The fixed cost of an op". */
+static double g3_plan_exposed(double fixed, double work)
+{
+    return fixed > 0.0 ? fixed * fixed / (fixed + (work > 0.0 ? work : 0.0)) : 0.0;
+}
+
 /* Ring all-reduce of `bytes` over n ranks on a link (NCCL's bus bandwidth convention). */
 static double g3_plan_allreduce(double bytes, int n, double bw, double lat)
 {
@@ -505,7 +598,8 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
     int PP = m->pp_size, dp = in->dp;
     double share = in->ranks_per_gpu > 1 ? in->ranks_per_gpu : 1;   /* ranks on one GPU */
     int full = p->recompute == G3_PLAN_ACT_FULL, sel = p->recompute == G3_PLAN_ACT_SELECTIVE;
-    double layer_c, layer_tp, head_c, worst = 0, worst_c = 0, worst_tp = 0, worst_p2p = 0;
+    double layer_c, layer_rc = 0, layer_tp, head_c, worst = 0, worst_c = 0, worst_tp = 0;
+    double worst_p2p = 0, worst_fixed = 0, opt_fixed;
     double tp_bw = tp <= gpn ? mc->intra_bw : mc->inter_bw;
     double tp_lat = tp <= gpn ? mc->intra_lat : mc->inter_lat;
     double p2p, p2p_bw, p2p_lat, dp_bw, dp_lat, grad, dpt, exposed, opt;
@@ -537,8 +631,8 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
          * full runs the forward again, selective the attention core (the CPU's; CUDA's fused
          * attention recomputes inside its backward anyway, which its rate includes) */
         layer_c = 3.0 * g + a + 3.0 * mem;
-        if (full)
-            layer_c += g + a / 3.0 + mem;
+        if (full)   /* each layer but a pass's last (its set is still there) */
+            layer_rc = g + a / 3.0 + mem;
         else if (sel && !in->bf16)
             layer_c += a / 3.0;
         /* TP: two all-reduces of N C forward, two backward, two more with full recompute
@@ -551,24 +645,28 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
              4.0 * N * p->padded_vocab / tp * e / mc->mem_bw;
     /* --ranks-per-gpu R: R ranks take turns on one GPU's compute and memory bandwidth */
     layer_c *= share;
+    layer_rc *= share;
     head_c *= share;
     for (int s = 0; s < p->pp; s++) {
         const g3_plan_stage_t *st = &p->stages[s];
         double nl = st->layer_end - st->layer_begin;
-        double c = nl * layer_c + (st->has_head ? head_c : 0.0);
-        double tpc = nl * layer_tp;
         /* V chunks: each a pass of its own (its syncs; its last layer not recomputed) */
+        double rc = nl - V > 0 ? nl - V : 0.0;
+        double c = nl * layer_c + rc * layer_rc + (st->has_head ? head_c : 0.0);
+        double tpc = nl * layer_tp, fx;
         double n = V * ops.stage + (nl - V) * ops.layer + (st->has_embedding ? ops.emb : 0.0);
         if (st->has_head)
             n += ops.head + ops.head_chunk * g3_gpt_head_chunks(&in->model, p->padded_vocab /
                                                                 (int)tp, (int)in->micro_batch,
                                                                 m->seq_length);
-        c += n * mc->op_seconds * share;
+        fx = g3_plan_exposed(n * mc->op_seconds * share, c);
+        c += fx;
         if (c + tpc > worst) {
             worst = c + tpc;
             worst_c = c;
             worst_tp = tpc;
             worst_ops = n;
+            worst_fixed = fx;
         }
         if ((double)st->params_held > held)
             held = (double)st->params_held;
@@ -607,10 +705,13 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
     /* and its ops: zeroing, the norm (sum of squares, the clipping scale, its download and
      * sync), Adam over the two groups (with and without weight decay), the bf16 copy */
     opt_ops = 8.0;
-    opt = (opt + opt_ops * mc->op_seconds) * share;
+    opt *= share;
+    opt_fixed = g3_plan_exposed(opt_ops * mc->op_seconds * share, opt);
+    opt += opt_fixed;
     t->part[G3_PLAN_T_OPTIM] = opt;
     t->ops_iter = mm * worst_ops + (mc->op_seconds > 0 ? opt_ops : 0.0);
     t->fixed_seconds = t->ops_iter * mc->op_seconds * share;
+    t->exposed_seconds = mm * worst_fixed + opt_fixed;
     for (int k = 0; k < G3_PLAN_T_PARTS; k++)
         t->seconds += t->part[k];
     t->tokens_per_s = (double)in->global_batch * S / t->seconds;

@@ -28,6 +28,8 @@ typedef struct g3_plan_machine {
                                    * grow with the work; 0: not known                         */
     double fixed_bytes;           /* a process's fixed device memory (context, cuBLASLt and
                                    * its workspace); 0: not measured (the GPU table's)         */
+    double nccl_bytes;            /* the device memory of a rank's four NCCL communicators;
+                                   * 0: not measured (the GPU table's)                         */
     char   gpu[32];               /* the --gpu name of its GPU ("h200"), "" for none          */
 } g3_plan_machine_t;
 
@@ -62,9 +64,10 @@ typedef struct {
     double hw_tflops_gpu;                /* with recompute counted (Megatron's and MT-NLG's
                                           * convention: 96 B s l h^2 (...) with full)       */
     double ops_iter;                     /* backend ops of an iteration on the slowest stage */
-    double fixed_seconds;                /* ops_iter x the machine's op_seconds: the share of
-                                          * compute and optimizer that does not grow with
-                                          * the work                                       */
+    double fixed_seconds;                /* ops_iter x the machine's op_seconds: the fixed
+                                          * costs of the ops, hidden or not                */
+    double exposed_seconds;              /* what of them the GPU's work does not hide: their
+                                          * share of compute and optimizer                */
 } g3_plan_time_t;
 
 /* RET: "compute", "tensor-parallel", ... */

@@ -189,6 +189,8 @@ int g3_plan_layout(const g3_plan_flags_t *f, int tp, int pp, g3_plan_layout_t *l
     lay->in.sequence_parallel = f->sequence_parallel;
     lay->in.ranks_per_gpu = f->ranks_per_gpu > 1 ? f->ranks_per_gpu : 1;
     lay->in.fixed_bytes = f->fixed_bytes;
+    lay->in.nccl_bytes = f->nccl_bytes;
+    lay->in.dist_ucx = f->cfg.dist_ucx;
     return g3_status_exit_code(g3_plan_compute(&lay->in, &lay->plan));
 }
 

@@ -25,6 +25,7 @@ typedef struct {
     int     sp_given;         /* given: --search keeps it; else it tries both with TP > 1 */
     int     ranks_per_gpu;    /* --ranks-per-gpu: ranks sharing one GPU (1)               */
     double  fixed_bytes;      /* the GPU's fixed cost per process (0: the H100's)         */
+    double  nccl_bytes;       /* its NCCL communicators' memory per rank (0: the H100's)  */
     char    gpu[32];          /* the GPU planned for (--gpu, the calibration's, the local
                                * one or h100): "" with --device cpu                       */
     char    gpu_how[256];     /* where the GPU and its fixed cost come from               */

@@ -106,10 +106,14 @@ void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
                ? "bf16 weights and activations, fp32 gradients, fp32 master weights and Adam state"
                : "fp32 weights (the master copy), activations, gradients and Adam state",
            g3_plan_act_mode_words(p->recompute));
-    if (f->gpu[0])
-        printf("  GPU: %s; fixed cost per process %.0f MiB (%s), plus 64 MiB per NCCL group\n",
-               f->gpu, (in->fixed_bytes > 0 ? in->fixed_bytes : 585.0 * 1048576.0) / 1048576.0,
-               f->gpu_how);
+    if (f->gpu[0]) {
+        g3_plan_overhead_t oh;
+        g3_plan_overhead(in, &oh);
+        printf("  GPU: %s; fixed cost per process %.0f MiB (%s); NCCL's 4 communicators %.0f MiB%s, plus 64 MiB per group of more than one rank; GEMM autotuning's scratch %.0f MiB%s\n",
+               f->gpu, oh.fixed / 1048576.0, f->gpu_how, oh.nccl / 1048576.0,
+               in->dist_ucx ? " (none: --distributed-backend ucx)" : "", oh.scratch / 1048576.0,
+               oh.scratch > 0 ? " (one process)" : " (off: several processes, --deterministic or GPT3D_GEMM_AUTOTUNE=0)");
+    }
     if (in->bf16 && p->recompute == G3_PLAN_ACT_SELECTIVE)
         printf(
             "  note: selective recompute saves nothing on CUDA: its fused attention never keeps the scores Megatron's selective recompute drops (it keeps the output and the softmax statistics); use --recompute-granularity full to save memory\n");
@@ -153,7 +157,7 @@ void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
         "  (+E: embeddings, +H: final LayerNorm and output layer; weights: %s; optimizer: Adam m, v (+ the reduced-gradient shard under ZeRO-1); (%s): the optimizer %s; mb: micro-batches in flight; overhead: %s)\n",
         in->bf16 ? "bf16 working copy + fp32 master" : "fp32", zero ? "replicated" : "ZeRO-1",
         zero ? "without --use-distributed-optimizer" : "with --use-distributed-optimizer",
-        in->bf16 ? "CUDA context, cuBLASLt workspace, allocator slack, NCCL buffers"
+        in->bf16 ? "CUDA context, cuBLASLt, kernels, NCCL, GEMM autotuning's scratch"
                  : "the process");
     printf("  peak: stage %d, %.2f GiB per rank", p->peak_stage,
            g3_plan_gib(p->stages[p->peak_stage].peak_bytes));
@@ -185,7 +189,8 @@ static void g3_plan_json_stage(const g3_plan_flags_t *f, const g3_plan_t *p,
 /* The time of one layout as JSON members (no braces). */
 static void g3_plan_json_time(const g3_plan_time_t *t)
 {
-    printf("\"ops_per_iteration\":%.9g,\"fixed_seconds\":%.9g,", t->ops_iter, t->fixed_seconds);
+    printf("\"ops_per_iteration\":%.9g,\"fixed_seconds\":%.9g,\"exposed_seconds\":%.9g,",
+           t->ops_iter, t->fixed_seconds, t->exposed_seconds);
     printf(
         "\"seconds_per_iteration\":%.9g,\"tokens_per_second\":%.9g,\"model_tflops_per_gpu\":%.6g,\"hardware_tflops_per_gpu\":%.6g,\"micro_batch_seconds\":%.9g,\"parts\":{",
         t->seconds, t->tokens_per_s, t->model_tflops_gpu, t->hw_tflops_gpu, t->micro_seconds);
@@ -245,9 +250,12 @@ void g3_plan_print_json(const g3_plan_flags_t *f, const g3_plan_layout_t *lay,
                nfit == p->pp ? "true" : "false");
     printf(",\"virtual_pipeline_size\":%d,\"sequence_parallel\":%s,\"ranks_per_gpu\":%d",
            in->virtual_pp, in->sequence_parallel ? "true" : "false", in->ranks_per_gpu);
-    if (f->gpu[0])
-        printf(",\"gpu\":\"%s\",\"fixed_bytes\":%.17g", f->gpu,
-               in->fixed_bytes > 0 ? in->fixed_bytes : 585.0 * 1048576.0);
+    if (f->gpu[0]) {
+        g3_plan_overhead_t oh;
+        g3_plan_overhead(in, &oh);
+        printf(",\"gpu\":\"%s\",\"fixed_bytes\":%.17g,\"nccl_bytes\":%.17g,\"gemm_autotune_scratch_bytes\":%.17g",
+               f->gpu, oh.fixed, oh.nccl, oh.scratch);
+    }
     if (t) {
         printf(",\"machine\":\"%s\",", mc->name);
         g3_plan_json_time(t);
@@ -295,8 +303,8 @@ void g3_plan_print_time(const g3_plan_machine_t *mc, const g3_plan_layout_t *lay
     for (int i = 0; i < nsizes; i++)
         g3_plan_time_row("--sizes", &sizes[i], &stimes[i]);
     if (mc->op_seconds > 0)
-        printf("  fixed cost: %.0f ops per iteration on the slowest stage x %.1f us = %.2f ms of the compute and optimizer above (launches, host work, syncs: what does not grow with the work)\n",
-               t->ops_iter, mc->op_seconds * 1e6, t->fixed_seconds * 1e3);
+        printf("  fixed cost: %.0f ops per iteration on the slowest stage x %.1f us = %.2f ms (launches, host work, syncs: what does not grow with the work), of which %.2f ms is not hidden behind the GPU's work and is in the compute and optimizer above\n",
+               t->ops_iter, mc->op_seconds * 1e6, t->fixed_seconds * 1e3, t->exposed_seconds * 1e3);
     printf(
         "  (TFLOP/s per GPU: model FLOPs as gpt3d train's MFU; w/recomp: with the recomputed forward counted, Megatron's and MT-NLG's convention; shares of the iteration: compute, tensor-parallel collectives, pipeline transfers, bubble, data-parallel reduction not overlapped, optimizer)\n");
 }

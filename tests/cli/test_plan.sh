@@ -61,7 +61,7 @@ like "$out" '34 / 274 = 12\.41%' "mt-nlg: bubble 34 / (240 + 34)"
 run "$GPT3D" plan $mtnlg --device cuda --tensor-model-parallel-size 8 --pipeline-model-parallel-size 35 \
     --nodes 280 --gpus-per-node 8
 is "$rc" 0 "mt-nlg on --device cuda: exit 0 (hidden 20480 and head size 160 are compiled)"
-like "$out" 'peak: stage 0, 92\.75 GiB' "... bf16 per-rank memory: 92.75 GiB at stage 0 (fused attention keeps no scores)"
+like "$out" 'peak: stage 0, 9[45]\.[0-9]+ GiB' "... bf16 per-rank memory: 94.5 GiB at stage 0 (fused attention keeps no scores; 95.1 with cuDNN's dQ accumulator)"
 run "$GPT3D" plan --num-layers 2 --hidden-size 24584 --num-attention-heads 1 --device cuda
 is "$rc" 2 "hidden 24584 on --device cuda: exit 2 (gpt3d train would refuse it)"
 like "$out" 'error: --device cuda: hidden size 24584 is more than 24576' "... the message names the hidden size and the limit"
@@ -79,12 +79,12 @@ gpt3c="$gpt3 --device cuda --machine dgx-h100"   # the H100 whatever GPU this ma
 run "$GPT3D" plan $gpt3c --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \
     --nodes 128 --gpus-per-node 8 --gpu-memory 80
 is "$rc" 0 "gpt3 on TP 8 x PP 16 without recompute fits 80 GiB: exit 0"
-like "$out" 'stage 0, 53\.[0-9]+ GiB per rank; fits in 80 GiB per GPU' "gpt3 without recompute: stage 0 keeps 16 micro-batches (~53 GiB with the CUDA backend's fused attention)"
+like "$out" 'stage 0, 5[45]\.[0-9]+ GiB per rank; fits in 80 GiB per GPU' "gpt3 without recompute: stage 0 keeps 16 micro-batches (~55 GiB with the CUDA backend's fused attention)"
 run "$GPT3D" plan $gpt3c --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \
     --nodes 128 --gpus-per-node 8 --gpu-memory 50
 is "$rc" 1 "gpt3 without recompute does not fit 50 GiB: exit 1"
 like "$out" 'does NOT fit in 50 GiB per GPU' "gpt3: says it does not fit"
-like "$out" 'error: stage 0 needs 53\.[0-9]+ GiB per GPU, more than --gpu-memory 50: recompute' \
+like "$out" 'error: stage 0 needs 5[45]\.[0-9]+ GiB per GPU, more than --gpu-memory 50: recompute' \
     "gpt3: the error says what to do"
 run "$GPT3D" plan $gpt3c --tensor-model-parallel-size 8 --pipeline-model-parallel-size 16 \
     --nodes 128 --gpus-per-node 8 --gpu-memory 50 --recompute-granularity full
@@ -97,8 +97,8 @@ like "$out" 'selective recompute saves nothing on CUDA' "--device cuda with sele
 run "$GPT3D" plan $gpt3c --nodes 128 --gpus-per-node 8 --gpu-memory 80 \
     --recompute-granularity full --search
 is "$rc" 0 "gpt3 --search: exit 0"
-like "$out" '175 layouts checked \(TP x PP x V x sequence parallelism\), 95 valid for gpt3d train, 20 fit in the memory per GPU' \
-    "gpt3 --search: 95 valid layouts (PP divides 96, heads and 1024 / TP; V splits the layers; SP with TP > 1), 20 fit"
+like "$out" '175 layouts checked \(TP x PP x V x sequence parallelism\), 95 valid for gpt3d train, 18 fit in the memory per GPU' \
+    "gpt3 --search: 95 valid layouts (PP divides 96, heads and 1024 / TP; V splits the layers; SP with TP > 1), 18 fit (NCCL's communicators, 1.7 GiB per rank, keep two out)"
 first=$(printf '%s\n' "$out" | sed -n '/TP   PP/{n;p;}' | awk '{print $1, $2, $3, $4, $5}')
 is "$first" "4 16 16 2 yes" "gpt3 --search: the fastest on the DGX H100 first (TP 4 x PP 16, V 2, sequence parallel)"
 like "$out" 'ordered by predicted seconds per iteration' "--search orders by the predicted time"
@@ -398,21 +398,26 @@ is "$rc" 0 "a gpt3d train --config file plans as it is"
 like "$out" 'the run: 100 iterations, 5\.12e\+04 tokens' "with --train-iters: the run's tokens (100 x 8 x 64)"
 like "$out" 'GPT 4 layers, hidden 128' "the config file's model"
 
-# ---- memory on a GPU: the H100 measurements of issue 20 (one rank, seq 1024, 3 iterations;
-# peak = nvidia-smi memory.used sampled every 100 ms; the trainer's own activation MiB beside
-# it).  The plan must equal the trainer's activations (the same layout code) and be within
-# 5% of each measured peak (issue 29's goal); --gpu h100: the H100's fixed cost whatever GPU
-# this machine has.  Rows: layers hidden heads micro-batch recompute peak-MiB acts-MiB
+# ---- memory on a GPU: the H100 measurements of issue 20 (2026-11-24, one rank, seq 1024, 3
+# iterations; peak = nvidia-smi memory.used sampled every 100 ms; the trainer's own activation
+# MiB beside it).  That build made no NCCL communicator for one rank (one rank became the
+# 1 x 1 x 1 engine, with its four, after it), ran the native attention and tuned no GEMM:
+# --distributed-backend ucx, --attention-backend native and GPT3D_GEMM_AUTOTUNE=0 give the
+# plan the same process, so these peaks check the context alone (--gpu h100: 573 MiB,
+# measured by gpt3d plan --calibrate on 2026-11-26).  The plan must equal the trainer's
+# activations (the same layout code) and be within 5% of each peak (issue 29's goal).
+# Rows: layers hidden heads micro-batch recompute peak-MiB acts-MiB
 if [ -n "$PY" ]; then
     while read -r L H A B R peak acts; do
         rg=""
         [ "$R" = none ] || rg="--recompute-granularity $R"
         # shellcheck disable=SC2086
-        run "$GPT3D" plan --device cuda --gpu h100 --seq-length 1024 --num-layers "$L" --hidden-size "$H" \
-            --num-attention-heads "$A" --micro-batch-size "$B" --global-batch-size "$B" $rg --json
+        run env GPT3D_GEMM_AUTOTUNE=0 "$GPT3D" plan --device cuda --gpu h100 --seq-length 1024 \
+            --num-layers "$L" --hidden-size "$H" --num-attention-heads "$A" --micro-batch-size "$B" \
+            --global-batch-size "$B" $rg --distributed-backend ucx --attention-backend native --json
         got=$(jget "$out" '"%.1f %.0f" % (j["stages"][0]["act_bytes"] / 1048576, j["stages"][0]["peak_bytes"] / 1048576)')
         ok=$(echo "$got" | awk -v a="$acts" -v p="$peak" '{ d = ($2 - p) / p; print ($1 == a && d < 0.05 && d > -0.05) ? 0 : 1 }')
-        is "$ok" 0 "H100 ${L}x${H} micro-batch $B recompute $R: activations $acts MiB as the trainer's, peak within 5% of $peak MiB (plan: $got)"
+        is "$ok" 0 "H100 (issue 20) ${L}x${H} micro-batch $B recompute $R: activations $acts MiB as the trainer's, peak within 5% of $peak MiB (plan: $got)"
     done <<'ROWS'
 12 768 12 1 none 3035 328.3
 12 768 12 4 none 3965 1245.8
@@ -432,14 +437,118 @@ else
     while [ $i -lt 12 ]; do skip "no python3 to read --json"; i=$((i + 1)); done
 fi
 
+# todo_ok STATUS DESCRIPTION REASON: a check of a goal not met yet (TAP TODO: reported, not a
+# failure; when it passes the harness says so, XPASS, and the TODO must go)
+todo_ok() {
+    _tap_n=$((_tap_n + 1))
+    if [ "$1" -eq 0 ]; then echo "ok $_tap_n - $2 # TODO $3"; else echo "not ok $_tap_n - $2 # TODO $3"; fi
+}
+
+# ---- the H100 of 2026-11-26 (tests/cli/gpu_plan.sh on one H100 80GB HBM3, main with cuDNN's
+# fused attention under --attention-backend auto and GEMM autotuning; its gpu.cal below,
+# verbatim: GEMM, attention and memory rates, op 13.45 us, fixed 573 MiB): one rank, seq 1024,
+# 3 iterations, nvidia-smi's peak, the trainer's "memory:" line and ms per iteration.
+# Memory (--gpu h100, cuDNN's attention: this build's auto): the trainer's activations exactly
+# and the peak within 5% (the context, NCCL's four communicators of 1,763 MiB, the GEMM
+# autotuning's scratch: 184 MiB for 124M, whose word-embedding gradient it saves, 49 MiB for
+# 1.5B, whose 314 MiB one it does not).  Time (--machine gpu.cal): within 10%; GPT-2 124M with
+# full recompute is not (+11.7%: a TODO, docs/plan.md "The fixed cost of an op").
+# Rows: layers hidden heads micro-batch recompute peak-MiB acts-MiB ms-per-iteration
+cat > "$TMPD/h100.cal" <<'EOF'
+# gpt3d plan --calibrate on vm: backend cuda, NVIDIA H100 80GB HBM3 (sm_90, 132 SMs), 1 thread
+format 2
+# the GPU, as gpt3d plan --gpu names it
+gpu h100
+# gemm SIZE FLOP/s: matmul forward + backward of SIZE^3 (6 SIZE^3 FLOPs)
+gemm 128 4.55589e+11
+gemm 256 3.79962e+12
+gemm 512 2.94811e+13
+gemm 1024 2.06966e+14
+gemm 2048 5.98213e+14
+gemm 4096 8.23538e+14
+# attention FLOP/s: forward + backward, counted as 12 B T^2 C (B 4 T 2048 heads 16 x 64)
+attention 5.12112e+14
+# memory bytes/s: a residual add (read 2, write 1)
+memory 2.79008e+12
+# op SECONDS: the fixed cost of one op of the passes (a 2-layer GPT of hidden 64, 64 tokens: forward + backward / its ops)
+op 1.34492e-05
+# intra/inter BYTES/s LATENCY_s: not measured (one GPU): the DGX H100 numbers; edit for your machine
+intra 3.6e+11 1e-05
+inter 4e+10 2e-05
+gpus_per_node 8
+# fixed BYTES: device memory of a process beyond its tensors (the driver's used memory with the backend open and nothing allocated, less before it opened)
+fixed 600637440
+EOF
+case $("$GPT3D" --version 2>&1) in *+cudnn*) cudnn_built=1 ;; *) cudnn_built=0 ;; esac
+if [ -n "$PY" ] && [ "$cudnn_built" = 1 ]; then
+    while read -r L H A B R peak acts ms; do
+        rg=""
+        [ "$R" = none ] || rg="--recompute-granularity $R"
+        shape="--device cuda --seq-length 1024 --num-layers $L --hidden-size $H --num-attention-heads $A --micro-batch-size $B --global-batch-size $B $rg"
+        # shellcheck disable=SC2086
+        run env -u GPT3D_GEMM_AUTOTUNE "$GPT3D" plan $shape --gpu h100 --json
+        got=$(jget "$out" '"%.1f %.0f" % (j["stages"][0]["act_bytes"] / 1048576, j["stages"][0]["peak_bytes"] / 1048576)')
+        ok=$(echo "$got" | awk -v a="$acts" -v p="$peak" '{ d = ($2 - p) / p; print ($1 == a && d < 0.05 && d > -0.05) ? 0 : 1 }')
+        is "$ok" 0 "H100 (2026-11-26) ${L}x${H} micro-batch $B recompute $R: activations $acts MiB as the trainer's, peak within 5% of $peak MiB (plan: $got)"
+        # shellcheck disable=SC2086
+        run env -u GPT3D_GEMM_AUTOTUNE "$GPT3D" plan $shape --machine "$TMPD/h100.cal" --json
+        got=$(jget "$out" '"%.0f %.2f" % (j["stages"][0]["peak_bytes"] / 1048576, j["seconds_per_iteration"] * 1000)')
+        ok=$(echo "$got" | awk -v p="$peak" -v t="$ms" '{ d = ($1 - p) / p; e = ($2 - t) / t; print (d < 0.05 && d > -0.05 && e < 0.1 && e > -0.1) ? 0 : 1 }')
+        what="H100 (2026-11-26) ${L}x${H} micro-batch $B recompute $R: with its calibration, peak within 5% of $peak MiB and time within 10% of $ms ms (plan: $got)"
+        if [ "$L $B $R" = "12 16 full" ]; then
+            todo_ok "$ok" "$what" "the work model over-counts 124M's layer GEMMs and fused memory-bound ops (docs/plan.md)"
+        else
+            is "$ok" 0 "$what"
+        fi
+    done <<'ROWS'
+12 768 12 1 none 4987 331.4 7.057
+12 768 12 4 none 5913 1258.0 13.726
+12 768 12 8 none 7143 2486.8 22.556
+12 768 12 16 none 9597 4941.4 39.518
+12 768 12 16 selective 9589 4933.1 40.803
+12 768 12 16 full 5627 970.4 46.582
+48 1600 25 1 none 31593 2467.6 58.552
+48 1600 25 4 none 38929 9802.9 116.734
+48 1600 25 8 none 48703 19576.7 192.405
+48 1600 25 8 selective 48665 19540.0 196.560
+48 1600 25 8 full 31035 1909.1 242.939
+48 1600 25 16 full 32911 3786.0 448.838
+ROWS
+    # --attention-backend auto counts what this build's trainer runs: cuDNN's (its dQ
+    # accumulator, 3 MiB per sequence of 124M), GEMM autotuning only for one process
+    gpt2h="--device cuda --gpu h100 --num-layers 12 --hidden-size 768 --num-attention-heads 12 --seq-length 1024 --micro-batch-size 1 --global-batch-size 1"
+    # shellcheck disable=SC2086
+    run env -u GPT3D_GEMM_AUTOTUNE "$GPT3D" plan $gpt2h --attention-backend native --json
+    is "$(jget "$out" '"%.1f" % (j["stages"][0]["act_bytes"] / 1048576)')" "328.3" \
+        "--attention-backend native: the native kernels' activations (328.3 MiB, issue 20's)"
+    # shellcheck disable=SC2086
+    run env -u GPT3D_GEMM_AUTOTUNE "$GPT3D" plan $gpt2h --data-parallel-size 2 --global-batch-size 2 --json
+    is "$(jget "$out" 'round(j["gemm_autotune_scratch_bytes"])')" "0" "two processes: no GEMM autotuning's scratch"
+    is "$(jget "$out" 'round((j["nccl_bytes"]) / 1048576)')" "1763" "... and NCCL's four communicators, 1,763 MiB"
+    # shellcheck disable=SC2086
+    run env -u GPT3D_GEMM_AUTOTUNE "$GPT3D" plan $gpt2h --deterministic --json
+    is "$(jget "$out" 'round(j["gemm_autotune_scratch_bytes"])')" "0" "--deterministic: no GEMM autotuning's scratch"
+    # shellcheck disable=SC2086
+    run env -u GPT3D_GEMM_AUTOTUNE "$GPT3D" plan $gpt2h --distributed-backend ucx --json
+    is "$(jget "$out" 'round(j["nccl_bytes"])')" "0" "--distributed-backend ucx: no NCCL communicators"
+    like "$out" '"gemm_autotune_scratch_bytes":193167360' "... one process: the word embedding's gradient, 1.25 x 50304 x 768 x 4 bytes"
+else
+    i=0
+    while [ $i -lt 30 ]; do skip "no python3 to read --json, or this gpt3d has no cuDNN (the rows ran cuDNN's attention)"; i=$((i + 1)); done
+fi
+
 # ---- the H200 measurements of issue 29 (2026-11-26, ../shared/gpu/results/2026-11-26-h200/
-# p4_plan.log: one rank, seq 1024, 4 iterations, nvidia-smi's peak, the trainer's ms per
-# iteration).  Memory: --gpu h200 (its fixed cost, 2,324 MiB) within 5% of each peak.  Time:
-# the calibration that gpt3d plan --calibrate --device cuda wrote on that H200 (its GEMM,
-# attention and memory rates as measured), with the fixed cost of an op that format 2 adds
-# set to 15 us (not measured yet: 12.5 to 20.5 us put all five rows within 10%, docs/plan.md)
-# and the fixed memory as a calibration writes it: within 10% of each measured time (the plan
-# without the fixed costs was 39% and 28% short at micro-batch 1).
+# p4_plan.log, main at 6d5e431: one rank, seq 1024, 4 iterations, nvidia-smi's peak, the
+# trainer's ms per iteration).  That build ran the native attention and tuned no GEMM
+# (--attention-backend native, GPT3D_GEMM_AUTOTUNE=0) and made NCCL's four communicators.
+# Memory: --gpu h200 (its fixed cost and NCCL's: 2,324 MiB together) within 5% of each peak.
+# Time: the calibration that gpt3d plan --calibrate --device cuda wrote on that H200 (format 1:
+# its GEMM, attention and memory rates as measured), with what format 2 adds as the table has
+# it (fixed, nccl) and the fixed cost of an op of that build, which it did not measure, set to
+# 35 us (32.5 to 37 us put all five rows within 10% with the overlap of docs/plan.md "The
+# fixed cost of an op"; the H100's calibration measured 13.45 us on today's build): within 10%
+# of each measured time (the plan without the fixed costs was 39% and 28% short at
+# micro-batch 1).
 # Rows: layers hidden heads micro-batch recompute peak-MiB ms-per-iteration
 cat > "$TMPD/h200.cal" <<'EOF'
 # gpt3d plan --calibrate on vm: backend cuda, NVIDIA H200 (sm_90, 132 SMs), 1 threads
@@ -453,8 +562,9 @@ gemm 2048 5.9824e+14
 gemm 4096 8.28143e+14
 attention 5.87523e+13
 memory 3.8723e+12
-op 15e-6
-fixed 2436890624
+op 35e-6
+fixed 588251136
+nccl 1848639488
 intra 3.6e+11 1e-05
 inter 4e+10 2e-05
 gpus_per_node 8
@@ -463,12 +573,14 @@ if [ -n "$PY" ]; then
     while read -r L H A B R peak ms; do
         rg=""
         [ "$R" = none ] || rg="--recompute-granularity $R"
-        shape="--device cuda --seq-length 1024 --num-layers $L --hidden-size $H --num-attention-heads $A --micro-batch-size $B --global-batch-size $B $rg"
-        run "$GPT3D" plan $shape --gpu h200 --json
+        shape="--device cuda --seq-length 1024 --num-layers $L --hidden-size $H --num-attention-heads $A --micro-batch-size $B --global-batch-size $B $rg --attention-backend native"
+        # shellcheck disable=SC2086
+        run env GPT3D_GEMM_AUTOTUNE=0 "$GPT3D" plan $shape --gpu h200 --json
         got=$(jget "$out" '"%.0f" % (j["stages"][0]["peak_bytes"] / 1048576)')
         ok=$(awk -v g="$got" -v p="$peak" 'BEGIN { d = (g - p) / p; print (d < 0.05 && d > -0.05) ? 0 : 1 }')
         is "$ok" 0 "H200 ${L}x${H} micro-batch $B recompute $R: --gpu h200 peak within 5% of $peak MiB (plan: $got)"
-        run "$GPT3D" plan $shape --machine "$TMPD/h200.cal" --json
+        # shellcheck disable=SC2086
+        run env GPT3D_GEMM_AUTOTUNE=0 "$GPT3D" plan $shape --machine "$TMPD/h200.cal" --json
         got=$(jget "$out" '"%.0f %.1f" % (j["stages"][0]["peak_bytes"] / 1048576, j["seconds_per_iteration"] * 1000)')
         ok=$(echo "$got" | awk -v p="$peak" -v t="$ms" '{ d = ($1 - p) / p; e = ($2 - t) / t; print (d < 0.05 && d > -0.05 && e < 0.1 && e > -0.1) ? 0 : 1 }')
         is "$ok" 0 "H200 ${L}x${H} micro-batch $B recompute $R: with the H200's calibration, peak within 5% of $peak MiB and time within 10% of $ms ms (plan: $got)"
@@ -491,7 +603,7 @@ ROWS
     run "$GPT3D" plan $gpt2b --device cuda --machine "$TMPD/h200.cal" --json
     is "$(jget "$out" 'j["ops_per_iteration"]')" "$(( 12 * 15 + 2 + 3 + 5 + 4 * 4 + 8 ))" \
         "gpt2 micro-batch 1 on cuda: 214 ops per iteration, counted on the passes"
-    is "$(jget "$out" 'round(j["fixed_seconds"] * 1e6)')" "$(( 214 * 15 ))" "... at 15 us each"
+    is "$(jget "$out" 'round(j["fixed_seconds"] * 1e6)')" "$(( 214 * 35 ))" "... at 35 us each"
     # full recompute: each layer but the last runs its forward again (8 ops); the CPU has no
     # fused ops (10 forward, 8 backward per layer) and its uploads and downloads are copies in
     # host memory, not ops (3 fewer)
@@ -509,19 +621,31 @@ fi
 # ---- --gpu: the table of GPUs, what is assumed, and its refusals
 run "$GPT3D" plan $gpt2 --device cuda --gpu h200
 is "$rc" 0 "--gpu h200: exit 0"
-like "$out" 'GPU: h200; fixed cost per process 2324 MiB \(--gpu; fixed cost measured on an H200, 2026-11-26' \
+like "$out" 'GPU: h200; fixed cost per process 561 MiB \(--gpu; fixed cost measured on an H200, 2026-11-26, as a sum with NCCL.s .*\); NCCL.s 4 communicators 1763 MiB' \
     "--gpu h200: says which GPU and fixed cost it assumed, and that it was measured"
 like "$out" 'fits in 140\.4 GiB per GPU' "--gpu h200 without --gpu-memory: the fit against the H200's memory"
 like "$out" 'time per iteration on a DGX of h200' "--gpu h200: the time on a DGX of it"
 run "$GPT3D" plan $gpt2 --device cuda --gpu a100-40gb
-like "$out" 'GPU: a100-40gb; fixed cost per process 585 MiB \(--gpu; fixed cost not measured' \
+like "$out" 'GPU: a100-40gb; fixed cost per process 573 MiB \(--gpu; fixed cost not measured' \
     "--gpu a100-40gb: says its fixed cost is not measured"
 run "$GPT3D" plan $gpt2 --device cuda --machine dgx-a100
-like "$out" 'GPU: a100-80gb; fixed cost per process 585 MiB \(the machine.s GPU' "--machine dgx-a100: the A100 80GB"
+like "$out" 'GPU: a100-80gb; fixed cost per process 573 MiB \(the machine.s GPU' "--machine dgx-a100: the A100 80GB"
 run "$GPT3D" plan $gpt2 --device cuda --machine "$TMPD/h200.cal"
-like "$out" 'GPU: h200; fixed cost per process 2324 MiB \(the calibration.s GPU; fixed cost measured by --calibrate' \
+like "$out" 'GPU: h200; fixed cost per process 561 MiB \(the calibration.s GPU; fixed cost measured by --calibrate, NCCL.s too' \
     "--machine FILE: the calibration's GPU and its measured fixed cost"
-like "$out" 'fixed cost: [0-9]+ ops per iteration on the slowest stage x 15\.0 us' "... and the fixed cost of its ops"
+like "$out" 'fixed cost: [0-9]+ ops per iteration on the slowest stage x 35\.0 us = [0-9.]+ ms .*, of which [0-9.]+ ms is not hidden behind the GPU.s work' \
+    "... and the fixed cost of its ops, and what of it the GPU's work does not hide"
+if [ -n "$PY" ]; then
+    run "$GPT3D" plan $gpt2 --device cuda --machine "$TMPD/h200.cal" --json
+    is "$(jget "$out" 'round(j["nccl_bytes"])')" "1848639488" "--machine FILE: the calibration's nccl line is NCCL's memory"
+    sed '/^nccl /d' "$TMPD/h200.cal" > "$TMPD/nonccl.cal"
+    run "$GPT3D" plan $gpt2 --device cuda --machine "$TMPD/nonccl.cal"
+    like "$out" "fixed cost measured by --calibrate, NCCL.s from the table: $TMPD/nonccl.cal" \
+        "... a calibration without it: NCCL's from the --gpu table, and the plan says so"
+else
+    skip "no python3 to read --json"
+    skip "no python3 to read --json"
+fi
 run "$GPT3D" plan $gpt2 --device cuda --gpu h300
 is "$rc" 2 "--gpu h300: exit 2"
 like "$out" 'error: --gpu h300: not a GPU gpt3d plan knows; give one of h100, h200, a100-40gb, a100-80gb' "... naming the choices"
@@ -541,7 +665,7 @@ sed 's/^format 2/format 3/' "$TMPD/h200.cal" > "$TMPD/v3.cal"
 run "$GPT3D" plan $gpt2 --device cuda --machine "$TMPD/v3.cal"
 is "$rc" 2 "a calibration of format 3: exit 2"
 like "$out" "error: $TMPD/v3.cal: calibration format 3; this gpt3d reads format 2" "... naming both formats"
-for bad in "gpu h300" "op 2" "op -1e-6" "fixed 0"; do
+for bad in "gpu h300" "op 2" "op -1e-6" "fixed 0" "nccl 0"; do
     sed "s/^gpus_per_node 8/$bad/" "$TMPD/h200.cal" > "$TMPD/badline.cal"
     run "$GPT3D" plan $gpt2 --device cuda --machine "$TMPD/badline.cal"
     is "$rc" 2 "a calibration line '$bad': exit 2"

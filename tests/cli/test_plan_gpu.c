@@ -71,10 +71,12 @@ int main(void)
     tap_ok(strcmp(match("NVIDIA A100-PCIE-40GB"), "a100-40gb") == 0, "A100-PCIE-40GB is a100-40gb");
     tap_ok(strcmp(match("Tesla V100-SXM2-16GB"), "none") == 0, "a V100 is not in the table");
     g = g3_plan_gpu_row("h200");
-    tap_ok(g && g->fixed_mib == 2324.0 && g->memory_gib > 140.0 && g->memory_gib < 141.0,
-           "h200: 2,324 MiB fixed per process (measured), 140.4 GiB");
+    tap_ok(g && g->fixed_mib + g->nccl_mib == 2324.0 && g->memory_gib > 140.0 &&
+               g->memory_gib < 141.0,
+           "h200: 2,324 MiB fixed per process with NCCL's communicators (measured), 140.4 GiB");
     g = g3_plan_gpu_row("h100");
-    tap_ok(g && g->fixed_mib == 585.0, "h100: 585 MiB fixed per process (measured)");
+    tap_ok(g && g->fixed_mib == 573.0 && g->nccl_mib == 1763.0,
+           "h100: 573 MiB fixed per process (measured), 1,763 MiB of NCCL's communicators");
     g = g3_plan_gpu_row("a100-40gb");
     tap_ok(g && strncmp(g->fixed_how, "not measured", 12) == 0, "a100-40gb: its fixed cost says it is not measured");
     tap_ok(g3_plan_gpu_row("h300") == NULL, "h300 is no --gpu word");
