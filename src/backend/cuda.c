@@ -567,9 +567,17 @@ static void g3_cuda_close(g3_backend_t *be)
 
 /* ---- host staging buffers and timing events (optional ops) ------------------------------- */
 
+/* Safe from any thread (backend.h): logs here instead of leaving an error pending in the
+ * context, whose stream another thread may be using. */
 static g3_status_t g3_cuda_host_alloc(g3_backend_t *be, size_t bytes, void **ptr_p)
 {
-    return g3_cuda_status(be, g3cuda_host_alloc(g3_cuda_ctx_of(be), bytes, ptr_p));
+    g3_cuda_t *cu = be->priv;
+    char why[512];
+
+    if (g3cuda_host_alloc(cu->ctx, bytes, ptr_p, why, sizeof(why)) == 0)
+        return G3_OK;
+    g3_error("CUDA backend (device %d, %s): %s", cu->device, be->device, why);
+    return G3_ERR_NO_MEMORY;
 }
 
 static void g3_cuda_host_free(g3_backend_t *be, void *ptr)

@@ -403,8 +403,14 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         ecfg.timers = g3_train_timing_timers(tr->timing);
         g3_par_tp_comm(cfg->par, &tpc);
         g3_gpt_set_tp_comm(tr->model, &tpc);
-        return g3_par_engine_init(cfg->par, tr->model, tr->B, tr->T, &ecfg, &tr->eng);
+        st = g3_par_engine_init(cfg->par, tr->model, tr->B, tr->T, &ecfg, &tr->eng);
     }
+    /* The saves' staging area: pinning it takes seconds per GiB, so it is allocated in the
+     * background from here on; the resume and the first save wait for what is left of it. */
+    if (st == G3_OK && cfg->save_dir)
+        g3_par_ckpt_stage_start(&tr->stage, tr->be,
+                                g3_par_ckpt_stage_floats(tr->model, tr->eng));
+    return st;
 }
 
 /* The peak of the whole job: for a GPU backend the device's peak times the distinct devices
