@@ -42,8 +42,8 @@ g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
 /* Asynchronous save (--async-save): rank 0 prepares the temporary directory, every rank copies
  * its state to host memory (the stall) and a writer thread writes its shards while training
  * goes on.  tm: NULL, or the phases of the stall are added to it (commit: the temporary
- * directory; stage_alloc, describe, d2h, finite, pack: the snapshot).  OUT: *pending_p.  Only one save
- * may be pending. */
+ * directory; stage_alloc, describe, d2h, finite, pack: the snapshot).  OUT: *pending_p.
+ * Only one save may be pending. */
 typedef struct g3_train_ckpt_async g3_train_ckpt_async_t;
 g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration,
                                      int64_t consumed_samples, int64_t gbs, double lr,
