@@ -21,6 +21,9 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "g3cuda.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Private state of the CUDA backend. */
 typedef struct {
@@ -728,6 +731,12 @@ g3_status_t g3_be_cuda_open(g3_be_opts_t *o, g3_backend_t **be_p)
     be->ops = &cu->ops;
     be->nthreads = 1;   /* one GPU per rank: the MFU peak counts GPUs */
     be->priv = cu;
+#ifdef _OPENMP
+    /* The host-side loops (the checkpoints' finite check) on this rank's share of the node's
+     * cores, as the CPU backend sizes its threads (o->nthreads 0: OpenMP's default). */
+    if (o->nthreads > 0)
+        omp_set_num_threads(o->nthreads);
+#endif
     be->stream = g3cuda_ctx_stream(cu->ctx);   /* the engine orders NCCL behind it */
     if (g3cuda_ctx_bus_id(cu->ctx, be->device_id, sizeof(be->device_id)) != 0) {
         g3cuda_ctx_sync(cu->ctx, NULL, 0);   /* clear: an unknown id only weakens a check */
