@@ -286,14 +286,21 @@ extern "C" int g3cuda_zero(g3cuda_ctx_t *ctx, void *ptr, size_t bytes)
 
 /* ---- host staging, device identity, timing events (g3cuda.h) ---------------------------- */
 
-extern "C" int g3cuda_host_alloc(g3cuda_ctx_t *ctx, size_t bytes, void **ptr_p)
+extern "C" int g3cuda_host_alloc(g3cuda_ctx_t *ctx, size_t bytes, void **ptr_p, char *why,
+                                 size_t why_len)
 {
     void *p = NULL;
-    cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault);
-    if (e != cudaSuccess)
-        return g3cuda_fail(ctx, G3CUDA_ERR_NOMEM,
-                           "cannot allocate %zu bytes of page-locked host memory: %s", bytes,
-                           cudaGetErrorString(e));
+    /* Any thread: its current device is the context's (a fresh thread's is device 0, whose
+     * context would own the pinning); nothing of ctx's queued state is touched. */
+    cudaError_t e = cudaSetDevice(ctx->device);
+
+    if (e == cudaSuccess)
+        e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+        snprintf(why, why_len, "cannot allocate %zu bytes of page-locked host memory: %s", bytes,
+                 cudaGetErrorString(e));
+        return G3CUDA_ERR_NOMEM;
+    }
     *ptr_p = p;
     return 0;
 }

@@ -79,11 +79,13 @@ int g3cuda_upload(g3cuda_ctx_t *ctx, void *dst, const void *host_src, size_t byt
 int g3cuda_download(g3cuda_ctx_t *ctx, void *host_dst, const void *src, size_t bytes);
 int g3cuda_zero(g3cuda_ctx_t *ctx, void *ptr, size_t bytes);
 
-/* Page-locked host memory (host staging of --distributed-backend ucx), the device's PCI bus
- * id ("0000:65:00.0", for telling ranks that share a GPU), and timing events on the stream
- * (g3cuda_event_elapsed waits for end; ms between the two records).  RET: non-zero with the
- * cause recorded in ctx (g3cuda_ctx_sync reports it). */
-int g3cuda_host_alloc(g3cuda_ctx_t *ctx, size_t bytes, void **ptr_p);
+/* Page-locked host memory (host staging of --distributed-backend ucx, the checkpoints'
+ * staging area): callable from any thread (it sets that thread's device to ctx's and records
+ * nothing in ctx).  RET: non-zero with the cause in why. */
+int g3cuda_host_alloc(g3cuda_ctx_t *ctx, size_t bytes, void **ptr_p, char *why, size_t why_len);
+/* The device's PCI bus id ("0000:65:00.0", for telling ranks that share a GPU), and timing
+ * events on the stream (g3cuda_event_elapsed waits for end; ms between the two records).
+ * RET: non-zero with the cause recorded in ctx (g3cuda_ctx_sync reports it). */
 void g3cuda_host_free(g3cuda_ctx_t *ctx, void *ptr);
 int g3cuda_ctx_bus_id(g3cuda_ctx_t *ctx, char *buf, size_t len);
 int g3cuda_event_create(g3cuda_ctx_t *ctx, void **event_p);

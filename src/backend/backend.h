@@ -279,7 +279,9 @@ typedef struct g3_backend_ops {
     /* ---- optional: host staging buffers and timing events -----------------------------------
      * host_alloc/host_free, both or neither (NULL: plain host memory): page-locked host memory
      * that ->download and ->upload move at full speed (the staged collectives of
-     * --distributed-backend ucx).  OUT: *ptr_p.  RET: G3_ERR_NO_MEMORY (logged).
+     * --distributed-backend ucx, the checkpoints' staging area).  host_alloc may be called
+     * from any thread, beside the ops of the thread that drives the backend (it leaves no
+     * error pending in the backend).  OUT: *ptr_p.  RET: G3_ERR_NO_MEMORY (logged).
      * event_*, all four or none (NULL: the timers read the wall clock after ->sync): a marker
      * recorded in the order of the queued ops, and the time between two recorded markers;
      * event_elapsed waits until `end` has passed.  RET: G3_ERR_DEVICE (logged). */

@@ -21,6 +21,9 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "g3cuda.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Private state of the CUDA backend. */
 typedef struct {
@@ -567,9 +570,17 @@ static void g3_cuda_close(g3_backend_t *be)
 
 /* ---- host staging buffers and timing events (optional ops) ------------------------------- */
 
+/* Safe from any thread (backend.h): logs here instead of leaving an error pending in the
+ * context, whose stream another thread may be using. */
 static g3_status_t g3_cuda_host_alloc(g3_backend_t *be, size_t bytes, void **ptr_p)
 {
-    return g3_cuda_status(be, g3cuda_host_alloc(g3_cuda_ctx_of(be), bytes, ptr_p));
+    g3_cuda_t *cu = be->priv;
+    char why[512];
+
+    if (g3cuda_host_alloc(cu->ctx, bytes, ptr_p, why, sizeof(why)) == 0)
+        return G3_OK;
+    g3_error("CUDA backend (device %d, %s): %s", cu->device, be->device, why);
+    return G3_ERR_NO_MEMORY;
 }
 
 static void g3_cuda_host_free(g3_backend_t *be, void *ptr)
@@ -720,6 +731,12 @@ g3_status_t g3_be_cuda_open(g3_be_opts_t *o, g3_backend_t **be_p)
     be->ops = &cu->ops;
     be->nthreads = 1;   /* one GPU per rank: the MFU peak counts GPUs */
     be->priv = cu;
+#ifdef _OPENMP
+    /* The host-side loops (the checkpoints' finite check) on this rank's share of the node's
+     * cores, as the CPU backend sizes its threads (o->nthreads 0: OpenMP's default). */
+    if (o->nthreads > 0)
+        omp_set_num_threads(o->nthreads);
+#endif
     be->stream = g3cuda_ctx_stream(cu->ctx);   /* the engine orders NCCL behind it */
     if (g3cuda_ctx_bus_id(cu->ctx, be->device_id, sizeof(be->device_id)) != 0) {
         g3cuda_ctx_sync(cu->ctx, NULL, 0);   /* clear: an unknown id only weakens a check */

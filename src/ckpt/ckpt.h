@@ -187,8 +187,11 @@ typedef struct {
 typedef enum {
     /* save */
     G3_CKPT_T_WAIT,       /* the previous asynchronous save: its writer, its commit    */
+    G3_CKPT_T_STAGE_ALLOC, /* host memory for the copies: waiting for the staging area's
+                            * background allocation, or allocating (caller)               */
     G3_CKPT_T_DESCRIBE,   /* describing the tensors and scalars of the state (caller)   */
-    G3_CKPT_T_D2H,        /* copying the parameters and moments to host memory (caller) */
+    G3_CKPT_T_D2H,        /* copying the parameters and moments to host memory (caller;
+                           * a load: the model's values that the checkpoint does not hold) */
     G3_CKPT_T_FINITE,     /* checking the host copy for NaN and infinity (caller)       */
     G3_CKPT_T_PACK,       /* snapshots, HDF5 datasets, attributes and manifests         */
     G3_CKPT_T_CHECKSUM,   /* CRC-32C of the bytes written                               */
@@ -201,6 +204,7 @@ typedef enum {
     G3_CKPT_T_VERIFY,     /* CRC-32C not hidden behind the reads                        */
     G3_CKPT_T_CONVERT,    /* scattering re-sharded pieces, converting dtypes            */
     G3_CKPT_T_H2D,        /* copying the loaded state into the backend's buffers (caller) */
+    G3_CKPT_T_FREE,       /* giving back the load's host copies, closing the index (caller) */
     G3_CKPT_T_COUNT
 } g3_ckpt_phase_t;
 
@@ -208,24 +212,28 @@ typedef enum {
 #define G3_CKPT_T_BIT(phase) (1u << (phase))
 /* a synchronous save */
 #define G3_CKPT_T_SAVE                                                                      \
-    (G3_CKPT_T_BIT(G3_CKPT_T_DESCRIBE) | G3_CKPT_T_BIT(G3_CKPT_T_D2H) |                     \
-     G3_CKPT_T_BIT(G3_CKPT_T_FINITE) | G3_CKPT_T_BIT(G3_CKPT_T_PACK) |                      \
-     G3_CKPT_T_BIT(G3_CKPT_T_CHECKSUM) | G3_CKPT_T_BIT(G3_CKPT_T_WRITE) |                   \
-     G3_CKPT_T_BIT(G3_CKPT_T_FSYNC) | G3_CKPT_T_BIT(G3_CKPT_T_COMMIT))
+    (G3_CKPT_T_BIT(G3_CKPT_T_STAGE_ALLOC) | G3_CKPT_T_BIT(G3_CKPT_T_DESCRIBE) |             \
+     G3_CKPT_T_BIT(G3_CKPT_T_D2H) | G3_CKPT_T_BIT(G3_CKPT_T_FINITE) |                       \
+     G3_CKPT_T_BIT(G3_CKPT_T_PACK) | G3_CKPT_T_BIT(G3_CKPT_T_CHECKSUM) |                    \
+     G3_CKPT_T_BIT(G3_CKPT_T_WRITE) | G3_CKPT_T_BIT(G3_CKPT_T_FSYNC) |                      \
+     G3_CKPT_T_BIT(G3_CKPT_T_COMMIT))
 /* the stall of an asynchronous save (commit: creating the temporary directory) */
 #define G3_CKPT_T_STALL                                                                     \
-    (G3_CKPT_T_BIT(G3_CKPT_T_WAIT) | G3_CKPT_T_BIT(G3_CKPT_T_DESCRIBE) |                    \
-     G3_CKPT_T_BIT(G3_CKPT_T_D2H) | G3_CKPT_T_BIT(G3_CKPT_T_FINITE) |                       \
-     G3_CKPT_T_BIT(G3_CKPT_T_PACK) | G3_CKPT_T_BIT(G3_CKPT_T_COMMIT))
+    (G3_CKPT_T_BIT(G3_CKPT_T_WAIT) | G3_CKPT_T_BIT(G3_CKPT_T_STAGE_ALLOC) |                 \
+     G3_CKPT_T_BIT(G3_CKPT_T_DESCRIBE) | G3_CKPT_T_BIT(G3_CKPT_T_D2H) |                     \
+     G3_CKPT_T_BIT(G3_CKPT_T_FINITE) | G3_CKPT_T_BIT(G3_CKPT_T_PACK) |                      \
+     G3_CKPT_T_BIT(G3_CKPT_T_COMMIT))
 /* the asynchronous writer thread */
 #define G3_CKPT_T_WRITER                                                                    \
     (G3_CKPT_T_BIT(G3_CKPT_T_PACK) | G3_CKPT_T_BIT(G3_CKPT_T_CHECKSUM) |                    \
      G3_CKPT_T_BIT(G3_CKPT_T_WRITE) | G3_CKPT_T_BIT(G3_CKPT_T_FSYNC))
-/* a load */
+/* a load (the library's: open, read, verify, convert; the rest the caller's) */
 #define G3_CKPT_T_LOAD                                                                      \
-    (G3_CKPT_T_BIT(G3_CKPT_T_OPEN) | G3_CKPT_T_BIT(G3_CKPT_T_READ) |                        \
-     G3_CKPT_T_BIT(G3_CKPT_T_VERIFY) | G3_CKPT_T_BIT(G3_CKPT_T_CONVERT) |                   \
-     G3_CKPT_T_BIT(G3_CKPT_T_H2D))
+    (G3_CKPT_T_BIT(G3_CKPT_T_STAGE_ALLOC) | G3_CKPT_T_BIT(G3_CKPT_T_DESCRIBE) |             \
+     G3_CKPT_T_BIT(G3_CKPT_T_D2H) | G3_CKPT_T_BIT(G3_CKPT_T_OPEN) |                         \
+     G3_CKPT_T_BIT(G3_CKPT_T_READ) | G3_CKPT_T_BIT(G3_CKPT_T_VERIFY) |                      \
+     G3_CKPT_T_BIT(G3_CKPT_T_CONVERT) | G3_CKPT_T_BIT(G3_CKPT_T_H2D) |                      \
+     G3_CKPT_T_BIT(G3_CKPT_T_FREE))
 
 typedef struct {
     double s[G3_CKPT_T_COUNT];   /* seconds per phase */

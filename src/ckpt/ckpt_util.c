@@ -18,11 +18,12 @@ __thread g3_ckpt_timing_t *g3_ckpt_tm;
 /* ---- phase timing ---------------------------------------------------------------------- */
 
 static const char *const phase_names[G3_CKPT_T_COUNT] = {
-    [G3_CKPT_T_WAIT] = "wait", [G3_CKPT_T_DESCRIBE] = "describe", [G3_CKPT_T_D2H] = "d2h",
+    [G3_CKPT_T_WAIT] = "wait", [G3_CKPT_T_STAGE_ALLOC] = "stage_alloc",
+    [G3_CKPT_T_DESCRIBE] = "describe", [G3_CKPT_T_D2H] = "d2h",
     [G3_CKPT_T_FINITE] = "finite", [G3_CKPT_T_PACK] = "pack", [G3_CKPT_T_CHECKSUM] = "checksum",
     [G3_CKPT_T_WRITE] = "write", [G3_CKPT_T_FSYNC] = "fsync", [G3_CKPT_T_COMMIT] = "commit",
     [G3_CKPT_T_OPEN] = "open", [G3_CKPT_T_READ] = "read", [G3_CKPT_T_VERIFY] = "verify",
-    [G3_CKPT_T_CONVERT] = "convert", [G3_CKPT_T_H2D] = "h2d",
+    [G3_CKPT_T_CONVERT] = "convert", [G3_CKPT_T_H2D] = "h2d", [G3_CKPT_T_FREE] = "free",
 };
 
 const char *g3_ckpt_phase_name(g3_ckpt_phase_t phase)

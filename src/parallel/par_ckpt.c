@@ -4,7 +4,8 @@
  * parameter buffer whose Adam moments this rank holds. */
 #include "config.h"
 
-#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +43,54 @@ size_t g3_par_ckpt_stage_floats(const g3_gpt_t *model, g3_par_engine_t *eng)
     return n;
 }
 
-void g3_par_ckpt_stage_free(g3_par_ckpt_stage_t *s)
+/* The background allocation: the thread touches only this struct (and the backend's
+ * host_alloc, safe from any thread); g3_par_ckpt_stage_join reads it after pthread_join. */
+struct g3_par_ckpt_stage_bg {
+    pthread_t     thread;
+    g3_backend_t *be;
+    size_t        floats;
+    void         *buf;       /* OUT: the memory, or NULL  */
+    g3_status_t   st;        /* OUT                       */
+    double        alloc_s;   /* OUT: the allocation's time */
+};
+
+static void *g3_par_ckpt_stage_main(void *arg)
 {
-    if (!s || !s->buf)
+    struct g3_par_ckpt_stage_bg *bg = arg;
+    double t0 = g3_clock_now();
+
+    bg->st = bg->be->ops->host_alloc(bg->be, bg->floats * sizeof(float), &bg->buf);
+    if (bg->st != G3_OK)
+        bg->buf = NULL;
+    bg->alloc_s = g3_clock_now() - t0;
+    return NULL;
+}
+
+/* Wait for the background thread (if any) and take what it made.  RET: its status. */
+static g3_status_t g3_par_ckpt_stage_join(g3_par_ckpt_stage_t *s)
+{
+    struct g3_par_ckpt_stage_bg *bg = s->bg;
+    g3_status_t st;
+
+    if (!bg)
+        return G3_OK;
+    pthread_join(bg->thread, NULL);
+    s->bg = NULL;
+    st = bg->st;
+    if (st == G3_OK) {
+        s->be = bg->be;
+        s->buf = bg->buf;
+        s->floats = bg->floats;
+        s->alloc_s = bg->alloc_s;
+        s->background = 1;
+    }
+    free(bg);
+    return st;
+}
+
+static void g3_par_ckpt_stage_release(g3_par_ckpt_stage_t *s)
+{
+    if (!s->buf)
         return;
     if (s->be)
         s->be->ops->host_free(s->be, s->buf);
@@ -54,33 +100,107 @@ void g3_par_ckpt_stage_free(g3_par_ckpt_stage_t *s)
     s->floats = 0;
 }
 
-/* Make stage hold at least `floats` (its contents are not kept).  RET: G3_ERR_NO_MEMORY
- * (logged). */
-static g3_status_t g3_par_ckpt_stage_reserve(g3_par_ckpt_stage_t *s, g3_backend_t *be,
-                                             size_t floats)
+void g3_par_ckpt_stage_free(g3_par_ckpt_stage_t *s)
 {
-    double t0;
-    void *p = NULL;
-    g3_status_t st = G3_OK;
+    if (!s)
+        return;
+    g3_par_ckpt_stage_join(s);   /* a failure: nothing to free (said by the backend) */
+    g3_par_ckpt_stage_release(s);
+}
 
-    if (s->buf && s->floats >= floats)
-        return G3_OK;
-    g3_par_ckpt_stage_free(s);
-    t0 = g3_clock_now();
-    s->be = be->ops->host_alloc && be->ops->host_free ? be : NULL;
-    if (s->be)
-        st = be->ops->host_alloc(be, floats * sizeof(float), &p);
-    else if ((p = malloc(floats * sizeof(float))) == NULL)
-        st = G3_ERR_NO_MEMORY;
-    if (st != G3_OK) {
-        g3_error("checkpoints: cannot allocate the %.1f MiB host staging area for saving this rank's parameters and Adam moments; free host memory, or save less often",
-                 (double)floats * 4.0 / 1048576.0);
-        return st;
-    }
+int g3_par_ckpt_stage_scheduled(const g3_par_ckpt_stage_t *s)
+{
+    return s && (s->buf || s->bg);
+}
+
+/* Give s `floats` of plain memory.  RET: G3_ERR_NO_MEMORY (not logged). */
+static g3_status_t g3_par_ckpt_stage_plain(g3_par_ckpt_stage_t *s, size_t floats)
+{
+    double t0 = g3_clock_now();
+    void *p = malloc(floats * sizeof(float));
+
+    if (!p)
+        return G3_ERR_NO_MEMORY;
+    s->be = NULL;
     s->buf = p;
     s->floats = floats;
     s->alloc_s = g3_clock_now() - t0;
+    s->background = 0;
     return G3_OK;
+}
+
+static int g3_par_ckpt_stage_pinned(const g3_backend_t *be)
+{
+    return be->ops->host_alloc && be->ops->host_free;
+}
+
+void g3_par_ckpt_stage_start(g3_par_ckpt_stage_t *s, g3_backend_t *be, size_t floats)
+{
+    struct g3_par_ckpt_stage_bg *bg;
+    int rc;
+
+    if (s->bg || (s->buf && s->floats >= floats))
+        return;
+    g3_par_ckpt_stage_release(s);
+    if (!g3_par_ckpt_stage_pinned(be)) {   /* lazy: the first use faults it in */
+        if (g3_par_ckpt_stage_plain(s, floats) != G3_OK)
+            g3_warn("checkpoints: cannot allocate the %.1f MiB host staging area for the saves yet; the first save tries again",
+                    (double)floats * 4.0 / 1048576.0);
+        return;
+    }
+    bg = calloc(1, sizeof(*bg));
+    if (!bg) {
+        g3_warn("checkpoints: out of memory starting the staging area's allocation; the first save allocates it");
+        return;
+    }
+    bg->be = be;
+    bg->floats = floats;
+    rc = pthread_create(&bg->thread, NULL, g3_par_ckpt_stage_main, bg);
+    if (rc != 0) {
+        g3_warn("checkpoints: cannot start a thread to allocate the host staging area in the background (%s); the first save allocates it",
+                strerror(rc));
+        free(bg);
+        return;
+    }
+    s->bg = bg;
+}
+
+g3_status_t g3_par_ckpt_stage_ready(g3_par_ckpt_stage_t *s, g3_backend_t *be, size_t floats)
+{
+    double t0;
+    void *p = NULL;
+    int failed = 0, pinned = g3_par_ckpt_stage_pinned(be) && !be->host_memory;
+
+    /* a thread in flight: its memory, or its failure (the backend said why) */
+    if (s->bg && g3_par_ckpt_stage_join(s) != G3_OK)
+        failed = 1;
+    if (!failed && s->buf && s->floats >= floats)
+        return G3_OK;
+    g3_par_ckpt_stage_release(s);
+    if (!failed && !s->plain && g3_par_ckpt_stage_pinned(be)) {
+        t0 = g3_clock_now();
+        if (be->ops->host_alloc(be, floats * sizeof(float), &p) == G3_OK) {
+            s->be = be;
+            s->buf = p;
+            s->floats = floats;
+            s->alloc_s = g3_clock_now() - t0;
+            s->background = 0;
+            return G3_OK;
+        }
+        failed = 1;
+    }
+    /* plain memory: the backend has no host_alloc, or instead of page-locked memory that
+     * cannot be had (said once; a CPU backend's host_alloc is plain memory already) */
+    if ((!failed || pinned) && g3_par_ckpt_stage_plain(s, floats) == G3_OK) {
+        if (failed && !s->plain)
+            g3_warn("checkpoints: no page-locked memory for the %.1f MiB host staging area (see above): the saves copy into plain memory instead, more slowly; raise the locked-memory limit (ulimit -l) or free host memory",
+                    (double)floats * 4.0 / 1048576.0);
+        s->plain = s->plain || failed;
+        return G3_OK;
+    }
+    g3_error("checkpoints: cannot allocate the %.1f MiB host staging area for saving this rank's parameters and Adam moments; free host memory, or save less often",
+             (double)floats * 4.0 / 1048576.0);
+    return G3_ERR_NO_MEMORY;
 }
 
 g3_status_t g3_par_ckpt_allreduce_min(void *ctx, int *value)
@@ -95,14 +215,16 @@ g3_status_t g3_par_ckpt_allreduce_min(void *ctx, int *value)
 g3_status_t g3_par_ckpt_init(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t *eng,
                              int dp_size, int dp_rank)
 {
-    return g3_par_ckpt_init_staged(t, model, eng, dp_size, dp_rank, NULL);
+    return g3_par_ckpt_init_staged(t, model, eng, dp_size, dp_rank, NULL, NULL);
 }
 
 g3_status_t g3_par_ckpt_init_staged(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t *eng,
-                                    int dp_size, int dp_rank, g3_par_ckpt_stage_t *stage)
+                                    int dp_size, int dp_rank, g3_par_ckpt_stage_t *stage,
+                                    g3_ckpt_timing_t *tm)
 {
     const g3_gpt_config_t *mc = &model->cfg;
     g3_backend_t *be = model->be;
+    double t0;
     g3_status_t st;
 
     memset(t, 0, sizeof(*t));
@@ -134,12 +256,10 @@ g3_status_t g3_par_ckpt_init_staged(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_en
     if (eng)
         t->n = g3_par_engine_optim_ranges(eng, t->r, &t->step);
     /* else the model alone (gpt3d eval, generate), loaded with no_load_optim */
-    st = be->ops->sync(be);
-    if (st != G3_OK)
-        return st;
+    t0 = g3_ckpt_timing_now(tm);
     if (stage) {   /* the copies side by side in the stage: [w | m0 v0 | m1 v1 | ...] */
         float *p;
-        st = g3_par_ckpt_stage_reserve(stage, be, g3_par_ckpt_stage_floats(model, eng));
+        st = g3_par_ckpt_stage_ready(stage, be, g3_par_ckpt_stage_floats(model, eng));
         if (st != G3_OK)
             return st;
         t->staged = 1;
@@ -152,29 +272,41 @@ g3_status_t g3_par_ckpt_init_staged(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_en
             t->hv[i] = p + len;
             p += 2 * len;
         }
-    }
-    if (!t->staged && !(t->hw = malloc(sizeof(float) * model->numel)))
-        goto err_no_memory;
-    be->ops->download(be, t->hw, model->w, sizeof(float) * model->numel);
-    for (int i = 0; i < t->n; i++) {
-        size_t len = t->r[i].end - t->r[i].begin;
-        if (!t->staged) {
+    } else {
+        if (!(t->hw = malloc(sizeof(float) * model->numel)))
+            goto err_no_memory;
+        for (int i = 0; i < t->n; i++) {
+            size_t len = t->r[i].end - t->r[i].begin;
             t->hm[i] = malloc(sizeof(float) * (len ? len : 1));
             t->hv[i] = malloc(sizeof(float) * (len ? len : 1));
             if (!t->hm[i] || !t->hv[i])
                 goto err_no_memory;
         }
+    }
+    g3_ckpt_timing_add(tm, G3_CKPT_T_STAGE_ALLOC, &t0);
+    st = be->ops->sync(be);
+    if (st != G3_OK)
+        goto err;
+    be->ops->download(be, t->hw, model->w, sizeof(float) * model->numel);
+    for (int i = 0; i < t->n; i++) {
+        size_t len = t->r[i].end - t->r[i].begin;
         be->ops->download(be, t->hm[i], t->r[i].m, sizeof(float) * len);
         be->ops->download(be, t->hv[i], t->r[i].v, sizeof(float) * len);
     }
-    return be->ops->sync(be);
+    st = be->ops->sync(be);
+    g3_ckpt_timing_add(tm, G3_CKPT_T_D2H, &t0);
+    if (st != G3_OK)
+        goto err;
+    return G3_OK;
 
 err_no_memory:
     g3_error(
         "checkpoints: out of memory for the host copy of the training state (%.1f MiB of parameters and as much again per Adam moment)",
         (double)model->numel * 4.0 / 1048576.0);
+    st = G3_ERR_NO_MEMORY;
+err:
     g3_par_ckpt_free(t);
-    return G3_ERR_NO_MEMORY;
+    return st;
 }
 
 /* The checkpoint description of parameter p under `group` ("model", "optim/exp_avg", ...). */
@@ -287,11 +419,47 @@ static g3_status_t g3_par_ckpt_check_index(void *ctx, g3_ckpt_reader_t *r, int *
                                            : G3_OK;
 }
 
-/* RET: the index of the first non-finite value of x[0..n), or n. */
-static size_t g3_par_ckpt_first_nonfinite(const float *x, size_t n)
+/* Floats per block of the finite check (64 KiB: in L2 while a thread tests it), and the
+ * blocks below which one thread does it all (the threads cost more than they save). */
+#define G3_PAR_CKPT_FINITE_BLOCK   16384
+#define G3_PAR_CKPT_FINITE_SERIAL  64
+
+/* RET: 1 when the bit pattern is a NaN or an infinity (every exponent bit set). */
+static inline uint32_t g3_par_ckpt_bits_nonfinite(const float *x)
 {
+    uint32_t b;
+
+    memcpy(&b, x, sizeof(b));
+    return (b & 0x7f800000u) == 0x7f800000u;
+}
+
+/* RET: non-zero when x[0..n) holds a NaN or an infinity.  No branch in the loop: an OR of the
+ * tests, which the compiler vectorizes.  x (n,) */
+static uint32_t g3_par_ckpt_block_nonfinite(const float *x, size_t n)
+{
+    uint32_t bad = 0;
+
+#pragma omp simd reduction(| : bad)
     for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i]))
+        bad |= g3_par_ckpt_bits_nonfinite(x + i);
+    return bad;
+}
+
+size_t g3_par_ckpt_first_nonfinite(const float *x, size_t n)
+{
+    const size_t B = G3_PAR_CKPT_FINITE_BLOCK;
+    size_t nb = (n + B - 1) / B, first = nb;
+    int serial = nb < G3_PAR_CKPT_FINITE_SERIAL;
+
+    /* the first block that holds one: each thread skips its blocks after its own first */
+#pragma omp parallel for schedule(static) reduction(min : first) if (!serial)
+    for (size_t b = 0; b < nb; b++) {
+        size_t lo = b * B, len = n - lo < B ? n - lo : B;
+        if (b < first && g3_par_ckpt_block_nonfinite(x + lo, len))
+            first = b;
+    }
+    for (size_t i = first * B; i < n; i++)   /* first == nb: none */
+        if (g3_par_ckpt_bits_nonfinite(x + i))
             return i;
     return n;
 }
@@ -340,9 +508,11 @@ g3_status_t g3_par_ckpt_read(g3_par_ckpt_t *t, const g3_gpt_t *model, const char
     g3_ckpt_comm_t comm = { par, g3_par_ckpt_allreduce_min };
     g3_par_ckpt_checks_t checks = { t, model->numel, !lo->no_load_optim, lo };
     g3_ckpt_load_opts_t o = *lo;
+    double t0 = g3_ckpt_timing_now(lo->timing);
     g3_status_t st;
 
     st = g3_par_ckpt_describe(t, model, 0, !lo->no_load_optim, &t->state);
+    g3_ckpt_timing_add(lo->timing, G3_CKPT_T_DESCRIBE, &t0);
     if (st != G3_OK)
         return st;
     o.check_index = g3_par_ckpt_check_index;

@@ -11,6 +11,7 @@
  * A load is three steps, so that the caller can run its own checks on the opened checkpoint
  * before anything reaches the model: g3_par_ckpt_init (host copies), g3_par_ckpt_read (the
  * checkpoint into them), g3_par_ckpt_apply (checks, then into the backend's buffers).
+ * g3_par_ckpt_read adds its describe phase to lo->timing (the library the rest of its own).
  * Glossary: TP, PP, DP sizes; tp, pp, dp a rank's coordinates; "range" = a range of the flat
  * parameter buffer whose Adam moments this rank holds. */
 #ifndef G3_PARALLEL_PAR_CKPT_H
@@ -39,22 +40,44 @@ typedef struct {
     int      staged;   /* hw, hm, hv lie in a g3_par_ckpt_stage_t: not freed here            */
 } g3_par_ckpt_t;
 
-/* The host area a trainer's saves copy its state into: allocated at the first save, through
- * the backend's host_alloc (page-locked memory on CUDA, so the device-to-host copies run at
- * the bus's speed) else malloc, and reused by every later save, so that no save allocates or
- * faults in fresh memory and an asynchronous save's writer thread writes straight from it (no
- * second host copy).  It holds this rank's parameters and the Adam moments of its ranges side
- * by side.  Owned by the trainer: free it with g3_par_ckpt_stage_free before closing the
- * backend.  Zero-initialise it. */
+/* The host area a trainer's saves (and its resume) copy its state into: allocated once,
+ * through the backend's host_alloc (page-locked memory on CUDA, so the device-to-host copies
+ * run at the bus's speed) else malloc, and reused by every later save, so that no save
+ * allocates or faults in fresh memory and an asynchronous save's writer thread writes straight
+ * from it (no second host copy).  It holds this rank's parameters and the Adam moments of its
+ * ranges side by side.  Pinning memory takes seconds per GiB, so the trainer starts the
+ * allocation in a background thread when it opens (g3_par_ckpt_stage_start) and the first use
+ * waits for what is left of it (g3_par_ckpt_stage_ready).  Owned by the trainer: free it with
+ * g3_par_ckpt_stage_free before closing the backend.  Zero-initialise it. */
+struct g3_par_ckpt_stage_bg;   /* a background allocation in flight (par_ckpt.c) */
 typedef struct {
     g3_backend_t *be;       /* whose host_alloc made buf (NULL: malloc)                     */
     float        *buf;      /* (floats,)                                                     */
     size_t        floats;
     double        alloc_s;  /* seconds the last allocation took (pinning memory is slow)     */
+    int           background;  /* buf was allocated by the background thread                 */
+    int           plain;    /* host_alloc failed: buf is plain memory (said once)            */
+    int           announced;   /* the user was told what the stage costs (the caller's flag) */
+    struct g3_par_ckpt_stage_bg *bg;   /* g3_par_ckpt_stage_start's thread, or NULL          */
 } g3_par_ckpt_stage_t;
 
 /* The floats a stage needs for model's parameters and eng's ranges (NULL: the model alone). */
 size_t g3_par_ckpt_stage_floats(const g3_gpt_t *model, g3_par_engine_t *eng);
+/* Start allocating `floats` for s in a background thread through be's host_alloc (safe from
+ * any thread, backend.h), so that the allocation overlaps the trainer's start and first
+ * iterations instead of stalling its first save; a backend without host_alloc gets plain
+ * memory here (malloc is lazy: nothing to overlap).  Nothing when s already holds that much
+ * or a thread is in flight.  A thread that cannot be started is said (a warning): the first
+ * use allocates then. */
+void g3_par_ckpt_stage_start(g3_par_ckpt_stage_t *s, g3_backend_t *be, size_t floats);
+/* RET: 1 when s has memory or a background allocation in flight (it is to be used). */
+int g3_par_ckpt_stage_scheduled(const g3_par_ckpt_stage_t *s);
+/* Make s hold at least `floats`: wait for the background allocation, or allocate here (its
+ * contents are not kept).  Page-locked memory that cannot be had (the backend said why) is
+ * replaced by plain memory, said once, so that saves go on more slowly.  RET:
+ * G3_ERR_NO_MEMORY (logged). */
+g3_status_t g3_par_ckpt_stage_ready(g3_par_ckpt_stage_t *s, g3_backend_t *be, size_t floats);
+/* Wait for a background allocation in flight, then free the memory. */
 void g3_par_ckpt_stage_free(g3_par_ckpt_stage_t *s);
 
 /* The world's all-reduce (min) for src/ckpt's agreements (g3_ckpt_comm_t); ctx: the g3_par_t. */
@@ -65,10 +88,13 @@ g3_status_t g3_par_ckpt_allreduce_min(void *ctx, int *value);
  * moments.  RET: G3_ERR_UNSUPPORTED, G3_ERR_INVALID_ARG, G3_ERR_NO_MEMORY (logged; t freed). */
 g3_status_t g3_par_ckpt_init(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t *eng,
                              int dp_size, int dp_rank);
-/* g3_par_ckpt_init with the host copies in `stage` (grown when too small; NULL: malloc as
- * g3_par_ckpt_init): t borrows the stage's memory until the next call that uses the stage. */
+/* g3_par_ckpt_init with the host copies in `stage` (made ready with g3_par_ckpt_stage_ready;
+ * NULL: malloc as g3_par_ckpt_init): t borrows the stage's memory until the next call that
+ * uses the stage.  tm: NULL, or the host memory (the stage's readiness, or the allocations)
+ * is added to its stage_alloc phase and the copies from the backend to its d2h. */
 g3_status_t g3_par_ckpt_init_staged(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_engine_t *eng,
-                                    int dp_size, int dp_rank, g3_par_ckpt_stage_t *stage);
+                                    int dp_size, int dp_rank, g3_par_ckpt_stage_t *stage,
+                                    g3_ckpt_timing_t *tm);
 void g3_par_ckpt_free(g3_par_ckpt_t *t);
 
 /* The host copies' first non-finite value (NaN or infinity): RET what holds it
@@ -76,6 +102,10 @@ void g3_par_ckpt_free(g3_par_ckpt_t *t);
  * element in *at_p, or NULL when every value is finite.  numel: the parameters in t->hw. */
 const char *g3_par_ckpt_nonfinite(const g3_par_ckpt_t *t, size_t numel, int with_optim,
                                   size_t *at_p);
+/* RET: the index of the first NaN or infinity of x[0..n), or n.  A branch-free test of the
+ * exponent bits over blocks, the blocks spread over the OpenMP threads (one thread below a
+ * few MiB); only a block that holds one is searched for its first.  x (n,) */
+size_t g3_par_ckpt_first_nonfinite(const float *x, size_t n);
 
 /* Describe this rank's state: every parameter it holds and, with_optim, the Adam moments of
  * the ranges it holds (saving: only those it owns, so each element is written once).

@@ -403,8 +403,14 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         ecfg.timers = g3_train_timing_timers(tr->timing);
         g3_par_tp_comm(cfg->par, &tpc);
         g3_gpt_set_tp_comm(tr->model, &tpc);
-        return g3_par_engine_init(cfg->par, tr->model, tr->B, tr->T, &ecfg, &tr->eng);
+        st = g3_par_engine_init(cfg->par, tr->model, tr->B, tr->T, &ecfg, &tr->eng);
     }
+    /* The saves' staging area: pinning it takes seconds per GiB, so it is allocated in the
+     * background from here on; the resume and the first save wait for what is left of it. */
+    if (st == G3_OK && cfg->save_dir)
+        g3_par_ckpt_stage_start(&tr->stage, tr->be,
+                                g3_par_ckpt_stage_floats(tr->model, tr->eng));
+    return st;
 }
 
 /* The peak of the whole job: for a GPU backend the device's peak times the distinct devices
@@ -553,8 +559,8 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
 {
     g3_train_ckpt_t c = g3_trainer_ckpt(tr);
     g3_ckpt_timing_t tm, prev;
-    char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX];
-    double t0 = g3_clock_now(), t1, dt, writer_s = 0;
+    char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX], stage[96] = "";
+    double t0 = g3_clock_now(), t1, dt, writer_s = 0, stage_s;
     int64_t done;
     g3_status_t st;
 
@@ -581,14 +587,19 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
         g3_trainer_committed(tr, done, &prev, writer_s);
     g3_ckpt_timing_format(&tm, G3_CKPT_T_STALL, 0, ph, sizeof(ph));
     g3_ckpt_timing_format(&tm, G3_CKPT_T_STALL, 1, js, sizeof(js));
+    /* the first save's wait for the staging area (once per run) said apart from the copy */
+    stage_s = tm.s[G3_CKPT_T_STAGE_ALLOC];
+    if (stage_s >= 0.0005)
+        snprintf(stage, sizeof(stage),
+                 ", %.3f s of it waiting for the staging area's one-time allocation", stage_s);
     if (done >= 0)
         printf(
-            " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (%.3f s waiting for the previous save to finish writing, %.3f s host copy; %s)\n",
-            (long long)it, tr->cfg->save_dir, dt, t1 - t0, dt - (t1 - t0), ph);
+            " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (%.3f s waiting for the previous save to finish writing, %.3f s host copy%s; %s)\n",
+            (long long)it, tr->cfg->save_dir, dt, t1 - t0, dt - (t1 - t0), stage, ph);
     else
         printf(
-            " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (host copy; %s)\n",
-            (long long)it, tr->cfg->save_dir, dt, ph);
+            " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (host copy%s; %s)\n",
+            (long long)it, tr->cfg->save_dir, dt, stage, ph);
     fflush(stdout);
     if (tr->metrics) {
         fprintf(

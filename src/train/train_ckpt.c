@@ -85,23 +85,35 @@ static g3_status_t g3_tck_finite(const g3_train_ckpt_t *c, const g3_par_ckpt_t *
     return ok ? G3_OK : G3_ERR_NUMERIC;
 }
 
+/* Say once, at the staging area's first use (a save or the resume), what it is and what its
+ * allocation cost (the first use's wait for it is that use's stage_alloc phase). */
+static void g3_tck_stage_said(const g3_train_ckpt_t *c)
+{
+    const g3_train_config_t *cfg = c->cfg;
+    g3_par_ckpt_stage_t *s = c->stage;
+
+    if (!s || !s->buf || s->announced)
+        return;
+    s->announced = 1;
+    if (cfg->par && g3_par_layout(cfg->par)->world_rank != 0)
+        return;
+    g3_info("checkpoints: a %.1f MiB host staging area (%s) holds each save's copy of this rank's parameters and Adam moments; allocated once in %.2f s%s, reused by every save",
+            (double)s->floats * 4.0 / 1048576.0,
+            s->be && !c->model->be->host_memory ? "page-locked" : "plain memory", s->alloc_s,
+            s->background ? " (in the background, from the start of training)" : "");
+}
+
 /* This rank's state into host memory for a save: into the trainer's staging area when it has
- * one (saying once, at its allocation, what it costs), else into fresh memory. */
+ * one (waiting for its background allocation if need be: stage_alloc), else into fresh
+ * memory. */
 static g3_status_t g3_tck_copy(const g3_train_ckpt_t *c, g3_par_ckpt_t *t, g3_ckpt_timing_t *tm)
 {
     const g3_train_config_t *cfg = c->cfg;
-    int fresh = c->stage && !c->stage->buf;
-    double t0 = g3_ckpt_timing_now(tm);
     g3_status_t st = g3_par_ckpt_init_staged(t, c->model, c->eng, cfg->dp_size, cfg->dp_rank,
-                                             c->stage);
+                                             c->stage, tm);
 
-    g3_ckpt_timing_add(tm, G3_CKPT_T_D2H, &t0);   /* the first save: the stage's allocation too */
-
-    if (st == G3_OK && fresh && (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0))
-        g3_info("checkpoints: a %.1f MiB host staging area (%s) holds each save's copy of this rank's parameters and Adam moments; allocated once in %.2f s, reused by every save",
-                (double)c->stage->floats * 4.0 / 1048576.0,
-                c->stage->be && !c->model->be->host_memory ? "page-locked" : "plain memory",
-                c->stage->alloc_s);
+    if (st == G3_OK)
+        g3_tck_stage_said(c);
     return st;
 }
 
@@ -400,14 +412,21 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     *consumed_p = 0;
     *loaded_p = 0;
     *unreadable_p = 0;
+    t0 = g3_ckpt_timing_now(tm);
     if (g3_tck_empty(cfg->load_dir)) {
         g3_info("--load %s: no checkpoint there yet; training starts from the initial weights",
                 cfg->load_dir);
         return G3_OK;
     }
-    st = g3_par_ckpt_init(&t, c->model, c->eng, cfg->dp_size, cfg->dp_rank);
+    g3_ckpt_timing_add(tm, G3_CKPT_T_OPEN, &t0);   /* looking at the directory */
+    /* Into the saves' staging area when the run saves (page-locked on CUDA: both copies at
+     * the bus's speed, and the memory is the saves' afterwards), else into fresh memory. */
+    st = g3_par_ckpt_init_staged(&t, c->model, c->eng, cfg->dp_size, cfg->dp_rank,
+                                 g3_par_ckpt_stage_scheduled(c->stage) ? c->stage : NULL, tm);
     if (st != G3_OK)
         return st;
+    if (t.staged)
+        g3_tck_stage_said(c);
     memset(&lo, 0, sizeof(lo));
     lo.fallback = cfg->load_fallback;
     lo.no_load_optim = cfg->no_load_optim;
@@ -421,6 +440,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
         *unreadable_p = !tokcheck.mismatch && g3_tck_unreadable(st);
         goto out_free_copies;
     }
+    t0 = g3_ckpt_timing_now(tm);
     fresh_optim = cfg->no_load_optim || !g3_ckpt_reader_has_optim(r);
     if (!cfg->no_load_optim && fresh_optim &&
         g3_par_layout(cfg->par)->world_rank == 0)
@@ -432,8 +452,8 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
             goto out_close;
         }
     }
+    g3_ckpt_timing_add(tm, G3_CKPT_T_OPEN, &t0);   /* the index's scalars */
     /* the index against /state, the seed, then into the backend's buffers */
-    t0 = g3_ckpt_timing_now(tm);
     st = g3_par_ckpt_apply(&t, c->model, r, !fresh_optim, fresh_optim ? 0 : step);
     g3_ckpt_timing_add(tm, G3_CKPT_T_H2D, &t0);
     if (st != G3_OK) {
@@ -444,7 +464,11 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     *consumed_p = g3_ckpt_reader_consumed_samples(r);
     *loaded_p = 1;
 out_close:
+    t0 = g3_ckpt_timing_now(tm);
     g3_ckpt_reader_close(r);
+    g3_par_ckpt_free(&t);
+    g3_ckpt_timing_add(tm, G3_CKPT_T_FREE, &t0);
+    return st;
 out_free_copies:
     g3_par_ckpt_free(&t);
     return st;

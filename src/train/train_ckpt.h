@@ -32,7 +32,8 @@ typedef struct {
 
 /* Save the state after `iteration` (collective over the world).  gbs: the global batch of
  * the last iteration; lr: its learning rate.  tm: NULL, or this rank's phases of the save
- * are added to it (describe, d2h, finite, pack, checksum, write, fsync, commit; ckpt.h).
+ * are added to it (stage_alloc, describe, d2h, finite, pack, checksum, write, fsync, commit;
+ * ckpt.h).
  * RET: G3_OK on every rank when committed. */
 g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
                                int64_t consumed_samples, int64_t gbs, double lr,
@@ -41,8 +42,8 @@ g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
 /* Asynchronous save (--async-save): rank 0 prepares the temporary directory, every rank copies
  * its state to host memory (the stall) and a writer thread writes its shards while training
  * goes on.  tm: NULL, or the phases of the stall are added to it (commit: the temporary
- * directory; describe, d2h, finite, pack: the snapshot).  OUT: *pending_p.  Only one save
- * may be pending. */
+ * directory; stage_alloc, describe, d2h, finite, pack: the snapshot).  OUT: *pending_p.
+ * Only one save may be pending. */
 typedef struct g3_train_ckpt_async g3_train_ckpt_async_t;
 g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration,
                                      int64_t consumed_samples, int64_t gbs, double lr,
@@ -67,7 +68,9 @@ void g3_train_ckpt_async_drop(g3_train_ckpt_async_t *pending);
  * when the load failed because the checkpoint itself cannot be read or verified (a file
  * corrupt, missing or unreadable; not a checkpoint that disagrees with the run's model or
  * tokenizer), else 0.
- * tm: NULL, or the phases of the load are added to it (open, read, verify, convert, h2d).
+ * The host copies are the staging area when it is scheduled (a run that saves), else fresh
+ * memory.  tm: NULL, or the phases of the load are added to it (stage_alloc, describe, d2h,
+ * open, read, verify, convert, h2d, free).
  * RET: G3_ERR_INVALID_ARG for a model mismatch (logged by the library, naming the flags),
  * load errors (naming the file and dataset). */
 g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,

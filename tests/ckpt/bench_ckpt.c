@@ -17,7 +17,11 @@
  *
  * Each repetition also prints where the save's and the load's time went (the library's
  * phases, ckpt.h g3_ckpt_timing_t, summed over the ranks); with GPT3D_CKPT_TIMING set, one
- * line per rank's load on stderr. */
+ * line per rank's load on stderr.
+ *
+ * Last, the trainer's check of every save's and load's host copy for NaN and infinity
+ * (parallel/par_ckpt.h g3_par_ckpt_first_nonfinite, the "finite" and part of the "verify"
+ * phase) over as many floats as the checkpoint holds, in GB/s on the OpenMP threads. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,7 +36,11 @@
 #include "core/fs.h"
 #include "core/log.h"
 #include "core/param.h"
+#include "parallel/par_ckpt.h"
 #include "synth.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static double now(void)
 {
@@ -209,8 +217,12 @@ static g3_status_t bench_save(const char *dir, synth_rank_t *ranks, int world, i
     return st;
 }
 
-/* The library's phases of a load (the host-to-device copy is the caller's: none here). */
-#define BENCH_LOAD_PHASES (G3_CKPT_T_LOAD & ~G3_CKPT_T_BIT(G3_CKPT_T_H2D))
+/* The library's phases of a load (the host memory, describe, the copies and free are the
+ * caller's: none here). */
+#define BENCH_LOAD_PHASES                                                                   \
+    (G3_CKPT_T_BIT(G3_CKPT_T_OPEN) | G3_CKPT_T_BIT(G3_CKPT_T_READ) |                        \
+     G3_CKPT_T_BIT(G3_CKPT_T_VERIFY) | G3_CKPT_T_BIT(G3_CKPT_T_CONVERT))
+
 
 /* Each simulated rank loads its own state, into the buffers it saved; the phases of all the
  * loads added into *tm, and with GPT3D_CKPT_TIMING set one line per rank's load on stderr. */
@@ -253,6 +265,34 @@ static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof(*v), cmp_d);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The finite check over `bytes` of finite floats: the median of reps, on the OpenMP threads.
+ * RET: seconds, or -1 (out of memory, or a finite value taken for NaN). */
+static double bench_finite(size_t bytes, int reps, int *threads_p)
+{
+    size_t n = bytes / sizeof(float);
+    float *x = malloc(n * sizeof(float) + 1);
+    double t[64], t0;
+    int ok = 1;
+
+    *threads_p = 1;
+#ifdef _OPENMP
+    *threads_p = omp_get_max_threads();
+#endif
+    if (!x)
+        return -1;
+    for (size_t i = 0; i < n; i++)   /* faulted in and finite */
+        x[i] = (float)(i & 1023) - 512.0f;
+    if (reps > 64)
+        reps = 64;
+    for (int r = 0; r < reps; r++) {
+        t0 = now();
+        ok &= g3_par_ckpt_first_nonfinite(x, n) == n;
+        t[r] = now() - t0;
+    }
+    free(x);
+    return ok ? median(t, reps) : -1;
 }
 
 int main(int argc, char **argv)
@@ -409,6 +449,16 @@ int main(int argc, char **argv)
     printf("  %-44s %8.1f MB/s  (%.2f s, %.1f MB)\n", "reference: plain read of each rank's files",
            rank_bytes / 1e6 / best_ranks, best_ranks, rank_bytes / 1e6);
     printf("  %-44s %8.2f\n", "load / plain read of each rank's files", best_ranks / best_load);
+    {
+        int threads;
+        double tf = bench_finite(bytes, reps, &threads);
+        if (tf < 0) {
+            fprintf(stderr, "bench_ckpt: the finite check failed (memory, or a wrong answer)\n");
+            return 1;
+        }
+        printf("  %-44s %8.1f GB/s  (%.3f s, %d thread%s)\n", "finite check of the host copy (NaN, Inf)",
+               bytes / 1e9 / tf, tf, threads, threads == 1 ? "" : "s");
+    }
     {
         char cmd[1100];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -320,10 +320,10 @@ EOF
     fi
     echo
     echo "## Checkpoint benchmark and plan vs measured"
-    grep -i 'MB/s\|median\|peak\|ms/iter\|plan' "$out/other.log" | grep -v '^ckpt-gpu' | head -n 40 | sed 's/^/    /' || true
+    grep -i 'MB/s\|GB/s\|median\|peak\|ms/iter\|plan' "$out/other.log" | grep -v '^ckpt-gpu' | head -n 40 | sed 's/^/    /' || true
     echo
     echo "## GPT-2 1.5B save and resume (goal: async stall <= 1 s, peak RSS <= shard + 10%)"
-    grep -E '^ckpt-gpu|stalled|staging area|saved checkpoint|loaded checkpoint|commit' "$out/other.log" |
+    grep -E '^ckpt-gpu|stalled|staging area|saved checkpoint|loaded checkpoint|resumed from|commit' "$out/other.log" |
         head -n 20 | cut -c1-400 | sed 's/^/    /' || true
     echo
     echo "## cuDNN"

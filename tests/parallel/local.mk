@@ -6,6 +6,9 @@ check_PROGRAMS += tests/parallel/grad_check
 # grad_check parses the dumps itself, with no gpt3d code: it links libm only.
 tests_parallel_grad_check_LDADD = -lm
 G3_SH_TESTS += tests/parallel/test_parallel_equiv.sh tests/parallel/test_parallel_errors.sh
+# The checkpoints' finite check (par_ckpt.c): the first NaN or infinity, at every block edge;
+# their host staging area: the background allocation, the fall-back to plain memory.
+G3_C_TESTS += tests/parallel/test_ckpt_finite tests/parallel/test_ckpt_stage
 # grad_check's own checks, on dumps the test writes.
 G3_SH_TESTS += tests/parallel/test_grad_check.sh
 # Under srun --mpi=pmix on the private Slurm cluster (skips where none can start).

@@ -82,8 +82,8 @@ phases() {
               print "ok" }')
     is "$_got" ok "$_what"
 }
-save_names="describe d2h finite pack checksum write fsync commit"
-load_names="open read verify convert h2d"
+save_names="stage_alloc describe d2h finite pack checksum write fsync commit"
+load_names="stage_alloc describe d2h open read verify convert h2d free"
 
 # exact LABEL NP [FLAGS...]: uninterrupted vs stopped at 4 (--exit-interval, exit 75) and
 # resumed: losses, parameters and Adam moments bitwise equal
@@ -138,6 +138,12 @@ rec=$(grep '"event":"load"' "$TMPD/one-b/metrics.jsonl" || true)
 phases "one: the load's metrics record has every phase" \
     "$(printf '%s\n' "$rec" | sed -n 's/.*"load_s":\([0-9.]*\),.*/\1/p')" 0.00001 \
     "$(printf '%s\n' "$rec" | sed -n 's/.*"phases":{\([^}]*\)}.*/\1/p')" $load_names
+# a run that saves loads into the saves' staging area (allocated in the background from the
+# start): said once, before the resume's line, and not again at the saves after it
+is "$(printf '%s\n' "$load_out" | grep -c 'host staging area (plain memory) .*allocated once in [0-9.]* s (in the background, from the start of training), reused by every save' || true)" 1 \
+    "one: the resume loads into the staging area, said once"
+like "$(printf '%s\n' "$load_out" | grep -e 'host staging area' -e 'resumed from the checkpoint' | head -n 1)" \
+    'host staging area' "one: the staging area is said before the resume's line"
 is "$(cat "$TMPD/one-b/ck/latest")" "iter_0000010" "one: latest names the final checkpoint"
 run "$GPT3D" ckpt verify "$TMPD/one-b/ck"
 is "$rc" 0 "one: gpt3d ckpt verify accepts the trainer's checkpoint"
@@ -167,6 +173,8 @@ like "$out" 'load-fallback' "the message points to --load-fallback"
 run "$GPT3D" train $flags --train-iters 12 --load "$TMPD/fb/ck" --load-fallback --run-dir "$TMPD/fb"
 is "$rc" 0 "--load-fallback: training goes on"
 like "$out" 'resumed from the checkpoint of iteration 4 ' "--load-fallback: from the previous committed checkpoint (iteration 4)"
+is "$(printf '%s\n' "$out" | grep -c 'host staging area' || true)" 0 \
+    "--load-fallback without --save: no staging area (the load's copies are fresh memory)"
 
 # --exit-duration-in-mins: stops at the first step boundary after the time, saved, exit 75
 # shellcheck disable=SC2086
@@ -200,7 +208,7 @@ is "$(losses sig)" "$(losses sigref)" "SIGUSR2: losses of the interrupted and re
 run "$GPT3D" train $flags --train-iters 7 --save-interval 3 --async-save --save "$TMPD/as1/ck" \
     --run-dir "$TMPD/as1"
 is "$rc" 0 "async (one rank): --async-save --save-interval 3 --train-iters 7"
-async_names="wait describe d2h finite pack commit"
+async_names="wait stage_alloc describe d2h finite pack commit"
 writer_names="pack checksum write fsync"
 line=$(printf '%s\n' "$out" | grep -E 'started an asynchronous save of iteration +6 ' || true)
 # shellcheck disable=SC2086
