@@ -1,0 +1,30 @@
+/* gpt3d core: growing arrays (mem.h). */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/mem.h"
+
+g3_status_t g3_mem_grow(void *arr_p, size_t *cap, size_t n, size_t elem, size_t first)
+{
+    void *old, *grown;
+    size_t c;
+
+    if (n < *cap)
+        return G3_OK;
+    c = *cap ? 2 * *cap : first;
+    if (c <= n)
+        c = n + 1;
+    if (c < *cap || (elem && c > SIZE_MAX / elem))
+        return G3_ERR_NO_MEMORY;
+    /* The pointer is read and written as bytes: arr_p may point to any object pointer type. */
+    memcpy(&old, arr_p, sizeof(old));
+    grown = realloc(old, c * elem);
+    if (!grown)
+        return G3_ERR_NO_MEMORY;
+    memcpy(arr_p, &grown, sizeof(grown));
+    *cap = c;
+    return G3_OK;
+}
