@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "core/log.h"
 #include "core/opt.h"
@@ -174,14 +175,11 @@ int g3_cmd_tokenize(int argc, char **argv)
     g3_bpe_t *bpe = NULL;
     char *text = NULL;
     size_t len;
-    g3_status_t st = g3_opts_parse(&g3_tokenize_cmd, argc, argv, &opts);
+    g3_status_t st = G3_OK;
+    int go = g3_cli_args_parse(&g3_tokenize_cmd, argc, argv, &opts);
 
-    if (st != G3_OK)
-        return g3_status_exit_code(st);
-    if (g3_opts_help_shown(opts)) {
-        g3_opts_free(opts);
-        return G3_EXIT_OK;
-    }
+    if (go != G3_CLI_ARGS_GO_ON)
+        return go;
     if (!g3_opts_str(opts, "vocab-file") || !g3_opts_str(opts, "merge-file")) {
         g3_error("gpt3d tokenize: --vocab-file and --merge-file are required (GPT-2's encoder.json and vocab.bpe; 'gpt3d corpus' downloads them)");
         st = G3_ERR_USAGE;
