@@ -1,10 +1,11 @@
-/* gpt3d core: growing arrays (mem.h). */
+/* gpt3d core: memory helpers (mem.h). */
 #include "config.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/mem.h"
 
 g3_status_t g3_mem_grow(void *arr_p, size_t *cap, size_t n, size_t elem, size_t first)
@@ -27,4 +28,12 @@ g3_status_t g3_mem_grow(void *arr_p, size_t *cap, size_t n, size_t elem, size_t 
     memcpy(arr_p, &grown, sizeof(grown));
     *cap = c;
     return G3_OK;
+}
+
+void *g3_mem_calloc(size_t n, size_t size, const char *who)
+{
+    void *p = calloc(n, size);
+    if (!p)
+        g3_error("%s: out of memory", who);
+    return p;
 }

@@ -1,4 +1,5 @@
-/* gpt3d core: growing arrays, the one copy of the "double the capacity when full" step. */
+/* gpt3d core: memory helpers: growing arrays (the one copy of the "double the capacity when
+ * full" step) and an allocation that logs its failure. */
 #ifndef G3_CORE_MEM_H
 #define G3_CORE_MEM_H
 
@@ -12,5 +13,9 @@
  * 0, at least n + 1) and *cap updated.  Not logged: the caller knows what the memory is for.
  * RET: G3_OK, or G3_ERR_NO_MEMORY with the array and *cap as they were. */
 g3_status_t g3_mem_grow(void *arr_p, size_t *cap, size_t n, size_t elem, size_t first);
+
+/* calloc(n, size) that says so when there is no memory: "WHO: out of memory" (who: the
+ * command or module, e.g. "gpt3d curate filter").  RET: the zeroed memory, or NULL (logged). */
+void *g3_mem_calloc(size_t n, size_t size, const char *who);
 
 #endif

@@ -355,11 +355,9 @@ g3_status_t g3_curate_filter(const g3_curate_io_t *io, const g3_curate_filter_pa
                  p->max_mean_word);
         return G3_ERR_INVALID_ARG;
     }
-    f = calloc(1, sizeof(*f));
-    if (!f) {
-        g3_error("gpt3d curate filter: out of memory");
+    f = g3_mem_calloc(1, sizeof(*f), "gpt3d curate filter");
+    if (!f)
         return G3_ERR_NO_MEMORY;
-    }
     f->p = p;
     snprintf(params, sizeof(params),
              "key=%s words=%lld..%lld mean_word=%g..%g symbols=%g bullets=%g ellipsis=%g dup_lines=%g dup_line_chars=%g top=%g,%g,%g dup=%g,%g,%g,%g,%g,%g stop=%d alpha=%g",
