@@ -126,9 +126,9 @@ int g3_eval_tasks_run(const g3_opts_t *o, g3_cli_infer_t *s, g3_eval_tasks_t *et
         g3_status_t st;
         if (s->rank == 0) {
             printf(" task %s: %lld items, %lld rows, %lld tokens, micro-batches of %lld x %d tokens (more rows when shorter)%s\n",
-                   g3_task_name(task), (long long)g3_task_items(task), (long long)g3_task_rows(task),
-                   (long long)g3_task_tokens(task), (long long)et->B, s->T,
-                   s->dp > 1 ? " per replica" : "");
+                   g3_task_name(task), (long long)g3_task_items(task),
+                   (long long)g3_task_rows(task), (long long)g3_task_tokens(task),
+                   (long long)et->B, s->T, s->dp > 1 ? " per replica" : "");
             if (g3_opts_bool(o, "show-prompt"))
                 g3_task_show_prompt(task, et->set.bpe, stdout);
             fflush(stdout);
