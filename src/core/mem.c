@@ -8,17 +8,20 @@
 #include "core/log.h"
 #include "core/mem.h"
 
-g3_status_t g3_mem_grow(void *arr_p, size_t *cap, size_t n, size_t elem, size_t first)
+g3_status_t g3_mem_reserve(void *arr_p, size_t *cap, size_t want, size_t elem, size_t first)
 {
     void *old, *grown;
     size_t c;
 
-    if (n < *cap)
+    if (want <= *cap)
         return G3_OK;
-    c = *cap ? 2 * *cap : first;
-    if (c <= n)
-        c = n + 1;
-    if (c < *cap || (elem && c > SIZE_MAX / elem))
+    c = *cap ? *cap : first ? first : 1;
+    while (c < want) {
+        if (c > SIZE_MAX / 2)
+            return G3_ERR_NO_MEMORY;
+        c *= 2;
+    }
+    if (elem && c > SIZE_MAX / elem)
         return G3_ERR_NO_MEMORY;
     /* The pointer is read and written as bytes: arr_p may point to any object pointer type. */
     memcpy(&old, arr_p, sizeof(old));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 
 size_t g3_idx_dtype_size(int code)
 {
@@ -686,14 +687,8 @@ g3_status_t g3_idx_writer_add(g3_idx_writer_t *w, const int32_t *ids, size_t n)
         g3_error("a document of %zu tokens does not fit the int32 size field of '%s'", n, w->idx_path);
         return G3_ERR_INVALID_ARG;
     }
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 65536;
-        int32_t *s = realloc(w->sizes, cap * sizeof(*s));
-        if (!s)
-            return G3_ERR_NO_MEMORY;
-        w->sizes = s;
-        w->cap = cap;
-    }
+    if (g3_mem_grow(&w->sizes, &w->cap, w->n, sizeof(*w->sizes), 65536) != G3_OK)
+        return G3_ERR_NO_MEMORY;
     if (w->dtype == G3_IDX_UINT16) {
         if (n * 2 > w->buf_cap) {
             unsigned char *b = realloc(w->buf, n * 2);
