@@ -14,6 +14,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "core/fileio.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "data/bpe.h"
@@ -33,35 +34,12 @@ static const g3_opt_cmd_t g3_tokenize_cmd = {
 /* Read all of stdin.  OUT: *data_p (malloc'd), *len_p. */
 static g3_status_t g3_tokenize_slurp(char **data_p, size_t *len_p)
 {
-    size_t cap = 1 << 20, len = 0;
-    char *data = malloc(cap + 1);
-    if (!data)
-        return G3_ERR_NO_MEMORY;
-    for (;;) {
-        if (cap - len < (1 << 16)) {
-            char *p = realloc(data, cap * 2 + 1);
-            if (!p) {
-                free(data);
-                g3_error("gpt3d tokenize: out of memory reading standard input");
-                return G3_ERR_NO_MEMORY;
-            }
-            data = p;
-            cap *= 2;
-        }
-        size_t got = fread(data + len, 1, cap - len, stdin);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(stdin)) {
+    g3_status_t st = g3_read_stream(stdin, data_p, len_p);
+    if (st == G3_ERR_NO_MEMORY)
+        g3_error("gpt3d tokenize: out of memory reading standard input");
+    else if (st != G3_OK)
         g3_error("gpt3d tokenize: cannot read standard input: %s", strerror(errno));
-        free(data);
-        return G3_ERR_IO;
-    }
-    data[len] = '\0';
-    *data_p = data;
-    *len_p = len;
-    return G3_OK;
+    return st;
 }
 
 static g3_status_t g3_tokenize_encode(const g3_bpe_t *bpe, const char *text, size_t len)
