@@ -27,17 +27,7 @@
 static inline uint64_t g3_hash_bytes(const unsigned char *p, size_t n)
 {
     /* FNV-1a folded 8 bytes at a time, then mixed (g3_hash_mix64). */
-    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0x100000001b3ULL;
-        h ^= h >> 29;
-    }
-    for (; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    return g3_hash_mix64(h);
+    return g3_hash_mix64(g3_hash_fnv_words(p, n, 0xcbf29ce484222325ULL ^ (uint64_t)n, 29));
 }
 
 
