@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "core/fs.h"
 #include "core/log.h"
@@ -293,6 +294,32 @@ static g3_status_t g3_mkdirs(const char *dir)
 }
 
 /* Copy src to dst atomically. */
+/* Open a temporary file beside dst (its name into tmp, size bytes) for g3_corpus_commit.
+ * RET: the file, or NULL (logged). */
+static FILE *g3_corpus_create(const char *dst, char *tmp, size_t size)
+{
+    FILE *f;
+    g3_tmp_name(dst, tmp, size);
+    f = fopen(tmp, "wb");
+    if (!f)
+        g3_error("gpt3d corpus: cannot create '%s': %s", tmp, strerror(errno));
+    return f;
+}
+
+/* Flush, sync and close f (the temporary file tmp) and rename it over dst; bad: a write to it
+ * failed already.  RET: G3_OK, or G3_ERR_IO (logged, tmp removed). */
+static g3_status_t g3_corpus_commit(FILE *f, int bad, const char *tmp, const char *dst)
+{
+    bad = bad || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, dst) != 0) {
+        g3_error("gpt3d corpus: cannot write '%s': %s", dst, strerror(errno));
+        unlink(tmp);
+        return G3_ERR_IO;
+    }
+    return G3_OK;
+}
+
 static g3_status_t g3_copy_atomic(const char *src, const char *dst)
 {
     char tmp[4400], buf[65536];
@@ -302,25 +329,17 @@ static g3_status_t g3_copy_atomic(const char *src, const char *dst)
         g3_error("gpt3d corpus: cannot open '%s': %s", src, strerror(errno));
         return G3_ERR_IO;
     }
-    g3_tmp_name(dst, tmp, sizeof(tmp));
-    out = fopen(tmp, "wb");
+    out = g3_corpus_create(dst, tmp, sizeof(tmp));
     if (!out) {
-        g3_error("gpt3d corpus: cannot create '%s': %s", tmp, strerror(errno));
         fclose(in);
         return G3_ERR_IO;
     }
     while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
         if (fwrite(buf, 1, n, out) != n)
             break;
-    int bad = ferror(in) || ferror(out) || fflush(out) != 0 || fsync(fileno(out)) != 0;
+    int bad = ferror(in) || ferror(out);
     fclose(in);
-    bad |= fclose(out) != 0;
-    if (bad || rename(tmp, dst) != 0) {
-        g3_error("gpt3d corpus: cannot write '%s': %s", dst, strerror(errno));
-        unlink(tmp);
-        return G3_ERR_IO;
-    }
-    return G3_OK;
+    return g3_corpus_commit(out, bad, tmp, dst);
 }
 
 static g3_status_t g3_rm_rf(const char *dir)
@@ -544,22 +563,10 @@ static g3_status_t g3_json_quote(g3_buf_t *out, const char *s, size_t n)
 static g3_status_t g3_write_atomic(const char *path, const g3_buf_t *buf)
 {
     char tmp[4400];
-    FILE *f;
-    g3_tmp_name(path, tmp, sizeof(tmp));
-    f = fopen(tmp, "wb");
-    if (!f) {
-        g3_error("gpt3d corpus: cannot create '%s': %s", tmp, strerror(errno));
+    FILE *f = g3_corpus_create(path, tmp, sizeof(tmp));
+    if (!f)
         return G3_ERR_IO;
-    }
-    int bad =
-        fwrite(buf->data, 1, buf->len, f) != buf->len || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        g3_error("gpt3d corpus: cannot write '%s': %s", path, strerror(errno));
-        unlink(tmp);
-        return G3_ERR_IO;
-    }
-    return G3_OK;
+    return g3_corpus_commit(f, fwrite(buf->data, 1, buf->len, f) != buf->len, tmp, path);
 }
 
 /* kjv.jsonl and kjv.txt from 'bible'. */
@@ -755,14 +762,11 @@ int g3_cmd_corpus(int argc, char **argv)
 {
     g3_opts_t *opts = NULL;
     char dir[4096];
-    g3_status_t st = g3_opts_parse(&g3_corpus_cmd, argc, argv, &opts);
+    g3_status_t st = G3_OK;
+    int go = g3_cli_args_parse(&g3_corpus_cmd, argc, argv, &opts);
 
-    if (st != G3_OK)
-        return g3_status_exit_code(st);
-    if (g3_opts_help_shown(opts)) {
-        g3_opts_free(opts);
-        return G3_EXIT_OK;
-    }
+    if (go != G3_CLI_ARGS_GO_ON)
+        return go;
     const char *out = g3_opts_str(opts, "output-dir");
     if (out)
         snprintf(dir, sizeof(dir), "%s", out);

@@ -10,6 +10,7 @@
  * reports. */
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "comm/comm.h"
 #include "core/log.h"
@@ -22,15 +23,12 @@ int g3_cmd_curate(int argc, char **argv)
     g3_curate_counts_t c;
     g3_comm_world_t *world = NULL;
     g3_comm_t *comm = NULL;
-    g3_status_t st = g3_opts_parse(&g3_curate_cmd, argc, argv, &opts);
+    g3_status_t st = G3_OK;
+    int go = g3_cli_args_parse(&g3_curate_cmd, argc, argv, &opts);
     int rank = 0;
 
-    if (st != G3_OK)
-        return g3_status_exit_code(st);
-    if (g3_opts_help_shown(opts)) {
-        g3_opts_free(opts);
-        return G3_EXIT_OK;
-    }
+    if (go != G3_CLI_ARGS_GO_ON)
+        return go;
     if ((st = g3_curate_flags_read(opts, &f)) != G3_OK)
         goto done;
     if (f.stage_id == G3_CURATE_STAGE_LSH) {

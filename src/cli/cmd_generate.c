@@ -24,6 +24,7 @@
 #include "cli/cmd_infer.h"
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "core/fileio.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "core/status.h"
@@ -50,41 +51,6 @@ static const g3_opt_cmd_t g3_generate_cmd = {
     "generate", "Generate text from a checkpoint: greedy or sampled (temperature, top-k, top-p, seed).",
     NULL, 0, 0, g3_generate_specs
 };
-
-/* Read all of f.  OUT: *text_p (malloc'd, NUL-terminated), *len_p.  RET: 0 and errno. */
-static int g3_generate_slurp(FILE *f, char **text_p, size_t *len_p)
-{
-    size_t len = 0, cap = 4096;
-    char *text = malloc(cap);
-
-    if (!text)
-        return 0;
-    for (;;) {
-        size_t got;
-        if (len + 1 == cap) {
-            char *grown = realloc(text, cap * 2);
-            if (!grown) {
-                free(text);
-                errno = ENOMEM;
-                return 0;
-            }
-            text = grown;
-            cap *= 2;
-        }
-        got = fread(text + len, 1, cap - 1 - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(f)) {
-        free(text);
-        return 0;
-    }
-    text[len] = '\0';
-    *text_p = text;
-    *len_p = len;
-    return 1;
-}
 
 /* The prompt text: --prompt, else --prompt-file, else standard input (not a terminal).
  * OUT: *text_p (malloc'd), *len_p, what (names it in messages; size bytes).  RET: exit code. */
@@ -116,7 +82,7 @@ static int g3_generate_prompt(const g3_opts_t *o, char **text_p, size_t *len_p, 
             return G3_EXIT_USAGE;
         }
         snprintf(what, size, "the prompt on standard input");
-        ok = g3_generate_slurp(stdin, text_p, len_p);
+        ok = g3_read_stream(stdin, text_p, len_p) == G3_OK;
         if (!ok) {
             g3_error("cannot read the prompt from standard input: %s", strerror(errno));
             return G3_EXIT_FAILURE;
@@ -128,7 +94,7 @@ static int g3_generate_prompt(const g3_opts_t *o, char **text_p, size_t *len_p, 
             g3_error("--prompt-file %s: %s; pass a readable file", file, strerror(errno));
             return G3_EXIT_FAILURE;
         }
-        ok = g3_generate_slurp(f, text_p, len_p);
+        ok = g3_read_stream(f, text_p, len_p) == G3_OK;
         if (!ok)
             g3_error("--prompt-file %s: cannot read it: %s", file, strerror(errno));
         fclose(f);

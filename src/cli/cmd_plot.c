@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "core/log.h"
 #include "core/opt.h"
@@ -40,14 +41,11 @@ int g3_cmd_plot(int argc, char **argv)
     const char *out, *x, *curves;
     FILE *f = NULL;
     int rc = G3_EXIT_OK;
-    g3_status_t st = g3_opts_parse(&g3_cmd_plot_cmd, argc, argv, &o);
+    g3_status_t st = G3_OK;
+    int go = g3_cli_args_parse(&g3_cmd_plot_cmd, argc, argv, &o);
 
-    if (st != G3_OK)
-        return g3_status_exit_code(st);
-    if (g3_opts_help_shown(o)) {
-        g3_opts_free(o);
-        return G3_EXIT_OK;
-    }
+    if (go != G3_CLI_ARGS_GO_ON)
+        return go;
     memset(&po, 0, sizeof(po));
     x = g3_opts_str(o, "x");
     po.x = !strcmp(x, "samples") ? G3_PLOT_X_SAMPLES

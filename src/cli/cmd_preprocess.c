@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "core/log.h"
 #include "core/opt.h"
@@ -45,14 +46,11 @@ int g3_cmd_preprocess(int argc, char **argv)
     g3_pre_config_t cfg;
     g3_pre_counts_t c;
     char *const *keys;
-    g3_status_t st = g3_opts_parse(&g3_cmd_pre_cmd, argc, argv, &opts);
+    g3_status_t st = G3_OK;
+    int go = g3_cli_args_parse(&g3_cmd_pre_cmd, argc, argv, &opts);
 
-    if (st != G3_OK)
-        return g3_status_exit_code(st);
-    if (g3_opts_help_shown(opts)) {
-        g3_opts_free(opts);
-        return G3_EXIT_OK;
-    }
+    if (go != G3_CLI_ARGS_GO_ON)
+        return go;
     memset(&cfg, 0, sizeof(cfg));
     cfg.input = g3_opts_str(opts, "input");
     cfg.output_prefix = g3_opts_str(opts, "output-prefix");

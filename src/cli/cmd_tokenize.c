@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/commands.h"
+#include "core/fileio.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "data/bpe.h"
@@ -32,35 +34,12 @@ static const g3_opt_cmd_t g3_tokenize_cmd = {
 /* Read all of stdin.  OUT: *data_p (malloc'd), *len_p. */
 static g3_status_t g3_tokenize_slurp(char **data_p, size_t *len_p)
 {
-    size_t cap = 1 << 20, len = 0;
-    char *data = malloc(cap + 1);
-    if (!data)
-        return G3_ERR_NO_MEMORY;
-    for (;;) {
-        if (cap - len < (1 << 16)) {
-            char *p = realloc(data, cap * 2 + 1);
-            if (!p) {
-                free(data);
-                g3_error("gpt3d tokenize: out of memory reading standard input");
-                return G3_ERR_NO_MEMORY;
-            }
-            data = p;
-            cap *= 2;
-        }
-        size_t got = fread(data + len, 1, cap - len, stdin);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(stdin)) {
+    g3_status_t st = g3_read_stream(stdin, data_p, len_p);
+    if (st == G3_ERR_NO_MEMORY)
+        g3_error("gpt3d tokenize: out of memory reading standard input");
+    else if (st != G3_OK)
         g3_error("gpt3d tokenize: cannot read standard input: %s", strerror(errno));
-        free(data);
-        return G3_ERR_IO;
-    }
-    data[len] = '\0';
-    *data_p = data;
-    *len_p = len;
-    return G3_OK;
+    return st;
 }
 
 static g3_status_t g3_tokenize_encode(const g3_bpe_t *bpe, const char *text, size_t len)
@@ -174,14 +153,11 @@ int g3_cmd_tokenize(int argc, char **argv)
     g3_bpe_t *bpe = NULL;
     char *text = NULL;
     size_t len;
-    g3_status_t st = g3_opts_parse(&g3_tokenize_cmd, argc, argv, &opts);
+    g3_status_t st = G3_OK;
+    int go = g3_cli_args_parse(&g3_tokenize_cmd, argc, argv, &opts);
 
-    if (st != G3_OK)
-        return g3_status_exit_code(st);
-    if (g3_opts_help_shown(opts)) {
-        g3_opts_free(opts);
-        return G3_EXIT_OK;
-    }
+    if (go != G3_CLI_ARGS_GO_ON)
+        return go;
     if (!g3_opts_str(opts, "vocab-file") || !g3_opts_str(opts, "merge-file")) {
         g3_error("gpt3d tokenize: --vocab-file and --merge-file are required (GPT-2's encoder.json and vocab.bpe; 'gpt3d corpus' downloads them)");
         st = G3_ERR_USAGE;

@@ -81,12 +81,12 @@ int g3_eval_tasks_prepare(const g3_opts_t *o, const g3_cli_infer_t *s, int64_t B
             return G3_EXIT_USAGE;
         }
     et->B = B;
-    et->tasks = calloc((size_t)n, sizeof(g3_task_t *));
-    if (!et->tasks) {
+    et->set.tasks = calloc((size_t)n, sizeof(g3_task_t *));
+    if (!et->set.tasks) {
         g3_error("out of memory for %d tasks", n);
         return G3_EXIT_FAILURE;
     }
-    st = g3_bpe_load(s->vocab_file, s->merge_file, &et->bpe);
+    st = g3_bpe_load(s->vocab_file, s->merge_file, &et->set.bpe);
     if (st != G3_OK)
         return g3_status_exit_code(st);
     for (int i = 0; i < n; i++) {
@@ -98,10 +98,10 @@ int g3_eval_tasks_prepare(const g3_opts_t *o, const g3_cli_infer_t *s, int64_t B
         spec.num_fewshot = (int)K;
         spec.seed = (uint64_t)seed;
         spec.stride = (int)stride;
-        st = g3_task_load(&spec, et->bpe, s->T, &et->tasks[i]);
+        st = g3_task_load(&spec, et->set.bpe, s->T, &et->set.tasks[i]);
         if (st != G3_OK)
             return g3_status_exit_code(st);
-        et->n++;
+        et->set.n++;
     }
     if (g3_opts_str(o, "metrics-file") && s->rank == 0) {
         et->metrics = fopen(g3_opts_str(o, "metrics-file"), "a");
@@ -120,29 +120,30 @@ int g3_eval_tasks_run(const g3_opts_t *o, g3_cli_infer_t *s, g3_eval_tasks_t *et
     int dp_rank = g3_par_layout(s->w.par)->dp_rank;
     const char *rows = g3_opts_str(o, "debug-task-rows");
 
-    for (int i = 0; i < et->n; i++) {
+    for (int i = 0; i < et->set.n; i++) {
+        g3_task_t *task = et->set.tasks[i];
         g3_task_result_t res;
         g3_status_t st;
         if (s->rank == 0) {
             printf(" task %s: %lld items, %lld rows, %lld tokens, micro-batches of %lld x %d tokens (more rows when shorter)%s\n",
-                   g3_task_name(et->tasks[i]), (long long)g3_task_items(et->tasks[i]),
-                   (long long)g3_task_rows(et->tasks[i]), (long long)g3_task_tokens(et->tasks[i]),
+                   g3_task_name(task), (long long)g3_task_items(task),
+                   (long long)g3_task_rows(task), (long long)g3_task_tokens(task),
                    (long long)et->B, s->T, s->dp > 1 ? " per replica" : "");
             if (g3_opts_bool(o, "show-prompt"))
-                g3_task_show_prompt(et->tasks[i], et->bpe, stdout);
+                g3_task_show_prompt(task, et->set.bpe, stdout);
             fflush(stdout);
         }
-        st = g3_task_run(et->tasks[i], &lm, (int)et->B, s->dp, dp_rank,
+        st = g3_task_run(task, &lm, (int)et->B, s->dp, dp_rank,
                          s->rank == 0 ? stdout : NULL, &res);
         if (st != G3_OK)
             return g3_cli_infer_fail(s, st);
         if (s->rank != 0)
             continue;
-        g3_task_report(et->tasks[i], &res, s->info->iteration, s->info->path, et->metrics);
+        g3_task_report(task, &res, s->info->iteration, s->info->path, et->metrics);
         if (rows) {
             char path[4096];
             snprintf(path, sizeof(path), "%s.%d.jsonl", rows, i);
-            st = g3_task_dump_rows(et->tasks[i], path);
+            st = g3_task_dump_rows(task, path);
             if (st != G3_OK)
                 return g3_status_exit_code(st);
         }
@@ -161,10 +162,7 @@ int g3_eval_tasks_run(const g3_opts_t *o, g3_cli_infer_t *s, g3_eval_tasks_t *et
 
 void g3_eval_tasks_free(g3_eval_tasks_t *et)
 {
-    for (int i = 0; i < et->n; i++)
-        g3_task_free(et->tasks[i]);
-    free(et->tasks);
-    g3_bpe_free(et->bpe);
+    g3_task_set_free(&et->set);
     if (et->metrics)
         fclose(et->metrics);
     memset(et, 0, sizeof(*et));

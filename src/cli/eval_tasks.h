@@ -23,11 +23,9 @@
     { "debug-task-rows", G3_OPT_STRING, NULL, "Tests: write each task's rows (token ids, scored span, log-probability) to PREFIX.I.jsonl.", NULL, 0, 0, "PREFIX" }
 
 typedef struct {
-    int         n;
-    g3_task_t **tasks;     /* (n,)                             */
-    g3_bpe_t   *bpe;
-    int64_t     B;         /* rows per micro-batch              */
-    FILE       *metrics;   /* rank 0's --metrics-file, or NULL */
+    g3_task_set_t set;       /* the tasks and their tokenizer (no spec_copy) */
+    int64_t       B;         /* rows per micro-batch                         */
+    FILE         *metrics;   /* rank 0's --metrics-file, or NULL             */
 } g3_eval_tasks_t;
 
 /* RET: 1 when --task is given. */

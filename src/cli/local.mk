@@ -2,7 +2,7 @@
 bin_PROGRAMS += src/gpt3d
 src_gpt3d_SOURCES = \
 	src/main.c \
-	src/cli/commands.h \
+	src/cli/commands.h src/cli/args.h src/cli/args.c \
 	src/cli/world.h \
 	src/cli/world.c \
 	src/cli/cmd_train.c \

@@ -9,6 +9,7 @@ src_libgpt3d_a_SOURCES += \
 	src/core/clock.c src/core/clock.h \
 	src/core/timer.c src/core/timer.h \
 	src/core/fs.c src/core/fs.h src/core/hash.h \
+	src/core/mem.c src/core/mem.h src/core/table.h src/core/fileio.c src/core/fileio.h \
 	src/core/param.c src/core/param.h \
 	src/core/hook.c src/core/hook.h \
 	src/core/bf16.h

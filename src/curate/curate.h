@@ -52,6 +52,8 @@ typedef struct {
     int         force;          /* redo shards whose outputs verify                        */
 } g3_curate_io_t;
 
+/* The stages' parameters.  The values in parentheses are the defaults of the matching flags of
+ * 'gpt3d curate', set in one place: the option table of curate/flags.c. */
 typedef struct {
     int      ngram;             /* words per shingle (5)                                   */
     int      num_perm;          /* MinHash permutations = bands * rows (128)               */
@@ -98,12 +100,6 @@ typedef struct {
     int     min_stop_words;          /* distinct English stop words a document needs (2)   */
     double  min_alpha_words;         /* share of words with a letter (0.8)                  */
 } g3_curate_filter_params_t;
-
-/* Defaults (the values in the comments above). */
-void g3_curate_mh_params_default(g3_curate_mh_params_t *p);
-void g3_curate_lsh_params_default(g3_curate_lsh_params_t *p);
-void g3_curate_decon_params_default(g3_curate_decon_params_t *p);
-void g3_curate_filter_params_default(g3_curate_filter_params_t *p);
 
 /* What a task did (summed over its shards), for the driver's summary line. */
 typedef struct {

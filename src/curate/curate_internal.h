@@ -122,6 +122,9 @@ void g3_curate_out_abort(g3_curate_out_t *o);
 
 /* "PATH:LINE", the id of a document in the reports. */
 void g3_curate_doc_id(const char *path, uint64_t line, char *id, size_t size);
+/* A document the stage keeps whole: its line as read, and a newline, to out; one more in
+ * *docs_out. */
+void g3_curate_doc_keep(FILE *out, const g3_curate_doc_t *d, uint64_t *docs_out);
 
 /* A report's body: "key": value pairs the stage appends with g3_curate_rep_*. */
 void g3_curate_rep_u64(g3_buf_t *b, const char *key, uint64_t v);

@@ -17,22 +17,12 @@
 #include <sys/stat.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 #include "curate/curate_internal.h"
 
 #define G3_CURATE_NGC_MAGIC "G3CURNGC"
 #define G3_CURATE_NGC_VERSION 1u
 #define G3_CURATE_EXAMPLES 5
-
-void g3_curate_decon_params_default(g3_curate_decon_params_t *p)
-{
-    memset(p, 0, sizeof(*p));
-    p->task_key = "text";
-    p->ngram = 13;
-    p->margin = 200;
-    p->min_piece = 200;
-    p->max_splits = 10;
-    p->frequent = 10;
-}
 
 typedef struct {
     uint64_t *key;        /* (cap,) n-gram hash; 0 = empty slot                 */
@@ -475,20 +465,12 @@ static g3_status_t g3_curate_decon_doc(g3_curate_decon_t *d, g3_curate_dstat_t *
                 ds->cuts[ds->ncuts - 1].b = b;
             continue;
         }
-        if (ds->ncuts == ds->ccuts) {
-            size_t cap = ds->ccuts ? 2 * ds->ccuts : 16;
-            g3_curate_range_t *q = realloc(ds->cuts, cap * sizeof(*q));
-            if (!q)
-                return G3_ERR_NO_MEMORY;
-            ds->cuts = q;
-            ds->ccuts = cap;
-        }
+        if (g3_mem_grow(&ds->cuts, &ds->ccuts, ds->ncuts, sizeof(*ds->cuts), 16) != G3_OK)
+            return G3_ERR_NO_MEMORY;
         ds->cuts[ds->ncuts++] = (g3_curate_range_t){ a, b };
     }
     if (ds->ncuts == 0) {
-        fwrite(doc->raw, 1, doc->raw_len, out);
-        fputc('\n', out);
-        (*docs_out)++;
+        g3_curate_doc_keep(out, doc, docs_out);
         return G3_OK;
     }
     ds->docs_hit++;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 #include "curate/curate_internal.h"
 
 #define G3_CURATE_EXAMPLES 5
@@ -52,13 +53,8 @@ static g3_status_t g3_curate_drops_parse(g3_curate_dedup_t *d, const char *tsv, 
                          d->tsv_path, (unsigned long long)lineno);
                 return G3_ERR_FORMAT;
             }
-            if (d->ndrop == cap) {
-                cap = cap ? 2 * cap : 1024;
-                g3_curate_drop_t *q = realloc(d->drop, cap * sizeof(*q));
-                if (!q)
-                    return G3_ERR_NO_MEMORY;
-                d->drop = q;
-            }
+            if (g3_mem_grow(&d->drop, &cap, d->ndrop, sizeof(*d->drop), 1024) != G3_OK)
+                return G3_ERR_NO_MEMORY;
             d->drop[d->ndrop++] = (g3_curate_drop_t){ line, shard, kind[0] == 'f' };
         }
         p = e + 1;
@@ -113,9 +109,7 @@ static g3_status_t g3_curate_dedup_shard(void *ctx, const g3_curate_shard_t *sh,
                 g3_curate_doc_id(sh->in_path, doc.line, ex[nex++], sizeof(ex[0]));
             continue;
         }
-        fwrite(doc.raw, 1, doc.raw_len, out);
-        fputc('\n', out);
-        (*docs_out)++;
+        g3_curate_doc_keep(out, &doc, docs_out);
     }
     g3_buf_free(&doc.text);
     if (st != G3_ERR_NOT_FOUND)

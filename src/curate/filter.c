@@ -22,29 +22,11 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 #include "curate/curate_internal.h"
 #include "data/unicode_tables.h"
 
 #define G3_CURATE_EXAMPLES 5
-
-void g3_curate_filter_params_default(g3_curate_filter_params_t *p)
-{
-    static const double top[3] = { 0.20, 0.18, 0.16 };
-    static const double dup[6] = { 0.15, 0.14, 0.13, 0.12, 0.11, 0.10 };
-    p->min_words = 50;
-    p->max_words = 100000;
-    p->min_mean_word = 3;
-    p->max_mean_word = 10;
-    p->max_symbol_ratio = 0.1;
-    p->max_bullet_lines = 0.9;
-    p->max_ellipsis_lines = 0.3;
-    p->max_dup_lines = 0.3;
-    p->max_dup_line_chars = 0.2;
-    memcpy(p->max_top_ngram, top, sizeof(top));
-    memcpy(p->max_dup_ngram, dup, sizeof(dup));
-    p->min_stop_words = 2;
-    p->min_alpha_words = 0.8;
-}
 
 enum {
     G3_R_WORDS, G3_R_MEAN_WORD, G3_R_SYMBOLS, G3_R_BULLETS, G3_R_ELLIPSIS, G3_R_DUP_LINES,
@@ -108,14 +90,8 @@ static g3_status_t g3_curate_tokens(g3_curate_filter_t *f, const char *s, size_t
         uint32_t cp = g3_curate_utf8_next(s, &i);
         if (g3_curate_is_space(cp))
             continue;
-        if (f->ntok == f->ctok) {
-            size_t cap = f->ctok ? 2 * f->ctok : 1024;
-            g3_curate_tok_t *q = realloc(f->tok, cap * sizeof(*q));
-            if (!q)
-                return G3_ERR_NO_MEMORY;
-            f->tok = q;
-            f->ctok = cap;
-        }
+        if (g3_mem_grow(&f->tok, &f->ctok, f->ntok, sizeof(*f->tok), 1024) != G3_OK)
+            return G3_ERR_NO_MEMORY;
         g3_curate_tok_t *t = &f->tok[f->ntok++];
         t->start = (uint32_t)at;
         t->chars = 0;
@@ -267,14 +243,8 @@ static g3_status_t g3_curate_rules(g3_curate_filter_t *f, const char *s, size_t 
             bullets += g3_curate_is_bullet(first);
             ellipses += (c - b >= 3 && !memcmp(s + c - 3, "...", 3))
                         || (c - b >= 3 && !memcmp(s + c - 3, "\xE2\x80\xA6", 3));
-            if (nlines == f->clines) {
-                size_t cap = f->clines ? 2 * f->clines : 256;
-                uint64_t *q = realloc(f->lines, cap * sizeof(*q));
-                if (!q)
-                    return G3_ERR_NO_MEMORY;
-                f->lines = q;
-                f->clines = cap;
-            }
+            if (g3_mem_grow(&f->lines, &f->clines, nlines, sizeof(*f->lines), 256) != G3_OK)
+                return G3_ERR_NO_MEMORY;
             /* Low 20 bits carry the length, so the duplicates' characters can be summed. */
             uint64_t len = c - b > 0xFFFFF ? 0xFFFFF : c - b;
             f->lines[nlines++] = (g3_curate_hash_bytes(s + b, c - b, 77) & ~0xFFFFFULL) | len;
@@ -349,9 +319,7 @@ static g3_status_t g3_curate_filter_shard(void *ctx, const g3_curate_shard_t *sh
         }
         if (any)
             continue;
-        fwrite(doc.raw, 1, doc.raw_len, out);
-        fputc('\n', out);
-        (*docs_out)++;
+        g3_curate_doc_keep(out, &doc, docs_out);
     }
     g3_buf_free(&doc.text);
     if (st != G3_ERR_NOT_FOUND)
@@ -387,11 +355,9 @@ g3_status_t g3_curate_filter(const g3_curate_io_t *io, const g3_curate_filter_pa
                  p->max_mean_word);
         return G3_ERR_INVALID_ARG;
     }
-    f = calloc(1, sizeof(*f));
-    if (!f) {
-        g3_error("gpt3d curate filter: out of memory");
+    f = g3_mem_calloc(1, sizeof(*f), "gpt3d curate filter");
+    if (!f)
         return G3_ERR_NO_MEMORY;
-    }
     f->p = p;
     snprintf(params, sizeof(params),
              "key=%s words=%lld..%lld mean_word=%g..%g symbols=%g bullets=%g ellipsis=%g dup_lines=%g dup_line_chars=%g top=%g,%g,%g dup=%g,%g,%g,%g,%g,%g stop=%d alpha=%g",

@@ -131,14 +131,12 @@ g3_status_t g3_curate_flags_read(const g3_opts_t *o, g3_curate_flags_t *f)
         return G3_ERR_USAGE;
     }
 
-    g3_curate_mh_params_default(&f->mh);
     f->mh.ngram = (int)g3_opts_int(o, "ngram");
     f->mh.num_perm = (int)g3_opts_int(o, "num-perm");
     f->mh.bands = (int)g3_opts_int(o, "bands");
     f->mh.rows = (int)g3_opts_int(o, "rows");
     f->mh.seed = (uint64_t)g3_opts_int(o, "seed");
     f->mh.lower = g3_opts_bool(o, "lower");
-    g3_curate_lsh_params_default(&f->lsh);
     f->lsh.threshold = g3_opts_float(o, "threshold");
     f->lsh.keep = !strcmp(g3_opts_str(o, "keep"), "first") ? G3_CURATE_KEEP_FIRST
                                                             : G3_CURATE_KEEP_LONGEST;
@@ -148,7 +146,6 @@ g3_status_t g3_curate_flags_read(const g3_opts_t *o, g3_curate_flags_t *f)
     f->minhash_dir = g3_opts_str(o, "minhash-dir");
     f->lsh_dir = g3_opts_str(o, "lsh-dir");
 
-    g3_curate_decon_params_default(&f->decon);
     char *const *tasks = NULL;
     f->decon.num_task_files = g3_opts_list(o, "task-files", &tasks);
     f->decon.task_files = (const char *const *)tasks;
@@ -160,7 +157,6 @@ g3_status_t g3_curate_flags_read(const g3_opts_t *o, g3_curate_flags_t *f)
     f->decon.frequent = (int)g3_opts_int(o, "frequent");
     f->decon.counts_dir = g3_opts_str(o, "counts-dir");
 
-    g3_curate_filter_params_default(&f->filter);
     f->filter.min_words = g3_opts_int(o, "min-words");
     f->filter.max_words = g3_opts_int(o, "max-words");
     f->filter.min_mean_word = g3_opts_float(o, "min-mean-word");

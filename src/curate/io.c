@@ -311,6 +311,13 @@ void g3_curate_doc_id(const char *path, uint64_t line, char *id, size_t size)
     snprintf(id, size, "%s:%llu", path, (unsigned long long)line);
 }
 
+void g3_curate_doc_keep(FILE *out, const g3_curate_doc_t *d, uint64_t *docs_out)
+{
+    fwrite(d->raw, 1, d->raw_len, out);
+    fputc('\n', out);
+    (*docs_out)++;
+}
+
 void g3_curate_json_str(g3_buf_t *b, const char *s, size_t n)
 {
     char esc[8];

@@ -40,17 +40,9 @@
 #include "core/clock.h"
 #include "core/fs.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "curate/curate_internal.h"
 #include "curate/minhash.h"
-
-void g3_curate_lsh_params_default(g3_curate_lsh_params_t *p)
-{
-    p->threshold = 0.8;
-    p->keep = G3_CURATE_KEEP_LONGEST;
-    p->anchors = 256;
-    p->exact_only = 0;
-    p->verify_exact = 0;
-}
 
 typedef struct {
     uint64_t key;
@@ -320,7 +312,7 @@ typedef struct {
     g3_curate_lsh_t    *L;
     int                 rank, R;
     g3_curate_xentry_t *x;
-    uint64_t            nx, cap;
+    size_t              nx, cap;
 } g3_curate_xscan_t;
 
 static g3_status_t g3_curate_xscan(void *ctx, uint64_t g, const g3_curate_mh_rec_t *rec)
@@ -333,14 +325,8 @@ static g3_status_t g3_curate_xscan(void *ctx, uint64_t g, const g3_curate_mh_rec
     }
     if (rec->exact[1] % (uint64_t)c->R != (uint64_t)c->rank)
         return G3_OK;
-    if (c->nx == c->cap) {
-        uint64_t cap = c->cap ? 2 * c->cap : 4096;
-        g3_curate_xentry_t *q = realloc(c->x, cap * sizeof(*q));
-        if (!q)
-            return G3_ERR_NO_MEMORY;
-        c->x = q;
-        c->cap = cap;
-    }
+    if (g3_mem_grow(&c->x, &c->cap, c->nx, sizeof(*c->x), 4096) != G3_OK)
+        return G3_ERR_NO_MEMORY;
     c->x[c->nx++] = (g3_curate_xentry_t){ rec->exact[0], rec->exact[1], g };
     return G3_OK;
 }

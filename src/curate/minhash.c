@@ -7,16 +7,6 @@
 #include "curate/curate_internal.h"
 #include "curate/minhash.h"
 
-void g3_curate_mh_params_default(g3_curate_mh_params_t *p)
-{
-    p->ngram = 5;
-    p->num_perm = 128;
-    p->bands = 16;
-    p->rows = 8;
-    p->seed = 1;
-    p->lower = 0;
-}
-
 typedef struct {
     const g3_curate_mh_params_t *p;
     uint32_t           a[G3_CURATE_MAX_PERM], b[G3_CURATE_MAX_PERM];

@@ -5,9 +5,12 @@
  * by formula), canonical ordering of combining marks (a stable sort by combining class), then
  * canonical composition of the primary composites.  Pure ASCII text is already NFC and takes
  * a byte loop. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mem.h"
+#include "core/table.h"
 #include "curate/curate_internal.h"
 #include "curate/nfc_tables.h"
 #include "data/unicode_tables.h"
@@ -80,30 +83,20 @@ size_t g3_curate_utf8_check(const char *s, size_t n)
 
 static uint32_t g3_curate_ccc_of(uint32_t cp)
 {
+    const g3_curate_ccc_t *r;
     if (cp < 0x300)
         return 0;
-    unsigned lo = 0, hi = g3_curate_ccc_count;
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        if (cp < g3_curate_ccc[mid].lo) hi = mid;
-        else if (cp > g3_curate_ccc[mid].hi) lo = mid + 1;
-        else return g3_curate_ccc[mid].ccc;
-    }
-    return 0;
+    r = g3_table_find(g3_curate_ccc, g3_curate_ccc_count, sizeof(*r),
+                      offsetof(g3_curate_ccc_t, hi), cp);
+    return r ? r->ccc : 0;
 }
 
 static const g3_curate_decomp_t *g3_curate_decomp_of(uint32_t cp)
 {
-    unsigned lo = 0, hi = g3_curate_decomp_count;
     if (cp < 0xC0)
         return NULL;
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        if (cp < g3_curate_decomp[mid].cp) hi = mid;
-        else if (cp > g3_curate_decomp[mid].cp) lo = mid + 1;
-        else return &g3_curate_decomp[mid];
-    }
-    return NULL;
+    return g3_table_find(g3_curate_decomp, g3_curate_decomp_count, sizeof(g3_curate_decomp_t),
+                         0, cp);
 }
 
 /* RET: the primary composite of (a, b), or 0 when there is none. */
@@ -128,16 +121,11 @@ static uint32_t g3_curate_compose(uint32_t a, uint32_t b)
 
 uint32_t g3_curate_lower_cp(uint32_t cp)
 {
+    const g3_curate_map_t *r;
     if (cp < 0x80)
         return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
-    unsigned lo = 0, hi = g3_curate_lower_count;
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        if (cp < g3_curate_lower[mid].cp) hi = mid;
-        else if (cp > g3_curate_lower[mid].cp) lo = mid + 1;
-        else return g3_curate_lower[mid].to;
-    }
-    return cp;
+    r = g3_table_find(g3_curate_lower, g3_curate_lower_count, sizeof(*r), 0, cp);
+    return r ? r->to : cp;
 }
 
 /* cps[0..*n) -> NFC in place (the array has room for the decomposition: cap entries).
@@ -303,14 +291,8 @@ g3_status_t g3_curate_normalize(const char *s, size_t n, int lower, char **out_p
 
 static g3_status_t g3_curate_words_push(g3_curate_words_t *ws, uint64_t h, size_t a, size_t e)
 {
-    if (ws->n == ws->cap) {
-        size_t cap = ws->cap ? 2 * ws->cap : 1024;
-        g3_curate_word_t *q = realloc(ws->w, cap * sizeof(*q));
-        if (!q)
-            return G3_ERR_NO_MEMORY;
-        ws->w = q;
-        ws->cap = cap;
-    }
+    if (g3_mem_grow(&ws->w, &ws->cap, ws->n, sizeof(*ws->w), 1024) != G3_OK)
+        return G3_ERR_NO_MEMORY;
     ws->w[ws->n].hash = g3_hash_mix64(h);
     ws->w[ws->n].start = (uint32_t)a;
     ws->w[ws->n].end = (uint32_t)e;
@@ -323,16 +305,9 @@ static g3_status_t g3_curate_words_push(g3_curate_words_t *ws, uint64_t h, size_
 
 static int g3_curate_is_mark(uint32_t cp)
 {
-    unsigned lo = 0, hi = g3_curate_mark_count;
-    if (cp < 0x300)
-        return 0;
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        if (cp < g3_curate_mark[mid].lo) hi = mid;
-        else if (cp > g3_curate_mark[mid].hi) lo = mid + 1;
-        else return 1;
-    }
-    return 0;
+    return cp >= 0x300
+           && g3_table_find(g3_curate_mark, g3_curate_mark_count, sizeof(g3_curate_range_t),
+                            offsetof(g3_curate_range_t, hi), cp);
 }
 
 /* The hash of a word with non-ASCII code points, s[a..e): of the UTF-8 of its NFC form,

@@ -15,8 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fileio.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "data/json.h"
 #include "data/unicode_tables.h"
 
@@ -25,17 +27,7 @@
 static inline uint64_t g3_hash_bytes(const unsigned char *p, size_t n)
 {
     /* FNV-1a folded 8 bytes at a time, then mixed (g3_hash_mix64). */
-    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0x100000001b3ULL;
-        h ^= h >> 29;
-    }
-    for (; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    return g3_hash_mix64(h);
+    return g3_hash_mix64(g3_hash_fnv_words(p, n, 0xcbf29ce484222325ULL ^ (uint64_t)n, 29));
 }
 
 
@@ -111,40 +103,18 @@ static inline const g3_bpe_merge_t *g3_bpe_merge_find(const g3_bpe_t *bpe, int32
 g3_status_t g3_read_file(const char *path, const char *what, char **data_p, size_t *len_p)
 {
     FILE *f = fopen(path, "rb");
-    char *data = NULL;
-    size_t len = 0, cap = 0;
+    g3_status_t st;
     if (!f) {
         g3_error("cannot open the %s '%s': %s", what, path, strerror(errno));
         return errno == ENOENT ? G3_ERR_NOT_FOUND : G3_ERR_IO;
     }
-    for (;;) {
-        if (cap - len < 65536) {
-            cap = cap ? cap * 2 : 1 << 20;
-            char *p = realloc(data, cap + 1);
-            if (!p) {
-                free(data);
-                fclose(f);
-                g3_error("out of memory reading the %s '%s'", what, path);
-                return G3_ERR_NO_MEMORY;
-            }
-            data = p;
-        }
-        size_t got = fread(data + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    if (ferror(f)) {
+    st = g3_read_stream(f, data_p, len_p);
+    if (st == G3_ERR_NO_MEMORY)
+        g3_error("out of memory reading the %s '%s'", what, path);
+    else if (st != G3_OK)
         g3_error("cannot read the %s '%s': %s", what, path, strerror(errno));
-        free(data);
-        fclose(f);
-        return G3_ERR_IO;
-    }
     fclose(f);
-    data[len] = '\0';
-    *data_p = data;
-    *len_p = len;
-    return G3_OK;
+    return st;
 }
 
 /* Undo bytes_to_unicode on a decoded JSON key / merges word.
@@ -1015,16 +985,8 @@ static g3_status_t g3_bpe_word(const g3_bpe_t *bpe, g3_bpe_cache_t *c, const uns
     size_t count = 0;
     for (int32_t i = 0; i < n; i = next[i])
         count++;
-    if (out->len + count > out->cap) {
-        size_t cap = out->cap ? out->cap : 1024;
-        while (cap < out->len + count)
-            cap *= 2;
-        int32_t *ids = realloc(out->ids, cap * sizeof(int32_t));
-        if (!ids)
-            return G3_ERR_NO_MEMORY;
-        out->ids = ids;
-        out->cap = cap;
-    }
+    if (g3_mem_reserve(&out->ids, &out->cap, out->len + count, sizeof(int32_t), 1024) != G3_OK)
+        return G3_ERR_NO_MEMORY;
     for (int32_t i = 0; i < n; i = next[i])
         out->ids[out->len++] = tok[i];
     return G3_OK;
@@ -1049,16 +1011,9 @@ static g3_status_t g3_bpe_piece(const g3_bpe_t *bpe, g3_bpe_cache_t *c, const un
             int32_t ids[G3_BPE_CACHE_MAX_KEY];
             memcpy(ids, c->arena + s->key_off + ((m + 3) & ~(size_t)3),
                    s->num_ids * sizeof(int32_t));
-            if (out->len + s->num_ids > out->cap) {
-                size_t cap = out->cap ? out->cap : 1024;
-                while (cap < out->len + s->num_ids)
-                    cap *= 2;
-                int32_t *p = realloc(out->ids, cap * sizeof(int32_t));
-                if (!p)
-                    return G3_ERR_NO_MEMORY;
-                out->ids = p;
-                out->cap = cap;
-            }
+            if (g3_mem_reserve(&out->ids, &out->cap, out->len + s->num_ids, sizeof(int32_t),
+                               1024) != G3_OK)
+                return G3_ERR_NO_MEMORY;
             memcpy(out->ids + out->len, ids, s->num_ids * sizeof(int32_t));
             out->len += s->num_ids;
             return G3_OK;

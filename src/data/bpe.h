@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/mem.h"
 #include "core/status.h"
 
 typedef struct g3_bpe g3_bpe_t;
@@ -32,14 +33,8 @@ typedef struct {
 /* Append one id (the array grows by doubling).  RET: G3_ERR_NO_MEMORY, ids unchanged. */
 static inline g3_status_t g3_bpe_ids_push(g3_bpe_ids_t *ids, int32_t id)
 {
-    if (ids->len == ids->cap) {
-        size_t cap = ids->cap ? ids->cap * 2 : 1024;
-        int32_t *p = realloc(ids->ids, cap * sizeof(int32_t));
-        if (!p)
-            return G3_ERR_NO_MEMORY;
-        ids->ids = p;
-        ids->cap = cap;
-    }
+    if (g3_mem_grow(&ids->ids, &ids->cap, ids->len, sizeof(int32_t), 1024) != G3_OK)
+        return G3_ERR_NO_MEMORY;
     ids->ids[ids->len++] = id;
     return G3_OK;
 }

@@ -86,24 +86,27 @@ static inline uint64_t g3_np_interval(g3_mt19937_t *mt, uint64_t max)
     return v;
 }
 
-void g3_np_shuffle_i32(g3_mt19937_t *mt, int32_t *a, uint64_t n)
+/* numpy's shuffle of n elements of elem bytes (at most 8): from the last element down, each
+ * swapped with one drawn from [0, i].  Inlined into the two typed shuffles, elem a constant. */
+static inline void g3_np_shuffle(g3_mt19937_t *mt, void *a, uint64_t n, size_t elem)
 {
+    unsigned char *p = a, t[8];
     for (uint64_t i = n > 0 ? n - 1 : 0; i >= 1; i--) {
         uint64_t j = g3_np_interval(mt, i);
-        int32_t t = a[i];
-        a[i] = a[j];
-        a[j] = t;
+        memcpy(t, p + i * elem, elem);
+        memcpy(p + i * elem, p + j * elem, elem);
+        memcpy(p + j * elem, t, elem);
     }
+}
+
+void g3_np_shuffle_i32(g3_mt19937_t *mt, int32_t *a, uint64_t n)
+{
+    g3_np_shuffle(mt, a, n, sizeof(*a));
 }
 
 void g3_np_shuffle_i64(g3_mt19937_t *mt, int64_t *a, uint64_t n)
 {
-    for (uint64_t i = n > 0 ? n - 1 : 0; i >= 1; i--) {
-        uint64_t j = g3_np_interval(mt, i);
-        int64_t t = a[i];
-        a[i] = a[j];
-        a[j] = t;
-    }
+    g3_np_shuffle(mt, a, n, sizeof(*a));
 }
 
 /* ---- the document split -------------------------------------------------- */
@@ -356,6 +359,12 @@ typedef struct {
 
 _Static_assert(sizeof(g3_gptidx_hdr_t) == G3_GPTIDX_HDR, "the cache header is 128 bytes");
 
+/* The fields the header and the index (g3_gptidx_t) share, named once for the copies between
+ * them at load and save. */
+#define G3_GPTIDX_SHARED(X)                                                                   \
+    X(doc_first) X(doc_end) X(seq_length) X(seed) X(num_samples_wanted) X(num_epochs)        \
+    X(num_doc_idx) X(num_samples) X(token_min) X(token_max)
+
 void g3_gptidx_free(g3_gptidx_t *gi)
 {
     if (!gi)
@@ -483,16 +492,10 @@ static g3_status_t g3_gptidx_load(const char *path, const g3_idx_t *idx, uint64_
         munmap(map, (size_t)sb.st_size);
         return G3_ERR_NO_MEMORY;
     }
-    gi->doc_first = doc_first;
-    gi->doc_end = doc_end;
-    gi->seq_length = seq_length;
-    gi->seed = seed;
-    gi->num_samples_wanted = num_samples;
-    gi->num_epochs = h.num_epochs;
-    gi->num_doc_idx = h.num_doc_idx;
-    gi->num_samples = h.num_samples;
-    gi->token_min = h.token_min;
-    gi->token_max = h.token_max;
+    /* the header's parameters are the ones asked for (checked above) */
+#define G3_GPTIDX_FROM_HDR(f) gi->f = h.f;
+    G3_GPTIDX_SHARED(G3_GPTIDX_FROM_HDR)
+#undef G3_GPTIDX_FROM_HDR
     gi->mem = (char *)map + G3_GPTIDX_HDR;
     gi->mem_len = h.data_len;
     gi->mapped = 1;
@@ -527,18 +530,11 @@ static g3_status_t g3_gptidx_save(const char *path, const g3_idx_t *idx, const g
     h.version = G3_GPTIDX_VERSION;
     h.header_len = G3_GPTIDX_HDR;
     h.fingerprint = g3_idx_fingerprint(idx);
-    h.doc_first = gi->doc_first;
-    h.doc_end = gi->doc_end;
-    h.seq_length = gi->seq_length;
-    h.seed = gi->seed;
-    h.num_samples_wanted = gi->num_samples_wanted;
-    h.num_epochs = gi->num_epochs;
-    h.num_doc_idx = gi->num_doc_idx;
-    h.num_samples = gi->num_samples;
+#define G3_GPTIDX_TO_HDR(f) h.f = gi->f;
+    G3_GPTIDX_SHARED(G3_GPTIDX_TO_HDR)
+#undef G3_GPTIDX_TO_HDR
     h.data_len = gi->mem_len;
     h.checksum = g3_checksum(gi->mem, gi->mem_len);
-    h.token_min = gi->token_min;
-    h.token_max = gi->token_max;
     const char *parts[2] = { (const char *)&h, gi->mem };
     size_t lens[2] = { sizeof(h), gi->mem_len };
     for (int k = 0; k < 2; k++) {

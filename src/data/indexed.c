@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/hash.h"
 #include "core/log.h"
+#include "core/mem.h"
 
 size_t g3_idx_dtype_size(int code)
 {
@@ -119,20 +121,6 @@ static g3_status_t g3_idx_map(const char *path, const char *what, const unsigned
     if (st_p)
         *st_p = sb;
     return G3_OK;
-}
-
-static uint64_t g3_idx_hash(const unsigned char *p, size_t n, uint64_t h)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0x100000001b3ULL;
-        h ^= h >> 31;
-    }
-    for (; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    return h;
 }
 
 __extension__ typedef unsigned __int128 g3_u128_t;
@@ -356,8 +344,8 @@ g3_status_t g3_idx_open(const char *prefix, g3_idx_t **idx_p)
     ids[3] = (uint64_t)x->bin_len;
     ids[4] = (uint64_t)bin_sb.st_mtim.tv_sec;
     ids[5] = (uint64_t)bin_sb.st_mtim.tv_nsec;
-    h = g3_idx_hash(x->idx_map, G3_IDX_HEADER_LEN + 4 * x->num_seq, h);
-    h = g3_idx_hash((const unsigned char *)ids, sizeof(ids), h);
+    h = g3_hash_fnv_words(x->idx_map, G3_IDX_HEADER_LEN + 4 * x->num_seq, h, 31);
+    h = g3_hash_fnv_words(ids, sizeof(ids), h, 31);
     x->fingerprint = h;
     *idx_p = x;
     return G3_OK;
@@ -686,14 +674,8 @@ g3_status_t g3_idx_writer_add(g3_idx_writer_t *w, const int32_t *ids, size_t n)
         g3_error("a document of %zu tokens does not fit the int32 size field of '%s'", n, w->idx_path);
         return G3_ERR_INVALID_ARG;
     }
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 65536;
-        int32_t *s = realloc(w->sizes, cap * sizeof(*s));
-        if (!s)
-            return G3_ERR_NO_MEMORY;
-        w->sizes = s;
-        w->cap = cap;
-    }
+    if (g3_mem_grow(&w->sizes, &w->cap, w->n, sizeof(*w->sizes), 65536) != G3_OK)
+        return G3_ERR_NO_MEMORY;
     if (w->dtype == G3_IDX_UINT16) {
         if (n * 2 > w->buf_cap) {
             unsigned char *b = realloc(w->buf, n * 2);

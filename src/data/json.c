@@ -4,20 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mem.h"
+
 g3_status_t g3_buf_reserve(g3_buf_t *b, size_t extra)
 {
-    size_t want = b->len + extra + 1;   /* room for a NUL */
-    if (want <= b->cap)
-        return G3_OK;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < want)
-        cap *= 2;
-    char *p = realloc(b->data, cap);
-    if (!p)
-        return G3_ERR_NO_MEMORY;
-    b->data = p;
-    b->cap = cap;
-    return G3_OK;
+    /* room for a NUL too */
+    return g3_mem_reserve(&b->data, &b->cap, b->len + extra + 1, 1, 256);
 }
 
 g3_status_t g3_buf_append(g3_buf_t *b, const void *p, size_t n)

@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "data/bpe.h"
 #include "data/indexed.h"
 #include "data/json.h"
@@ -165,14 +166,9 @@ static g3_status_t g3_pre_emit(g3_pre_t *p, g3_pre_batch_t *b, int key, g3_bpe_c
         return st;   /* text was sanitized: only G3_ERR_NO_MEMORY */
     if (p->eod >= 0 && (st = g3_bpe_ids_push(&b->ids[key], p->eod)) != G3_OK)
         return st;
-    if (b->nsizes[key] == b->csizes[key]) {
-        size_t cap = b->csizes[key] ? b->csizes[key] * 2 : 256;
-        size_t *q = realloc(b->sizes[key], cap * sizeof(size_t));
-        if (!q)
-            return G3_ERR_NO_MEMORY;
-        b->sizes[key] = q;
-        b->csizes[key] = cap;
-    }
+    if (g3_mem_grow(&b->sizes[key], &b->csizes[key], b->nsizes[key], sizeof(size_t), 256)
+        != G3_OK)
+        return G3_ERR_NO_MEMORY;
     b->sizes[key][b->nsizes[key]++] = b->ids[key].len - before;
     return G3_OK;
 }

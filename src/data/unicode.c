@@ -2,6 +2,9 @@
 #include "data/unicode_tables.h"
 
 #include <pthread.h>
+#include <stddef.h>
+
+#include "core/table.h"
 
 static unsigned char g3_ucs_bmp[0x10000];   /* class of every BMP code point */
 static pthread_once_t g3_ucs_bmp_once = PTHREAD_ONCE_INIT;
@@ -24,17 +27,7 @@ static void g3_ucs_bmp_build(void)
 
 static int g3_ucs_in(const g3_ucs_range_t *r, unsigned n, uint32_t cp)
 {
-    unsigned lo = 0, hi = n;   /* search [lo, hi) */
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        if (cp < r[mid].lo)
-            hi = mid;
-        else if (cp > r[mid].hi)
-            lo = mid + 1;
-        else
-            return 1;
-    }
-    return 0;
+    return g3_table_find(r, n, sizeof(*r), offsetof(g3_ucs_range_t, hi), cp) != NULL;
 }
 
 g3_ucs_class_t g3_ucs_class(uint32_t cp)
