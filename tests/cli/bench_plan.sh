@@ -33,12 +33,11 @@ while [ "$r" -le "$rounds" ]; do
     m=$("$bench" $shape --steps "$steps" | sed -n 's/^median step: \([0-9.]*\) ms/\1/p')
     m=$(awk -v m="$m" 'BEGIN { print m / 1000 }')
     diag "round $r: plan $p s, bench_train $m s per iteration"
-    best_plan=$(awk -v a="$best_plan" -v b="$p" 'BEGIN { print (a == 0 || b < a) ? b : a }')
-    best_meas=$(awk -v a="$best_meas" -v b="$m" 'BEGIN { print (a == 0 || b < a) ? b : a }')
+    best_plan=$(g3_best min "$best_plan" "$p")
+    best_meas=$(g3_best min "$best_meas" "$m")
     r=$((r + 1))
 done
-ratio=$(awk -v p="$best_plan" -v m="$best_meas" 'BEGIN { printf "%.2f", p / m }')
+ratio=$(g3_ratio "$best_plan" "$best_meas")
 echo "plan: $best_plan s  bench_train: $best_meas s  ratio: $ratio"
-ok=$(awk -v r="$ratio" 'BEGIN { print (r >= 0.75 && r <= 1.25) ? 0 : 1 }')
-tap_result "$ok" "gpt3d plan predicts the CPU bench model at $ratio x bench_train's time (goal: within 25%)"
+tap_result "$(g3_between "$ratio" 0.75 1.25)" "gpt3d plan predicts the CPU bench model at $ratio x bench_train's time (goal: within 25%)"
 done_testing

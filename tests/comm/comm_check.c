@@ -171,27 +171,27 @@ static void dev_free(void *p)
     free(backend == G3_COMM_BACKEND_STAGED ? fake_to_real(p) : p);
 }
 
-static void to_dev(void *dst, const void *src, size_t bytes)
+/* Copy bytes between the host and the test's "device" memory: into device memory dst when
+ * to_device, out of device memory src otherwise. */
+static void dev_copy(void *dst, const void *src, size_t bytes, int to_device)
 {
 #ifdef HAVE_NCCL
     if (on_gpu) {
-        cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+        cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
         return;
     }
 #endif
-    memcpy(backend == G3_COMM_BACKEND_STAGED ? fake_to_real(dst) : dst, src, bytes);
+    if (backend == G3_COMM_BACKEND_STAGED) {
+        if (to_device)
+            dst = fake_to_real(dst);
+        else
+            src = fake_to_real(src);
+    }
+    memcpy(dst, src, bytes);
 }
 
-static void to_host(void *dst, const void *src, size_t bytes)
-{
-#ifdef HAVE_NCCL
-    if (on_gpu) {
-        cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
-        return;
-    }
-#endif
-    memcpy(dst, backend == G3_COMM_BACKEND_STAGED ? fake_to_real(src) : src, bytes);
-}
+static void to_dev(void *dst, const void *src, size_t bytes) { dev_copy(dst, src, bytes, 1); }
+static void to_host(void *dst, const void *src, size_t bytes) { dev_copy(dst, src, bytes, 0); }
 
 /* The staged backend's copy functions over the fake device memory; counted, so the test
  * can tell that every operation went through them. */

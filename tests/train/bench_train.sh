@@ -34,12 +34,11 @@ while [ "$r" -le "$rounds" ]; do
     torch=$(OMP_NUM_THREADS=$threads "$py" "$top_srcdir/tests/train/bench_torch.py" $shape \
             --threads "$threads" | sed -n 's/^tokens\/s: //p')
     diag "round $r: gpt3d $ours tokens/s, PyTorch $torch tokens/s"
-    best_ours=$(awk -v a="$best_ours" -v b="$ours" 'BEGIN { print (b > a) ? b : a }')
-    best_torch=$(awk -v a="$best_torch" -v b="$torch" 'BEGIN { print (b > a) ? b : a }')
+    best_ours=$(g3_best max "$best_ours" "$ours")
+    best_torch=$(g3_best max "$best_torch" "$torch")
     r=$((r + 1))
 done
-ratio=$(awk -v a="$best_ours" -v b="$best_torch" 'BEGIN { printf "%.2f", a / b }')
+ratio=$(g3_ratio "$best_ours" "$best_torch")
 echo "gpt3d: $best_ours tokens/s  PyTorch: $best_torch tokens/s  ratio: $ratio"
-ok=$(awk -v r="$ratio" 'BEGIN { print (r >= 1.0) ? 0 : 1 }')
-tap_result "$ok" "gpt3d trains at $ratio x PyTorch's tokens/s with $threads threads (goal >= 1.0, aim 1.5)"
+tap_result "$(g3_between "$ratio" 1.0)" "gpt3d trains at $ratio x PyTorch's tokens/s with $threads threads (goal >= 1.0, aim 1.5)"
 done_testing
