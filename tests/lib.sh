@@ -52,11 +52,26 @@ _unlike_text_
 g3_best() {  # g3_best min|max BEST NEW: the better of BEST (0: none yet) and NEW
     awk -v k="$1" -v a="$2" -v b="$3" 'BEGIN { print (a == 0 || (k == "min" ? b < a : b > a)) ? b : a }'
 }
-g3_ratio() {  # g3_ratio A B: A / B with two decimals
-    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'
-}
 g3_between() {  # g3_between X LO [HI]: 0 when LO <= X (<= HI), else 1 (a status for tap_result)
     awk -v x="$1" -v lo="$2" -v hi="${3:-}" 'BEGIN { print (x >= lo && (hi == "" || x <= hi)) ? 0 : 1 }'
+}
+# g3_best_of_rounds ROUNDS min|max UNIT CMD_A CMD_B: ROUNDS rounds of CMD_A then CMD_B (each
+# prints one number, in UNIT; in turn, so that a busy spell of the machine hits both), a diag
+# line a round.  Sets best_a and best_b to the best (min or max) of each, ratio to
+# best_a / best_b with two decimals.
+g3_best_of_rounds() {
+    best_a=0
+    best_b=0
+    _r=1
+    while [ "$_r" -le "$1" ]; do
+        _a=$("$4")
+        _b=$("$5")
+        diag "round $_r: $4 $_a $3, $5 $_b $3"
+        best_a=$(g3_best "$2" "$best_a" "$_a")
+        best_b=$(g3_best "$2" "$best_b" "$_b")
+        _r=$((_r + 1))
+    done
+    ratio=$(awk -v a="$best_a" -v b="$best_b" 'BEGIN { printf "%.2f", a / b }')
 }
 
 skip() {  # skip REASON

@@ -163,7 +163,6 @@ int main(void)
     pthread_barrierattr_t ba;
     int codes[WORLD], rc, same;
     int64_t latest = -1;
-    char cmd[400];
 
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     snprintf(dir, sizeof(dir), "%s/gpt3d-ckpt-coll.XXXXXX", t ? t : "/tmp");
@@ -207,8 +206,6 @@ int main(void)
     rc = run_all(-1, -1, 10, 1, codes);
     tap_ok(rc == 0, "with --load-fallback every rank loads iteration 10 together (codes %d)", rc);
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        tap_diag("could not remove %s", dir);
+    tap_rmtree(dir);
     return tap_exit();
 }

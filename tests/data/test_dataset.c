@@ -14,6 +14,7 @@
 #include "data/dataset.h"
 #include "data/indexed.h"
 #include "tap.h"
+#include "xorshift.h"
 
 #define SEQ 32
 
@@ -23,10 +24,7 @@ static char pa[4096], pb[4096];
 static uint64_t rng = 88172645463325252ULL;
 static uint64_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return g3t_xorshift64(&rng);
 }
 
 /* Documents with random sizes (some empty); token = base + position. */
@@ -276,9 +274,6 @@ int main(void)
                "g3_data_vocab_info: 50257 tokens, eod 50256");
     }
     free(ref);
-    char cmd[4200];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        tap_diag("could not remove %s", dir);
+    tap_rmtree(dir);
     return tap_exit();
 }

@@ -12,6 +12,7 @@
 #include "data/gpt_index.h"
 #include "data/indexed.h"
 #include "tap.h"
+#include "xorshift.h"
 
 #define NDOCS 10000000ULL
 
@@ -27,7 +28,7 @@ int main(void)
     /* Write the .idx by hand (the layout of indexed.h). */
     int32_t *sizes = malloc(NDOCS * sizeof(int32_t));
     for (uint64_t i = 0; i < NDOCS; i++) {
-        rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+        g3t_xorshift64(&rng);
         sizes[i] = (int32_t)(20 + rng % 400);   /* mean ~220 tokens */
         total += (uint64_t)sizes[i];
     }
@@ -81,9 +82,6 @@ int main(void)
     g3_gptidx_free(gi);
     g3_idx_close(idx);
     free(sizes);
-    char cmd[4300];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        tap_diag("could not remove %s", dir);
+    tap_rmtree(dir);
     return tap_exit();
 }

@@ -68,14 +68,14 @@ static void test_layernorm(int N, int C, int fused)
         if (fused) {
             for (size_t i = 0; i < NC; i++)
                 rres[i] = rresid[i];
-            kt_check_bf(resid, d_res, rres, NC, 0.0, 0.0, "layernorm_fwd resid %s", what);
+            kt_check_dev(KT_BF16, resid, d_res, rres, NC, 0.0, 0.0, "layernorm_fwd resid %s", what);
         }
-        kt_check_bf(out, d_out, rout, NC, 1.0 / 128, 1e-4, "layernorm_fwd out %s", what);
-        kt_check_f32(mean, d_mean, rmean, N, 1e-4, 1e-4, "layernorm_fwd mean %s", what);
-        kt_check_f32(rstd, d_rstd, rrstd, N, 1e-4, 1e-4, "layernorm_fwd rstd %s", what);
-        kt_check_bf(dinp, d_dinp, rdinp, NC, 1.0 / 128, 1e-4, "layernorm_bwd dinp %s", what);
-        kt_check_f32(dw, d_dw, rdw, C, 1e-4, 1e-4, "layernorm_bwd dw %s", what);
-        kt_check_f32(db, d_db, rdb, C, 1e-4, 1e-4, "layernorm_bwd db %s", what);
+        kt_check_dev(KT_BF16, out, d_out, rout, NC, 1.0 / 128, 1e-4, "layernorm_fwd out %s", what);
+        kt_check_dev(KT_F32, mean, d_mean, rmean, N, 1e-4, 1e-4, "layernorm_fwd mean %s", what);
+        kt_check_dev(KT_F32, rstd, d_rstd, rrstd, N, 1e-4, 1e-4, "layernorm_fwd rstd %s", what);
+        kt_check_dev(KT_BF16, dinp, d_dinp, rdinp, NC, 1.0 / 128, 1e-4, "layernorm_bwd dinp %s", what);
+        kt_check_dev(KT_F32, dw, d_dw, rdw, C, 1e-4, 1e-4, "layernorm_bwd dw %s", what);
+        kt_check_dev(KT_F32, db, d_db, rdb, C, 1e-4, 1e-4, "layernorm_bwd db %s", what);
         tap_ok(kt_same_bytes(d_dinp, d_dinp2, 2 * NC) && kt_same_bytes(d_dw, d_dw2, 4 * C) &&
                kt_same_bytes(d_db, d_db2, 4 * C),
                "layernorm_bwd %s: deterministic (two runs, same bits)", what);

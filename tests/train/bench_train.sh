@@ -23,22 +23,17 @@ shape="--layers 4 --hidden 256 --heads 4 --seq 256 --batch 4 --vocab 50257 --ste
 "$py" -c 'import torch' >/dev/null 2>&1 || skip_all "$py has no torch (Debian's python3-torch)"
 
 diag "$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $threads threads; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-best_ours=0
-best_torch=0
-r=1
-while [ "$r" -le "$rounds" ]; do
-    # $shape: the bench flags, split into words on purpose
+# gpt3d, PyTorch: the tokens/s of each ($shape: the bench flags, split into words on purpose)
+gpt3d() {
     # shellcheck disable=SC2086
-    ours=$(OMP_NUM_THREADS=$threads "$bench" $shape | sed -n 's/^tokens\/s: //p')
+    OMP_NUM_THREADS=$threads "$bench" $shape | sed -n 's/^tokens\/s: //p'
+}
+PyTorch() {
     # shellcheck disable=SC2086
-    torch=$(OMP_NUM_THREADS=$threads "$py" "$top_srcdir/tests/train/bench_torch.py" $shape \
-            --threads "$threads" | sed -n 's/^tokens\/s: //p')
-    diag "round $r: gpt3d $ours tokens/s, PyTorch $torch tokens/s"
-    best_ours=$(g3_best max "$best_ours" "$ours")
-    best_torch=$(g3_best max "$best_torch" "$torch")
-    r=$((r + 1))
-done
-ratio=$(g3_ratio "$best_ours" "$best_torch")
-echo "gpt3d: $best_ours tokens/s  PyTorch: $best_torch tokens/s  ratio: $ratio"
+    OMP_NUM_THREADS=$threads "$py" "$top_srcdir/tests/train/bench_torch.py" $shape \
+        --threads "$threads" | sed -n 's/^tokens\/s: //p'
+}
+g3_best_of_rounds "$rounds" max tokens/s gpt3d PyTorch
+echo "gpt3d: $best_a tokens/s  PyTorch: $best_b tokens/s  ratio: $ratio"
 tap_result "$(g3_between "$ratio" 1.0)" "gpt3d trains at $ratio x PyTorch's tokens/s with $threads threads (goal >= 1.0, aim 1.5)"
 done_testing
