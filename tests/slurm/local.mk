@@ -15,4 +15,4 @@ G3_SH_TESTS += \
 	tests/slurm/test_recovery.sh \
 	tests/slurm/test_failures.sh
 EXTRA_DIST += tests/slurm/cluster.sh tests/slurm/fake-train.sh tests/slurm/demo.sh \
-	tests/slurm/real.sh tests/slurm/runs.sh
+	tests/slurm/real.sh tests/slurm/runs.sh tests/slurm/submit_lib.sh
