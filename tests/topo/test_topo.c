@@ -428,10 +428,33 @@ static void test_uneven_and_three_levels(void)
     }
 }
 
+/* The plan of TP 8 x PP 35 over the topology text (freed; named name) and a world of nnodes
+ * nodes of 8 GPUs on it.  OUT: *t, *w, *p (NULL when the map fails). */
+static void map_pp35(char *text, const char *name, int nnodes, g3_topo_t **t, world_t *w,
+                     g3_topo_plan_t **p)
+{
+    char why[512];
+
+    *t = NULL;
+    *p = NULL;
+    g3_topo_parse(text, name, t);
+    free(text);
+    world_init(w, *t, nnodes, 8);
+    g3_topo_map(*t, &w->alloc, 8, 35, 0, p, why, sizeof(why));
+}
+
+/* RET: 1 when plan p chose the layout how, changes leaf `crossings` times along the
+ * pipelines and keeps the placement rules (a replica within 2 leaves). */
+static int layout_is(const world_t *w, const g3_topo_plan_t *p, const char *how, long crossings,
+                     const char *name)
+{
+    return p && !strcmp(p->how, how) && pp_crossings(w, p) == crossings &&
+           check_rules(w, p, 2, name);
+}
+
 static void test_candidates_and_placement(void)
 {
     int sizes[3], nnodes;
-    char *text;
     g3_topo_t *t = NULL;
     world_t w;
     g3_topo_plan_t *p = NULL;
@@ -440,13 +463,8 @@ static void test_candidates_and_placement(void)
     /* leaves of 40 nodes, PP 35: cutting every 35 nodes and keeping a whole
      * replica per leaf both change leaf 6 times; the tie goes to the chain,
      * whose worst replica spans 2 leaves, not 7 */
-    text = uniform_fat_tree(7, 40, 0, &nnodes);
-    g3_topo_parse(text, "big-leaves", &t);
-    free(text);
-    world_init(&w, t, 280, 8);
-    g3_topo_map(t, &w.alloc, 8, 35, 0, &p, why, sizeof(why));
-    tap_ok(p && !strcmp(p->how, "chain") && pp_crossings(&w, p) == 6 &&
-               check_rules(&w, p, 2, "big-leaves"),
+    map_pp35(uniform_fat_tree(7, 40, 0, &nnodes), "big-leaves", 280, &t, &w, &p);
+    tap_ok(layout_is(&w, p, "chain", 6, "big-leaves"),
            "leaves of 40, PP 35: chain layout on a tie (%s, %ld leaf changes)",
            p ? p->how : "-", p ? pp_crossings(&w, p) : -1);
     g3_topo_plan_free(p);
@@ -458,15 +476,8 @@ static void test_candidates_and_placement(void)
     sizes[0] = 5;
     sizes[1] = 35;
     sizes[2] = 30;
-    text = fat_tree(sizes, 3, 0, &nnodes);
-    t = NULL;
-    g3_topo_parse(text, "5-35-30", &t);
-    free(text);
-    world_init(&w, t, 70, 8);
-    p = NULL;
-    g3_topo_map(t, &w.alloc, 8, 35, 0, &p, why, sizeof(why));
-    tap_ok(p && !strcmp(p->how, "hierarchical") && pp_crossings(&w, p) == 1 &&
-               check_rules(&w, p, 2, "5-35-30"),
+    map_pp35(fat_tree(sizes, 3, 0, &nnodes), "5-35-30", 70, &t, &w, &p);
+    tap_ok(layout_is(&w, p, "hierarchical", 1, "5-35-30"),
            "leaves of 5, 35, 30, PP 35: the hierarchical layout wins (%s, %ld leaf change)",
            p ? p->how : "-", p ? pp_crossings(&w, p) : -1);
     g3_topo_plan_free(p);
