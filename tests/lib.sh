@@ -39,6 +39,41 @@ _like_text_
         tap_result 1 "$3"; printf '%s\n' "$1" | sed -n '1,20s/^/#   /p'; echo "#   wanted /$2/"; fi
 }
 
+unlike() {  # unlike TEXT EXTENDED-REGEX DESCRIPTION: TEXT has no line matching
+    if [ -n "$1" ] && grep -Eq -- "$2" <<_unlike_text_
+$1
+_unlike_text_
+    then
+        tap_result 1 "$3"; printf '%s\n' "$1" | grep -E -- "$2" | sed -n '1,5s/^/#   /p'
+    else tap_result 0 "$3"; fi
+}
+
+# Benchmarks' arithmetic (awk: the shell has no floating point).
+g3_best() {  # g3_best min|max BEST NEW: the better of BEST (0: none yet) and NEW
+    awk -v k="$1" -v a="$2" -v b="$3" 'BEGIN { print (a == 0 || (k == "min" ? b < a : b > a)) ? b : a }'
+}
+g3_between() {  # g3_between X LO [HI]: 0 when LO <= X (<= HI), else 1 (a status for tap_result)
+    awk -v x="$1" -v lo="$2" -v hi="${3:-}" 'BEGIN { print (x >= lo && (hi == "" || x <= hi)) ? 0 : 1 }'
+}
+# g3_best_of_rounds ROUNDS min|max UNIT CMD_A CMD_B: ROUNDS rounds of CMD_A then CMD_B (each
+# prints one number, in UNIT; in turn, so that a busy spell of the machine hits both), a diag
+# line a round.  Sets best_a and best_b to the best (min or max) of each, ratio to
+# best_a / best_b with two decimals.
+g3_best_of_rounds() {
+    best_a=0
+    best_b=0
+    _r=1
+    while [ "$_r" -le "$1" ]; do
+        _a=$("$4")
+        _b=$("$5")
+        diag "round $_r: $4 $_a $3, $5 $_b $3"
+        best_a=$(g3_best "$2" "$best_a" "$_a")
+        best_b=$(g3_best "$2" "$best_b" "$_b")
+        _r=$((_r + 1))
+    done
+    ratio=$(awk -v a="$best_a" -v b="$best_b" 'BEGIN { printf "%.2f", a / b }')
+}
+
 skip() {  # skip REASON
     _tap_n=$((_tap_n + 1)); echo "ok $_tap_n # SKIP $1"
 }
@@ -178,6 +213,20 @@ g3_small_flags() {
     g3_flags="$g3_data --num-layers $_layers --hidden-size 32 --num-attention-heads 4
  --seq-length 32 --make-vocab-size-divisible-by 6 --micro-batch-size 2 --lr 3e-3
  --lr-warmup-iters 2 --lr-decay-style cosine --log-interval 1 --eval-interval 100 $*"
+}
+
+# g3_small_setup LAYERS [FLAGS...]: the start of a one-rank training test: a scratch directory
+# ($TMPD, as g3_tmpdir), the light corpus of 300 verses in D=$TMPD/data (g3_byte_corpus), the
+# small GPT's flags on it in $flags (g3_small_flags LAYERS FLAGS...), one OpenMP thread.
+# (Call it directly, not in $(...), as g3_tmpdir.)
+g3_small_setup() {
+    g3_tmpdir
+    D="$TMPD/data"
+    g3_byte_corpus "$D" light 300
+    g3_small_flags "$@"
+    flags=$g3_flags
+    OMP_NUM_THREADS=1
+    export OMP_NUM_THREADS
 }
 
 # g3_maxrel A B: the largest relative difference between two lines of numbers (loss lines:

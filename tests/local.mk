@@ -12,7 +12,7 @@ AM_TESTS_ENVIRONMENT = \
 	NODE='$(NODE)'; export NODE; \
 	MPIRUN='$(MPIRUN)'; export MPIRUN; \
 	GPT3D_TEST_DATA="$${GPT3D_TEST_DATA:-$(abs_top_builddir)/tests/_data}"; export GPT3D_TEST_DATA;
-EXTRA_DIST += tests/tap.h tests/lib.sh tests/par_alone.h tests/gpt_small.h
+EXTRA_DIST += tests/tap.h tests/lib.sh tests/par_alone.h tests/gpt_small.h tests/bench.h tests/xorshift.h tests/torch_gpt.py tests/crc32c_ref.py
 
 # Each directory's local.mk names every test once, in one of two lists that the end of this
 # file hands to Automake:

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "comm/comm.h"
+#include "model/gpt.h"
 #include "parallel/par.h"
 
 typedef struct {
@@ -54,6 +56,53 @@ static inline void g3_alone_free(g3_alone_t *a)
     if (a->world)
         g3_comm_world_free(a->world);
     memset(a, 0, sizeof(*a));
+}
+
+/* A model of config cfg on the CPU backend with the trainer's engine on the one-rank layout
+ * (the set-up of the benchmarks and the reference dump): the engine as g3_alone_engine (B x T
+ * micro-batches, up to max_micro per step, adamw NULL: forward only), and with acts_B > 0 the
+ * model's own activations for acts_B x T rows (g3_gpt_forward / g3_gpt_backward outside the
+ * engine). */
+typedef struct {
+    g3_backend_t    *be;
+    g3_gpt_t        *m;
+    g3_gpt_acts_t   *acts;   /* NULL unless acts_B > 0 */
+    g3_alone_t       one;
+    g3_par_engine_t *eng;
+} g3_alone_gpt_t;
+
+/* OUT: *r (g3_alone_gpt_close frees what was made, after a failure too).  RET: G3_OK, or the
+ * first error (logged). */
+static inline g3_status_t g3_alone_gpt_open(g3_alone_gpt_t *r, const g3_gpt_config_t *cfg,
+                                            int B, int T, int64_t max_micro,
+                                            const g3_par_adamw_config_t *adamw, int acts_B)
+{
+    g3_status_t st;
+
+    memset(r, 0, sizeof(*r));
+    st = g3_be_open(G3_BE_KIND_CPU, NULL, &r->be);
+    if (st == G3_OK)
+        st = g3_alone_init(&r->one);
+    if (st == G3_OK)
+        st = g3_gpt_init(cfg, r->be, &r->m);
+    if (st == G3_OK && acts_B > 0)
+        st = g3_gpt_acts_init(r->m, acts_B, T, &r->acts);
+    if (st == G3_OK)
+        st = g3_alone_engine(&r->one, r->m, B, T, max_micro, adamw, &r->eng);
+    return st;
+}
+
+static inline void g3_alone_gpt_close(g3_alone_gpt_t *r)
+{
+    g3_par_engine_free(r->eng);
+    if (r->m) {
+        g3_gpt_acts_free(r->m, r->acts);
+        g3_gpt_free(r->m);
+    }
+    if (r->be)
+        g3_be_close(r->be);
+    g3_alone_free(&r->one);
+    memset(r, 0, sizeof(*r));
 }
 
 #endif

@@ -5,6 +5,8 @@
  *   tap_skip_all("no GPU: ...");      "1..0 # SKIP no GPU: ..." and exit 0
  *   tap_skip("why");                  "ok N # SKIP why"
  *   tap_close_f(a, b, rel, abs, ...)  ok when |a-b| <= abs + rel*|b|
+ *   tap_mkdtemp(tmpl);                a scratch directory (none: skip the test)
+ *   tap_rmtree(dir);                  rm -rf a scratch directory (a failure: a comment)
  *   return tap_exit();                exit status: 0 if all passed
  *
  * Header-only; each test program includes it once. */
@@ -74,6 +76,23 @@ static inline void tap_skip_all(const char *why)
     printf("1..0 # SKIP %s\n", why);
     fflush(stdout);
     exit(0);
+}
+
+/* mkdtemp(tmpl) (tmpl ends in XXXXXX and receives the name), or skip the whole test. */
+static inline void tap_mkdtemp(char *tmpl)
+{
+    if (mkdtemp(tmpl) == NULL)
+        tap_skip_all("cannot create a temporary directory");
+}
+
+/* Remove a test's scratch directory dir and all it holds (rm -rf); a failure is a TAP
+ * comment, not a result. */
+static inline void tap_rmtree(const char *dir)
+{
+    char cmd[4400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        tap_diag("could not remove %s", dir);
 }
 
 /* ok when |got - want| <= abs_tol + rel_tol * |want|; reports both values. */

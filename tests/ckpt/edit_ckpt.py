@@ -12,24 +12,8 @@ import sys
 import h5py
 import numpy as np
 
-# CRC-32C (Castagnoli, reflected 0x82F63B78), as docs/checkpoint-format.md section 6
-_TABLE = []
-for _i in range(256):
-    _c = _i
-    for _ in range(8):
-        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
-    _TABLE.append(_c)
-
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in bytes(data):
-        crc = _TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-assert crc32c(b"123456789") == 0xE3069283
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from crc32c_ref import crc32c  # noqa: E402 (tests/crc32c_ref.py)
 
 SEAL_BYTES = 512
 SEAL_MAGIC = b"gpt3d-checkpoint-index-seal 1\n"

@@ -140,6 +140,22 @@ static inline void *synth_alloc(synth_rank_t *r, size_t bytes)
     return p;
 }
 
+/* Global flat index in tensor t of element i (row-major) of the piece box. */
+static inline int64_t synth_box_global(const g3_ckpt_tensor_t *t, const g3_ckpt_piece_t *box,
+                                       int64_t i)
+{
+    int64_t g = 0, rem = i, idx[G3_CKPT_MAX_DIMS], stride = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        idx[d] = rem % box->extent[d];
+        rem /= box->extent[d];
+    }
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        g += (box->offset[d] + idx[d]) * stride;
+        stride *= t->shape[d];
+    }
+    return g;
+}
+
 /* Global flat index of local element i of a tensor on TP rank tp. */
 static inline int64_t synth_global_index(const g3_ckpt_tensor_t *t, int tp, int tps, int64_t i)
 {
@@ -150,18 +166,8 @@ static inline int64_t synth_global_index(const g3_ckpt_tensor_t *t, int tp, int 
         int64_t vol = 1;
         for (int d = 0; d < t->ndim; d++)
             vol *= b[k].extent[d];
-        if (i < vol) {
-            int64_t g = 0, rem = i, idx[G3_CKPT_MAX_DIMS], stride = 1;
-            for (int d = t->ndim - 1; d >= 0; d--) {
-                idx[d] = rem % b[k].extent[d];
-                rem /= b[k].extent[d];
-            }
-            for (int d = t->ndim - 1; d >= 0; d--) {
-                g += (b[k].offset[d] + idx[d]) * stride;
-                stride *= t->shape[d];
-            }
-            return g;
-        }
+        if (i < vol)
+            return synth_box_global(t, &b[k], i);
         i -= vol;
     }
     return -1;
@@ -189,16 +195,8 @@ static inline void synth_fill_local(const g3_ckpt_tensor_t *t, int tp, int tps, 
         lo = start > base ? start : base;
         hi = start + count < base + vol ? start + count : base + vol;
         for (int64_t i = lo; i < hi; i++) {
-            int64_t rem = i - base, g = 0, stride = 1, idx[G3_CKPT_MAX_DIMS];
-            for (int d = t->ndim - 1; d >= 0; d--) {
-                idx[d] = rem % b[k].extent[d];
-                rem /= b[k].extent[d];
-            }
-            for (int d = t->ndim - 1; d >= 0; d--) {
-                g += (b[k].offset[d] + idx[d]) * stride;
-                stride *= t->shape[d];
-            }
-            synth_value(t->name, iteration, g, t->dtype, (char *)out + (size_t)(i - start) * esz);
+            synth_value(t->name, iteration, synth_box_global(t, &b[k], i - base), t->dtype,
+                        (char *)out + (size_t)(i - start) * esz);
             done++;
         }
         base += vol;

@@ -163,12 +163,10 @@ int main(void)
     pthread_barrierattr_t ba;
     int codes[WORLD], rc, same;
     int64_t latest = -1;
-    char cmd[400];
 
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     snprintf(dir, sizeof(dir), "%s/gpt3d-ckpt-coll.XXXXXX", t ? t : "/tmp");
-    if (mkdtemp(dir) == NULL)
-        tap_skip_all("cannot create a temporary directory");
+    tap_mkdtemp(dir);
     shm = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     pthread_barrierattr_init(&ba);
     pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_SHARED);
@@ -207,8 +205,6 @@ int main(void)
     rc = run_all(-1, -1, 10, 1, codes);
     tap_ok(rc == 0, "with --load-fallback every rank loads iteration 10 together (codes %d)", rc);
 
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        tap_diag("could not remove %s", dir);
+    tap_rmtree(dir);
     return tap_exit();
 }

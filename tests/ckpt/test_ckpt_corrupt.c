@@ -37,6 +37,13 @@ static void fresh(void)
     sh("rm -rf '%s' && cp -a '%s' '%s'", work, good, work);
 }
 
+/* fresh(), then path (size) = the file name of the fresh copy's iteration 20 */
+static void fresh_file(char *path, size_t size, const char *name)
+{
+    fresh();
+    snprintf(path, size, "%s/iter_0000020/%s", work, name);
+}
+
 static int saved_fd = -1;
 static char cap_path[400];
 static void capture_begin(void)
@@ -176,8 +183,7 @@ int main(void)
     g3_status_t st;
 
     snprintf(base, sizeof(base), "%s/gpt3d-ckpt-corrupt.XXXXXX", t ? t : "/tmp");
-    if (mkdtemp(base) == NULL)
-        tap_skip_all("cannot create a temporary directory");
+    tap_mkdtemp(base);
     snprintf(good, sizeof(good), "%s/good", base);
     snprintf(work, sizeof(work), "%s/work", base);
     g3_log_set_level(G3_LOG_WARN);    /* the fallback's warning is checked */
@@ -192,8 +198,7 @@ int main(void)
     tap_ok(load(20, 0, &log) == G3_OK, "the intact copy loads");
 
     /* 1. a flipped byte in a tensor */
-    fresh();
-    snprintf(p, sizeof(p), "%s/iter_0000020/model_tp01_pp000.h5", work);
+    fresh_file(p, sizeof(p), "model_tp01_pp000.h5");
     tap_ok(flip(p, "model/layers.1.mlp.fc1.weight#0", 17), "flip a byte of layers.1.mlp.fc1.weight in model_tp01_pp000.h5");
     st = load(20, 0, &log);
     tap_ok(st == G3_ERR_FORMAT, "the load fails (%s)", g3_status_string(st));
@@ -209,8 +214,7 @@ int main(void)
            "--load-fallback loads the previous checkpoint (iteration 10) bitwise and says so");
 
     /* 2. a truncated shard */
-    fresh();
-    snprintf(p, sizeof(p), "%s/iter_0000020/optim_tp00_pp000_dp001.h5", work);
+    fresh_file(p, sizeof(p), "optim_tp00_pp000_dp001.h5");
     {
         struct stat sb;
         stat(p, &sb);
@@ -222,8 +226,7 @@ int main(void)
     tap_ok(verify_faults() >= 1, "verify finds the truncated file");
 
     /* 3. a missing shard */
-    fresh();
-    snprintf(p, sizeof(p), "%s/iter_0000020/model_tp00_pp000.h5", work);
+    fresh_file(p, sizeof(p), "model_tp00_pp000.h5");
     unlink(p);
     st = load(20, 0, &log);
     tap_ok(st == G3_ERR_NOT_FOUND && strstr(log, "model_tp00_pp000.h5") && strstr(log, "missing"),
@@ -231,24 +234,21 @@ int main(void)
     tap_ok(verify_faults() >= 1, "verify finds the missing file");
 
     /* 4. a newer format version, in the index and in a shard */
-    fresh();
-    snprintf(p, sizeof(p), "%s/iter_0000020/index.h5", work);
+    fresh_file(p, sizeof(p), "index.h5");
     tap_ok(set_version(p, G3_CKPT_FORMAT_VERSION + 1), "set the index's format_version to %d", G3_CKPT_FORMAT_VERSION + 1);
     st = load(20, 0, &log);
     snprintf(q, sizeof(q), "format version %d", G3_CKPT_FORMAT_VERSION + 1);
     tap_ok(st == G3_ERR_VERSION && strstr(log, q) && strstr(log, "reads versions 1 to") &&
            strstr(log, "index.h5"), "a newer index version is refused, naming both versions (%s)",
            g3_status_string(st));
-    fresh();
-    snprintf(p, sizeof(p), "%s/iter_0000020/model_tp01_pp000.h5", work);
+    fresh_file(p, sizeof(p), "model_tp01_pp000.h5");
     set_version(p, G3_CKPT_FORMAT_VERSION + 1);
     st = load(20, 0, &log);
     tap_ok(st == G3_ERR_VERSION && strstr(log, "model_tp01_pp000.h5"), "a newer shard version is refused (%s)",
            g3_status_string(st));
 
     /* 5. foreign files */
-    fresh();
-    snprintf(p, sizeof(p), "%s/iter_0000020/model_tp01_pp000.h5", work);
+    fresh_file(p, sizeof(p), "model_tp01_pp000.h5");
     {
         hid_t f = H5Fcreate(p, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
         H5Fclose(f);
@@ -256,8 +256,7 @@ int main(void)
     st = load(20, 0, &log);
     tap_ok(st == G3_ERR_FORMAT && strstr(log, "not a gpt3d checkpoint file") && strstr(log, "model_tp01_pp000.h5"),
            "a foreign HDF5 file in place of a shard is refused (%s)", g3_status_string(st));
-    fresh();
-    snprintf(p, sizeof(p), "%s/iter_0000020/index.h5", work);
+    fresh_file(p, sizeof(p), "index.h5");
     sh("echo 'not hdf5 at all' > '%s'", p);
     st = load(20, 0, &log);
     tap_ok(st == G3_ERR_FORMAT && strstr(log, "begins with neither gpt3d's checksum block nor an HDF5 signature") &&
@@ -273,8 +272,7 @@ int main(void)
            "a shard from another checkpoint is refused (%s)", g3_status_string(st));
 
     /* 7. a flipped byte in an index table */
-    fresh();
-    snprintf(p, sizeof(p), "%s/iter_0000020/index.h5", work);
+    fresh_file(p, sizeof(p), "index.h5");
     tap_ok(flip(p, "pieces", 40), "flip a byte in the index's /pieces table");
     st = load(20, 0, &log);
     tap_ok(st == G3_ERR_FORMAT && strstr(log, "index.h5 fails its checksum"),

@@ -122,11 +122,9 @@ int main(void)
     const char *t = getenv("TMPDIR");
     int64_t latest = -1, it = 1;
     int all = 1, killed_random = 0, rounds = 40;
-    char cmd[400];
 
     snprintf(dir, sizeof(dir), "%s/gpt3d-ckpt-crash.XXXXXX", t ? t : "/tmp");
-    if (mkdtemp(dir) == NULL)
-        tap_skip_all("cannot create a temporary directory");
+    tap_mkdtemp(dir);
     g3_log_set_level(G3_LOG_ERROR);
 
     /* Two good checkpoints first, so that pruning has something to do. */
@@ -178,8 +176,6 @@ int main(void)
         tap_ok(n <= 3, "--keep-last 2 keeps the directory small across crashes (%d committed)", n);
         free(iters);
     }
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        tap_diag("could not remove %s", dir);
+    tap_rmtree(dir);
     return tap_exit();
 }

@@ -18,31 +18,9 @@ py=${PYTHON_REF:-/usr/bin/python3}
 command -v h5unjam >/dev/null || skip_all "h5unjam missing (Debian: hdf5-tools)"
 edit="$py $top_srcdir/tests/ckpt/edit_ckpt.py"
 g3_tmpdir
-D="$TMPD/data"
-g3_byte_corpus "$D" light 300 >/dev/null
-flags="$g3_data --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
- --micro-batch-size 2 --global-batch-size 8 --lr 3e-3 --lr-warmup-iters 2
- --lr-decay-style cosine --log-interval 1 --eval-iters 0 --distributed-timeout-minutes 1"
-export OMP_NUM_THREADS=1
+# shellcheck source=tests/ckpt/ckpt_lib.sh
+. "$top_srcdir/tests/ckpt/ckpt_lib.sh"
 
-# train ITERS [FLAGS...]: one rank
-train() {
-    _it=$1
-    shift
-    # shellcheck disable=SC2086
-    run "$GPT3D" train $flags --train-iters "$_it" "$@"
-}
-# fresh NAME: $TMPD/NAME, a copy of the good save directory (iterations 2 and 4)
-fresh() {
-    rm -rf "${TMPD:?}/$1" "$TMPD/$1.run" "$TMPD/$1.save"
-    cp -a "$TMPD/good" "$TMPD/$1"
-}
-# unlike TEXT EXTENDED-REGEX DESCRIPTION: TEXT does not match
-unlike() {
-    if printf '%s' "$1" | grep -Eq -- "$2"; then
-        tap_result 1 "$3"; printf '%s\n' "$1" | grep -E -- "$2" | head -5 | sed 's/^/#   /'
-    else tap_result 0 "$3"; fi
-}
 # clean TEXT: 0 when TEXT holds no sanitizer report, no libhdf5 diagnostic and no crash
 clean() {
     ! printf '%s' "$1" | grep -Eq 'AddressSanitizer|runtime error|buffer overflow|HDF5-DIAG|HDF5:|infinite loop|Segmentation|Aborted'

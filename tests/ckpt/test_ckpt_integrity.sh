@@ -20,31 +20,9 @@ g3_tmpdir
 MNT=""
 # a tmpfs mounted by the full-disk case is unmounted before the directory goes
 trap '[ -z "$MNT" ] || umount "$MNT" 2>/dev/null; rm -rf "$TMPD"' EXIT
-D="$TMPD/data"
-g3_byte_corpus "$D" light 300 >/dev/null
-flags="$g3_data --num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 32
- --micro-batch-size 2 --global-batch-size 8 --lr 3e-3 --lr-warmup-iters 2
- --lr-decay-style cosine --log-interval 1 --eval-iters 0 --distributed-timeout-minutes 1"
-export OMP_NUM_THREADS=1
+# shellcheck source=tests/ckpt/ckpt_lib.sh
+. "$top_srcdir/tests/ckpt/ckpt_lib.sh"
 
-# unlike TEXT EXTENDED-REGEX DESCRIPTION: TEXT does not match
-unlike() {
-    if printf '%s' "$1" | grep -Eq -- "$2"; then
-        tap_result 1 "$3"; printf '%s\n' "$1" | grep -E -- "$2" | head -5 | sed 's/^/#   /'
-    else tap_result 0 "$3"; fi
-}
-# train ITERS [FLAGS...]: one rank
-train() {
-    _it=$1
-    shift
-    # shellcheck disable=SC2086
-    run "$GPT3D" train $flags --train-iters "$_it" "$@"
-}
-# fresh NAME: $TMPD/NAME, a copy of the good save directory
-fresh() {
-    rm -rf "${TMPD:?}/$1" "$TMPD/$1.run"
-    cp -a "$TMPD/good" "$TMPD/$1"
-}
 # refused NAME FILE WHAT: verify (exit 1) and the resume of $TMPD/NAME (exit 78: the checkpoint
 # cannot be loaded) refuse it, naming FILE
 refused() {

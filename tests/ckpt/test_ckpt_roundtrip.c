@@ -19,14 +19,6 @@ int g3_crc32c_use_hw(int on);
 
 static char tmpdir[256];
 
-static void rm_rf(const char *path)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", path);
-}
-
 static synth_cfg_t small_cfg(g3_ckpt_dtype_t dt, int64_t it)
 {
     synth_cfg_t c = { 4, 16, 4, 64, 50, 64, 32, dt, 1, it };
@@ -422,8 +414,7 @@ int main(void)
 {
     const char *t = getenv("TMPDIR");
     snprintf(tmpdir, sizeof(tmpdir), "%s/gpt3d-ckpt-rt.XXXXXX", t ? t : "/tmp");
-    if (mkdtemp(tmpdir) == NULL)
-        tap_skip_all("cannot create a temporary directory");
+    tap_mkdtemp(tmpdir);
     g3_log_set_level(G3_LOG_ERROR);
     test_crc();
     test_flat();
@@ -432,6 +423,6 @@ int main(void)
     test_padding();
     test_keep_last_and_resave();
     test_async();
-    rm_rf(tmpdir);
+    tap_rmtree(tmpdir);
     return tap_exit();
 }

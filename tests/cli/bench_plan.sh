@@ -21,24 +21,20 @@ g3_tmpdir
 shape="--layers 4 --hidden 256 --heads 4 --seq 256 --batch 4 --vocab 50257"
 plan="--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 256 --max-position-embeddings 256 --micro-batch-size 4 --global-batch-size 4"
 diag "$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); load: $(cut -d' ' -f1-3 /proc/loadavg)"
-best_plan=0
-best_meas=0
-r=1
-while [ "$r" -le "$rounds" ]; do
+# gpt3d_plan: gpt3d plan's seconds per iteration with a calibration made just before
+gpt3d_plan() {
     "$GPT3D" plan --calibrate "$TMPD/cpu.cal" >/dev/null
     # shellcheck disable=SC2086
-    p=$("$GPT3D" plan $plan --machine "$TMPD/cpu.cal" --json |
-        sed -n 's/.*"seconds_per_iteration":\([0-9.e+-]*\),.*/\1/p')
+    "$GPT3D" plan $plan --machine "$TMPD/cpu.cal" --json |
+        sed -n 's/.*"seconds_per_iteration":\([0-9.e+-]*\),.*/\1/p'
+}
+# bench_train: its median step in seconds
+bench_train() {
     # shellcheck disable=SC2086
-    m=$("$bench" $shape --steps "$steps" | sed -n 's/^median step: \([0-9.]*\) ms/\1/p')
-    m=$(awk -v m="$m" 'BEGIN { print m / 1000 }')
-    diag "round $r: plan $p s, bench_train $m s per iteration"
-    best_plan=$(awk -v a="$best_plan" -v b="$p" 'BEGIN { print (a == 0 || b < a) ? b : a }')
-    best_meas=$(awk -v a="$best_meas" -v b="$m" 'BEGIN { print (a == 0 || b < a) ? b : a }')
-    r=$((r + 1))
-done
-ratio=$(awk -v p="$best_plan" -v m="$best_meas" 'BEGIN { printf "%.2f", p / m }')
-echo "plan: $best_plan s  bench_train: $best_meas s  ratio: $ratio"
-ok=$(awk -v r="$ratio" 'BEGIN { print (r >= 0.75 && r <= 1.25) ? 0 : 1 }')
-tap_result "$ok" "gpt3d plan predicts the CPU bench model at $ratio x bench_train's time (goal: within 25%)"
+    "$bench" $shape --steps "$steps" | sed -n 's/^median step: \([0-9.]*\) ms/\1/p' |
+        awk '{ print $1 / 1000 }'
+}
+g3_best_of_rounds "$rounds" min "s per iteration" gpt3d_plan bench_train
+echo "plan: $best_a s  bench_train: $best_b s  ratio: $ratio"
+tap_result "$(g3_between "$ratio" 0.75 1.25)" "gpt3d plan predicts the CPU bench model at $ratio x bench_train's time (goal: within 25%)"
 done_testing

@@ -171,27 +171,27 @@ static void dev_free(void *p)
     free(backend == G3_COMM_BACKEND_STAGED ? fake_to_real(p) : p);
 }
 
-static void to_dev(void *dst, const void *src, size_t bytes)
+/* Copy bytes between the host and the test's "device" memory: into device memory dst when
+ * to_device, out of device memory src otherwise. */
+static void dev_copy(void *dst, const void *src, size_t bytes, int to_device)
 {
 #ifdef HAVE_NCCL
     if (on_gpu) {
-        cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+        cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
         return;
     }
 #endif
-    memcpy(backend == G3_COMM_BACKEND_STAGED ? fake_to_real(dst) : dst, src, bytes);
+    if (backend == G3_COMM_BACKEND_STAGED) {
+        if (to_device)
+            dst = fake_to_real(dst);
+        else
+            src = fake_to_real(src);
+    }
+    memcpy(dst, src, bytes);
 }
 
-static void to_host(void *dst, const void *src, size_t bytes)
-{
-#ifdef HAVE_NCCL
-    if (on_gpu) {
-        cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
-        return;
-    }
-#endif
-    memcpy(dst, backend == G3_COMM_BACKEND_STAGED ? fake_to_real(src) : src, bytes);
-}
+static void to_dev(void *dst, const void *src, size_t bytes) { dev_copy(dst, src, bytes, 1); }
+static void to_host(void *dst, const void *src, size_t bytes) { dev_copy(dst, src, bytes, 0); }
 
 /* The staged backend's copy functions over the fake device memory; counted, so the test
  * can tell that every operation went through them. */
@@ -223,6 +223,24 @@ static void same_as_host(const void *got, const void *host, size_t bytes, const 
 
 /* ---- the battery ------------------------------------------------------------ */
 
+/* The serial reference of a reduction over the ranks of comm of what gen(., n, dt, c, rank,
+ * first) gives each rank: ref (n,) folded with op in rank order 0, 1, ..., N-1, abssum (n,)
+ * the sums of the absolute values (the scale of a float tolerance); tmp (n,) scratch. */
+static void host_reduce(const g3_comm_t *comm, size_t n, g3_comm_dtype_t dt, uint64_t c,
+                        size_t first, g3_comm_reduce_t op, void *ref, double *abssum, void *tmp)
+{
+    memset(abssum, 0, n * sizeof(double));
+    for (int m = 0; m < g3_comm_size(comm); m++) {
+        gen(tmp, n, dt, c, g3_comm_world_rank_of(comm, m), first);
+        for (size_t i = 0; i < n; i++)
+            abssum[i] += fabs(elem(tmp, dt, i));
+        if (m == 0)
+            memcpy(ref, tmp, n * g3_comm_dtype_size(dt));
+        else
+            g3_comm_reduce_local(ref, tmp, n, dt, op);
+    }
+}
+
 static g3_status_t run_case(g3_comm_t *comm, g3_comm_t *hostcomm, const char *shape, size_t n,
                             g3_comm_dtype_t dt, uint64_t c)
 {
@@ -244,16 +262,7 @@ static g3_status_t run_case(g3_comm_t *comm, g3_comm_t *hostcomm, const char *sh
         uint64_t cc = c * 8 + (uint64_t)op;
         int in_place = (int)(cc % 2);
         gen(mine, n, dt, cc, g3_comm_world_rank_of(comm, r), 0);
-        memset(abssum, 0, n * sizeof(double));
-        for (int m = 0; m < N; m++) {
-            gen(tmp, n, dt, cc, g3_comm_world_rank_of(comm, m), 0);
-            for (size_t i = 0; i < n; i++)
-                abssum[i] += fabs(elem(tmp, dt, i));
-            if (m == 0)
-                memcpy(ref, tmp, n * es);
-            else
-                g3_comm_reduce_local(ref, tmp, n, dt, (g3_comm_reduce_t)op);
-        }
+        host_reduce(comm, n, dt, cc, 0, (g3_comm_reduce_t)op, ref, abssum, tmp);
         to_dev(d_a, mine, n * es);
         st = g3_comm_allreduce(comm, d_a, in_place ? d_a : d_b, n, dt, (g3_comm_reduce_t)op);
         if (st != G3_OK)
@@ -289,16 +298,7 @@ static g3_status_t run_case(g3_comm_t *comm, g3_comm_t *hostcomm, const char *sh
     if (st == G3_OK) {
         uint64_t cc = c * 8 + 2;
         gen(mine, n * (size_t)N, dt, cc, g3_comm_world_rank_of(comm, r), 0);
-        memset(abssum, 0, n * sizeof(double));
-        for (int m = 0; m < N; m++) {
-            gen(tmp, n, dt, cc, g3_comm_world_rank_of(comm, m), (size_t)r * n);
-            for (size_t i = 0; i < n; i++)
-                abssum[i] += fabs(elem(tmp, dt, i));
-            if (m == 0)
-                memcpy(ref, tmp, n * es);
-            else
-                g3_comm_reduce_local(ref, tmp, n, dt, G3_COMM_SUM);
-        }
+        host_reduce(comm, n, dt, cc, (size_t)r * n, G3_COMM_SUM, ref, abssum, tmp);
         to_dev(d_a, mine, n * es * (size_t)N);
         st = g3_comm_reduce_scatter(comm, d_a, d_b, n, dt, G3_COMM_SUM);
         if (st == G3_OK && backend == G3_COMM_BACKEND_STAGED) {
@@ -464,23 +464,10 @@ static g3_status_t run_nb_case(g3_comm_t *comm, const char *shape, size_t n, g3_
     gen(in_ar, n, dt, c * 8 + 6, g3_comm_world_rank_of(comm, r), 0);
     gen(in_rs, n * (size_t)N, dt, c * 8 + 7, g3_comm_world_rank_of(comm, r), 0);
     gen(in_ag, n, dt, c * 8 + 3, g3_comm_world_rank_of(comm, r), 0);
-    for (int m = 0; m < N; m++) {
-        gen(tmp, n, dt, c * 8 + 6, g3_comm_world_rank_of(comm, m), 0);
-        for (size_t i = 0; i < n; i++)
-            abs_ar[i] += fabs(elem(tmp, dt, i));
-        if (m == 0)
-            memcpy(ref_ar, tmp, n * es);
-        else
-            g3_comm_reduce_local(ref_ar, tmp, n, dt, G3_COMM_SUM);
-        gen(tmp, n, dt, c * 8 + 7, g3_comm_world_rank_of(comm, m), (size_t)r * n);
-        for (size_t i = 0; i < n; i++)
-            abs_rs[i] += fabs(elem(tmp, dt, i));
-        if (m == 0)
-            memcpy(ref_rs, tmp, n * es);
-        else
-            g3_comm_reduce_local(ref_rs, tmp, n, dt, G3_COMM_SUM);
+    host_reduce(comm, n, dt, c * 8 + 6, 0, G3_COMM_SUM, ref_ar, abs_ar, tmp);
+    host_reduce(comm, n, dt, c * 8 + 7, (size_t)r * n, G3_COMM_SUM, ref_rs, abs_rs, tmp);
+    for (int m = 0; m < N; m++)
         gen(ref_ag + (size_t)m * n * es, n, dt, c * 8 + 3, g3_comm_world_rank_of(comm, m), 0);
-    }
     to_dev(d_ar, in_ar, n * es);
     to_dev(d_rs, in_rs, bytes);
     to_dev(d_agi, in_ag, n * es);

@@ -127,7 +127,9 @@ def read_mh(path):
     return k, sigs
 
 
-def check_dedup(d, mh_dir, tsv):
+def dedup_outcome(d, tsv):
+    """The documents of the shards in d, the exact Jaccard of every candidate pair, and what
+    the removal list tsv removed: {removed doc index: index of the doc it was removed for}."""
     docs = read_shards(d)
     sets = [shingles(t) for _, _, t in docs]
     pos = {(s, ln): i for i, (s, ln, _) in enumerate(docs)}
@@ -139,12 +141,36 @@ def check_dedup(d, mh_dir, tsv):
                 continue
             s, ln, kind, ks, kl = line.split()
             removed[pos[(int(s), int(ln))]] = pos[(int(ks), int(kl))]
+    return docs, pairs, removed
+
+
+def recall_high(pairs, removed):
+    """The pairs above 0.85, how many of them are caught (not both documents survive), and
+    the recall."""
+    high = [(i, j) for (i, j), jac in pairs.items() if jac > 0.85]
+    caught = sum(1 for i, j in high if i in removed or j in removed)
+    return high, caught, caught / len(high) if high else 1.0
+
+
+def best_in_component(pairs, removed):
+    """(r, best) for every removed document r: its best exact Jaccard with any other member
+    of its component (the kept one and the others removed for it)."""
+    comp = {}
+    for r, k in removed.items():
+        comp.setdefault(k, [k]).append(r)
+    for members in comp.values():
+        for r in members:
+            if r not in removed:
+                continue
+            yield r, max((pairs.get((min(r, o), max(r, o)), 0.0) for o in members if o != r), default=0.0)
+
+
+def check_dedup(d, mh_dir, tsv):
+    docs, pairs, removed = dedup_outcome(d, tsv)
     failed = 0
 
     # Recall: a pair above 0.85 is caught when not both of its documents survive.
-    high = [(i, j) for (i, j), jac in pairs.items() if jac > 0.85]
-    caught = sum(1 for i, j in high if i in removed or j in removed)
-    recall = caught / len(high) if high else 1.0
+    high, caught, recall = recall_high(pairs, removed)
     print("# pairs with exact Jaccard > 0.85: %d, caught %d, recall %.4f" % (len(high), caught, recall))
     if len(high) < 100 or recall < 0.95:
         print("recall FAILED (want >= 0.95 over >= 100 pairs)")
@@ -152,16 +178,7 @@ def check_dedup(d, mh_dir, tsv):
 
     # Precision: a removed document whose best exact Jaccard with any other member of its
     # component (the kept one and the others removed for it) is below 0.7 was removed wrongly.
-    comp = {}
-    for r, k in removed.items():
-        comp.setdefault(k, [k]).append(r)
-    low = 0
-    for members in comp.values():
-        for r in members:
-            if r not in removed:
-                continue
-            best = max((pairs.get((min(r, o), max(r, o)), 0.0) for o in members if o != r), default=0.0)
-            low += best < 0.7
+    low = sum(1 for _, best in best_in_component(pairs, removed) if best < 0.7)
     share = low / len(removed) if removed else 0.0
     print("# removed %d documents, %d with best Jaccard in their component < 0.7: %.4f" % (len(removed), low, share))
     if share > 0.05:
@@ -195,31 +212,10 @@ def check_dedup(d, mh_dir, tsv):
 def check_verified(d, tsv, threshold):
     """lsh --verify exact: every removed document has an exact Jaccard of at least threshold
     with some other member of its component (the edges of a component are verified pairs)."""
-    docs = read_shards(d)
-    sets = [shingles(t) for _, _, t in docs]
-    pos = {(s, ln): i for i, (s, ln, _) in enumerate(docs)}
-    pairs = all_pairs(sets)
-    removed = {}
-    with open(tsv) as f:
-        for line in f:
-            if line.startswith("#"):
-                continue
-            s, ln, kind, ks, kl = line.split()
-            removed[pos[(int(s), int(ln))]] = pos[(int(ks), int(kl))]
-    comp = {}
-    for r, k in removed.items():
-        comp.setdefault(k, [k]).append(r)
-    below = []
-    for members in comp.values():
-        for r in members:
-            if r not in removed:
-                continue
-            best = max((pairs.get((min(r, o), max(r, o)), 0.0) for o in members if o != r), default=0.0)
-            if best < threshold - 1e-9:
-                below.append((docs[r][0], docs[r][1], best))
-    high = [(i, j) for (i, j), jac in pairs.items() if jac > 0.85]
-    caught = sum(1 for i, j in high if i in removed or j in removed)
-    recall = caught / len(high) if high else 1.0
+    docs, pairs, removed = dedup_outcome(d, tsv)
+    below = [(docs[r][0], docs[r][1], best) for r, best in best_in_component(pairs, removed)
+             if best < threshold - 1e-9]
+    high, caught, recall = recall_high(pairs, removed)
     print("# removed %d documents, %d of them with best exact Jaccard in their component < %g%s"
           % (len(removed), len(below), threshold,
              "".join(" (shard %d line %d: %.4f)" % b for b in below[:5])))

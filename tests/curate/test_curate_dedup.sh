@@ -30,6 +30,23 @@ is "$rc" 0 "minhash, 8 tasks"
 run diff -r "$D/mh1" "$D/mh8"
 is "$rc" 0 "minhash: 1 task and 8 tasks write the same bits (signatures and reports)"
 
+# lsh_4ranks NAME WHAT [FLAGS...]: lsh FLAGS with 4 ranks under mpirun into $D/NAME4 writes
+# the same bits as the run of 1 rank in $D/NAME1 (two results; two skips without mpirun)
+lsh_4ranks() {
+    _n=$1 _w=$2
+    shift 2
+    if g3_have_mpirun; then
+        run g3_mpirun -np 4 "$GPT3D" curate lsh --shard-list "$L" --minhash-dir "$D/mh1" --output-dir "$D/${_n}4" "$@"
+        is "$rc" 0 "$_w, 4 ranks under mpirun"
+        [ "$rc" -eq 0 ] || diag "$out"
+        run diff -r "$D/${_n}1" "$D/${_n}4"
+        is "$rc" 0 "$_w: 1 rank and 4 ranks write the same bits (duplicates.tsv, report.json)"
+    else
+        skip "mpirun not found: $_w with 4 ranks"
+        skip "mpirun not found: $_w with 4 ranks"
+    fi
+}
+
 run "$GPT3D" curate lsh --shard-list "$L" --minhash-dir "$D/mh1" --output-dir "$D/lsh1"
 is "$rc" 0 "lsh, 1 rank"
 like "$out" "3000 documents in 8 shards: [1-9][0-9]* exact and [1-9][0-9]* fuzzy duplicates" "lsh found exact and fuzzy duplicates"
@@ -38,16 +55,7 @@ is "$rc" 0 "against exact Jaccard over all pairs: recall, removed below 0.7, Min
 printf '%s\n' "$out" | grep '^#' || true
 [ "$rc" -eq 0 ] || diag "$out"
 
-if g3_have_mpirun; then
-    run g3_mpirun -np 4 "$GPT3D" curate lsh --shard-list "$L" --minhash-dir "$D/mh1" --output-dir "$D/lsh4"
-    is "$rc" 0 "lsh, 4 ranks under mpirun"
-    [ "$rc" -eq 0 ] || diag "$out"
-    run diff -r "$D/lsh1" "$D/lsh4"
-    is "$rc" 0 "lsh: 1 rank and 4 ranks write the same bits (duplicates.tsv, report.json)"
-else
-    skip "mpirun not found: lsh with 4 ranks"
-    skip "mpirun not found: lsh with 4 ranks"
-fi
+lsh_4ranks lsh "lsh"
 
 # --verify exact: candidate pairs verified by the exact Jaccard of their shingle sets (the
 # documents re-read from the shards): no removed document below the threshold, by the exact
@@ -65,16 +73,7 @@ printf '%s\n' "$out" | grep '^# removed' | sed 's/^# /# --verify estimate: /' ||
 like "$(cat "$D/lshe1/report.json")" '"params": "[^"]*verify=exact' "the report records --verify exact"
 differ=0; cmp -s "$D/lshe1/duplicates.tsv" "$D/lsh1/duplicates.tsv" || differ=1
 is "$differ" 1 "--verify exact and estimate decide differently on this corpus"
-if g3_have_mpirun; then
-    run g3_mpirun -np 4 "$GPT3D" curate lsh --shard-list "$L" --minhash-dir "$D/mh1" --output-dir "$D/lshe4" --verify exact
-    is "$rc" 0 "lsh --verify exact, 4 ranks under mpirun"
-    [ "$rc" -eq 0 ] || diag "$out"
-    run diff -r "$D/lshe1" "$D/lshe4"
-    is "$rc" 0 "lsh --verify exact: 1 rank and 4 ranks write the same bits"
-else
-    skip "mpirun not found: lsh --verify exact with 4 ranks"
-    skip "mpirun not found: lsh --verify exact with 4 ranks"
-fi
+lsh_4ranks lshe "lsh --verify exact" --verify exact
 # A shard changed after minhash is refused, naming the line, not silently misread: a removed
 # document's text changed (its pair is verified, so it is re-read), or the shard cut short.
 C="$TMPD/chg"

@@ -2,17 +2,10 @@
  * MB/s (the best of REPEAT runs).  Usage: bench_bpe VOCAB MERGES FILE [REPEAT] */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "data/bpe.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -22,10 +15,10 @@ int main(int argc, char **argv)
         return 2;
     }
     int repeat = argc > 4 ? atoi(argv[4]) : 3;
-    double t0 = now();
+    double t0 = g3_clock_now();
     if (g3_bpe_load(argv[1], argv[2], &bpe) != G3_OK)
         return 1;
-    double load = now() - t0;
+    double load = g3_clock_now() - t0;
     FILE *f = fopen(argv[3], "rb");
     if (!f) {
         perror(argv[3]);
@@ -44,10 +37,10 @@ int main(int argc, char **argv)
         g3_bpe_cache_t *cache;
         g3_bpe_ids_t ids = { 0 };
         g3_bpe_cache_init(&cache);
-        double t = now();
+        double t = g3_clock_now();
         if (g3_bpe_encode(bpe, cache, text, (size_t)n, &ids, NULL) != G3_OK)
             return 1;
-        t = now() - t;
+        t = g3_clock_now() - t;
         if (t < best)
             best = t;
         ntok = ids.len;

@@ -12,14 +12,12 @@
 #include "data/json.h"
 #include "data/unicode_tables.h"
 #include "tap.h"
+#include "xorshift.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
 static uint64_t rnd(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return g3t_xorshift64(&rng_state);
 }
 
 static int sanitize_is(const char *in, size_t n, const char *want, size_t want_repl,

@@ -14,6 +14,7 @@
 #include "data/dataset.h"
 #include "data/indexed.h"
 #include "tap.h"
+#include "xorshift.h"
 
 #define SEQ 32
 
@@ -23,10 +24,7 @@ static char pa[4096], pb[4096];
 static uint64_t rng = 88172645463325252ULL;
 static uint64_t rnd(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
+    return g3t_xorshift64(&rng);
 }
 
 /* Documents with random sizes (some empty); token = base + position. */
@@ -90,8 +88,7 @@ static int find_cache(const char *needle, char *out, size_t size)
 int main(void)
 {
     g3_log_set_level(G3_LOG_ERROR);
-    if (!mkdtemp(dir))
-        tap_skip_all("no temporary directory");
+    tap_mkdtemp(dir);
     snprintf(pa, sizeof(pa), "%s/a_text_document", dir);
     snprintf(pb, sizeof(pb), "%s/b_text_document", dir);
     make_dataset(pa, 400, 0);
@@ -276,9 +273,6 @@ int main(void)
                "g3_data_vocab_info: 50257 tokens, eod 50256");
     }
     free(ref);
-    char cmd[4200];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        tap_diag("could not remove %s", dir);
+    tap_rmtree(dir);
     return tap_exit();
 }

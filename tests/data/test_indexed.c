@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "data/indexed.h"
 #include "tap.h"
+#include "xorshift.h"
 
 static char dir[] = "/tmp/g3-test-indexed-XXXXXX";
 static char prefix[4096], idxp[4200], binp[4200];
@@ -125,7 +126,7 @@ static void token_range_cases(void)
     for (size_t t = 0; t < sizeof(dt) / sizeof(dt[0]); t++) {
         int ok = 1;
         for (uint64_t k = 0; k < total; k++) {
-            rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+            g3t_xorshift64(&rng);
             /* mostly a narrow band, with the extremes planted at a few places */
             v[k] = dt[t].lo + (int64_t)(rng % 100);
         }
@@ -171,8 +172,7 @@ static void token_range_cases(void)
 int main(void)
 {
     g3_log_set_level(G3_LOG_ERROR);
-    if (!mkdtemp(dir))
-        tap_skip_all("no temporary directory");
+    tap_mkdtemp(dir);
     snprintf(prefix, sizeof(prefix), "%s/ds", dir);
     snprintf(idxp, sizeof(idxp), "%s.idx", prefix);
     snprintf(binp, sizeof(binp), "%s.bin", prefix);
@@ -262,9 +262,6 @@ int main(void)
                "dtype choice follows Megatron (uint16 below 65500)");
     }
     token_range_cases();
-    char cmd[4200];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        tap_diag("could not remove %s", dir);
+    tap_rmtree(dir);
     return tap_exit();
 }

@@ -12,42 +12,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/backend.h"
+#include "core/clock.h"
 #include "core/rng.h"
 #include "infer/tasks.h"
 #include "model/gpt.h"
+#include "bench.h"
 #include "gpt_small.h"
 #include "par_alone.h"
-
-static double g3_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
     int L = 4, C = 256, NH = 4, T = 256, B = 4, reps = 5, stride = 0;
     const char *vocab = NULL, *merges = NULL, *kind = NULL, *data = NULL;
-    g3_backend_t *be;
     g3_gpt_config_t cfg;
-    g3_gpt_t *m;
-    g3_alone_t one;
-    g3_par_engine_t *eng;
+    g3_alone_gpt_t run;
     g3_bpe_t *bpe;
     g3_task_t *task;
     g3_task_spec_t spec;
     int32_t *tok, *tgt;
-    double *fw, *tk;
+    double *fw, *tk, fwm, tkm;
     int64_t nmb;
 
     for (int i = 1; i < argc; i++) {
@@ -72,11 +57,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_tasks: needs --vocab-file, --merge-file, --task NAME and --task-data FILE\n");
         return 2;
     }
-    if (g3_bpe_load(vocab, merges, &bpe) != G3_OK || g3_be_open(G3_BE_KIND_CPU, NULL, &be) != G3_OK)
+    if (g3_bpe_load(vocab, merges, &bpe) != G3_OK)
         return 1;
     g3t_gpt_small(&cfg, L, C, NH, T, g3_bpe_vocab_size(bpe));
-    if (g3_alone_init(&one) != G3_OK || g3_gpt_init(&cfg, be, &m) != G3_OK ||
-        g3_alone_engine(&one, m, B, T, 1, NULL, &eng) != G3_OK)
+    if (g3_alone_gpt_open(&run, &cfg, B, T, 1, NULL, 0) != G3_OK)
         return 1;
     memset(&spec, 0, sizeof(spec));
     spec.kind = (g3_task_kind_t)g3_task_kind(kind);
@@ -96,18 +80,18 @@ int main(int argc, char **argv)
         tok[i] = (int32_t)(g3_rng_u64(1, 1, (uint64_t)i) % (uint64_t)cfg.vocab_size);
         tgt[i] = (int32_t)(g3_rng_u64(1, 2, (uint64_t)i) % (uint64_t)cfg.vocab_size);
     }
-    printf("# gpt3d CPU backend: %s\n", be->device);
+    printf("# gpt3d CPU backend: %s\n", run.be->device);
     printf("# L=%d C=%d NH=%d T=%d B=%d V=%d (padded %d); task %s: %lld rows, %lld tokens; forward: %lld micro-batches\n",
-           L, C, NH, T, B, cfg.vocab_size, m->Vp, g3_task_name(task),
+           L, C, NH, T, B, cfg.vocab_size, run.m->Vp, g3_task_name(task),
            (long long)g3_task_rows(task), (long long)g3_task_tokens(task), (long long)nmb);
     for (int r = 0; r < reps; r++) {
-        g3_infer_lm_t lm = { m, eng };
+        g3_infer_lm_t lm = { run.m, run.eng };
         g3_task_result_t res;
-        double t0 = g3_now(), s = 0.0;
+        double t0 = g3_clock_now(), s = 0.0;
         for (int64_t k = 0; k < nmb; k++)
-            if (g3_par_eval(eng, tok, tgt, B, &s) != G3_OK)
+            if (g3_par_eval(run.eng, tok, tgt, B, &s) != G3_OK)
                 return 1;
-        fw[r] = (double)nmb * B * T / (g3_now() - t0);
+        fw[r] = (double)nmb * B * T / (g3_clock_now() - t0);
         if (g3_task_run(task, &lm, B, 1, 0, NULL, &res) != G3_OK)
             return 1;
         tk[r] = res.tokens_per_s;
@@ -115,15 +99,11 @@ int main(int argc, char **argv)
                tk[r] / fw[r]);
         fflush(stdout);
     }
-    qsort(fw, (size_t)reps, sizeof(double), cmp_double);
-    qsort(tk, (size_t)reps, sizeof(double), cmp_double);
-    printf("forward tokens/s: %.1f  task tokens/s: %.1f  ratio: %.2f\n", fw[reps / 2],
-           tk[reps / 2], tk[reps / 2] / fw[reps / 2]);
+    fwm = g3t_median(fw, reps);
+    tkm = g3t_median(tk, reps);
+    printf("forward tokens/s: %.1f  task tokens/s: %.1f  ratio: %.2f\n", fwm, tkm, tkm / fwm);
     g3_task_free(task);
-    g3_par_engine_free(eng);
-    g3_gpt_free(m);
-    g3_alone_free(&one);
-    g3_be_close(be);
+    g3_alone_gpt_close(&run);
     g3_bpe_free(bpe);
     free(tok);
     free(tgt);

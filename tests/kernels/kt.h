@@ -4,6 +4,7 @@
  *   kt_dev_X, kt_get_X   device copies of host arrays (bf16 bits, fp32, int32) and back
  *   kt_sync(what)         wait; a pending kernel error becomes a failed TAP line with its text
  *   kt_check(...)         element-wise tolerance check against a double reference
+ *   kt_check_dev(...)     the same of a device tensor fetched first, named by a format
  *   kt_time_ms / kt_bench benchmark mode (G3_BENCH=1): CUDA-event timing, TFLOP/s and GB/s
  * A test never fakes a pass: every comparison is against tests/kernels/ref.c. */
 #ifndef G3_TESTS_KERNELS_KT_H
@@ -11,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +200,30 @@ static inline int kt_check(const char *what, const float *got, const double *wan
                            double rtol, double atol_rel)
 {
     return kt_check_abs(what, got, want, n, rtol, atol_rel * kt_maxabs(want, n));
+}
+
+/* How a device tensor stores its values, for kt_check_dev. */
+typedef enum { KT_BF16, KT_F32 } kt_dtype_t;
+
+/* Fetch n values of dev (bf16 or fp32, as dt) into got (n,) and kt_check them against want,
+ * the TAP line named by the printf format fmt. */
+static inline int kt_check_dev(kt_dtype_t dt, float *got, const void *dev, const double *want,
+                               size_t n, double rtol, double atol_rel, const char *fmt, ...)
+    __attribute__((format(printf, 8, 9)));
+static inline int kt_check_dev(kt_dtype_t dt, float *got, const void *dev, const double *want,
+                               size_t n, double rtol, double atol_rel, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+
+    if (dt == KT_BF16)
+        kt_get_bf(got, dev, n);
+    else
+        kt_get_f32(got, dev, n);
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return kt_check(what, got, want, n, rtol, atol_rel);
 }
 
 static inline double *kt_dvec(size_t n)

@@ -81,6 +81,30 @@ static float *host_copy(const g3_gpt_t *m, int grad)
     return h;
 }
 
+/* A fresh model of cfg_init(granularity) on be and one pass() over tok: OUT *loss and *grads
+ * (host_copy of the gradients; NULL after a failure).  RET: G3_OK or the first error. */
+static g3_status_t fresh_pass(g3_backend_t *be, int granularity, const int32_t *tok,
+                              const int32_t *tgt, double *loss, float **grads)
+{
+    g3_gpt_config_t c;
+    g3_gpt_t *m = NULL;
+    g3_gpt_acts_t *a = NULL;
+    g3_status_t st;
+
+    *grads = NULL;
+    cfg_init(&c, granularity);
+    st = g3_gpt_init(&c, be, &m);
+    if (st == G3_OK)
+        st = g3_gpt_acts_init(m, B, T, &a);
+    if (st == G3_OK)
+        st = pass(m, a, tok, tgt, loss);
+    if (st == G3_OK)
+        *grads = host_copy(m, 1);
+    g3_gpt_acts_free(m, a);
+    g3_gpt_free(m);
+    return st;
+}
+
 int main(void)
 {
     char why[1024];
@@ -165,24 +189,13 @@ int main(void)
 
     /* recomputation is bit-identical on CUDA too */
     for (int gran = G3_GPT_RECOMPUTE_FULL; gran <= G3_GPT_RECOMPUTE_SELECTIVE; gran++) {
-        g3_gpt_t *mr = NULL;
-        g3_gpt_acts_t *ar = NULL;
         double lr = 0.0;
         float *gr = NULL;
-        cfg_init(&c, gran);
-        st = g3_gpt_init(&c, cuda, &mr);
-        if (st == G3_OK)
-            st = g3_gpt_acts_init(mr, B, T, &ar);
-        if (st == G3_OK)
-            st = pass(mr, ar, tok, tgt, &lr);
-        if (st == G3_OK)
-            gr = host_copy(mr, 1);
+        st = fresh_pass(cuda, gran, tok, tgt, &lr, &gr);
         tap_ok(st == G3_OK && gr && lr == lg && memcmp(gr, gg, sizeof(float) * mg->numel) == 0,
                "CUDA, recompute %s: bit-identical loss and gradients",
                gran == G3_GPT_RECOMPUTE_FULL ? "full" : "selective");
         free(gr);
-        g3_gpt_acts_free(mr, ar);
-        g3_gpt_free(mr);
     }
 
     /* logits of the last position after one plain SGD-like change of the master weights
@@ -210,8 +223,6 @@ int main(void)
     {
         g3_backend_t *plain = NULL;
         g3_be_opts_t unfused;
-        g3_gpt_t *mp = NULL;
-        g3_gpt_acts_t *ap = NULL;
         double lp = 0.0;
         float *gp = NULL;
         g3_be_opts_default(&unfused);
@@ -222,22 +233,13 @@ int main(void)
                    cuda->ops->clip_scale && cuda->ops->adamw_scaled &&
                    !plain->ops->matmul_gelu_fwd && !plain->ops->sumsq_acc,
                "CUDA fills the six fused ops; fused_ops 0 leaves them out");
-        cfg_init(&c, G3_GPT_RECOMPUTE_NONE);
         if (st == G3_OK)
-            st = g3_gpt_init(&c, plain, &mp);
-        if (st == G3_OK)
-            st = g3_gpt_acts_init(mp, B, T, &ap);
-        if (st == G3_OK)
-            st = pass(mp, ap, tok, tgt, &lp);
-        if (st == G3_OK)
-            gp = host_copy(mp, 1);
+            st = fresh_pass(plain, G3_GPT_RECOMPUTE_NONE, tok, tgt, &lp, &gp);
         tap_ok(
             st == G3_OK && gp && fabs(lp - lg) <= 1e-2 * lp && rel_l2(gg, gp, mg->numel) <= 5e-2,
             "fused (GELU/dGELU epilogues, residual + LayerNorm) against plain CUDA: loss %.6f / %.6f, gradients %.3e relative L2 (<= 1e-2, 5e-2)",
             lg, lp, gp ? rel_l2(gg, gp, mg->numel) : -1.0);
         free(gp);
-        g3_gpt_acts_free(mp, ap);
-        g3_gpt_free(mp);
         if (plain)
             g3_be_close(plain);
     }
@@ -250,8 +252,6 @@ int main(void)
         double la[2] = { 0.0, 0.0 };
         for (int k = 0; k < 2; k++) {
             g3_backend_t *be = NULL;
-            g3_gpt_t *ma = NULL;
-            g3_gpt_acts_t *aa = NULL;
             g3_be_opts_t ao;
 #ifndef HAVE_CUDNN
             if (k == 1) {
@@ -263,21 +263,12 @@ int main(void)
             g3_be_opts_default(&ao);
             ao.attention = att_of[k];
             st = g3_be_open(G3_BE_KIND_CUDA, &ao, &be);
-            cfg_init(&c, G3_GPT_RECOMPUTE_NONE);
             if (st == G3_OK)
-                st = g3_gpt_init(&c, be, &ma);
-            if (st == G3_OK)
-                st = g3_gpt_acts_init(ma, B, T, &aa);
-            if (st == G3_OK)
-                st = pass(ma, aa, tok, tgt, &la[k]);
-            if (st == G3_OK)
-                ga[k] = host_copy(ma, 1);
+                st = fresh_pass(be, G3_GPT_RECOMPUTE_NONE, tok, tgt, &la[k], &ga[k]);
             tap_ok(st == G3_OK && ga[k] && fabs(la[k] - lc) <= 1e-2 * lc &&
                        rel_l2(ga[k], gc, mc->numel) <= 5e-2,
                    "attention %s: loss %.6f vs CPU %.6f, gradients %.3e relative L2 (<= 1e-2, 5e-2)",
                    atts[k], la[k], lc, ga[k] ? rel_l2(ga[k], gc, mc->numel) : -1.0);
-            g3_gpt_acts_free(ma, aa);
-            g3_gpt_free(ma);
             if (be)
                 g3_be_close(be);
         }

@@ -25,7 +25,7 @@ static void test_layernorm(int N, int C, int fused)
           *db = kt_fvec(C);
     double *rout = kt_dvec(NC), *rmean = kt_dvec(N), *rrstd = kt_dvec(N), *rdinp = kt_dvec(NC),
            *rdw = kt_dvec(C), *rdb = kt_dvec(C), *rres = kt_dvec(NC);
-    char what[96], w2[160];
+    char what[96];
 
     ref_randn_bf(a, NULL, NC, 1.0f, 3, "a");
     for (size_t i = 0; i < NC; i++)
@@ -66,30 +66,16 @@ static void test_layernorm(int N, int C, int fused)
     g3cuda_layernorm_bwd(kt_ctx, d_dinp2, d_dw2, d_db2, d_dout, d_x, d_w, d_mean, d_rstd, N, C);
     if (kt_sync(what) == 0) {
         if (fused) {
-            kt_get_bf(resid, d_res, NC);
             for (size_t i = 0; i < NC; i++)
                 rres[i] = rresid[i];
-            snprintf(w2, sizeof(w2), "layernorm_fwd resid %s", what);
-            kt_check(w2, resid, rres, NC, 0.0, 0.0);
+            kt_check_dev(KT_BF16, resid, d_res, rres, NC, 0.0, 0.0, "layernorm_fwd resid %s", what);
         }
-        kt_get_bf(out, d_out, NC);
-        kt_get_f32(mean, d_mean, N);
-        kt_get_f32(rstd, d_rstd, N);
-        snprintf(w2, sizeof(w2), "layernorm_fwd out %s", what);
-        kt_check(w2, out, rout, NC, 1.0 / 128, 1e-4);
-        snprintf(w2, sizeof(w2), "layernorm_fwd mean %s", what);
-        kt_check(w2, mean, rmean, N, 1e-4, 1e-4);
-        snprintf(w2, sizeof(w2), "layernorm_fwd rstd %s", what);
-        kt_check(w2, rstd, rrstd, N, 1e-4, 1e-4);
-        kt_get_bf(dinp, d_dinp, NC);
-        kt_get_f32(dw, d_dw, C);
-        kt_get_f32(db, d_db, C);
-        snprintf(w2, sizeof(w2), "layernorm_bwd dinp %s", what);
-        kt_check(w2, dinp, rdinp, NC, 1.0 / 128, 1e-4);
-        snprintf(w2, sizeof(w2), "layernorm_bwd dw %s", what);
-        kt_check(w2, dw, rdw, C, 1e-4, 1e-4);
-        snprintf(w2, sizeof(w2), "layernorm_bwd db %s", what);
-        kt_check(w2, db, rdb, C, 1e-4, 1e-4);
+        kt_check_dev(KT_BF16, out, d_out, rout, NC, 1.0 / 128, 1e-4, "layernorm_fwd out %s", what);
+        kt_check_dev(KT_F32, mean, d_mean, rmean, N, 1e-4, 1e-4, "layernorm_fwd mean %s", what);
+        kt_check_dev(KT_F32, rstd, d_rstd, rrstd, N, 1e-4, 1e-4, "layernorm_fwd rstd %s", what);
+        kt_check_dev(KT_BF16, dinp, d_dinp, rdinp, NC, 1.0 / 128, 1e-4, "layernorm_bwd dinp %s", what);
+        kt_check_dev(KT_F32, dw, d_dw, rdw, C, 1e-4, 1e-4, "layernorm_bwd dw %s", what);
+        kt_check_dev(KT_F32, db, d_db, rdb, C, 1e-4, 1e-4, "layernorm_bwd db %s", what);
         tap_ok(kt_same_bytes(d_dinp, d_dinp2, 2 * NC) && kt_same_bytes(d_dw, d_dw2, 4 * C) &&
                kt_same_bytes(d_db, d_db2, 4 * C),
                "layernorm_bwd %s: deterministic (two runs, same bits)", what);

@@ -19,7 +19,7 @@ static void test_fused(int N, int V, int ld, int in_place)
     double *rdl_ld = kt_dvec(n);
     int32_t *tgt = malloc(sizeof(int32_t) * N);
     double dloss = 1.0 / N;
-    char what[96], w2[160];
+    char what[96];
 
     ref_randn_bf(logits, NULL, n, 3.0f, 8, "logits");
     ref_randint(tgt, N, 0, V, 8, "targets");
@@ -39,15 +39,9 @@ static void test_fused(int N, int V, int ld, int in_place)
     snprintf(what, sizeof(what), "N=%d V=%d ld=%d%s", N, V, ld, in_place ? " in place" : "");
     g3cuda_xent_fused(kt_ctx, d_loss, d_lse, d_dl, d_logits, ld, d_tgt, (float)dloss, N, V);
     if (kt_sync(what) == 0) {
-        kt_get_f32(loss, d_loss, N);
-        kt_get_f32(lse, d_lse, N);
-        kt_get_bf(dl, d_dl, n);
-        snprintf(w2, sizeof(w2), "xent_fused losses %s", what);
-        kt_check(w2, loss, rloss, N, 1e-5, 1e-5);
-        snprintf(w2, sizeof(w2), "xent_fused lse %s", what);
-        kt_check(w2, lse, rlse, N, 1e-5, 1e-5);
-        snprintf(w2, sizeof(w2), "xent_fused dlogits %s", what);
-        kt_check(w2, dl, rdl_ld, n, 1.0 / 128, 1e-5);
+        kt_check_dev(KT_F32, loss, d_loss, rloss, N, 1e-5, 1e-5, "xent_fused losses %s", what);
+        kt_check_dev(KT_F32, lse, d_lse, rlse, N, 1e-5, 1e-5, "xent_fused lse %s", what);
+        kt_check_dev(KT_BF16, dl, d_dl, rdl_ld, n, 1.0 / 128, 1e-5, "xent_fused dlogits %s", what);
     }
     g3cuda_free(kt_ctx, d_logits);
     if (!in_place)
@@ -98,12 +92,9 @@ static void test_sharded(int N, int V, int a, int b)
                          hi[s] - lo[s], lo[s]);
     snprintf(what, sizeof(what), "N=%d V=%d shards [0,%d) [%d,%d) [%d,%d)", N, V, a, a, b, b, V);
     if (kt_sync(what) == 0) {
-        kt_get_f32(loss, d_loss, N);
-        kt_get_f32(lse, d_lse, N);
-        snprintf(w2, sizeof(w2), "xent partial+finish losses %s", what);
-        kt_check(w2, loss, rloss, N, 1e-5, 1e-5);
-        snprintf(w2, sizeof(w2), "xent partial+finish lse %s", what);
-        kt_check(w2, lse, rlse, N, 1e-5, 1e-5);
+        kt_check_dev(KT_F32, loss, d_loss, rloss, N, 1e-5, 1e-5, "xent partial+finish losses %s",
+                     what);
+        kt_check_dev(KT_F32, lse, d_lse, rlse, N, 1e-5, 1e-5, "xent partial+finish lse %s", what);
         for (int s = 0; s < 3; s++) {
             size_t ns = (size_t)N * ld[s];
             float *g = kt_fvec(ns);

@@ -16,14 +16,15 @@ Prints one line per timed step, then
 Model FLOPs use gpt3d's formula (docs/model.md): 3 x [L (2BT(4h^2 + 2hf) + 4BT^2 h) + 2BThVp].
 If a step runs out of GPU memory the micro-batch is halved (and said so) until it fits."""
 import argparse
-import math
+import os
 import statistics
 import sys
 import time
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_gpt import GPT, HAVE_SDPA, adamw_groups, padded_vocab  # noqa: E402 (tests/torch_gpt.py)
 
 MODELS = {  # layers, hidden, heads (GPT-2 family)
     "124M": (12, 768, 12),
@@ -32,58 +33,7 @@ MODELS = {  # layers, hidden, heads (GPT-2 family)
     "1.5B": (48, 1600, 25),
 }
 
-HAVE_SDPA = hasattr(F, "scaled_dot_product_attention")
 OOM = getattr(torch.cuda, "OutOfMemoryError", RuntimeError)
-
-
-class Block(nn.Module):
-    def __init__(self, C, NH):
-        super().__init__()
-        self.NH = NH
-        self.ln1 = nn.LayerNorm(C)
-        self.qkv = nn.Linear(C, 3 * C)
-        self.proj = nn.Linear(C, C)
-        self.ln2 = nn.LayerNorm(C)
-        self.fc1 = nn.Linear(C, 4 * C)
-        self.fc2 = nn.Linear(4 * C, C)
-
-    def attention(self, q, k, v):
-        if HAVE_SDPA:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        T = q.shape[2]
-        mask = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
-        return att.masked_fill(mask, float("-inf")).softmax(dim=-1) @ v
-
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
-        q = q.view(B, T, self.NH, C // self.NH).transpose(1, 2)
-        k = k.view(B, T, self.NH, C // self.NH).transpose(1, 2)
-        v = v.view(B, T, self.NH, C // self.NH).transpose(1, 2)
-        y = self.attention(q, k, v).transpose(1, 2).contiguous().view(B, T, C)
-        x = x + self.proj(y)
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
-
-
-class GPT(nn.Module):
-    def __init__(self, L, C, NH, T, Vp):
-        super().__init__()
-        self.wte = nn.Embedding(Vp, C)
-        self.wpe = nn.Embedding(T, C)
-        self.blocks = nn.ModuleList([Block(C, NH) for _ in range(L)])
-        self.lnf = nn.LayerNorm(C)
-        for p in self.parameters():
-            if p.dim() == 2:
-                nn.init.normal_(p, 0.0, 0.02)
-
-    def forward(self, idx, targets):
-        T = idx.shape[1]
-        x = self.wte(idx) + self.wpe.weight[:T]
-        for b in self.blocks:
-            x = b(x)
-        logits = self.lnf(x) @ self.wte.weight.t()
-        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
 
 
 def model_flops(L, h, f, Vp, B, T):
@@ -93,10 +43,8 @@ def model_flops(L, h, f, Vp, B, T):
 
 def run(a, L, C, NH, Vp, B, dev):
     torch.manual_seed(0)
-    model = GPT(L, C, NH, a.seq, Vp).to(dev)
-    decay = [p for p in model.parameters() if p.dim() == 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}]
+    model = GPT(L, C, NH, a.seq, Vp, sdpa=True).to(dev)
+    groups = adamw_groups(model)
     fused = dev.type == "cuda"
     try:
         opt = torch.optim.AdamW(groups, lr=3e-4, betas=(0.9, 0.95), eps=1e-8, fused=fused)
@@ -152,7 +100,7 @@ def main():
     if dev.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    Vp = (a.vocab + 127) // 128 * 128
+    Vp = padded_vocab(a.vocab)
     B = a.batch
     while True:
         try:

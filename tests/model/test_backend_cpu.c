@@ -11,6 +11,7 @@
 #include "backend/cpu_internal.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "kernels/ref.h"
 #include "tap.h"
 
 static g3_backend_t *be;
@@ -112,26 +113,13 @@ static void test_matmul(int N, int IC, int OC, int with_bias)
 
 /* ---- layer norm ------------------------------------------------------------------------------ */
 
-static void ln_ref(double *out, const float *x, const float *w, const float *b, int N, int C,
-                   double eps)
-{
-    for (int n = 0; n < N; n++) {
-        double m = 0, v = 0;
-        for (int c = 0; c < C; c++) m += x[(size_t)n * C + c];
-        m /= C;
-        for (int c = 0; c < C; c++) v += (x[(size_t)n * C + c] - m) * (x[(size_t)n * C + c] - m);
-        v /= C;
-        for (int c = 0; c < C; c++)
-            out[(size_t)n * C + c] = (x[(size_t)n * C + c] - m) / sqrt(v + eps) * w[c] + b[c];
-    }
-}
-
 static void test_layernorm(int N, int C)
 {
     size_t nc = (size_t)N * C;
     float *x = fvec(nc), *w = fvec(C), *b = fvec(C), *out = fvec(nc), *mean = fvec(N),
           *rstd = fvec(N), *dout = fvec(nc), *dinp = fvec(nc), *dw = fvec(C), *db = fvec(C);
-    double *rout = dvec(nc), *rdinp = dvec(nc), *rdw = dvec(C), *rdb = dvec(C);
+    double *rout = dvec(nc), *rmean = dvec(N), *rrstd = dvec(N), *rdinp = dvec(nc),
+           *rdw = dvec(C), *rdb = dvec(C);
     char what[128];
 
     randn(x, nc, 2.0f);
@@ -141,27 +129,9 @@ static void test_layernorm(int N, int C)
     randn(dout, nc, 1.0f);
     randn(dinp, nc, 1.0f);   /* dinp accumulates */
     for (size_t i = 0; i < nc; i++) rdinp[i] = dinp[i];
-    ln_ref(rout, x, w, b, N, C, 1e-5);
-    for (int n = 0; n < N; n++) {
-        double m = 0, v = 0, sg = 0, sgx = 0;
-        const float *xr = x + (size_t)n * C, *dr = dout + (size_t)n * C;
-        for (int c = 0; c < C; c++) m += xr[c];
-        m /= C;
-        for (int c = 0; c < C; c++) v += (xr[c] - m) * (xr[c] - m);
-        v /= C;
-        double rs = 1.0 / sqrt(v + 1e-5);
-        for (int c = 0; c < C; c++) {
-            double xh = (xr[c] - m) * rs, g = (double)dr[c] * w[c];
-            sg += g;
-            sgx += g * xh;
-            rdw[c] += dr[c] * xh;
-            rdb[c] += dr[c];
-        }
-        for (int c = 0; c < C; c++) {
-            double xh = (xr[c] - m) * rs, g = (double)dr[c] * w[c];
-            rdinp[(size_t)n * C + c] += rs * (g - sg / C - xh * sgx / C);
-        }
-    }
+    /* the plain-C references of the CUDA kernels' tests (tests/kernels/ref.c), in double */
+    ref_layernorm_fwd(NULL, rout, rmean, rrstd, x, NULL, w, b, N, C, 1e-5);
+    ref_layernorm_bwd(rdinp, rdw, rdb, dout, x, w, N, C, 1e-5);
     be->ops->layernorm_fwd(be, out, mean, rstd, x, w, b, N, C, 1e-5f);
     be->ops->layernorm_bwd(be, dinp, dw, db, dout, x, w, mean, rstd, N, C);
     snprintf(what, sizeof(what), "layernorm N=%d C=%d fwd", N, C);
@@ -203,7 +173,7 @@ static void test_layernorm(int N, int C)
         free(o1); free(o2); free(d0); free(dw0); free(db0);
     }
     free(x); free(w); free(b); free(out); free(mean); free(rstd); free(dout); free(dinp);
-    free(dw); free(db); free(rout); free(rdinp); free(rdw); free(rdb);
+    free(dw); free(db); free(rout); free(rmean); free(rrstd); free(rdinp); free(rdw); free(rdb);
 }
 
 /* ---- attention ------------------------------------------------------------------------------- */

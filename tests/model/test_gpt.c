@@ -40,23 +40,20 @@ static void test_config(void)
     tap_ok(g3_gpt_padded_vocab(512, 128, 1) == 512, "an aligned vocabulary is not padded");
     tap_ok(g3_gpt_padded_vocab(97, 1, 1) == 97, "divisible-by 1 pads nothing");
 
-    small_cfg(&c);
-    tap_ok(g3_gpt_config_check(&c) == G3_OK, "a good configuration passes");
-    c.num_attention_heads = 5;
-    tap_ok(g3_gpt_config_check(&c) == G3_ERR_INVALID_ARG, "hidden size not divisible by heads is refused");
-    small_cfg(&c);
-    c.max_position_embeddings = 8;
-    tap_ok(g3_gpt_config_check(&c) == G3_ERR_INVALID_ARG, "a sequence longer than the positions is refused");
-    small_cfg(&c);
-    c.num_layers = 0;
-    tap_ok(g3_gpt_config_check(&c) == G3_ERR_INVALID_ARG, "zero layers are refused");
-    small_cfg(&c);
-    c.tp_size = 2;
-    tap_ok(g3_gpt_config_check(&c) == G3_OK, "TP 2 is a valid layout (src/parallel runs it)");
-    small_cfg(&c);
-    c.pp_size = 2;
-    c.num_layers = 3;
-    tap_ok(g3_gpt_config_check(&c) == G3_ERR_INVALID_ARG, "layers not divisible by PP are refused");
+    /* one edit of the small configuration each and what the check answers */
+#define CHECKED(edit, want, what)                                  \
+    do {                                                           \
+        small_cfg(&c);                                             \
+        edit;                                                      \
+        tap_ok(g3_gpt_config_check(&c) == (want), "%s", what);     \
+    } while (0)
+    CHECKED((void)0, G3_OK, "a good configuration passes");
+    CHECKED(c.num_attention_heads = 5, G3_ERR_INVALID_ARG, "hidden size not divisible by heads is refused");
+    CHECKED(c.max_position_embeddings = 8, G3_ERR_INVALID_ARG, "a sequence longer than the positions is refused");
+    CHECKED(c.num_layers = 0, G3_ERR_INVALID_ARG, "zero layers are refused");
+    CHECKED(c.tp_size = 2, G3_OK, "TP 2 is a valid layout (src/parallel runs it)");
+    CHECKED((c.pp_size = 2, c.num_layers = 3), G3_ERR_INVALID_ARG, "layers not divisible by PP are refused");
+#undef CHECKED
 
     /* FLOPs: Megatron's 72 B T L h^2 (1 + T/(6h) + V/(12 L h)) for F = 4h */
     small_cfg(&c);

@@ -27,30 +27,32 @@ idle() {
     printf '%s\n' "$1" | sed -n 's/.*pipeline idle fraction of stage 0: measured \([0-9.]*\);.*/\1/p'
 }
 
+# bubble V FRACTION M: the results of a run with V virtual stages ($out, $rc): exit 0, the
+# trainer's formula line (interleaved FRACTION = 3 / M), a measured idle fraction in [0, 1);
+# sets measured to the measured fraction
+bubble() {
+    is "$rc" 0 "PP 4, V $1: exit 0"
+    _re=$(printf '%s' "$2" | sed 's/\./\\./')
+    like "$out" "1F1B \\(p - 1\\) / \\(m \\+ p - 1\\) = 0\\.2727; interleaved \\(p - 1\\) / \\(V m \\+ p - 1\\) = $_re \\(V = $1\\)" \
+        "V $1: 3 / $3 = $2 by the formula"
+    measured=$(idle "$out")
+    if par_within "${measured:-1}" 0.9999; then
+        tap_result 0 "V $1: a measured idle fraction in [0, 1): $measured"
+    else
+        tap_result 1 "V $1: a measured idle fraction in [0, 1): '$measured'"
+    fi
+}
+
 # shellcheck disable=SC2086
 run g3_mpirun -np 4 "$GPT3D" train $flags
-is "$rc" 0 "PP 4, V 1: exit 0"
-like "$out" '1F1B \(p - 1\) / \(m \+ p - 1\) = 0\.2727; interleaved \(p - 1\) / \(V m \+ p - 1\) = 0\.2727 \(V = 1\)' \
-    "V 1: 3 / 11 = 0.2727 by the formula"
-v1=$(idle "$out")
-if par_within "${v1:-1}" 0.9999; then
-    tap_result 0 "V 1: a measured idle fraction in [0, 1): $v1"
-else
-    tap_result 1 "V 1: a measured idle fraction in [0, 1): '$v1'"
-fi
+bubble 1 0.2727 11
+v1=$measured
 
 # shellcheck disable=SC2086
 GPT3D_LOG_LEVEL=debug run g3_mpirun -x GPT3D_LOG_LEVEL -np 4 "$GPT3D" train $flags \
     --virtual-pipeline-model-parallel-size 2
-is "$rc" 0 "PP 4, V 2: exit 0"
-like "$out" '1F1B \(p - 1\) / \(m \+ p - 1\) = 0\.2727; interleaved \(p - 1\) / \(V m \+ p - 1\) = 0\.1579 \(V = 2\)' \
-    "V 2: 3 / 19 = 0.1579 by the formula"
-v2=$(idle "$out")
-if par_within "${v2:-1}" 0.9999; then
-    tap_result 0 "V 2: a measured idle fraction in [0, 1): $v2"
-else
-    tap_result 1 "V 2: a measured idle fraction in [0, 1): '$v2'"
-fi
+bubble 2 0.1579 19
+v2=$measured
 diag "stage 0 idle: V 1 measured $v1 (formula 0.2727), V 2 measured $v2 (formula 0.1579)"
 
 # Megatron's order for stage 0 of PP 4, V 2, m 8, written out independently

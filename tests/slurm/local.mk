@@ -5,14 +5,8 @@
 # four scenarios of docs/slurm.md (test_scenarios.sh, test_recovery.sh, helpers
 # in real.sh; what every test that submits asks of a run in runs.sh).  The
 # cluster tests skip with the reason where a private cluster cannot start.
-G3_SH_TESTS += \
-	tests/slurm/test_submit_cli.sh \
-	tests/slurm/test_submit_checks.sh \
-	tests/slurm/test_cluster.sh \
-	tests/slurm/test_submit.sh \
-	tests/slurm/test_faults.sh \
-	tests/slurm/test_scenarios.sh \
-	tests/slurm/test_recovery.sh \
-	tests/slurm/test_failures.sh
+G3_SH_TESTS += tests/slurm/test_submit_cli.sh tests/slurm/test_submit_checks.sh \
+	tests/slurm/test_cluster.sh tests/slurm/test_submit.sh tests/slurm/test_faults.sh \
+	tests/slurm/test_scenarios.sh tests/slurm/test_recovery.sh tests/slurm/test_failures.sh
 EXTRA_DIST += tests/slurm/cluster.sh tests/slurm/fake-train.sh tests/slurm/demo.sh \
-	tests/slurm/real.sh tests/slurm/runs.sh
+	tests/slurm/real.sh tests/slurm/runs.sh tests/slurm/submit_lib.sh

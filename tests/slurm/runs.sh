@@ -11,7 +11,9 @@
 #   sub_show RUN               RUN's --status and the tail of its logs, as TAP comments
 #   sub_check WHAT RUN CMD...  a TAP result for CMD; the run's state on failure
 # Sourced only, by tests that set -e and pipefail: these functions are written for both
-# (a file a run has not written yet gives an empty answer, not a failure).
+# (a file a run has not written yet gives an empty answer, not a failure).  In those tests a
+# value read from a file that a failed run may lack ends in "|| true": the results that
+# follow report the failure; a missing file must not end the test.
 # (top_srcdir and top_builddir come from make check.)
 # shellcheck disable=SC2154
 # shellcheck source=tests/lib.sh

@@ -17,8 +17,6 @@
 # shellcheck source=tests/slurm/runs.sh
 . "$top_srcdir/tests/slurm/runs.sh"
 set -eo pipefail
-# (A value read from a file that a failed run may lack ends in "|| true": the results that
-# follow report the failure; a missing file must not end the test.)
 
 # No node is killed here: a long SlurmdTimeout keeps a busy machine's slow slurmd from
 # being declared dead.

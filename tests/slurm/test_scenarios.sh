@@ -16,8 +16,6 @@
 # shellcheck source=tests/slurm/real.sh
 . "$top_srcdir/tests/slurm/real.sh"
 set -eo pipefail
-# (A value read from a file that a failed run may lack ends in "|| true": the results that
-# follow report the failure; a missing file must not end the test.)
 
 real_start 4
 

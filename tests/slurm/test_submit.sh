@@ -21,8 +21,6 @@
 # shellcheck source=tests/slurm/runs.sh
 . "$top_srcdir/tests/slurm/runs.sh"
 set -eo pipefail
-# (A value read from a file that a failed run may lack ends in "|| true": the results that
-# follow report the failure; a missing file must not end the test.)
 
 G3C_SLURMD_TIMEOUT=3
 g3c_need 4

@@ -9,13 +9,10 @@
 # (top_srcdir, top_builddir, GPT3D come from make check.)
 # shellcheck disable=SC2154,SC2086,SC2089,SC2090  # the cases are "flags:message" words
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
-# shellcheck source=tests/lib.sh
-. "$top_srcdir/tests/lib.sh"
+# shellcheck source=tests/slurm/submit_lib.sh
+. "$top_srcdir/tests/slurm/submit_lib.sh"
 set -eo pipefail
 
-SUBMIT=$top_builddir/sbatch/gpt3d-submit
-JOB=$top_srcdir/sbatch/gpt3d-train.sbatch
-g3_tmpdir
 export OMP_NUM_THREADS=1
 D="$TMPD/data"
 g3_byte_corpus "$D" light 200 >/dev/null
@@ -56,7 +53,7 @@ for a in "--chain 100000:--chain '100000' is not a whole number from 1 to 100" \
     fi
 done
 for t in 30 1:00:00 2-12 2-12:30:00 UNLIMITED; do
-    run "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" --dry-run --time "$t" "$TMPD/t" -- --train-iters 1
+    run submit --dry-run --time "$t" "$TMPD/t" -- --train-iters 1
     is "$rc" 0 "--time $t (an sbatch format) is accepted"
 done
 nl="$TMPD/new

@@ -4,16 +4,12 @@
 # (top_srcdir and top_builddir come from make check.)
 # shellcheck disable=SC2154
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
-# shellcheck source=tests/lib.sh
-. "$top_srcdir/tests/lib.sh"
+# shellcheck source=tests/slurm/submit_lib.sh
+. "$top_srcdir/tests/slurm/submit_lib.sh"
 set -eo pipefail
 # (A grep over a command's output that may lack the lines ends in "|| true": the results
 # that follow report it; finding nothing must not end the test.)
 
-SUBMIT=$top_builddir/sbatch/gpt3d-submit
-JOB=$top_srcdir/sbatch/gpt3d-train.sbatch
-g3_tmpdir
-submit() { "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" "$@"; }
 
 run "$SUBMIT" --help
 is "$rc" 0 "--help exits 0"

@@ -76,6 +76,17 @@ static char *fat_tree(const int *leaf_sizes, int nleaves, int per_pod, int *nnod
     return t;
 }
 
+/* fat_tree with nleaves leaves of leaf_size nodes each. */
+static char *uniform_fat_tree(int nleaves, int leaf_size, int per_pod, int *nnodes)
+{
+    int *sizes = malloc(sizeof(int) * (size_t)nleaves);
+    for (int i = 0; i < nleaves; i++)
+        sizes[i] = leaf_size;
+    char *text = fat_tree(sizes, nleaves, per_pod, nnodes);
+    free(sizes);
+    return text;
+}
+
 typedef struct {
     g3_topo_t      *topo;
     int            *nodes;
@@ -304,7 +315,7 @@ static void test_addrs(void)
 
 static void test_mtnlg(void)
 {
-    int sizes[21], nnodes;
+    int nnodes;
     char *text;
     g3_topo_t *t = NULL;
     world_t w;
@@ -315,9 +326,7 @@ static void test_mtnlg(void)
     clock_t c0;
     double secs;
 
-    for (int i = 0; i < 21; i++)
-        sizes[i] = 20;
-    text = fat_tree(sizes, 21, 0, &nnodes);
+    text = uniform_fat_tree(21, 20, 0, &nnodes);
     tap_ok(g3_topo_parse(text, "mtnlg", &t) == G3_OK && nnodes == 420, "420 nodes, 21 leaves of 20");
     free(text);
     c0 = clock();
@@ -392,10 +401,7 @@ static void test_uneven_and_three_levels(void)
     /* three levels: 4 pods x 4 leaves x 8 nodes; PP 16 with TP 8 = 16 nodes:
      * two leaves of one pod per replica, never through the top switch */
     {
-        int sizes[16];
-        for (int i = 0; i < 16; i++)
-            sizes[i] = 8;
-        text = fat_tree(sizes, 16, 4, &nnodes);
+        text = uniform_fat_tree(16, 8, 4, &nnodes);
         t = NULL;
         tap_ok(g3_topo_parse(text, "3level", &t) == G3_OK && t->levels == 3,
                "three levels: leaves, pods, top");
@@ -422,10 +428,33 @@ static void test_uneven_and_three_levels(void)
     }
 }
 
+/* The plan of TP 8 x PP 35 over the topology text (freed; named name) and a world of nnodes
+ * nodes of 8 GPUs on it.  OUT: *t, *w, *p (NULL when the map fails). */
+static void map_pp35(char *text, const char *name, int nnodes, g3_topo_t **t, world_t *w,
+                     g3_topo_plan_t **p)
+{
+    char why[512];
+
+    *t = NULL;
+    *p = NULL;
+    g3_topo_parse(text, name, t);
+    free(text);
+    world_init(w, *t, nnodes, 8);
+    g3_topo_map(*t, &w->alloc, 8, 35, 0, p, why, sizeof(why));
+}
+
+/* RET: 1 when plan p chose the layout how, changes leaf `crossings` times along the
+ * pipelines and keeps the placement rules (a replica within 2 leaves). */
+static int layout_is(const world_t *w, const g3_topo_plan_t *p, const char *how, long crossings,
+                     const char *name)
+{
+    return p && !strcmp(p->how, how) && pp_crossings(w, p) == crossings &&
+           check_rules(w, p, 2, name);
+}
+
 static void test_candidates_and_placement(void)
 {
-    int sizes[7], nnodes;
-    char *text;
+    int sizes[3], nnodes;
     g3_topo_t *t = NULL;
     world_t w;
     g3_topo_plan_t *p = NULL;
@@ -434,15 +463,8 @@ static void test_candidates_and_placement(void)
     /* leaves of 40 nodes, PP 35: cutting every 35 nodes and keeping a whole
      * replica per leaf both change leaf 6 times; the tie goes to the chain,
      * whose worst replica spans 2 leaves, not 7 */
-    for (int i = 0; i < 7; i++)
-        sizes[i] = 40;
-    text = fat_tree(sizes, 7, 0, &nnodes);
-    g3_topo_parse(text, "big-leaves", &t);
-    free(text);
-    world_init(&w, t, 280, 8);
-    g3_topo_map(t, &w.alloc, 8, 35, 0, &p, why, sizeof(why));
-    tap_ok(p && !strcmp(p->how, "chain") && pp_crossings(&w, p) == 6 &&
-               check_rules(&w, p, 2, "big-leaves"),
+    map_pp35(uniform_fat_tree(7, 40, 0, &nnodes), "big-leaves", 280, &t, &w, &p);
+    tap_ok(layout_is(&w, p, "chain", 6, "big-leaves"),
            "leaves of 40, PP 35: chain layout on a tie (%s, %ld leaf changes)",
            p ? p->how : "-", p ? pp_crossings(&w, p) : -1);
     g3_topo_plan_free(p);
@@ -454,15 +476,8 @@ static void test_candidates_and_placement(void)
     sizes[0] = 5;
     sizes[1] = 35;
     sizes[2] = 30;
-    text = fat_tree(sizes, 3, 0, &nnodes);
-    t = NULL;
-    g3_topo_parse(text, "5-35-30", &t);
-    free(text);
-    world_init(&w, t, 70, 8);
-    p = NULL;
-    g3_topo_map(t, &w.alloc, 8, 35, 0, &p, why, sizeof(why));
-    tap_ok(p && !strcmp(p->how, "hierarchical") && pp_crossings(&w, p) == 1 &&
-               check_rules(&w, p, 2, "5-35-30"),
+    map_pp35(fat_tree(sizes, 3, 0, &nnodes), "5-35-30", 70, &t, &w, &p);
+    tap_ok(layout_is(&w, p, "hierarchical", 1, "5-35-30"),
            "leaves of 5, 35, 30, PP 35: the hierarchical layout wins (%s, %ld leaf change)",
            p ? p->how : "-", p ? pp_crossings(&w, p) : -1);
     g3_topo_plan_free(p);

@@ -8,57 +8,14 @@ Usage: bench_torch.py [--layers L] [--hidden C] [--heads NH] [--seq T] [--batch 
                       [--vocab V] [--steps N] [--warmup W] [--threads N]
 Prints one line per step and "tokens/s: X" (median step)."""
 import argparse
-import math
+import os
+import sys
 import time
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
-
-class Block(nn.Module):
-    def __init__(self, C, NH):
-        super().__init__()
-        self.NH = NH
-        self.ln1 = nn.LayerNorm(C)
-        self.qkv = nn.Linear(C, 3 * C)
-        self.proj = nn.Linear(C, C)
-        self.ln2 = nn.LayerNorm(C)
-        self.fc1 = nn.Linear(C, 4 * C)
-        self.fc2 = nn.Linear(4 * C, C)
-
-    def forward(self, x, mask):
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
-        q = q.view(B, T, self.NH, C // self.NH).transpose(1, 2)
-        k = k.view(B, T, self.NH, C // self.NH).transpose(1, 2)
-        v = v.view(B, T, self.NH, C // self.NH).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // self.NH))
-        att = att.masked_fill(mask, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-        x = x + self.proj(y)
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
-
-
-class GPT(nn.Module):
-    def __init__(self, L, C, NH, T, Vp):
-        super().__init__()
-        self.wte = nn.Embedding(Vp, C)
-        self.wpe = nn.Embedding(T, C)
-        self.blocks = nn.ModuleList([Block(C, NH) for _ in range(L)])
-        self.lnf = nn.LayerNorm(C)
-        for name, p in self.named_parameters():
-            if p.dim() == 2:
-                nn.init.normal_(p, 0.0, 0.02)
-        self.register_buffer("mask", torch.triu(torch.ones(T, T, dtype=torch.bool), 1))
-
-    def forward(self, idx, targets):
-        T = idx.shape[1]
-        x = self.wte(idx) + self.wpe.weight[:T]
-        for b in self.blocks:
-            x = b(x, self.mask[:T, :T])
-        logits = self.lnf(x) @ self.wte.weight.t()
-        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_gpt import GPT, adamw_groups, padded_vocab  # noqa: E402 (tests/torch_gpt.py)
 
 
 def main():
@@ -72,13 +29,10 @@ def main():
     torch.set_num_interop_threads(1)
     torch.set_flush_denormal(True)
     torch.manual_seed(0)
-    Vp = (a.vocab + 127) // 128 * 128   # Megatron's padding, as gpt3d does
-    model = GPT(a.layers, a.hidden, a.heads, a.seq, Vp)
-    decay = [p for p in model.parameters() if p.dim() == 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=1e-4, betas=(0.9, 0.95), eps=1e-8, foreach=True)
+    Vp = padded_vocab(a.vocab)
+    model = GPT(a.layers, a.hidden, a.heads, a.seq, Vp)   # attention written out, causal mask
+    opt = torch.optim.AdamW(adamw_groups(model), lr=1e-4, betas=(0.9, 0.95), eps=1e-8,
+                            foreach=True)
     print("# torch %s, %d threads, L=%d C=%d NH=%d T=%d B=%d V=%d (padded %d)"
           % (torch.__version__, torch.get_num_threads(), a.layers, a.hidden, a.heads, a.seq,
              a.batch, a.vocab, Vp))

@@ -11,41 +11,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/backend.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "model/gpt.h"
+#include "bench.h"
 #include "gpt_small.h"
 #include "par_alone.h"
-
-static double g3_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
     int L = 4, C = 256, NH = 4, T = 256, B = 4, V = 50257, steps = 10, warmup = 2;
     int recompute = 0, profile = 0;
-    g3_backend_t *be;
     g3_gpt_config_t cfg;
+    g3_alone_gpt_t run;
     g3_gpt_t *m;
-    g3_gpt_acts_t *acts;
-    g3_alone_t one;
-    g3_par_engine_t *eng;
     g3_par_adamw_config_t ocfg = { 0.9, 0.95, 1e-8, 0.1, 1.0 };
     int32_t *tok, *tgt;
-    double *times, tf = 0, tb = 0, to = 0;
+    double *times, tf = 0, tb = 0, to = 0, med;
 
     g3_be_cpu_env(argv);   /* the trainer's OpenMP wait policy (main.c) */
     for (int i = 1; i < argc; i++) {
@@ -69,18 +54,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_train: --steps must be >= 1 and --warmup >= 0\n");
         return 2;
     }
-    if (g3_be_open(G3_BE_KIND_CPU, NULL, &be) != G3_OK)
-        return 1;
     g3t_gpt_small(&cfg, L, C, NH, T, V);
     cfg.recompute_activations = recompute;
-    if (g3_alone_init(&one) != G3_OK || g3_gpt_init(&cfg, be, &m) != G3_OK ||
-        g3_alone_engine(&one, m, B, T, 1, &ocfg, &eng) != G3_OK ||
-        (profile && g3_gpt_acts_init(m, B, T, &acts) != G3_OK))
+    if (g3_alone_gpt_open(&run, &cfg, B, T, 1, &ocfg, profile ? B : 0) != G3_OK)
         return 1;
+    m = run.m;
     tok = malloc(sizeof(int32_t) * (size_t)B * T);
     tgt = malloc(sizeof(int32_t) * (size_t)B * T);
     times = calloc((size_t)steps, sizeof(double));
-    printf("# gpt3d CPU backend: %s\n", be->device);
+    printf("# gpt3d CPU backend: %s\n", run.be->device);
     printf("# L=%d C=%d NH=%d T=%d B=%d V=%d (padded %d) params=%lld recompute=%d\n", L, C, NH,
            T, B, V, m->Vp, (long long)g3_gpt_num_parameters(&cfg), recompute);
     for (int s = 0; s < warmup + steps; s++) {
@@ -89,22 +71,22 @@ int main(int argc, char **argv)
             tok[i] = (int32_t)(g3_rng_u64(1, 1, (uint64_t)s * B * T + i) % (uint64_t)V);
             tgt[i] = (int32_t)(g3_rng_u64(1, 2, (uint64_t)s * B * T + i) % (uint64_t)V);
         }
-        t0 = g3_now();
-        if (g3_par_train_step(eng, tok, tgt, 1, B, 1e-4, s + 1, &loss, &norm) != G3_OK)
+        t0 = g3_clock_now();
+        if (g3_par_train_step(run.eng, tok, tgt, 1, B, 1e-4, s + 1, &loss, &norm) != G3_OK)
             return 1;
-        t3 = g3_now();
+        t3 = g3_clock_now();
         t1 = t2 = t0;
         if (profile) {   /* the phases apart: the passes again, then the step as a whole */
             double t4, t5, l2 = 0.0;
-            t4 = g3_now();
+            t4 = g3_clock_now();
             g3_gpt_zero_grad(m);
-            if (g3_gpt_forward(m, acts, tok, tgt, B, T, 1.0f / (float)(B * T), &l2) != G3_OK)
+            if (g3_gpt_forward(m, run.acts, tok, tgt, B, T, 1.0f / (float)(B * T), &l2) != G3_OK)
                 return 1;
-            t5 = g3_now();
-            if (g3_gpt_backward(m, acts) != G3_OK)
+            t5 = g3_clock_now();
+            if (g3_gpt_backward(m, run.acts) != G3_OK)
                 return 1;
             t1 = t0 + (t5 - t4);
-            t2 = t1 + (g3_now() - t5);
+            t2 = t1 + (g3_clock_now() - t5);
             if (t2 > t3)
                 t2 = t3;
         }
@@ -118,21 +100,16 @@ int main(int argc, char **argv)
             to += t3 - t2;
         }
     }
-    qsort(times, (size_t)steps, sizeof(double), cmp_double);
+    med = g3t_median(times, steps);
     if (profile)
         printf("profile (mean ms): forward+output layer %.1f  backward %.1f  clip+adamw %.1f\n",
                tf / steps * 1e3, tb / steps * 1e3, to / steps * 1e3);
-    printf("median step: %.1f ms\n", times[steps / 2] * 1e3);
-    printf("model TFLOP/s: %.3f\n", g3_gpt_flops_per_step(&cfg, B, T) / times[steps / 2] / 1e12);
-    printf("tokens/s: %.1f\n", B * T / times[steps / 2]);
-    g3_par_engine_free(eng);
-    if (profile)
-        g3_gpt_acts_free(m, acts);
-    g3_gpt_free(m);
-    g3_be_close(be);
+    printf("median step: %.1f ms\n", med * 1e3);
+    printf("model TFLOP/s: %.3f\n", g3_gpt_flops_per_step(&cfg, B, T) / med / 1e12);
+    printf("tokens/s: %.1f\n", B * T / med);
+    g3_alone_gpt_close(&run);
     free(tok);
     free(tgt);
     free(times);
-    g3_alone_free(&one);
     return 0;
 }

@@ -23,23 +23,17 @@ shape="--layers 4 --hidden 256 --heads 4 --seq 256 --batch 4 --vocab 50257 --ste
 "$py" -c 'import torch' >/dev/null 2>&1 || skip_all "$py has no torch (Debian's python3-torch)"
 
 diag "$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $threads threads; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-best_ours=0
-best_torch=0
-r=1
-while [ "$r" -le "$rounds" ]; do
-    # $shape: the bench flags, split into words on purpose
+# gpt3d, PyTorch: the tokens/s of each ($shape: the bench flags, split into words on purpose)
+gpt3d() {
     # shellcheck disable=SC2086
-    ours=$(OMP_NUM_THREADS=$threads "$bench" $shape | sed -n 's/^tokens\/s: //p')
+    OMP_NUM_THREADS=$threads "$bench" $shape | sed -n 's/^tokens\/s: //p'
+}
+PyTorch() {
     # shellcheck disable=SC2086
-    torch=$(OMP_NUM_THREADS=$threads "$py" "$top_srcdir/tests/train/bench_torch.py" $shape \
-            --threads "$threads" | sed -n 's/^tokens\/s: //p')
-    diag "round $r: gpt3d $ours tokens/s, PyTorch $torch tokens/s"
-    best_ours=$(awk -v a="$best_ours" -v b="$ours" 'BEGIN { print (b > a) ? b : a }')
-    best_torch=$(awk -v a="$best_torch" -v b="$torch" 'BEGIN { print (b > a) ? b : a }')
-    r=$((r + 1))
-done
-ratio=$(awk -v a="$best_ours" -v b="$best_torch" 'BEGIN { printf "%.2f", a / b }')
-echo "gpt3d: $best_ours tokens/s  PyTorch: $best_torch tokens/s  ratio: $ratio"
-ok=$(awk -v r="$ratio" 'BEGIN { print (r >= 1.0) ? 0 : 1 }')
-tap_result "$ok" "gpt3d trains at $ratio x PyTorch's tokens/s with $threads threads (goal >= 1.0, aim 1.5)"
+    OMP_NUM_THREADS=$threads "$py" "$top_srcdir/tests/train/bench_torch.py" $shape \
+        --threads "$threads" | sed -n 's/^tokens\/s: //p'
+}
+g3_best_of_rounds "$rounds" max tokens/s gpt3d PyTorch
+echo "gpt3d: $best_a tokens/s  PyTorch: $best_b tokens/s  ratio: $ratio"
+tap_result "$(g3_between "$ratio" 1.0)" "gpt3d trains at $ratio x PyTorch's tokens/s with $threads threads (goal >= 1.0, aim 1.5)"
 done_testing

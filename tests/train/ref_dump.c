@@ -91,12 +91,10 @@ static void batch(int32_t *tok, int32_t *tgt, int n, uint64_t stream)
 
 int main(int argc, char **argv)
 {
-    g3_backend_t *be;
     g3_gpt_config_t cfg;
+    g3_alone_gpt_t run;
     g3_gpt_t *m;
     g3_gpt_acts_t *acts;
-    g3_alone_t one;
-    g3_par_engine_t *eng;
     g3_par_adamw_config_t ocfg = { B1, B2, EPS, WD, CLIP };
     g3_train_lr_sched_t sched = { LR, MIN_LR, WARMUP_ITERS * GBS, DECAY_ITERS * GBS,
                                   G3_LR_DECAY_COSINE };
@@ -111,15 +109,13 @@ int main(int argc, char **argv)
         return 2;
     }
     g3_log_set_level(G3_LOG_WARN);
-    if (g3_be_open(G3_BE_KIND_CPU, NULL, &be) != G3_OK)
-        return 1;
     g3t_gpt_small(&cfg, L, C, NH, T, V);
     cfg.seed = 5;
     cfg.recompute_activations = argc > 2 && !strcmp(argv[2], "--recompute");
-    if (g3_alone_init(&one) != G3_OK || g3_gpt_init(&cfg, be, &m) != G3_OK ||
-        g3_gpt_acts_init(m, GBS, T, &acts) != G3_OK ||
-        g3_alone_engine(&one, m, MB, T, GBS / MB, &ocfg, &eng) != G3_OK)
+    if (g3_alone_gpt_open(&run, &cfg, MB, T, GBS / MB, &ocfg, GBS) != G3_OK)
         return 1;
+    m = run.m;
+    acts = run.acts;
     add_params(m, "param/", 0);
 
     /* one batch: logits, loss, gradients */
@@ -143,7 +139,7 @@ int main(int argc, char **argv)
         int32_t *bt = all_tok + (size_t)s * GBS * T, *bg = all_tgt + (size_t)s * GBS * T;
         batch(bt, bg, GBS, (uint64_t)s);
         lrs[s] = g3_train_lr_at(&sched, (int64_t)s * GBS);
-        if (g3_par_train_step(eng, bt, bg, GBS / MB, GBS, lrs[s], s + 1, &losses[s],
+        if (g3_par_train_step(run.eng, bt, bg, GBS / MB, GBS, lrs[s], s + 1, &losses[s],
                               &norms[s]) != G3_OK)
             return 1;
     }
@@ -184,10 +180,6 @@ int main(int argc, char **argv)
         return 1;
     }
     free(logits);
-    g3_par_engine_free(eng);
-    g3_gpt_acts_free(m, acts);
-    g3_gpt_free(m);
-    g3_be_close(be);
-    g3_alone_free(&one);
+    g3_alone_gpt_close(&run);
     return 0;
 }

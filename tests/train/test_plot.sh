@@ -13,15 +13,9 @@
 . "$top_srcdir/tests/lib.sh"
 set -e
 
-g3_tmpdir
+g3_small_setup 2 --global-batch-size 4 --train-iters 8 --eval-iters 1 --eval-interval 3
 py=${PYTHON_REF:-/usr/bin/python3}
 pc="$top_srcdir/tests/train/plot_check.py"
-D="$TMPD/data"
-g3_byte_corpus "$D" light 300
-g3_small_flags 2 --global-batch-size 4 --train-iters 8 --eval-iters 1 --eval-interval 3
-flags=$g3_flags
-OMP_NUM_THREADS=1
-export OMP_NUM_THREADS
 
 # train DIR [FLAGS...]: one rank, run directory DIR
 train() {

@@ -111,35 +111,25 @@ static void test_plan(void)
     tap_ok(g3_train_plan(&c, &p) == G3_OK && p.global_batch_size == 2, "global batch defaults to micro x DP");
 
     g3_log_set_level(G3_LOG_ERROR);
-    base(&c);
-    c.global_batch_size = 7;
-    tap_ok(g3_train_plan(&c, &p) == G3_ERR_INVALID_ARG, "global batch not divisible by micro x DP is refused");
-    base(&c);
-    c.train_samples = 10;
-    tap_ok(g3_train_plan(&c, &p) == G3_ERR_INVALID_ARG, "both --train-iters and --train-samples are refused");
-    base(&c);
-    c.train_iters = 0;
-    tap_ok(g3_train_plan(&c, &p) == G3_ERR_INVALID_ARG, "neither --train-iters nor --train-samples is refused");
-    base(&c);
-    c.rampup[0] = 2; c.rampup[1] = 2; c.rampup[2] = 100;
-    tap_ok(g3_train_plan(&c, &p) == G3_ERR_INVALID_ARG, "a ramp-up with --train-iters is refused (Megatron)");
-    base(&c);
-    c.lr_decay_samples = 100;
-    tap_ok(g3_train_plan(&c, &p) == G3_ERR_INVALID_ARG, "--lr-decay-samples with --train-iters is refused");
-    base(&c);
-    c.lr_warmup_iters = 100;
-    tap_ok(g3_train_plan(&c, &p) == G3_ERR_INVALID_ARG, "a warm-up as long as the decay is refused");
-    base(&c);
-    c.min_lr = 1.0;
-    tap_ok(g3_train_plan(&c, &p) == G3_ERR_INVALID_ARG, "--min-lr above --lr is refused");
-    base(&c);
-    c.adamw.beta2 = 1.0;
-    tap_ok(g3_train_plan(&c, &p) == G3_ERR_INVALID_ARG, "--adam-beta2 1 is refused");
-    base(&c);
-    c.train_iters = 0;
-    c.train_samples = 5;
-    c.lr_warmup_iters = 0;
-    tap_ok(g3_train_plan(&c, &p) == G3_ERR_INVALID_ARG, "fewer samples than one global batch are refused");
+    /* one edit of the base configuration each, every one refused */
+#define REFUSED(edit, what)                                                   \
+    do {                                                                      \
+        base(&c);                                                             \
+        edit;                                                                 \
+        tap_ok(g3_train_plan(&c, &p) == G3_ERR_INVALID_ARG, "%s", what);      \
+    } while (0)
+    REFUSED(c.global_batch_size = 7, "global batch not divisible by micro x DP is refused");
+    REFUSED(c.train_samples = 10, "both --train-iters and --train-samples are refused");
+    REFUSED(c.train_iters = 0, "neither --train-iters nor --train-samples is refused");
+    REFUSED((c.rampup[0] = 2, c.rampup[1] = 2, c.rampup[2] = 100),
+            "a ramp-up with --train-iters is refused (Megatron)");
+    REFUSED(c.lr_decay_samples = 100, "--lr-decay-samples with --train-iters is refused");
+    REFUSED(c.lr_warmup_iters = 100, "a warm-up as long as the decay is refused");
+    REFUSED(c.min_lr = 1.0, "--min-lr above --lr is refused");
+    REFUSED(c.adamw.beta2 = 1.0, "--adam-beta2 1 is refused");
+    REFUSED((c.train_iters = 0, c.train_samples = 5, c.lr_warmup_iters = 0),
+            "fewer samples than one global batch are refused");
+#undef REFUSED
 }
 
 int main(void)

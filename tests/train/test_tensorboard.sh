@@ -18,15 +18,9 @@
 . "$top_srcdir/tests/lib.sh"
 set -e
 
-g3_tmpdir
+g3_small_setup 2 --global-batch-size 4 --train-iters 10 --eval-iters 1 --eval-interval 4 --distributed-timeout-minutes 2
 py=${PYTHON_REF:-/usr/bin/python3}
 rd="$top_srcdir/tests/train/tb_read.py"
-D="$TMPD/data"
-g3_byte_corpus "$D" light 300
-g3_small_flags 2 --global-batch-size 4 --train-iters 10 --eval-iters 1 --eval-interval 4 --distributed-timeout-minutes 2
-flags=$g3_flags
-OMP_NUM_THREADS=1
-export OMP_NUM_THREADS
 
 # train NAME [FLAGS...]: one rank, run directory $TMPD/NAME, events in $TMPD/NAME/tb
 train() {

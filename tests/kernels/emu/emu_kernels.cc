@@ -466,29 +466,33 @@ int main()
     attention<80>(1, 100, 2);
     attention<96>(1, 70, 1);
     attention<160>(1, 90, 2);   /* MT-NLG's head size */
-    ln(1, 5, 0, 2);
-    ln(7, 64, 1, 2);
-    ln(64, 768, 1, 2);
-    ln(33, 1600, 0, 1);
-    ln(5, 4100, 1, 2);
-    ln(3, 9000, 1, 132);
-    ln(2, 20480, 1, 2);      /* MT-NLG's hidden size: 24 columns per thread */
-    ln(1, 8, 0, 2, 1);       /* the warp-per-row backward: one chunk, partial lanes */
-    ln(9, 768, 1, 2, 1);     /* GPT-2 124M: 3 chunks per lane, 3 blocks, a ragged last one */
-    ln(13, 1600, 0, 1, 1);   /* GPT-2 1.5B: 7 chunks, the last partly outside the row */
-    ln(5, 2048, 1, 3, 1);    /* 8 chunks, the widest the warp kernel takes */
-    xent(1, 5, 5, 1);
-    xent(7, 100, 104, 1);
-    xent(33, 1000, 1003, 1);
-    xent(4, 50257, 50304, 1);
-    xent(9, 300, 300, 3);
-    xent(3, 50257, 50304, 3);
-    bias(5, 7, 2);
-    bias(100, 768, 2);
-    bias(300, 70, 1);
-    bias(5, 8, 2, 1);        /* the 16-byte variant: one chunk */
-    bias(100, 768, 2, 1);    /* 3 blocks of 256 columns */
-    bias(300, 2312, 3, 1);   /* a partial last block, several row chunks */
+    /* layer norm: rows, columns, fused residual, SMs, the warp-per-row backward */
+    static const int lns[][5] = {
+        { 1, 5, 0, 2, 0 }, { 7, 64, 1, 2, 0 }, { 64, 768, 1, 2, 0 }, { 33, 1600, 0, 1, 0 },
+        { 5, 4100, 1, 2, 0 }, { 3, 9000, 1, 132, 0 },
+        { 2, 20480, 1, 2, 0 },    /* MT-NLG's hidden size: 24 columns per thread */
+        { 1, 8, 0, 2, 1 },        /* the warp-per-row backward: one chunk, partial lanes */
+        { 9, 768, 1, 2, 1 },      /* GPT-2 124M: 3 chunks per lane, 3 blocks, a ragged last one */
+        { 13, 1600, 0, 1, 1 },    /* GPT-2 1.5B: 7 chunks, the last partly outside the row */
+        { 5, 2048, 1, 3, 1 },     /* 8 chunks, the widest the warp kernel takes */
+    };
+    for (const auto &c : lns)
+        ln(c[0], c[1], c[2], c[3], c[4]);
+    /* cross-entropy: rows, vocabulary, row stride, vocabulary shards */
+    static const int xents[][4] = { { 1, 5, 5, 1 },       { 7, 100, 104, 1 },
+                                    { 33, 1000, 1003, 1 }, { 4, 50257, 50304, 1 },
+                                    { 9, 300, 300, 3 },    { 3, 50257, 50304, 3 } };
+    for (const auto &c : xents)
+        xent(c[0], c[1], c[2], c[3]);
+    /* bias gradient: rows, columns, SMs, the 16-byte variant */
+    static const int biases[][4] = {
+        { 5, 7, 2, 0 }, { 100, 768, 2, 0 }, { 300, 70, 1, 0 },
+        { 5, 8, 2, 1 },         /* the 16-byte variant: one chunk */
+        { 100, 768, 2, 1 },     /* 3 blocks of 256 columns */
+        { 300, 2312, 3, 1 },    /* a partial last block, several row chunks */
+    };
+    for (const auto &c : biases)
+        bias(c[0], c[1], c[2], c[3]);
     sumsq(1, 2);
     sumsq(100003, 2);
     emb(1, 1, 5, 3, 0, 0, 3);

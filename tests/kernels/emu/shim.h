@@ -100,47 +100,46 @@ inline void fill_fragment(F &f, float v)
 inline float emu_f(float v) { return v; }
 inline float emu_f(__nv_bfloat16 v) { return __bfloat162float(v); }
 
+/* A warp's load of a 16 x 16 tile: x[i * 16 + j] = p[i * si + j * sj] (row- or column-major
+ * memory by the strides), synchronised on both sides as the real load is. */
+template <class T>
+inline void emu_load16(float *x, const T *p, unsigned si, unsigned sj)
+{
+    __syncwarp();
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++)
+            x[i * 16 + j] = emu_f(p[i * si + j * sj]);
+    __syncwarp();
+}
+
 template <class T>
 inline void load_matrix_sync(fragment<matrix_a, 16, 16, 16, T, row_major> &f, const T *p,
                              unsigned ld)
 {
-    __syncwarp();
-    for (int m = 0; m < 16; m++)
-        for (int k = 0; k < 16; k++)
-            f.x[m * 16 + k] = emu_f(p[m * ld + k]);
-    __syncwarp();
+    emu_load16(f.x, p, ld, 1);
 }
 
 template <class T>
 inline void load_matrix_sync(fragment<matrix_b, 16, 16, 16, T, row_major> &f, const T *p,
                              unsigned ld)
 {
-    __syncwarp();
-    for (int k = 0; k < 16; k++)
-        for (int n = 0; n < 16; n++)
-            f.x[k * 16 + n] = emu_f(p[k * ld + n]);
-    __syncwarp();
+    emu_load16(f.x, p, ld, 1);
 }
 
 template <class T>
 inline void load_matrix_sync(fragment<matrix_b, 16, 16, 16, T, col_major> &f, const T *p,
                              unsigned ld)
 {
-    __syncwarp();
-    for (int k = 0; k < 16; k++)
-        for (int n = 0; n < 16; n++)
-            f.x[k * 16 + n] = emu_f(p[n * ld + k]);
-    __syncwarp();
+    emu_load16(f.x, p, 1, ld);
 }
 
 inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f, const float *p,
                              unsigned ld, layout_t l)
 {
-    __syncwarp();
-    for (int m = 0; m < 16; m++)
-        for (int n = 0; n < 16; n++)
-            f.x[m * 16 + n] = l == mem_row_major ? p[m * ld + n] : p[n * ld + m];
-    __syncwarp();
+    if (l == mem_row_major)
+        emu_load16(f.x, p, ld, 1);
+    else
+        emu_load16(f.x, p, 1, ld);
 }
 
 inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f,
