@@ -255,6 +255,19 @@ g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
     return g3_gpt_acts_init_chunk(m, 0, B, T, acts_p);
 }
 
+/* Free a's host tables and a itself (its backend memory is the caller's to free). */
+static void g3_gpt_acts_free_host(g3_gpt_acts_t *a)
+{
+    free(a->host_gmax);
+    free(a->host_glog);
+    free(a->layer);
+    free(a->host_losses);
+    free(a->host_targets);
+    free(a->host_ce);
+    free(a->host_lse);
+    free(a);
+}
+
 g3_status_t g3_gpt_acts_init_chunk(g3_gpt_t *m, int chunk, int B, int T,
                                    g3_gpt_acts_t **acts_p)
 {
@@ -292,12 +305,7 @@ g3_status_t g3_gpt_acts_init_chunk(g3_gpt_t *m, int chunk, int B, int T,
     a->bytes = cv.used;
     st = be->ops->alloc(be, cv.used, "the activations", &a->base);
     if (st != G3_OK) {
-        free(a->layer);
-        free(a->host_losses);
-        free(a->host_targets);
-        free(a->host_ce);
-    free(a->host_lse);
-        free(a);
+        g3_gpt_acts_free_host(a);
         return st;
     }
     cv.base = a->base;
@@ -307,12 +315,7 @@ g3_status_t g3_gpt_acts_init_chunk(g3_gpt_t *m, int chunk, int B, int T,
     return G3_OK;
 
 err_free_acts:
-    free(a->layer);
-    free(a->host_losses);
-    free(a->host_targets);
-    free(a->host_ce);
-    free(a->host_lse);
-    free(a);
+    g3_gpt_acts_free_host(a);
 err_no_memory:
     g3_error("model: out of memory for the activation tables");
     return G3_ERR_NO_MEMORY;
@@ -325,14 +328,7 @@ void g3_gpt_acts_free(g3_gpt_t *m, g3_gpt_acts_t *a)
     m->be->ops->free(m->be, a->base);
     if (a->gstats)
         m->be->ops->free(m->be, a->gstats);
-    free(a->host_gmax);
-    free(a->host_glog);
-    free(a->layer);
-    free(a->host_losses);
-    free(a->host_targets);
-    free(a->host_ce);
-    free(a->host_lse);
-    free(a);
+    g3_gpt_acts_free_host(a);
 }
 
 size_t g3_gpt_acts_bytes(const g3_gpt_acts_t *a)
