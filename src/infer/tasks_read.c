@@ -347,6 +347,43 @@ static g3_status_t g3_task_piqa_labels(const char *path, int **labels_p, int64_t
     return G3_OK;
 }
 
+/* The fields of each kind's items, in the order the checks below index them (NULL-ended). */
+typedef struct {
+    const char *name;
+    int         type;   /* g3_task_field_t's */
+} g3_task_schema_t;
+
+static const g3_task_schema_t *g3_task_schema(g3_task_kind_t kind)
+{
+    static const g3_task_schema_t mc[] = {
+        { "context", 's' },  { "choices", 'a' },      { "label", 'i' },
+        { "contexts", 'a' }, { "continuation", 's' }, { "target_delimiter", 's' },
+        { NULL, 0 },
+    };
+    static const g3_task_schema_t hellaswag[] = {
+        { "activity_label", 's' }, { "ctx_a", 's' }, { "ctx_b", 's' },
+        { "endings", 'a' },        { "label", 'i' }, { NULL, 0 },
+    };
+    static const g3_task_schema_t piqa[] = {
+        { "goal", 's' }, { "sol1", 's' }, { "sol2", 's' }, { "label", 'i' }, { NULL, 0 },
+    };
+    static const g3_task_schema_t winogrande[] = {
+        { "sentence", 's' }, { "option1", 's' }, { "option2", 's' }, { "answer", 'i' },
+        { NULL, 0 },
+    };
+
+    switch (kind) {
+    case G3_TASK_MC:
+        return mc;
+    case G3_TASK_HELLASWAG:
+        return hellaswag;
+    case G3_TASK_PIQA:
+        return piqa;
+    default:
+        return winogrande;
+    }
+}
+
 /* One line of a multiple-choice file (kind) into it.  RET: G3_OK, G3_ERR_INVALID_ARG
  * (logged naming path and line), G3_ERR_NO_MEMORY. */
 static g3_status_t g3_task_mc_line(g3_task_kind_t kind, const char *path, int line,
@@ -360,38 +397,9 @@ static g3_status_t g3_task_mc_line(g3_task_kind_t kind, const char *path, int li
     g3_status_t st;
 
     memset(f, 0, sizeof(f));
-    switch (kind) {
-    case G3_TASK_MC:
-        f[0].name = "context", f[0].type = 's';
-        f[1].name = "choices", f[1].type = 'a';
-        f[2].name = "label", f[2].type = 'i';
-        f[3].name = "contexts", f[3].type = 'a';
-        f[4].name = "continuation", f[4].type = 's';
-        f[5].name = "target_delimiter", f[5].type = 's';
-        nf = 6;
-        break;
-    case G3_TASK_HELLASWAG:
-        f[0].name = "activity_label", f[0].type = 's';
-        f[1].name = "ctx_a", f[1].type = 's';
-        f[2].name = "ctx_b", f[2].type = 's';
-        f[3].name = "endings", f[3].type = 'a';
-        f[4].name = "label", f[4].type = 'i';
-        nf = 5;
-        break;
-    case G3_TASK_PIQA:
-        f[0].name = "goal", f[0].type = 's';
-        f[1].name = "sol1", f[1].type = 's';
-        f[2].name = "sol2", f[2].type = 's';
-        f[3].name = "label", f[3].type = 'i';
-        nf = 4;
-        break;
-    default:   /* winogrande */
-        f[0].name = "sentence", f[0].type = 's';
-        f[1].name = "option1", f[1].type = 's';
-        f[2].name = "option2", f[2].type = 's';
-        f[3].name = "answer", f[3].type = 'i';
-        nf = 4;
-        break;
+    for (const g3_task_schema_t *sc = g3_task_schema(kind); sc[nf].name; nf++) {
+        f[nf].name = sc[nf].name;
+        f[nf].type = sc[nf].type;
     }
     st = g3_task_parse_line(text, n, f, nf, &why);
     if (st == G3_ERR_NO_MEMORY)
