@@ -99,14 +99,67 @@ __device__ __forceinline__ void g3_att_store_acc(
     g3_att_store_rows<HS>(dst, stage, row0, T, ld, mul);
 }
 
+/* The shared memory of both backward kernels, carved in one order: four 64-row bf16 tiles
+ * (dkv: K, V, Q, dO; dq: Q, dO, K, V), the 64 rows' lse2 and Dv, every warp's fp32 slab
+ * (S, then dP right after; transposed in dkv), then every warp's NP 16-row bf16 tiles
+ * (dkv: P^T, dS^T; dq: dS). */
 template <int HS>
-static size_t g3_att_dkv_smem(void)
+static size_t g3_att_bwd_smem(int NP)
 {
     typedef g3_att_dims<HS> D;
-    return sizeof(bf16) * (size_t)4 * 64 * D::LDQ                          /* K, V, Q, dO  */
+    return sizeof(bf16) * (size_t)4 * 64 * D::LDQ                          /* the tiles    */
          + sizeof(float) * 2 * 64                                          /* lse2, Dv     */
-         + sizeof(float) * (size_t)G3_ATT_WARPS * D::SLAB                  /* S^T, dP^T    */
-         + sizeof(bf16) * (size_t)G3_ATT_WARPS * 2 * 16 * G3_ATT_LDP;      /* P^T, dS^T    */
+         + sizeof(float) * (size_t)G3_ATT_WARPS * D::SLAB                  /* S, dP        */
+         + sizeof(bf16) * (size_t)G3_ATT_WARPS * NP * 16 * G3_ATT_LDP;     /* P, dS        */
+}
+
+/* Warp `warp`'s view of that memory (smem: its start). */
+struct g3_att_bwd_view {
+    bf16  *tile[4];   /* (64, LDQ) each                                        */
+    float *lse2, *Dv; /* (64,) (64,)                                           */
+    float *S, *dP;    /* (16, LDS) (16, LDS) the warp's                        */
+    bf16  *P;         /* (NP, 16, LDP) the warp's                              */
+};
+
+template <int HS>
+__device__ __forceinline__ g3_att_bwd_view g3_att_bwd_carve(unsigned char *smem, int warp,
+                                                            int NP)
+{
+    typedef g3_att_dims<HS> D;
+    g3_att_bwd_view v;
+    unsigned char *sp = smem;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        v.tile[i] = (bf16 *)sp;
+        sp += sizeof(bf16) * 64 * D::LDQ;
+    }
+    v.lse2 = (float *)sp;
+    v.Dv = v.lse2 + 64;
+    sp += sizeof(float) * 2 * 64;
+    v.S = (float *)sp + warp * D::SLAB;
+    v.dP = v.S + 16 * G3_ATT_LDS;
+    sp += sizeof(float) * G3_ATT_WARPS * D::SLAB;
+    v.P = (bf16 *)sp + warp * NP * 16 * G3_ATT_LDP;
+    return v;
+}
+
+/* P of query qi and key kj from their score s: exp(s scale - lse), scale2 and lse2 in base 2,
+ * 0 under the causal mask (kj > qi) and past T. */
+__device__ __forceinline__ float g3_att_prob(int qi, int kj, int T, float s, float scale2,
+                                             float lse2)
+{
+    return kj <= qi && qi < T && kj < T ? exp2f(s * scale2 - lse2) : 0.0f;
+}
+
+/* lse2 (64,) = lse * log2(e) and Dv (64,) of rows q0.. of (b, h) = bh, zeros past T. */
+__device__ __forceinline__ void g3_att_load_rowstats(float *lse2, float *Dv, const float *lse,
+                                                     const float *dvec, int bh, int q0, int T)
+{
+    for (int i = threadIdx.x; i < 64; i += blockDim.x) {
+        bool in = q0 + i < T;
+        lse2[i] = in ? lse[(size_t)bh * T + q0 + i] * G3_LOG2E : 0.0f;
+        Dv[i] = in ? dvec[(size_t)bh * T + q0 + i] : 0.0f;
+    }
 }
 
 template <int HS>
@@ -125,23 +178,11 @@ g3_att_dkv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *ls
     const int k0 = kt * 64, kj = k0 + warp * 16 + r;
     const float scale = 1.0f / sqrtf((float)HS), scale2 = scale * G3_LOG2E;
 
-    unsigned char *sp = g3_att_smem;
-    bf16 *Ks = (bf16 *)sp;
-    sp += sizeof(bf16) * 64 * D::LDQ;
-    bf16 *Vs = (bf16 *)sp;
-    sp += sizeof(bf16) * 64 * D::LDQ;
-    bf16 *Qs = (bf16 *)sp;
-    sp += sizeof(bf16) * 64 * D::LDQ;
-    bf16 *dOs = (bf16 *)sp;
-    sp += sizeof(bf16) * 64 * D::LDQ;
-    float *lse2s = (float *)sp;
-    float *Dvs = lse2s + 64;
-    sp += sizeof(float) * 2 * 64;
-    float *St = (float *)sp + warp * D::SLAB;    /* S^T, then dP^T right after */
-    float *dPt = St + 16 * G3_ATT_LDS;
-    sp += sizeof(float) * G3_ATT_WARPS * D::SLAB;
-    bf16 *Pt = (bf16 *)sp + warp * 2 * 16 * G3_ATT_LDP;
-    bf16 *dSt = Pt + 16 * G3_ATT_LDP;
+    const g3_att_bwd_view sm = g3_att_bwd_carve<HS>(g3_att_smem, warp, 2);
+    bf16 *Ks = sm.tile[0], *Vs = sm.tile[1], *Qs = sm.tile[2], *dOs = sm.tile[3];
+    float *lse2s = sm.lse2, *Dvs = sm.Dv;
+    float *St = sm.S, *dPt = sm.dP;              /* S^T, then dP^T right after */
+    bf16 *Pt = sm.P, *dSt = Pt + 16 * G3_ATT_LDP;
 
     const bf16 *base = qkv + (size_t)b * T * 3 * C + h * HS;
     const bf16 *dobase = dout + (size_t)b * T * C + h * HS;
@@ -160,11 +201,7 @@ g3_att_dkv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *ls
         __syncthreads();                            /* the last tile's Q, dO are done */
         g3_att_load_tile<HS>(Qs, base, q0, T, 3 * C);
         g3_att_load_tile<HS>(dOs, dobase, q0, T, C);
-        for (int i = threadIdx.x; i < 64; i += blockDim.x) {
-            bool in = q0 + i < T;
-            lse2s[i] = in ? lse[(size_t)bh * T + q0 + i] * G3_LOG2E : 0.0f;
-            Dvs[i] = in ? dvec[(size_t)bh * T + q0 + i] : 0.0f;
-        }
+        g3_att_load_rowstats(lse2s, Dvs, lse, dvec, bh, q0, T);
         __syncthreads();
 
         /* S^T (16 keys x 64 queries) = K_w Q^T;  dP^T = V_w dO^T */
@@ -174,13 +211,10 @@ g3_att_dkv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *ls
         /* P^T and dS^T for key row r, query columns [32 half, 32 half + 32) */
 #pragma unroll 4
         for (int i = 0; i < 32; i++) {
-            int c = half * 32 + i, qi = q0 + c;
-            float p = 0.0f;
-            if (kj <= qi && qi < T && kj < T)
-                p = exp2f(St[r * G3_ATT_LDS + c] * scale2 - lse2s[c]);
-            float ds = p * (dPt[r * G3_ATT_LDS + c] - Dvs[c]);
+            int c = half * 32 + i;
+            float p = g3_att_prob(q0 + c, kj, T, St[r * G3_ATT_LDS + c], scale2, lse2s[c]);
             Pt[r * G3_ATT_LDP + c] = g3_f2bf(p);
-            dSt[r * G3_ATT_LDP + c] = g3_f2bf(ds);
+            dSt[r * G3_ATT_LDP + c] = g3_f2bf(p * (dPt[r * G3_ATT_LDS + c] - Dvs[c]));
         }
         __syncwarp();
 
@@ -208,16 +242,6 @@ g3_att_dkv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *ls
 }
 
 template <int HS>
-static size_t g3_att_dq_smem(void)
-{
-    typedef g3_att_dims<HS> D;
-    return sizeof(bf16) * (size_t)4 * 64 * D::LDQ                          /* Q, dO, K, V */
-         + sizeof(float) * 2 * 64                                          /* lse2, Dv    */
-         + sizeof(float) * (size_t)G3_ATT_WARPS * D::SLAB                  /* S, dP       */
-         + sizeof(bf16) * (size_t)G3_ATT_WARPS * 16 * G3_ATT_LDP;          /* dS          */
-}
-
-template <int HS>
 __global__ void __launch_bounds__(G3_ATT_THREADS)
 g3_att_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
                  const float *dvec, int T, int NH)
@@ -233,31 +257,16 @@ g3_att_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
     const int q0 = qt * 64, qi = q0 + warp * 16 + r;
     const float scale = 1.0f / sqrtf((float)HS), scale2 = scale * G3_LOG2E;
 
-    unsigned char *sp = g3_att_smem;
-    bf16 *Qs = (bf16 *)sp;
-    sp += sizeof(bf16) * 64 * D::LDQ;
-    bf16 *dOs = (bf16 *)sp;
-    sp += sizeof(bf16) * 64 * D::LDQ;
-    bf16 *Ks = (bf16 *)sp;
-    sp += sizeof(bf16) * 64 * D::LDQ;
-    bf16 *Vs = (bf16 *)sp;
-    sp += sizeof(bf16) * 64 * D::LDQ;
-    float *lse2s = (float *)sp;
-    float *Dvs = lse2s + 64;
-    sp += sizeof(float) * 2 * 64;
-    float *Sw = (float *)sp + warp * D::SLAB;    /* S, then dP right after */
-    float *dPw = Sw + 16 * G3_ATT_LDS;
-    sp += sizeof(float) * G3_ATT_WARPS * D::SLAB;
-    bf16 *dSw = (bf16 *)sp + warp * 16 * G3_ATT_LDP;
+    const g3_att_bwd_view sm = g3_att_bwd_carve<HS>(g3_att_smem, warp, 1);
+    bf16 *Qs = sm.tile[0], *dOs = sm.tile[1], *Ks = sm.tile[2], *Vs = sm.tile[3];
+    float *lse2s = sm.lse2, *Dvs = sm.Dv;
+    float *Sw = sm.S, *dPw = sm.dP;              /* S, then dP right after */
+    bf16 *dSw = sm.P;
 
     const bf16 *base = qkv + (size_t)b * T * 3 * C + h * HS;
     g3_att_load_tile<HS>(Qs, base, q0, T, 3 * C);
     g3_att_load_tile<HS>(dOs, dout + (size_t)b * T * C + h * HS, q0, T, C);
-    for (int i = threadIdx.x; i < 64; i += blockDim.x) {
-        bool in = q0 + i < T;
-        lse2s[i] = in ? lse[(size_t)bh * T + q0 + i] * G3_LOG2E : 0.0f;
-        Dvs[i] = in ? dvec[(size_t)bh * T + q0 + i] : 0.0f;
-    }
+    g3_att_load_rowstats(lse2s, Dvs, lse, dvec, bh, q0, T);
     const int row = warp * 16 + r;                  /* this lane's row within the tile */
 
     acc_t dq[HS / 16];
@@ -278,10 +287,8 @@ g3_att_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
 
 #pragma unroll 4
         for (int i = 0; i < 32; i++) {
-            int c = half * 32 + i, kj = k0 + c;
-            float p = 0.0f;
-            if (kj <= qi && qi < T && kj < T)
-                p = exp2f(Sw[r * G3_ATT_LDS + c] * scale2 - lse2s[row]);
+            int c = half * 32 + i;
+            float p = g3_att_prob(qi, k0 + c, T, Sw[r * G3_ATT_LDS + c], scale2, lse2s[row]);
             dSw[r * G3_ATT_LDP + c] = g3_f2bf(p * (dPw[r * G3_ATT_LDS + c] - Dvs[row]));
         }
         __syncwarp();
@@ -311,7 +318,7 @@ static int g3_attention_bwd_launch(g3cuda_ctx_t *ctx, bf16 *dqkv, const bf16 *do
                                    const bf16 *out, const bf16 *qkv, const float *lse, int B,
                                    int T, int NH)
 {
-    size_t smem_kv = g3_att_dkv_smem<HS>(), smem_q = g3_att_dq_smem<HS>();
+    size_t smem_kv = g3_att_bwd_smem<HS>(2), smem_q = g3_att_bwd_smem<HS>(1);
     size_t rows = (size_t)B * T * NH;
     dim3 grid((unsigned)((T + 63) / 64), (unsigned)(B * NH));
     float *dvec;

@@ -17,12 +17,14 @@ __device__ __forceinline__ void g3_xent_fold(float &m, float &s, float x)
     }
 }
 
-/* OUT: *m_p, *s_p for the block's row (every thread gets them).  vec: the row is 16-byte
- * aligned, so whole groups of 8 columns are read as uint4.  shm: 32 floats. */
-__device__ __forceinline__ void g3_xent_row_stats(const bf16 *row, int V, bool vec, float *shm,
-                                                  float *m_p, float *s_p)
+/* Each column j < V of a row that this thread owns, in order: with vec (the row 16-byte
+ * aligned) whole groups of 8 columns read as one uint4, then the rest one by one.  Each value
+ * x goes through f(j, x); where out is not NULL the results are stored at out[j] (out may be
+ * row: each element is read, then written, by the same thread). */
+template <typename F>
+__device__ __forceinline__ void g3_xent_row_map(bf16 *out, const bf16 *row, int V, bool vec,
+                                                F f)
 {
-    float m = -INFINITY, s = 0.0f;
     int j0 = 0;
 
     if (vec) {
@@ -32,12 +34,30 @@ __device__ __forceinline__ void g3_xent_row_stats(const bf16 *row, int V, bool v
             x.u = ((const uint4 *)row)[g];
 #pragma unroll
             for (int k = 0; k < 8; k++)
-                g3_xent_fold(m, s, g3_bf2f(x.h[k]));
+                x.h[k] = g3_f2bf(f(g * 8 + k, g3_bf2f(x.h[k])));
+            if (out != NULL)
+                ((uint4 *)out)[g] = x.u;
         }
         j0 = groups * 8;
     }
-    for (int j = j0 + threadIdx.x; j < V; j += blockDim.x)
-        g3_xent_fold(m, s, g3_bf2f(row[j]));
+    for (int j = j0 + threadIdx.x; j < V; j += blockDim.x) {
+        float y = f(j, g3_bf2f(row[j]));
+        if (out != NULL)
+            out[j] = g3_f2bf(y);
+    }
+}
+
+/* OUT: *m_p, *s_p for the block's row (every thread gets them).  vec: the row is 16-byte
+ * aligned, so whole groups of 8 columns are read as uint4.  shm: 32 floats. */
+__device__ __forceinline__ void g3_xent_row_stats(const bf16 *row, int V, bool vec, float *shm,
+                                                  float *m_p, float *s_p)
+{
+    float m = -INFINITY, s = 0.0f;
+
+    g3_xent_row_map((bf16 *)NULL, row, V, vec, [&](int, float x) {
+        g3_xent_fold(m, s, x);
+        return x;
+    });
     float M = g3_block_max(m, shm);
     float part = m == -INFINITY ? 0.0f : s * __expf(m - M);
     *s_p = g3_block_sum(part, shm);
@@ -51,29 +71,11 @@ __device__ __forceinline__ void g3_xent_row_grad(bf16 *drow, const bf16 *row, in
                                                  bool vec, float lse, int t, float dloss,
                                                  bool ignore)
 {
-    int j0 = 0;
-
-    if (vec) {
-        int groups = V / 8;
-        for (int g = threadIdx.x; g < groups; g += blockDim.x) {
-            union { uint4 u; bf16 h[8]; } x;
-            x.u = ((const uint4 *)row)[g];
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                int j = g * 8 + k;
-                float p = __expf(g3_bf2f(x.h[k]) - lse) - (j == t ? 1.0f : 0.0f);
-                x.h[k] = g3_f2bf(ignore ? 0.0f : p * dloss);
-            }
-            ((uint4 *)drow)[g] = x.u;
-        }
-        j0 = groups * 8;
-    }
-    for (int j = j0 + threadIdx.x; j < ld; j += blockDim.x) {
-        float gr = 0.0f;
-        if (j < V && !ignore)
-            gr = (__expf(g3_bf2f(row[j]) - lse) - (j == t ? 1.0f : 0.0f)) * dloss;
-        drow[j] = g3_f2bf(gr);
-    }
+    g3_xent_row_map(drow, row, V, vec, [&](int j, float x) {
+        return ignore ? 0.0f : (__expf(x - lse) - (j == t ? 1.0f : 0.0f)) * dloss;
+    });
+    for (int j = V + threadIdx.x; j < ld; j += blockDim.x)
+        drow[j] = g3_f2bf(0.0f);
 }
 
 #endif

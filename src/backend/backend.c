@@ -81,6 +81,18 @@ int g3_be_fused_wanted(const g3_be_opts_t *o, int dflt)
     return env == 0 || env == 1 ? env : dflt;
 }
 
+void g3_be_fused_keep(g3_backend_ops_t *ops, const g3_be_opts_t *o, int dflt)
+{
+    if (g3_be_fused_wanted(o, dflt))
+        return;
+    ops->residual_layernorm_fwd = NULL;
+    ops->matmul_gelu_fwd = NULL;
+    ops->matmul_dgelu_bwd = NULL;
+    ops->sumsq_acc = NULL;
+    ops->clip_scale = NULL;
+    ops->adamw_scaled = NULL;
+}
+
 /* ---- the table of kinds ---------------------------------------------------------------------- */
 
 static const g3_be_kind_info_t *const g3_be_kinds[G3_BE_KINDS] = {

@@ -369,6 +369,10 @@ g3_status_t g3_be_clip_alloc(g3_backend_t *be, double **sumsq_p, float **scale_p
  * GPT3D_FUSED_OPS (the registry's default, core/param.h) when set to 0 or 1, else dflt. */
 int g3_be_fused_wanted(const g3_be_opts_t *o, int dflt);
 
+/* A backend's table lists its optional fused ops; this keeps them in ops (its open copy of
+ * the table) where g3_be_fused_wanted(o, dflt), else clears the six of them. */
+void g3_be_fused_keep(g3_backend_ops_t *ops, const g3_be_opts_t *o, int dflt);
+
 /* First thing in main() of a program that computes on the CPU backend (argv: main's): when
  * neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, re-executes the program with OpenMP's
  * threads spinning only briefly before they sleep, or not at all when the job's threads

@@ -321,6 +321,14 @@ static const g3_backend_ops_t g3_cpu_ops = {
     .xent_bwd = g3_cpu_xent_bwd,
     .adamw = g3_cpu_adamw,
     .sumsq = g3_cpu_sumsq,
+    /* fused: only with the fused_ops option 1 (g3_be_fused_keep), for the tests: the same
+     * results through the fused path */
+    .residual_layernorm_fwd = g3_cpu_residual_layernorm_fwd,
+    .matmul_gelu_fwd = g3_cpu_matmul_gelu_fwd,
+    .matmul_dgelu_bwd = g3_cpu_matmul_dgelu_bwd,
+    .sumsq_acc = g3_cpu_sumsq_acc,
+    .clip_scale = g3_cpu_clip_scale,
+    .adamw_scaled = g3_cpu_adamw_scaled,
 };
 
 static g3_status_t g3_cpu_open(g3_be_opts_t *o, g3_backend_t **be_p)
@@ -350,14 +358,7 @@ static g3_status_t g3_cpu_open(g3_be_opts_t *o, g3_backend_t **be_p)
     g3_cpu_ftz();
 
     cpu->ops = g3_cpu_ops;
-    if (g3_be_fused_wanted(o, 0)) {   /* tests: the same results through the fused path */
-        cpu->ops.residual_layernorm_fwd = g3_cpu_residual_layernorm_fwd;
-        cpu->ops.matmul_gelu_fwd = g3_cpu_matmul_gelu_fwd;
-        cpu->ops.matmul_dgelu_bwd = g3_cpu_matmul_dgelu_bwd;
-        cpu->ops.sumsq_acc = g3_cpu_sumsq_acc;
-        cpu->ops.clip_scale = g3_cpu_clip_scale;
-        cpu->ops.adamw_scaled = g3_cpu_adamw_scaled;
-    }
+    g3_be_fused_keep(&cpu->ops, o, 0);
     be->ops = &cpu->ops;
     be->nthreads = cpu->nthreads;
     be->priv = cpu;

@@ -649,6 +649,13 @@ static const g3_backend_ops_t g3_cuda_ops = {
     .event_record = g3_cuda_event_record,
     .event_elapsed = g3_cuda_event_elapsed,
     .check_model = g3_cuda_check_model,
+    /* fused: unless the fused_ops option is 0 (g3_be_fused_keep) */
+    .residual_layernorm_fwd = g3_cuda_residual_layernorm_fwd,
+    .matmul_gelu_fwd = g3_cuda_matmul_gelu_fwd,
+    .matmul_dgelu_bwd = g3_cuda_matmul_dgelu_bwd,
+    .sumsq_acc = g3_cuda_sumsq_acc,
+    .clip_scale = g3_cuda_clip_scale,
+    .adamw_scaled = g3_cuda_adamw_scaled,
 };
 
 /* RET: the number of processes the launcher started (WORLD_SIZE, SLURM_NTASKS,
@@ -720,14 +727,7 @@ g3_status_t g3_be_cuda_open(g3_be_opts_t *o, g3_backend_t **be_p)
     }
     cu->device = device;
     cu->ops = g3_cuda_ops;
-    if (g3_be_fused_wanted(o, 1)) {
-        cu->ops.residual_layernorm_fwd = g3_cuda_residual_layernorm_fwd;
-        cu->ops.matmul_gelu_fwd = g3_cuda_matmul_gelu_fwd;
-        cu->ops.matmul_dgelu_bwd = g3_cuda_matmul_dgelu_bwd;
-        cu->ops.sumsq_acc = g3_cuda_sumsq_acc;
-        cu->ops.clip_scale = g3_cuda_clip_scale;
-        cu->ops.adamw_scaled = g3_cuda_adamw_scaled;
-    }
+    g3_be_fused_keep(&cu->ops, o, 1);
     be->ops = &cu->ops;
     be->nthreads = 1;   /* one GPU per rank: the MFU peak counts GPUs */
     be->priv = cu;

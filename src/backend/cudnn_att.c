@@ -160,12 +160,32 @@ static void g3_gb_op(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t op, const cha
     g->ops[g->nops++] = op;
 }
 
+/* RET: a new operation descriptor of type t whose attributes attrs[i] are the descriptors
+ * descs[i] (a NULL one left unset), for the caller to finish with g3_gb_op. */
+static cudnnBackendDescriptor_t g3_gb_op_new(g3_cudnn_graph_t *g, cudnnBackendDescriptorType_t t,
+                                             int n, const cudnnBackendAttributeName_t *attrs,
+                                             const cudnnBackendDescriptor_t *descs,
+                                             const char *name)
+{
+    cudnnBackendDescriptor_t op = g3_gb_new(g, t, name);
+
+    for (int i = 0; i < n; i++)
+        if (descs[i])
+            g3_gb_set(g, op, attrs[i], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &descs[i], name);
+    return op;
+}
+
 /* y = mode(x [, b [, t]]) with math in prec; axis >= 0 for GEN_INDEX. */
 static void g3_gb_pointwise(g3_cudnn_graph_t *g, cudnnPointwiseMode_t mode,
                             cudnnDataType_t prec, int64_t axis, cudnnBackendDescriptor_t x,
                             cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t t,
                             cudnnBackendDescriptor_t y, const char *name)
 {
+    static const cudnnBackendAttributeName_t attrs[] = {
+        CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
+        CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_ATTR_OPERATION_POINTWISE_TDESC,
+        CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
+    };
     cudnnBackendDescriptor_t pw = g3_gb_new(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, name);
     cudnnBackendDescriptor_t op;
     float alpha = 1.0f;
@@ -175,19 +195,8 @@ static void g3_gb_pointwise(g3_cudnn_graph_t *g, cudnnPointwiseMode_t mode,
     if (axis >= 0)
         g3_gb_set(g, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis, name);
     g3_gb_finalize(g, pw, name);
-    op = g3_gb_new(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
-              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw, name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x,
-              name);
-    if (b)
-        g3_gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                  &b, name);
-    if (t)
-        g3_gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                  &t, name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y,
-              name);
+    op = g3_gb_op_new(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, 5, attrs,
+                      (cudnnBackendDescriptor_t[]){ pw, x, b, t, y }, name);
     g3_gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &alpha, name);
     g3_gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &alpha, name);
     g3_gb_op(g, op, name);
@@ -198,22 +207,19 @@ static void g3_gb_matmul(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t a,
                          cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c,
                          const char *name)
 {
+    static const cudnnBackendAttributeName_t attrs[] = {
+        CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_ATTR_OPERATION_MATMUL_BDESC,
+        CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_ATTR_OPERATION_MATMUL_DESC,
+    };
     cudnnBackendDescriptor_t mm = g3_gb_new(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR, name);
-    cudnnBackendDescriptor_t op;
     cudnnDataType_t comp = CUDNN_DATA_FLOAT;
 
     g3_gb_set(g, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, name);
     g3_gb_finalize(g, mm, name);
-    op = g3_gb_new(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a,
-              name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b,
-              name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c,
-              name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm,
-              name);
-    g3_gb_op(g, op, name);
+    g3_gb_op(g,
+             g3_gb_op_new(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, 4, attrs,
+                          (cudnnBackendDescriptor_t[]){ a, b, c, mm }, name),
+             name);
 }
 
 /* y = reduce(x) over the dimensions where y has 1, fp32. */
@@ -221,35 +227,35 @@ static void g3_gb_reduce(g3_cudnn_graph_t *g, cudnnReduceTensorOp_t mode,
                          cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y,
                          const char *name)
 {
+    static const cudnnBackendAttributeName_t attrs[] = {
+        CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
+        CUDNN_ATTR_OPERATION_REDUCTION_DESC,
+    };
     cudnnBackendDescriptor_t rd = g3_gb_new(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, name);
-    cudnnBackendDescriptor_t op;
     cudnnDataType_t comp = CUDNN_DATA_FLOAT;
 
     g3_gb_set(g, rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, name);
     g3_gb_set(g, rd, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode,
               name);
     g3_gb_finalize(g, rd, name);
-    op = g3_gb_new(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x,
-              name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y,
-              name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd,
-              name);
-    g3_gb_op(g, op, name);
+    g3_gb_op(g,
+             g3_gb_op_new(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, 3, attrs,
+                          (cudnnBackendDescriptor_t[]){ x, y, rd }, name),
+             name);
 }
 
 /* y = x seen through other strides (a transpose view). */
 static void g3_gb_reshape(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t x,
                           cudnnBackendDescriptor_t y, const char *name)
 {
-    cudnnBackendDescriptor_t op = g3_gb_new(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, name);
+    static const cudnnBackendAttributeName_t attrs[] = {
+        CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_ATTR_OPERATION_RESHAPE_YDESC,
+    };
 
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x,
-              name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y,
-              name);
-    g3_gb_op(g, op, name);
+    g3_gb_op(g,
+             g3_gb_op_new(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, 2, attrs,
+                          (cudnnBackendDescriptor_t[]){ x, y }, name),
+             name);
 }
 
 /* y = (row >= column) ? x : -inf over the last two dimensions of x (the causal mask,
@@ -343,18 +349,31 @@ static float g3_cudnn_neg_inf(void)
     return cudnnGetVersion() < 91000 ? -3.402823466e38f : -INFINITY;
 }
 
+/* The tensors both graphs read or write: Q, K^T, O, the softmax statistics, the scalars. */
+typedef struct {
+    cudnnBackendDescriptor_t q, kt, o, stats, scale, neg_inf;
+} g3_cudnn_io_t;
+
+static void g3_cudnn_build_io(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l, g3_cudnn_io_t *io)
+{
+    const cudnnDataType_t BF = CUDNN_DATA_BFLOAT16;
+
+    io->q = g3_gb_tensor(g, G3_UID_Q, BF, l->q, l->qs, false, "Q");
+    io->kt = g3_gb_tensor(g, G3_UID_K, BF, l->kt, l->kts, false, "K^T");
+    io->o = g3_gb_tensor(g, G3_UID_O, BF, l->q, l->os, false, "O");
+    io->stats = g3_gb_tensor(g, G3_UID_STATS, CUDNN_DATA_FLOAT, l->r, l->rs, false, "Stats");
+    io->scale = g3_gb_scalar(g, G3_UID_SCALE, "attn_scale");
+    io->neg_inf = g3_gb_scalar(g, G3_UID_NEGINF, "-inf");
+}
+
 /* The forward: Q.K^T, scale, causal mask, softmax with its statistics, .V. */
-static void g3_cudnn_build_fwd(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l)
+static void g3_cudnn_build_fwd(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l,
+                               const g3_cudnn_io_t *io)
 {
     const cudnnDataType_t BF = CUDNN_DATA_BFLOAT16, F = CUDNN_DATA_FLOAT;
-    cudnnBackendDescriptor_t q = g3_gb_tensor(g, G3_UID_Q, BF, l->q, l->qs, false, "Q");
-    cudnnBackendDescriptor_t kt = g3_gb_tensor(g, G3_UID_K, BF, l->kt, l->kts, false, "K^T");
+    cudnnBackendDescriptor_t q = io->q, kt = io->kt, o = io->o, stats = io->stats;
+    cudnnBackendDescriptor_t scale = io->scale, neg_inf = io->neg_inf;
     cudnnBackendDescriptor_t v = g3_gb_tensor(g, G3_UID_V, BF, l->q, l->qs, false, "V");
-    cudnnBackendDescriptor_t o = g3_gb_tensor(g, G3_UID_O, BF, l->q, l->os, false, "O");
-    cudnnBackendDescriptor_t stats = g3_gb_tensor(g, G3_UID_STATS, F, l->r, l->rs, false,
-                                                  "Stats");
-    cudnnBackendDescriptor_t scale = g3_gb_scalar(g, G3_UID_SCALE, "attn_scale");
-    cudnnBackendDescriptor_t neg_inf = g3_gb_scalar(g, G3_UID_NEGINF, "-inf");
     cudnnBackendDescriptor_t s = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "S");
     cudnnBackendDescriptor_t s1 = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "S*scale");
     cudnnBackendDescriptor_t s2, max, sub, e, sum, lg, p;
@@ -380,23 +399,18 @@ static void g3_cudnn_build_fwd(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l)
 
 /* The backward (deterministic: dQ straight from its matmul, no fp32 accumulator). */
 static void g3_cudnn_build_bwd(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l,
-                               int deterministic)
+                               const g3_cudnn_io_t *io, int deterministic)
 {
     const cudnnDataType_t BF = CUDNN_DATA_BFLOAT16, F = CUDNN_DATA_FLOAT;
-    cudnnBackendDescriptor_t q = g3_gb_tensor(g, G3_UID_Q, BF, l->q, l->qs, false, "Q");
-    cudnnBackendDescriptor_t kt = g3_gb_tensor(g, G3_UID_K, BF, l->kt, l->kts, false, "K^T");
+    cudnnBackendDescriptor_t q = io->q, kt = io->kt, o = io->o, stats = io->stats;
+    cudnnBackendDescriptor_t scale = io->scale, neg_inf = io->neg_inf;
     cudnnBackendDescriptor_t vt = g3_gb_tensor(g, G3_UID_V, BF, l->kt, l->kts, false, "V^T");
-    cudnnBackendDescriptor_t o = g3_gb_tensor(g, G3_UID_O, BF, l->q, l->os, false, "O");
     cudnnBackendDescriptor_t dO = g3_gb_tensor(g, G3_UID_DO, BF, l->q, l->os, false, "dO");
-    cudnnBackendDescriptor_t stats = g3_gb_tensor(g, G3_UID_STATS, F, l->r, l->rs, false,
-                                                  "Stats");
     cudnnBackendDescriptor_t dq = g3_gb_tensor(g, G3_UID_DQ, BF, l->q, l->qs, false, "dQ");
     cudnnBackendDescriptor_t dk = g3_gb_tensor(g, G3_UID_DK, BF, l->q, l->qs, false, "dK");
     cudnnBackendDescriptor_t dv = g3_gb_tensor(g, G3_UID_DV, BF, l->q, l->qs, false, "dV");
     cudnnBackendDescriptor_t sum = g3_gb_tensor(g, G3_UID_SUM, F, l->r, l->rs, false,
                                                 "softmax_sum");
-    cudnnBackendDescriptor_t scale = g3_gb_scalar(g, G3_UID_SCALE, "attn_scale");
-    cudnnBackendDescriptor_t neg_inf = g3_gb_scalar(g, G3_UID_NEGINF, "-inf");
     cudnnBackendDescriptor_t one = g3_gb_scalar(g, G3_UID_ONE, "one");
     cudnnBackendDescriptor_t dot, red, s, s1, s2, sm, e, pt, dp, dp1, ds, ds1, dst, kr;
 
@@ -456,14 +470,16 @@ static int g3_cudnn_graph_build(g3_cudnn_graph_t *g, const g3_cudnn_key_t *key,
                                 cudnnHandle_t handle, int try_graph)
 {
     g3_cudnn_layout_t l;
+    g3_cudnn_io_t io;
 
     memset(g, 0, sizeof(*g));
     g->next_uid = G3_UID_VIRTUAL;
     g3_cudnn_layout(key, &l);
+    g3_cudnn_build_io(g, &l, &io);
     if (key->dir == G3_CUDNN_FWD)
-        g3_cudnn_build_fwd(g, &l);
+        g3_cudnn_build_fwd(g, &l, &io);
     else
-        g3_cudnn_build_bwd(g, &l, key->deterministic);
+        g3_cudnn_build_bwd(g, &l, &io, key->deterministic);
     if (g->st != CUDNN_STATUS_SUCCESS || (!handle && !try_graph))
         return g->st != CUDNN_STATUS_SUCCESS;
     g->graph = g3_gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");

@@ -26,6 +26,65 @@ typedef struct {
     long long   num;       /* 'i'                                                       */
 } g3_task_field_t;
 
+/* The fields of each kind's items, in the order the checks below index them (NULL-ended). */
+typedef struct {
+    const char *name;
+    int         type;   /* g3_task_field_t's */
+} g3_task_schema_t;
+
+static const g3_task_schema_t *g3_task_schema(g3_task_kind_t kind)
+{
+    static const g3_task_schema_t mc[] = {
+        { "context", 's' },  { "choices", 'a' },      { "label", 'i' },
+        { "contexts", 'a' }, { "continuation", 's' }, { "target_delimiter", 's' },
+        { NULL, 0 },
+    };
+    static const g3_task_schema_t hellaswag[] = {
+        { "activity_label", 's' }, { "ctx_a", 's' }, { "ctx_b", 's' },
+        { "endings", 'a' },        { "label", 'i' }, { NULL, 0 },
+    };
+    static const g3_task_schema_t piqa[] = {
+        { "goal", 's' }, { "sol1", 's' }, { "sol2", 's' }, { "label", 'i' }, { NULL, 0 },
+    };
+    static const g3_task_schema_t winogrande[] = {
+        { "sentence", 's' }, { "option1", 's' }, { "option2", 's' }, { "answer", 'i' },
+        { NULL, 0 },
+    };
+
+    switch (kind) {
+    case G3_TASK_MC:
+        return mc;
+    case G3_TASK_HELLASWAG:
+        return hellaswag;
+    case G3_TASK_PIQA:
+        return piqa;
+    default:
+        return winogrande;
+    }
+}
+
+/* RET: field f's string, handed over to the caller, or a new "" where it has none (NULL: out
+ * of memory). */
+static char *g3_task_take_str(g3_task_field_t *f)
+{
+    char *str = f->str.data ? f->str.data : strdup("");
+    f->str.data = NULL;
+    return str;
+}
+
+/* A multiple-choice item's n choices: shared[c] all the one string of field one (n >= 1),
+ * own[c] the strings of field per (an array), each handed over to the item. */
+static void g3_task_mc_fill(char **shared, char **own, g3_task_field_t *one,
+                            g3_task_field_t *per, int n)
+{
+    shared[0] = g3_task_take_str(one);
+    for (int c = 0; c < n; c++) {
+        shared[c] = shared[0];
+        own[c] = per->arr[c];
+        per->arr[c] = NULL;
+    }
+}
+
 static void g3_task_fields_free(g3_task_field_t *f, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -360,38 +419,9 @@ static g3_status_t g3_task_mc_line(g3_task_kind_t kind, const char *path, int li
     g3_status_t st;
 
     memset(f, 0, sizeof(f));
-    switch (kind) {
-    case G3_TASK_MC:
-        f[0].name = "context", f[0].type = 's';
-        f[1].name = "choices", f[1].type = 'a';
-        f[2].name = "label", f[2].type = 'i';
-        f[3].name = "contexts", f[3].type = 'a';
-        f[4].name = "continuation", f[4].type = 's';
-        f[5].name = "target_delimiter", f[5].type = 's';
-        nf = 6;
-        break;
-    case G3_TASK_HELLASWAG:
-        f[0].name = "activity_label", f[0].type = 's';
-        f[1].name = "ctx_a", f[1].type = 's';
-        f[2].name = "ctx_b", f[2].type = 's';
-        f[3].name = "endings", f[3].type = 'a';
-        f[4].name = "label", f[4].type = 'i';
-        nf = 5;
-        break;
-    case G3_TASK_PIQA:
-        f[0].name = "goal", f[0].type = 's';
-        f[1].name = "sol1", f[1].type = 's';
-        f[2].name = "sol2", f[2].type = 's';
-        f[3].name = "label", f[3].type = 'i';
-        nf = 4;
-        break;
-    default:   /* winogrande */
-        f[0].name = "sentence", f[0].type = 's';
-        f[1].name = "option1", f[1].type = 's';
-        f[2].name = "option2", f[2].type = 's';
-        f[3].name = "answer", f[3].type = 'i';
-        nf = 4;
-        break;
+    for (const g3_task_schema_t *sc = g3_task_schema(kind); sc[nf].name; nf++) {
+        f[nf].name = sc[nf].name;
+        f[nf].type = sc[nf].type;
     }
     st = g3_task_parse_line(text, n, f, nf, &why);
     if (st == G3_ERR_NO_MEMORY)
@@ -435,28 +465,14 @@ static g3_status_t g3_task_mc_line(g3_task_kind_t kind, const char *path, int li
             goto err_no_memory;
         it->label = label;
         if (f[5].found) {
-            it->delim = f[5].str.data ? f[5].str.data : strdup("");
-            f[5].str.data = NULL;
+            it->delim = g3_task_take_str(&f[5]);
             if (!it->delim)
                 goto err_no_memory;
         }
-        if (full) {
-            it->ctx[0] = f[0].str.data ? f[0].str.data : strdup("");
-            f[0].str.data = NULL;
-            for (int c = 0; c < nchoices; c++) {
-                it->ctx[c] = it->ctx[0];
-                it->cont[c] = f[1].arr[c];
-                f[1].arr[c] = NULL;
-            }
-        } else {
-            it->cont[0] = f[4].str.data ? f[4].str.data : strdup("");
-            f[4].str.data = NULL;
-            for (int c = 0; c < nchoices; c++) {
-                it->cont[c] = it->cont[0];
-                it->ctx[c] = f[3].arr[c];
-                f[3].arr[c] = NULL;
-            }
-        }
+        if (full)   /* one context, a continuation per choice */
+            g3_task_mc_fill(it->ctx, it->cont, &f[0], &f[1], nchoices);
+        else        /* partial scoring: a context per choice, one continuation */
+            g3_task_mc_fill(it->cont, it->ctx, &f[4], &f[3], nchoices);
     } else if (kind == G3_TASK_HELLASWAG) {
         char *cb, *q, *qp;
         nchoices = f[3].narr;

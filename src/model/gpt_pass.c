@@ -159,10 +159,8 @@ static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *
         a->lnf_mean = g3_carve(cv, n * f);
         a->lnf_rstd = g3_carve(cv, n * f);
         a->dlnf = g3_carve(cv, Np * m->C * e);
-        if (sp) {
-            a->lnf_s = g3_carve(cv, n * m->C * e);
-            a->dlnf_s = g3_carve(cv, n * m->C * e);
-        }
+        a->lnf_s = sp ? g3_carve(cv, n * m->C * e) : a->lnf;
+        a->dlnf_s = sp ? g3_carve(cv, n * m->C * e) : a->dlnf;
         a->losses = g3_carve(cv, N * f);
         a->lse = g3_carve(cv, N * f);
         a->logits = g3_carve(cv, (size_t)a->Nc * m->Vp_l * e);
@@ -257,6 +255,19 @@ g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
     return g3_gpt_acts_init_chunk(m, 0, B, T, acts_p);
 }
 
+/* Free a's host tables and a itself (its backend memory is the caller's to free). */
+static void g3_gpt_acts_free_host(g3_gpt_acts_t *a)
+{
+    free(a->host_gmax);
+    free(a->host_glog);
+    free(a->layer);
+    free(a->host_losses);
+    free(a->host_targets);
+    free(a->host_ce);
+    free(a->host_lse);
+    free(a);
+}
+
 g3_status_t g3_gpt_acts_init_chunk(g3_gpt_t *m, int chunk, int B, int T,
                                    g3_gpt_acts_t **acts_p)
 {
@@ -294,12 +305,7 @@ g3_status_t g3_gpt_acts_init_chunk(g3_gpt_t *m, int chunk, int B, int T,
     a->bytes = cv.used;
     st = be->ops->alloc(be, cv.used, "the activations", &a->base);
     if (st != G3_OK) {
-        free(a->layer);
-        free(a->host_losses);
-        free(a->host_targets);
-        free(a->host_ce);
-    free(a->host_lse);
-        free(a);
+        g3_gpt_acts_free_host(a);
         return st;
     }
     cv.base = a->base;
@@ -309,12 +315,7 @@ g3_status_t g3_gpt_acts_init_chunk(g3_gpt_t *m, int chunk, int B, int T,
     return G3_OK;
 
 err_free_acts:
-    free(a->layer);
-    free(a->host_losses);
-    free(a->host_targets);
-    free(a->host_ce);
-    free(a->host_lse);
-    free(a);
+    g3_gpt_acts_free_host(a);
 err_no_memory:
     g3_error("model: out of memory for the activation tables");
     return G3_ERR_NO_MEMORY;
@@ -327,14 +328,7 @@ void g3_gpt_acts_free(g3_gpt_t *m, g3_gpt_acts_t *a)
     m->be->ops->free(m->be, a->base);
     if (a->gstats)
         m->be->ops->free(m->be, a->gstats);
-    free(a->host_gmax);
-    free(a->host_glog);
-    free(a->layer);
-    free(a->host_losses);
-    free(a->host_targets);
-    free(a->host_ce);
-    free(a->host_lse);
-    free(a);
+    g3_gpt_acts_free_host(a);
 }
 
 size_t g3_gpt_acts_bytes(const g3_gpt_acts_t *a)
@@ -377,28 +371,71 @@ static g3_status_t g3_gpt_tp_sum(g3_gpt_t *m, void *buf, size_t n)
     return st;
 }
 
-/* SP: gather every TP rank's rows shard (n, C) of N tokens into full (TP n, C). */
-static g3_status_t g3_gpt_sp_gather(g3_gpt_t *m, const void *shard, void *full, int N)
+/* The two conjugate communication operators of a tensor-parallel pass (Megatron's f and g;
+ * their sequence-parallel forms from Korthikanti et al. 2022).  In the forward `enter` runs
+ * before a column-parallel product and `leave` after a row-parallel one; in the backward
+ * each stands where its transpose stood: `enter` before a row-parallel backward, `leave`
+ * after a column-parallel input gradient.
+ *                 enter          leave
+ *   plain TP      identity       all-reduce, in place
+ *   SP            all-gather     reduce-scatter (the padding rows [N, TP n) zeroed first)
+ * rows (n, C) act: this rank's rows of N tokens (all N of them under plain TP); full
+ * (TP n, C) act: every rank's rows. */
+typedef struct {
+    /* OUT *full_p: the N rows whose share `rows` holds: rows itself, or full gathered */
+    g3_status_t (*enter)(g3_gpt_t *m, const void *rows, void *full, int N,
+                         const void **full_p);
+    /* full's rows [0, N) summed over TP.  OUT *rows_p: this rank's rows of the sum: full
+     * itself, or rows scattered */
+    g3_status_t (*leave)(g3_gpt_t *m, void *full, void *rows, int N, void **rows_p);
+} g3_gpt_tp_ops_t;
+
+static g3_status_t g3_gpt_tp_enter(g3_gpt_t *m, const void *rows, void *full, int N,
+                                   const void **full_p)
+{
+    (void)m, (void)full, (void)N;
+    *full_p = rows;
+    return G3_OK;
+}
+
+static g3_status_t g3_gpt_tp_leave(g3_gpt_t *m, void *full, void *rows, int N, void **rows_p)
+{
+    (void)rows;
+    *rows_p = full;
+    return g3_gpt_tp_sum(m, full, (size_t)N * m->C);
+}
+
+static g3_status_t g3_gpt_sp_gather(g3_gpt_t *m, const void *rows, void *full, int N,
+                                    const void **full_p)
 {
     g3_status_t st = m->be->ops->sync(m->be);
+    *full_p = full;
     if (st == G3_OK)
-        st = m->tp.allgather_act(m->tp.ctx, shard, full, (size_t)g3_gpt_shard(m, N) * m->C);
+        st = m->tp.allgather_act(m->tp.ctx, rows, full, (size_t)g3_gpt_shard(m, N) * m->C);
     return st;
 }
 
-/* SP: sum full (TP n, C) (rows [0, N) of it written) over the TP group and keep this rank's
- * rows in shard (n, C); the padding rows [N, TP n) are zeroed first. */
-static g3_status_t g3_gpt_sp_scatter(g3_gpt_t *m, void *full, void *shard, int N)
+static g3_status_t g3_gpt_sp_scatter(g3_gpt_t *m, void *full, void *rows, int N, void **rows_p)
 {
     size_t n = (size_t)g3_gpt_shard(m, N), Np = n * m->cfg.tp_size;
     g3_status_t st;
+    *rows_p = rows;
     if (Np > (size_t)N)
         m->be->ops->zero(m->be, g3_gpt_at(m, full, (size_t)N * m->C),
                          (Np - (size_t)N) * m->C * m->esize);
     st = m->be->ops->sync(m->be);
     if (st == G3_OK)
-        st = m->tp.reduce_scatter(m->tp.ctx, full, shard, n * m->C);
+        st = m->tp.reduce_scatter(m->tp.ctx, full, rows, n * m->C);
     return st;
+}
+
+static const g3_gpt_tp_ops_t g3_gpt_tp_plain = {g3_gpt_tp_enter, g3_gpt_tp_leave};
+static const g3_gpt_tp_ops_t g3_gpt_tp_seq = {g3_gpt_sp_gather, g3_gpt_sp_scatter};
+
+/* RET: the operators of m's tensor-parallel mode. */
+static const g3_gpt_tp_ops_t *g3_gpt_tp_ops(const g3_gpt_t *m)
+{
+    return g3_gpt_sp(m) ? &g3_gpt_tp_seq : &g3_gpt_tp_plain;
 }
 
 /* Check ids against the real (unpadded) vocabulary before they index anything. */
@@ -471,87 +508,16 @@ static void g3_gpt_attn_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, g3_gpt_layer_acts_t *
 
 /* Layer li (local index) forward: resid[li] -> resid[li+1], activations in set s.
  * Tensor parallel: qkv and fc1 are column-parallel (local heads / MLP columns), dense and
- * fc2 row-parallel: their partial products are summed over the TP group before the
- * residual add, the bias added once (by TP rank 0) inside the sum. */
+ * fc2 row-parallel: their partial products are summed over the TP group (`leave`) before
+ * the residual add, the bias added once (by TP rank 0) inside the sum.  The residual
+ * stream x, y and the LayerNorms are this rank's nv of n rows (all N under plain TP);
+ * under sequence parallelism each LayerNorm output is all-gathered (`enter`) before the
+ * column-parallel product. */
 static g3_status_t g3_gpt_layer_fwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
                                     g3_gpt_layer_acts_t *s)
 {
     const g3_backend_ops_t *op = m->be->ops;
-    g3_backend_t *be = m->be;
-    const g3_gpt_layer_t *w = &m->pt.layers[a->lo + li];
-    int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
-    float eps = m->cfg.layernorm_epsilon;
-    void *x = g3_gpt_at(m, a->resid, (size_t)li * N * C), *y = g3_gpt_at(m, x, (size_t)N * C);
-    int bias_here = m->cfg.tp_rank == 0;
-    g3_status_t st;
-
-    op->layernorm_fwd(be, s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1_w, w->ln1_b, N, C, eps);
-    op->matmul_fwd(be, s->qkv, s->ln1, w->qkv_w, w->qkv_b, N, C, 3 * m->C_l);
-    op->attention_fwd(be, s->atty, s->att, s->qkv, B, T, m->NH_l, m->HS);
-    op->matmul_fwd(be, a->tmp, s->atty, w->proj_w, bias_here ? w->proj_b : NULL, N, m->C_l, C);
-    st = g3_gpt_tp_sum(m, a->tmp, (size_t)N * C);
-    if (st != G3_OK)
-        return st;
-    if (op->residual_layernorm_fwd) {   /* the optional fused ops of backend.h */
-        op->residual_layernorm_fwd(be, s->xmid, s->ln2, s->ln2_mean, s->ln2_rstd, x, a->tmp,
-                                   w->ln2_w, w->ln2_b, N, C, eps);
-    } else {
-        op->residual_fwd(be, s->xmid, x, a->tmp, (size_t)N * C);
-        op->layernorm_fwd(be, s->ln2, s->ln2_mean, s->ln2_rstd, s->xmid, w->ln2_w, w->ln2_b, N,
-                          C, eps);
-    }
-    g3_gpt_fc1_gelu_fwd(m, s, w, s->ln2, N);
-    op->matmul_fwd(be, a->tmp, s->fcg, w->fc2_w, bias_here ? w->fc2_b : NULL, N, m->F_l, C);
-    st = g3_gpt_tp_sum(m, a->tmp, (size_t)N * C);
-    if (st != G3_OK)
-        return st;
-    op->residual_fwd(be, y, s->xmid, a->tmp, (size_t)N * C);
-    return G3_OK;
-}
-
-/* Layer li backward: a->dres holds d resid[li+1] on entry and d resid[li] on return.
- * Tensor parallel: the input gradients of the column-parallel qkv and fc1 are partial
- * sums over the local columns; they are summed over the TP group before the LayerNorm
- * backward, so the replicated parameters (LayerNorms, dense/fc2 biases) get the same
- * gradient on every TP rank. */
-static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
-                                    g3_gpt_layer_acts_t *s)
-{
-    const g3_backend_ops_t *op = m->be->ops;
-    g3_backend_t *be = m->be;
-    const g3_gpt_layer_t *w = &m->pt.layers[a->lo + li];
-    g3_gpt_layer_t *g = &m->gt.layers[a->lo + li];
-    int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
-    void *x = g3_gpt_at(m, a->resid, (size_t)li * N * C);
-    g3_status_t st;
-
-    /* MLP: y = xmid + fc2(gelu(fc1(ln2(xmid)))) */
-    g3_gpt_fc2_gelu_bwd(m, a, s, w, g, a->dres, N);
-    op->matmul_bwd(be, a->d2, g->fc1_w, g->fc1_b, a->d1, s->ln2, w->fc1_w, N, C, m->F_l);
-    st = g3_gpt_tp_sum(m, a->d2, (size_t)N * C);
-    if (st != G3_OK)
-        return st;
-    op->layernorm_bwd(be, a->dres, g->ln2_w, g->ln2_b, a->d2, s->xmid, w->ln2_w, s->ln2_mean,
-                      s->ln2_rstd, N, C);
-    /* attention: xmid = x + dense(attn(qkv(ln1(x)))) */
-    g3_gpt_attn_bwd(m, a, s, w, g, a->dres);
-    op->matmul_bwd(be, a->d2, g->qkv_w, g->qkv_b, a->d1, s->ln1, w->qkv_w, N, C, 3 * m->C_l);
-    st = g3_gpt_tp_sum(m, a->d2, (size_t)N * C);
-    if (st != G3_OK)
-        return st;
-    op->layernorm_bwd(be, a->dres, g->ln1_w, g->ln1_b, a->d2, x, w->ln1_w, s->ln1_mean,
-                      s->ln1_rstd, N, C);
-    return G3_OK;
-}
-
-/* Layer li forward with sequence parallelism (Korthikanti et al. 2022): the residual
- * stream x, y and the LayerNorms are this rank's nv of n rows; each LayerNorm output is
- * all-gathered (g) before the column-parallel product, each row-parallel product is
- * reduce-scattered (g-bar) instead of all-reduced. */
-static g3_status_t g3_gpt_layer_fwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
-                                       g3_gpt_layer_acts_t *s)
-{
-    const g3_backend_ops_t *op = m->be->ops;
+    const g3_gpt_tp_ops_t *tp = g3_gpt_tp_ops(m);
     g3_backend_t *be = m->be;
     const g3_gpt_layer_t *w = &m->pt.layers[a->lo + li];
     int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
@@ -559,85 +525,96 @@ static g3_status_t g3_gpt_layer_fwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     float eps = m->cfg.layernorm_epsilon;
     void *x = g3_gpt_at(m, a->resid, (size_t)li * n * C), *y = g3_gpt_at(m, x, (size_t)n * C);
     int bias_here = m->cfg.tp_rank == 0;
+    const void *in;   /* (N, C) act: a LayerNorm output, every row */
+    void *sum;        /* (nv, C) act: this rank's rows of a projection summed over TP */
     g3_status_t st;
 
-    if (nv > 0)   /* a shard of padding only (fewer tokens than TP ranks): nothing to do */
+    if (nv > 0)   /* SP: a shard of padding only (fewer tokens than TP ranks): nothing to do */
         op->layernorm_fwd(be, s->ln1, s->ln1_mean, s->ln1_rstd, x, w->ln1_w, w->ln1_b, nv, C,
                           eps);
-    st = g3_gpt_sp_gather(m, s->ln1, a->gath, N);
+    st = tp->enter(m, s->ln1, a->gath, N, &in);
     if (st != G3_OK)
         return st;
-    op->matmul_fwd(be, s->qkv, a->gath, w->qkv_w, w->qkv_b, N, C, 3 * m->C_l);
+    op->matmul_fwd(be, s->qkv, in, w->qkv_w, w->qkv_b, N, C, 3 * m->C_l);
     op->attention_fwd(be, s->atty, s->att, s->qkv, B, T, m->NH_l, m->HS);
     op->matmul_fwd(be, a->tmp, s->atty, w->proj_w, bias_here ? w->proj_b : NULL, N, m->C_l, C);
-    st = g3_gpt_sp_scatter(m, a->tmp, a->ts, N);
+    st = tp->leave(m, a->tmp, a->ts, N, &sum);
     if (st != G3_OK)
         return st;
-    if (nv > 0) {
-        op->residual_fwd(be, s->xmid, x, a->ts, (size_t)nv * C);
+    if (nv > 0 && op->residual_layernorm_fwd) {   /* the optional fused ops of backend.h */
+        op->residual_layernorm_fwd(be, s->xmid, s->ln2, s->ln2_mean, s->ln2_rstd, x, sum,
+                                   w->ln2_w, w->ln2_b, nv, C, eps);
+    } else if (nv > 0) {
+        op->residual_fwd(be, s->xmid, x, sum, (size_t)nv * C);
         op->layernorm_fwd(be, s->ln2, s->ln2_mean, s->ln2_rstd, s->xmid, w->ln2_w, w->ln2_b,
                           nv, C, eps);
     }
-    st = g3_gpt_sp_gather(m, s->ln2, a->gath, N);
+    st = tp->enter(m, s->ln2, a->gath, N, &in);
     if (st != G3_OK)
         return st;
-    g3_gpt_fc1_gelu_fwd(m, s, w, a->gath, N);
+    g3_gpt_fc1_gelu_fwd(m, s, w, in, N);
     op->matmul_fwd(be, a->tmp, s->fcg, w->fc2_w, bias_here ? w->fc2_b : NULL, N, m->F_l, C);
-    st = g3_gpt_sp_scatter(m, a->tmp, a->ts, N);
+    st = tp->leave(m, a->tmp, a->ts, N, &sum);
     if (st != G3_OK)
         return st;
     if (nv > 0)
-        op->residual_fwd(be, y, s->xmid, a->ts, (size_t)nv * C);
+        op->residual_fwd(be, y, s->xmid, sum, (size_t)nv * C);
     return G3_OK;
 }
 
-/* Layer li backward with sequence parallelism: a->dres holds this rank's rows of
- * d resid[li+1] on entry and of d resid[li] on return.  The transposes: the gradient of a
- * reduce-scatter is an all-gather (of dres before each row-parallel backward), that of an
- * all-gather a reduce-scatter (of the column-parallel input gradients); the LayerNorm
- * outputs are gathered again for the weight gradients (Megatron keeps them sharded).  The
- * LayerNorm parameters' gradients cover this rank's rows only: the engine sums them over TP. */
-static g3_status_t g3_gpt_layer_bwd_sp(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
-                                       g3_gpt_layer_acts_t *s)
+/* Layer li backward: a->dres holds this rank's rows of d resid[li+1] on entry and of
+ * d resid[li] on return.  Each operator's transpose: d resid is entered (under SP
+ * all-gathered) before each row-parallel backward, and the input gradients of the
+ * column-parallel qkv and fc1, partial sums over the local columns, leave (summed over
+ * the TP group) before the LayerNorm backward, so the replicated parameters (LayerNorms,
+ * dense/fc2 biases) get the same gradient on every TP rank.  Under SP the LayerNorm
+ * outputs are gathered again for the weight gradients (Megatron keeps them sharded) and
+ * the LayerNorm parameters' gradients cover this rank's rows only: the engine sums them
+ * over TP. */
+static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
+                                    g3_gpt_layer_acts_t *s)
 {
     const g3_backend_ops_t *op = m->be->ops;
+    const g3_gpt_tp_ops_t *tp = g3_gpt_tp_ops(m);
     g3_backend_t *be = m->be;
     const g3_gpt_layer_t *w = &m->pt.layers[a->lo + li];
     g3_gpt_layer_t *g = &m->gt.layers[a->lo + li];
     int B = a->cur_B, T = a->cur_T, N = B * T, C = m->C;
     int n = g3_gpt_shard(m, N), nv = g3_gpt_shard_valid(m, N);
     void *x = g3_gpt_at(m, a->resid, (size_t)li * n * C);
+    const void *in;   /* (N, C) act: d resid or a LayerNorm output, every row */
+    void *dx;         /* (nv, C) act: this rank's rows of an input gradient summed over TP */
     g3_status_t st;
 
     /* MLP: y = xmid + fc2(gelu(fc1(ln2(xmid)))) */
-    st = g3_gpt_sp_gather(m, a->dres, a->gath, N);
+    st = tp->enter(m, a->dres, a->gath, N, &in);
     if (st != G3_OK)
         return st;
-    g3_gpt_fc2_gelu_bwd(m, a, s, w, g, a->gath, N);
-    st = g3_gpt_sp_gather(m, s->ln2, a->gath, N);
+    g3_gpt_fc2_gelu_bwd(m, a, s, w, g, in, N);
+    st = tp->enter(m, s->ln2, a->gath, N, &in);
     if (st != G3_OK)
         return st;
-    op->matmul_bwd(be, a->d2, g->fc1_w, g->fc1_b, a->d1, a->gath, w->fc1_w, N, C, m->F_l);
-    st = g3_gpt_sp_scatter(m, a->d2, a->ts, N);
+    op->matmul_bwd(be, a->d2, g->fc1_w, g->fc1_b, a->d1, in, w->fc1_w, N, C, m->F_l);
+    st = tp->leave(m, a->d2, a->ts, N, &dx);
     if (st != G3_OK)
         return st;
     if (nv > 0)
-        op->layernorm_bwd(be, a->dres, g->ln2_w, g->ln2_b, a->ts, s->xmid, w->ln2_w,
-                          s->ln2_mean, s->ln2_rstd, nv, C);
+        op->layernorm_bwd(be, a->dres, g->ln2_w, g->ln2_b, dx, s->xmid, w->ln2_w, s->ln2_mean,
+                          s->ln2_rstd, nv, C);
     /* attention: xmid = x + dense(attn(qkv(ln1(x)))) */
-    st = g3_gpt_sp_gather(m, a->dres, a->gath, N);
+    st = tp->enter(m, a->dres, a->gath, N, &in);
     if (st != G3_OK)
         return st;
-    g3_gpt_attn_bwd(m, a, s, w, g, a->gath);
-    st = g3_gpt_sp_gather(m, s->ln1, a->gath, N);
+    g3_gpt_attn_bwd(m, a, s, w, g, in);
+    st = tp->enter(m, s->ln1, a->gath, N, &in);
     if (st != G3_OK)
         return st;
-    op->matmul_bwd(be, a->d2, g->qkv_w, g->qkv_b, a->d1, a->gath, w->qkv_w, N, C, 3 * m->C_l);
-    st = g3_gpt_sp_scatter(m, a->d2, a->ts, N);
+    op->matmul_bwd(be, a->d2, g->qkv_w, g->qkv_b, a->d1, in, w->qkv_w, N, C, 3 * m->C_l);
+    st = tp->leave(m, a->d2, a->ts, N, &dx);
     if (st != G3_OK)
         return st;
     if (nv > 0)
-        op->layernorm_bwd(be, a->dres, g->ln1_w, g->ln1_b, a->ts, x, w->ln1_w, s->ln1_mean,
+        op->layernorm_bwd(be, a->dres, g->ln1_w, g->ln1_b, dx, x, w->ln1_w, s->ln1_mean,
                           s->ln1_rstd, nv, C);
     return G3_OK;
 }
@@ -654,26 +631,22 @@ static g3_gpt_layer_acts_t *g3_gpt_set(g3_gpt_acts_t *a, int li)
 static g3_status_t g3_gpt_trunk_fwd(g3_gpt_t *m, g3_gpt_acts_t *a)
 {
     int nl = a->nl;
+    /* (N, C) act: every row of the lookup, summed in place (SP: reduce-scattered into resid) */
+    void *emb = g3_gpt_sp(m) ? a->tmp : a->resid, *rows;
     g3_status_t st = G3_OK;
     if (a->emb && m->hooks.fwd_layer)
         st = m->hooks.fwd_layer(m->hooks.ctx, -1);
-    if (st == G3_OK && a->emb && g3_gpt_sp(m)) {   /* SP: reduce-scattered, not summed */
-        m->be->ops->embedding_fwd(m->be, a->tmp, a->tokens, m->pt.wte,
+    if (st == G3_OK && a->emb) {
+        m->be->ops->embedding_fwd(m->be, emb, a->tokens, m->pt.wte,
                                   m->cfg.tp_rank == 0 ? m->pt.wpe : NULL, a->cur_B, a->cur_T,
                                   m->C, m->v0, m->Vp_l);
-        st = g3_gpt_sp_scatter(m, a->tmp, a->resid, a->cur_B * a->cur_T);
-    } else if (st == G3_OK && a->emb) {
-        m->be->ops->embedding_fwd(m->be, a->resid, a->tokens, m->pt.wte,
-                                  m->cfg.tp_rank == 0 ? m->pt.wpe : NULL, a->cur_B, a->cur_T,
-                                  m->C, m->v0, m->Vp_l);
-        st = g3_gpt_tp_sum(m, a->resid, (size_t)a->cur_B * a->cur_T * m->C);
+        st = g3_gpt_tp_ops(m)->leave(m, emb, a->resid, a->cur_B * a->cur_T, &rows);
     }
     for (int li = 0; li < nl && st == G3_OK; li++) {
         if (m->hooks.fwd_layer)
             st = m->hooks.fwd_layer(m->hooks.ctx, a->lo + li);
         if (st == G3_OK)
-            st = g3_gpt_sp(m) ? g3_gpt_layer_fwd_sp(m, a, li, g3_gpt_set(a, li))
-                              : g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));
+            st = g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));
     }
     return st;
 }
@@ -904,8 +877,11 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
                            double *loss_sum_p)
 {
     const g3_backend_ops_t *op = m->be->ops;
+    const g3_gpt_tp_ops_t *tp = g3_gpt_tp_ops(m);
     g3_backend_t *be = m->be;
     int N = B * T, nl = a->nl, ns = g3_gpt_shard(m, N), nv = g3_gpt_shard_valid(m, N);
+    const void *lnf;   /* (N, C) act: every row of the final LayerNorm's output */
+    void *dlnf;        /* (nv, C) act: this rank's rows of its gradient, summed over TP */
     g3_status_t st;
     double sum = 0.0;
 
@@ -934,26 +910,21 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
             return st;
     }
 
-    if (g3_gpt_sp(m)) {   /* this rank's rows, then every row for the output layer */
-        if (nv > 0)
-            op->layernorm_fwd(be, a->lnf_s, a->lnf_mean, a->lnf_rstd,
-                              g3_gpt_at(m, a->resid, (size_t)nl * ns * m->C), m->pt.lnf_w,
-                              m->pt.lnf_b, nv, m->C, m->cfg.layernorm_epsilon);
-        st = g3_gpt_sp_gather(m, a->lnf_s, a->lnf, N);
-        if (st != G3_OK)
-            return st;
-    } else {
-        op->layernorm_fwd(be, a->lnf, a->lnf_mean, a->lnf_rstd,
-                          g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w,
-                          m->pt.lnf_b, N, m->C, m->cfg.layernorm_epsilon);
-    }
+    /* this rank's rows (lnf_s is lnf under plain TP), then every row for the output layer */
+    if (nv > 0)
+        op->layernorm_fwd(be, a->lnf_s, a->lnf_mean, a->lnf_rstd,
+                          g3_gpt_at(m, a->resid, (size_t)nl * ns * m->C), m->pt.lnf_w,
+                          m->pt.lnf_b, nv, m->C, m->cfg.layernorm_epsilon);
+    st = tp->enter(m, a->lnf_s, a->lnf, N, &lnf);
+    if (st != G3_OK)
+        return st;
     if (!targets)
         return op->sync(be);
     /* Output layer, chunk by chunk: logits = lnf . wte^T, loss, and (training) at once
      * dlogits = (softmax - onehot) dloss, dlnf = dlogits . wte, dwte += dlogits^T . lnf. */
     for (int r0 = 0; r0 < N; r0 += a->Nc) {
         int n = N - r0 < a->Nc ? N - r0 : a->Nc;
-        const void *x = g3_gpt_at(m, a->lnf, (size_t)r0 * m->C);
+        const void *x = g3_gpt_at(m, lnf, (size_t)r0 * m->C);
         op->matmul_fwd(be, a->logits, x, m->pt.wte, NULL, n, m->C, m->Vp_l);
         if (m->cfg.tp_size > 1) {
             st = a->xstats && m->tp.allgather
@@ -981,8 +952,7 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
     if (m->cfg.tp_size > 1) {
         /* the output layer is column-parallel over the vocabulary: sum its input gradient */
         if (dloss != 0.0f) {
-            st = g3_gpt_sp(m) ? g3_gpt_sp_scatter(m, a->dlnf, a->dlnf_s, N)
-                              : g3_gpt_tp_sum(m, a->dlnf, (size_t)N * m->C);
+            st = tp->leave(m, a->dlnf, a->dlnf_s, N, &dlnf);
             if (st != G3_OK)
                 return st;
         }
@@ -1003,8 +973,9 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
 {
     const g3_backend_ops_t *op = m->be->ops;
     g3_backend_t *be = m->be;
-    int N = a->cur_B * a->cur_T, nl = a->nl, sp = g3_gpt_sp(m);
+    int N = a->cur_B * a->cur_T, nl = a->nl;
     int n = g3_gpt_shard(m, N), nv = g3_gpt_shard_valid(m, N);
+    const void *dres;   /* (N, C) act: every row of d resid[0] */
     g3_status_t st = G3_OK;
 
     if (!a->head_grad) {
@@ -1012,39 +983,29 @@ g3_status_t g3_gpt_backward(g3_gpt_t *m, g3_gpt_acts_t *a)
         return G3_ERR_INTERNAL;
     }
     a->head_grad = 0;
-    if (a->head && sp) {
+    if (a->head) {   /* dlnf_s: this rank's rows of dlnf (dlnf itself under plain TP) */
         op->zero(be, a->dres, m->esize * (size_t)n * m->C);
         if (nv > 0)
             op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf_s,
                               g3_gpt_at(m, a->resid, (size_t)nl * n * m->C), m->pt.lnf_w,
                               a->lnf_mean, a->lnf_rstd, nv, m->C);
-    } else if (a->head) {
-        op->zero(be, a->dres, m->esize * (size_t)N * m->C);
-        op->layernorm_bwd(be, a->dres, m->gt.lnf_w, m->gt.lnf_b, a->dlnf,
-                          g3_gpt_at(m, a->resid, (size_t)nl * N * m->C), m->pt.lnf_w,
-                          a->lnf_mean, a->lnf_rstd, N, m->C);
     }   /* else dres holds the gradient the next stage sent */
     for (int li = nl - 1; li >= 0 && st == G3_OK; li--) {
         if (a->nsets == 1 && li != nl - 1)   /* the set still holds the last layer's */
-            st = sp ? g3_gpt_layer_fwd_sp(m, a, li, g3_gpt_set(a, li))
-                    : g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));   /* recompute */
+            st = g3_gpt_layer_fwd(m, a, li, g3_gpt_set(a, li));   /* recompute */
         if (st == G3_OK)
-            st = sp ? g3_gpt_layer_bwd_sp(m, a, li, g3_gpt_set(a, li))
-                    : g3_gpt_layer_bwd(m, a, li, g3_gpt_set(a, li));
+            st = g3_gpt_layer_bwd(m, a, li, g3_gpt_set(a, li));
         if (st == G3_OK && m->hooks.bwd_layer)
             st = m->hooks.bwd_layer(m->hooks.ctx, a->lo + li);
     }
     if (st != G3_OK)
         return st;
-    if (a->emb && sp) {   /* every row of the gradient for the lookup's backward */
-        st = g3_gpt_sp_gather(m, a->dres, a->gath, N);
+    if (a->emb) {   /* every row of the gradient for the lookup's backward */
+        st = g3_gpt_tp_ops(m)->enter(m, a->dres, a->gath, N, &dres);
         if (st != G3_OK)
             return st;
-        op->embedding_bwd(be, m->gt.wte, m->gt.wpe, a->gath, a->tokens, a->cur_B, a->cur_T,
-                          m->C, m->v0, m->Vp_l);
-    } else if (a->emb) {
-        op->embedding_bwd(be, m->gt.wte, m->gt.wpe, a->dres, a->tokens, a->cur_B, a->cur_T,
-                          m->C, m->v0, m->Vp_l);
+        op->embedding_bwd(be, m->gt.wte, m->gt.wpe, dres, a->tokens, a->cur_B, a->cur_T, m->C,
+                          m->v0, m->Vp_l);
     }
     return op->sync(be);
 }

@@ -511,6 +511,24 @@ static int g3_par_ilv_csets(int pp, int V, int64_t mmax, int r)
 /* The global event sequence's part for stage `me` for m micro-batches, every stage having
  * the sets of g3_par_ilv_csets(mmax).  OUT: *ops_p (malloc'ed), *nops_p.
  * RET: G3_ERR_NO_MEMORY, G3_ERR_INTERNAL when the rounds stop progressing (a bug). */
+/* Room for `need` ops in *ops_p (capacity *cap_p), doubled when short.
+ * RET: G3_OK, or G3_ERR_NO_MEMORY (logged; *ops_p left as it was). */
+static g3_status_t g3_par_ilv_reserve(g3_par_ilv_op_t **ops_p, int64_t *cap_p, int64_t need)
+{
+    g3_par_ilv_op_t *grown;
+
+    if (need <= *cap_p)
+        return G3_OK;
+    grown = realloc(*ops_p, sizeof(**ops_p) * (size_t)(*cap_p * 2));
+    if (!grown) {
+        g3_error("pipeline schedule: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    *ops_p = grown;
+    *cap_p *= 2;
+    return G3_OK;
+}
+
 static g3_status_t g3_par_ilv_program(int pp, int V, int64_t m, int64_t mmax, int me,
                                       g3_par_ilv_op_t **ops_p, int64_t *nops_p)
 {
@@ -585,15 +603,9 @@ static g3_status_t g3_par_ilv_program(int pp, int V, int64_t m, int64_t mmax, in
                 gin[G3_IX(to, tc, k)] = 1;
                 gleft[G3_IX(from, c, k)] = 1;
             }
-            if (nops + 2 > cap) {
-                g3_par_ilv_op_t *grown = realloc(ops, sizeof(*ops) * (size_t)(cap *= 2));
-                if (!grown) {
-                    g3_error("pipeline schedule: out of memory");
-                    st = G3_ERR_NO_MEMORY;
-                    goto out;
-                }
-                ops = grown;
-            }
+            st = g3_par_ilv_reserve(&ops, &cap, nops + 2);
+            if (st != G3_OK)
+                goto out;
             if (from == me)
                 G3_EMIT('S', fwd, c, k, to);
             if (to == me)
@@ -603,15 +615,9 @@ static g3_status_t g3_par_ilv_program(int pp, int V, int64_t m, int64_t mmax, in
             i--;
             progress = 1;
         }
-        if (nops + 2 * pp + 2 > cap) {
-            g3_par_ilv_op_t *grown = realloc(ops, sizeof(*ops) * (size_t)(cap *= 2));
-            if (!grown) {
-                g3_error("pipeline schedule: out of memory");
-                st = G3_ERR_NO_MEMORY;
-                goto out;
-            }
-            ops = grown;
-        }
+        st = g3_par_ilv_reserve(&ops, &cap, nops + 2 * pp + 2);
+        if (st != G3_OK)
+            goto out;
         if (!progress) {
             g3_error("pipeline schedule: the interleaved schedule of %lld micro-batches over %d stages x %d chunks stopped progressing (a bug)", (long long)m, pp, V);
             st = G3_ERR_INTERNAL;

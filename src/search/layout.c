@@ -223,23 +223,17 @@ int g3_plan_stage_fits(const g3_plan_flags_t *f, const g3_plan_t *p, const g3_pl
 
 /* ---- --search ------------------------------------------------------------------------------ */
 
+/* The candidates' order: those that fit first, then by predicted seconds, bubble, peak
+ * memory, TP, PP and V, ascending (each key exact in a double), then by SP. */
 static int g3_plan_candidate_cmp(const void *a, const void *b)
 {
     const g3_plan_candidate_t *x = a, *y = b;
-    if (x->fits != y->fits)
-        return x->fits ? -1 : 1;
-    if (x->seconds != y->seconds)
-        return x->seconds < y->seconds ? -1 : 1;
-    if (x->bubble != y->bubble)
-        return x->bubble < y->bubble ? -1 : 1;
-    if (x->peak != y->peak)
-        return x->peak < y->peak ? -1 : 1;
-    if (x->tp != y->tp)
-        return x->tp < y->tp ? -1 : 1;
-    if (x->pp != y->pp)
-        return x->pp < y->pp ? -1 : 1;
-    if (x->vpp != y->vpp)
-        return x->vpp < y->vpp ? -1 : 1;
+    const double kx[] = { !x->fits, x->seconds, x->bubble, x->peak, x->tp, x->pp, x->vpp };
+    const double ky[] = { !y->fits, y->seconds, y->bubble, y->peak, y->tp, y->pp, y->vpp };
+
+    for (size_t i = 0; i < sizeof(kx) / sizeof(kx[0]); i++)
+        if (kx[i] != ky[i])
+            return kx[i] < ky[i] ? -1 : 1;
     return x->sp - y->sp;
 }
 

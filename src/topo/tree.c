@@ -131,6 +131,17 @@ static g3_status_t g3_index_grow(g3_index_t **ixp, int n, char *const *keys)
     return G3_OK;
 }
 
+/* *p, a malloc'd array of the builder's, resized to n elements of elem bytes.
+ * RET: 0, or -1 on OOM (*p kept). */
+static int g3_builder_resize(void **p, int n, size_t elem)
+{
+    void *grown = realloc(*p, (size_t)n * elem);
+    if (grown == NULL)
+        return -1;
+    *p = grown;
+    return 0;
+}
+
 /* RET: the switch's index (created with no parent if new), or -1 on OOM. */
 static int g3_builder_switch(g3_builder_t *b, const char *name)
 {
@@ -141,19 +152,10 @@ static int g3_builder_switch(g3_builder_t *b, const char *name)
         return i;
     if (t->nswitches + 1 > b->cap_sw / 2) {
         int cap = b->cap_sw * 2;
-        char **nm = realloc(t->switch_names, (size_t)cap * sizeof(char *));
-        int *pa, *lv;
-        if (nm == NULL)
+        if (g3_builder_resize((void **)&t->switch_names, cap, sizeof(char *)) ||
+            g3_builder_resize((void **)&t->switch_parent, cap, sizeof(int)) ||
+            g3_builder_resize((void **)&t->switch_level, cap, sizeof(int)))
             return -1;
-        t->switch_names = nm;
-        pa = realloc(t->switch_parent, (size_t)cap * sizeof(int));
-        if (pa == NULL)
-            return -1;
-        t->switch_parent = pa;
-        lv = realloc(t->switch_level, (size_t)cap * sizeof(int));
-        if (lv == NULL)
-            return -1;
-        t->switch_level = lv;
         b->cap_sw = cap;
         if (g3_index_grow(&b->sw_ix, t->nswitches, t->switch_names) != G3_OK)
             return -1;
@@ -180,15 +182,9 @@ static int g3_builder_node(g3_builder_t *b, const char *name, int sw)
         return -2;
     if (t->nnodes + 1 > b->cap_nodes / 2) {
         int cap = b->cap_nodes * 2;
-        char **nm = realloc(t->node_names, (size_t)cap * sizeof(char *));
-        int *ns;
-        if (nm == NULL)
+        if (g3_builder_resize((void **)&t->node_names, cap, sizeof(char *)) ||
+            g3_builder_resize((void **)&t->node_switch, cap, sizeof(int)))
             return -1;
-        t->node_names = nm;
-        ns = realloc(t->node_switch, (size_t)cap * sizeof(int));
-        if (ns == NULL)
-            return -1;
-        t->node_switch = ns;
         b->cap_nodes = cap;
         if (g3_index_grow(&b->node_ix, t->nnodes, t->node_names) != G3_OK)
             return -1;

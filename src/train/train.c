@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,22 @@ typedef struct {
     g3_par_ckpt_stage_t      stage;     /* the saves' host staging area (par_ckpt.h)   */
     g3_task_set_t            tasks;     /* --eval-tasks (n 0: none)                    */
 } g3_trainer_t;
+
+/* One record (a JSON line, fmt ending in a newline) on the metrics file, when the run has
+ * one, flushed at once: a reader follows the run as it goes. */
+static void g3_trainer_record(g3_trainer_t *tr, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void g3_trainer_record(g3_trainer_t *tr, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!tr->metrics)
+        return;
+    va_start(ap, fmt);
+    vfprintf(tr->metrics, fmt, ap);
+    va_end(ap);
+    fflush(tr->metrics);
+}
 
 /* What the trainer's saves and resume move (train_ckpt.h). */
 static g3_train_ckpt_t g3_trainer_ckpt(g3_trainer_t *tr)
@@ -478,16 +495,13 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
         printf("  MFU is measured against %.1f GFLOP/s (%s)\n", tr->be->peak_flops / 1e9,
                tr->be->peak_how);
     fflush(stdout);
-    if (tr->metrics) {
-        fprintf(
-            tr->metrics,
-            "{\"event\":\"start\",\"num_layers\":%d,\"hidden_size\":%d,\"num_attention_heads\":%d,\"ffn_hidden_size\":%d,\"seq_length\":%d,\"vocab_size\":%d,\"padded_vocab_size\":%d,\"parameters\":%lld,\"micro_batch_size\":%lld,\"global_batch_size\":%lld,\"train_iters\":%lld,\"backend\":\"%s\",\"threads\":%d,\"peak_flops\":%.6g}\n",
-            m->num_layers, m->hidden_size, m->num_attention_heads, tr->model->F, m->seq_length,
-            m->vocab_size, tr->model->Vp, (long long)g3_gpt_num_parameters(m),
-            (long long)cfg->micro_batch_size, (long long)tr->plan.global_batch_size,
-            (long long)tr->plan.train_iters, tr->be->name, tr->be->nthreads, tr->peak);
-        fflush(tr->metrics);
-    }
+    g3_trainer_record(
+        tr,
+        "{\"event\":\"start\",\"num_layers\":%d,\"hidden_size\":%d,\"num_attention_heads\":%d,\"ffn_hidden_size\":%d,\"seq_length\":%d,\"vocab_size\":%d,\"padded_vocab_size\":%d,\"parameters\":%lld,\"micro_batch_size\":%lld,\"global_batch_size\":%lld,\"train_iters\":%lld,\"backend\":\"%s\",\"threads\":%d,\"peak_flops\":%.6g}\n",
+        m->num_layers, m->hidden_size, m->num_attention_heads, tr->model->F, m->seq_length,
+        m->vocab_size, tr->model->Vp, (long long)g3_gpt_num_parameters(m),
+        (long long)cfg->micro_batch_size, (long long)tr->plan.global_batch_size,
+        (long long)tr->plan.train_iters, tr->be->name, tr->be->nthreads, tr->peak);
 }
 
 /* The longest list of phases a log line or a metrics record gets. */
@@ -506,12 +520,10 @@ static void g3_trainer_committed(g3_trainer_t *tr, int64_t it, const g3_ckpt_tim
     printf(" committed the asynchronous checkpoint of iteration %lld: writer %.3f s (%s), commit %.3f s\n",
            (long long)it, writer_s, ph, tm->s[G3_CKPT_T_COMMIT]);
     fflush(stdout);
-    if (tr->metrics) {
-        fprintf(tr->metrics,
-                "{\"event\":\"commit\",\"iteration\":%lld,\"async\":true,\"writer_s\":%.6f,\"commit_s\":%.6f,\"phases\":{%s}}\n",
-                (long long)it, writer_s, tm->s[G3_CKPT_T_COMMIT], js);
-        fflush(tr->metrics);
-    }
+    g3_trainer_record(
+        tr,
+        "{\"event\":\"commit\",\"iteration\":%lld,\"async\":true,\"writer_s\":%.6f,\"commit_s\":%.6f,\"phases\":{%s}}\n",
+        (long long)it, writer_s, tm->s[G3_CKPT_T_COMMIT], js);
 }
 
 /* Save a checkpoint after iteration `it` and say how long training stood still for it. */
@@ -542,13 +554,10 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
     printf(" saved checkpoint at iteration %8lld to %s (%s): training stalled %.3f s (%s)\n",
            (long long)it, tr->cfg->save_dir, why, dt, ph);
     fflush(stdout);
-    if (tr->metrics) {
-        fprintf(
-            tr->metrics,
-            "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"%s\",\"stall_s\":%.6f,\"phases\":{%s}}\n",
-            (long long)it, (long long)consumed, why, dt, js);
-        fflush(tr->metrics);
-    }
+    g3_trainer_record(
+        tr,
+        "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"%s\",\"stall_s\":%.6f,\"phases\":{%s}}\n",
+        (long long)it, (long long)consumed, why, dt, js);
     return G3_OK;
 }
 
@@ -601,13 +610,10 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
             " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (host copy%s; %s)\n",
             (long long)it, tr->cfg->save_dir, dt, stage, ph);
     fflush(stdout);
-    if (tr->metrics) {
-        fprintf(
-            tr->metrics,
-            "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"save interval\",\"async\":true,\"stall_s\":%.6f,\"wait_previous_s\":%.6f,\"host_copy_s\":%.6f,\"phases\":{%s}}\n",
-            (long long)it, (long long)consumed, dt, t1 - t0, dt - (t1 - t0), js);
-        fflush(tr->metrics);
-    }
+    g3_trainer_record(
+        tr,
+        "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"save interval\",\"async\":true,\"stall_s\":%.6f,\"wait_previous_s\":%.6f,\"host_copy_s\":%.6f,\"phases\":{%s}}\n",
+        (long long)it, (long long)consumed, dt, t1 - t0, dt - (t1 - t0), js);
     return G3_OK;
 }
 
@@ -701,12 +707,10 @@ static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
     printf(" resumed from the checkpoint of iteration %lld in %s (consumed samples %lld): loaded in %.3f s (%s)\n",
            (long long)*start_it_p, cfg->load_dir, (long long)*consumed_p, dt, ph);
     fflush(stdout);
-    if (tr->metrics) {
-        fprintf(tr->metrics,
-                "{\"event\":\"load\",\"iteration\":%lld,\"consumed_samples\":%lld,\"load_s\":%.6f,\"phases\":{%s}}\n",
-                (long long)*start_it_p, (long long)*consumed_p, dt, js);
-        fflush(tr->metrics);
-    }
+    g3_trainer_record(
+        tr,
+        "{\"event\":\"load\",\"iteration\":%lld,\"consumed_samples\":%lld,\"load_s\":%.6f,\"phases\":{%s}}\n",
+        (long long)*start_it_p, (long long)*consumed_p, dt, js);
     if (*start_it_p > tr->plan.train_iters)
         g3_warn("the checkpoint is at iteration %lld, beyond --train-iters %lld: nothing to train",
                 (long long)*start_it_p, (long long)tr->plan.train_iters);
@@ -729,14 +733,11 @@ static g3_status_t g3_trainer_progress(g3_trainer_t *tr, int64_t it, int64_t con
         (long long)it, (long long)tr->plan.train_iters, (long long)consumed, ms, lr, (long long)gbs,
         sx->loss_sum / sx->n_iters, norm, tps, fl / 1e12, 100.0 * mfu);
     fflush(stdout);
-    if (tr->metrics) {
-        fprintf(
-            tr->metrics,
-            "{\"event\":\"train\",\"iteration\":%lld,\"train_iters\":%lld,\"consumed_samples\":%lld,\"ms_per_iter\":%.3f,\"lr\":%.9g,\"global_batch_size\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,\"tokens_per_s\":%.3f,\"tflops\":%.6g,\"mfu\":%.6g}\n",
-            (long long)it, (long long)tr->plan.train_iters, (long long)consumed, ms, lr,
-            (long long)gbs, sx->loss_sum / sx->n_iters, norm, tps, fl / 1e12, mfu);
-        fflush(tr->metrics);
-    }
+    g3_trainer_record(
+        tr,
+        "{\"event\":\"train\",\"iteration\":%lld,\"train_iters\":%lld,\"consumed_samples\":%lld,\"ms_per_iter\":%.3f,\"lr\":%.9g,\"global_batch_size\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,\"tokens_per_s\":%.3f,\"tflops\":%.6g,\"mfu\":%.6g}\n",
+        (long long)it, (long long)tr->plan.train_iters, (long long)consumed, ms, lr,
+        (long long)gbs, sx->loss_sum / sx->n_iters, norm, tps, fl / 1e12, mfu);
     g3_trainer_tb_progress(tr, it, sx->t_sum / sx->n_iters, tps, fl / 1e12, mfu);
     st = g3_train_timing_report(tr->timing, it, sx->n_iters, stdout, tr->metrics,
                                 tr->cfg->log_timers ? tr->tb : NULL);
@@ -766,13 +767,10 @@ static g3_status_t g3_trainer_stop(g3_trainer_t *tr, g3_train_ckpt_async_t **pen
     printf(" stopping at iteration %lld (%s): exit %d so that the job is requeued\n", (long long)it,
            why, g3_status_exit_code(G3_ERR_INTERRUPTED));
     fflush(stdout);
-    if (tr->metrics) {
-        fprintf(
-            tr->metrics,
-            "{\"event\":\"exit\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"%s\"}\n",
-            (long long)it, (long long)consumed, why);
-        fflush(tr->metrics);
-    }
+    g3_trainer_record(
+        tr,
+        "{\"event\":\"exit\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"%s\"}\n",
+        (long long)it, (long long)consumed, why);
     return G3_ERR_INTERRUPTED;
 }
 
@@ -889,8 +887,8 @@ static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **p
         char vl[32] = "null";
         if (!isnan(res->valid_loss))
             snprintf(vl, sizeof(vl), "%.9g", res->valid_loss);
-        fprintf(
-            tr->metrics,
+        g3_trainer_record(
+            tr,
             "{\"event\":\"end\",\"iteration\":%lld,\"consumed_samples\":%lld,\"loss\":%.9g,\"valid_loss\":%s}\n",
             (long long)res->iterations, (long long)res->consumed_samples, res->last_loss, vl);
     }
