@@ -15,12 +15,12 @@
 #include "core/log.h"
 
 static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
-static void h5_thread_init(void);
+static void g3_ckpt_h5_thread_init(void);
 static hid_t h5_types[G3_CKPT_DTYPE_COUNT];
 
 /* A float type from field positions (bf16 and f16 do not exist natively). */
-static hid_t h5_make_float(size_t spos, size_t epos, size_t esize, size_t mpos, size_t msize,
-                           size_t ebias)
+static hid_t g3_ckpt_h5_make_float(size_t spos, size_t epos, size_t esize, size_t mpos,
+                                   size_t msize, size_t ebias)
 {
     hid_t t = H5Tcopy(H5T_IEEE_F32LE);
     H5Tset_fields(t, spos, epos, esize, mpos, msize);
@@ -31,7 +31,7 @@ static hid_t h5_make_float(size_t spos, size_t epos, size_t esize, size_t mpos, 
     return t;
 }
 
-static void h5_init_once(void)
+static void g3_ckpt_h5_init_once(void)
 {
     /* No library shutdown at exit: after a read fails a metadata checksum (a damaged file),
      * libhdf5 1.10 keeps the file's shared structure with the entry it could not load, even
@@ -43,8 +43,8 @@ static void h5_init_once(void)
     H5dont_atexit();
     H5open();
     h5_types[G3_CKPT_F32]  = H5T_IEEE_F32LE;
-    h5_types[G3_CKPT_BF16] = h5_make_float(15, 7, 8, 0, 7, 127);
-    h5_types[G3_CKPT_F16]  = h5_make_float(15, 10, 5, 0, 10, 15);
+    h5_types[G3_CKPT_BF16] = g3_ckpt_h5_make_float(15, 7, 8, 0, 7, 127);
+    h5_types[G3_CKPT_F16]  = g3_ckpt_h5_make_float(15, 10, 5, 0, 10, 15);
     h5_types[G3_CKPT_F64]  = H5T_IEEE_F64LE;
     h5_types[G3_CKPT_I32]  = H5T_STD_I32LE;
     h5_types[G3_CKPT_I64]  = H5T_STD_I64LE;
@@ -53,8 +53,8 @@ static void h5_init_once(void)
 
 void g3_ckpt_h5_init(void)
 {
-    pthread_once(&h5_once, h5_init_once);
-    h5_thread_init();
+    pthread_once(&h5_once, g3_ckpt_h5_init_once);
+    g3_ckpt_h5_thread_init();
 }
 
 hid_t g3_ckpt_h5_type(g3_ckpt_dtype_t dtype)
@@ -94,11 +94,11 @@ typedef struct {
     char  *buf;
     size_t size;
     int    n, err;
-} h5_err_walk_t;
+} g3_ckpt_h5_err_walk_t;
 
-static herr_t h5_err_walk_cb(unsigned n, const H5E_error2_t *err, void *data)
+static herr_t g3_ckpt_h5_err_walk_cb(unsigned n, const H5E_error2_t *err, void *data)
 {
-    h5_err_walk_t *w = data;
+    g3_ckpt_h5_err_walk_t *w = data;
     size_t len = strlen(w->buf);
     const char *e;
 
@@ -118,12 +118,12 @@ static herr_t h5_err_walk_cb(unsigned n, const H5E_error2_t *err, void *data)
     return 0;
 }
 
-static void h5_err_format(hid_t stack, char *buf, size_t size)
+static void g3_ckpt_h5_err_format(hid_t stack, char *buf, size_t size)
 {
-    h5_err_walk_t w = { buf, size, 0, 0 };
+    g3_ckpt_h5_err_walk_t w = { buf, size, 0, 0 };
 
     buf[0] = '\0';
-    H5Ewalk2(stack, H5E_WALK_UPWARD, h5_err_walk_cb, &w);
+    H5Ewalk2(stack, H5E_WALK_UPWARD, g3_ckpt_h5_err_walk_cb, &w);
     if (w.err > 0) {
         char rest[512];
         snprintf(rest, sizeof(rest), "%s", buf);
@@ -131,26 +131,26 @@ static void h5_err_format(hid_t stack, char *buf, size_t size)
     }
 }
 
-static herr_t h5_err_auto(hid_t stack, void *data)
+static herr_t g3_ckpt_h5_err_auto(hid_t stack, void *data)
 {
     (void)data;
-    h5_err_format(stack, h5_last_err, sizeof(h5_last_err));
+    g3_ckpt_h5_err_format(stack, h5_last_err, sizeof(h5_last_err));
     return 0;
 }
 
 /* Per thread: HDF5 keeps the auto handler per thread in a thread-safe build. */
-static void h5_thread_init(void)
+static void g3_ckpt_h5_thread_init(void)
 {
     if (!h5_thread_ready) {
-        H5Eset_auto2(H5E_DEFAULT, h5_err_auto, NULL);
+        H5Eset_auto2(H5E_DEFAULT, g3_ckpt_h5_err_auto, NULL);
         h5_thread_ready = 1;
     }
 }
 
 const char *g3_ckpt_h5_errmsg(char *buf, size_t size)
 {
-    h5_thread_init();
-    h5_err_format(H5E_DEFAULT, buf, size);
+    g3_ckpt_h5_thread_init();
+    g3_ckpt_h5_err_format(H5E_DEFAULT, buf, size);
     if (buf[0] == '\0' && h5_last_err[0] != '\0')
         snprintf(buf, size, "%s", h5_last_err);
     h5_last_err[0] = '\0';
@@ -159,7 +159,7 @@ const char *g3_ckpt_h5_errmsg(char *buf, size_t size)
     return buf;
 }
 
-static hid_t h5_fapl(int create)
+static hid_t g3_ckpt_h5_fapl(int create)
 {
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
@@ -179,7 +179,7 @@ static hid_t h5_fapl(int create)
     return fapl;
 }
 
-static void h5_lock_hint(const char *msg)
+static void g3_ckpt_h5_lock_hint(const char *msg)
 {
     if (strstr(msg, "lock") != NULL)
         g3_error("this file system does not support HDF5 file locking: set HDF5_USE_FILE_LOCKING=FALSE (see docs/checkpoint-format.md, section 9)");
@@ -201,14 +201,14 @@ g3_status_t g3_ckpt_h5_open(const char *path, hid_t *file_p)
                  path, (long long)st.st_size);
         return G3_ERR_FORMAT;
     }
-    fapl = h5_fapl(0);
+    fapl = g3_ckpt_h5_fapl(0);
     file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     if (file < 0)
         g3_ckpt_h5_errmsg(msg, sizeof(msg));
     H5Pclose(fapl);
     if (file < 0) {
         g3_error("cannot open checkpoint file %s: %s (truncated or damaged?)", path, msg);
-        h5_lock_hint(msg);
+        g3_ckpt_h5_lock_hint(msg);
         return G3_ERR_FORMAT;
     }
     *file_p = file;
@@ -263,7 +263,7 @@ g3_status_t g3_ckpt_h5_create(const char *path, int sealed, hid_t *file_p)
     hid_t fapl, fcpl, file;
 
     g3_ckpt_h5_init();
-    fapl = h5_fapl(1);
+    fapl = g3_ckpt_h5_fapl(1);
     fcpl = H5Pcreate(H5P_FILE_CREATE);
     if (fapl < 0 || fcpl < 0) {
         g3_error("cannot create checkpoint file %s: HDF5 refused the file properties", path);
@@ -284,7 +284,7 @@ g3_status_t g3_ckpt_h5_create(const char *path, int sealed, hid_t *file_p)
     H5Pclose(fapl);
     if (file < 0) {
         g3_error("cannot create checkpoint file %s: %s", path, msg);
-        h5_lock_hint(msg);
+        g3_ckpt_h5_lock_hint(msg);
         return G3_ERR_IO;
     }
     *file_p = file;
@@ -304,7 +304,7 @@ g3_status_t g3_ckpt_h5_create(const char *path, int sealed, hid_t *file_p)
 #define SEAL_MAGIC "gpt3d-checkpoint-index-seal 1\n"
 #define SEAL_CHUNK (1u << 20)
 
-static void seal_format(unsigned char *block, int64_t size, uint32_t crc)
+static void g3_ckpt_seal_format(unsigned char *block, int64_t size, uint32_t crc)
 {
     memset(block, 0, G3_CKPT_SEAL_BYTES);
     snprintf((char *)block, G3_CKPT_SEAL_BYTES, "%ssize %lld\ncrc32c %08x\n", SEAL_MAGIC,
@@ -312,7 +312,7 @@ static void seal_format(unsigned char *block, int64_t size, uint32_t crc)
 }
 
 /* CRC-32C of bytes [G3_CKPT_SEAL_BYTES, size) of fd.  RET: G3_OK or G3_ERR_IO (errno set). */
-static g3_status_t seal_crc(int fd, int64_t size, uint32_t *crc_p)
+static g3_status_t g3_ckpt_seal_crc(int fd, int64_t size, uint32_t *crc_p)
 {
     unsigned char *buf = malloc(SEAL_CHUNK);
     uint32_t crc = 0;
@@ -345,8 +345,8 @@ g3_status_t g3_ckpt_index_seal(const char *path)
     g3_status_t st = G3_ERR_IO;
 
     if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size >= G3_CKPT_SEAL_BYTES &&
-        (st = seal_crc(fd, sb.st_size, &crc)) == G3_OK) {
-        seal_format(block, sb.st_size, crc);
+        (st = g3_ckpt_seal_crc(fd, sb.st_size, &crc)) == G3_OK) {
+        g3_ckpt_seal_format(block, sb.st_size, crc);
         if (pwrite(fd, block, sizeof(block), 0) != (ssize_t)sizeof(block))
             st = G3_ERR_IO;
     }
@@ -389,7 +389,7 @@ g3_status_t g3_ckpt_index_open(const char *path, hid_t *file_p, int *sealed_p)
     text[n > 0 ? n : 0] = '\0';
     if (n != (ssize_t)sizeof(block) || strncmp(text, SEAL_MAGIC, strlen(SEAL_MAGIC)) != 0 ||
         sscanf(text + strlen(SEAL_MAGIC), "size %lld\ncrc32c %8x\n", &size, &crc) != 2 ||
-        (seal_format(want, size, crc), memcmp(want, block, sizeof(block)) != 0)) {
+        (g3_ckpt_seal_format(want, size, crc), memcmp(want, block, sizeof(block)) != 0)) {
         g3_error("checkpoint index %s begins with neither gpt3d's checksum block nor an HDF5 signature (%lld bytes): it is damaged, foreign or was overwritten; restore it or load another checkpoint (--load-fallback)",
                  path, (long long)sb.st_size);
         close(fd);
@@ -401,7 +401,7 @@ g3_status_t g3_ckpt_index_open(const char *path, hid_t *file_p, int *sealed_p)
         close(fd);
         return G3_ERR_FORMAT;
     }
-    st = seal_crc(fd, size, &got);
+    st = g3_ckpt_seal_crc(fd, size, &got);
     close(fd);
     if (st != G3_OK) {
         g3_error("cannot read checkpoint index %s: %s", path, strerror(errno));
@@ -473,8 +473,8 @@ int g3_ckpt_link_exists(hid_t loc, const char *path)
 
 /* ---- attributes ---------------------------------------------------------------- */
 
-static g3_status_t attr_write(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
-                              hid_t space, const void *v)
+static g3_status_t g3_ckpt_attr_write(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
+                                      hid_t space, const void *v)
 {
     hid_t a;
     herr_t rc;
@@ -496,40 +496,40 @@ g3_status_t g3_ckpt_attr_write_str(hid_t obj, const char *name, const char *valu
 
     H5Tset_size(t, strlen(value) + 1);
     H5Tset_strpad(t, H5T_STR_NULLTERM);
-    st = attr_write(obj, name, t, t, s, value);
+    st = g3_ckpt_attr_write(obj, name, t, t, s, value);
     H5Sclose(s);
     H5Tclose(t);
     return st;
 }
 
 /* n values at v as a 1-D attribute, or one as a scalar (n < 0). */
-static g3_status_t attr_write_num(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
-                                  const void *v, int n)
+static g3_status_t g3_ckpt_attr_write_num(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
+                                          const void *v, int n)
 {
     hsize_t dims = n >= 0 ? (hsize_t)n : 1;
     hid_t s = n >= 0 ? H5Screate_simple(1, &dims, NULL) : H5Screate(H5S_SCALAR);
-    g3_status_t st = attr_write(obj, name, ftype, mtype, s, v);
+    g3_status_t st = g3_ckpt_attr_write(obj, name, ftype, mtype, s, v);
     H5Sclose(s);
     return st;
 }
 
 g3_status_t g3_ckpt_attr_write_i64(hid_t obj, const char *name, const int64_t *v, int n)
 {
-    return attr_write_num(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v, n);
+    return g3_ckpt_attr_write_num(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v, n);
 }
 
 g3_status_t g3_ckpt_attr_write_i32(hid_t obj, const char *name, int32_t v)
 {
-    return attr_write_num(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &v, -1);
+    return g3_ckpt_attr_write_num(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &v, -1);
 }
 
 g3_status_t g3_ckpt_attr_write_u32(hid_t obj, const char *name, uint32_t v)
 {
-    return attr_write_num(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v, -1);
+    return g3_ckpt_attr_write_num(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v, -1);
 }
 
-static g3_status_t attr_open(hid_t obj, const char *name, H5T_class_t cls, hid_t *a_p,
-                             hssize_t *npoints_p, size_t *size_p)
+static g3_status_t g3_ckpt_attr_open(hid_t obj, const char *name, H5T_class_t cls, hid_t *a_p,
+                                     hssize_t *npoints_p, size_t *size_p)
 {
     hid_t a, t, s;
     H5T_class_t c;
@@ -563,7 +563,7 @@ g3_status_t g3_ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t
     hid_t a, t;
     hssize_t np;
     size_t sz;
-    g3_status_t st = attr_open(obj, name, H5T_STRING, &a, &np, &sz);
+    g3_status_t st = g3_ckpt_attr_open(obj, name, H5T_STRING, &a, &np, &sz);
     herr_t rc;
 
     if (st != G3_OK)
@@ -582,12 +582,12 @@ g3_status_t g3_ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t
     return rc < 0 ? G3_ERR_FORMAT : G3_OK;
 }
 
-static g3_status_t attr_read_num(hid_t obj, const char *name, hid_t mtype, void *v, int n)
+static g3_status_t g3_ckpt_attr_read_num(hid_t obj, const char *name, hid_t mtype, void *v, int n)
 {
     hid_t a;
     hssize_t np;
     size_t sz;
-    g3_status_t st = attr_open(obj, name, H5Tget_class(mtype), &a, &np, &sz);
+    g3_status_t st = g3_ckpt_attr_open(obj, name, H5Tget_class(mtype), &a, &np, &sz);
     herr_t rc;
 
     if (st != G3_OK)
@@ -603,17 +603,17 @@ static g3_status_t attr_read_num(hid_t obj, const char *name, hid_t mtype, void 
 
 g3_status_t g3_ckpt_attr_read_i64(hid_t obj, const char *name, int64_t *v, int n)
 {
-    return attr_read_num(obj, name, H5T_NATIVE_INT64, v, n);
+    return g3_ckpt_attr_read_num(obj, name, H5T_NATIVE_INT64, v, n);
 }
 
 g3_status_t g3_ckpt_attr_read_i32(hid_t obj, const char *name, int32_t *v)
 {
-    return attr_read_num(obj, name, H5T_NATIVE_INT32, v, 1);
+    return g3_ckpt_attr_read_num(obj, name, H5T_NATIVE_INT32, v, 1);
 }
 
 g3_status_t g3_ckpt_attr_read_u32(hid_t obj, const char *name, uint32_t *v)
 {
-    return attr_read_num(obj, name, H5T_NATIVE_UINT32, v, 1);
+    return g3_ckpt_attr_read_num(obj, name, H5T_NATIVE_UINT32, v, 1);
 }
 
 g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *format, int *version_p)
@@ -666,17 +666,17 @@ uint32_t g3_ckpt_progress_crc(int64_t value)
 
 /* ---- tables ---------------------------------------------------------------------- */
 
-typedef enum { F_I32, F_U32, F_I64, F_I64x4, F_STR } field_kind_t;
+typedef enum { F_I32, F_U32, F_I64, F_I64x4, F_STR } g3_ckpt_field_kind_t;
 typedef struct {
-    const char  *name;
-    size_t       offset;
-    field_kind_t kind;
-    size_t       len;      /* F_STR: bytes */
-} field_t;
+    const char          *name;
+    size_t               offset;
+    g3_ckpt_field_kind_t kind;
+    size_t               len;      /* F_STR: bytes */
+} g3_ckpt_field_t;
 
 #define FLD(T, m, k, l) { #m, offsetof(T, m), k, l }
 
-static const field_t manifest_fields[] = {
+static const g3_ckpt_field_t manifest_fields[] = {
     FLD(g3_ckpt_mrow_t, tensor, F_STR, G3_CKPT_NAME_MAX),
     FLD(g3_ckpt_mrow_t, piece, F_I32, 0),
     FLD(g3_ckpt_mrow_t, dtype, F_STR, 8),
@@ -694,7 +694,7 @@ static const field_t manifest_fields[] = {
     { NULL, 0, 0, 0 }
 };
 
-static const field_t files_fields[] = {
+static const g3_ckpt_field_t files_fields[] = {
     FLD(g3_ckpt_frow_t, name, F_STR, 64),
     FLD(g3_ckpt_frow_t, kind, F_I32, 0),
     FLD(g3_ckpt_frow_t, tp, F_I32, 0),
@@ -705,7 +705,7 @@ static const field_t files_fields[] = {
     { NULL, 0, 0, 0 }
 };
 
-static const field_t tensors_fields[] = {
+static const g3_ckpt_field_t tensors_fields[] = {
     FLD(g3_ckpt_trow_t, name, F_STR, G3_CKPT_NAME_MAX),
     FLD(g3_ckpt_trow_t, dtype, F_STR, 8),
     FLD(g3_ckpt_trow_t, kind, F_I32, 0),
@@ -721,7 +721,7 @@ static const field_t tensors_fields[] = {
     { NULL, 0, 0, 0 }
 };
 
-static const field_t pieces_fields[] = {
+static const g3_ckpt_field_t pieces_fields[] = {
     FLD(g3_ckpt_prow_t, tensor, F_I32, 0),
     FLD(g3_ckpt_prow_t, file, F_I32, 0),
     FLD(g3_ckpt_prow_t, piece, F_I32, 0),
@@ -732,7 +732,7 @@ static const field_t pieces_fields[] = {
     { NULL, 0, 0, 0 }
 };
 
-static const field_t *table_fields(g3_ckpt_table_t table, size_t *size_p)
+static const g3_ckpt_field_t *g3_ckpt_table_fields(g3_ckpt_table_t table, size_t *size_p)
 {
     switch (table) {
     case G3_CKPT_TABLE_MANIFEST: *size_p = sizeof(g3_ckpt_mrow_t); return manifest_fields;
@@ -747,14 +747,14 @@ static const field_t *table_fields(g3_ckpt_table_t table, size_t *size_p)
 hid_t g3_ckpt_table_type(g3_ckpt_table_t table, int file)
 {
     size_t size, off = 0;
-    const field_t *f = table_fields(table, &size);
+    const g3_ckpt_field_t *f = g3_ckpt_table_fields(table, &size);
     hsize_t four = G3_CKPT_MAX_DIMS;
     hid_t t;
 
     /* the file type is packed: first compute its size */
     if (file) {
         size = 0;
-        for (const field_t *g = f; g->name; g++)
+        for (const g3_ckpt_field_t *g = f; g->name; g++)
             size += g->kind == F_STR ? g->len : g->kind == F_I64 ? 8 : g->kind == F_I64x4 ? 32 : 4;
     }
     t = H5Tcreate(H5T_COMPOUND, size);
@@ -914,7 +914,7 @@ g3_status_t g3_ckpt_table_read(hid_t loc, const char *name, g3_ckpt_table_t tabl
     void *rows;
     char msg[512];
 
-    table_fields(table, &rowsize);
+    g3_ckpt_table_fields(table, &rowsize);
     if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) {
         g3_error("%s has no /%s table: the file is damaged or not a complete checkpoint file", path, name);
         return G3_ERR_FORMAT;

@@ -27,7 +27,7 @@ static uint32_t crc32c_long[4][256];
 static uint32_t crc32c_short[4][256];
 #endif
 
-static void crc32c_init_tables(void)
+static void g3_crc32c_init_tables(void)
 {
     for (uint32_t n = 0; n < 256; n++) {
         uint32_t c = n;
@@ -44,7 +44,7 @@ static void crc32c_init_tables(void)
     }
 }
 
-static uint32_t crc32c_sw(uint32_t crc, const unsigned char *p, size_t n)
+static uint32_t g3_crc32c_sw(uint32_t crc, const unsigned char *p, size_t n)
 {
     while (n && ((uintptr_t)p & 7)) {
         crc = crc32c_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
@@ -68,7 +68,7 @@ static uint32_t crc32c_sw(uint32_t crc, const unsigned char *p, size_t n)
 
 #ifdef CRC32C_X86
 /* GF(2) 32x32 matrix (columns) times vector. */
-static uint32_t gf2_times(const uint32_t *mat, uint32_t vec)
+static uint32_t g3_crc32c_gf2_times(const uint32_t *mat, uint32_t vec)
 {
     uint32_t sum = 0;
     while (vec) {
@@ -80,14 +80,14 @@ static uint32_t gf2_times(const uint32_t *mat, uint32_t vec)
     return sum;
 }
 
-static void gf2_square(uint32_t *square, const uint32_t *mat)
+static void g3_crc32c_gf2_square(uint32_t *square, const uint32_t *mat)
 {
     for (int n = 0; n < 32; n++)
-        square[n] = gf2_times(mat, mat[n]);
+        square[n] = g3_crc32c_gf2_times(mat, mat[n]);
 }
 
 /* Tables applying "append len zero bytes" to a CRC register, one per byte. */
-static void crc32c_zeros_table(uint32_t zeros[4][256], size_t len)
+static void g3_crc32c_zeros_table(uint32_t zeros[4][256], size_t len)
 {
     uint32_t op[32], odd[32], even[32];
     uint32_t row = 1;
@@ -98,41 +98,41 @@ static void crc32c_zeros_table(uint32_t zeros[4][256], size_t len)
         odd[n] = row;
         row <<= 1;
     }
-    gf2_square(even, odd);   /* 2 bits */
-    gf2_square(odd, even);   /* 4 bits */
+    g3_crc32c_gf2_square(even, odd);   /* 2 bits */
+    g3_crc32c_gf2_square(odd, even);   /* 4 bits */
     /* odd now = 4 bits; square repeatedly to reach len bytes = 8*len bits */
     memset(op, 0, sizeof(op));
     for (int n = 0; n < 32; n++)
         op[n] = 1u << n;     /* identity */
     do {
-        gf2_square(even, odd);         /* 8 bits = 1 byte, then 2, 4, ... bytes */
+        g3_crc32c_gf2_square(even, odd);         /* 8 bits = 1 byte, then 2, 4, ... bytes */
         if (len & 1) {
             uint32_t tmp[32];
             for (int n = 0; n < 32; n++)
-                tmp[n] = gf2_times(even, op[n]);
+                tmp[n] = g3_crc32c_gf2_times(even, op[n]);
             memcpy(op, tmp, sizeof(op));
         }
         len >>= 1;
         if (len == 0)
             break;
-        gf2_square(odd, even);
+        g3_crc32c_gf2_square(odd, even);
         if (len & 1) {
             uint32_t tmp[32];
             for (int n = 0; n < 32; n++)
-                tmp[n] = gf2_times(odd, op[n]);
+                tmp[n] = g3_crc32c_gf2_times(odd, op[n]);
             memcpy(op, tmp, sizeof(op));
         }
         len >>= 1;
     } while (len);
     for (uint32_t n = 0; n < 256; n++) {
-        zeros[0][n] = gf2_times(op, n);
-        zeros[1][n] = gf2_times(op, n << 8);
-        zeros[2][n] = gf2_times(op, n << 16);
-        zeros[3][n] = gf2_times(op, n << 24);
+        zeros[0][n] = g3_crc32c_gf2_times(op, n);
+        zeros[1][n] = g3_crc32c_gf2_times(op, n << 8);
+        zeros[2][n] = g3_crc32c_gf2_times(op, n << 16);
+        zeros[3][n] = g3_crc32c_gf2_times(op, n << 24);
     }
 }
 
-static inline uint32_t crc32c_shift(uint32_t zeros[4][256], uint32_t crc)
+static inline uint32_t g3_crc32c_shift(uint32_t zeros[4][256], uint32_t crc)
 {
     return zeros[0][crc & 0xff] ^ zeros[1][(crc >> 8) & 0xff] ^
            zeros[2][(crc >> 16) & 0xff] ^ zeros[3][crc >> 24];
@@ -142,8 +142,8 @@ static inline uint32_t crc32c_shift(uint32_t zeros[4][256], uint32_t crc)
  * the first two over the zeros of the next (the instruction has a latency of 3 and a
  * throughput of 1, so interleaving triples the speed).  Inlined with a constant len. */
 __attribute__((target("sse4.2"), always_inline))
-static inline uint64_t crc32c_hw3(uint64_t c0, const unsigned char **pp, size_t *np, size_t len,
-                                  uint32_t zeros[4][256])
+static inline uint64_t g3_crc32c_hw3(uint64_t c0, const unsigned char **pp, size_t *np, size_t len,
+                                     uint32_t zeros[4][256])
 {
     const unsigned char *p = *pp;
     size_t n = *np;
@@ -161,8 +161,8 @@ static inline uint64_t crc32c_hw3(uint64_t c0, const unsigned char **pp, size_t 
             c2 = _mm_crc32_u64(c2, w2);
             p += 8;
         } while (p < end);
-        c0 = crc32c_shift(zeros, (uint32_t)c0) ^ c1;
-        c0 = crc32c_shift(zeros, (uint32_t)c0) ^ c2;
+        c0 = g3_crc32c_shift(zeros, (uint32_t)c0) ^ c1;
+        c0 = g3_crc32c_shift(zeros, (uint32_t)c0) ^ c2;
         p += 2 * len;
         n -= 3 * len;
     }
@@ -172,7 +172,7 @@ static inline uint64_t crc32c_hw3(uint64_t c0, const unsigned char **pp, size_t 
 }
 
 __attribute__((target("sse4.2")))
-static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p, size_t n)
+static uint32_t g3_crc32c_hw(uint32_t crc, const unsigned char *p, size_t n)
 {
     uint64_t c0 = crc;
 
@@ -180,8 +180,8 @@ static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p, size_t n)
         c0 = _mm_crc32_u8((uint32_t)c0, *p++);
         n--;
     }
-    c0 = crc32c_hw3(c0, &p, &n, CRC32C_LONG, crc32c_long);
-    c0 = crc32c_hw3(c0, &p, &n, CRC32C_SHORT, crc32c_short);
+    c0 = g3_crc32c_hw3(c0, &p, &n, CRC32C_LONG, crc32c_long);
+    c0 = g3_crc32c_hw3(c0, &p, &n, CRC32C_SHORT, crc32c_short);
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
@@ -195,15 +195,15 @@ static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p, size_t n)
 }
 #endif
 
-static void crc32c_init(void)
+static void g3_crc32c_init(void)
 {
-    crc32c_init_tables();
+    g3_crc32c_init_tables();
 #ifdef CRC32C_X86
     {
         unsigned a, b, c, d;
         if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2)) {
-            crc32c_zeros_table(crc32c_long, CRC32C_LONG);
-            crc32c_zeros_table(crc32c_short, CRC32C_SHORT);
+            g3_crc32c_zeros_table(crc32c_long, CRC32C_LONG);
+            g3_crc32c_zeros_table(crc32c_short, CRC32C_SHORT);
             crc32c_have_hw = 1;
         }
     }
@@ -215,15 +215,15 @@ int g3_crc32c_use_hw(int on);
 int g3_crc32c_use_hw(int on)
 {
     int was;
-    pthread_once(&crc32c_once, crc32c_init);
+    pthread_once(&crc32c_once, g3_crc32c_init);
     was = crc32c_have_hw;
 #ifdef CRC32C_X86
     {
         unsigned a, b, c, d;
         int cpu = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2);
         if (on && cpu && !crc32c_have_hw) {
-            crc32c_zeros_table(crc32c_long, CRC32C_LONG);
-            crc32c_zeros_table(crc32c_short, CRC32C_SHORT);
+            g3_crc32c_zeros_table(crc32c_long, CRC32C_LONG);
+            g3_crc32c_zeros_table(crc32c_short, CRC32C_SHORT);
         }
         crc32c_have_hw = on && cpu;
     }
@@ -235,11 +235,11 @@ int g3_crc32c_use_hw(int on)
 
 uint32_t g3_crc32c(uint32_t crc, const void *buf, size_t n)
 {
-    pthread_once(&crc32c_once, crc32c_init);
+    pthread_once(&crc32c_once, g3_crc32c_init);
     crc = ~crc;
 #ifdef CRC32C_X86
     if (crc32c_have_hw)
-        return ~crc32c_hw(crc, buf, n);
+        return ~g3_crc32c_hw(crc, buf, n);
 #endif
-    return ~crc32c_sw(crc, buf, n);
+    return ~g3_crc32c_sw(crc, buf, n);
 }

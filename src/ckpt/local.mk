@@ -2,7 +2,7 @@
 src_libgpt3d_a_SOURCES += \
 	src/ckpt/ckpt.h src/ckpt/ckpt_internal.h \
 	src/ckpt/crc32c.c \
-	src/ckpt/ckpt_util.c \
+	src/ckpt/ckpt_timing.c src/ckpt/ckpt_dtype.c src/ckpt/ckpt_box.c src/ckpt/ckpt_name.c \
 	src/ckpt/ckpt_h5.c \
 	src/ckpt/ckpt_state.c \
 	src/ckpt/ckpt_dir.c \
