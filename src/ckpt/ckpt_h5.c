@@ -14,9 +14,9 @@
 
 #include "core/log.h"
 
-static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g3_ckpt_h5_once = PTHREAD_ONCE_INIT;
 static void g3_ckpt_h5_thread_init(void);
-static hid_t h5_types[G3_CKPT_DTYPE_COUNT];
+static hid_t g3_ckpt_h5_types[G3_CKPT_DTYPE_COUNT];
 
 /* A float type from field positions (bf16 and f16 do not exist natively). */
 static hid_t g3_ckpt_h5_make_float(size_t spos, size_t epos, size_t esize, size_t mpos,
@@ -42,25 +42,25 @@ static void g3_ckpt_h5_init_once(void)
      * matters.  Effective only before the library's first use, which this is in gpt3d. */
     H5dont_atexit();
     H5open();
-    h5_types[G3_CKPT_F32]  = H5T_IEEE_F32LE;
-    h5_types[G3_CKPT_BF16] = g3_ckpt_h5_make_float(15, 7, 8, 0, 7, 127);
-    h5_types[G3_CKPT_F16]  = g3_ckpt_h5_make_float(15, 10, 5, 0, 10, 15);
-    h5_types[G3_CKPT_F64]  = H5T_IEEE_F64LE;
-    h5_types[G3_CKPT_I32]  = H5T_STD_I32LE;
-    h5_types[G3_CKPT_I64]  = H5T_STD_I64LE;
-    h5_types[G3_CKPT_U8]   = H5T_STD_U8LE;
+    g3_ckpt_h5_types[G3_CKPT_F32]  = H5T_IEEE_F32LE;
+    g3_ckpt_h5_types[G3_CKPT_BF16] = g3_ckpt_h5_make_float(15, 7, 8, 0, 7, 127);
+    g3_ckpt_h5_types[G3_CKPT_F16]  = g3_ckpt_h5_make_float(15, 10, 5, 0, 10, 15);
+    g3_ckpt_h5_types[G3_CKPT_F64]  = H5T_IEEE_F64LE;
+    g3_ckpt_h5_types[G3_CKPT_I32]  = H5T_STD_I32LE;
+    g3_ckpt_h5_types[G3_CKPT_I64]  = H5T_STD_I64LE;
+    g3_ckpt_h5_types[G3_CKPT_U8]   = H5T_STD_U8LE;
 }
 
 void g3_ckpt_h5_init(void)
 {
-    pthread_once(&h5_once, g3_ckpt_h5_init_once);
+    pthread_once(&g3_ckpt_h5_once, g3_ckpt_h5_init_once);
     g3_ckpt_h5_thread_init();
 }
 
 hid_t g3_ckpt_h5_type(g3_ckpt_dtype_t dtype)
 {
     g3_ckpt_h5_init();
-    return h5_types[dtype];
+    return g3_ckpt_h5_types[dtype];
 }
 
 int g3_ckpt_h5_dset_matches(hid_t d, hid_t type, int ndim, const int64_t *shape)
@@ -87,8 +87,8 @@ int g3_ckpt_h5_dset_matches(hid_t d, hid_t type, int ndim, const int64_t *shape)
  * checkpoint, keeps the text of the last failure of that thread; g3_ckpt_h5_errmsg hands it
  * out once.  An errno that HDF5 reports inside its text ("errno = 28, error message = ...")
  * is put first, as strerror's words: it is usually the whole story. */
-static __thread char h5_last_err[512];
-static __thread int h5_thread_ready;
+static __thread char g3_ckpt_h5_last_err[512];
+static __thread int g3_ckpt_h5_thread_ready;
 
 typedef struct {
     char  *buf;
@@ -134,16 +134,16 @@ static void g3_ckpt_h5_err_format(hid_t stack, char *buf, size_t size)
 static herr_t g3_ckpt_h5_err_auto(hid_t stack, void *data)
 {
     (void)data;
-    g3_ckpt_h5_err_format(stack, h5_last_err, sizeof(h5_last_err));
+    g3_ckpt_h5_err_format(stack, g3_ckpt_h5_last_err, sizeof(g3_ckpt_h5_last_err));
     return 0;
 }
 
 /* Per thread: HDF5 keeps the auto handler per thread in a thread-safe build. */
 static void g3_ckpt_h5_thread_init(void)
 {
-    if (!h5_thread_ready) {
+    if (!g3_ckpt_h5_thread_ready) {
         H5Eset_auto2(H5E_DEFAULT, g3_ckpt_h5_err_auto, NULL);
-        h5_thread_ready = 1;
+        g3_ckpt_h5_thread_ready = 1;
     }
 }
 
@@ -151,9 +151,9 @@ const char *g3_ckpt_h5_errmsg(char *buf, size_t size)
 {
     g3_ckpt_h5_thread_init();
     g3_ckpt_h5_err_format(H5E_DEFAULT, buf, size);
-    if (buf[0] == '\0' && h5_last_err[0] != '\0')
-        snprintf(buf, size, "%s", h5_last_err);
-    h5_last_err[0] = '\0';
+    if (buf[0] == '\0' && g3_ckpt_h5_last_err[0] != '\0')
+        snprintf(buf, size, "%s", g3_ckpt_h5_last_err);
+    g3_ckpt_h5_last_err[0] = '\0';
     if (buf[0] == '\0')
         snprintf(buf, size, "no HDF5 error detail");
     return buf;
@@ -220,14 +220,14 @@ g3_status_t g3_ckpt_h5_open(const char *path, hid_t *file_p)
  * them in fractal heaps whose free-space records readers never look at and whose direct
  * blocks carry no checksum, so a flipped byte there would go unnoticed.  A group's links are
  * then found by a scan of its header in memory: a few thousand pieces per file cost nothing. */
-#define H5_COMPACT_MAX 65535
+#define G3_CKPT_H5_COMPACT_MAX 65535
 
 hid_t g3_ckpt_h5_gcpl(void)
 {
     hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
 
-    H5Pset_link_phase_change(gcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);
-    H5Pset_attr_phase_change(gcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);
+    H5Pset_link_phase_change(gcpl, G3_CKPT_H5_COMPACT_MAX, G3_CKPT_H5_COMPACT_MAX - 1);
+    H5Pset_attr_phase_change(gcpl, G3_CKPT_H5_COMPACT_MAX, G3_CKPT_H5_COMPACT_MAX - 1);
     return gcpl;
 }
 
@@ -273,8 +273,9 @@ g3_status_t g3_ckpt_h5_create(const char *path, int sealed, hid_t *file_p)
             H5Pclose(fcpl);
         return G3_ERR_IO;
     }
-    H5Pset_link_phase_change(fcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);   /* the root group */
-    H5Pset_attr_phase_change(fcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);
+    /* the root group */
+    H5Pset_link_phase_change(fcpl, G3_CKPT_H5_COMPACT_MAX, G3_CKPT_H5_COMPACT_MAX - 1);
+    H5Pset_attr_phase_change(fcpl, G3_CKPT_H5_COMPACT_MAX, G3_CKPT_H5_COMPACT_MAX - 1);
     if (sealed)    /* room for the seal, written by g3_ckpt_index_seal after the close */
         H5Pset_userblock(fcpl, G3_CKPT_SEAL_BYTES);
     file = H5Fcreate(path, H5F_ACC_EXCL, fcpl, fapl);
@@ -301,26 +302,26 @@ g3_status_t g3_ckpt_h5_create(const char *path, int sealed, hid_t *file_p)
  * and zero bytes up to 512; the CRC-32C is over bytes [512, size).  The reader rebuilds the
  * whole block from the values it parsed and compares all 512 bytes, so every byte of the file
  * is covered. */
-#define SEAL_MAGIC "gpt3d-checkpoint-index-seal 1\n"
-#define SEAL_CHUNK (1u << 20)
+#define G3_CKPT_SEAL_MAGIC "gpt3d-checkpoint-index-seal 1\n"
+#define G3_CKPT_SEAL_CHUNK (1u << 20)
 
 static void g3_ckpt_seal_format(unsigned char *block, int64_t size, uint32_t crc)
 {
     memset(block, 0, G3_CKPT_SEAL_BYTES);
-    snprintf((char *)block, G3_CKPT_SEAL_BYTES, "%ssize %lld\ncrc32c %08x\n", SEAL_MAGIC,
+    snprintf((char *)block, G3_CKPT_SEAL_BYTES, "%ssize %lld\ncrc32c %08x\n", G3_CKPT_SEAL_MAGIC,
              (long long)size, crc);
 }
 
 /* CRC-32C of bytes [G3_CKPT_SEAL_BYTES, size) of fd.  RET: G3_OK or G3_ERR_IO (errno set). */
 static g3_status_t g3_ckpt_seal_crc(int fd, int64_t size, uint32_t *crc_p)
 {
-    unsigned char *buf = malloc(SEAL_CHUNK);
+    unsigned char *buf = malloc(G3_CKPT_SEAL_CHUNK);
     uint32_t crc = 0;
 
     if (buf == NULL)
         return G3_ERR_NO_MEMORY;
     for (int64_t off = G3_CKPT_SEAL_BYTES; off < size;) {
-        size_t want = size - off < SEAL_CHUNK ? (size_t)(size - off) : SEAL_CHUNK;
+        size_t want = size - off < G3_CKPT_SEAL_CHUNK ? (size_t)(size - off) : G3_CKPT_SEAL_CHUNK;
         ssize_t n = pread(fd, buf, want, (off_t)off);
         if (n <= 0) {
             if (n == 0)
@@ -387,8 +388,9 @@ g3_status_t g3_ckpt_index_open(const char *path, hid_t *file_p, int *sealed_p)
     }
     memcpy(text, block, n > 0 ? (size_t)n : 0);
     text[n > 0 ? n : 0] = '\0';
-    if (n != (ssize_t)sizeof(block) || strncmp(text, SEAL_MAGIC, strlen(SEAL_MAGIC)) != 0 ||
-        sscanf(text + strlen(SEAL_MAGIC), "size %lld\ncrc32c %8x\n", &size, &crc) != 2 ||
+    if (n != (ssize_t)sizeof(block) ||
+        strncmp(text, G3_CKPT_SEAL_MAGIC, strlen(G3_CKPT_SEAL_MAGIC)) != 0 ||
+        sscanf(text + strlen(G3_CKPT_SEAL_MAGIC), "size %lld\ncrc32c %8x\n", &size, &crc) != 2 ||
         (g3_ckpt_seal_format(want, size, crc), memcmp(want, block, sizeof(block)) != 0)) {
         g3_error("checkpoint index %s begins with neither gpt3d's checksum block nor an HDF5 signature (%lld bytes): it is damaged, foreign or was overwritten; restore it or load another checkpoint (--load-fallback)",
                  path, (long long)sb.st_size);
@@ -675,26 +677,28 @@ typedef struct {
 } g3_ckpt_field_t;
 
 #define FLD(T, m, k, l) { #m, offsetof(T, m), k, l }
+/* The tensor description a /manifest row and a /tensors row both carry, in two runs of
+ * fields that keep their places in both tables (the order is the file format's): its type
+ * and global shape, and its sharding rule. */
+#define G3_CKPT_TYPE_FIELDS(T)                                                          \
+    FLD(T, dtype, F_STR, 8), FLD(T, kind, F_I32, 0), FLD(T, ndim, F_I32, 0),            \
+        FLD(T, shape, F_I64x4, 0)
+#define G3_CKPT_RULE_FIELDS(T)                                                          \
+    FLD(T, tp_dim, F_I32, 0), FLD(T, tp_parts, F_I32, 0), FLD(T, pp_layer, F_I32, 0),   \
+        FLD(T, pad_dim, F_I32, 0), FLD(T, unpadded, F_I64, 0)
 
-static const g3_ckpt_field_t manifest_fields[] = {
+static const g3_ckpt_field_t g3_ckpt_manifest_fields[] = {
     FLD(g3_ckpt_mrow_t, tensor, F_STR, G3_CKPT_NAME_MAX),
     FLD(g3_ckpt_mrow_t, piece, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, dtype, F_STR, 8),
-    FLD(g3_ckpt_mrow_t, kind, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, ndim, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, shape, F_I64x4, 0),
+    G3_CKPT_TYPE_FIELDS(g3_ckpt_mrow_t),
     FLD(g3_ckpt_mrow_t, offset, F_I64x4, 0),
     FLD(g3_ckpt_mrow_t, extent, F_I64x4, 0),
     FLD(g3_ckpt_mrow_t, crc32c, F_U32, 0),
-    FLD(g3_ckpt_mrow_t, tp_dim, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, tp_parts, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, pp_layer, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, pad_dim, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, unpadded, F_I64, 0),
+    G3_CKPT_RULE_FIELDS(g3_ckpt_mrow_t),
     { NULL, 0, 0, 0 }
 };
 
-static const g3_ckpt_field_t files_fields[] = {
+static const g3_ckpt_field_t g3_ckpt_files_fields[] = {
     FLD(g3_ckpt_frow_t, name, F_STR, 64),
     FLD(g3_ckpt_frow_t, kind, F_I32, 0),
     FLD(g3_ckpt_frow_t, tp, F_I32, 0),
@@ -705,23 +709,16 @@ static const g3_ckpt_field_t files_fields[] = {
     { NULL, 0, 0, 0 }
 };
 
-static const g3_ckpt_field_t tensors_fields[] = {
+static const g3_ckpt_field_t g3_ckpt_tensors_fields[] = {
     FLD(g3_ckpt_trow_t, name, F_STR, G3_CKPT_NAME_MAX),
-    FLD(g3_ckpt_trow_t, dtype, F_STR, 8),
-    FLD(g3_ckpt_trow_t, kind, F_I32, 0),
-    FLD(g3_ckpt_trow_t, ndim, F_I32, 0),
-    FLD(g3_ckpt_trow_t, shape, F_I64x4, 0),
-    FLD(g3_ckpt_trow_t, tp_dim, F_I32, 0),
-    FLD(g3_ckpt_trow_t, tp_parts, F_I32, 0),
-    FLD(g3_ckpt_trow_t, pp_layer, F_I32, 0),
-    FLD(g3_ckpt_trow_t, pad_dim, F_I32, 0),
-    FLD(g3_ckpt_trow_t, unpadded, F_I64, 0),
+    G3_CKPT_TYPE_FIELDS(g3_ckpt_trow_t),
+    G3_CKPT_RULE_FIELDS(g3_ckpt_trow_t),
     FLD(g3_ckpt_trow_t, first_piece, F_I64, 0),
     FLD(g3_ckpt_trow_t, npieces, F_I64, 0),
     { NULL, 0, 0, 0 }
 };
 
-static const g3_ckpt_field_t pieces_fields[] = {
+static const g3_ckpt_field_t g3_ckpt_pieces_fields[] = {
     FLD(g3_ckpt_prow_t, tensor, F_I32, 0),
     FLD(g3_ckpt_prow_t, file, F_I32, 0),
     FLD(g3_ckpt_prow_t, piece, F_I32, 0),
@@ -735,10 +732,10 @@ static const g3_ckpt_field_t pieces_fields[] = {
 static const g3_ckpt_field_t *g3_ckpt_table_fields(g3_ckpt_table_t table, size_t *size_p)
 {
     switch (table) {
-    case G3_CKPT_TABLE_MANIFEST: *size_p = sizeof(g3_ckpt_mrow_t); return manifest_fields;
-    case G3_CKPT_TABLE_FILES:    *size_p = sizeof(g3_ckpt_frow_t); return files_fields;
-    case G3_CKPT_TABLE_TENSORS:  *size_p = sizeof(g3_ckpt_trow_t); return tensors_fields;
-    case G3_CKPT_TABLE_PIECES:   *size_p = sizeof(g3_ckpt_prow_t); return pieces_fields;
+    case G3_CKPT_TABLE_MANIFEST: *size_p = sizeof(g3_ckpt_mrow_t); return g3_ckpt_manifest_fields;
+    case G3_CKPT_TABLE_FILES:    *size_p = sizeof(g3_ckpt_frow_t); return g3_ckpt_files_fields;
+    case G3_CKPT_TABLE_TENSORS:  *size_p = sizeof(g3_ckpt_trow_t); return g3_ckpt_tensors_fields;
+    case G3_CKPT_TABLE_PIECES:   *size_p = sizeof(g3_ckpt_prow_t); return g3_ckpt_pieces_fields;
     }
     *size_p = 0;
     return NULL;

@@ -26,7 +26,7 @@ static void g3_ckpt_load_timing_add(g3_ckpt_phase_t phase, double *t0)
     g3_ckpt_timing_add(g3_ckpt_tm, phase, t0);
 }
 
-#define LOAD_BLOCK_BYTES (64u << 20)   /* streaming buffer for partial reads */
+#define G3_CKPT_LOAD_BLOCK_BYTES (64u << 20)   /* streaming buffer for partial reads */
 
 const char *const G3_CKPT_MODEL_KEYS[] = {
     "num-layers", "hidden-size", "num-attention-heads", "ffn-hidden-size",
@@ -487,22 +487,27 @@ static g3_status_t g3_ckpt_kv_get(g3_ckpt_reader_t *r, const char *key, g3_ckpt_
     return G3_OK;
 }
 
-g3_status_t g3_ckpt_reader_get_i64(g3_ckpt_reader_t *r, const char *key, int64_t *values, int n)
+/* A numeric entry (int64 or float64: 8 bytes a value) of n values, copied to values. */
+static g3_status_t g3_ckpt_kv_get_num(g3_ckpt_reader_t *r, const char *key,
+                                      g3_ckpt_kv_type_t type, int n, void *values)
 {
     const g3_ckpt_kv_t *kv;
-    g3_status_t st = g3_ckpt_kv_get(r, key, G3_CKPT_KV_I64, n, &kv);
+    g3_status_t st = g3_ckpt_kv_get(r, key, type, n, &kv);
+
+    _Static_assert(sizeof(int64_t) == 8 && sizeof(double) == 8, "8-byte state values");
     if (st == G3_OK)
-        memcpy(values, kv->values, (size_t)n * sizeof(int64_t));
+        memcpy(values, kv->values, (size_t)n * 8);
     return st;
+}
+
+g3_status_t g3_ckpt_reader_get_i64(g3_ckpt_reader_t *r, const char *key, int64_t *values, int n)
+{
+    return g3_ckpt_kv_get_num(r, key, G3_CKPT_KV_I64, n, values);
 }
 
 g3_status_t g3_ckpt_reader_get_f64(g3_ckpt_reader_t *r, const char *key, double *values, int n)
 {
-    const g3_ckpt_kv_t *kv;
-    g3_status_t st = g3_ckpt_kv_get(r, key, G3_CKPT_KV_F64, n, &kv);
-    if (st == G3_OK)
-        memcpy(values, kv->values, (size_t)n * sizeof(double));
-    return st;
+    return g3_ckpt_kv_get_num(r, key, G3_CKPT_KV_F64, n, values);
 }
 
 g3_status_t g3_ckpt_reader_get_str(g3_ckpt_reader_t *r, const char *key, char *buf, size_t size)
@@ -673,7 +678,7 @@ static g3_status_t g3_ckpt_plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state
 /* Raw reads go in 2 MiB blocks: large enough for the kernel's read-ahead, small
  * enough that the checksum thread finds each block still in the CPU's cache
  * (8 and 16 MiB measured slower, 1 MiB no better). */
-#define RAW_BLOCK_BYTES (2u << 20)
+#define G3_CKPT_RAW_BLOCK_BYTES (2u << 20)
 
 /* Where a piece's bytes lie in its file, when HDF5 would hand them over
  * unchanged: a contiguous, unfiltered dataset of exactly nbytes, in a file
@@ -749,7 +754,7 @@ static void g3_ckpt_crc_follow_post(g3_ckpt_crc_follow_t *c, size_t ready, int s
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Read nbytes at addr of fd into buf in RAW_BLOCK_BYTES blocks, folding them
+/* Read nbytes at addr of fd into buf in G3_CKPT_RAW_BLOCK_BYTES blocks, folding them
  * into *crc_p (if not NULL): in a second thread when there are several blocks,
  * else after the read.  RET: 0, or errno (EIO for end of file: the file is
  * truncated). */
@@ -761,7 +766,7 @@ static int g3_ckpt_raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32
     size_t done = 0;
     double t0 = g3_ckpt_load_timing_now();
 
-    if (crc_p && nbytes > RAW_BLOCK_BYTES) {
+    if (crc_p && nbytes > G3_CKPT_RAW_BLOCK_BYTES) {
         memset(&c, 0, sizeof(c));
         c.buf = buf;
         c.crc = *crc_p;
@@ -777,9 +782,9 @@ static int g3_ckpt_raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32
         }
     }
     while (e == 0 && done < nbytes) {
-        ssize_t n = pread(fd, (char *)buf + done,
-                          nbytes - done < RAW_BLOCK_BYTES ? nbytes - done : RAW_BLOCK_BYTES,
-                          addr + (off_t)done);
+        size_t want = nbytes - done < G3_CKPT_RAW_BLOCK_BYTES ? nbytes - done
+                                                              : G3_CKPT_RAW_BLOCK_BYTES;
+        ssize_t n = pread(fd, (char *)buf + done, want, addr + (off_t)done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -932,7 +937,7 @@ static g3_status_t g3_ckpt_piece_read_rows(const g3_ckpt_piece_read_t *p, int64_
     return G3_OK;
 }
 
-/* Read path 3: the piece in blocks of whole rows (LOAD_BLOCK_BYTES), each block
+/* Read path 3: the piece in blocks of whole rows (G3_CKPT_LOAD_BLOCK_BYTES), each block
  * scattered to the work items w[0..n) that want part of it. */
 static g3_status_t g3_ckpt_piece_read_blocks(const g3_ckpt_piece_read_t *p, const g3_ckpt_work_t *w,
                                              size_t n, double *t0)
@@ -940,7 +945,7 @@ static g3_status_t g3_ckpt_piece_read_blocks(const g3_ckpt_piece_read_t *p, cons
     const g3_ckpt_prow_t *sp = p->sp;
     int ndim = p->t->ndim;
     int64_t row_elems = g3_ckpt_box_volume(ndim, sp->extent) / sp->extent[0];
-    int64_t rows = (int64_t)(LOAD_BLOCK_BYTES / ((size_t)row_elems * p->esz));
+    int64_t rows = (int64_t)(G3_CKPT_LOAD_BLOCK_BYTES / ((size_t)row_elems * p->esz));
     g3_status_t st = G3_OK;
     void *buf;
 

@@ -18,8 +18,9 @@
 #include "core/hook.h"
 #include "core/log.h"
 
-static const char *const reserved_names[] = { "config", "layout", "state", "files", "tensors",
-                                              "pieces", "manifest", NULL };
+static const char *const g3_ckpt_reserved_names[] = {
+    "config", "layout", "state", "files", "tensors", "pieces", "manifest", NULL
+};
 
 /* ---- phase 1: prepare ------------------------------------------------------------- */
 
@@ -813,11 +814,11 @@ static g3_status_t g3_ckpt_commit_add_tensor(g3_ckpt_commit_tables_t *c, const g
     g3_ckpt_dtype_t dt;
     g3_status_t st = G3_OK;
 
-    for (int k = 0; reserved_names[k]; k++)
-        if (strlen(reserved_names[k]) == first &&
-            strncmp(r->tensor, reserved_names[k], first) == 0) {
+    for (int k = 0; g3_ckpt_reserved_names[k]; k++)
+        if (strlen(g3_ckpt_reserved_names[k]) == first &&
+            strncmp(r->tensor, g3_ckpt_reserved_names[k], first) == 0) {
             g3_error("tensor name %s uses the reserved index name '%s': put tensors in a group such as model/ or optim/",
-                     r->tensor, reserved_names[k]);
+                     r->tensor, g3_ckpt_reserved_names[k]);
             st = G3_ERR_INVALID_ARG;
         }
     if (g3_ckpt_dtype_parse(r->dtype, &dt) != G3_OK || r->ndim < 1 || r->ndim > G3_CKPT_MAX_DIMS) {

@@ -142,6 +142,24 @@ static int g3_ckpt_tensor_same(const g3_ckpt_tensor_t *a, const g3_ckpt_tensor_t
     return 1;
 }
 
+/* Room for element n of an array *p of *cap elements of size bytes (doubling, from first).
+ * RET: 0 when out of memory (*p and *cap unchanged). */
+static int g3_ckpt_grow(void **p, int *cap, int n, int first, size_t size)
+{
+    void *q;
+    int c;
+
+    if (n < *cap)
+        return 1;
+    c = *cap ? 2 * *cap : first;
+    q = realloc(*p, (size_t)c * size);
+    if (q == NULL)
+        return 0;
+    *p = q;
+    *cap = c;
+    return 1;
+}
+
 static g3_status_t g3_ckpt_state_tensor(g3_ckpt_state_t *state, const g3_ckpt_tensor_t *t,
                                         g3_ckpt_stensor_t **out_p)
 {
@@ -159,14 +177,9 @@ static g3_status_t g3_ckpt_state_tensor(g3_ckpt_state_t *state, const g3_ckpt_te
         *out_p = s;
         return G3_OK;
     }
-    if (state->ntensors == state->cap) {
-        int cap = state->cap ? 2 * state->cap : 64;
-        g3_ckpt_stensor_t *n = realloc(state->tensors, (size_t)cap * sizeof(*n));
-        if (n == NULL)
-            return G3_ERR_NO_MEMORY;
-        state->tensors = n;
-        state->cap = cap;
-    }
+    if (!g3_ckpt_grow((void **)&state->tensors, &state->cap, state->ntensors, 64,
+                      sizeof(*state->tensors)))
+        return G3_ERR_NO_MEMORY;
     s = &state->tensors[state->ntensors++];
     memset(s, 0, sizeof(*s));
     s->desc = *t;
@@ -202,14 +215,8 @@ static g3_status_t g3_ckpt_stensor_push(g3_ckpt_stensor_t *s, const g3_ckpt_piec
         g3_error("checkpoint tensor %s: a piece has no data pointer", s->name);
         return G3_ERR_INVALID_ARG;
     }
-    if (s->npieces == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 4;
-        g3_ckpt_piece_t *n = realloc(s->pieces, (size_t)cap * sizeof(*n));
-        if (n == NULL)
-            return G3_ERR_NO_MEMORY;
-        s->pieces = n;
-        s->cap = cap;
-    }
+    if (!g3_ckpt_grow((void **)&s->pieces, &s->cap, s->npieces, 4, sizeof(*s->pieces)))
+        return G3_ERR_NO_MEMORY;
     s->pieces[s->npieces++] = q;
     return G3_OK;
 }

@@ -11,14 +11,14 @@
 
 #include "core/log.h"
 
-#define VERIFY_BLOCK_BYTES (64u << 20)
+#define G3_CKPT_VERIFY_BLOCK_BYTES (64u << 20)
 
 /* CRC-32C of a dataset's raw bytes, read in row blocks.  RET: G3_OK or FORMAT. */
 static g3_status_t g3_ckpt_dataset_crc(hid_t d, hid_t type, int ndim, const int64_t *extent,
                                        size_t esz, uint32_t *crc_p)
 {
     int64_t row = g3_ckpt_box_volume(ndim, extent) / extent[0];
-    int64_t rows = (int64_t)(VERIFY_BLOCK_BYTES / ((size_t)row * esz));
+    int64_t rows = (int64_t)(G3_CKPT_VERIFY_BLOCK_BYTES / ((size_t)row * esz));
     hid_t fspace = H5Dget_space(d);
     void *buf;
     uint32_t crc = 0;

@@ -8,23 +8,23 @@
 #include <pthread.h>
 #include <string.h>
 
-#define CRC32C_POLY 0x82F63B78u
+#define G3_CRC32C_POLY 0x82F63B78u
 
-static uint32_t crc32c_table[8][256];
-static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
-static int crc32c_have_hw;
+static uint32_t g3_crc32c_table[8][256];
+static pthread_once_t g3_crc32c_once = PTHREAD_ONCE_INIT;
+static int g3_crc32c_have_hw;
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #include <nmmintrin.h>
-#define CRC32C_X86 1
+#define G3_CRC32C_X86 1
 
 /* Shifting a CRC over `len` zero bytes is linear: crc' = M^len crc.  We keep the
  * operator for the stream length as 4 tables of 256 entries (one per byte). */
-#define CRC32C_LONG  8192
-#define CRC32C_SHORT 256
-static uint32_t crc32c_long[4][256];
-static uint32_t crc32c_short[4][256];
+#define G3_CRC32C_LONG  8192
+#define G3_CRC32C_SHORT 256
+static uint32_t g3_crc32c_long[4][256];
+static uint32_t g3_crc32c_short[4][256];
 #endif
 
 static void g3_crc32c_init_tables(void)
@@ -32,14 +32,14 @@ static void g3_crc32c_init_tables(void)
     for (uint32_t n = 0; n < 256; n++) {
         uint32_t c = n;
         for (int k = 0; k < 8; k++)
-            c = (c & 1) ? (c >> 1) ^ CRC32C_POLY : c >> 1;
-        crc32c_table[0][n] = c;
+            c = (c & 1) ? (c >> 1) ^ G3_CRC32C_POLY : c >> 1;
+        g3_crc32c_table[0][n] = c;
     }
     for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = crc32c_table[0][n];
+        uint32_t c = g3_crc32c_table[0][n];
         for (int k = 1; k < 8; k++) {
-            c = crc32c_table[0][c & 0xff] ^ (c >> 8);
-            crc32c_table[k][n] = c;
+            c = g3_crc32c_table[0][c & 0xff] ^ (c >> 8);
+            g3_crc32c_table[k][n] = c;
         }
     }
 }
@@ -47,26 +47,26 @@ static void g3_crc32c_init_tables(void)
 static uint32_t g3_crc32c_sw(uint32_t crc, const unsigned char *p, size_t n)
 {
     while (n && ((uintptr_t)p & 7)) {
-        crc = crc32c_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+        crc = g3_crc32c_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
         n--;
     }
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
         w ^= crc;
-        crc = crc32c_table[7][w & 0xff] ^ crc32c_table[6][(w >> 8) & 0xff] ^
-              crc32c_table[5][(w >> 16) & 0xff] ^ crc32c_table[4][(w >> 24) & 0xff] ^
-              crc32c_table[3][(w >> 32) & 0xff] ^ crc32c_table[2][(w >> 40) & 0xff] ^
-              crc32c_table[1][(w >> 48) & 0xff] ^ crc32c_table[0][w >> 56];
+        crc = g3_crc32c_table[7][w & 0xff] ^ g3_crc32c_table[6][(w >> 8) & 0xff] ^
+              g3_crc32c_table[5][(w >> 16) & 0xff] ^ g3_crc32c_table[4][(w >> 24) & 0xff] ^
+              g3_crc32c_table[3][(w >> 32) & 0xff] ^ g3_crc32c_table[2][(w >> 40) & 0xff] ^
+              g3_crc32c_table[1][(w >> 48) & 0xff] ^ g3_crc32c_table[0][w >> 56];
         p += 8;
         n -= 8;
     }
     while (n--)
-        crc = crc32c_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+        crc = g3_crc32c_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
     return crc;
 }
 
-#ifdef CRC32C_X86
+#ifdef G3_CRC32C_X86
 /* GF(2) 32x32 matrix (columns) times vector. */
 static uint32_t g3_crc32c_gf2_times(const uint32_t *mat, uint32_t vec)
 {
@@ -93,7 +93,7 @@ static void g3_crc32c_zeros_table(uint32_t zeros[4][256], size_t len)
     uint32_t row = 1;
 
     /* operator for one zero bit */
-    odd[0] = CRC32C_POLY;
+    odd[0] = G3_CRC32C_POLY;
     for (int n = 1; n < 32; n++) {
         odd[n] = row;
         row <<= 1;
@@ -180,8 +180,8 @@ static uint32_t g3_crc32c_hw(uint32_t crc, const unsigned char *p, size_t n)
         c0 = _mm_crc32_u8((uint32_t)c0, *p++);
         n--;
     }
-    c0 = g3_crc32c_hw3(c0, &p, &n, CRC32C_LONG, crc32c_long);
-    c0 = g3_crc32c_hw3(c0, &p, &n, CRC32C_SHORT, crc32c_short);
+    c0 = g3_crc32c_hw3(c0, &p, &n, G3_CRC32C_LONG, g3_crc32c_long);
+    c0 = g3_crc32c_hw3(c0, &p, &n, G3_CRC32C_SHORT, g3_crc32c_short);
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
@@ -198,13 +198,13 @@ static uint32_t g3_crc32c_hw(uint32_t crc, const unsigned char *p, size_t n)
 static void g3_crc32c_init(void)
 {
     g3_crc32c_init_tables();
-#ifdef CRC32C_X86
+#ifdef G3_CRC32C_X86
     {
         unsigned a, b, c, d;
         if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2)) {
-            g3_crc32c_zeros_table(crc32c_long, CRC32C_LONG);
-            g3_crc32c_zeros_table(crc32c_short, CRC32C_SHORT);
-            crc32c_have_hw = 1;
+            g3_crc32c_zeros_table(g3_crc32c_long, G3_CRC32C_LONG);
+            g3_crc32c_zeros_table(g3_crc32c_short, G3_CRC32C_SHORT);
+            g3_crc32c_have_hw = 1;
         }
     }
 #endif
@@ -215,17 +215,17 @@ int g3_crc32c_use_hw(int on);
 int g3_crc32c_use_hw(int on)
 {
     int was;
-    pthread_once(&crc32c_once, g3_crc32c_init);
-    was = crc32c_have_hw;
-#ifdef CRC32C_X86
+    pthread_once(&g3_crc32c_once, g3_crc32c_init);
+    was = g3_crc32c_have_hw;
+#ifdef G3_CRC32C_X86
     {
         unsigned a, b, c, d;
         int cpu = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2);
-        if (on && cpu && !crc32c_have_hw) {
-            g3_crc32c_zeros_table(crc32c_long, CRC32C_LONG);
-            g3_crc32c_zeros_table(crc32c_short, CRC32C_SHORT);
+        if (on && cpu && !g3_crc32c_have_hw) {
+            g3_crc32c_zeros_table(g3_crc32c_long, G3_CRC32C_LONG);
+            g3_crc32c_zeros_table(g3_crc32c_short, G3_CRC32C_SHORT);
         }
-        crc32c_have_hw = on && cpu;
+        g3_crc32c_have_hw = on && cpu;
     }
 #else
     (void)on;
@@ -235,10 +235,10 @@ int g3_crc32c_use_hw(int on)
 
 uint32_t g3_crc32c(uint32_t crc, const void *buf, size_t n)
 {
-    pthread_once(&crc32c_once, g3_crc32c_init);
+    pthread_once(&g3_crc32c_once, g3_crc32c_init);
     crc = ~crc;
-#ifdef CRC32C_X86
-    if (crc32c_have_hw)
+#ifdef G3_CRC32C_X86
+    if (g3_crc32c_have_hw)
         return ~g3_crc32c_hw(crc, buf, n);
 #endif
     return ~g3_crc32c_sw(crc, buf, n);
