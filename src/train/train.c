@@ -526,7 +526,7 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
 
     dt = g3_clock_now() - t0;
     if (st != G3_OK)
-        return st;   /* logged where it failed; the root said the save was abandoned */
+        return st;   /* logged once, where it failed */
     g3_ckpt_timing_format(&tm, G3_CKPT_T_SAVE, 0, ph, sizeof(ph));
     g3_ckpt_timing_format(&tm, G3_CKPT_T_SAVE, 1, js, sizeof(js));
     printf(" saved checkpoint at iteration %8lld to %s (%s): training stalled %.3f s (%s)\n",
@@ -568,7 +568,7 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
     g3_timers_stop(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     dt = g3_clock_now() - t0;
     if (st != G3_OK)
-        return st;   /* logged where it failed; the root said the save was abandoned */
+        return st;   /* logged once, where it failed */
     if (done >= 0)
         g3_trainer_committed(tr, done, &prev, writer_s);
     g3_ckpt_timing_format(&tm, G3_CKPT_T_STALL, 0, ph, sizeof(ph));
@@ -607,7 +607,7 @@ static g3_status_t g3_trainer_async_poll(g3_trainer_t *tr, g3_train_ckpt_async_t
     memset(&tm, 0, sizeof(tm));
     st = g3_train_ckpt_async_finish(&c, pending, block, &done, &tm, &writer_s);
     if (st != G3_OK)
-        return st;   /* logged where it failed; the root said the save was abandoned */
+        return st;   /* logged once, where it failed */
     if (done >= 0) {
         *saved_it = done;
         g3_trainer_committed(tr, done, &tm, writer_s);
