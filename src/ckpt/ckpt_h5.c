@@ -686,26 +686,25 @@ typedef struct {
 #define G3_CKPT_RULE_FIELDS(T)                                                          \
     FLD(T, tp_dim, F_I32, 0), FLD(T, tp_parts, F_I32, 0), FLD(T, pp_layer, F_I32, 0),   \
         FLD(T, pad_dim, F_I32, 0), FLD(T, unpadded, F_I64, 0)
+/* A piece's box (a /manifest row and a /pieces row). */
+#define G3_CKPT_BOX_FIELDS(T) FLD(T, offset, F_I64x4, 0), FLD(T, extent, F_I64x4, 0)
 
 static const g3_ckpt_field_t g3_ckpt_manifest_fields[] = {
     FLD(g3_ckpt_mrow_t, tensor, F_STR, G3_CKPT_NAME_MAX),
     FLD(g3_ckpt_mrow_t, piece, F_I32, 0),
     G3_CKPT_TYPE_FIELDS(g3_ckpt_mrow_t),
-    FLD(g3_ckpt_mrow_t, offset, F_I64x4, 0),
-    FLD(g3_ckpt_mrow_t, extent, F_I64x4, 0),
+    G3_CKPT_BOX_FIELDS(g3_ckpt_mrow_t),
     FLD(g3_ckpt_mrow_t, crc32c, F_U32, 0),
     G3_CKPT_RULE_FIELDS(g3_ckpt_mrow_t),
     { NULL, 0, 0, 0 }
 };
 
 static const g3_ckpt_field_t g3_ckpt_files_fields[] = {
-    FLD(g3_ckpt_frow_t, name, F_STR, 64),
-    FLD(g3_ckpt_frow_t, kind, F_I32, 0),
-    FLD(g3_ckpt_frow_t, tp, F_I32, 0),
-    FLD(g3_ckpt_frow_t, pp, F_I32, 0),
+    FLD(g3_ckpt_frow_t, name, F_STR, 64), FLD(g3_ckpt_frow_t, kind, F_I32, 0),
+    /* the writer's coordinates */
+    FLD(g3_ckpt_frow_t, tp, F_I32, 0), FLD(g3_ckpt_frow_t, pp, F_I32, 0),
     FLD(g3_ckpt_frow_t, dp, F_I32, 0),
-    FLD(g3_ckpt_frow_t, npieces, F_I64, 0),
-    FLD(g3_ckpt_frow_t, nbytes, F_I64, 0),
+    FLD(g3_ckpt_frow_t, npieces, F_I64, 0), FLD(g3_ckpt_frow_t, nbytes, F_I64, 0),
     { NULL, 0, 0, 0 }
 };
 
@@ -719,13 +718,11 @@ static const g3_ckpt_field_t g3_ckpt_tensors_fields[] = {
 };
 
 static const g3_ckpt_field_t g3_ckpt_pieces_fields[] = {
-    FLD(g3_ckpt_prow_t, tensor, F_I32, 0),
-    FLD(g3_ckpt_prow_t, file, F_I32, 0),
+    /* which piece of which tensor, in which file */
+    FLD(g3_ckpt_prow_t, tensor, F_I32, 0), FLD(g3_ckpt_prow_t, file, F_I32, 0),
     FLD(g3_ckpt_prow_t, piece, F_I32, 0),
-    FLD(g3_ckpt_prow_t, offset, F_I64x4, 0),
-    FLD(g3_ckpt_prow_t, extent, F_I64x4, 0),
-    FLD(g3_ckpt_prow_t, nbytes, F_I64, 0),
-    FLD(g3_ckpt_prow_t, crc32c, F_U32, 0),
+    G3_CKPT_BOX_FIELDS(g3_ckpt_prow_t),
+    FLD(g3_ckpt_prow_t, nbytes, F_I64, 0), FLD(g3_ckpt_prow_t, crc32c, F_U32, 0),
     { NULL, 0, 0, 0 }
 };
 
