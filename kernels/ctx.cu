@@ -182,6 +182,11 @@ extern "C" void g3cuda_ctx_set_gemm_autotune(g3cuda_ctx_t *ctx, int on)
     ctx->gemm_autotune = on != 0;
 }
 
+extern "C" void g3cuda_ctx_set_ln_bwd_block(g3cuda_ctx_t *ctx, int on)
+{
+    ctx->ln_bwd_block = on != 0;
+}
+
 extern "C" void g3cuda_ctx_set_log(g3cuda_ctx_t *ctx, void (*log)(const char *msg))
 {
     ctx->log = log;

@@ -219,6 +219,11 @@ int g3cuda_gemm_offered(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g);
  * differently: leave it off where bitwise repeatability across runs matters. */
 #define G3CUDA_GEMM_CANDIDATES 8
 void g3cuda_ctx_set_gemm_autotune(g3cuda_ctx_t *ctx, int on);
+/* LayerNorm backward (layernorm_bwd.cu): with on, every width runs on the block-per-row
+ * kernel, also those the warp-per-row kernel takes by default (C <= 2048, C % 8 == 0): to
+ * compare the two.  Off when a context is created; gpt3d's CUDA backend sets it from
+ * GPT3D_LN_BWD=block (core/param.h). */
+void g3cuda_ctx_set_ln_bwd_block(g3cuda_ctx_t *ctx, int on);
 /* Where the context's notes go (which algorithm each GEMM shape got), one line each, or NULL
  * (none, the default). */
 void g3cuda_ctx_set_log(g3cuda_ctx_t *ctx, void (*log)(const char *msg));

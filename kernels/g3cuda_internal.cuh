@@ -51,6 +51,7 @@ struct g3cuda_ctx {
     g3cuda_gemm_plan_t gemm_plans[G3CUDA_GEMM_CACHE];
     int          gemm_next;         /* round-robin victim when the cache is full           */
     int          gemm_autotune;     /* time the heuristic's candidates per shape (gemm.cu) */
+    int          ln_bwd_block;      /* LayerNorm backward on the block kernel at every width */
     void       (*log)(const char *msg);   /* notes for the caller's log, or NULL           */
 };
 

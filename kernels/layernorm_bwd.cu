@@ -14,9 +14,6 @@
  * in registers; at the end the block's 4 warps add their partials in warp order through shared
  * memory into the block's (2, C) partial row, and kernel 2 adds the G block partials as before.
  * dinp, dout, inp (N,C) bf16  dw, db (C,) fp32  w (C,) bf16  mean, rstd (N,) fp32 */
-#include <stdlib.h>
-#include <string.h>
-
 #include "g3cuda_internal.cuh"
 
 #define G3_LNB_WARPS 4
@@ -192,13 +189,6 @@ __global__ void g3_layernorm_bwd_sum_kernel(float *dw, float *db, const float *p
 
 /* ---- host launcher (tests/kernels/emu cuts the file here) ---- */
 
-/* GPT3D_LN_BWD=block keeps every width on the block-per-row kernel (to compare the two) */
-static int g3cuda_lnb_warp_wanted(void)
-{
-    const char *v = getenv("GPT3D_LN_BWD");
-    return v == NULL || strcmp(v, "block") != 0;
-}
-
 extern "C" int g3cuda_layernorm_bwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *dinp, float *dw, float *db,
                                     const g3cuda_bf16_t *dout, const g3cuda_bf16_t *inp,
                                     const g3cuda_bf16_t *w, const float *mean, const float *rstd,
@@ -222,7 +212,7 @@ extern "C" int g3cuda_layernorm_bwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *dinp, floa
     bf16 *pdi = (bf16 *)dinp;
     const bf16 *pdo = (const bf16 *)dout, *pin = (const bf16 *)inp, *pw = (const bf16 *)w;
     if (C <= 2048 && C % 8 == 0 && g3cuda_aligned(dinp, 16) && g3cuda_aligned(dout, 16) &&
-        g3cuda_aligned(inp, 16) && g3cuda_aligned(w, 16) && g3cuda_lnb_warp_wanted()) {
+        g3cuda_aligned(inp, 16) && g3cuda_aligned(w, 16) && !ctx->ln_bwd_block) {
         int CH = (C + 255) / 256;
         size_t smem = sizeof(float) * 2 * (size_t)C;
         /* as many 4-warp blocks per SM as the registers allow (ptxas for sm_90: 48, 94, 127

@@ -755,7 +755,9 @@ g3_status_t g3_be_cuda_open(g3_be_opts_t *o, g3_backend_t **be_p)
          * fused bias gradient: GPT3D_GEMM_BGRAD=1 (off until measured on a GPU; its sum order
          * is cuBLASLt's, so never with deterministic) */
         int tune = o->gemm_autotune >= 0 ? o->gemm_autotune : g3_param_gemm_autotune();
+        const char *lnb = g3_param_ln_bwd();   /* "block": LayerNorm backward's block kernel */
         cu->bgrad = g3_param_gemm_bgrad() == 1 && !o->deterministic;
+        g3cuda_ctx_set_ln_bwd_block(cu->ctx, lnb != NULL && strcmp(lnb, "block") == 0);
         g3_cuda_gemm_setup(be, tune != 0 && g3_cuda_world_size() == 1, o->deterministic);
         st = g3_cuda_att_setup(be, (g3_cudnn_want_t)o->attention, o->deterministic);
     }

@@ -24,7 +24,7 @@ struct g3_ckpt_async {
     pthread_mutex_t      lock;
 };
 
-static void *async_main(void *arg)
+static void *g3_ckpt_async_main(void *arg)
 {
     g3_ckpt_async_t *a = arg;
     double t0 = g3_clock_now();
@@ -57,7 +57,7 @@ g3_status_t g3_ckpt_async_start(const char *dir, g3_ckpt_state_t *snapshot,
     a->opts.timing = &a->timing;   /* the thread's own; the caller reads it after the wait */
     a->snapshot = snapshot;
     pthread_mutex_init(&a->lock, NULL);
-    rc = pthread_create(&a->thread, NULL, async_main, a);
+    rc = pthread_create(&a->thread, NULL, g3_ckpt_async_main, a);
     if (rc != 0) {
         g3_error("cannot start the checkpoint writer thread: %s", strerror(rc));
         pthread_mutex_destroy(&a->lock);

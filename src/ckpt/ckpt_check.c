@@ -44,7 +44,7 @@ int g3_ckpt_reader_find(const g3_ckpt_reader_t *cr, const char *name)
     return -1;
 }
 
-static int cmp_prow(const void *a, const void *b)
+static int g3_ckpt_cmp_prow(const void *a, const void *b)
 {
     const g3_ckpt_prow_t *x = *(const g3_ckpt_prow_t *const *)a,
                          *y = *(const g3_ckpt_prow_t *const *)b;
@@ -54,7 +54,7 @@ static int cmp_prow(const void *a, const void *b)
     return 0;
 }
 
-static int verify_tiling(const g3_ckpt_reader_t *r, const g3_ckpt_trow_t *t)
+static int g3_ckpt_verify_tiling(const g3_ckpt_reader_t *r, const g3_ckpt_trow_t *t)
 {
     const g3_ckpt_prow_t **p = malloc((size_t)(t->npieces + 1) * sizeof(*p));
     int64_t total = 0, want = g3_ckpt_box_volume(t->ndim, t->shape);
@@ -66,7 +66,7 @@ static int verify_tiling(const g3_ckpt_reader_t *r, const g3_ckpt_trow_t *t)
     }
     for (int64_t i = 0; i < t->npieces; i++)
         p[i] = &r->pieces[t->first_piece + i];
-    qsort(p, (size_t)t->npieces, sizeof(*p), cmp_prow);
+    qsort(p, (size_t)t->npieces, sizeof(*p), g3_ckpt_cmp_prow);
     for (int64_t i = 0; i < t->npieces; i++) {
         for (int k = 0; k < t->ndim; k++)
             if (p[i]->offset[k] < 0 || p[i]->extent[k] <= 0 ||
@@ -102,7 +102,7 @@ int g3_ckpt_check_tiling(const g3_ckpt_reader_t *r)
     int faults = 0;
 
     for (size_t i = 0; i < r->ntensors; i++)
-        faults += verify_tiling(r, &r->tensors[i]);
+        faults += g3_ckpt_verify_tiling(r, &r->tensors[i]);
     return faults;
 }
 

@@ -12,7 +12,7 @@
 
 #include "core/log.h"
 
-static g3_status_t copy_meta(const g3_ckpt_reader_t *r, g3_ckpt_state_t *st)
+static g3_status_t g3_ckpt_copy_meta(const g3_ckpt_reader_t *r, g3_ckpt_state_t *st)
 {
     g3_status_t s = g3_ckpt_state_set_config(st, r->config);
 
@@ -30,8 +30,9 @@ static g3_status_t copy_meta(const g3_ckpt_reader_t *r, g3_ckpt_state_t *st)
 }
 
 /* Build (and with bufs != NULL, allocate) the state of one new rank. */
-static g3_status_t build_rank(const g3_ckpt_reader_t *r, const g3_ckpt_layout_t *l, int with_optim,
-                              g3_ckpt_state_t **st_p, void ***bufs_p, int *nbufs_p)
+static g3_status_t g3_ckpt_build_rank(const g3_ckpt_reader_t *r, const g3_ckpt_layout_t *l,
+                                      int with_optim, g3_ckpt_state_t **st_p, void ***bufs_p,
+                                      int *nbufs_p)
 {
     g3_ckpt_state_t *st;
     void **bufs = calloc(r->ntensors + 1, sizeof(void *));
@@ -42,7 +43,7 @@ static g3_status_t build_rank(const g3_ckpt_reader_t *r, const g3_ckpt_layout_t 
         free(bufs);
         return s != G3_OK ? s : G3_ERR_NO_MEMORY;
     }
-    s = copy_meta(r, st);
+    s = g3_ckpt_copy_meta(r, st);
     for (size_t i = 0; s == G3_OK && i < r->ntensors; i++) {
         g3_ckpt_tensor_t t;
         int64_t n, chunk, lo, hi;
@@ -93,7 +94,7 @@ static g3_status_t build_rank(const g3_ckpt_reader_t *r, const g3_ckpt_layout_t 
     return G3_OK;
 }
 
-static void free_rank(g3_ckpt_state_t *st, void **bufs, int nbufs)
+static void g3_ckpt_free_rank(g3_ckpt_state_t *st, void **bufs, int nbufs)
 {
     for (int i = 0; i < nbufs; i++)
         free(bufs[i]);
@@ -168,7 +169,7 @@ g3_status_t g3_ckpt_convert(const char *in, const char *out, const g3_ckpt_conve
                 g3_ckpt_load_opts_t lo;
 
                 memset(&lo, 0, sizeof(lo));
-                st = build_rank(r, &l, with_optim, &rs, &bufs, &nbufs);
+                st = g3_ckpt_build_rank(r, &l, with_optim, &rs, &bufs, &nbufs);
                 if (st != G3_OK)
                     break;
                 st = g3_ckpt_reader_load(r, rs, &lo);
@@ -179,7 +180,7 @@ g3_status_t g3_ckpt_convert(const char *in, const char *out, const g3_ckpt_conve
                     rootbufs = bufs;
                     nrootbufs = nbufs;
                 } else {
-                    free_rank(rs, bufs, nbufs);
+                    g3_ckpt_free_rank(rs, bufs, nbufs);
                 }
             }
     if (st == G3_OK)
@@ -189,7 +190,7 @@ g3_status_t g3_ckpt_convert(const char *in, const char *out, const g3_ckpt_conve
         g3_error("convert: %s was not converted", r->dir);
     }
     if (root)
-        free_rank(root, rootbufs, nrootbufs);
+        g3_ckpt_free_rank(root, rootbufs, nrootbufs);
 
 err_close_reader:
     free(bounds);

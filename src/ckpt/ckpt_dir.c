@@ -1,4 +1,5 @@
-/* Checkpoint directories: `latest`, the list of committed checkpoints, pruning. */
+/* Checkpoint directories: `latest`, the list of committed checkpoints, pruning, removing a
+ * checkpoint directory. */
 #include "ckpt/ckpt_internal.h"
 
 #include <dirent.h>
@@ -7,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "core/hook.h"
 #include "core/log.h"
 
-static int cmp_i64(const void *a, const void *b)
+static int g3_ckpt_cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return x < y ? -1 : x > y;
@@ -52,7 +55,7 @@ g3_status_t g3_ckpt_list(const char *dir, int64_t **iters_p, int *n_p)
     }
     closedir(d);
     if (n > 1)
-        qsort(iters, (size_t)n, sizeof(*iters), cmp_i64);
+        qsort(iters, (size_t)n, sizeof(*iters), g3_ckpt_cmp_i64);
     *iters_p = iters;
     *n_p = n;
     return G3_OK;
@@ -60,7 +63,7 @@ g3_status_t g3_ckpt_list(const char *dir, int64_t **iters_p, int *n_p)
 
 /* buf <- at most 40 bytes of s[0, n) with every byte that is not printable ASCII as \xNN,
  * and "..." when more followed: what a damaged `latest` held, safe to print. */
-static void escape_bytes(const char *s, size_t n, char *buf, size_t size)
+static void g3_ckpt_escape_bytes(const char *s, size_t n, char *buf, size_t size)
 {
     size_t len = 0, i;
 
@@ -102,7 +105,7 @@ g3_status_t g3_ckpt_latest(const char *dir, int64_t *iteration_p)
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
         line[--len] = '\0';
     if (strlen(line) != len || !g3_ckpt_parse_iter_name(line, &it)) {
-        escape_bytes(line, len, shown, sizeof(shown));
+        g3_ckpt_escape_bytes(line, len, shown, sizeof(shown));
         g3_error("%s does not name a checkpoint (it holds '%s', %lld bytes; expected a line like iter_0000100): it was damaged; rewrite it or load with --load-fallback",
                  p, shown, (long long)sb.st_size);
         return G3_ERR_FORMAT;
@@ -138,7 +141,7 @@ g3_status_t g3_ckpt_prune(const char *dir, int keep_last, const char *save_id)
             st = G3_ERR_IO;
             break;
         }
-        g3_ckpt_fault("pruning");
+        g3_hook_fault("pruning");
         st = g3_ckpt_rmdir_flat(to);
         if (st != G3_OK)
             break;
@@ -148,5 +151,37 @@ g3_status_t g3_ckpt_prune(const char *dir, int keep_last, const char *save_id)
     free(iters);
     if (st == G3_OK)
         st = g3_ckpt_fsync_path(dir, 1);
+    return st;
+}
+
+/* Remove a directory holding only files (a checkpoint directory); refuses to
+ * descend into subdirectories, so it never deletes anything else by accident. */
+g3_status_t g3_ckpt_rmdir_flat(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+    char p[PATH_MAX];
+    g3_status_t st = G3_OK;
+
+    if (d == NULL) {
+        if (errno == ENOENT)
+            return G3_OK;
+        g3_error("cannot open directory %s to remove it: %s", path, strerror(errno));
+        return G3_ERR_IO;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+        if (unlink(p) != 0 && errno != ENOENT) {
+            g3_error("cannot remove %s: %s", p, strerror(errno));
+            st = G3_ERR_IO;
+        }
+    }
+    closedir(d);
+    if (st == G3_OK && rmdir(path) != 0 && errno != ENOENT) {
+        g3_error("cannot remove directory %s: %s", path, strerror(errno));
+        st = G3_ERR_IO;
+    }
     return st;
 }

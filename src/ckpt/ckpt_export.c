@@ -20,12 +20,12 @@ typedef struct {
     int     ndim;
     int64_t rows, cols;      /* rows of the source to take (drops padding)  */
     int     transpose;
-} exp_tensor_t;
+} g3_ckpt_exp_tensor_t;
 
-static void exp_add(exp_tensor_t *e, int *n, const char *hf, const char *src, int ndim,
-                    int64_t rows, int64_t cols, int transpose)
+static void g3_ckpt_exp_add(g3_ckpt_exp_tensor_t *e, int *n, const char *hf, const char *src,
+                            int ndim, int64_t rows, int64_t cols, int transpose)
 {
-    exp_tensor_t *t = &e[(*n)++];
+    g3_ckpt_exp_tensor_t *t = &e[(*n)++];
     snprintf(t->hf, sizeof(t->hf), "%s", hf);
     snprintf(t->src, sizeof(t->src), "model/%s", src);
     t->ndim = ndim;
@@ -34,7 +34,19 @@ static void exp_add(exp_tensor_t *e, int *n, const char *hf, const char *src, in
     t->transpose = transpose;
 }
 
-static int config_int(const char *cfg, const char *key, long long *v)
+/* The tensor of layer l: transformer.h.<l>.<hfs> from layers.<l>.<srcs>. */
+static void g3_ckpt_exp_layer(g3_ckpt_exp_tensor_t *e, int *n, long long l, const char *hfs,
+                              const char *srcs, int ndim, int64_t rows, int64_t cols,
+                              int transpose)
+{
+    char hf[96], src[128];
+
+    snprintf(hf, sizeof(hf), "transformer.h.%lld.%s", l, hfs);
+    snprintf(src, sizeof(src), "layers.%lld.%s", l, srcs);
+    g3_ckpt_exp_add(e, n, hf, src, ndim, rows, cols, transpose);
+}
+
+static int g3_ckpt_config_int(const char *cfg, const char *key, long long *v)
 {
     char buf[64], *end;
     if (g3_ckpt_config_get(cfg, key, buf, sizeof(buf)) == NULL)
@@ -44,8 +56,8 @@ static int config_int(const char *cfg, const char *key, long long *v)
 }
 
 /* Load rows [0, rows) of a tensor as float32 (whole columns). */
-static g3_status_t load_f32(g3_ckpt_reader_t *r, const char *name, int ndim, int64_t rows,
-                            int64_t cols, float *dst)
+static g3_status_t g3_ckpt_load_f32(g3_ckpt_reader_t *r, const char *name, int ndim, int64_t rows,
+                                    int64_t cols, float *dst)
 {
     g3_ckpt_layout_t l = { 1, 1, 1, 0, 0, 0, r->num_layers, NULL, 0 };
     g3_ckpt_state_t *st;
@@ -92,7 +104,7 @@ static g3_status_t load_f32(g3_ckpt_reader_t *r, const char *name, int ndim, int
     return s;
 }
 
-static g3_status_t write_all(int fd, const void *buf, size_t n, const char *path)
+static g3_status_t g3_ckpt_write_all(int fd, const void *buf, size_t n, const char *path)
 {
     const char *p = buf;
     while (n > 0) {
@@ -109,7 +121,7 @@ static g3_status_t write_all(int fd, const void *buf, size_t n, const char *path
     return G3_OK;
 }
 
-static g3_status_t write_text_file(const char *path, const char *text)
+static g3_status_t g3_ckpt_write_text_file(const char *path, const char *text)
 {
     char tmp[PATH_MAX + 64];
     int fd;
@@ -121,7 +133,7 @@ static g3_status_t write_text_file(const char *path, const char *text)
         g3_error("export: cannot create %s: %s", tmp, strerror(errno));
         return G3_ERR_IO;
     }
-    st = write_all(fd, text, strlen(text), tmp);
+    st = g3_ckpt_write_all(fd, text, strlen(text), tmp);
     if (st == G3_OK && fsync(fd) != 0)
         st = G3_ERR_IO;
     close(fd);
@@ -138,9 +150,9 @@ typedef struct {
     int64_t   h, V, P, f;        /* hidden size, vocabulary (unpadded), positions, ffn size */
     long long L, heads;          /* layers, attention heads                                 */
     char      eps[64];           /* layernorm-epsilon as stored, else 1e-05                 */
-} exp_model_t;
+} g3_ckpt_exp_model_t;
 
-static g3_status_t export_read_model(const g3_ckpt_reader_t *r, exp_model_t *m)
+static g3_status_t g3_ckpt_export_read_model(const g3_ckpt_reader_t *r, g3_ckpt_exp_model_t *m)
 {
     int wi = g3_ckpt_reader_find(r, "model/embedding.word_embeddings.weight");
     int pi = g3_ckpt_reader_find(r, "model/embedding.position_embeddings.weight");
@@ -155,9 +167,10 @@ static g3_status_t export_read_model(const g3_ckpt_reader_t *r, exp_model_t *m)
     m->V = r->tensors[wi].pad_dim == 0 ? r->tensors[wi].unpadded : r->tensors[wi].shape[0];
     m->P = r->tensors[pi].shape[0];
     m->f = r->tensors[fi].shape[0];
-    if (!config_int(r->config, "num-layers", &m->L))
+    if (!g3_ckpt_config_int(r->config, "num-layers", &m->L))
         m->L = r->num_layers;
-    if (!config_int(r->config, "num-attention-heads", &m->heads) || m->heads <= 0 || m->h % m->heads != 0) {
+    if (!g3_ckpt_config_int(r->config, "num-attention-heads", &m->heads) || m->heads <= 0 ||
+        m->h % m->heads != 0) {
         g3_error("export: the configuration stored in %s has no usable num-attention-heads (hidden size %lld): GPT-2's config.json needs it",
                  r->dir, (long long)m->h);
         return G3_ERR_FORMAT;
@@ -169,39 +182,35 @@ static g3_status_t export_read_model(const g3_ckpt_reader_t *r, exp_model_t *m)
 
 /* The table of tensors to export, in safetensors order; each must be in the checkpoint.
  * RET: G3_OK with *e_p (the caller frees it) and *n_p. */
-static g3_status_t export_table(const g3_ckpt_reader_t *r, const exp_model_t *m, exp_tensor_t **e_p,
-                                int *n_p)
+static g3_status_t g3_ckpt_export_table(const g3_ckpt_reader_t *r, const g3_ckpt_exp_model_t *m,
+                                        g3_ckpt_exp_tensor_t **e_p, int *n_p)
 {
     int64_t h = m->h, f = m->f;
-    exp_tensor_t *e = calloc((size_t)(4 + 12 * m->L), sizeof(*e));
+    g3_ckpt_exp_tensor_t *e = calloc((size_t)(4 + 12 * m->L), sizeof(*e));
     int n = 0;
 
     if (e == NULL)
         return G3_ERR_NO_MEMORY;
-    exp_add(e, &n, "transformer.wte.weight", "embedding.word_embeddings.weight", 2, m->V, h, 0);
-    exp_add(e, &n, "transformer.wpe.weight", "embedding.position_embeddings.weight", 2, m->P, h, 0);
+    g3_ckpt_exp_add(e, &n, "transformer.wte.weight", "embedding.word_embeddings.weight", 2, m->V,
+                    h, 0);
+    g3_ckpt_exp_add(e, &n, "transformer.wpe.weight", "embedding.position_embeddings.weight", 2,
+                    m->P, h, 0);
     for (long long l = 0; l < m->L; l++) {
-        char hf[96], src[128];
-#define E(hfs, srcs, nd, rows, cols, tr) \
-        snprintf(hf, sizeof(hf), "transformer.h.%lld.%s", l, hfs); \
-        snprintf(src, sizeof(src), "layers.%lld.%s", l, srcs); \
-        exp_add(e, &n, hf, src, nd, rows, cols, tr)
-        E("ln_1.weight", "input_layernorm.weight", 1, h, 1, 0);
-        E("ln_1.bias", "input_layernorm.bias", 1, h, 1, 0);
-        E("attn.c_attn.weight", "attention.qkv.weight", 2, 3 * h, h, 1);
-        E("attn.c_attn.bias", "attention.qkv.bias", 1, 3 * h, 1, 0);
-        E("attn.c_proj.weight", "attention.dense.weight", 2, h, h, 1);
-        E("attn.c_proj.bias", "attention.dense.bias", 1, h, 1, 0);
-        E("ln_2.weight", "post_attention_layernorm.weight", 1, h, 1, 0);
-        E("ln_2.bias", "post_attention_layernorm.bias", 1, h, 1, 0);
-        E("mlp.c_fc.weight", "mlp.fc1.weight", 2, f, h, 1);
-        E("mlp.c_fc.bias", "mlp.fc1.bias", 1, f, 1, 0);
-        E("mlp.c_proj.weight", "mlp.fc2.weight", 2, h, f, 1);
-        E("mlp.c_proj.bias", "mlp.fc2.bias", 1, h, 1, 0);
-#undef E
+        g3_ckpt_exp_layer(e, &n, l, "ln_1.weight", "input_layernorm.weight", 1, h, 1, 0);
+        g3_ckpt_exp_layer(e, &n, l, "ln_1.bias", "input_layernorm.bias", 1, h, 1, 0);
+        g3_ckpt_exp_layer(e, &n, l, "attn.c_attn.weight", "attention.qkv.weight", 2, 3 * h, h, 1);
+        g3_ckpt_exp_layer(e, &n, l, "attn.c_attn.bias", "attention.qkv.bias", 1, 3 * h, 1, 0);
+        g3_ckpt_exp_layer(e, &n, l, "attn.c_proj.weight", "attention.dense.weight", 2, h, h, 1);
+        g3_ckpt_exp_layer(e, &n, l, "attn.c_proj.bias", "attention.dense.bias", 1, h, 1, 0);
+        g3_ckpt_exp_layer(e, &n, l, "ln_2.weight", "post_attention_layernorm.weight", 1, h, 1, 0);
+        g3_ckpt_exp_layer(e, &n, l, "ln_2.bias", "post_attention_layernorm.bias", 1, h, 1, 0);
+        g3_ckpt_exp_layer(e, &n, l, "mlp.c_fc.weight", "mlp.fc1.weight", 2, f, h, 1);
+        g3_ckpt_exp_layer(e, &n, l, "mlp.c_fc.bias", "mlp.fc1.bias", 1, f, 1, 0);
+        g3_ckpt_exp_layer(e, &n, l, "mlp.c_proj.weight", "mlp.fc2.weight", 2, h, f, 1);
+        g3_ckpt_exp_layer(e, &n, l, "mlp.c_proj.bias", "mlp.fc2.bias", 1, h, 1, 0);
     }
-    exp_add(e, &n, "transformer.ln_f.weight", "final_layernorm.weight", 1, h, 1, 0);
-    exp_add(e, &n, "transformer.ln_f.bias", "final_layernorm.bias", 1, h, 1, 0);
+    g3_ckpt_exp_add(e, &n, "transformer.ln_f.weight", "final_layernorm.weight", 1, h, 1, 0);
+    g3_ckpt_exp_add(e, &n, "transformer.ln_f.bias", "final_layernorm.bias", 1, h, 1, 0);
     for (int i = 0; i < n; i++)
         if (g3_ckpt_reader_find(r, e[i].src) < 0) {
             g3_error("export: checkpoint %s has no tensor %s (for %s)", r->dir, e[i].src, e[i].hf);
@@ -216,8 +225,8 @@ static g3_status_t export_table(const g3_ckpt_reader_t *r, const exp_model_t *m,
 /* The safetensors JSON header: names, dtypes, shapes (HF's), byte ranges; padded with
  * spaces to a multiple of 8 so that the data is 8-byte aligned.  RET: G3_OK with
  * *header_p (the caller frees it), *hlen_p and *data_bytes_p (the data after it). */
-static g3_status_t export_header(const exp_tensor_t *e, int n, int bf16, char **header_p,
-                                 size_t *hlen_p, uint64_t *data_bytes_p)
+static g3_status_t g3_ckpt_export_header(const g3_ckpt_exp_tensor_t *e, int n, int bf16,
+                                         char **header_p, size_t *hlen_p, uint64_t *data_bytes_p)
 {
     size_t hlen = 0, hcap = 256 + (size_t)n * 256, esz = bf16 ? 2 : 4;
     char *header = malloc(hcap);
@@ -253,8 +262,8 @@ static g3_status_t export_header(const exp_tensor_t *e, int n, int bf16, char **
 
 /* One tensor: loaded as f32, transposed where HF's Conv1D wants [in, out], converted to
  * bf16 if asked, appended to fd (the file tmp). */
-static g3_status_t export_tensor(g3_ckpt_reader_t *r, const exp_tensor_t *e, int bf16, int fd,
-                                 const char *tmp)
+static g3_status_t g3_ckpt_export_tensor(g3_ckpt_reader_t *r, const g3_ckpt_exp_tensor_t *e,
+                                         int bf16, int fd, const char *tmp)
 {
     int64_t cnt = e->rows * (e->ndim > 1 ? e->cols : 1);
     float *buf = malloc((size_t)cnt * 4), *tbuf = malloc((size_t)cnt * 4);
@@ -266,7 +275,7 @@ static g3_status_t export_tensor(g3_ckpt_reader_t *r, const exp_tensor_t *e, int
         st = G3_ERR_NO_MEMORY;
         goto free_buffers;
     }
-    st = load_f32(r, e->src, e->ndim, e->rows, e->cols, buf);
+    st = g3_ckpt_load_f32(r, e->src, e->ndim, e->rows, e->cols, buf);
     if (st != G3_OK)
         goto free_buffers;
     src = buf;
@@ -279,9 +288,9 @@ static g3_status_t export_tensor(g3_ckpt_reader_t *r, const exp_tensor_t *e, int
     if (bf16) {
         uint16_t *o = (uint16_t *)(e->transpose ? buf : tbuf);
         g3_ckpt_convert_elems(o, G3_CKPT_BF16, src, G3_CKPT_F32, (size_t)cnt);
-        st = write_all(fd, o, (size_t)cnt * 2, tmp);
+        st = g3_ckpt_write_all(fd, o, (size_t)cnt * 2, tmp);
     } else {
-        st = write_all(fd, src, (size_t)cnt * 4, tmp);
+        st = g3_ckpt_write_all(fd, src, (size_t)cnt * 4, tmp);
     }
 
 free_buffers:
@@ -292,8 +301,9 @@ free_buffers:
 
 /* out/model.safetensors: the 8-byte little-endian header size, the header, the tensors;
  * written to a temporary name, synced and renamed (removed on failure). */
-static g3_status_t export_safetensors(g3_ckpt_reader_t *r, const char *out, const exp_tensor_t *e,
-                                      int n, int bf16, const char *header, size_t hlen)
+static g3_status_t g3_ckpt_export_safetensors(g3_ckpt_reader_t *r, const char *out,
+                                              const g3_ckpt_exp_tensor_t *e, int n, int bf16,
+                                              const char *header, size_t hlen)
 {
     char path[PATH_MAX + 32], tmp[PATH_MAX + 48];
     unsigned char le[8];
@@ -309,11 +319,11 @@ static g3_status_t export_safetensors(g3_ckpt_reader_t *r, const char *out, cons
     }
     for (int k = 0; k < 8; k++)
         le[k] = (unsigned char)((uint64_t)hlen >> (8 * k));
-    st = write_all(fd, le, 8, tmp);
+    st = g3_ckpt_write_all(fd, le, 8, tmp);
     if (st == G3_OK)
-        st = write_all(fd, header, hlen, tmp);
+        st = g3_ckpt_write_all(fd, header, hlen, tmp);
     for (int i = 0; st == G3_OK && i < n; i++)
-        st = export_tensor(r, &e[i], bf16, fd, tmp);
+        st = g3_ckpt_export_tensor(r, &e[i], bf16, fd, tmp);
     if (st == G3_OK && fsync(fd) != 0) {
         g3_error("export: fsync %s: %s", tmp, strerror(errno));
         st = G3_ERR_IO;
@@ -329,7 +339,7 @@ static g3_status_t export_safetensors(g3_ckpt_reader_t *r, const char *out, cons
 }
 
 /* out/config.json for GPT2LMHeadModel. */
-static g3_status_t export_config(const char *out, const exp_model_t *m, int bf16)
+static g3_status_t g3_ckpt_export_config(const char *out, const g3_ckpt_exp_model_t *m, int bf16)
 {
     char path[PATH_MAX + 32], cfg[2048];
 
@@ -361,15 +371,15 @@ static g3_status_t export_config(const char *out, const exp_model_t *m, int bf16
              (long long)m->f, m->eps, (long long)(m->V > 50256 ? 50256 : m->V - 1),
              (long long)(m->V > 50256 ? 50256 : m->V - 1), bf16 ? "bfloat16" : "float32");
     snprintf(path, sizeof(path), "%s/config.json", out);
-    return write_text_file(path, cfg);
+    return g3_ckpt_write_text_file(path, cfg);
 }
 
 g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out,
                                    const g3_ckpt_export_opts_t *opts)
 {
     g3_ckpt_reader_t *r = NULL;
-    exp_tensor_t *e = NULL;
-    exp_model_t m;
+    g3_ckpt_exp_tensor_t *e = NULL;
+    g3_ckpt_exp_model_t m;
     int n = 0, bf16 = opts && opts->dtype == G3_CKPT_BF16;
     char *header = NULL;
     size_t hlen = 0;
@@ -379,13 +389,13 @@ g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out,
     if (st != G3_OK)
         return st;
     memset(&m, 0, sizeof(m));
-    st = export_read_model(r, &m);
+    st = g3_ckpt_export_read_model(r, &m);
     if (st != G3_OK)
         goto err_close_reader;
-    st = export_table(r, &m, &e, &n);
+    st = g3_ckpt_export_table(r, &m, &e, &n);
     if (st != G3_OK)
         goto err_close_reader;
-    st = export_header(e, n, bf16, &header, &hlen, &data_bytes);
+    st = g3_ckpt_export_header(e, n, bf16, &header, &hlen, &data_bytes);
     if (st != G3_OK)
         goto err_free_table;
     if (mkdir(out, 0777) != 0 && errno != EEXIST) {
@@ -393,9 +403,9 @@ g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out,
         st = G3_ERR_IO;
         goto err_free_header;
     }
-    st = export_safetensors(r, out, e, n, bf16, header, hlen);
+    st = g3_ckpt_export_safetensors(r, out, e, n, bf16, header, hlen);
     if (st == G3_OK)
-        st = export_config(out, &m, bf16);
+        st = g3_ckpt_export_config(out, &m, bf16);
     if (st == G3_OK)
         g3_info("export: wrote %s/model.safetensors (%d tensors, %.1f MB, %s) and %s/config.json from %s",
                 out, n, (double)data_bytes / 1e6, bf16 ? "bf16" : "f32", out, r->dir);

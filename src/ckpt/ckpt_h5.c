@@ -14,13 +14,13 @@
 
 #include "core/log.h"
 
-static pthread_once_t h5_once = PTHREAD_ONCE_INIT;
-static void h5_thread_init(void);
-static hid_t h5_types[G3_CKPT_DTYPE_COUNT];
+static pthread_once_t g3_ckpt_h5_once = PTHREAD_ONCE_INIT;
+static void g3_ckpt_h5_thread_init(void);
+static hid_t g3_ckpt_h5_types[G3_CKPT_DTYPE_COUNT];
 
 /* A float type from field positions (bf16 and f16 do not exist natively). */
-static hid_t h5_make_float(size_t spos, size_t epos, size_t esize, size_t mpos, size_t msize,
-                           size_t ebias)
+static hid_t g3_ckpt_h5_make_float(size_t spos, size_t epos, size_t esize, size_t mpos,
+                                   size_t msize, size_t ebias)
 {
     hid_t t = H5Tcopy(H5T_IEEE_F32LE);
     H5Tset_fields(t, spos, epos, esize, mpos, msize);
@@ -31,7 +31,7 @@ static hid_t h5_make_float(size_t spos, size_t epos, size_t esize, size_t mpos, 
     return t;
 }
 
-static void h5_init_once(void)
+static void g3_ckpt_h5_init_once(void)
 {
     /* No library shutdown at exit: after a read fails a metadata checksum (a damaged file),
      * libhdf5 1.10 keeps the file's shared structure with the entry it could not load, even
@@ -42,25 +42,25 @@ static void h5_init_once(void)
      * matters.  Effective only before the library's first use, which this is in gpt3d. */
     H5dont_atexit();
     H5open();
-    h5_types[G3_CKPT_F32]  = H5T_IEEE_F32LE;
-    h5_types[G3_CKPT_BF16] = h5_make_float(15, 7, 8, 0, 7, 127);
-    h5_types[G3_CKPT_F16]  = h5_make_float(15, 10, 5, 0, 10, 15);
-    h5_types[G3_CKPT_F64]  = H5T_IEEE_F64LE;
-    h5_types[G3_CKPT_I32]  = H5T_STD_I32LE;
-    h5_types[G3_CKPT_I64]  = H5T_STD_I64LE;
-    h5_types[G3_CKPT_U8]   = H5T_STD_U8LE;
+    g3_ckpt_h5_types[G3_CKPT_F32]  = H5T_IEEE_F32LE;
+    g3_ckpt_h5_types[G3_CKPT_BF16] = g3_ckpt_h5_make_float(15, 7, 8, 0, 7, 127);
+    g3_ckpt_h5_types[G3_CKPT_F16]  = g3_ckpt_h5_make_float(15, 10, 5, 0, 10, 15);
+    g3_ckpt_h5_types[G3_CKPT_F64]  = H5T_IEEE_F64LE;
+    g3_ckpt_h5_types[G3_CKPT_I32]  = H5T_STD_I32LE;
+    g3_ckpt_h5_types[G3_CKPT_I64]  = H5T_STD_I64LE;
+    g3_ckpt_h5_types[G3_CKPT_U8]   = H5T_STD_U8LE;
 }
 
 void g3_ckpt_h5_init(void)
 {
-    pthread_once(&h5_once, h5_init_once);
-    h5_thread_init();
+    pthread_once(&g3_ckpt_h5_once, g3_ckpt_h5_init_once);
+    g3_ckpt_h5_thread_init();
 }
 
 hid_t g3_ckpt_h5_type(g3_ckpt_dtype_t dtype)
 {
     g3_ckpt_h5_init();
-    return h5_types[dtype];
+    return g3_ckpt_h5_types[dtype];
 }
 
 int g3_ckpt_h5_dset_matches(hid_t d, hid_t type, int ndim, const int64_t *shape)
@@ -87,18 +87,18 @@ int g3_ckpt_h5_dset_matches(hid_t d, hid_t type, int ndim, const int64_t *shape)
  * checkpoint, keeps the text of the last failure of that thread; g3_ckpt_h5_errmsg hands it
  * out once.  An errno that HDF5 reports inside its text ("errno = 28, error message = ...")
  * is put first, as strerror's words: it is usually the whole story. */
-static __thread char h5_last_err[512];
-static __thread int h5_thread_ready;
+static __thread char g3_ckpt_h5_last_err[512];
+static __thread int g3_ckpt_h5_thread_ready;
 
 typedef struct {
     char  *buf;
     size_t size;
     int    n, err;
-} h5_err_walk_t;
+} g3_ckpt_h5_err_walk_t;
 
-static herr_t h5_err_walk_cb(unsigned n, const H5E_error2_t *err, void *data)
+static herr_t g3_ckpt_h5_err_walk_cb(unsigned n, const H5E_error2_t *err, void *data)
 {
-    h5_err_walk_t *w = data;
+    g3_ckpt_h5_err_walk_t *w = data;
     size_t len = strlen(w->buf);
     const char *e;
 
@@ -118,12 +118,12 @@ static herr_t h5_err_walk_cb(unsigned n, const H5E_error2_t *err, void *data)
     return 0;
 }
 
-static void h5_err_format(hid_t stack, char *buf, size_t size)
+static void g3_ckpt_h5_err_format(hid_t stack, char *buf, size_t size)
 {
-    h5_err_walk_t w = { buf, size, 0, 0 };
+    g3_ckpt_h5_err_walk_t w = { buf, size, 0, 0 };
 
     buf[0] = '\0';
-    H5Ewalk2(stack, H5E_WALK_UPWARD, h5_err_walk_cb, &w);
+    H5Ewalk2(stack, H5E_WALK_UPWARD, g3_ckpt_h5_err_walk_cb, &w);
     if (w.err > 0) {
         char rest[512];
         snprintf(rest, sizeof(rest), "%s", buf);
@@ -131,35 +131,35 @@ static void h5_err_format(hid_t stack, char *buf, size_t size)
     }
 }
 
-static herr_t h5_err_auto(hid_t stack, void *data)
+static herr_t g3_ckpt_h5_err_auto(hid_t stack, void *data)
 {
     (void)data;
-    h5_err_format(stack, h5_last_err, sizeof(h5_last_err));
+    g3_ckpt_h5_err_format(stack, g3_ckpt_h5_last_err, sizeof(g3_ckpt_h5_last_err));
     return 0;
 }
 
 /* Per thread: HDF5 keeps the auto handler per thread in a thread-safe build. */
-static void h5_thread_init(void)
+static void g3_ckpt_h5_thread_init(void)
 {
-    if (!h5_thread_ready) {
-        H5Eset_auto2(H5E_DEFAULT, h5_err_auto, NULL);
-        h5_thread_ready = 1;
+    if (!g3_ckpt_h5_thread_ready) {
+        H5Eset_auto2(H5E_DEFAULT, g3_ckpt_h5_err_auto, NULL);
+        g3_ckpt_h5_thread_ready = 1;
     }
 }
 
 const char *g3_ckpt_h5_errmsg(char *buf, size_t size)
 {
-    h5_thread_init();
-    h5_err_format(H5E_DEFAULT, buf, size);
-    if (buf[0] == '\0' && h5_last_err[0] != '\0')
-        snprintf(buf, size, "%s", h5_last_err);
-    h5_last_err[0] = '\0';
+    g3_ckpt_h5_thread_init();
+    g3_ckpt_h5_err_format(H5E_DEFAULT, buf, size);
+    if (buf[0] == '\0' && g3_ckpt_h5_last_err[0] != '\0')
+        snprintf(buf, size, "%s", g3_ckpt_h5_last_err);
+    g3_ckpt_h5_last_err[0] = '\0';
     if (buf[0] == '\0')
         snprintf(buf, size, "no HDF5 error detail");
     return buf;
 }
 
-static hid_t h5_fapl(int create)
+static hid_t g3_ckpt_h5_fapl(int create)
 {
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
@@ -179,7 +179,7 @@ static hid_t h5_fapl(int create)
     return fapl;
 }
 
-static void h5_lock_hint(const char *msg)
+static void g3_ckpt_h5_lock_hint(const char *msg)
 {
     if (strstr(msg, "lock") != NULL)
         g3_error("this file system does not support HDF5 file locking: set HDF5_USE_FILE_LOCKING=FALSE (see docs/checkpoint-format.md, section 9)");
@@ -201,14 +201,14 @@ g3_status_t g3_ckpt_h5_open(const char *path, hid_t *file_p)
                  path, (long long)st.st_size);
         return G3_ERR_FORMAT;
     }
-    fapl = h5_fapl(0);
+    fapl = g3_ckpt_h5_fapl(0);
     file = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     if (file < 0)
         g3_ckpt_h5_errmsg(msg, sizeof(msg));
     H5Pclose(fapl);
     if (file < 0) {
         g3_error("cannot open checkpoint file %s: %s (truncated or damaged?)", path, msg);
-        h5_lock_hint(msg);
+        g3_ckpt_h5_lock_hint(msg);
         return G3_ERR_FORMAT;
     }
     *file_p = file;
@@ -220,14 +220,14 @@ g3_status_t g3_ckpt_h5_open(const char *path, hid_t *file_p)
  * them in fractal heaps whose free-space records readers never look at and whose direct
  * blocks carry no checksum, so a flipped byte there would go unnoticed.  A group's links are
  * then found by a scan of its header in memory: a few thousand pieces per file cost nothing. */
-#define H5_COMPACT_MAX 65535
+#define G3_CKPT_H5_COMPACT_MAX 65535
 
 hid_t g3_ckpt_h5_gcpl(void)
 {
     hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
 
-    H5Pset_link_phase_change(gcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);
-    H5Pset_attr_phase_change(gcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);
+    H5Pset_link_phase_change(gcpl, G3_CKPT_H5_COMPACT_MAX, G3_CKPT_H5_COMPACT_MAX - 1);
+    H5Pset_attr_phase_change(gcpl, G3_CKPT_H5_COMPACT_MAX, G3_CKPT_H5_COMPACT_MAX - 1);
     return gcpl;
 }
 
@@ -263,7 +263,7 @@ g3_status_t g3_ckpt_h5_create(const char *path, int sealed, hid_t *file_p)
     hid_t fapl, fcpl, file;
 
     g3_ckpt_h5_init();
-    fapl = h5_fapl(1);
+    fapl = g3_ckpt_h5_fapl(1);
     fcpl = H5Pcreate(H5P_FILE_CREATE);
     if (fapl < 0 || fcpl < 0) {
         g3_error("cannot create checkpoint file %s: HDF5 refused the file properties", path);
@@ -273,8 +273,9 @@ g3_status_t g3_ckpt_h5_create(const char *path, int sealed, hid_t *file_p)
             H5Pclose(fcpl);
         return G3_ERR_IO;
     }
-    H5Pset_link_phase_change(fcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);   /* the root group */
-    H5Pset_attr_phase_change(fcpl, H5_COMPACT_MAX, H5_COMPACT_MAX - 1);
+    /* the root group */
+    H5Pset_link_phase_change(fcpl, G3_CKPT_H5_COMPACT_MAX, G3_CKPT_H5_COMPACT_MAX - 1);
+    H5Pset_attr_phase_change(fcpl, G3_CKPT_H5_COMPACT_MAX, G3_CKPT_H5_COMPACT_MAX - 1);
     if (sealed)    /* room for the seal, written by g3_ckpt_index_seal after the close */
         H5Pset_userblock(fcpl, G3_CKPT_SEAL_BYTES);
     file = H5Fcreate(path, H5F_ACC_EXCL, fcpl, fapl);
@@ -284,7 +285,7 @@ g3_status_t g3_ckpt_h5_create(const char *path, int sealed, hid_t *file_p)
     H5Pclose(fapl);
     if (file < 0) {
         g3_error("cannot create checkpoint file %s: %s", path, msg);
-        h5_lock_hint(msg);
+        g3_ckpt_h5_lock_hint(msg);
         return G3_ERR_IO;
     }
     *file_p = file;
@@ -301,26 +302,26 @@ g3_status_t g3_ckpt_h5_create(const char *path, int sealed, hid_t *file_p)
  * and zero bytes up to 512; the CRC-32C is over bytes [512, size).  The reader rebuilds the
  * whole block from the values it parsed and compares all 512 bytes, so every byte of the file
  * is covered. */
-#define SEAL_MAGIC "gpt3d-checkpoint-index-seal 1\n"
-#define SEAL_CHUNK (1u << 20)
+#define G3_CKPT_SEAL_MAGIC "gpt3d-checkpoint-index-seal 1\n"
+#define G3_CKPT_SEAL_CHUNK (1u << 20)
 
-static void seal_format(unsigned char *block, int64_t size, uint32_t crc)
+static void g3_ckpt_seal_format(unsigned char *block, int64_t size, uint32_t crc)
 {
     memset(block, 0, G3_CKPT_SEAL_BYTES);
-    snprintf((char *)block, G3_CKPT_SEAL_BYTES, "%ssize %lld\ncrc32c %08x\n", SEAL_MAGIC,
+    snprintf((char *)block, G3_CKPT_SEAL_BYTES, "%ssize %lld\ncrc32c %08x\n", G3_CKPT_SEAL_MAGIC,
              (long long)size, crc);
 }
 
 /* CRC-32C of bytes [G3_CKPT_SEAL_BYTES, size) of fd.  RET: G3_OK or G3_ERR_IO (errno set). */
-static g3_status_t seal_crc(int fd, int64_t size, uint32_t *crc_p)
+static g3_status_t g3_ckpt_seal_crc(int fd, int64_t size, uint32_t *crc_p)
 {
-    unsigned char *buf = malloc(SEAL_CHUNK);
+    unsigned char *buf = malloc(G3_CKPT_SEAL_CHUNK);
     uint32_t crc = 0;
 
     if (buf == NULL)
         return G3_ERR_NO_MEMORY;
     for (int64_t off = G3_CKPT_SEAL_BYTES; off < size;) {
-        size_t want = size - off < SEAL_CHUNK ? (size_t)(size - off) : SEAL_CHUNK;
+        size_t want = size - off < G3_CKPT_SEAL_CHUNK ? (size_t)(size - off) : G3_CKPT_SEAL_CHUNK;
         ssize_t n = pread(fd, buf, want, (off_t)off);
         if (n <= 0) {
             if (n == 0)
@@ -345,8 +346,8 @@ g3_status_t g3_ckpt_index_seal(const char *path)
     g3_status_t st = G3_ERR_IO;
 
     if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size >= G3_CKPT_SEAL_BYTES &&
-        (st = seal_crc(fd, sb.st_size, &crc)) == G3_OK) {
-        seal_format(block, sb.st_size, crc);
+        (st = g3_ckpt_seal_crc(fd, sb.st_size, &crc)) == G3_OK) {
+        g3_ckpt_seal_format(block, sb.st_size, crc);
         if (pwrite(fd, block, sizeof(block), 0) != (ssize_t)sizeof(block))
             st = G3_ERR_IO;
     }
@@ -387,9 +388,10 @@ g3_status_t g3_ckpt_index_open(const char *path, hid_t *file_p, int *sealed_p)
     }
     memcpy(text, block, n > 0 ? (size_t)n : 0);
     text[n > 0 ? n : 0] = '\0';
-    if (n != (ssize_t)sizeof(block) || strncmp(text, SEAL_MAGIC, strlen(SEAL_MAGIC)) != 0 ||
-        sscanf(text + strlen(SEAL_MAGIC), "size %lld\ncrc32c %8x\n", &size, &crc) != 2 ||
-        (seal_format(want, size, crc), memcmp(want, block, sizeof(block)) != 0)) {
+    if (n != (ssize_t)sizeof(block) ||
+        strncmp(text, G3_CKPT_SEAL_MAGIC, strlen(G3_CKPT_SEAL_MAGIC)) != 0 ||
+        sscanf(text + strlen(G3_CKPT_SEAL_MAGIC), "size %lld\ncrc32c %8x\n", &size, &crc) != 2 ||
+        (g3_ckpt_seal_format(want, size, crc), memcmp(want, block, sizeof(block)) != 0)) {
         g3_error("checkpoint index %s begins with neither gpt3d's checksum block nor an HDF5 signature (%lld bytes): it is damaged, foreign or was overwritten; restore it or load another checkpoint (--load-fallback)",
                  path, (long long)sb.st_size);
         close(fd);
@@ -401,7 +403,7 @@ g3_status_t g3_ckpt_index_open(const char *path, hid_t *file_p, int *sealed_p)
         close(fd);
         return G3_ERR_FORMAT;
     }
-    st = seal_crc(fd, size, &got);
+    st = g3_ckpt_seal_crc(fd, size, &got);
     close(fd);
     if (st != G3_OK) {
         g3_error("cannot read checkpoint index %s: %s", path, strerror(errno));
@@ -473,8 +475,8 @@ int g3_ckpt_link_exists(hid_t loc, const char *path)
 
 /* ---- attributes ---------------------------------------------------------------- */
 
-static g3_status_t attr_write(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
-                              hid_t space, const void *v)
+static g3_status_t g3_ckpt_attr_write(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
+                                      hid_t space, const void *v)
 {
     hid_t a;
     herr_t rc;
@@ -496,40 +498,40 @@ g3_status_t g3_ckpt_attr_write_str(hid_t obj, const char *name, const char *valu
 
     H5Tset_size(t, strlen(value) + 1);
     H5Tset_strpad(t, H5T_STR_NULLTERM);
-    st = attr_write(obj, name, t, t, s, value);
+    st = g3_ckpt_attr_write(obj, name, t, t, s, value);
     H5Sclose(s);
     H5Tclose(t);
     return st;
 }
 
 /* n values at v as a 1-D attribute, or one as a scalar (n < 0). */
-static g3_status_t attr_write_num(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
-                                  const void *v, int n)
+static g3_status_t g3_ckpt_attr_write_num(hid_t obj, const char *name, hid_t ftype, hid_t mtype,
+                                          const void *v, int n)
 {
     hsize_t dims = n >= 0 ? (hsize_t)n : 1;
     hid_t s = n >= 0 ? H5Screate_simple(1, &dims, NULL) : H5Screate(H5S_SCALAR);
-    g3_status_t st = attr_write(obj, name, ftype, mtype, s, v);
+    g3_status_t st = g3_ckpt_attr_write(obj, name, ftype, mtype, s, v);
     H5Sclose(s);
     return st;
 }
 
 g3_status_t g3_ckpt_attr_write_i64(hid_t obj, const char *name, const int64_t *v, int n)
 {
-    return attr_write_num(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v, n);
+    return g3_ckpt_attr_write_num(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, v, n);
 }
 
 g3_status_t g3_ckpt_attr_write_i32(hid_t obj, const char *name, int32_t v)
 {
-    return attr_write_num(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &v, -1);
+    return g3_ckpt_attr_write_num(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &v, -1);
 }
 
 g3_status_t g3_ckpt_attr_write_u32(hid_t obj, const char *name, uint32_t v)
 {
-    return attr_write_num(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v, -1);
+    return g3_ckpt_attr_write_num(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, &v, -1);
 }
 
-static g3_status_t attr_open(hid_t obj, const char *name, H5T_class_t cls, hid_t *a_p,
-                             hssize_t *npoints_p, size_t *size_p)
+static g3_status_t g3_ckpt_attr_open(hid_t obj, const char *name, H5T_class_t cls, hid_t *a_p,
+                                     hssize_t *npoints_p, size_t *size_p)
 {
     hid_t a, t, s;
     H5T_class_t c;
@@ -563,7 +565,7 @@ g3_status_t g3_ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t
     hid_t a, t;
     hssize_t np;
     size_t sz;
-    g3_status_t st = attr_open(obj, name, H5T_STRING, &a, &np, &sz);
+    g3_status_t st = g3_ckpt_attr_open(obj, name, H5T_STRING, &a, &np, &sz);
     herr_t rc;
 
     if (st != G3_OK)
@@ -582,12 +584,12 @@ g3_status_t g3_ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t
     return rc < 0 ? G3_ERR_FORMAT : G3_OK;
 }
 
-static g3_status_t attr_read_num(hid_t obj, const char *name, hid_t mtype, void *v, int n)
+static g3_status_t g3_ckpt_attr_read_num(hid_t obj, const char *name, hid_t mtype, void *v, int n)
 {
     hid_t a;
     hssize_t np;
     size_t sz;
-    g3_status_t st = attr_open(obj, name, H5Tget_class(mtype), &a, &np, &sz);
+    g3_status_t st = g3_ckpt_attr_open(obj, name, H5Tget_class(mtype), &a, &np, &sz);
     herr_t rc;
 
     if (st != G3_OK)
@@ -603,17 +605,17 @@ static g3_status_t attr_read_num(hid_t obj, const char *name, hid_t mtype, void 
 
 g3_status_t g3_ckpt_attr_read_i64(hid_t obj, const char *name, int64_t *v, int n)
 {
-    return attr_read_num(obj, name, H5T_NATIVE_INT64, v, n);
+    return g3_ckpt_attr_read_num(obj, name, H5T_NATIVE_INT64, v, n);
 }
 
 g3_status_t g3_ckpt_attr_read_i32(hid_t obj, const char *name, int32_t *v)
 {
-    return attr_read_num(obj, name, H5T_NATIVE_INT32, v, 1);
+    return g3_ckpt_attr_read_num(obj, name, H5T_NATIVE_INT32, v, 1);
 }
 
 g3_status_t g3_ckpt_attr_read_u32(hid_t obj, const char *name, uint32_t *v)
 {
-    return attr_read_num(obj, name, H5T_NATIVE_UINT32, v, 1);
+    return g3_ckpt_attr_read_num(obj, name, H5T_NATIVE_UINT32, v, 1);
 }
 
 g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *format, int *version_p)
@@ -666,79 +668,71 @@ uint32_t g3_ckpt_progress_crc(int64_t value)
 
 /* ---- tables ---------------------------------------------------------------------- */
 
-typedef enum { F_I32, F_U32, F_I64, F_I64x4, F_STR } field_kind_t;
+typedef enum { F_I32, F_U32, F_I64, F_I64x4, F_STR } g3_ckpt_field_kind_t;
 typedef struct {
-    const char  *name;
-    size_t       offset;
-    field_kind_t kind;
-    size_t       len;      /* F_STR: bytes */
-} field_t;
+    const char          *name;
+    size_t               offset;
+    g3_ckpt_field_kind_t kind;
+    size_t               len;      /* F_STR: bytes */
+} g3_ckpt_field_t;
 
 #define FLD(T, m, k, l) { #m, offsetof(T, m), k, l }
+/* The tensor description a /manifest row and a /tensors row both carry, in two runs of
+ * fields that keep their places in both tables (the order is the file format's): its type
+ * and global shape, and its sharding rule. */
+#define G3_CKPT_TYPE_FIELDS(T)                                                          \
+    FLD(T, dtype, F_STR, 8), FLD(T, kind, F_I32, 0), FLD(T, ndim, F_I32, 0),            \
+        FLD(T, shape, F_I64x4, 0)
+#define G3_CKPT_RULE_FIELDS(T)                                                          \
+    FLD(T, tp_dim, F_I32, 0), FLD(T, tp_parts, F_I32, 0), FLD(T, pp_layer, F_I32, 0),   \
+        FLD(T, pad_dim, F_I32, 0), FLD(T, unpadded, F_I64, 0)
+/* A piece's box (a /manifest row and a /pieces row). */
+#define G3_CKPT_BOX_FIELDS(T) FLD(T, offset, F_I64x4, 0), FLD(T, extent, F_I64x4, 0)
 
-static const field_t manifest_fields[] = {
+static const g3_ckpt_field_t g3_ckpt_manifest_fields[] = {
     FLD(g3_ckpt_mrow_t, tensor, F_STR, G3_CKPT_NAME_MAX),
     FLD(g3_ckpt_mrow_t, piece, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, dtype, F_STR, 8),
-    FLD(g3_ckpt_mrow_t, kind, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, ndim, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, shape, F_I64x4, 0),
-    FLD(g3_ckpt_mrow_t, offset, F_I64x4, 0),
-    FLD(g3_ckpt_mrow_t, extent, F_I64x4, 0),
+    G3_CKPT_TYPE_FIELDS(g3_ckpt_mrow_t),
+    G3_CKPT_BOX_FIELDS(g3_ckpt_mrow_t),
     FLD(g3_ckpt_mrow_t, crc32c, F_U32, 0),
-    FLD(g3_ckpt_mrow_t, tp_dim, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, tp_parts, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, pp_layer, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, pad_dim, F_I32, 0),
-    FLD(g3_ckpt_mrow_t, unpadded, F_I64, 0),
+    G3_CKPT_RULE_FIELDS(g3_ckpt_mrow_t),
     { NULL, 0, 0, 0 }
 };
 
-static const field_t files_fields[] = {
-    FLD(g3_ckpt_frow_t, name, F_STR, 64),
-    FLD(g3_ckpt_frow_t, kind, F_I32, 0),
-    FLD(g3_ckpt_frow_t, tp, F_I32, 0),
-    FLD(g3_ckpt_frow_t, pp, F_I32, 0),
+static const g3_ckpt_field_t g3_ckpt_files_fields[] = {
+    FLD(g3_ckpt_frow_t, name, F_STR, 64), FLD(g3_ckpt_frow_t, kind, F_I32, 0),
+    /* the writer's coordinates */
+    FLD(g3_ckpt_frow_t, tp, F_I32, 0), FLD(g3_ckpt_frow_t, pp, F_I32, 0),
     FLD(g3_ckpt_frow_t, dp, F_I32, 0),
-    FLD(g3_ckpt_frow_t, npieces, F_I64, 0),
-    FLD(g3_ckpt_frow_t, nbytes, F_I64, 0),
+    FLD(g3_ckpt_frow_t, npieces, F_I64, 0), FLD(g3_ckpt_frow_t, nbytes, F_I64, 0),
     { NULL, 0, 0, 0 }
 };
 
-static const field_t tensors_fields[] = {
+static const g3_ckpt_field_t g3_ckpt_tensors_fields[] = {
     FLD(g3_ckpt_trow_t, name, F_STR, G3_CKPT_NAME_MAX),
-    FLD(g3_ckpt_trow_t, dtype, F_STR, 8),
-    FLD(g3_ckpt_trow_t, kind, F_I32, 0),
-    FLD(g3_ckpt_trow_t, ndim, F_I32, 0),
-    FLD(g3_ckpt_trow_t, shape, F_I64x4, 0),
-    FLD(g3_ckpt_trow_t, tp_dim, F_I32, 0),
-    FLD(g3_ckpt_trow_t, tp_parts, F_I32, 0),
-    FLD(g3_ckpt_trow_t, pp_layer, F_I32, 0),
-    FLD(g3_ckpt_trow_t, pad_dim, F_I32, 0),
-    FLD(g3_ckpt_trow_t, unpadded, F_I64, 0),
+    G3_CKPT_TYPE_FIELDS(g3_ckpt_trow_t),
+    G3_CKPT_RULE_FIELDS(g3_ckpt_trow_t),
     FLD(g3_ckpt_trow_t, first_piece, F_I64, 0),
     FLD(g3_ckpt_trow_t, npieces, F_I64, 0),
     { NULL, 0, 0, 0 }
 };
 
-static const field_t pieces_fields[] = {
-    FLD(g3_ckpt_prow_t, tensor, F_I32, 0),
-    FLD(g3_ckpt_prow_t, file, F_I32, 0),
+static const g3_ckpt_field_t g3_ckpt_pieces_fields[] = {
+    /* which piece of which tensor, in which file */
+    FLD(g3_ckpt_prow_t, tensor, F_I32, 0), FLD(g3_ckpt_prow_t, file, F_I32, 0),
     FLD(g3_ckpt_prow_t, piece, F_I32, 0),
-    FLD(g3_ckpt_prow_t, offset, F_I64x4, 0),
-    FLD(g3_ckpt_prow_t, extent, F_I64x4, 0),
-    FLD(g3_ckpt_prow_t, nbytes, F_I64, 0),
-    FLD(g3_ckpt_prow_t, crc32c, F_U32, 0),
+    G3_CKPT_BOX_FIELDS(g3_ckpt_prow_t),
+    FLD(g3_ckpt_prow_t, nbytes, F_I64, 0), FLD(g3_ckpt_prow_t, crc32c, F_U32, 0),
     { NULL, 0, 0, 0 }
 };
 
-static const field_t *table_fields(g3_ckpt_table_t table, size_t *size_p)
+static const g3_ckpt_field_t *g3_ckpt_table_fields(g3_ckpt_table_t table, size_t *size_p)
 {
     switch (table) {
-    case G3_CKPT_TABLE_MANIFEST: *size_p = sizeof(g3_ckpt_mrow_t); return manifest_fields;
-    case G3_CKPT_TABLE_FILES:    *size_p = sizeof(g3_ckpt_frow_t); return files_fields;
-    case G3_CKPT_TABLE_TENSORS:  *size_p = sizeof(g3_ckpt_trow_t); return tensors_fields;
-    case G3_CKPT_TABLE_PIECES:   *size_p = sizeof(g3_ckpt_prow_t); return pieces_fields;
+    case G3_CKPT_TABLE_MANIFEST: *size_p = sizeof(g3_ckpt_mrow_t); return g3_ckpt_manifest_fields;
+    case G3_CKPT_TABLE_FILES:    *size_p = sizeof(g3_ckpt_frow_t); return g3_ckpt_files_fields;
+    case G3_CKPT_TABLE_TENSORS:  *size_p = sizeof(g3_ckpt_trow_t); return g3_ckpt_tensors_fields;
+    case G3_CKPT_TABLE_PIECES:   *size_p = sizeof(g3_ckpt_prow_t); return g3_ckpt_pieces_fields;
     }
     *size_p = 0;
     return NULL;
@@ -747,14 +741,14 @@ static const field_t *table_fields(g3_ckpt_table_t table, size_t *size_p)
 hid_t g3_ckpt_table_type(g3_ckpt_table_t table, int file)
 {
     size_t size, off = 0;
-    const field_t *f = table_fields(table, &size);
+    const g3_ckpt_field_t *f = g3_ckpt_table_fields(table, &size);
     hsize_t four = G3_CKPT_MAX_DIMS;
     hid_t t;
 
     /* the file type is packed: first compute its size */
     if (file) {
         size = 0;
-        for (const field_t *g = f; g->name; g++)
+        for (const g3_ckpt_field_t *g = f; g->name; g++)
             size += g->kind == F_STR ? g->len : g->kind == F_I64 ? 8 : g->kind == F_I64x4 ? 32 : 4;
     }
     t = H5Tcreate(H5T_COMPOUND, size);
@@ -914,7 +908,7 @@ g3_status_t g3_ckpt_table_read(hid_t loc, const char *name, g3_ckpt_table_t tabl
     void *rows;
     char msg[512];
 
-    table_fields(table, &rowsize);
+    g3_ckpt_table_fields(table, &rowsize);
     if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) {
         g3_error("%s has no /%s table: the file is damaged or not a complete checkpoint file", path, name);
         return G3_ERR_FORMAT;

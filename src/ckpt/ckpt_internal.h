@@ -7,7 +7,6 @@
 #include <stdint.h>
 
 #include "ckpt/ckpt.h"
-#include "core/hook.h"
 
 #ifndef PATH_MAX
 #define PATH_MAX 4096
@@ -15,7 +14,7 @@
 
 #define G3_CKPT_INDEX_NAME "index.h5"
 
-/* ---- state ----------------------------------------------------------------- */
+/* ---- state --------------------------------------------------------------------------- */
 
 typedef struct {
     g3_ckpt_tensor_t desc;              /* desc.name points to name          */
@@ -47,16 +46,28 @@ struct g3_ckpt_state {
 };
 
 g3_ckpt_stensor_t *g3_ckpt_state_find(const g3_ckpt_state_t *state, const char *name);
+
+/* ---- sharding rules and boxes (ckpt_box.c) ------------------------------------------- */
+
 int64_t g3_ckpt_box_volume(int ndim, const int64_t *extent);
 /* RET: 1 when the boxes intersect; OUT: the intersection. */
 int g3_ckpt_box_intersect(int ndim, const int64_t *ao, const int64_t *ae,
                           const int64_t *bo, const int64_t *be, int64_t *io, int64_t *ie);
 /* Does this rank write the tensor (ownership rules of the format, section 4)? */
 int g3_ckpt_rank_writes(const g3_ckpt_layout_t *layout, const g3_ckpt_tensor_t *t);
-/* FNV-1a of a tensor name, for the open-addressing name maps of the writer and reader. */
-uint64_t g3_ckpt_name_hash(const char *s);
+/* Copy the intersection box (io, ie) from src (a box at so, se) to dst (a box
+ * at dof, de), converting dtypes. */
+void g3_ckpt_copy_box(int ndim, const int64_t *io, const int64_t *ie,
+                      const void *src, const int64_t *so, const int64_t *se, g3_ckpt_dtype_t st,
+                      void *dst, const int64_t *dof, const int64_t *de, g3_ckpt_dtype_t dt);
 
-/* ---- HDF5 helpers ------------------------------------------------------------ */
+/* ---- element types (ckpt_dtype.c) ---------------------------------------------------- */
+
+/* Convert n elements between float types (f32 <-> bf16, or a plain copy). */
+void g3_ckpt_convert_elems(void *dst, g3_ckpt_dtype_t dt, const void *src, g3_ckpt_dtype_t st,
+                           size_t n);
+
+/* ---- HDF5 helpers -------------------------------------------------------------------- */
 
 /* Initialise HDF5 for checkpoints (once per process) and, in each calling thread, replace
  * HDF5's own error printing by the capture that g3_ckpt_h5_errmsg reads. */
@@ -134,7 +145,7 @@ g3_status_t g3_ckpt_dataset_check_crc(hid_t d, const char *name, const char *pat
 /* H5Lexists of every component of "a/b/c" (H5Lexists fails when "a/b" is missing). */
 int g3_ckpt_link_exists(hid_t loc, const char *path);
 
-/* ---- tables -------------------------------------------------------------------- */
+/* ---- tables -------------------------------------------------------------------------- */
 
 typedef struct {            /* one row of a shard file's /manifest           */
     char    tensor[G3_CKPT_NAME_MAX];
@@ -182,6 +193,10 @@ g3_status_t g3_ckpt_table_write(hid_t loc, const char *name, g3_ckpt_table_t tab
 g3_status_t g3_ckpt_table_read(hid_t loc, const char *name, g3_ckpt_table_t table,
                                void **rows_p, size_t *nrows_p, const char *path);
 
+/* ---- names (ckpt_name.c) ------------------------------------------------------------- */
+
+/* FNV-1a of a tensor name, for the open-addressing name maps of the writer and reader. */
+uint64_t g3_ckpt_name_hash(const char *s);
 /* "model_tp00_pp000.h5" / "optim_tp00_pp000_dp000.h5" */
 void g3_ckpt_shard_name(g3_ckpt_kind_t kind, int tp, int pp, int dp, char *buf, size_t size);
 /* The dataset path of piece k of a tensor in a shard file: "<tensor>#<k>". */
@@ -190,8 +205,10 @@ void g3_ckpt_piece_dataset(const char *tensor, int k, char *buf, size_t size);
 void g3_ckpt_tmp_path(const char *dir, int64_t iteration, const char *save_id, char *buf,
                       size_t size);
 const char *g3_ckpt_save_id(const g3_ckpt_save_opts_t *opts);
+/* RET: 1 when name is "iter_" and 7 to 18 digits, with the number in *iteration_p. */
+int g3_ckpt_parse_iter_name(const char *name, int64_t *iteration_p);
 
-/* ---- reader -------------------------------------------------------------------- */
+/* ---- reader -------------------------------------------------------------------------- */
 
 struct g3_ckpt_reader {
     char            dir[PATH_MAX];         /* the iter_ directory                */
@@ -228,30 +245,18 @@ int g3_ckpt_check_manifest(const g3_ckpt_reader_t *r, size_t fi, hid_t f, const 
 int g3_ckpt_check_piece(const g3_ckpt_reader_t *r, const g3_ckpt_prow_t *sp, hid_t d,
                         const char *path, const char *dname);
 
-/* Convert n elements between float types (f32 <-> bf16, or a plain copy). */
-void g3_ckpt_convert_elems(void *dst, g3_ckpt_dtype_t dt, const void *src, g3_ckpt_dtype_t st,
-                           size_t n);
+/* ---- directories (ckpt_dir.c) -------------------------------------------------------- */
 
-/* Copy the intersection box (io, ie) from src (a box at so, se) to dst (a box
- * at dof, de), converting dtypes. */
-void g3_ckpt_copy_box(int ndim, const int64_t *io, const int64_t *ie,
-                      const void *src, const int64_t *so, const int64_t *se, g3_ckpt_dtype_t st,
-                      void *dst, const int64_t *dof, const int64_t *de, g3_ckpt_dtype_t dt);
-
-/* Directory helpers. */
+/* Remove a directory holding only files (a checkpoint directory; it refuses to descend into
+ * subdirectories).  Errors logged naming the file. */
 g3_status_t g3_ckpt_rmdir_flat(const char *path);
-int g3_ckpt_parse_iter_name(const char *name, int64_t *iteration_p);
+
+/* ---- phase timing (ckpt_timing.c) ---------------------------------------------------- */
 
 /* The phases of the save or load this thread runs (NULL: not timed): set from the options
  * by g3_ckpt_write_shards, g3_ckpt_commit and g3_ckpt_reader_load, read by the helpers that
  * charge their time (g3_ckpt_dataset_io).  One per thread: the asynchronous writer's save
  * and the training thread's commit or load are timed apart. */
 extern __thread g3_ckpt_timing_t *g3_ckpt_tm;
-
-/* A fault point of the commit protocol (core/hook.h lists the points). */
-static inline void g3_ckpt_fault(const char *point)
-{
-    g3_hook_fault(point);
-}
 
 #endif

@@ -16,17 +16,17 @@
 #include "core/log.h"
 
 /* The load's phases go to the caller's g3_ckpt_timing_t (opts->timing, through g3_ckpt_tm). */
-static double load_timing_now(void)
+static double g3_ckpt_load_timing_now(void)
 {
     return g3_ckpt_timing_now(g3_ckpt_tm);
 }
 
-static void load_timing_add(g3_ckpt_phase_t phase, double *t0)
+static void g3_ckpt_load_timing_add(g3_ckpt_phase_t phase, double *t0)
 {
     g3_ckpt_timing_add(g3_ckpt_tm, phase, t0);
 }
 
-#define LOAD_BLOCK_BYTES (64u << 20)   /* streaming buffer for partial reads */
+#define G3_CKPT_LOAD_BLOCK_BYTES (64u << 20)   /* streaming buffer for partial reads */
 
 const char *const G3_CKPT_MODEL_KEYS[] = {
     "num-layers", "hidden-size", "num-attention-heads", "ffn-hidden-size",
@@ -57,11 +57,12 @@ typedef struct {
     g3_ckpt_reader_t *r;
     const char       *path;
     g3_status_t       st;
-} kv_iter_t;
+} g3_ckpt_kv_iter_t;
 
-static herr_t read_state_entry(hid_t g, const char *name, const H5L_info_t *info, void *data)
+static herr_t g3_ckpt_read_state_entry(hid_t g, const char *name, const H5L_info_t *info,
+                                       void *data)
 {
-    kv_iter_t *it = data;
+    g3_ckpt_kv_iter_t *it = data;
     g3_ckpt_reader_t *r = it->r;
     g3_ckpt_kv_t kv = { NULL, G3_CKPT_KV_I64, 0, NULL };
     hid_t d = H5Dopen2(g, name, H5P_DEFAULT), t, s;
@@ -130,7 +131,7 @@ err_report:
     return -1;
 }
 
-static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
+static g3_status_t g3_ckpt_read_index(g3_ckpt_reader_t *r, const char *path)
 {
     hid_t f, g;
     char msg[512];
@@ -282,9 +283,10 @@ static g3_status_t read_index(g3_ckpt_reader_t *r, const char *path)
         goto err_close_file;
     }
     if (H5Lexists(f, "state", H5P_DEFAULT) > 0) {
-        kv_iter_t it = { r, path, G3_OK };
+        g3_ckpt_kv_iter_t it = { r, path, G3_OK };
         g = H5Gopen2(f, "state", H5P_DEFAULT);
-        if (g < 0 || H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, read_state_entry, &it) < 0) {
+        if (g < 0 || H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, g3_ckpt_read_state_entry,
+                                &it) < 0) {
             if (it.st == G3_OK)
                 g3_error("%s: cannot read /state", path);
             st = it.st != G3_OK ? it.st : G3_ERR_FORMAT;
@@ -347,7 +349,7 @@ g3_status_t g3_ckpt_reader_open(const char *path, g3_ckpt_reader_t **reader_p)
             return G3_ERR_NOT_FOUND;
         }
     }
-    st = read_index(r, index);
+    st = g3_ckpt_read_index(r, index);
     if (st == G3_OK) {
         /* An iter_ directory holds the checkpoint of its name's iteration: two swapped or
          * renamed directories would resume one iteration's counters with another's weights. */
@@ -419,7 +421,7 @@ void g3_ckpt_reader_tensor(const g3_ckpt_reader_t *r, int i, g3_ckpt_tensor_t *t
     t->rule.unpadded = row->unpadded;
 }
 
-static const g3_ckpt_kv_t *kv_find(const g3_ckpt_reader_t *r, const char *key)
+static const g3_ckpt_kv_t *g3_ckpt_kv_find(const g3_ckpt_reader_t *r, const char *key)
 {
     for (int i = 0; i < r->nkv; i++)
         if (strcmp(r->kv[i].key, key) == 0)
@@ -429,7 +431,7 @@ static const g3_ckpt_kv_t *kv_find(const g3_ckpt_reader_t *r, const char *key)
 
 int g3_ckpt_reader_has(g3_ckpt_reader_t *r, const char *key)
 {
-    return kv_find(r, key) != NULL;
+    return g3_ckpt_kv_find(r, key) != NULL;
 }
 
 int g3_ckpt_reader_state_count(const g3_ckpt_reader_t *r)
@@ -465,11 +467,11 @@ const char *g3_ckpt_reader_state_text(const g3_ckpt_reader_t *r, int i, char *bu
     return buf;
 }
 
-static g3_status_t kv_get(g3_ckpt_reader_t *r, const char *key, g3_ckpt_kv_type_t type, int n,
-                          const g3_ckpt_kv_t **kv_p)
+static g3_status_t g3_ckpt_kv_get(g3_ckpt_reader_t *r, const char *key, g3_ckpt_kv_type_t type,
+                                  int n, const g3_ckpt_kv_t **kv_p)
 {
     static const char *const tn[] = { "int64", "float64", "string" };
-    const g3_ckpt_kv_t *kv = kv_find(r, key);
+    const g3_ckpt_kv_t *kv = g3_ckpt_kv_find(r, key);
 
     if (kv == NULL) {
         g3_error("checkpoint %s has no state entry '%s' (saved by an older gpt3d or another program?)",
@@ -485,28 +487,33 @@ static g3_status_t kv_get(g3_ckpt_reader_t *r, const char *key, g3_ckpt_kv_type_
     return G3_OK;
 }
 
-g3_status_t g3_ckpt_reader_get_i64(g3_ckpt_reader_t *r, const char *key, int64_t *values, int n)
+/* A numeric entry (int64 or float64: 8 bytes a value) of n values, copied to values. */
+static g3_status_t g3_ckpt_kv_get_num(g3_ckpt_reader_t *r, const char *key,
+                                      g3_ckpt_kv_type_t type, int n, void *values)
 {
     const g3_ckpt_kv_t *kv;
-    g3_status_t st = kv_get(r, key, G3_CKPT_KV_I64, n, &kv);
+    g3_status_t st = g3_ckpt_kv_get(r, key, type, n, &kv);
+
+    _Static_assert(sizeof(int64_t) == 8 && sizeof(double) == 8, "8-byte state values");
     if (st == G3_OK)
-        memcpy(values, kv->values, (size_t)n * sizeof(int64_t));
+        memcpy(values, kv->values, (size_t)n * 8);
     return st;
+}
+
+g3_status_t g3_ckpt_reader_get_i64(g3_ckpt_reader_t *r, const char *key, int64_t *values, int n)
+{
+    return g3_ckpt_kv_get_num(r, key, G3_CKPT_KV_I64, n, values);
 }
 
 g3_status_t g3_ckpt_reader_get_f64(g3_ckpt_reader_t *r, const char *key, double *values, int n)
 {
-    const g3_ckpt_kv_t *kv;
-    g3_status_t st = kv_get(r, key, G3_CKPT_KV_F64, n, &kv);
-    if (st == G3_OK)
-        memcpy(values, kv->values, (size_t)n * sizeof(double));
-    return st;
+    return g3_ckpt_kv_get_num(r, key, G3_CKPT_KV_F64, n, values);
 }
 
 g3_status_t g3_ckpt_reader_get_str(g3_ckpt_reader_t *r, const char *key, char *buf, size_t size)
 {
     const g3_ckpt_kv_t *kv;
-    g3_status_t st = kv_get(r, key, G3_CKPT_KV_STR, 0, &kv);
+    g3_status_t st = g3_ckpt_kv_get(r, key, G3_CKPT_KV_STR, 0, &kv);
     if (st != G3_OK)
         return st;
     if ((size_t)kv->n + 1 > size) {
@@ -529,23 +536,23 @@ typedef struct {            /* one (stored piece, wanted piece) intersection */
     const g3_ckpt_piece_t *dst;
     int64_t          io[G3_CKPT_MAX_DIMS], ie[G3_CKPT_MAX_DIMS];
     const char      *tensor;
-} work_t;
+} g3_ckpt_work_t;
 
-static int cmp_work(const void *a, const void *b)
+static int g3_ckpt_cmp_work(const void *a, const void *b)
 {
-    const work_t *x = a, *y = b;
+    const g3_ckpt_work_t *x = a, *y = b;
     if (x->file != y->file)
         return x->file < y->file ? -1 : 1;
     return x->src < y->src ? -1 : x->src > y->src;
 }
 
-static int dtype_pair_ok(g3_ckpt_dtype_t a, g3_ckpt_dtype_t b)
+static int g3_ckpt_dtype_pair_ok(g3_ckpt_dtype_t a, g3_ckpt_dtype_t b)
 {
     return a == b || (a == G3_CKPT_F32 && b == G3_CKPT_BF16) ||
            (a == G3_CKPT_BF16 && b == G3_CKPT_F32);
 }
 
-static void shape_str(int ndim, const int64_t *s, char *buf, size_t size)
+static void g3_ckpt_shape_str(int ndim, const int64_t *s, char *buf, size_t size)
 {
     size_t len = 0;
     len += (size_t)snprintf(buf + len, size - len, "(");
@@ -556,10 +563,11 @@ static void shape_str(int ndim, const int64_t *s, char *buf, size_t size)
 }
 
 /* Match the state's tensors to the index and list the work.  No data is read. */
-static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
-                             const g3_ckpt_load_opts_t *opts, work_t **work_p, size_t *nwork_p)
+static g3_status_t g3_ckpt_plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
+                                     const g3_ckpt_load_opts_t *opts, g3_ckpt_work_t **work_p,
+                                     size_t *nwork_p)
 {
-    work_t *work = NULL;
+    g3_ckpt_work_t *work = NULL;
     size_t nwork = 0, cap = 0;
     g3_status_t st = G3_OK;
     int skip_optim =
@@ -587,7 +595,7 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
         }
         row = &r->tensors[ti];
         g3_ckpt_dtype_parse(row->dtype, &sdt);
-        if (!dtype_pair_ok(sdt, t->dtype)) {
+        if (!g3_ckpt_dtype_pair_ok(sdt, t->dtype)) {
             g3_error("checkpoint %s: tensor %s is stored as %s but the run wants %s (only f32 <-> bf16 is converted)",
                      r->dir, s->name, row->dtype, g3_ckpt_dtype_name(t->dtype));
             st = G3_ERR_INVALID_ARG;
@@ -604,8 +612,8 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
                     same = 0;
             }
             if (!same) {
-                shape_str(row->ndim, row->shape, a, sizeof(a));
-                shape_str(t->ndim, t->shape, b, sizeof(b));
+                g3_ckpt_shape_str(row->ndim, row->shape, a, sizeof(a));
+                g3_ckpt_shape_str(t->ndim, t->shape, b, sizeof(b));
                 g3_error("checkpoint %s: tensor %s has shape %s but this run's model has %s: the model configuration differs from the checkpoint's",
                          r->dir, s->name, a, b);
                 st = G3_ERR_INVALID_ARG;
@@ -625,7 +633,7 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
             }
             for (int64_t p = row->first_piece; p < row->first_piece + row->npieces; p++) {
                 const g3_ckpt_prow_t *sp = &r->pieces[p];
-                work_t w;
+                g3_ckpt_work_t w;
                 if (!g3_ckpt_box_intersect(t->ndim, sp->offset, sp->extent, d->offset, d->extent,
                                            w.io, w.ie))
                     continue;
@@ -638,7 +646,7 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
                 w.tensor = s->name;
                 got += g3_ckpt_box_volume(t->ndim, w.ie);
                 if (nwork == cap) {
-                    work_t *n2;
+                    g3_ckpt_work_t *n2;
                     cap = cap ? 2 * cap : 256;
                     n2 = realloc(work, cap * sizeof(*n2));
                     if (n2 == NULL) {
@@ -661,7 +669,7 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
         return st;
     }
     if (nwork > 1)
-        qsort(work, nwork, sizeof(*work), cmp_work);
+        qsort(work, nwork, sizeof(*work), g3_ckpt_cmp_work);
     *work_p = work;
     *nwork_p = nwork;
     return G3_OK;
@@ -670,14 +678,14 @@ static g3_status_t plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
 /* Raw reads go in 2 MiB blocks: large enough for the kernel's read-ahead, small
  * enough that the checksum thread finds each block still in the CPU's cache
  * (8 and 16 MiB measured slower, 1 MiB no better). */
-#define RAW_BLOCK_BYTES (2u << 20)
+#define G3_CKPT_RAW_BLOCK_BYTES (2u << 20)
 
 /* Where a piece's bytes lie in its file, when HDF5 would hand them over
  * unchanged: a contiguous, unfiltered dataset of exactly nbytes, in a file
  * opened with the default (sec2) driver.  Reading it with its own type does no
  * conversion, so pread of those bytes is what H5Dread returns, without HDF5's
  * per-call work.  RET: 1 with *fd_p and *addr_p set, 0 when H5Dread must do it. */
-static int raw_extent(hid_t f, hid_t d, size_t nbytes, int *fd_p, off_t *addr_p)
+static int g3_ckpt_raw_extent(hid_t f, hid_t d, size_t nbytes, int *fd_p, off_t *addr_p)
 {
     haddr_t addr = H5Dget_offset(d);
     hid_t dcpl, fapl;
@@ -712,11 +720,11 @@ typedef struct {
     size_t          ready;      /* bytes of buf read so far (under mu)        */
     int             stop;       /* no more reads will come (under mu)         */
     uint32_t        crc;        /* over buf[0, checked); the thread's own     */
-} crc_follow_t;
+} g3_ckpt_crc_follow_t;
 
-static void *crc_follow_main(void *arg)
+static void *g3_ckpt_crc_follow_main(void *arg)
 {
-    crc_follow_t *c = arg;
+    g3_ckpt_crc_follow_t *c = arg;
     size_t checked = 0;
 
     for (;;) {
@@ -737,7 +745,7 @@ static void *crc_follow_main(void *arg)
     }
 }
 
-static void crc_follow_post(crc_follow_t *c, size_t ready, int stop)
+static void g3_ckpt_crc_follow_post(g3_ckpt_crc_follow_t *c, size_t ready, int stop)
 {
     pthread_mutex_lock(&c->mu);
     c->ready = ready;
@@ -746,19 +754,19 @@ static void crc_follow_post(crc_follow_t *c, size_t ready, int stop)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Read nbytes at addr of fd into buf in RAW_BLOCK_BYTES blocks, folding them
+/* Read nbytes at addr of fd into buf in G3_CKPT_RAW_BLOCK_BYTES blocks, folding them
  * into *crc_p (if not NULL): in a second thread when there are several blocks,
  * else after the read.  RET: 0, or errno (EIO for end of file: the file is
  * truncated). */
-static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_p)
+static int g3_ckpt_raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_p)
 {
-    crc_follow_t c;
+    g3_ckpt_crc_follow_t c;
     pthread_t th;
     int threaded = 0, e = 0;
     size_t done = 0;
-    double t0 = load_timing_now();
+    double t0 = g3_ckpt_load_timing_now();
 
-    if (crc_p && nbytes > RAW_BLOCK_BYTES) {
+    if (crc_p && nbytes > G3_CKPT_RAW_BLOCK_BYTES) {
         memset(&c, 0, sizeof(c));
         c.buf = buf;
         c.crc = *crc_p;
@@ -767,16 +775,16 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
             pthread_mutex_destroy(&c.mu);
             threaded = 0;
         }
-        if (threaded && pthread_create(&th, NULL, crc_follow_main, &c) != 0) {
+        if (threaded && pthread_create(&th, NULL, g3_ckpt_crc_follow_main, &c) != 0) {
             pthread_cond_destroy(&c.cv);
             pthread_mutex_destroy(&c.mu);
             threaded = 0;
         }
     }
     while (e == 0 && done < nbytes) {
-        ssize_t n = pread(fd, (char *)buf + done,
-                          nbytes - done < RAW_BLOCK_BYTES ? nbytes - done : RAW_BLOCK_BYTES,
-                          addr + (off_t)done);
+        size_t want = nbytes - done < G3_CKPT_RAW_BLOCK_BYTES ? nbytes - done
+                                                              : G3_CKPT_RAW_BLOCK_BYTES;
+        ssize_t n = pread(fd, (char *)buf + done, want, addr + (off_t)done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -785,11 +793,11 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
         }
         done += (size_t)n;
         if (threaded)
-            crc_follow_post(&c, done, 0);
+            g3_ckpt_crc_follow_post(&c, done, 0);
     }
-    load_timing_add(G3_CKPT_T_READ, &t0);
+    g3_ckpt_load_timing_add(G3_CKPT_T_READ, &t0);
     if (threaded) {
-        crc_follow_post(&c, done, 1);
+        g3_ckpt_crc_follow_post(&c, done, 1);
         pthread_join(th, NULL);
         pthread_cond_destroy(&c.cv);
         pthread_mutex_destroy(&c.mu);
@@ -797,7 +805,7 @@ static int raw_read(int fd, off_t addr, size_t nbytes, void *buf, uint32_t *crc_
     } else if (crc_p && e == 0) {
         *crc_p = g3_crc32c(*crc_p, buf, nbytes);
     }
-    load_timing_add(G3_CKPT_T_VERIFY, &t0);
+    g3_ckpt_load_timing_add(G3_CKPT_T_VERIFY, &t0);
     return e;
 }
 
@@ -815,11 +823,11 @@ typedef struct {
     int         raw, fd;                /* raw: pread of fd at addr, not H5Dread    */
     off_t       addr;
     uint32_t   *crc;                    /* running CRC-32C; NULL when not verifying */
-} piece_read_t;
+} g3_ckpt_piece_read_t;
 
 /* The one message for a piece that cannot be read.  e: the errno of a raw read
  * (EIO: the file ends early), or 0 after an HDF5 read, whose error stack says why. */
-static void piece_read_error(const piece_read_t *p, int e)
+static void g3_ckpt_piece_read_error(const g3_ckpt_piece_read_t *p, int e)
 {
     char msg[512];
     const char *why = e == 0     ? g3_ckpt_h5_errmsg(msg, sizeof(msg))
@@ -831,7 +839,7 @@ static void piece_read_error(const piece_read_t *p, int e)
 
 /* Open the piece's dataset and check it against the index.  RET: G3_OK with p->d
  * and p->fspace open (the caller closes them), else both closed. */
-static g3_status_t piece_open(g3_ckpt_reader_t *r, hid_t f, piece_read_t *p)
+static g3_status_t g3_ckpt_piece_open(g3_ckpt_reader_t *r, hid_t f, g3_ckpt_piece_read_t *p)
 {
     int ndim = p->t->ndim, ok;
     char msg[512];
@@ -867,33 +875,33 @@ err_close_dataset:
 }
 
 /* Read path 1: the whole piece into dst with pread, its bytes lying unchanged in the file. */
-static g3_status_t piece_read_raw(const piece_read_t *p, void *dst, double *t0)
+static g3_status_t g3_ckpt_piece_read_raw(const g3_ckpt_piece_read_t *p, void *dst, double *t0)
 {
-    int e = raw_read(p->fd, p->addr, p->nbytes, dst, p->crc);
+    int e = g3_ckpt_raw_read(p->fd, p->addr, p->nbytes, dst, p->crc);
 
     if (e != 0) {
-        piece_read_error(p, e);
+        g3_ckpt_piece_read_error(p, e);
         return G3_ERR_FORMAT;
     }
-    *t0 = load_timing_now();
+    *t0 = g3_ckpt_load_timing_now();
     return G3_OK;
 }
 
 /* Read path 2: the whole piece into dst with HDF5. */
-static g3_status_t piece_read_h5(const piece_read_t *p, void *dst, double *t0)
+static g3_status_t g3_ckpt_piece_read_h5(const g3_ckpt_piece_read_t *p, void *dst, double *t0)
 {
     if (g3_ckpt_dataset_io(p->d, p->type, p->t->ndim, p->sp->extent, p->esz, dst, 0, p->crc) !=
         G3_OK) {
-        piece_read_error(p, 0);
+        g3_ckpt_piece_read_error(p, 0);
         return G3_ERR_FORMAT;
     }
-    *t0 = load_timing_now();   /* g3_ckpt_dataset_io charged the read and the checksum */
+    *t0 = g3_ckpt_load_timing_now();   /* g3_ckpt_dataset_io charged the read and the checksum */
     return G3_OK;
 }
 
 /* Rows [r0, r0 + nr) of the piece (row_elems elements each) into buf, folded into the CRC. */
-static g3_status_t piece_read_rows(const piece_read_t *p, int64_t r0, int64_t nr, int64_t row_elems,
-                                   void *buf, double *t0)
+static g3_status_t g3_ckpt_piece_read_rows(const g3_ckpt_piece_read_t *p, int64_t r0, int64_t nr,
+                                           int64_t row_elems, void *buf, double *t0)
 {
     hsize_t off[G3_CKPT_MAX_DIMS] = { 0 }, cnt[G3_CKPT_MAX_DIMS];
     hid_t mspace;
@@ -901,13 +909,13 @@ static g3_status_t piece_read_rows(const piece_read_t *p, int64_t r0, int64_t nr
 
     if (p->raw) {        /* rows [r0, r0 + nr) are bytes [r0, r0 + nr) * row of the piece */
         size_t rowb = (size_t)row_elems * p->esz;
-        int e =
-            raw_read(p->fd, p->addr + (off_t)((size_t)r0 * rowb), (size_t)nr * rowb, buf, p->crc);
+        int e = g3_ckpt_raw_read(p->fd, p->addr + (off_t)((size_t)r0 * rowb), (size_t)nr * rowb,
+                                 buf, p->crc);
         if (e != 0) {
-            piece_read_error(p, e);
+            g3_ckpt_piece_read_error(p, e);
             return G3_ERR_FORMAT;
         }
-        *t0 = load_timing_now();
+        *t0 = g3_ckpt_load_timing_now();
         return G3_OK;
     }
     for (int k = 0; k < p->t->ndim; k++)
@@ -918,25 +926,26 @@ static g3_status_t piece_read_rows(const piece_read_t *p, int64_t r0, int64_t nr
     mspace = H5Screate_simple(p->t->ndim, cnt, NULL);
     rc = H5Dread(p->d, p->type, mspace, p->fspace, H5P_DEFAULT, buf);
     if (rc < 0)
-        piece_read_error(p, 0);         /* before H5Sclose: the message reads HDF5's error stack */
+        g3_ckpt_piece_read_error(p, 0);   /* before H5Sclose: it reads HDF5's error stack */
     H5Sclose(mspace);
     if (rc < 0)
         return G3_ERR_FORMAT;
-    load_timing_add(G3_CKPT_T_READ, t0);
+    g3_ckpt_load_timing_add(G3_CKPT_T_READ, t0);
     if (p->crc)
         *p->crc = g3_crc32c(*p->crc, buf, (size_t)(nr * row_elems) * p->esz);
-    load_timing_add(G3_CKPT_T_VERIFY, t0);
+    g3_ckpt_load_timing_add(G3_CKPT_T_VERIFY, t0);
     return G3_OK;
 }
 
-/* Read path 3: the piece in blocks of whole rows (LOAD_BLOCK_BYTES), each block
+/* Read path 3: the piece in blocks of whole rows (G3_CKPT_LOAD_BLOCK_BYTES), each block
  * scattered to the work items w[0..n) that want part of it. */
-static g3_status_t piece_read_blocks(const piece_read_t *p, const work_t *w, size_t n, double *t0)
+static g3_status_t g3_ckpt_piece_read_blocks(const g3_ckpt_piece_read_t *p, const g3_ckpt_work_t *w,
+                                             size_t n, double *t0)
 {
     const g3_ckpt_prow_t *sp = p->sp;
     int ndim = p->t->ndim;
     int64_t row_elems = g3_ckpt_box_volume(ndim, sp->extent) / sp->extent[0];
-    int64_t rows = (int64_t)(LOAD_BLOCK_BYTES / ((size_t)row_elems * p->esz));
+    int64_t rows = (int64_t)(G3_CKPT_LOAD_BLOCK_BYTES / ((size_t)row_elems * p->esz));
     g3_status_t st = G3_OK;
     void *buf;
 
@@ -953,7 +962,7 @@ static g3_status_t piece_read_blocks(const piece_read_t *p, const work_t *w, siz
         int64_t nr = sp->extent[0] - r0 < rows ? sp->extent[0] - r0 : rows;
         int64_t bo[G3_CKPT_MAX_DIMS], be[G3_CKPT_MAX_DIMS];
 
-        st = piece_read_rows(p, r0, nr, row_elems, buf, t0);
+        st = g3_ckpt_piece_read_rows(p, r0, nr, row_elems, buf, t0);
         if (st != G3_OK)
             break;
         for (int k = 0; k < ndim; k++) {
@@ -969,7 +978,7 @@ static g3_status_t piece_read_blocks(const piece_read_t *p, const work_t *w, siz
             g3_ckpt_copy_box(ndim, io, ie, buf, bo, be, w[i].sdt, w[i].dst->data, w[i].dst->offset,
                              w[i].dst->extent, w[i].ddt);
         }
-        load_timing_add(G3_CKPT_T_CONVERT, t0);
+        g3_ckpt_load_timing_add(G3_CKPT_T_CONVERT, t0);
     }
     free(buf);
     return st;
@@ -977,12 +986,12 @@ static g3_status_t piece_read_blocks(const piece_read_t *p, const work_t *w, siz
 
 /* Read one stored piece (all of it), check its CRC, scatter to the work items
  * w[0..n) that need it. */
-static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, const work_t *w,
-                              size_t n, int verify)
+static g3_status_t g3_ckpt_load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath,
+                                      const g3_ckpt_work_t *w, size_t n, int verify)
 {
-    piece_read_t p;
+    g3_ckpt_piece_read_t p;
     uint32_t crc = 0;
-    double t0 = load_timing_now();
+    double t0 = g3_ckpt_load_timing_now();
     g3_status_t st;
     int direct;
 
@@ -994,22 +1003,22 @@ static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, c
     p.esz = g3_ckpt_dtype_size(w[0].sdt);
     p.nbytes = (size_t)g3_ckpt_box_volume(p.t->ndim, p.sp->extent) * p.esz;
     p.crc = verify ? &crc : NULL;
-    st = piece_open(r, f, &p);
+    st = g3_ckpt_piece_open(r, f, &p);
     if (st != G3_OK)
         return st;
-    load_timing_add(G3_CKPT_T_OPEN, &t0);
+    g3_ckpt_load_timing_add(G3_CKPT_T_OPEN, &t0);
     /* Direct read: one reader wants exactly this box in the same dtype. */
     direct = n == 1 && w[0].sdt == w[0].ddt;
     for (int k = 0; direct && k < p.t->ndim; k++)
         direct = w[0].io[k] == p.sp->offset[k] && w[0].ie[k] == p.sp->extent[k] &&
                  w[0].dst->offset[k] == p.sp->offset[k] && w[0].dst->extent[k] == p.sp->extent[k];
-    p.raw = raw_extent(f, p.d, p.nbytes, &p.fd, &p.addr);
+    p.raw = g3_ckpt_raw_extent(f, p.d, p.nbytes, &p.fd, &p.addr);
     if (direct && p.raw)
-        st = piece_read_raw(&p, w[0].dst->data, &t0);
+        st = g3_ckpt_piece_read_raw(&p, w[0].dst->data, &t0);
     else if (direct)
-        st = piece_read_h5(&p, w[0].dst->data, &t0);
+        st = g3_ckpt_piece_read_h5(&p, w[0].dst->data, &t0);
     else
-        st = piece_read_blocks(&p, w, n, &t0);
+        st = g3_ckpt_piece_read_blocks(&p, w, n, &t0);
     if (st == G3_OK && verify && crc != p.sp->crc32c) {
         g3_error("checksum mismatch in %s, dataset %s (tensor %s): stored crc32c %08x, computed %08x: the file is corrupt; load another checkpoint (--load-fallback)",
                  fpath, p.dname, p.t->name, p.sp->crc32c, crc);
@@ -1017,11 +1026,12 @@ static g3_status_t load_piece(g3_ckpt_reader_t *r, hid_t f, const char *fpath, c
     }
     H5Sclose(p.fspace);
     H5Dclose(p.d);
-    load_timing_add(G3_CKPT_T_OPEN, &t0);
+    g3_ckpt_load_timing_add(G3_CKPT_T_OPEN, &t0);
     return st;
 }
 
-static g3_status_t open_shard(g3_ckpt_reader_t *r, int file, hid_t *f_p, char *path, size_t size)
+static g3_status_t g3_ckpt_open_shard(g3_ckpt_reader_t *r, int file, hid_t *f_p, char *path,
+                                      size_t size)
 {
     const g3_ckpt_frow_t *fr = &r->files[file];
     g3_status_t st;
@@ -1049,7 +1059,7 @@ static g3_status_t open_shard(g3_ckpt_reader_t *r, int file, hid_t *f_p, char *p
  * first rank: the index is the same for all, and a parallel file system is spared one open
  * and stat per rank and file) the virtual datasets and every shard file present.  The shard
  * files a rank reads are checked as they are read (check_shard, check_piece, check_manifest). */
-static g3_status_t check_index(const g3_ckpt_reader_t *r, const g3_ckpt_state_t *state)
+static g3_status_t g3_ckpt_check_index(const g3_ckpt_reader_t *r, const g3_ckpt_state_t *state)
 {
     const g3_ckpt_layout_t *l = &state->layout;
     int first = l->tp == 0 && l->pp == 0 && l->dp == 0;
@@ -1073,7 +1083,7 @@ static g3_status_t check_index(const g3_ckpt_reader_t *r, const g3_ckpt_state_t 
 g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
                                 const g3_ckpt_load_opts_t *opts)
 {
-    work_t *work = NULL;
+    g3_ckpt_work_t *work = NULL;
     size_t nwork = 0;
     int verify = !(opts && opts->no_verify);
     g3_ckpt_timing_t *outer = g3_ckpt_tm;
@@ -1081,15 +1091,15 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
     g3_status_t st;
 
     g3_ckpt_tm = opts ? opts->timing : NULL;
-    t0 = load_timing_now();
-    st = check_index(r, state);
+    t0 = g3_ckpt_load_timing_now();
+    st = g3_ckpt_check_index(r, state);
     hid_t f = -1;
     int cur_file = -1;
     char fpath[PATH_MAX + 80];
 
     if (st == G3_OK)
-        st = plan_load(r, state, opts, &work, &nwork);
-    load_timing_add(G3_CKPT_T_OPEN, &t0);
+        st = g3_ckpt_plan_load(r, state, opts, &work, &nwork);
+    g3_ckpt_load_timing_add(G3_CKPT_T_OPEN, &t0);
     if (st != G3_OK) {
         g3_ckpt_tm = outer;
         return st;
@@ -1108,27 +1118,27 @@ g3_status_t g3_ckpt_reader_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
                 st = G3_ERR_FORMAT;
                 break;
             }
-            t0 = load_timing_now();
+            t0 = g3_ckpt_load_timing_now();
             if (f >= 0)
                 H5Fclose(f);
             f = -1;
             cur_file = -1;
-            load_timing_add(G3_CKPT_T_OPEN, &t0);
-            st = open_shard(r, file, &f, fpath, sizeof(fpath));
-            load_timing_add(G3_CKPT_T_OPEN, &t0);
+            g3_ckpt_load_timing_add(G3_CKPT_T_OPEN, &t0);
+            st = g3_ckpt_open_shard(r, file, &f, fpath, sizeof(fpath));
+            g3_ckpt_load_timing_add(G3_CKPT_T_OPEN, &t0);
             if (st != G3_OK)
                 break;
             cur_file = file;
         }
-        st = load_piece(r, f, fpath, &work[i], j - i, verify);
+        st = g3_ckpt_load_piece(r, f, fpath, &work[i], j - i, verify);
         i = j;
     }
     if (st == G3_OK && f >= 0 && g3_ckpt_check_manifest(r, (size_t)cur_file, f, fpath) != 0)
         st = G3_ERR_FORMAT;
-    t0 = load_timing_now();
+    t0 = g3_ckpt_load_timing_now();
     if (f >= 0)
         H5Fclose(f);
-    load_timing_add(G3_CKPT_T_OPEN, &t0);
+    g3_ckpt_load_timing_add(G3_CKPT_T_OPEN, &t0);
     free(work);
     g3_ckpt_tm = outer;
     return st;

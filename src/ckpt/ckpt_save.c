@@ -15,25 +15,33 @@
 
 #include "config.h"
 #include "core/fs.h"
+#include "core/hook.h"
 #include "core/log.h"
 
-static const char *const reserved_names[] = { "config", "layout", "state", "files", "tensors",
-                                              "pieces", "manifest", NULL };
+static const char *const g3_ckpt_reserved_names[] = {
+    "config", "layout", "state", "files", "tensors", "pieces", "manifest", NULL
+};
 
 /* ---- phase 1: prepare ------------------------------------------------------------- */
 
-static g3_status_t mkdir_p(const char *path)
+/* mkdir -p of a checkpoint directory; errors logged naming the directory (flag: the flag that
+ * gave it, to say so, or NULL). */
+static g3_status_t g3_ckpt_mkdir_p(const char *path, const char *flag)
 {
     char failed[PATH_MAX];
     g3_status_t st = g3_mkdir_p(path, 0777, failed, sizeof(failed));
 
-    if (st == G3_ERR_IO)
-        g3_error("cannot create checkpoint directory %s: %s", failed, strerror(errno));
+    if (st != G3_OK && flag)
+        g3_error("%s %s cannot hold checkpoints: cannot create %s: %s; pass a directory this process can create and write",
+                 flag, path, failed[0] ? failed : path, strerror(errno));
+    else if (st != G3_OK)
+        g3_error("cannot create checkpoint directory %s: %s", failed[0] ? failed : path,
+                 strerror(errno));
     return st;
 }
 
 /* `latest` must be a regular file (or absent) for the commit's rename over it to work. */
-static g3_status_t check_latest_file(const char *dir)
+static g3_status_t g3_ckpt_check_latest_file(const char *dir)
 {
     char p[PATH_MAX + 16];
     struct stat sb;
@@ -49,13 +57,9 @@ static g3_status_t check_latest_file(const char *dir)
 g3_status_t g3_ckpt_save_check(const char *dir)
 {
     char probe[PATH_MAX], host[64] = "host";
-    g3_status_t st;
 
-    st = mkdir_p(dir);
-    if (st != G3_OK) {
-        g3_error("--save %s cannot hold checkpoints (see above): pass a directory this process can create and write", dir);
+    if (g3_ckpt_mkdir_p(dir, "--save") != G3_OK)
         return G3_ERR_INVALID_ARG;
-    }
     gethostname(host, sizeof(host) - 1);
     host[sizeof(host) - 1] = '\0';
     /* a probe entry where the checkpoints go: iter_*.tmp-* directories are created there */
@@ -73,11 +77,11 @@ g3_status_t g3_ckpt_save_check(const char *dir)
                  probe, strerror(errno));
         return G3_ERR_INVALID_ARG;
     }
-    return check_latest_file(dir);
+    return g3_ckpt_check_latest_file(dir);
 }
 
 /* Remove debris of interrupted saves and prunes. */
-static g3_status_t remove_debris(const char *dir)
+static g3_status_t g3_ckpt_remove_debris(const char *dir)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -108,22 +112,22 @@ static g3_status_t remove_debris(const char *dir)
     return st;
 }
 
-static g3_status_t prepare_untimed(const char *dir, int64_t iteration,
-                                   const g3_ckpt_save_opts_t *opts);
+static g3_status_t g3_ckpt_prepare_untimed(const char *dir, int64_t iteration,
+                                           const g3_ckpt_save_opts_t *opts);
 
 g3_status_t g3_ckpt_save_prepare(const char *dir, int64_t iteration,
                                  const g3_ckpt_save_opts_t *opts)
 {
     g3_ckpt_timing_t *tm = opts ? opts->timing : NULL;
     double t0 = g3_ckpt_timing_now(tm);
-    g3_status_t st = prepare_untimed(dir, iteration, opts);
+    g3_status_t st = g3_ckpt_prepare_untimed(dir, iteration, opts);
 
     g3_ckpt_timing_add(tm, G3_CKPT_T_COMMIT, &t0);   /* the directory work of the commit */
     return st;
 }
 
-static g3_status_t prepare_untimed(const char *dir, int64_t iteration,
-                                   const g3_ckpt_save_opts_t *opts)
+static g3_status_t g3_ckpt_prepare_untimed(const char *dir, int64_t iteration,
+                                           const g3_ckpt_save_opts_t *opts)
 {
     char tmp[PATH_MAX];
     g3_status_t st;
@@ -132,11 +136,11 @@ static g3_status_t prepare_untimed(const char *dir, int64_t iteration,
         g3_error("checkpoint iteration %lld is negative", (long long)iteration);
         return G3_ERR_INVALID_ARG;
     }
-    st = mkdir_p(dir);
+    st = g3_ckpt_mkdir_p(dir, NULL);
     if (st == G3_OK)
-        st = check_latest_file(dir);
+        st = g3_ckpt_check_latest_file(dir);
     if (st == G3_OK)
-        st = remove_debris(dir);
+        st = g3_ckpt_remove_debris(dir);
     if (st != G3_OK)
         return st;
     g3_ckpt_tmp_path(dir, iteration, g3_ckpt_save_id(opts), tmp, sizeof(tmp));
@@ -163,8 +167,8 @@ void g3_ckpt_save_abort(const char *dir, int64_t iteration, const g3_ckpt_save_o
 
 /* ---- phase 2: shard files ---------------------------------------------------------- */
 
-static g3_status_t write_attrs_common(hid_t f, const g3_ckpt_layout_t *l, const char *format,
-                                      int64_t iteration)
+static g3_status_t g3_ckpt_write_attrs_common(hid_t f, const g3_ckpt_layout_t *l,
+                                              const char *format, int64_t iteration)
 {
     g3_status_t st = g3_ckpt_attr_write_str(f, "format", format);
     if (st == G3_OK) st = g3_ckpt_attr_write_i32(f, "format_version", G3_CKPT_FORMAT_VERSION);
@@ -176,8 +180,8 @@ static g3_status_t write_attrs_common(hid_t f, const g3_ckpt_layout_t *l, const 
 }
 
 /* Write one piece as a contiguous dataset.  OUT: *crc_p */
-static g3_status_t write_piece(hid_t f, const char *path, const g3_ckpt_stensor_t *s, int k,
-                               const g3_ckpt_piece_t *p, uint32_t *crc_p)
+static g3_status_t g3_ckpt_write_piece(hid_t f, const char *path, const g3_ckpt_stensor_t *s, int k,
+                                       const g3_ckpt_piece_t *p, uint32_t *crc_p)
 {
     const g3_ckpt_tensor_t *t = &s->desc;
     char dname[G3_CKPT_NAME_MAX + 16], msg[512];
@@ -238,7 +242,8 @@ static g3_status_t write_piece(hid_t f, const char *path, const g3_ckpt_stensor_
     return st;
 }
 
-static g3_status_t write_shard(const char *tmp, const g3_ckpt_state_t *state, g3_ckpt_kind_t kind)
+static g3_status_t g3_ckpt_write_shard(const char *tmp, const g3_ckpt_state_t *state,
+                                       g3_ckpt_kind_t kind)
 {
     const g3_ckpt_layout_t *l = &state->layout;
     char name[64], path[PATH_MAX];
@@ -253,7 +258,7 @@ static g3_status_t write_shard(const char *tmp, const g3_ckpt_state_t *state, g3
     st = g3_ckpt_h5_create(path, 0, &f);
     if (st != G3_OK)
         return st;
-    st = write_attrs_common(f, l, G3_CKPT_SHARD_FORMAT, state->iteration);
+    st = g3_ckpt_write_attrs_common(f, l, G3_CKPT_SHARD_FORMAT, state->iteration);
     if (st == G3_OK) st = g3_ckpt_attr_write_str(f, "kind", kind == G3_CKPT_MODEL ? "model" : "optim");
     if (st == G3_OK) st = g3_ckpt_attr_write_i32(f, "tp", l->tp);
     if (st == G3_OK) st = g3_ckpt_attr_write_i32(f, "pp", l->pp);
@@ -293,7 +298,8 @@ static g3_status_t write_shard(const char *tmp, const g3_ckpt_state_t *state, g3
             r->pad_dim = t.rule.pad_dim;
             r->unpadded = t.rule.pad_dim >= 0 ? t.rule.unpadded : 0;
             g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_PACK, &t0);
-            st = write_piece(f, path, s, k, &s->pieces[k], &r->crc32c);   /* charges itself */
+            /* g3_ckpt_write_piece charges its own time */
+            st = g3_ckpt_write_piece(f, path, s, k, &s->pieces[k], &r->crc32c);
             t0 = g3_ckpt_timing_now(g3_ckpt_tm);
         }
     }
@@ -308,11 +314,11 @@ static g3_status_t write_shard(const char *tmp, const g3_ckpt_state_t *state, g3
         st = g3_ckpt_fsync_path(path, 0);
     g3_ckpt_timing_add(g3_ckpt_tm, G3_CKPT_T_FSYNC, &t0);
     if (st == G3_OK)
-        g3_ckpt_fault("shard-written");
+        g3_hook_fault("shard-written");
     return st;
 }
 
-static int state_has_optim(const g3_ckpt_state_t *state)
+static int g3_ckpt_state_has_optim(const g3_ckpt_state_t *state)
 {
     for (int i = 0; i < state->ntensors; i++)
         if (state->tensors[i].desc.kind == G3_CKPT_OPTIM)
@@ -335,9 +341,9 @@ g3_status_t g3_ckpt_write_shards(const char *dir, const g3_ckpt_state_t *state,
     }
     g3_ckpt_tm = opts ? opts->timing : NULL;
     if (state->layout.dp == 0)
-        st = write_shard(tmp, state, G3_CKPT_MODEL);
-    if (st == G3_OK && state_has_optim(state) && !(opts && opts->no_save_optim))
-        st = write_shard(tmp, state, G3_CKPT_OPTIM);
+        st = g3_ckpt_write_shard(tmp, state, G3_CKPT_MODEL);
+    if (st == G3_OK && g3_ckpt_state_has_optim(state) && !(opts && opts->no_save_optim))
+        st = g3_ckpt_write_shard(tmp, state, G3_CKPT_OPTIM);
     g3_ckpt_tm = NULL;
     return st;
 }
@@ -348,16 +354,16 @@ typedef struct {          /* a piece as found in a shard manifest */
     int            file;
     g3_ckpt_mrow_t row;
     int            tensor;
-} found_t;
+} g3_ckpt_found_t;
 
 /* Tensor-name hash table: open addressing over indices into trows. */
 typedef struct {
     int   *slot;
     size_t cap;
-} name_map_t;
+} g3_ckpt_name_map_t;
 
-static int map_find(const name_map_t *m, const g3_ckpt_trow_t *trows, const char *name,
-                    size_t *pos_p)
+static int g3_ckpt_map_find(const g3_ckpt_name_map_t *m, const g3_ckpt_trow_t *trows,
+                            const char *name, size_t *pos_p)
 {
     size_t i = g3_ckpt_name_hash(name) & (m->cap - 1);
     while (m->slot[i] >= 0) {
@@ -371,9 +377,9 @@ static int map_find(const name_map_t *m, const g3_ckpt_trow_t *trows, const char
     return -1;
 }
 
-static int cmp_found(const void *a, const void *b)
+static int g3_ckpt_cmp_found(const void *a, const void *b)
 {
-    const found_t *x = a, *y = b;
+    const g3_ckpt_found_t *x = a, *y = b;
     if (x->tensor != y->tensor)
         return x->tensor < y->tensor ? -1 : 1;
     for (int k = 0; k < G3_CKPT_MAX_DIMS; k++)
@@ -383,8 +389,8 @@ static int cmp_found(const void *a, const void *b)
 }
 
 /* Check that the pieces [0, n) of a tensor tile its shape (sorted by offset). */
-static g3_status_t check_tiling(const g3_ckpt_trow_t *t, const found_t *p, size_t n,
-                                const g3_ckpt_frow_t *files)
+static g3_status_t g3_ckpt_commit_check_tiling(const g3_ckpt_trow_t *t, const g3_ckpt_found_t *p,
+                                               size_t n, const g3_ckpt_frow_t *files)
 {
     int64_t total = 0, want = g3_ckpt_box_volume(t->ndim, t->shape);
 
@@ -410,8 +416,9 @@ static g3_status_t check_tiling(const g3_ckpt_trow_t *t, const found_t *p, size_
     return G3_OK;
 }
 
-static g3_status_t read_manifest(const char *path, const char *fname, const g3_ckpt_frow_t *fr,
-                                 const g3_ckpt_state_t *state, g3_ckpt_mrow_t **rows_p, size_t *n_p)
+static g3_status_t g3_ckpt_read_manifest(const char *path, const char *fname,
+                                         const g3_ckpt_frow_t *fr, const g3_ckpt_state_t *state,
+                                         g3_ckpt_mrow_t **rows_p, size_t *n_p)
 {
     const g3_ckpt_layout_t *l = &state->layout;
     hid_t f;
@@ -452,7 +459,8 @@ static g3_status_t read_manifest(const char *path, const char *fname, const g3_c
     return st;
 }
 
-static g3_status_t write_state_group(hid_t idx, const g3_ckpt_state_t *state, const char *path)
+static g3_status_t g3_ckpt_write_state_group(hid_t idx, const g3_ckpt_state_t *state,
+                                             const char *path)
 {
     hid_t gcpl = g3_ckpt_h5_gcpl();
     hid_t g = H5Gcreate2(idx, "state", H5P_DEFAULT, gcpl, H5P_DEFAULT);
@@ -499,8 +507,8 @@ static g3_status_t write_state_group(hid_t idx, const g3_ckpt_state_t *state, co
     return st;
 }
 
-static g3_status_t write_vds(hid_t idx, const g3_ckpt_trow_t *t, const found_t *p, size_t n,
-                             const g3_ckpt_frow_t *files, const char *path)
+static g3_status_t g3_ckpt_write_vds(hid_t idx, const g3_ckpt_trow_t *t, const g3_ckpt_found_t *p,
+                                     size_t n, const g3_ckpt_frow_t *files, const char *path)
 {
     hsize_t dims[G3_CKPT_MAX_DIMS];
     hid_t vspace, dcpl, lcpl, d;
@@ -550,10 +558,10 @@ static g3_status_t write_vds(hid_t idx, const g3_ckpt_trow_t *t, const found_t *
     return st;
 }
 
-static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
-                               const g3_ckpt_frow_t *files, size_t nfiles,
-                               const g3_ckpt_trow_t *trows, size_t ntensors,
-                               const found_t *found, size_t nfound)
+static g3_status_t g3_ckpt_write_index(const char *tmp, const g3_ckpt_state_t *state,
+                                       const g3_ckpt_frow_t *files, size_t nfiles,
+                                       const g3_ckpt_trow_t *trows, size_t ntensors,
+                                       const g3_ckpt_found_t *found, size_t nfound)
 {
     char path[PATH_MAX + 80], created[32], writer[64];
     const g3_ckpt_layout_t *l = &state->layout;
@@ -624,7 +632,7 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
         g3_error("cannot write the metadata of %s: %s", path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
     }
     if (st == G3_OK)
-        st = write_state_group(f, state, path);
+        st = g3_ckpt_write_state_group(f, state, path);
     if (st == G3_OK) {
         prows = calloc(nfound ? nfound : 1, sizeof(*prows));
         if (prows == NULL)
@@ -647,8 +655,8 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
     if (st == G3_OK) st = g3_ckpt_table_write(f, "pieces", G3_CKPT_TABLE_PIECES, prows, nfound, path);
     free(prows);
     for (size_t t = 0; st == G3_OK && t < ntensors; t++)
-        st = write_vds(f, &trows[t], &found[trows[t].first_piece], (size_t)trows[t].npieces, files,
-                       path);
+        st = g3_ckpt_write_vds(f, &trows[t], &found[trows[t].first_piece], (size_t)trows[t].npieces,
+                               files, path);
     if (g3_ckpt_h5_close_written(f, path, st != G3_OK) != G3_OK)
         st = G3_ERR_IO;
     if (st == G3_OK)
@@ -658,7 +666,7 @@ static g3_status_t write_index(const char *tmp, const g3_ckpt_state_t *state,
     return st;
 }
 
-static g3_status_t commit_rename(const char *dir, const char *tmp, const char *final)
+static g3_status_t g3_ckpt_commit_rename(const char *dir, const char *tmp, const char *final)
 {
     if (rename(tmp, final) == 0)
         return g3_ckpt_fsync_path(dir, 1);
@@ -680,7 +688,10 @@ static g3_status_t commit_rename(const char *dir, const char *tmp, const char *f
     return G3_ERR_IO;
 }
 
-static g3_status_t write_latest(const char *dir, int64_t iteration, const char *save_id)
+/* Point DIR/latest at iteration (a new file renamed over it).  Errors logged once, saying that
+ * the checkpoint ckpt (committed) is not the one latest names. */
+static g3_status_t g3_ckpt_write_latest(const char *dir, int64_t iteration, const char *save_id,
+                                        const char *ckpt)
 {
     char tmp[PATH_MAX], final[PATH_MAX], line[64];
     int fd;
@@ -691,15 +702,17 @@ static g3_status_t write_latest(const char *dir, int64_t iteration, const char *
     len = (size_t)snprintf(line, sizeof(line), "iter_%07lld\n", (long long)iteration);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0 || write(fd, line, len) != (ssize_t)len || fsync(fd) != 0) {
-        g3_error("cannot write %s: %s", tmp, strerror(errno));
+        g3_error("checkpoint %s is complete but %s/latest was not updated: cannot write %s: %s; it still names the previous checkpoint; load the new one with --load %s",
+                 ckpt, dir, tmp, strerror(errno), ckpt);
         if (fd >= 0)
             close(fd);
         return G3_ERR_IO;
     }
     close(fd);
-    g3_ckpt_fault("latest-written");
+    g3_hook_fault("latest-written");
     if (rename(tmp, final) != 0) {
-        g3_error("cannot rename %s to %s: %s", tmp, final, strerror(errno));
+        g3_error("checkpoint %s is complete but %s/latest was not updated: cannot rename %s to %s: %s; it still names the previous checkpoint; load the new one with --load %s",
+                 ckpt, dir, tmp, final, strerror(errno), ckpt);
         return G3_ERR_IO;
     }
     return g3_ckpt_fsync_path(dir, 1);
@@ -707,15 +720,15 @@ static g3_status_t write_latest(const char *dir, int64_t iteration, const char *
 
 /* The index's tables, gathered by a commit from the shard manifests. */
 typedef struct {
-    g3_ckpt_frow_t *files;        /* (nfiles) one row per shard file                       */
-    size_t          nfiles;
-    found_t        *found;        /* (nfound) every piece; sorted by tensor, then offset   */
-    size_t          nfound, capfound;
-    g3_ckpt_trow_t *trows;        /* (ntensors) one row per distinct tensor name           */
-    size_t          ntensors, captensors;
-} commit_tables_t;
+    g3_ckpt_frow_t  *files;       /* (nfiles) one row per shard file                       */
+    size_t           nfiles;
+    g3_ckpt_found_t *found;       /* (nfound) every piece; sorted by tensor, then offset   */
+    size_t           nfound, capfound;
+    g3_ckpt_trow_t  *trows;       /* (ntensors) one row per distinct tensor name           */
+    size_t           ntensors, captensors;
+} g3_ckpt_commit_tables_t;
 
-static void commit_tables_free(commit_tables_t *c)
+static void g3_ckpt_commit_tables_free(g3_ckpt_commit_tables_t *c)
 {
     free(c->found);
     free(c->trows);
@@ -724,7 +737,8 @@ static void commit_tables_free(commit_tables_t *c)
 
 /* The shard files the layout writes: model shards per (pp, tp), optimizer shards per
  * (pp, tp, dp) when with_optim. */
-static g3_status_t commit_list_files(const g3_ckpt_layout_t *l, int with_optim, commit_tables_t *c)
+static g3_status_t g3_ckpt_commit_list_files(const g3_ckpt_layout_t *l, int with_optim,
+                                             g3_ckpt_commit_tables_t *c)
 {
     size_t fi = 0;
 
@@ -748,8 +762,8 @@ static g3_status_t commit_list_files(const g3_ckpt_layout_t *l, int with_optim, 
 }
 
 /* Every shard's manifest, read from tmp into c->found (and each file's piece count and bytes). */
-static g3_status_t commit_gather_manifests(const char *tmp, const g3_ckpt_state_t *state,
-                                           commit_tables_t *c)
+static g3_status_t g3_ckpt_commit_gather_manifests(const char *tmp, const g3_ckpt_state_t *state,
+                                                   g3_ckpt_commit_tables_t *c)
 {
     for (size_t i = 0; i < c->nfiles; i++) {
         char path[PATH_MAX + 80];
@@ -758,12 +772,12 @@ static g3_status_t commit_gather_manifests(const char *tmp, const g3_ckpt_state_
         g3_status_t st;
 
         snprintf(path, sizeof(path), "%s/%s", tmp, c->files[i].name);
-        st = read_manifest(path, c->files[i].name, &c->files[i], state, &rows, &n);
+        st = g3_ckpt_read_manifest(path, c->files[i].name, &c->files[i], state, &rows, &n);
         if (st != G3_OK)
             return st;
         c->files[i].npieces = (int64_t)n;
         if (c->nfound + n > c->capfound) {
-            found_t *a;
+            g3_ckpt_found_t *a;
             c->capfound = (c->nfound + n) * 2 + 64;
             a = realloc(c->found, c->capfound * sizeof(*a));
             if (a == NULL) {
@@ -773,7 +787,7 @@ static g3_status_t commit_gather_manifests(const char *tmp, const g3_ckpt_state_
             c->found = a;
         }
         for (size_t j = 0; j < n; j++) {
-            found_t *pc = &c->found[c->nfound++];
+            g3_ckpt_found_t *pc = &c->found[c->nfound++];
             g3_ckpt_dtype_t dt;
             pc->file = (int)i;
             pc->row = rows[j];
@@ -790,7 +804,8 @@ static g3_status_t commit_gather_manifests(const char *tmp, const g3_ckpt_state_
 
 /* A new /tensors row described by the piece p, whose name is not in the table yet.
  * RET: G3_OK with *t_p its row. */
-static g3_status_t commit_add_tensor(commit_tables_t *c, const found_t *p, int *t_p)
+static g3_status_t g3_ckpt_commit_add_tensor(g3_ckpt_commit_tables_t *c, const g3_ckpt_found_t *p,
+                                             int *t_p)
 {
     const g3_ckpt_mrow_t *r = &p->row;
     const char *slash = strchr(r->tensor, '/');
@@ -799,11 +814,11 @@ static g3_status_t commit_add_tensor(commit_tables_t *c, const found_t *p, int *
     g3_ckpt_dtype_t dt;
     g3_status_t st = G3_OK;
 
-    for (int k = 0; reserved_names[k]; k++)
-        if (strlen(reserved_names[k]) == first &&
-            strncmp(r->tensor, reserved_names[k], first) == 0) {
+    for (int k = 0; g3_ckpt_reserved_names[k]; k++)
+        if (strlen(g3_ckpt_reserved_names[k]) == first &&
+            strncmp(r->tensor, g3_ckpt_reserved_names[k], first) == 0) {
             g3_error("tensor name %s uses the reserved index name '%s': put tensors in a group such as model/ or optim/",
-                     r->tensor, reserved_names[k]);
+                     r->tensor, g3_ckpt_reserved_names[k]);
             st = G3_ERR_INVALID_ARG;
         }
     if (g3_ckpt_dtype_parse(r->dtype, &dt) != G3_OK || r->ndim < 1 || r->ndim > G3_CKPT_MAX_DIMS) {
@@ -838,7 +853,7 @@ static g3_status_t commit_add_tensor(commit_tables_t *c, const found_t *p, int *
 }
 
 /* RET: 1 when a manifest row describes the tensor as its /tensors row does. */
-static int commit_same_tensor(const g3_ckpt_trow_t *tr, const g3_ckpt_mrow_t *r)
+static int g3_ckpt_commit_same_tensor(const g3_ckpt_trow_t *tr, const g3_ckpt_mrow_t *r)
 {
     return strcmp(tr->dtype, r->dtype) == 0 && tr->ndim == r->ndim && tr->kind == r->kind &&
            memcmp(tr->shape, r->shape, sizeof(tr->shape)) == 0 && tr->tp_dim == r->tp_dim &&
@@ -847,9 +862,9 @@ static int commit_same_tensor(const g3_ckpt_trow_t *tr, const g3_ckpt_mrow_t *r)
 }
 
 /* One /tensors row per distinct name; descriptions must agree. */
-static g3_status_t commit_describe_tensors(commit_tables_t *c)
+static g3_status_t g3_ckpt_commit_describe_tensors(g3_ckpt_commit_tables_t *c)
 {
-    name_map_t map = { NULL, 64 };
+    g3_ckpt_name_map_t map = { NULL, 64 };
     g3_status_t st = G3_OK;
 
     while (map.cap < 2 * c->nfound + 2)
@@ -861,13 +876,13 @@ static g3_status_t commit_describe_tensors(commit_tables_t *c)
     for (size_t i = 0; st == G3_OK && i < c->nfound; i++) {
         const g3_ckpt_mrow_t *r = &c->found[i].row;
         size_t pos;
-        int t = map_find(&map, c->trows, r->tensor, &pos);
+        int t = g3_ckpt_map_find(&map, c->trows, r->tensor, &pos);
 
         if (t < 0) {
-            st = commit_add_tensor(c, &c->found[i], &t);
+            st = g3_ckpt_commit_add_tensor(c, &c->found[i], &t);
             if (st == G3_OK)
                 map.slot[pos] = t;
-        } else if (!commit_same_tensor(&c->trows[t], r)) {
+        } else if (!g3_ckpt_commit_same_tensor(&c->trows[t], r)) {
             g3_error("tensor %s is described differently in %s than in an earlier shard (dtype, shape or sharding rule): the ranks disagree about the model",
                      r->tensor, c->files[c->found[i].file].name);
             st = G3_ERR_INTERNAL;
@@ -881,41 +896,43 @@ static g3_status_t commit_describe_tensors(commit_tables_t *c)
 
 /* Sort the pieces by tensor, then offset; point each tensor row at its pieces and
  * check that they tile it. */
-static g3_status_t commit_tile(commit_tables_t *c)
+static g3_status_t g3_ckpt_commit_tile(g3_ckpt_commit_tables_t *c)
 {
     g3_status_t st = G3_OK;
 
     if (c->nfound > 1)
-        qsort(c->found, c->nfound, sizeof(*c->found), cmp_found);
+        qsort(c->found, c->nfound, sizeof(*c->found), g3_ckpt_cmp_found);
     for (size_t i = 0, t = 0; st == G3_OK && t < c->ntensors; t++) {
         size_t j = i;
         while (j < c->nfound && c->found[j].tensor == (int)t)
             j++;
         c->trows[t].first_piece = (int64_t)i;
         c->trows[t].npieces = (int64_t)(j - i);
-        st = check_tiling(&c->trows[t], &c->found[i], j - i, c->files);
+        st = g3_ckpt_commit_check_tiling(&c->trows[t], &c->found[i], j - i, c->files);
         i = j;
     }
     return st;
 }
 
 /* The index into tmp, then tmp made durable. */
-static g3_status_t commit_write_index(const char *tmp, const g3_ckpt_state_t *state,
-                                      const commit_tables_t *c)
+static g3_status_t g3_ckpt_commit_write_index(const char *tmp, const g3_ckpt_state_t *state,
+                                              const g3_ckpt_commit_tables_t *c)
 {
     g3_status_t st =
-        write_index(tmp, state, c->files, c->nfiles, c->trows, c->ntensors, c->found, c->nfound);
+        g3_ckpt_write_index(tmp, state, c->files, c->nfiles, c->trows, c->ntensors, c->found,
+                            c->nfound);
 
     if (st != G3_OK)
         return st;
-    g3_ckpt_fault("index-written");
+    g3_hook_fault("index-written");
     return g3_ckpt_fsync_path(tmp, 1);
 }
 
 /* After the commit: say what was saved, and prune with --keep-last.  The checkpoint
  * is committed: a failed prune is worth a warning only. */
-static void commit_report_prune(const char *dir, const char *final, const commit_tables_t *c,
-                                const g3_ckpt_save_opts_t *opts, const char *sid)
+static void g3_ckpt_commit_report_prune(const char *dir, const char *final,
+                                        const g3_ckpt_commit_tables_t *c,
+                                        const g3_ckpt_save_opts_t *opts, const char *sid)
 {
     int64_t bytes = 0;
 
@@ -928,66 +945,63 @@ static void commit_report_prune(const char *dir, const char *final, const commit
                 opts->keep_last, dir);
 }
 
-static g3_status_t commit_untimed(const char *dir, const g3_ckpt_state_t *state,
-                                  const g3_ckpt_save_opts_t *opts);
+static g3_status_t g3_ckpt_commit_untimed(const char *dir, const g3_ckpt_state_t *state,
+                                          const g3_ckpt_save_opts_t *opts);
 
 g3_status_t g3_ckpt_commit(const char *dir, const g3_ckpt_state_t *state,
                            const g3_ckpt_save_opts_t *opts)
 {
     g3_ckpt_timing_t *tm = opts ? opts->timing : NULL;
     double t0 = g3_ckpt_timing_now(tm);
-    g3_status_t st = commit_untimed(dir, state, opts);
+    g3_status_t st = g3_ckpt_commit_untimed(dir, state, opts);
 
     g3_ckpt_timing_add(tm, G3_CKPT_T_COMMIT, &t0);
     return st;
 }
 
-static g3_status_t commit_untimed(const char *dir, const g3_ckpt_state_t *state,
-                                  const g3_ckpt_save_opts_t *opts)
+static g3_status_t g3_ckpt_commit_untimed(const char *dir, const g3_ckpt_state_t *state,
+                                          const g3_ckpt_save_opts_t *opts)
 {
     const char *sid = g3_ckpt_save_id(opts);
     char tmp[PATH_MAX], final[PATH_MAX];
-    int with_optim = state_has_optim(state) && !(opts && opts->no_save_optim);
-    commit_tables_t c;
+    int with_optim = g3_ckpt_state_has_optim(state) && !(opts && opts->no_save_optim);
+    g3_ckpt_commit_tables_t c;
     g3_status_t st;
 
     memset(&c, 0, sizeof(c));
     g3_ckpt_tmp_path(dir, state->iteration, sid, tmp, sizeof(tmp));
     g3_ckpt_iter_path(dir, state->iteration, final, sizeof(final));
-    st = commit_list_files(&state->layout, with_optim, &c);
+    st = g3_ckpt_commit_list_files(&state->layout, with_optim, &c);
     if (st != G3_OK)
         return st;
-    st = commit_gather_manifests(tmp, state, &c);
+    st = g3_ckpt_commit_gather_manifests(tmp, state, &c);
     if (st == G3_OK)
-        st = commit_describe_tensors(&c);
+        st = g3_ckpt_commit_describe_tensors(&c);
     if (st == G3_OK)
-        st = commit_tile(&c);
+        st = g3_ckpt_commit_tile(&c);
     if (st == G3_OK)
-        st = commit_write_index(tmp, state, &c);
+        st = g3_ckpt_commit_write_index(tmp, state, &c);
     if (st == G3_OK)
-        st = commit_rename(dir, tmp, final);
+        st = g3_ckpt_commit_rename(dir, tmp, final);
     if (st != G3_OK) {
         g3_error("checkpoint %s was not committed; %s/latest still names the previous checkpoint", final, dir);
         goto err_free_tables;
     }
-    g3_ckpt_fault("renamed");
-    st = write_latest(dir, state->iteration, sid);
-    if (st != G3_OK) {
-        g3_error("checkpoint %s is complete but %s/latest was not updated (see above): it still names the previous checkpoint; load the new one with --load %s",
-                 final, dir, final);
+    g3_hook_fault("renamed");
+    st = g3_ckpt_write_latest(dir, state->iteration, sid, final);
+    if (st != G3_OK)
         goto err_free_tables;
-    }
-    g3_ckpt_fault("latest-renamed");
-    commit_report_prune(dir, final, &c, opts, sid);
+    g3_hook_fault("latest-renamed");
+    g3_ckpt_commit_report_prune(dir, final, &c, opts, sid);
 
 err_free_tables:
-    commit_tables_free(&c);
+    g3_ckpt_commit_tables_free(&c);
     return st;
 }
 
 /* ---- the whole save ---------------------------------------------------------------- */
 
-static g3_status_t all_ok(const g3_ckpt_comm_t *comm, int *ok)
+static g3_status_t g3_ckpt_all_ok(const g3_ckpt_comm_t *comm, int *ok)
 {
     if (comm == NULL || comm->allreduce_min_int == NULL)
         return G3_OK;
@@ -1005,13 +1019,13 @@ g3_status_t g3_ckpt_save(const char *dir, const g3_ckpt_state_t *state,
     if (root)
         st = g3_ckpt_save_prepare(dir, state->iteration, opts);
     ok = st == G3_OK;
-    if ((cst = all_ok(comm, &ok)) != G3_OK)
+    if ((cst = g3_ckpt_all_ok(comm, &ok)) != G3_OK)
         return cst;
     if (!ok)
         return st != G3_OK ? st : G3_ERR_IO;
     st = g3_ckpt_write_shards(dir, state, opts);
     ok = st == G3_OK;
-    if ((cst = all_ok(comm, &ok)) != G3_OK)
+    if ((cst = g3_ckpt_all_ok(comm, &ok)) != G3_OK)
         return cst;
     if (!ok) {
         if (root)
@@ -1024,7 +1038,7 @@ g3_status_t g3_ckpt_save(const char *dir, const g3_ckpt_state_t *state,
             g3_ckpt_save_abort(dir, state->iteration, opts);
     }
     ok = st == G3_OK;
-    if ((cst = all_ok(comm, &ok)) != G3_OK)
+    if ((cst = g3_ckpt_all_ok(comm, &ok)) != G3_OK)
         return cst;
     return ok ? G3_OK : (st != G3_OK ? st : G3_ERR_IO);
 }

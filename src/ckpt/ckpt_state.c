@@ -51,7 +51,7 @@ g3_status_t g3_ckpt_state_init(const g3_ckpt_layout_t *layout, g3_ckpt_state_t *
     return G3_OK;
 }
 
-static void kv_free(g3_ckpt_kv_t *kv)
+static void g3_ckpt_kv_free(g3_ckpt_kv_t *kv)
 {
     free(kv->key);
     free(kv->values);
@@ -65,7 +65,7 @@ void g3_ckpt_state_free(g3_ckpt_state_t *state)
         free(state->tensors[i].pieces);
     free(state->tensors);
     for (int i = 0; i < state->nkv; i++)
-        kv_free(&state->kv[i]);
+        g3_ckpt_kv_free(&state->kv[i]);
     free(state->kv);
     for (int i = 0; i < state->nowned; i++)
         free(state->owned[i]);
@@ -83,7 +83,7 @@ g3_ckpt_stensor_t *g3_ckpt_state_find(const g3_ckpt_state_t *state, const char *
     return NULL;
 }
 
-static int name_ok(const char *n)
+static int g3_ckpt_name_ok(const char *n)
 {
     size_t len = strlen(n);
 
@@ -96,11 +96,11 @@ static int name_ok(const char *n)
     return 1;
 }
 
-static g3_status_t tensor_check(const g3_ckpt_tensor_t *t)
+static g3_status_t g3_ckpt_tensor_check(const g3_ckpt_tensor_t *t)
 {
     const g3_ckpt_rule_t *r = &t->rule;
 
-    if (t->name == NULL || !name_ok(t->name)) {
+    if (t->name == NULL || !g3_ckpt_name_ok(t->name)) {
         g3_error("checkpoint tensor name '%s' is not allowed: use 1..%d characters from [A-Za-z0-9_.-/], groups separated by single '/'",
                  t->name ? t->name : "(null)", G3_CKPT_NAME_MAX - 9);
         return G3_ERR_INVALID_ARG;
@@ -129,7 +129,7 @@ static g3_status_t tensor_check(const g3_ckpt_tensor_t *t)
     return G3_OK;
 }
 
-static int tensor_same(const g3_ckpt_tensor_t *a, const g3_ckpt_tensor_t *b)
+static int g3_ckpt_tensor_same(const g3_ckpt_tensor_t *a, const g3_ckpt_tensor_t *b)
 {
     if (a->kind != b->kind || a->dtype != b->dtype || a->ndim != b->ndim ||
         a->rule.tp_dim != b->rule.tp_dim || a->rule.tp_parts != b->rule.tp_parts ||
@@ -142,31 +142,44 @@ static int tensor_same(const g3_ckpt_tensor_t *a, const g3_ckpt_tensor_t *b)
     return 1;
 }
 
-static g3_status_t state_tensor(g3_ckpt_state_t *state, const g3_ckpt_tensor_t *t,
-                                g3_ckpt_stensor_t **out_p)
+/* Room for element n of an array *p of *cap elements of size bytes (doubling, from first).
+ * RET: 0 when out of memory (*p and *cap unchanged). */
+static int g3_ckpt_grow(void **p, int *cap, int n, int first, size_t size)
+{
+    void *q;
+    int c;
+
+    if (n < *cap)
+        return 1;
+    c = *cap ? 2 * *cap : first;
+    q = realloc(*p, (size_t)c * size);
+    if (q == NULL)
+        return 0;
+    *p = q;
+    *cap = c;
+    return 1;
+}
+
+static g3_status_t g3_ckpt_state_tensor(g3_ckpt_state_t *state, const g3_ckpt_tensor_t *t,
+                                        g3_ckpt_stensor_t **out_p)
 {
     g3_ckpt_stensor_t *s;
-    g3_status_t st = tensor_check(t);
+    g3_status_t st = g3_ckpt_tensor_check(t);
 
     if (st != G3_OK)
         return st;
     s = g3_ckpt_state_find(state, t->name);
     if (s != NULL) {
-        if (!tensor_same(&s->desc, t)) {
+        if (!g3_ckpt_tensor_same(&s->desc, t)) {
             g3_error("checkpoint tensor %s was added twice with different descriptions", t->name);
             return G3_ERR_INVALID_ARG;
         }
         *out_p = s;
         return G3_OK;
     }
-    if (state->ntensors == state->cap) {
-        int cap = state->cap ? 2 * state->cap : 64;
-        g3_ckpt_stensor_t *n = realloc(state->tensors, (size_t)cap * sizeof(*n));
-        if (n == NULL)
-            return G3_ERR_NO_MEMORY;
-        state->tensors = n;
-        state->cap = cap;
-    }
+    if (!g3_ckpt_grow((void **)&state->tensors, &state->cap, state->ntensors, 64,
+                      sizeof(*state->tensors)))
+        return G3_ERR_NO_MEMORY;
     s = &state->tensors[state->ntensors++];
     memset(s, 0, sizeof(*s));
     s->desc = *t;
@@ -180,7 +193,7 @@ static g3_status_t state_tensor(g3_ckpt_state_t *state, const g3_ckpt_tensor_t *
     return G3_OK;
 }
 
-static g3_status_t stensor_push(g3_ckpt_stensor_t *s, const g3_ckpt_piece_t *p)
+static g3_status_t g3_ckpt_stensor_push(g3_ckpt_stensor_t *s, const g3_ckpt_piece_t *p)
 {
     g3_ckpt_piece_t q = *p;
 
@@ -202,14 +215,8 @@ static g3_status_t stensor_push(g3_ckpt_stensor_t *s, const g3_ckpt_piece_t *p)
         g3_error("checkpoint tensor %s: a piece has no data pointer", s->name);
         return G3_ERR_INVALID_ARG;
     }
-    if (s->npieces == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 4;
-        g3_ckpt_piece_t *n = realloc(s->pieces, (size_t)cap * sizeof(*n));
-        if (n == NULL)
-            return G3_ERR_NO_MEMORY;
-        s->pieces = n;
-        s->cap = cap;
-    }
+    if (!g3_ckpt_grow((void **)&s->pieces, &s->cap, s->npieces, 4, sizeof(*s->pieces)))
+        return G3_ERR_NO_MEMORY;
     s->pieces[s->npieces++] = q;
     return G3_OK;
 }
@@ -218,10 +225,10 @@ g3_status_t g3_ckpt_state_add(g3_ckpt_state_t *state, const g3_ckpt_tensor_t *te
                               const g3_ckpt_piece_t *pieces, int npieces)
 {
     g3_ckpt_stensor_t *s;
-    g3_status_t st = state_tensor(state, tensor, &s);
+    g3_status_t st = g3_ckpt_state_tensor(state, tensor, &s);
 
     for (int i = 0; st == G3_OK && i < npieces; i++)
-        st = stensor_push(s, &pieces[i]);
+        st = g3_ckpt_stensor_push(s, &pieces[i]);
     return st;
 }
 
@@ -233,7 +240,7 @@ g3_status_t g3_ckpt_state_add_flat(g3_ckpt_state_t *state, const g3_ckpt_tensor_
     int n = tensor->ndim;
     int64_t stride[G3_CKPT_MAX_DIMS], pos, end;
     size_t esz = g3_ckpt_dtype_size(tensor->dtype);
-    g3_status_t st = state_tensor(state, tensor, &s);
+    g3_status_t st = g3_ckpt_state_tensor(state, tensor, &s);
 
     if (st != G3_OK)
         return st;
@@ -287,7 +294,7 @@ g3_status_t g3_ckpt_state_add_flat(g3_ckpt_state_t *state, const g3_ckpt_tensor_
             }
         }
         p.data = (char *)data + (size_t)(pos - flat_start) * esz;
-        st = stensor_push(s, &p);
+        st = g3_ckpt_stensor_push(s, &p);
         if (st != G3_OK)
             return st;
         pos += m * stride[j];
@@ -340,7 +347,7 @@ g3_status_t g3_ckpt_state_add_local_flat(g3_ckpt_state_t *state, const g3_ckpt_t
         return st;
     {
         g3_ckpt_stensor_t *s;
-        st = state_tensor(state, tensor, &s);     /* registered even when count is 0 */
+        st = g3_ckpt_state_tensor(state, tensor, &s);     /* registered even when count is 0 */
     }
     for (int b = 0; st == G3_OK && b < nb; b++) {
         int64_t vol = g3_ckpt_box_volume(tensor->ndim, boxes[b].extent);
@@ -377,12 +384,12 @@ g3_status_t g3_ckpt_state_set_config(g3_ckpt_state_t *state, const char *config_
     return G3_OK;
 }
 
-static g3_status_t kv_set(g3_ckpt_state_t *state, const char *key, g3_ckpt_kv_type_t type,
-                          const void *values, int n, size_t bytes)
+static g3_status_t g3_ckpt_kv_set(g3_ckpt_state_t *state, const char *key, g3_ckpt_kv_type_t type,
+                                  const void *values, int n, size_t bytes)
 {
     g3_ckpt_kv_t kv, *slot = NULL;
 
-    if (key == NULL || !name_ok(key) || strchr(key, '/') != NULL || n < 0) {
+    if (key == NULL || !g3_ckpt_name_ok(key) || strchr(key, '/') != NULL || n < 0) {
         g3_error("checkpoint state key '%s' is not allowed (use [A-Za-z0-9_.-])", key ? key : "(null)");
         return G3_ERR_INVALID_ARG;
     }
@@ -391,19 +398,19 @@ static g3_status_t kv_set(g3_ckpt_state_t *state, const char *key, g3_ckpt_kv_ty
     kv.n = n;
     kv.values = malloc(bytes ? bytes : 1);
     if (kv.key == NULL || kv.values == NULL) {
-        kv_free(&kv);
+        g3_ckpt_kv_free(&kv);
         return G3_ERR_NO_MEMORY;
     }
     memcpy(kv.values, values, bytes);
     for (int i = 0; i < state->nkv; i++)
         if (strcmp(state->kv[i].key, key) == 0) {
             slot = &state->kv[i];
-            kv_free(slot);
+            g3_ckpt_kv_free(slot);
         }
     if (slot == NULL) {
         g3_ckpt_kv_t *a = realloc(state->kv, (size_t)(state->nkv + 1) * sizeof(*a));
         if (a == NULL) {
-            kv_free(&kv);
+            g3_ckpt_kv_free(&kv);
             return G3_ERR_NO_MEMORY;
         }
         state->kv = a;
@@ -416,18 +423,18 @@ static g3_status_t kv_set(g3_ckpt_state_t *state, const char *key, g3_ckpt_kv_ty
 g3_status_t g3_ckpt_state_set_i64(g3_ckpt_state_t *state, const char *key, const int64_t *values,
                                   int n)
 {
-    return kv_set(state, key, G3_CKPT_KV_I64, values, n, (size_t)n * sizeof(int64_t));
+    return g3_ckpt_kv_set(state, key, G3_CKPT_KV_I64, values, n, (size_t)n * sizeof(int64_t));
 }
 
 g3_status_t g3_ckpt_state_set_f64(g3_ckpt_state_t *state, const char *key, const double *values,
                                   int n)
 {
-    return kv_set(state, key, G3_CKPT_KV_F64, values, n, (size_t)n * sizeof(double));
+    return g3_ckpt_kv_set(state, key, G3_CKPT_KV_F64, values, n, (size_t)n * sizeof(double));
 }
 
 g3_status_t g3_ckpt_state_set_str(g3_ckpt_state_t *state, const char *key, const char *value)
 {
-    return kv_set(state, key, G3_CKPT_KV_STR, value, (int)strlen(value), strlen(value) + 1);
+    return g3_ckpt_kv_set(state, key, G3_CKPT_KV_STR, value, (int)strlen(value), strlen(value) + 1);
 }
 
 g3_status_t g3_ckpt_state_snapshot(const g3_ckpt_state_t *state, g3_ckpt_state_t **copy_p)
@@ -471,7 +478,7 @@ g3_status_t g3_ckpt_state_snapshot(const g3_ckpt_state_t *state, g3_ckpt_state_t
         const g3_ckpt_kv_t *kv = &state->kv[i];
         size_t bytes = kv->type == G3_CKPT_KV_STR ? (size_t)kv->n + 1
                        : (size_t)kv->n * 8;
-        if (kv_set(c, kv->key, kv->type, kv->values, kv->n, bytes) != G3_OK)
+        if (g3_ckpt_kv_set(c, kv->key, kv->type, kv->values, kv->n, bytes) != G3_OK)
             goto err_free_copy;
     }
     *copy_p = c;

@@ -11,14 +11,14 @@
 
 #include "core/log.h"
 
-#define VERIFY_BLOCK_BYTES (64u << 20)
+#define G3_CKPT_VERIFY_BLOCK_BYTES (64u << 20)
 
 /* CRC-32C of a dataset's raw bytes, read in row blocks.  RET: G3_OK or FORMAT. */
-static g3_status_t dataset_crc(hid_t d, hid_t type, int ndim, const int64_t *extent, size_t esz,
-                               uint32_t *crc_p)
+static g3_status_t g3_ckpt_dataset_crc(hid_t d, hid_t type, int ndim, const int64_t *extent,
+                                       size_t esz, uint32_t *crc_p)
 {
     int64_t row = g3_ckpt_box_volume(ndim, extent) / extent[0];
-    int64_t rows = (int64_t)(VERIFY_BLOCK_BYTES / ((size_t)row * esz));
+    int64_t rows = (int64_t)(G3_CKPT_VERIFY_BLOCK_BYTES / ((size_t)row * esz));
     hid_t fspace = H5Dget_space(d);
     void *buf;
     uint32_t crc = 0;
@@ -49,8 +49,8 @@ static g3_status_t dataset_crc(hid_t d, hid_t type, int ndim, const int64_t *ext
 }
 
 /* Check one shard file: header, manifest against the index, every checksum. */
-static int verify_file(const g3_ckpt_reader_t *r, size_t fi, const size_t *pidx, size_t npidx,
-                       int64_t *bytes_p)
+static int g3_ckpt_verify_file(const g3_ckpt_reader_t *r, size_t fi, const size_t *pidx,
+                               size_t npidx, int64_t *bytes_p)
 {
     const g3_ckpt_frow_t *fr = &r->files[fi];
     char path[PATH_MAX + 80], msg[512];
@@ -91,8 +91,8 @@ static int verify_file(const g3_ckpt_reader_t *r, size_t fi, const size_t *pidx,
             continue;
         }
         faults += g3_ckpt_check_piece(r, sp, d, path, dname);
-        if (dataset_crc(d, g3_ckpt_h5_type(dt), t->ndim, sp->extent, g3_ckpt_dtype_size(dt),
-                        &crc) != G3_OK) {
+        if (g3_ckpt_dataset_crc(d, g3_ckpt_h5_type(dt), t->ndim, sp->extent, g3_ckpt_dtype_size(dt),
+                                &crc) != G3_OK) {
             g3_error("verify: %s: cannot read dataset %s: %s (truncated?)", path, dname,
                      g3_ckpt_h5_errmsg(msg, sizeof(msg)));
             faults++;
@@ -151,7 +151,7 @@ g3_status_t g3_ckpt_verify(const char *path, int *nfaults_p)
             pidx[start[fi] + fill[fi]++] = p;
         }
         for (size_t i = 0; i < r->nfiles; i++)
-            faults += verify_file(r, i, &pidx[start[i]], start[i + 1] - start[i], &bytes);
+            faults += g3_ckpt_verify_file(r, i, &pidx[start[i]], start[i + 1] - start[i], &bytes);
         free(start);
         free(pidx);
         free(fill);

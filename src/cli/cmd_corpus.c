@@ -40,8 +40,10 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/fs.h"
+#include "core/hook.h"
 #include "core/log.h"
 #include "core/opt.h"
+#include "core/param.h"
 #include "data/bpe.h"
 #include "data/dataset.h"
 #include "data/json.h"
@@ -169,20 +171,10 @@ static void g3_tail_read_fd(g3_tail_t *t, int fd)
     }
 }
 
-/* Seconds between the lines that say a quiet tool is still running (the tests shorten it
- * with GPT3D_DEBUG_CORPUS_HEARTBEAT_S). */
-#define G3_CORPUS_HEARTBEAT_S 15
-
-static int g3_corpus_heartbeat_s(void)
-{
-    const char *v = getenv("GPT3D_DEBUG_CORPUS_HEARTBEAT_S");
-    return v && atoi(v) > 0 ? atoi(v) : G3_CORPUS_HEARTBEAT_S;
-}
-
 /* Run argv in cwd (NULL: here).  Its stdout and stderr both go to our stderr as they come
  * (apt-get's progress stays visible), or with waiting (a tool whose output is only its
- * error: npm) nowhere, and a line every G3_CORPUS_HEARTBEAT_S seconds says it is still
- * waiting for the tool; the last lines are kept: when it fails, the error names the command,
+ * error: npm) nowhere, and a line every g3_hook_corpus_heartbeat_s() seconds (15) says it is
+ * still waiting for the tool; the last lines are kept: when it fails, the error names the command,
  * its exit status and those lines, so a network, proxy or certificate problem is visible in
  * gpt3d's own message (issue #18.1), once.
  * RET: G3_OK when it exits 0. */
@@ -190,7 +182,7 @@ static g3_status_t g3_run(char *const argv[], const char *cwd, const char *waiti
 {
     g3_tail_t tail = { { 0 }, 0 };
     char lines[4700], cmd[512];
-    int fds[2], status, waited = 0, beat = g3_corpus_heartbeat_s();
+    int fds[2], status, waited = 0, beat = g3_hook_corpus_heartbeat_s();
     size_t o = 0;
     pid_t pid;
 
@@ -362,7 +354,7 @@ static int g3_exists_in(const char *path, const char *file)
  * RET: how many seeds. */
 static int g3_corpus_seeds(const char *dir, char seeds[2][4200], char *desc, size_t size)
 {
-    const char *data_dir = getenv("GPT3D_DATA_DIR"), *home = getenv("HOME");
+    const char *data_dir = g3_param_data_dir(), *home = getenv("HOME");
     char cand[2][4200];
     struct stat d, c, first;
     int nc = 0, n = 0, have_dir = stat(dir, &d) == 0;

@@ -376,10 +376,8 @@ static int g3_cli_plan_one(const g3_plan_flags_t *f, int tp, int pp,
         g3_plan_flags_t g = *f;
         g.nodes = size_nodes[made];
         rc = g3_plan_layout(&g, tp, pp, &sizes[made]);
-        if (rc != G3_EXIT_OK) {
-            g3_error("--sizes: %d nodes cannot run this layout (see above)", size_nodes[made]);
-            goto out;
-        }
+        if (rc != G3_EXIT_OK)
+            goto out;   /* g3_plan_layout said why */
         if (mc)
             g3_plan_time(&sizes[made].in, &sizes[made].plan, mc, &topt, &stimes[made]);
     }

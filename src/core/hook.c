@@ -25,3 +25,18 @@ void g3_hook_stop_after(int64_t it)
     fflush(stderr);
     raise(SIGSTOP);
 }
+
+int g3_hook_staged_host(void)
+{
+    return g3_param_staged_host();
+}
+
+int g3_hook_ckpt_timing(void)
+{
+    return g3_param_ckpt_timing();
+}
+
+int g3_hook_corpus_heartbeat_s(void)
+{
+    return (int)g3_param_debug_corpus_heartbeat_s();
+}

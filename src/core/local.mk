@@ -3,7 +3,7 @@
 # Depends on nothing.
 src_libgpt3d_a_SOURCES += \
 	src/core/status.c src/core/status.h \
-	src/core/log.c src/core/log.h \
+	src/core/log.c src/core/log_env.c src/core/log.h \
 	src/core/opt.c src/core/opt.h \
 	src/core/rng.c src/core/rng.h \
 	src/core/clock.c src/core/clock.h \

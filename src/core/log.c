@@ -1,5 +1,6 @@
+/* gpt3d core: leveled logging (log.h).  It reads no knob itself (log_env.c does, for
+ * GPT3D_LOG_LEVEL): the knob registry logs through this file. */
 #include "core/log.h"
-#include "core/param.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,21 +38,6 @@ g3_status_t g3_log_level_parse(const char *name, g3_log_level_t *level_p)
 const char *g3_log_level_name(g3_log_level_t level)
 {
     return (unsigned)level < G3_LOG_LEVEL_COUNT ? g3_log_names[level] : "?";
-}
-
-void g3_log_init_from_env(void)
-{
-    const char *env = g3_param_log_level();
-    g3_log_level_t level;
-
-    if (env == NULL)
-        return;
-    if (g3_log_level_parse(env, &level) != G3_OK) {
-        g3_warn("GPT3D_LOG_LEVEL='%s' is not a log level; use one of error, warn, info, debug, trace (keeping '%s')",
-                env, g3_log_names[g3_log_level]);
-        return;
-    }
-    g3_log_level = level;
 }
 
 void g3_log_set_level(g3_log_level_t level) { g3_log_level = level; }

@@ -22,7 +22,8 @@ typedef enum {
 g3_status_t g3_log_level_parse(const char *name, g3_log_level_t *level_p);
 const char *g3_log_level_name(g3_log_level_t level);
 
-/* Reads GPT3D_LOG_LEVEL; a bad value is reported and ignored. */
+/* Reads GPT3D_LOG_LEVEL (core/param.h); a bad value is reported and ignored.  Defined in
+ * log_env.c, apart from the rest, so that log.c does not depend on the registry. */
 void g3_log_init_from_env(void);
 void g3_log_set_level(g3_log_level_t level);
 g3_log_level_t g3_log_get_level(void);

@@ -12,9 +12,13 @@
 #include "core/param.h"
 
 #define G3_PARAM_ROW(name, var, type, dflt, min, words, meaning) \
-    { var, G3_PARAM_##type, dflt, min, words, meaning },
-static const g3_param_info_t g3_params[G3_PARAM_COUNT] = { G3_PARAMS(G3_PARAM_ROW) };
+    { var, G3_PARAM_##type, dflt, min, words, meaning, 0 },
+#define G3_PARAM_HOOK_ROW(name, var, type, dflt, min, words, meaning) \
+    { var, G3_PARAM_##type, dflt, min, words, meaning, 1 },
+static const g3_param_info_t g3_params[G3_PARAM_COUNT] = { G3_PARAMS(G3_PARAM_ROW)
+                                                               G3_PARAM_HOOKS(G3_PARAM_HOOK_ROW) };
 #undef G3_PARAM_ROW
+#undef G3_PARAM_HOOK_ROW
 
 /* What each knob's text parsed to, keyed by the text (see param.h, "Reading"). */
 typedef struct {
@@ -138,18 +142,29 @@ int g3_param_flag(g3_param_id_t id) { return (int)g3_param_num(id); }
 #define G3_PARAM_DEFINE(name, var, type, dflt, min, words, meaning) \
     G3_PARAM_RET_##type g3_param_##name(void) { return G3_PARAM_GET_##type(G3_PARAM_ID_##name); }
 G3_PARAMS(G3_PARAM_DEFINE)
+G3_PARAM_HOOKS(G3_PARAM_DEFINE)
 #undef G3_PARAM_DEFINE
 
-void g3_param_print(FILE *out)
+/* The rows of one kind (hook 0: knobs, 1: test and debugger hooks). */
+static void g3_param_print_rows(FILE *out, int hook)
 {
-    fprintf(out, "gpt3d reads these environment variables (unset or empty: the default):\n\n");
     for (int i = 0; i < G3_PARAM_COUNT; i++) {
         const g3_param_info_t *r = &g3_params[i];
         const char *now = getenv(r->var);
 
+        if (r->hook != hook)
+            continue;
         fprintf(out, "  %s\n      %s\n      default: %s", r->var, r->meaning, r->words);
         if (now)
             fprintf(out, "; set here: '%s'", now);
         fputc('\n', out);
     }
+}
+
+void g3_param_print(FILE *out)
+{
+    fprintf(out, "gpt3d reads these environment variables (unset or empty: the default):\n\n");
+    g3_param_print_rows(out, 0);
+    fprintf(out, "\nTest and debugger hooks (core/hook.h; not for production runs):\n\n");
+    g3_param_print_rows(out, 1);
 }

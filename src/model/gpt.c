@@ -90,11 +90,8 @@ int g3_gpt_stage_layers(const g3_gpt_config_t *cfg, int stage, int *begin, int *
     return 1;
 }
 
-g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
-{
-    g3_status_t st = G3_OK;
-    int F = g3_gpt_config_ffn(cfg), P = g3_gpt_config_positions(cfg);
-
+/* One check of g3_gpt_config_check: when cond is false, log the message and set the
+ * function's st (every failed check is reported before it returns). */
 #define G3_REQUIRE(cond, ...)             \
     do {                                  \
         if (!(cond)) {                    \
@@ -102,6 +99,12 @@ g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
             st = G3_ERR_INVALID_ARG;      \
         }                                 \
     } while (0)
+
+g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
+{
+    g3_status_t st = G3_OK;
+    int F = g3_gpt_config_ffn(cfg), P = g3_gpt_config_positions(cfg);
+
     G3_REQUIRE(cfg->num_layers >= 1, "--num-layers must be at least 1 (got %d)", cfg->num_layers);
     G3_REQUIRE(cfg->hidden_size >= 1, "--hidden-size must be at least 1 (got %d)", cfg->hidden_size);
     G3_REQUIRE(cfg->num_attention_heads >= 1, "--num-attention-heads must be at least 1 (got %d)",
@@ -190,7 +193,6 @@ g3_status_t g3_gpt_config_check(const g3_gpt_config_t *cfg)
                                    cfg->tp_size) > 0,
                "the padded vocabulary (%d rounded up to a multiple of %d x %d) is too large",
                cfg->vocab_size, cfg->make_vocab_size_divisible_by, cfg->tp_size);
-#undef G3_REQUIRE
     return st;
 }
 

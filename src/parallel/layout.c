@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hook.h"
 #include "core/log.h"
-#include "core/param.h"
 #include "parallel/par_internal.h"
 #include "topo/topo.h"
 
@@ -460,7 +460,7 @@ g3_status_t g3_par_set_backend(g3_par_t *par, const g3_backend_t *be, g3_par_dis
 {
     g3_par_groups_t d = { NULL, NULL, NULL, NULL };
     g3_comm_devmem_t mem = { (void *)be, g3_par_to_host, g3_par_to_device, NULL, NULL };
-    int force = g3_param_staged_host();
+    int force = g3_hook_staged_host();
     int host_mem = be->host_memory, staged;
     g3_status_t st;
 

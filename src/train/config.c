@@ -33,6 +33,14 @@ void g3_train_config_defaults(g3_train_config_t *cfg)
     g3_be_opts_default(&cfg->be_opts);
 }
 
+/* One refusal of g3_train_plan: log the message and set the function's st (every bad flag is
+ * reported before it returns). */
+#define G3_FAIL(...)                 \
+    do {                             \
+        g3_error(__VA_ARGS__);       \
+        st = G3_ERR_INVALID_ARG;     \
+    } while (0)
+
 g3_status_t g3_train_plan(const g3_train_config_t *cfg, g3_train_plan_t *plan)
 {
     g3_status_t st = G3_OK;
@@ -41,11 +49,6 @@ g3_status_t g3_train_plan(const g3_train_config_t *cfg, g3_train_plan_t *plan)
     int64_t warmup, decay;
     g3_train_plan_t p;
 
-#define G3_FAIL(...)                 \
-    do {                             \
-        g3_error(__VA_ARGS__);       \
-        st = G3_ERR_INVALID_ARG;     \
-    } while (0)
     memset(&p, 0, sizeof(p));
     if (cfg->micro_batch_size < 1)
         G3_FAIL("--micro-batch-size must be at least 1 (got %lld)", (long long)cfg->micro_batch_size);
@@ -146,7 +149,6 @@ g3_status_t g3_train_plan(const g3_train_config_t *cfg, g3_train_plan_t *plan)
         G3_FAIL(
             "the learning-rate warm-up (%lld samples) must end before the decay does (%lld samples): shorten the warm-up or lengthen --lr-decay-iters/-samples",
             (long long)warmup, (long long)decay);
-#undef G3_FAIL
     if (st != G3_OK)
         return st;
     p.lr.max_lr = cfg->lr;

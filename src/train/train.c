@@ -543,12 +543,8 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
     g3_timers_stop(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
 
     dt = g3_clock_now() - t0;
-    if (st != G3_OK) {
-        g3_error(
-            "saving the checkpoint of iteration %lld to %s failed (see above); the previous checkpoints are intact",
-            (long long)it, tr->cfg->save_dir);
-        return st;
-    }
+    if (st != G3_OK)
+        return st;   /* logged once, where it failed */
     g3_ckpt_timing_format(&tm, G3_CKPT_T_SAVE, 0, ph, sizeof(ph));
     g3_ckpt_timing_format(&tm, G3_CKPT_T_SAVE, 1, js, sizeof(js));
     printf(" saved checkpoint at iteration %8lld to %s (%s): training stalled %.3f s (%s)\n",
@@ -586,12 +582,8 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
         st = g3_train_ckpt_save_async(&c, it, consumed, gbs, lr, &tm, pending);
     g3_timers_stop(g3_train_timing_timers(tr->timing), G3_TIMER_CKPT);
     dt = g3_clock_now() - t0;
-    if (st != G3_OK) {
-        g3_error(
-            "the asynchronous save of iteration %lld to %s failed (see above); the previous checkpoints are intact",
-            (long long)it, tr->cfg->save_dir);
-        return st;
-    }
+    if (st != G3_OK)
+        return st;   /* logged once, where it failed */
     if (done >= 0)
         g3_trainer_committed(tr, done, &prev, writer_s);
     g3_ckpt_timing_format(&tm, G3_CKPT_T_STALL, 0, ph, sizeof(ph));
@@ -631,12 +623,8 @@ static g3_status_t g3_trainer_async_poll(g3_trainer_t *tr, g3_train_ckpt_async_t
         return G3_OK;
     memset(&tm, 0, sizeof(tm));
     st = g3_train_ckpt_async_finish(&c, pending, block, &done, &tm, &writer_s);
-    if (st != G3_OK) {
-        g3_error(
-            "the asynchronous save to %s failed (see above); the previous checkpoints are intact",
-            tr->cfg->save_dir);
-        return st;
-    }
+    if (st != G3_OK)
+        return st;   /* logged once, where it failed */
     if (done >= 0) {
         *saved_it = done;
         g3_trainer_committed(tr, done, &tm, writer_s);

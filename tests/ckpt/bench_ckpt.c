@@ -35,7 +35,7 @@
 #include "ckpt/ckpt.h"
 #include "core/fs.h"
 #include "core/log.h"
-#include "core/param.h"
+#include "core/hook.h"
 #include "parallel/par_ckpt.h"
 #include "synth.h"
 #ifdef _OPENMP
@@ -243,7 +243,7 @@ static g3_status_t bench_load(const char *dir, synth_rank_t *ranks, int world,
         st = g3_ckpt_load(dir, ranks[r].state, &o, NULL, NULL);
         for (int k = 0; k < G3_CKPT_T_COUNT; k++)
             tm->s[k] += one.s[k];
-        if (g3_param_ckpt_timing()) {
+        if (g3_hook_ckpt_timing()) {
             g3_ckpt_timing_format(&one, BENCH_LOAD_PHASES, 0, ph, sizeof(ph));
             fprintf(stderr, "ckpt load timing (%s, rank %d): %s; total %.3f s\n", dir, r, ph,
                     now() - t1);

@@ -1,12 +1,14 @@
 /* The knob registry (core/param.h): defaults when unset or empty, each type's parse, a bad
  * value reported once and the default applied, the value following the environment when a
  * test sets it again, and `gpt3d help env`'s listing (every knob, its default, its value when
- * set; tests/cli/test_cli.sh runs the command itself). */
+ * set, the test hooks apart after the knobs; tests/cli/test_cli.sh runs the command itself),
+ * and the hook accessors of core/hook.h reading the G3_PARAM_HOOKS rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/hook.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "tap.h"
@@ -89,6 +91,33 @@ int main(void)
            "help env lists all %d knobs with their meanings and defaults", G3_PARAM_COUNT);
     tap_ok(strstr(text, "default: the backend's (cuda 1, cpu 0); set here: 'yes'") != NULL,
            "... and the value a variable is set to");
+    {
+        const char *hooks = strstr(text, "Test and debugger hooks");
+        int apart = hooks != NULL, nhooks = 0;
+
+        for (int i = 0; i < G3_PARAM_COUNT && hooks; i++) {
+            const g3_param_info_t *r = g3_param_info((g3_param_id_t)i);
+            const char *at = strstr(text, r->var);
+
+            nhooks += r->hook;
+            apart &= r->hook ? at > hooks : at < hooks;
+        }
+        tap_ok(apart && nhooks == 4,
+               "... the %d test hooks (G3_PARAM_HOOKS) under their own heading, after the knobs",
+               nhooks);
+    }
+    unsetenv("GPT3D_DEBUG_CORPUS_HEARTBEAT_S");
+    unsetenv("GPT3D_STAGED_HOST");
+    unsetenv("GPT3D_CKPT_TIMING");
+    tap_ok(g3_hook_corpus_heartbeat_s() == 15 && g3_hook_staged_host() == 0 &&
+               g3_hook_ckpt_timing() == 0,
+           "hooks unset: heartbeat 15 s, no staged groups, no checkpoint timing lines");
+    setenv("GPT3D_DEBUG_CORPUS_HEARTBEAT_S", "1", 1);
+    setenv("GPT3D_STAGED_HOST", "1", 1);
+    setenv("GPT3D_CKPT_TIMING", "", 1);
+    tap_ok(g3_hook_corpus_heartbeat_s() == 1 && g3_hook_staged_host() == 1 &&
+               g3_hook_ckpt_timing() == 1,
+           "hooks set: the accessors of core/hook.h follow the environment");
     free(text);
     return tap_exit();
 }

@@ -10,7 +10,7 @@
  * The backward must be deterministic (two runs, same bits).  C covers the 4-, 8-, 16- and
  * 24-columns-per-thread kernels (C <= 4096, <= 8192, <= 16384, <= 24576: MT-NLG's 20480),
  * non-multiples of 32, and the backward's warp-per-row kernel (C <= 2048, C % 8 == 0: 8, 64,
- * 768, 1600, 2048), once more with GPT3D_LN_BWD=block (the block kernel at those widths). */
+ * 768, 1600, 2048), once more with g3cuda_ctx_set_ln_bwd_block (the block kernel there). */
 #include "kernels/kt.h"
 
 #define EPS 1e-5f
@@ -144,16 +144,16 @@ int main(void)
         test_layernorm(shapes[i][0], shapes[i][1], 0);
         test_layernorm(shapes[i][0], shapes[i][1], 1);
     }
-    setenv("GPT3D_LN_BWD", "block", 1);   /* the block kernel at the warp kernel's widths */
+    g3cuda_ctx_set_ln_bwd_block(kt_ctx, 1);   /* the block kernel at the warp kernel's widths */
     test_layernorm(64, 768, 1);
     test_layernorm(33, 1600, 0);
-    unsetenv("GPT3D_LN_BWD");
+    g3cuda_ctx_set_ln_bwd_block(kt_ctx, 0);
     if (kt_bench) {
         bench(16 * 1024, 768);
         bench(16 * 1024, 1600);
-        setenv("GPT3D_LN_BWD", "block", 1);
+        g3cuda_ctx_set_ln_bwd_block(kt_ctx, 1);
         bench(16 * 1024, 768);    /* the block kernel, to compare */
-        unsetenv("GPT3D_LN_BWD");
+        g3cuda_ctx_set_ln_bwd_block(kt_ctx, 0);
         bench(2 * 1024, 20480);   /* MT-NLG */
     }
     kt_finish();

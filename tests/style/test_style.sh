@@ -5,7 +5,11 @@
 #   2. no C line over 100 columns unless it holds a string literal (a message stays whole);
 #   3. shellcheck is clean on every shell script of tests/ and scripts/ and the batch scripts;
 #   4. every test script that runs stops on an error (set -e), and a bash one on a failed
-#      pipeline (pipefail).
+#      pipeline (pipefail);
+#   5. no GPT3D_* environment variable is read with a bare getenv outside src/core/param.c
+#      (the knob registry, core/param.h: one cached, documented accessor per variable);
+#   6. every function and file-local type of src/ckpt carries the module's prefix (g3_ckpt_,
+#      or g3_crc32c_ in crc32c.c), static ones too.
 # (top_srcdir, top_builddir come from make check.)
 # shellcheck disable=SC2154
 # shellcheck source=tests/lib.sh
@@ -61,5 +65,21 @@ for f in $(find tests -type f \( -name 'test_*.sh' -o -name 'bench_*.sh' \) | so
     fi
 done
 is "$bad" "" "every test script sets -e, and every bash one pipefail"
+
+# 5
+bad=$(grep -rn --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh' --include='*.cc' \
+    'getenv *( *"GPT3D_' src kernels | grep -v '^src/core/param\.c:' || true)
+is "$bad" "" "no bare getenv(\"GPT3D_...\") outside src/core/param.c (core/param.h's accessors)"
+[ -z "$bad" ] || printf '%s\n' "$bad" | sed -n '1,20p' | sed 's/^/#   /'
+
+# 6 (a definition or prototype at the start of a line, a typedef's name)
+bad=$({
+    grep -nE '^static [^=(]*[ *][A-Za-z_][A-Za-z0-9_]*\(' src/ckpt/*.c |
+        grep -vE '^[^:]*:[0-9]+:static [^=(]*[ *]g3_[a-z0-9_]*\(' || true
+    grep -nE '^(typedef [^;]*[ *]|\} *)[A-Za-z_][A-Za-z0-9_]*;' src/ckpt/*.c src/ckpt/*.h |
+        grep -vE '^[^:]*:[0-9]+:(typedef [^;]*[ *]|\} *)g3_[a-z0-9_]*;' || true
+})
+is "$bad" "" "every static function and file-local type of src/ckpt is prefixed (g3_ckpt_, g3_crc32c_)"
+[ -z "$bad" ] || printf '%s\n' "$bad" | sed -n '1,20p' | sed 's/^/#   /'
 
 done_testing
