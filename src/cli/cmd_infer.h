@@ -37,6 +37,8 @@ typedef struct {
     const char           *what;        /* "eval", "generate": names the command in messages */
     g3_cli_world_t        w;           /* the world and (TP x PP x DP > 1) the layout       */
     int                   tp, pp, dp;  /* the layout's sizes (1, 1, 1 alone)                */
+    g3_train_layout_flags_t lf;        /* the layout flags (the trainer's reader)           */
+    g3_train_data_flags_t tok;         /* the tokenizer flags as given (the trainer's reader) */
     int                   rank;        /* world rank: 0 speaks                              */
     g3_infer_ckpt_info_t *info;        /* the checkpoint and its model's configuration      */
     g3_backend_t         *be;
