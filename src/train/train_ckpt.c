@@ -97,7 +97,7 @@ static g3_status_t g3_tck_copy(const g3_train_ckpt_t *c, g3_par_ckpt_t *t, g3_ck
 
     g3_ckpt_timing_add(tm, G3_CKPT_T_D2H, &t0);   /* the first save: the stage's allocation too */
 
-    if (st == G3_OK && fresh && (!cfg->par || g3_par_layout(cfg->par)->world_rank == 0))
+    if (st == G3_OK && fresh && g3_par_layout(cfg->par)->world_rank == 0)
         g3_info("checkpoints: a %.1f MiB host staging area (%s) holds each save's copy of this rank's parameters and Adam moments; allocated once in %.2f s, reused by every save",
                 (double)c->stage->floats * 4.0 / 1048576.0,
                 c->stage->be && !c->model->be->host_memory ? "page-locked" : "plain memory",
