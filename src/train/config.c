@@ -67,7 +67,8 @@ static int g3_train_check_length(const g3_train_config_t *cfg, int64_t gbs, int6
         g3_error("--lr-warmup-iters and --lr-warmup-samples must be >= 0");
         ok = 0;
     }
-    if (cfg->lr_warmup_fraction >= 0.0 && (cfg->lr_warmup_iters > 0 || cfg->lr_warmup_samples > 0)) {
+    if (cfg->lr_warmup_fraction >= 0.0 &&
+        (cfg->lr_warmup_iters > 0 || cfg->lr_warmup_samples > 0)) {
         g3_error("give only one of --lr-warmup-fraction and --lr-warmup-iters/--lr-warmup-samples");
         ok = 0;
     }
