@@ -207,14 +207,12 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
 
 /* The layout flags against the job's ranks and the model, with the trainer's messages.
  * RET: the exit code. */
-static int g3_cli_infer_check_layout(const g3_opts_t *o, int max_dp, g3_cli_infer_t *s)
+static int g3_cli_infer_check_layout(int max_dp, g3_cli_infer_t *s)
 {
     g3_gpt_config_t *m = &s->info->model;
     g3_par_layout_t job;
     int world = s->w.me->size;
 
-    if (!g3_train_flags_layout(o, m, &s->lf))   /* the trainer's reader */
-        return G3_EXIT_USAGE;
     s->tp = s->lf.tp;
     s->pp = s->lf.pp;
     /* the model as the layout places world rank 0 (the layout sets its TP/PP fields) */
@@ -251,9 +249,11 @@ int g3_cli_infer_check(const g3_opts_t *o, const char *what, int max_dp, g3_cli_
     if (rc != G3_EXIT_OK)
         return rc;
     s->rank = s->w.me->rank;
+    if (!g3_train_flags_layout(o, &s->lf))   /* the trainer's reader */
+        return G3_EXIT_USAGE;
     rc = g3_cli_infer_check_ckpt(o, what, s);
     if (rc == G3_EXIT_OK)
-        rc = g3_cli_infer_check_layout(o, max_dp, s);
+        rc = g3_cli_infer_check_layout(max_dp, s);
     return rc;
 }
 

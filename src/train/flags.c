@@ -116,7 +116,14 @@ int g3_train_flags_int(const g3_opts_t *o, const char *name, int64_t lo, int *ou
     return g3_train_flags_range(o, name, lo, INT_MAX, out);
 }
 
-int g3_train_flags_layout(const g3_opts_t *o, g3_gpt_config_t *m, g3_train_layout_flags_t *lf)
+/* The uneven pipeline split lf gives (0: even), into m. */
+static void g3_train_flags_split(const g3_train_layout_flags_t *lf, g3_gpt_config_t *m)
+{
+    m->pp_first_layers = lf->pp_first;
+    m->pp_last_layers = lf->pp_last;
+}
+
+int g3_train_flags_layout(const g3_opts_t *o, g3_train_layout_flags_t *lf)
 {
     int ok = 1;
 
@@ -135,8 +142,6 @@ int g3_train_flags_layout(const g3_opts_t *o, g3_gpt_config_t *m, g3_train_layou
     lf->topology_file = g3_opts_str(o, "topology-file");
     lf->tp_given = g3_opts_is_set(o, "tensor-model-parallel-size");
     lf->pp_given = g3_opts_is_set(o, "pipeline-model-parallel-size");
-    m->pp_first_layers = lf->pp_first;
-    m->pp_last_layers = lf->pp_last;
     return ok;
 }
 
@@ -156,6 +161,7 @@ int g3_train_flags_job_layout(int world, const g3_train_layout_flags_t *lf, g3_g
     l->tp = lf->tp;
     l->pp = lf->pp;
     g3_par_layout_shard(l, m);
+    g3_train_flags_split(lf, m);
     return 1;
 }
 
@@ -263,7 +269,9 @@ static int g3_train_flags_vpp(const g3_opts_t *o, int prior, int pp, g3_gpt_conf
 static int g3_train_flags_parallel(const g3_opts_t *o, int prior, g3_train_config_t *cfg,
                                    g3_train_layout_flags_t *lf)
 {
-    int ok = g3_train_flags_layout(o, &cfg->model, lf);
+    int ok = g3_train_flags_layout(o, lf);
+
+    g3_train_flags_split(lf, &cfg->model);
 
     cfg->model.sequence_parallel = g3_opts_bool(o, "sequence-parallel");
     lf->sp_given = g3_opts_is_set(o, "sequence-parallel");

@@ -58,10 +58,9 @@ typedef struct {
 } g3_train_layout_flags_t;
 
 /* Read the layout flags of G3_TRAIN_LAYOUT_SPECS that every job of ranks takes (gpt3d train,
- * plan, eval, generate), the one reader of them.  OUT: *lf, m->pp_first_layers and
- * m->pp_last_layers (the uneven pipeline split; 0: even).  RET: 1, or 0 after logging every
+ * plan, eval, generate), the one reader of them.  OUT: *lf.  RET: 1, or 0 after logging every
  * bad value, naming its flag. */
-int g3_train_flags_layout(const g3_opts_t *o, g3_gpt_config_t *m, g3_train_layout_flags_t *lf);
+int g3_train_flags_layout(const g3_opts_t *o, g3_train_layout_flags_t *lf);
 
 /* --distributed-timeout-minutes in seconds, for making the world before the flags are checked
  * (g3_train_flags_layout refuses a value that is not positive; until then 10 minutes). */
@@ -70,9 +69,9 @@ double g3_train_flags_timeout_s(const g3_opts_t *o);
 /* The layout a job of `world` ranks gets from lf: DP = world / (TP x PP) (g3_par_dp_size,
  * the one check), and the model's tensor- and pipeline-parallel fields as that layout places
  * world rank 0 (g3_par_layout_shard, the one place that sets them; the job's own layout sets
- * them again for each rank).  For the checks before any rank
- * is placed.  OUT: *l, m's layout fields.  RET: 1, or 0 after logging "impossible layout:
- * ..." when world is not a multiple of TP x PP. */
+ * them again for each rank), with the uneven pipeline split lf gives.  For the checks before
+ * any rank is placed.  OUT: *l, m's layout fields.  RET: 1, or 0 after logging "impossible
+ * layout: ..." when world is not a multiple of TP x PP. */
 int g3_train_flags_job_layout(int world, const g3_train_layout_flags_t *lf, g3_gpt_config_t *m,
                               g3_par_layout_t *l);
 
