@@ -130,9 +130,12 @@ int g3_train_flags_layout(const g3_opts_t *o, g3_train_layout_flags_t *lf)
     memset(lf, 0, sizeof(*lf));
     ok &= g3_train_flags_int(o, "tensor-model-parallel-size", 1, &lf->tp);
     ok &= g3_train_flags_int(o, "pipeline-model-parallel-size", 1, &lf->pp);
-    if (g3_opts_is_set(o, "decoder-first-pipeline-num-layers"))
+    /* gpt3d topo maps ranks to nodes and has no layers to split */
+    if (g3_opts_declared(o, "decoder-first-pipeline-num-layers") &&
+        g3_opts_is_set(o, "decoder-first-pipeline-num-layers"))
         ok &= g3_train_flags_int(o, "decoder-first-pipeline-num-layers", 1, &lf->pp_first);
-    if (g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
+    if (g3_opts_declared(o, "decoder-last-pipeline-num-layers") &&
+        g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
         ok &= g3_train_flags_int(o, "decoder-last-pipeline-num-layers", 1, &lf->pp_last);
     lf->timeout_min = g3_opts_float(o, "distributed-timeout-minutes");
     if (!(lf->timeout_min > 0.0)) {

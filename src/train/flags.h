@@ -58,8 +58,9 @@ typedef struct {
 } g3_train_layout_flags_t;
 
 /* Read the layout flags of G3_TRAIN_LAYOUT_SPECS that every job of ranks takes (gpt3d train,
- * plan, eval, generate), the one reader of them.  OUT: *lf.  RET: 1, or 0 after logging every
- * bad value, naming its flag. */
+ * plan, eval, generate; gpt3d topo, whose table has all but the uneven pipeline split), the
+ * one reader of them.  OUT: *lf.  RET: 1, or 0 after logging every bad value, naming its
+ * flag. */
 int g3_train_flags_layout(const g3_opts_t *o, g3_train_layout_flags_t *lf);
 
 /* --distributed-timeout-minutes in seconds, for making the world before the flags are checked
