@@ -53,7 +53,8 @@ typedef struct {
 int g3_cli_infer_parse(const g3_opt_cmd_t *cmd, int argc, char **argv, g3_opts_t **o_p);
 
 /* The world, then the checks before any work (every rank; ranks other than 0 quiet until
- * g3_cli_infer_agree): --load given, the checkpoint found and readable, the model flags
+ * g3_cli_infer_agree): the layout flags (the trainer's reader, into s->lf), --load given,
+ * the checkpoint found and readable, the model flags
  * equal to the checkpoint's, --seq-length within its positions, the tokenizer files there
  * and of the checkpoint's vocabulary size, the layout (--tensor-model-parallel-size,
  * --pipeline-model-parallel-size) dividing the job's ranks and the model (the trainer's
