@@ -13,18 +13,21 @@ CLEANFILES += sbatch/gpt3d-submit
 # (modules/local.mk) it is remade on every make run and replaced only when its
 # text changes, so "make install prefix=DIR" installs one that names DIR.
 # The job states of a live chain and the default of --max-failures come from
-# the job script, so that the two scripts share one list and one default.
-sbatch/gpt3d-submit: $(srcdir)/sbatch/gpt3d-submit.in $(srcdir)/sbatch/gpt3d-train.sbatch g3-sbatch-force
+# the job script, so that the two scripts share one list and one default; its
+# exit codes (@G3_EXIT_NAME@) from gpt3d's enum (src/core/status.h).
+sbatch/gpt3d-submit: $(srcdir)/sbatch/gpt3d-submit.in $(srcdir)/sbatch/gpt3d-train.sbatch $(srcdir)/src/core/status.h g3-sbatch-force
 	$(AM_V_GEN)$(MKDIR_P) sbatch && \
 	live=`$(SED) -n 's/^G3_LIVE_STATES="\([A-Z_ ]*\)"$$/\1/p' $(srcdir)/sbatch/gpt3d-train.sbatch` && \
 	maxf=`$(SED) -n 's/^G3_MAX_FAILURES_DEFAULT=\([0-9][0-9]*\) .*/\1/p' $(srcdir)/sbatch/gpt3d-train.sbatch` && \
-	test -n "$$live" && test -n "$$maxf" && \
-	$(SED) -e 's|@VERSION[@]|$(VERSION)|g' \
+	exits=`$(SED) -n 's/^ *G3_EXIT_\([A-Z_]*\) *= *\([0-9][0-9]*\).*/-e s|@G3_EXIT_\1[@]|\2|g/p' $(srcdir)/src/core/status.h` && \
+	test -n "$$live" && test -n "$$maxf" && test -n "$$exits" && \
+	$(SED) -e 's|@VERSION[@]|$(VERSION)|g' $$exits \
 	       -e 's|@bindir[@]|$(bindir)|g' \
 	       -e 's|@pkgdatadir[@]|$(pkgdatadir)|g' \
 	       -e "s|@G3_LIVE_STATES[@]|$$live|g" \
 	       -e "s|@G3_MAX_FAILURES_DEFAULT[@]|$$maxf|g" \
 	       $(srcdir)/sbatch/gpt3d-submit.in >$@.tmp && \
+	if grep -n '@[A-Za-z_]*@' $@.tmp; then echo "$@: the names above were not substituted" >&2; rm -f $@.tmp; exit 1; fi && \
 	chmod +x $@.tmp && \
 	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
 

@@ -561,16 +561,142 @@ static g3_status_t g3_write_atomic(const char *path, const g3_buf_t *buf)
     return g3_corpus_commit(f, fwrite(buf->data, 1, buf->len, f) != buf->len, tmp, path);
 }
 
+/* The King James Bible as 'bible' prints it, being turned into one document per chapter. */
+typedef struct {
+    g3_buf_t js, tx;            /* kjv.jsonl and kjv.txt so far                          */
+    g3_buf_t doc, book;         /* the chapter being read: its text, its book's name     */
+    long     chapter;
+    size_t   chapters, verses;
+} g3_corpus_kjv_t;
+
+/* The end of a chapter (a heading or the end of the text): append the chapter read, if any,
+ * to both files as {"book": ..., "chapter": N, "text": "Book N\n\n1 ...\n2 ...\n"}. */
+static g3_status_t g3_corpus_chapter_end(g3_corpus_kjv_t *k)
+{
+    char num[32];
+    g3_status_t st;
+
+    if (k->doc.len == 0)
+        return G3_OK;
+    snprintf(num, sizeof(num), "%ld", k->chapter);
+    st = g3_buf_append(&k->js, "{\"book\": ", 9);
+    if (st == G3_OK) st = g3_json_quote(&k->js, k->book.data, k->book.len);
+    if (st == G3_OK) st = g3_buf_append(&k->js, ", \"chapter\": ", 13);
+    if (st == G3_OK) st = g3_buf_append(&k->js, num, strlen(num));
+    if (st == G3_OK) st = g3_buf_append(&k->js, ", \"text\": ", 10);
+    if (st == G3_OK) st = g3_json_quote(&k->js, k->doc.data, k->doc.len);
+    if (st == G3_OK) st = g3_buf_append(&k->js, "}\n", 2);
+    if (st == G3_OK && k->tx.len) st = g3_buf_append(&k->tx, "\n", 1);
+    if (st == G3_OK) st = g3_buf_append(&k->tx, k->doc.data, k->doc.len);
+    if (st == G3_OK) {
+        k->chapters++;
+        k->doc.len = 0;
+    }
+    return st;
+}
+
+/* One non-empty line of 'bible' (n bytes, no newline): a "Book N" heading or a verse. */
+static g3_status_t g3_corpus_line(g3_corpus_kjv_t *k, char *line, size_t n)
+{
+    g3_status_t st;
+
+    if (line[0] != ' ') {
+        /* "Genesis 1", "1 Samuel 3", "Song of Solomon 2" */
+        char *sp = strrchr(line, ' ');
+        char *end;
+        k->chapter = sp ? strtol(sp + 1, &end, 10) : 0;
+        if (!sp || k->chapter <= 0 || *end) {
+            g3_error("gpt3d corpus: unexpected line from 'bible': '%s' (expected 'Book N'); is this Debian's bible-kjv?", line);
+            return G3_ERR_FORMAT;
+        }
+        k->book.len = 0;
+        st = g3_buf_append(&k->book, line, (size_t)(sp - line));
+        if (st == G3_OK) st = g3_buf_append(&k->doc, line, n);
+        if (st == G3_OK) st = g3_buf_append(&k->doc, "\n\n", 2);
+        return st;
+    }
+    /* "  12 verse text" -> "12 verse text" */
+    char *v = line;
+    while (*v == ' ')
+        v++;
+    if (k->doc.len == 0 || *v < '0' || *v > '9') {
+        g3_error("gpt3d corpus: unexpected line from 'bible': '%s' (expected '  N verse text')", line);
+        return G3_ERR_FORMAT;
+    }
+    st = g3_buf_append(&k->doc, v, strlen(v));
+    if (st == G3_OK) st = g3_buf_append(&k->doc, "\n", 1);
+    k->verses++;
+    return st;
+}
+
+/* Start 'bible -l100000 Gen1:1-Rev22:21' (pretty-printed: "Book N" heading lines, verses as
+ * "  V text", blank lines between; -l with a huge width keeps each verse on one line).  Its
+ * stderr goes to an anonymous file (fd 2 is pointed at it only while popen forks) so that a
+ * failure can quote it.  OUT: *err_p.  RET: the pipe, or NULL (logged). */
+static FILE *g3_corpus_bible_open(FILE **err_p)
+{
+    FILE *p, *err = tmpfile();
+    int saved = dup(STDERR_FILENO), e;
+
+    if (!err || saved < 0) {
+        g3_error("gpt3d corpus: cannot create a temporary file for bible's messages: %s", strerror(errno));
+        if (err)
+            fclose(err);
+        if (saved >= 0)
+            close(saved);
+        return NULL;
+    }
+    fflush(stderr);
+    dup2(fileno(err), STDERR_FILENO);
+    p = popen("bible -l100000 Gen1:1-Rev22:21", "r");
+    e = errno;
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    if (!p) {
+        g3_error("gpt3d corpus: cannot run 'bible': %s", strerror(e));
+        fclose(err);
+        return NULL;
+    }
+    *err_p = err;
+    return p;
+}
+
+/* Wait for 'bible' and judge what it did: its exit status, its error output, the chapters
+ * and verses counted in k.  st: the reading's status.  RET: the outcome (logged). */
+static g3_status_t g3_corpus_bible_close(FILE *p, FILE *err, const g3_corpus_kjv_t *k,
+                                         g3_status_t st)
+{
+    int rc = pclose(p);
+    g3_tail_t tail = { { 0 }, 0 };
+    char lines[4700];
+
+    rewind(err);
+    g3_tail_read_fd(&tail, fileno(err));
+    fclose(err);
+    g3_tail_format(&tail, lines, sizeof(lines));
+    if (st == G3_OK && rc != 0) {
+        g3_error("gpt3d corpus: 'bible -l100000 Gen1:1-Rev22:21' failed (%s %d)%s%s; check that Debian's bible-kjv and bible-kjv-text are installed",
+                 WIFEXITED(rc) ? "exit status" : "signal", WIFEXITED(rc) ? WEXITSTATUS(rc) : WTERMSIG(rc),
+                 lines[0] ? "; its last lines of output:" : " and printed nothing", lines);
+        st = G3_ERR_IO;
+    } else if (lines[0]) {
+        g3_warn("corpus: 'bible' printed on its error output:%s", lines);
+    }
+    if (st == G3_OK && (k->chapters != G3_CORPUS_CHAPTERS || k->verses != G3_CORPUS_VERSES)) {
+        g3_error("gpt3d corpus: 'bible' printed %zu chapters and %zu verses; the King James Bible has %d and %d (a different bible-kjv version?)",
+                 k->chapters, k->verses, G3_CORPUS_CHAPTERS, G3_CORPUS_VERSES);
+        st = G3_ERR_FORMAT;
+    }
+    return st;
+}
+
 /* kjv.jsonl and kjv.txt from 'bible'. */
 static g3_status_t g3_corpus_text(const char *dir, int force)
 {
     char jsonl[4200], txt[4200];
-    g3_buf_t js = { 0 }, tx = { 0 }, doc = { 0 }, book = { 0 };
-    long chapter = 0;
-    size_t chapters = 0, verses = 0;
-    g3_status_t st;
-    FILE *p, *err;
-    int saved;
+    g3_corpus_kjv_t k;
+    g3_status_t st = G3_OK;
+    FILE *p, *err = NULL;
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -584,123 +710,35 @@ static g3_status_t g3_corpus_text(const char *dir, int force)
     if ((st = g3_need_program("bible", "bible-kjv", "for the King James Bible text")) != G3_OK)
         return st;
     g3_info("corpus: extracting the King James Bible (bible -l100000 Gen1:1-Rev22:21)");
-    /* Pretty-printed: "Book N" heading lines, verses as "  V text", blank
-     * lines between; -l with a huge width keeps each verse on one line. */
-    /* bible's stderr goes to an anonymous file (fd 2 is pointed at it only while popen forks)
-     * so that a failure can quote it */
-    err = tmpfile();
-    saved = dup(STDERR_FILENO);
-    if (!err || saved < 0) {
-        g3_error("gpt3d corpus: cannot create a temporary file for bible's messages: %s", strerror(errno));
-        if (err)
-            fclose(err);
+    p = g3_corpus_bible_open(&err);
+    if (!p)
         return G3_ERR_IO;
-    }
-    fflush(stderr);
-    dup2(fileno(err), STDERR_FILENO);
-    p = popen("bible -l100000 Gen1:1-Rev22:21", "r");
-    n = errno;
-    dup2(saved, STDERR_FILENO);
-    close(saved);
-    if (!p) {
-        g3_error("gpt3d corpus: cannot run 'bible': %s", strerror((int)n));
-        fclose(err);
-        return G3_ERR_IO;
-    }
-    st = G3_OK;
+    memset(&k, 0, sizeof(k));
     for (;;) {
         n = getline(&line, &cap, p);
-        int flush = n < 0;
         if (n > 0 && line[n - 1] == '\n')
             line[--n] = '\0';
-        if (n > 0 && line[0] != ' ') {
-            flush = 1;   /* a heading starts the next chapter */
-        }
-        if (flush && doc.len > 0) {
-            /* {"book": ..., "chapter": N, "text": "Book N\n\n1 ...\n2 ...\n"} */
-            char num[32];
-            snprintf(num, sizeof(num), "%ld", chapter);
-            st = g3_buf_append(&js, "{\"book\": ", 9);
-            if (st == G3_OK) st = g3_json_quote(&js, book.data, book.len);
-            if (st == G3_OK) st = g3_buf_append(&js, ", \"chapter\": ", 13);
-            if (st == G3_OK) st = g3_buf_append(&js, num, strlen(num));
-            if (st == G3_OK) st = g3_buf_append(&js, ", \"text\": ", 10);
-            if (st == G3_OK) st = g3_json_quote(&js, doc.data, doc.len);
-            if (st == G3_OK) st = g3_buf_append(&js, "}\n", 2);
-            if (st == G3_OK && tx.len) st = g3_buf_append(&tx, "\n", 1);
-            if (st == G3_OK) st = g3_buf_append(&tx, doc.data, doc.len);
-            if (st != G3_OK)
-                break;
-            chapters++;
-            doc.len = 0;
-        }
+        /* a heading starts the next chapter; the end of the text ends the last */
+        if ((n < 0 || (n > 0 && line[0] != ' ')) && (st = g3_corpus_chapter_end(&k)) != G3_OK)
+            break;
         if (n < 0)
             break;
-        if (n == 0)
-            continue;
-        if (line[0] != ' ') {
-            /* "Genesis 1", "1 Samuel 3", "Song of Solomon 2" */
-            char *sp = strrchr(line, ' ');
-            char *end;
-            chapter = sp ? strtol(sp + 1, &end, 10) : 0;
-            if (!sp || chapter <= 0 || *end) {
-                g3_error("gpt3d corpus: unexpected line from 'bible': '%s' (expected 'Book N'); is this Debian's bible-kjv?", line);
-                st = G3_ERR_FORMAT;
-                break;
-            }
-            book.len = 0;
-            st = g3_buf_append(&book, line, (size_t)(sp - line));
-            if (st == G3_OK) st = g3_buf_append(&doc, line, (size_t)n);
-            if (st == G3_OK) st = g3_buf_append(&doc, "\n\n", 2);
-        } else {
-            /* "  12 verse text" -> "12 verse text" */
-            char *v = line;
-            while (*v == ' ')
-                v++;
-            if (doc.len == 0 || *v < '0' || *v > '9') {
-                g3_error("gpt3d corpus: unexpected line from 'bible': '%s' (expected '  N verse text')", line);
-                st = G3_ERR_FORMAT;
-                break;
-            }
-            st = g3_buf_append(&doc, v, strlen(v));
-            if (st == G3_OK) st = g3_buf_append(&doc, "\n", 1);
-            verses++;
-        }
-        if (st != G3_OK)
+        if (n > 0 && (st = g3_corpus_line(&k, line, (size_t)n)) != G3_OK)
             break;
     }
     free(line);
-    int rc = pclose(p);
-    g3_tail_t tail = { { 0 }, 0 };
-    char lines[4700];
-    rewind(err);
-    g3_tail_read_fd(&tail, fileno(err));
-    fclose(err);
-    g3_tail_format(&tail, lines, sizeof(lines));
-    if (st == G3_OK && rc != 0) {
-        g3_error("gpt3d corpus: 'bible -l100000 Gen1:1-Rev22:21' failed (%s %d)%s%s; check that Debian's bible-kjv and bible-kjv-text are installed",
-                 WIFEXITED(rc) ? "exit status" : "signal", WIFEXITED(rc) ? WEXITSTATUS(rc) : WTERMSIG(rc),
-                 lines[0] ? "; its last lines of output:" : " and printed nothing", lines);
-        st = G3_ERR_IO;
-    } else if (lines[0]) {
-        g3_warn("corpus: 'bible' printed on its error output:%s", lines);
-    }
-    if (st == G3_OK && (chapters != G3_CORPUS_CHAPTERS || verses != G3_CORPUS_VERSES)) {
-        g3_error("gpt3d corpus: 'bible' printed %zu chapters and %zu verses; the King James Bible has %d and %d (a different bible-kjv version?)",
-                 chapters, verses, G3_CORPUS_CHAPTERS, G3_CORPUS_VERSES);
-        st = G3_ERR_FORMAT;
-    }
+    st = g3_corpus_bible_close(p, err, &k, st);
     if (st == G3_OK)
-        st = g3_write_atomic(txt, &tx);
+        st = g3_write_atomic(txt, &k.tx);
     if (st == G3_OK)
-        st = g3_write_atomic(jsonl, &js);
+        st = g3_write_atomic(jsonl, &k.js);
     if (st == G3_OK)
-        g3_info("corpus: wrote %s (%zu chapters, %zu verses, %.1f MB)", jsonl, chapters, verses,
-                (double)tx.len / 1e6);
-    g3_buf_free(&js);
-    g3_buf_free(&tx);
-    g3_buf_free(&doc);
-    g3_buf_free(&book);
+        g3_info("corpus: wrote %s (%zu chapters, %zu verses, %.1f MB)", jsonl, k.chapters,
+                k.verses, (double)k.tx.len / 1e6);
+    g3_buf_free(&k.js);
+    g3_buf_free(&k.tx);
+    g3_buf_free(&k.doc);
+    g3_buf_free(&k.book);
     return st;
 }
 

@@ -128,20 +128,20 @@ static int g3_eval_splits(const char *list, g3_eval_data_t *d)
 /* --data-path: the flag's words, else the checkpoint's (space-separated), else the built-in
  * corpus; each prefix's .bin and .idx must exist.  RET: the exit code (2: a malformed
  * list; 1: a file missing), logged. */
-static int g3_eval_data_path(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_data_t *d)
+static int g3_eval_data_path(const g3_train_data_flags_t *given, const g3_cli_infer_t *s,
+                             g3_eval_data_t *d)
 {
-    char *const *list;
     const char *from = "", *flag = "--data-path";
     int builtin = 0;
     char line[8192];
 
-    if (g3_opts_is_set(o, "data-path")) {
-        d->npath = g3_opts_list(o, "data-path", &list);
+    if (given->data_path_count > 0) {
+        d->npath = given->data_path_count;
         d->path = calloc((size_t)d->npath, sizeof(char *));
         if (!d->path)
             goto err_no_memory;
         for (int i = 0; i < d->npath; i++)
-            d->path[i] = list[i];
+            d->path[i] = given->data_path[i];
     } else if (g3_cli_infer_ckpt_value(s, "data-path", line, sizeof(line))) {
         char *save = NULL, *w;
         from = " (from the checkpoint's configuration)";
@@ -208,6 +208,7 @@ static int g3_eval_dump(const char *path, const g3_data_t *data, const g3_eval_d
 /* Every data setting; RET: the exit code. */
 static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_data_t *d)
 {
+    g3_train_data_flags_t given;
     int64_t seed = 0, ckpt_mb = 1;
     char buf[64];
     int ok = 1;
@@ -216,10 +217,8 @@ static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval
     ok &= g3_eval_int(o, s, "eval-iters", 100, &d->eval_iters);
     ok &= g3_eval_int(o, s, "micro-batch-size", 1, &d->B);
     ok &= g3_eval_int(o, s, "seed", (int64_t)s->info->model.seed, &seed);
-    if (ok && (seed < 0 || seed > (int64_t)UINT32_MAX)) {
-        g3_error("--seed %lld is out of range (0 .. 4294967295): the data shuffles use numpy's 32-bit seeding, as Megatron does", (long long)seed);
+    if (ok && !g3_train_flags_seed(seed))   /* the trainer's range */
         ok = 0;
-    }
     if (!ok)
         return G3_EXIT_USAGE;
     if (g3_opts_is_set(o, "global-batch-size")) {
@@ -268,13 +267,14 @@ static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval
             (long long)d->gbs, (long long)d->B, s->dp);
         return G3_EXIT_USAGE;
     }
-    d->split_p = g3_opts_str(o, "split");
+    g3_train_flags_data(o, &given);   /* the trainer's reader */
+    d->split_p = given.split;
     if (!d->split_p && g3_cli_infer_ckpt_value(s, "split", d->split, sizeof(d->split)))
         d->split_p = d->split;
-    d->cache_p = g3_opts_str(o, "data-cache-path");
+    d->cache_p = given.data_cache_path;
     if (!d->cache_p && g3_cli_infer_ckpt_value(s, "data-cache-path", d->cache, sizeof(d->cache)))
         d->cache_p = d->cache;
-    return g3_eval_data_path(o, s, d);
+    return g3_eval_data_path(&given, s, d);
 }
 
 /* The data and the batch buffers, checked before the model is loaded (every rank); rank 0

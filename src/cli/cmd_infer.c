@@ -25,13 +25,14 @@ const char *g3_cli_infer_ckpt_value(const g3_cli_infer_t *s, const char *key, ch
     return g3_ckpt_config_get(s->info->config, key, buf, size);
 }
 
-/* A tokenizer file: the flag, else the checkpoint run's flag, else the built-in corpus's
- * file.  RET: 1 when it exists (out set), else 0 (logged, saying where the name came from). */
-static int g3_cli_infer_file(const g3_opts_t *o, const g3_cli_infer_t *s, const char *flag,
+/* A tokenizer file: the flag's value (given; NULL: not given), else the checkpoint run's
+ * flag, else the built-in corpus's file.  RET: 1 when it exists (out set), else 0 (logged,
+ * saying where the name came from). */
+static int g3_cli_infer_file(const char *given, const g3_cli_infer_t *s, const char *flag,
                              const char *builtin, char *out, size_t size)
 {
     char buf[PATH_MAX + 32], dir[PATH_MAX];
-    const char *v = g3_opts_str(o, flag), *from = "";
+    const char *v = given, *from = "";
     struct stat sb;
 
     if (!v) {
@@ -93,7 +94,7 @@ static int g3_cli_infer_model_flags(const g3_opts_t *o, const g3_cli_infer_t *s)
 /* The checkpoint's recorded tokenizer files (state/tokenizer, data/tokid.h) against the ones
  * given, as gpt3d train checks them: a permuted vocabulary of the same size would turn the
  * model's ids into other text.  RET: the exit code. */
-static int g3_cli_infer_check_tokenizer(const g3_opts_t *o, const g3_cli_infer_t *s)
+static int g3_cli_infer_check_tokenizer(const g3_cli_infer_t *s)
 {
     char what[PATH_MAX + 32];
     g3_tokid_t made, run;
@@ -115,7 +116,7 @@ static int g3_cli_infer_check_tokenizer(const g3_opts_t *o, const g3_cli_infer_t
     if (st == G3_OK)
         st = g3_tokid_of_files(s->vocab_file, s->merge_file, &run);
     if (st == G3_OK)
-        st = g3_tokid_check(&made, &run, what, g3_opts_bool(o, "allow-tokenizer-mismatch"));
+        st = g3_tokid_check(&made, &run, what, s->tok.allow_tokenizer_mismatch);
     return st == G3_OK ? G3_EXIT_OK : G3_EXIT_FAILURE;
 }
 
@@ -186,9 +187,10 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
         m->seq_length = (int)T;
     }
     s->T = m->seq_length;
-    if (!g3_cli_infer_file(o, s, "vocab-file", "encoder.json", s->vocab_file,
+    g3_train_flags_tokenizer(o, &s->tok);   /* the trainer's reader */
+    if (!g3_cli_infer_file(s->tok.vocab_file, s, "vocab-file", "encoder.json", s->vocab_file,
                            sizeof(s->vocab_file)) ||
-        !g3_cli_infer_file(o, s, "merge-file", "vocab.bpe", s->merge_file,
+        !g3_cli_infer_file(s->tok.merge_file, s, "merge-file", "vocab.bpe", s->merge_file,
                            sizeof(s->merge_file)))
         return G3_EXIT_FAILURE;
     st = g3_data_vocab_info(s->vocab_file, &vocab, &eod);
@@ -200,20 +202,23 @@ static int g3_cli_infer_check_ckpt(const g3_opts_t *o, const char *what, g3_cli_
             s->vocab_file, (long long)vocab, s->info->path, m->vocab_size);
         return G3_EXIT_USAGE;
     }
-    return g3_cli_infer_check_tokenizer(o, s);
+    return g3_cli_infer_check_tokenizer(s);
 }
 
 /* The layout flags against the job's ranks and the model, with the trainer's messages.
  * RET: the exit code. */
-static int g3_cli_infer_check_layout(const g3_opts_t *o, int max_dp, g3_cli_infer_t *s)
+static int g3_cli_infer_check_layout(int max_dp, g3_cli_infer_t *s)
 {
     g3_gpt_config_t *m = &s->info->model;
+    g3_par_layout_t job;
     int world = s->w.me->size;
 
-    if (!g3_train_flags_layout(o, m, &s->tp, &s->pp))   /* the trainer's reader */
+    s->tp = s->lf.tp;
+    s->pp = s->lf.pp;
+    /* the model as the layout places world rank 0 (the layout sets its TP/PP fields) */
+    if (!g3_train_flags_job_layout(world, &s->lf, m, &job))
         return G3_EXIT_USAGE;
-    if (!g3_train_flags_dp(world, s->tp, s->pp, &s->dp))
-        return G3_EXIT_USAGE;
+    s->dp = job.dp;
     if (s->dp > max_dp) {
         g3_error(
             "impossible layout: gpt3d %s runs one model replica, but the job's %d ranks are %d replicas of --tensor-model-parallel-size %d x --pipeline-model-parallel-size %d = %d ranks; start %d ranks",
@@ -224,7 +229,6 @@ static int g3_cli_infer_check_layout(const g3_opts_t *o, int max_dp, g3_cli_infe
      * and FFN sizes divisible by TP, the layers split over PP (g3_gpt_config_check) */
     if (g3_infer_ckpt_set_tp(s->info, s->tp) != G3_OK)
         return G3_EXIT_USAGE;
-    m->pp_size = s->pp;
     return g3_gpt_config_check(m) == G3_OK ? G3_EXIT_OK : G3_EXIT_USAGE;
 }
 
@@ -235,24 +239,21 @@ int g3_cli_infer_parse(const g3_opt_cmd_t *cmd, int argc, char **argv, g3_opts_t
 
 int g3_cli_infer_check(const g3_opts_t *o, const char *what, int max_dp, g3_cli_infer_t *s)
 {
-    double timeout = g3_opts_float(o, "distributed-timeout-minutes");
     int rc;
 
     memset(s, 0, sizeof(*s));
     s->what = what;
     s->tp = s->pp = s->dp = 1;
     /* the world: which rank this is (alone: a singleton), quiet but rank 0 */
-    rc = g3_cli_world_init(timeout > 0.0 ? timeout * 60.0 : 600.0, &s->w);
+    rc = g3_cli_world_init(g3_train_flags_timeout_s(o), &s->w);
     if (rc != G3_EXIT_OK)
         return rc;
     s->rank = s->w.me->rank;
-    if (!(timeout > 0.0)) {
-        g3_error("--distributed-timeout-minutes must be positive (got %g)", timeout);
+    if (!g3_train_flags_layout(o, &s->lf))   /* the trainer's reader */
         return G3_EXIT_USAGE;
-    }
     rc = g3_cli_infer_check_ckpt(o, what, s);
     if (rc == G3_EXIT_OK)
-        rc = g3_cli_infer_check_layout(o, max_dp, s);
+        rc = g3_cli_infer_check_layout(max_dp, s);
     return rc;
 }
 
@@ -286,7 +287,7 @@ int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
     int rc;
 
     /* the trainer's layout: place the ranks, make the groups; rank 0 alone prints */
-    rc = g3_cli_world_layout(&s->w, s->tp, s->pp, g3_opts_str(o, "topology-file"));
+    rc = g3_cli_world_layout(&s->w, s->tp, s->pp, s->lf.topology_file);
     if (rc != G3_EXIT_OK)
         return rc;
     l = g3_par_layout(s->w.par);   /* alone: 1 x 1 x 1 */

@@ -37,6 +37,8 @@ typedef struct {
     const char           *what;        /* "eval", "generate": names the command in messages */
     g3_cli_world_t        w;           /* the world and (TP x PP x DP > 1) the layout       */
     int                   tp, pp, dp;  /* the layout's sizes (1, 1, 1 alone)                */
+    g3_train_layout_flags_t lf;        /* the layout flags (the trainer's reader)           */
+    g3_train_data_flags_t tok;         /* the tokenizer flags as given (the trainer's reader) */
     int                   rank;        /* world rank: 0 speaks                              */
     g3_infer_ckpt_info_t *info;        /* the checkpoint and its model's configuration      */
     g3_backend_t         *be;
@@ -51,7 +53,8 @@ typedef struct {
 int g3_cli_infer_parse(const g3_opt_cmd_t *cmd, int argc, char **argv, g3_opts_t **o_p);
 
 /* The world, then the checks before any work (every rank; ranks other than 0 quiet until
- * g3_cli_infer_agree): --load given, the checkpoint found and readable, the model flags
+ * g3_cli_infer_agree): the layout flags (the trainer's reader, into s->lf), --load given,
+ * the checkpoint found and readable, the model flags
  * equal to the checkpoint's, --seq-length within its positions, the tokenizer files there
  * and of the checkpoint's vocabulary size, the layout (--tensor-model-parallel-size,
  * --pipeline-model-parallel-size) dividing the job's ranks and the model (the trainer's

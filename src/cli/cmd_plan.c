@@ -142,17 +142,18 @@ static int g3_cli_plan_sizes(const char *arg, int *sizes, int max)
     return n > 0 ? n : -1;
 }
 
-/* The schedule as the trainer's reader left it in f->cfg (V, sequence parallelism), and
- * which of it was given (--search keeps what was); --ranks-per-gpu.  RET: 1, or 0 (logged). */
-static int g3_cli_plan_schedule_flags(const g3_opts_t *o, g3_plan_flags_t *f)
+/* The schedule as the trainer's reader left it in f->cfg (V, sequence parallelism) and lf
+ * (which of it was given: --search keeps what was); --ranks-per-gpu.  RET: 1, or 0
+ * (logged). */
+static int g3_cli_plan_schedule_flags(const g3_opts_t *o, const g3_train_layout_flags_t *lf,
+                                      g3_plan_flags_t *f)
 {
     int ok = 1;
 
-    f->vpp_given = g3_opts_is_set(o, "virtual-pipeline-model-parallel-size") ||
-                   g3_opts_is_set(o, "num-layers-per-virtual-pipeline-stage");
+    f->vpp_given = lf->vpp_given;
     f->virtual_pp = f->cfg.model.virtual_pp_size > 1 ? f->cfg.model.virtual_pp_size : 1;
     f->sequence_parallel = f->cfg.model.sequence_parallel;
-    f->sp_given = g3_opts_is_set(o, "sequence-parallel");
+    f->sp_given = lf->sp_given;
     if (g3_opts_is_set(o, "ranks-per-gpu"))
         ok &= g3_train_flags_int(o, "ranks-per-gpu", 1, &f->ranks_per_gpu);
     return ok;
@@ -318,18 +319,19 @@ static int g3_cli_plan_machine(const g3_opts_t *o, g3_plan_flags_t *f, g3_plan_m
  * before were good (prior).  OUT: f.  RET: 1, or 0 (logged). */
 static int g3_cli_plan_model(const g3_opts_t *o, int prior, g3_plan_flags_t *f)
 {
+    g3_train_data_flags_t d;
     int ok = 1;
 
-    if (g3_opts_is_set(o, "vocab-size") && g3_opts_is_set(o, "vocab-file")) {
+    g3_train_flags_tokenizer(o, &d);   /* the trainer's reader */
+    if (g3_opts_is_set(o, "vocab-size") && d.vocab_file) {
         g3_error("give --vocab-size or --vocab-file, not both");
         ok = 0;
-    } else if (g3_opts_is_set(o, "vocab-file")) {
+    } else if (d.vocab_file) {
         int64_t v = 0, eod = 0;
-        if (g3_data_vocab_info(g3_opts_str(o, "vocab-file"), &v, &eod) != G3_OK)
+        if (g3_data_vocab_info(d.vocab_file, &v, &eod) != G3_OK)
             ok = 0;
         else if (v > 0x7fffffff) {
-            g3_error("--vocab-file %s: %lld entries is too many", g3_opts_str(o, "vocab-file"),
-                     (long long)v);
+            g3_error("--vocab-file %s: %lld entries is too many", d.vocab_file, (long long)v);
             ok = 0;
         } else {
             f->cfg.model.vocab_size = (int)v;
@@ -422,7 +424,8 @@ int g3_cmd_plan(int argc, char **argv)
     g3_opts_t *o = NULL;
     g3_plan_flags_t f;
     g3_plan_machine_t mach, *mc = NULL;
-    int tp = 1, pp = 1, ok = 1, rc = G3_EXIT_USAGE, nsizes = 0, size_nodes[16];
+    g3_train_layout_flags_t lf;
+    int ok = 1, rc = G3_EXIT_USAGE, nsizes = 0, size_nodes[16];
 
     if (!specs) {
         g3_error("gpt3d plan: out of memory");
@@ -441,9 +444,9 @@ int g3_cmd_plan(int argc, char **argv)
     /* the trainer's flags, the plan's schedule flags, the ranks, the machine, the model */
     memset(&f, 0, sizeof(f));
     g3_train_config_defaults(&f.cfg);
-    ok &= g3_train_flags_read(o, &f.cfg, &tp, &pp);
-    ok &= g3_cli_plan_schedule_flags(o, &f);
-    f.length_given = g3_opts_is_set(o, "train-iters") || g3_opts_is_set(o, "train-samples");
+    ok &= g3_train_flags_read(o, &f.cfg, &lf);
+    ok &= g3_cli_plan_schedule_flags(o, &lf, &f);
+    f.length_given = f.cfg.train_iters > 0 || f.cfg.train_samples > 0;
     ok &= g3_cli_plan_ranks(o, &f, &nsizes, size_nodes);
     if (ok)
         ok &= g3_cli_plan_machine(o, &f, &mach, &mc);
@@ -451,11 +454,10 @@ int g3_cmd_plan(int argc, char **argv)
     if (!ok)
         goto out;
     if (g3_opts_bool(o, "search"))
-        rc = g3_cli_plan_search(&f, g3_opts_is_set(o, "tensor-model-parallel-size") ? tp : 0,
-                                g3_opts_is_set(o, "pipeline-model-parallel-size") ? pp : 0, mc,
+        rc = g3_cli_plan_search(&f, lf.tp_given ? lf.tp : 0, lf.pp_given ? lf.pp : 0, mc,
                                 g3_opts_bool(o, "json"));
     else
-        rc = g3_cli_plan_one(&f, tp, pp, mc, g3_opts_bool(o, "json"), nsizes, size_nodes);
+        rc = g3_cli_plan_one(&f, lf.tp, lf.pp, mc, g3_opts_bool(o, "json"), nsizes, size_nodes);
 out:
     g3_opts_free(o);
     free(specs);

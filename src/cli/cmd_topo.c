@@ -22,6 +22,7 @@
 #include "core/opt.h"
 #include "parallel/par.h"
 #include "topo/topo.h"
+#include "train/flags.h"
 
 static const g3_opt_spec_t g3_topo_specs[] = {
     { "nodelist", G3_OPT_STRING, NULL, "Plan for a job on these nodes (a Slurm host list such as n[0-419]) instead of the current job.", NULL, 0, 0, "HOSTLIST" },
@@ -265,13 +266,13 @@ static void g3_print_traffic(const g3_topo_t *t, g3_topo_plan_t *const plans[3],
             tr[1].bytes[G3_TOPO_PP] > 0 ? tr[0].bytes[G3_TOPO_PP] / tr[1].bytes[G3_TOPO_PP] : 1.0);
 }
 
-/* The flags of the traffic model and the layout.  OUT: *tp, *pp, *rpn_flag (0: not given),
- * *model.  RET: an exit code (logged). */
-static int g3_topo_flags(const g3_opts_t *o, int *tp, int *pp, int *rpn_flag,
+/* The flags of the traffic model and the layout (the trainer's reader).  OUT: *lf, *rpn_flag
+ * (0: not given), *model.  RET: an exit code (logged). */
+static int g3_topo_flags(const g3_opts_t *o, g3_train_layout_flags_t *lf, int *rpn_flag,
                          g3_topo_model_t *model)
 {
-    *tp = (int)g3_opts_int(o, "tensor-model-parallel-size");
-    *pp = (int)g3_opts_int(o, "pipeline-model-parallel-size");
+    if (!g3_train_flags_layout(o, lf))
+        return G3_EXIT_USAGE;
     g3_topo_model_default(model);
     model->hidden = (double)g3_opts_int(o, "hidden-size");
     model->layers = (double)g3_opts_int(o, "num-layers");
@@ -297,13 +298,13 @@ static int g3_topo_flags(const g3_opts_t *o, int *tp, int *pp, int *rpn_flag,
  * this one process runs in (*in_alloc = 1), else this host.  OUT: *world, job, *in_alloc,
  * *done (1: a rank other than 0, which stops here with the exit code returned).
  * RET: an exit code (logged). */
-static int g3_topo_job_running(const g3_opts_t *o, int rpn_flag, g3_comm_world_t **world,
+static int g3_topo_job_running(double timeout_s, int rpn_flag, g3_comm_world_t **world,
                                g3_job_t *job, int *in_alloc, int *done)
 {
     char why[512];
     g3_status_t st;
 
-    st = g3_comm_world_init(g3_opts_float(o, "distributed-timeout-minutes") * 60, world);
+    st = g3_comm_world_init(timeout_s, world);
     if (st != G3_OK)
         return g3_status_exit_code(st);
     if (g3_comm_world_proc(*world)->size > 1) {
@@ -439,7 +440,8 @@ int g3_cmd_topo(int argc, char **argv)
     g3_topo_model_t model;
     g3_job_t job;
     int *nodes = NULL, rc;
-    int tp, pp, rpn_flag = 0, in_alloc = 0, done = 0;
+    g3_train_layout_flags_t lf;
+    int rpn_flag = 0, in_alloc = 0, done = 0;
 
     memset(&job, 0, sizeof(job));
     if (g3_opts_parse(&g3_topo_cmd, argc, argv, &o) != G3_OK)
@@ -448,23 +450,24 @@ int g3_cmd_topo(int argc, char **argv)
         g3_opts_free(o);
         return G3_EXIT_OK;
     }
-    rc = g3_topo_flags(o, &tp, &pp, &rpn_flag, &model);
+    rc = g3_topo_flags(o, &lf, &rpn_flag, &model);
     /* 1. the allocation: --nodelist, else the running job */
     if (rc == G3_EXIT_OK && g3_opts_str(o, "nodelist")) {
         if (g3_job_from_nodelist(&job, g3_opts_str(o, "nodelist"), "--nodelist") != G3_OK)
             rc = G3_EXIT_USAGE;
         job.alloc.rpn = rpn_flag ? rpn_flag : 1;
     } else if (rc == G3_EXIT_OK) {
-        rc = g3_topo_job_running(o, rpn_flag, &world, &job, &in_alloc, &done);
+        rc = g3_topo_job_running(lf.timeout_min * 60.0, rpn_flag, &world, &job, &in_alloc,
+                                 &done);
     }
     /* 2. the switches, 3. the plan and the two references */
     if (rc == G3_EXIT_OK && !done)
-        rc = g3_topo_switches(g3_opts_str(o, "topology-file"), in_alloc, &job, &topo, &nodes);
+        rc = g3_topo_switches(lf.topology_file, in_alloc, &job, &topo, &nodes);
     if (rc == G3_EXIT_OK && !done)
-        rc = g3_topo_plans(topo, &job, nodes, tp, pp, plans);
+        rc = g3_topo_plans(topo, &job, nodes, lf.tp, lf.pp, plans);
     /* 4. print */
     if (rc == G3_EXIT_OK && !done) {
-        g3_print_header(topo, &job, nodes, plans[0], tp, pp);
+        g3_print_header(topo, &job, nodes, plans[0], lf.tp, lf.pp);
         g3_print_plan(topo, plans[0], g3_opts_bool(o, "summary"));
         g3_print_traffic(topo, plans, &model);
         fflush(stdout);

@@ -235,12 +235,15 @@ static int g3_train_ckpt_setup(const g3_opts_t *o, g3_train_config_t *cfg,
 static int g3_train_data_setup(const g3_opts_t *o, int rank, g3_train_paths_t *paths,
                                g3_train_config_t *cfg, char **tokenizer_json_p)
 {
-    int builtin_data = !g3_opts_is_set(o, "data-path"), ok;
-    char *const *list;
+    g3_train_data_flags_t d;
+    int builtin_data, ok;
     g3_tokid_t *tid;
     char desc[512];
     g3_status_t st;
 
+    g3_train_flags_tokenizer(o, &d);
+    g3_train_flags_data(o, &d);
+    builtin_data = d.data_path_count == 0;
     if (builtin_data) {
         if (!g3_kjv_path(paths->prefix, sizeof(paths->prefix), G3_KJV_PREFIX)) {
             g3_error("the built-in corpus path is too long; set GPT3D_DATA_DIR shorter");
@@ -250,29 +253,29 @@ static int g3_train_data_setup(const g3_opts_t *o, int rank, g3_train_paths_t *p
         cfg->data_path_count = 1;
         cfg->data_path = paths->builtin;
     } else {
-        cfg->data_path_count = g3_opts_list(o, "data-path", &list);
-        cfg->data_path = list;
+        cfg->data_path_count = d.data_path_count;
+        cfg->data_path = d.data_path;
     }
-    cfg->vocab_file = g3_opts_str(o, "vocab-file");
+    cfg->vocab_file = d.vocab_file;
     if (!cfg->vocab_file) {
         g3_kjv_path(paths->vocab, sizeof(paths->vocab), G3_KJV_VOCAB);
         cfg->vocab_file = paths->vocab;
     }
-    cfg->merge_file = g3_opts_str(o, "merge-file");
+    cfg->merge_file = d.merge_file;
     if (!cfg->merge_file) {
         g3_kjv_path(paths->merge, sizeof(paths->merge), G3_KJV_MERGES);
         cfg->merge_file = paths->merge;
     }
-    cfg->split = g3_opts_str(o, "split");
-    cfg->data_cache_path = g3_opts_str(o, "data-cache-path");
-    ok = g3_cli_need_file(cfg->vocab_file, "--vocab-file", !g3_opts_is_set(o, "vocab-file"));
+    cfg->split = d.split;
+    cfg->data_cache_path = d.data_cache_path;
+    ok = g3_cli_need_file(cfg->vocab_file, "--vocab-file", !d.vocab_file);
     if (ok)
-        ok = g3_cli_need_file(cfg->merge_file, "--merge-file", !g3_opts_is_set(o, "merge-file"));
+        ok = g3_cli_need_file(cfg->merge_file, "--merge-file", !d.merge_file);
     if (ok)
         ok = g3_cli_need_data(cfg->data_path, cfg->data_path_count, "--data-path", builtin_data);
     if (!ok)
         return G3_EXIT_FAILURE;
-    cfg->allow_tokenizer_mismatch = g3_opts_bool(o, "allow-tokenizer-mismatch");
+    cfg->allow_tokenizer_mismatch = d.allow_tokenizer_mismatch;
     tid = malloc(sizeof(*tid));
     st = tid ? g3_tokid_of_files(cfg->vocab_file, cfg->merge_file, tid) : G3_ERR_NO_MEMORY;
     if (st == G3_OK)
@@ -325,28 +328,29 @@ static int g3_train_outputs_setup(const g3_opts_t *o, g3_train_paths_t *paths,
 
 /* Every check before any work, in order; the first that fails decides.  check: --check's
  * job (me describes it: no world), which stops before the files the job makes.  OUT: cfg,
- * *plan, *tp_p, *pp_p, *config_text_p, *tokenizer_json_p.  RET: an exit code (logged). */
+ * *plan, *lf, *config_text_p, *tokenizer_json_p.  RET: an exit code (logged). */
 static int g3_train_setup(const g3_opts_t *o, const g3_comm_proc_t *me, int check,
                           g3_train_paths_t *paths, g3_train_config_t *cfg, g3_train_plan_t *plan,
-                          int *tp_p, int *pp_p, char **config_text_p, char **tokenizer_json_p)
+                          g3_train_layout_flags_t *lf, char **config_text_p,
+                          char **tokenizer_json_p)
 {
+    g3_par_layout_t job;
     int rc;
     g3_status_t st;
 
     /* model, layout, batch and schedule flags (shared with gpt3d plan: train/flags.c) */
-    if (!g3_train_flags_read(o, cfg, tp_p, pp_p))
+    if (!g3_train_flags_read(o, cfg, lf))
         return G3_EXIT_USAGE;
     /* the layout: DP = ranks / (TP x PP); a job to check: TP inside a node, as the placement
      * (g3_topo_map) requires */
-    if (check && (*tp_p > me->local_size || me->local_size % *tp_p != 0)) {
+    if (check && (lf->tp > me->local_size || me->local_size % lf->tp != 0)) {
         g3_error("impossible layout: TP %d does not %s the %d ranks of a node: tensor-parallel groups must stay inside one node; give a --tensor-model-parallel-size that divides the ranks per node",
-                 *tp_p, *tp_p > me->local_size ? "fit in" : "divide", me->local_size);
+                 lf->tp, lf->tp > me->local_size ? "fit in" : "divide", me->local_size);
         return G3_EXIT_USAGE;
     }
-    if (!g3_train_flags_dp(me->size, *tp_p, *pp_p, &cfg->dp_size))
+    if (!g3_train_flags_job_layout(me->size, lf, &cfg->model, &job))
         return G3_EXIT_USAGE;
-    cfg->model.tp_size = *tp_p;
-    cfg->model.pp_size = *pp_p;
+    cfg->dp_size = job.dp;
     rc = g3_train_check_backend(cfg, me, check);
     if (rc == G3_EXIT_OK)
         rc = g3_train_ckpt_setup(o, cfg, config_text_p);
@@ -383,8 +387,9 @@ static int g3_train_check_only(const g3_opts_t *o)
     g3_train_config_t cfg;
     g3_train_plan_t plan;
     g3_train_paths_t paths;
+    g3_train_layout_flags_t lf;
     char *config_text = NULL, *tokenizer_json = NULL;
-    int nodes, rpn, tp = 1, pp = 1, rc;
+    int nodes, rpn, rc;
 
     if (!g3_train_check_arg(g3_opts_str(o, "check"), &nodes, &rpn))
         return G3_EXIT_USAGE;
@@ -392,11 +397,10 @@ static int g3_train_check_only(const g3_opts_t *o)
     job.size = nodes * rpn;
     job.local_size = rpn;
     g3_train_config_defaults(&cfg);
-    rc = g3_train_setup(o, &job, 1, &paths, &cfg, &plan, &tp, &pp, &config_text,
-                        &tokenizer_json);
+    rc = g3_train_setup(o, &job, 1, &paths, &cfg, &plan, &lf, &config_text, &tokenizer_json);
     if (rc == G3_EXIT_OK)
         printf("gpt3d train --check: the flags pass gpt3d train's checks for %d nodes x %d ranks (TP %d x PP %d x DP %d)\n",
-               nodes, rpn, tp, pp, cfg.dp_size);
+               nodes, rpn, lf.tp, lf.pp, cfg.dp_size);
     free(config_text);
     free(tokenizer_json);
     return rc;
@@ -409,8 +413,9 @@ int g3_cmd_train(int argc, char **argv)
     g3_train_plan_t plan;
     g3_train_result_t res;
     g3_train_paths_t paths;
+    g3_train_layout_flags_t lf;
     g3_status_t st;
-    int tp = 1, pp = 1, rc;
+    int rc;
     g3_cli_world_t w;
     char *config_text = NULL, *tokenizer_json = NULL;
     g3_opt_cmd_t cmd = { "train", "Pretrain a GPT model (single rank, mpirun or srun --mpi=pmix).",
@@ -432,22 +437,21 @@ int g3_cmd_train(int argc, char **argv)
         return rc;
     }
     /* the world: which rank this is (alone: a singleton), its errors on every rank */
-    rc = g3_cli_world_init(g3_opts_float(o, "distributed-timeout-minutes") * 60.0, &w);
+    rc = g3_cli_world_init(g3_train_flags_timeout_s(o), &w);
     if (rc != G3_EXIT_OK) {
         g3_opts_free(o);
         free(specs);
         return rc;
     }
     g3_train_config_defaults(&cfg);
-    rc = g3_train_setup(o, w.me, 0, &paths, &cfg, &plan, &tp, &pp, &config_text,
-                        &tokenizer_json);
+    rc = g3_train_setup(o, w.me, 0, &paths, &cfg, &plan, &lf, &config_text, &tokenizer_json);
     /* every rank the same code; rank 0 shows the errors */
     rc = g3_cli_world_agree(&w, rc, "training");
     if (rc != G3_EXIT_OK)
         goto out;
 
     /* 3D parallelism: place the ranks (src/topo) and create the groups */
-    rc = g3_cli_world_layout(&w, tp, pp, g3_opts_str(o, "topology-file"));
+    rc = g3_cli_world_layout(&w, lf.tp, lf.pp, lf.topology_file);
     if (rc != G3_EXIT_OK)
         goto out;
     {

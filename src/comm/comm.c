@@ -235,12 +235,52 @@ static g3_status_t g3_group_check_members(const g3_comm_world_t *world, const ch
     return G3_OK;
 }
 
+/* Every member's description of the group (exchanged in x) against this rank's (mine).
+ * OUT: *root_p, the description of the group's rank 0 (it lives as long as x).
+ * RET: G3_ERR_COMM for a malformed one, G3_ERR_INVALID_ARG for one that disagrees (both
+ * logged, naming the world rank); the exchange's errors. */
+static g3_status_t g3_group_blobs_check(const char *name, g3_comm_exchange_t *x,
+                                        const int *members, int nmembers,
+                                        const g3_group_blob_t *mine,
+                                        const g3_group_blob_t **root_p)
+{
+    for (int i = 0; i < nmembers; i++) {
+        const void *blob;
+        size_t len;
+        const g3_group_blob_t *b;
+        g3_status_t st = g3_comm_exchange_get(x, members[i], &blob, &len);
+
+        if (st != G3_OK)
+            return st;
+        b = blob;
+        if (len != sizeof(*b) || b->magic != G3_GROUP_MAGIC) {
+            g3_error(
+                "group %s: world rank %d sent a malformed group description (%zu bytes); is it running the same gpt3d build?",
+                name, members[i], len);
+            return G3_ERR_COMM;
+        }
+        if (b->nmembers != (uint32_t)nmembers || b->members_hash != mine->members_hash ||
+            b->backend != mine->backend) {
+            g3_error(
+                "group %s: world rank %d disagrees on the group (it has %u members on backend %s, this rank %d members on %s, member lists %s); every member must pass the same list in the same order",
+                name, members[i], b->nmembers, g3_comm_backend_name((g3_comm_backend_t)b->backend),
+                nmembers, g3_comm_backend_name((g3_comm_backend_t)mine->backend),
+                b->members_hash == mine->members_hash ? "equal" : "differ");
+            return G3_ERR_INVALID_ARG;
+        }
+        if (i == 0)
+            *root_p = b;
+    }
+    return G3_OK;
+}
+
 g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
                                  g3_comm_backend_t backend, const int *members, int nmembers,
                                  g3_comm_t **comm_p)
 {
     g3_comm_t *comm;
-    g3_group_blob_t mine, *root_blob = NULL;
+    g3_group_blob_t mine;
+    const g3_group_blob_t *root_blob = NULL;
     g3_comm_exchange_t *x = NULL;
     int self;
     g3_status_t st;
@@ -299,35 +339,9 @@ g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
     st = g3_comm_world_exchange(world, "group creation", &mine, sizeof(mine), &x);
     if (st != G3_OK)
         goto err_free_members;
-    for (int i = 0; i < nmembers; i++) {
-        const void *blob;
-        size_t len;
-        const g3_group_blob_t *b;
-
-        st = g3_comm_exchange_get(x, members[i], &blob, &len);
-        if (st != G3_OK)
-            goto err_free_exchange;
-        b = blob;
-        if (len != sizeof(*b) || b->magic != G3_GROUP_MAGIC) {
-            g3_error(
-                "group %s: world rank %d sent a malformed group description (%zu bytes); is it running the same gpt3d build?",
-                name, members[i], len);
-            st = G3_ERR_COMM;
-            goto err_free_exchange;
-        }
-        if (b->nmembers != (uint32_t)nmembers || b->members_hash != mine.members_hash ||
-            b->backend != mine.backend) {
-            g3_error(
-                "group %s: world rank %d disagrees on the group (it has %u members on backend %s, this rank %d members on %s, member lists %s); every member must pass the same list in the same order",
-                name, members[i], b->nmembers, g3_comm_backend_name((g3_comm_backend_t)b->backend),
-                nmembers, g3_comm_backend_name(backend),
-                b->members_hash == mine.members_hash ? "equal" : "differ");
-            st = G3_ERR_INVALID_ARG;
-            goto err_free_exchange;
-        }
-        if (i == 0)
-            root_blob = (g3_group_blob_t *)b;
-    }
+    st = g3_group_blobs_check(name, x, members, nmembers, &mine, &root_blob);
+    if (st != G3_OK)
+        goto err_free_exchange;
 
     switch (backend) {
     case G3_COMM_BACKEND_HOST:

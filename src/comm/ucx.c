@@ -107,6 +107,24 @@ static ucp_tag_t g3_ucx_tag(const g3_comm_t *comm, int src_world, int user, uint
 
 /* ---- world ------------------------------------------------------------------ */
 
+/* GPT3D_COMM_ALLREDUCE: the host all-reduce's algorithm (unset or empty: *algo unchanged).
+ * RET: G3_ERR_INVALID_ARG (logged) for a name it does not know. */
+static g3_status_t g3_ucx_algo_read(g3_ucx_algo_t *algo)
+{
+    static const char *const names[] = { "auto", "rd", "rh", "direct", "ring" };
+    const char *env = g3_param_comm_allreduce();
+
+    if (!env || !*env)
+        return G3_OK;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(env, names[i])) {
+            *algo = (g3_ucx_algo_t)i;
+            return G3_OK;
+        }
+    g3_error("GPT3D_COMM_ALLREDUCE=%s: use auto, rd, rh, direct or ring", env);
+    return G3_ERR_INVALID_ARG;
+}
+
 g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
 {
     g3_ucx_world_t *u;
@@ -117,7 +135,6 @@ g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
     size_t addr_len = 0;
     ucs_status_t us;
     g3_status_t st;
-    const char *algo_env;
     long ncpu;
 
     if (world->proc.size >= (1 << 24)) {
@@ -195,19 +212,9 @@ g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
      * cores, and a yield with nothing else runnable costs well under a microsecond. */
     u->yield = (int)g3_param_comm_yield();
     u->segment_bytes = (size_t)g3_param_comm_segment_bytes();
-    algo_env = g3_param_comm_allreduce();
-    if (algo_env && *algo_env) {
-        static const char *const names[] = { "auto", "rd", "rh", "direct", "ring" };
-        u->algo = (g3_ucx_algo_t)-1;
-        for (int i = 0; i < 5; i++)
-            if (!strcmp(algo_env, names[i]))
-                u->algo = (g3_ucx_algo_t)i;
-        if ((int)u->algo < 0) {
-            g3_error("GPT3D_COMM_ALLREDUCE=%s: use auto, rd, rh, direct or ring", algo_env);
-            st = G3_ERR_INVALID_ARG;
-            goto err_free_addrs;
-        }
-    }
+    st = g3_ucx_algo_read(&u->algo);
+    if (st != G3_OK)
+        goto err_free_addrs;
     g3_debug(
         "UCX %s host backend: %d local ranks on %ld cores, %d progress rounds%s before sleeping",
         ucp_get_version_string(), world->proc.local_size, ncpu, u->spin,

@@ -624,6 +624,11 @@ int g3_opts_list(const g3_opts_t *opts, const char *name, char *const **values_p
     return v->nlist;
 }
 
+int g3_opts_declared(const g3_opts_t *opts, const char *name)
+{
+    return opt_find(opts, name) != NULL;
+}
+
 int g3_opts_is_set(const g3_opts_t *opts, const char *name)
 {
     const g3_opt_value_t *v = opt_find(opts, name);

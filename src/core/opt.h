@@ -68,6 +68,9 @@ int         g3_opts_bool(const g3_opts_t *opts, const char *name);
 int         g3_opts_list(const g3_opts_t *opts, const char *name, char *const **values_p);
 /* True when the flag came from the command line or the config file. */
 int         g3_opts_is_set(const g3_opts_t *opts, const char *name);
+/* Whether the command's table has the option (a reader shared by commands whose tables
+ * differ asks before reading one that only some have). */
+int         g3_opts_declared(const g3_opts_t *opts, const char *name);
 int         g3_opts_npos(const g3_opts_t *opts);
 const char *g3_opts_pos(const g3_opts_t *opts, int i);
 

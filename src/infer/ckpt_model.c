@@ -249,7 +249,6 @@ g3_status_t g3_infer_ckpt_set_tp(g3_infer_ckpt_info_t *info, int tp_size)
             info->path, info->padded_vocab, tp_size, info->padded_vocab);
         return G3_ERR_INVALID_ARG;
     }
-    info->model.tp_size = tp_size;
     info->model.make_vocab_size_divisible_by = info->padded_vocab / tp_size;
     return G3_OK;
 }

@@ -45,8 +45,10 @@ typedef struct {
 g3_status_t g3_infer_ckpt_open(const char *dir, int64_t step, g3_infer_ckpt_info_t **info_p);
 void g3_infer_ckpt_info_free(g3_infer_ckpt_info_t *info);
 
-/* Set the tensor-parallel size of info->model keeping the stored Vp.
- * RET: G3_ERR_INVALID_ARG (logged) when Vp is not divisible by tp_size. */
+/* Keep the stored Vp on tp_size tensor-parallel ranks: info->model's
+ * make_vocab_size_divisible_by becomes Vp / tp_size (its tensor-parallel size is the
+ * layout's: g3_par_layout_shard).  RET: G3_ERR_INVALID_ARG (logged) when Vp is not divisible
+ * by tp_size. */
 g3_status_t g3_infer_ckpt_set_tp(g3_infer_ckpt_info_t *info, int tp_size);
 
 /* Load the weights of info's checkpoint into model (built from info->model with this rank's

@@ -26,65 +26,6 @@ typedef struct {
     long long   num;       /* 'i'                                                       */
 } g3_task_field_t;
 
-/* The fields of each kind's items, in the order the checks below index them (NULL-ended). */
-typedef struct {
-    const char *name;
-    int         type;   /* g3_task_field_t's */
-} g3_task_schema_t;
-
-static const g3_task_schema_t *g3_task_schema(g3_task_kind_t kind)
-{
-    static const g3_task_schema_t mc[] = {
-        { "context", 's' },  { "choices", 'a' },      { "label", 'i' },
-        { "contexts", 'a' }, { "continuation", 's' }, { "target_delimiter", 's' },
-        { NULL, 0 },
-    };
-    static const g3_task_schema_t hellaswag[] = {
-        { "activity_label", 's' }, { "ctx_a", 's' }, { "ctx_b", 's' },
-        { "endings", 'a' },        { "label", 'i' }, { NULL, 0 },
-    };
-    static const g3_task_schema_t piqa[] = {
-        { "goal", 's' }, { "sol1", 's' }, { "sol2", 's' }, { "label", 'i' }, { NULL, 0 },
-    };
-    static const g3_task_schema_t winogrande[] = {
-        { "sentence", 's' }, { "option1", 's' }, { "option2", 's' }, { "answer", 'i' },
-        { NULL, 0 },
-    };
-
-    switch (kind) {
-    case G3_TASK_MC:
-        return mc;
-    case G3_TASK_HELLASWAG:
-        return hellaswag;
-    case G3_TASK_PIQA:
-        return piqa;
-    default:
-        return winogrande;
-    }
-}
-
-/* RET: field f's string, handed over to the caller, or a new "" where it has none (NULL: out
- * of memory). */
-static char *g3_task_take_str(g3_task_field_t *f)
-{
-    char *str = f->str.data ? f->str.data : strdup("");
-    f->str.data = NULL;
-    return str;
-}
-
-/* A multiple-choice item's n choices: shared[c] all the one string of field one (n >= 1),
- * own[c] the strings of field per (an array), each handed over to the item. */
-static void g3_task_mc_fill(char **shared, char **own, g3_task_field_t *one,
-                            g3_task_field_t *per, int n)
-{
-    shared[0] = g3_task_take_str(one);
-    for (int c = 0; c < n; c++) {
-        shared[c] = shared[0];
-        own[c] = per->arr[c];
-        per->arr[c] = NULL;
-    }
-}
-
 static void g3_task_fields_free(g3_task_field_t *f, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -406,6 +347,205 @@ static g3_status_t g3_task_piqa_labels(const char *path, int **labels_p, int64_t
     return G3_OK;
 }
 
+/* The fields of a kind's line (f: 7).  RET: their count. */
+static int g3_task_mc_fields(g3_task_kind_t kind, g3_task_field_t *f)
+{
+    switch (kind) {
+    case G3_TASK_MC:
+        f[0].name = "context", f[0].type = 's';
+        f[1].name = "choices", f[1].type = 'a';
+        f[2].name = "label", f[2].type = 'i';
+        f[3].name = "contexts", f[3].type = 'a';
+        f[4].name = "continuation", f[4].type = 's';
+        f[5].name = "target_delimiter", f[5].type = 's';
+        return 6;
+    case G3_TASK_HELLASWAG:
+        f[0].name = "activity_label", f[0].type = 's';
+        f[1].name = "ctx_a", f[1].type = 's';
+        f[2].name = "ctx_b", f[2].type = 's';
+        f[3].name = "endings", f[3].type = 'a';
+        f[4].name = "label", f[4].type = 'i';
+        return 5;
+    case G3_TASK_PIQA:
+        f[0].name = "goal", f[0].type = 's';
+        f[1].name = "sol1", f[1].type = 's';
+        f[2].name = "sol2", f[2].type = 's';
+        f[3].name = "label", f[3].type = 'i';
+        return 4;
+    default:   /* winogrande */
+        f[0].name = "sentence", f[0].type = 's';
+        f[1].name = "option1", f[1].type = 's';
+        f[2].name = "option2", f[2].type = 's';
+        f[3].name = "answer", f[3].type = 'i';
+        return 4;
+    }
+}
+
+/* The item of a generic multiple-choice line (its fields f, taken over where they become the
+ * item's).  RET: G3_OK, G3_ERR_INVALID_ARG (logged), G3_ERR_NO_MEMORY (not logged). */
+static g3_status_t g3_task_mc_item(g3_task_field_t *f, const char *path, int line,
+                                   g3_task_item_t *it)
+{
+    int full = f[0].found && f[1].found, part = f[3].found && f[4].found, nchoices;
+    g3_status_t st;
+
+    if (full == part || (full && (f[3].found || f[4].found)) ||
+        (part && (f[0].found || f[1].found))) {
+        g3_error("%s:%d: a multiple-choice item has either \"context\" and \"choices\" or (partial scoring) \"contexts\" and \"continuation\", and \"label\"",
+                 path, line);
+        return G3_ERR_INVALID_ARG;
+    }
+    nchoices = full ? f[1].narr : f[3].narr;
+    if (nchoices < 2) {
+        g3_error("%s:%d: %d choice%s: a multiple-choice item needs at least 2", path, line,
+                 nchoices, nchoices == 1 ? "" : "s");
+        return G3_ERR_INVALID_ARG;
+    }
+    if (f[2].num < 0 || f[2].num >= nchoices) {
+        g3_error("%s:%d: label %lld is out of range: the item has %d choices, labels 0 .. %d",
+                 path, line, f[2].num, nchoices, nchoices - 1);
+        return G3_ERR_INVALID_ARG;
+    }
+    st = g3_task_item_make(it, nchoices, part, line);
+    if (st != G3_OK)
+        return G3_ERR_NO_MEMORY;
+    it->label = (int)f[2].num;
+    if (f[5].found) {
+        it->delim = f[5].str.data ? f[5].str.data : strdup("");
+        f[5].str.data = NULL;
+        if (!it->delim)
+            return G3_ERR_NO_MEMORY;
+    }
+    if (full) {
+        it->ctx[0] = f[0].str.data ? f[0].str.data : strdup("");
+        f[0].str.data = NULL;
+        for (int c = 0; c < nchoices; c++) {
+            it->ctx[c] = it->ctx[0];
+            it->cont[c] = f[1].arr[c];
+            f[1].arr[c] = NULL;
+        }
+    } else {
+        it->cont[0] = f[4].str.data ? f[4].str.data : strdup("");
+        f[4].str.data = NULL;
+        for (int c = 0; c < nchoices; c++) {
+            it->cont[c] = it->cont[0];
+            it->ctx[c] = f[3].arr[c];
+            f[3].arr[c] = NULL;
+        }
+    }
+    return G3_OK;
+}
+
+/* The item of a HellaSwag line.  RET: as g3_task_mc_item. */
+static g3_status_t g3_task_hs_item(g3_task_field_t *f, const char *path, int line,
+                                   g3_task_item_t *it)
+{
+    int nchoices = f[3].narr;
+    char *cb, *q, *qp;
+
+    if (nchoices < 2 || f[4].num < 0 || f[4].num >= nchoices) {
+        g3_error("%s:%d: label %lld is out of range for %d endings (labels 0 .. %d)", path,
+                 line, f[4].num, nchoices, nchoices - 1);
+        return G3_ERR_INVALID_ARG;
+    }
+    if (g3_task_item_make(it, nchoices, 0, line) != G3_OK)
+        return G3_ERR_NO_MEMORY;
+    it->label = (int)f[4].num;
+    cb = strdup(f[2].str.data ? f[2].str.data : "");
+    if (!cb)
+        return G3_ERR_NO_MEMORY;
+    g3_task_capitalize(cb);
+    /* query = preprocess(activity_label + ": " + ctx_a + " " + ctx_b.capitalize()) */
+    q = g3_task_concat(f[0].str.data ? f[0].str.data : "", ": ",
+                       f[1].str.data ? f[1].str.data : "");
+    qp = q ? g3_task_concat(q, " ", cb) : NULL;
+    free(q);
+    free(cb);
+    it->ctx[0] = qp ? g3_task_hs_preprocess(qp) : NULL;
+    free(qp);
+    if (!it->ctx[0])
+        return G3_ERR_NO_MEMORY;
+    for (int c = 0; c < nchoices; c++) {
+        it->ctx[c] = it->ctx[0];
+        it->cont[c] = g3_task_hs_preprocess(f[3].arr[c]);
+        if (!it->cont[c])
+            return G3_ERR_NO_MEMORY;
+    }
+    return G3_OK;
+}
+
+/* The item of a PiQA line; its label from the line, else the index-th of the labels file
+ * (piqa_labels: (npiqa)).  RET: as g3_task_mc_item. */
+static g3_status_t g3_task_piqa_item(g3_task_field_t *f, const char *path, int line,
+                                     const int *piqa_labels, int64_t npiqa, int64_t index,
+                                     g3_task_item_t *it)
+{
+    int label;
+
+    if (f[3].found) {
+        label = (int)f[3].num;
+    } else if (index < npiqa) {
+        label = piqa_labels[index];
+    } else {
+        g3_error("%s:%d: the labels file has only %lld labels: it does not belong to this file",
+                 path, line, (long long)npiqa);
+        return G3_ERR_INVALID_ARG;
+    }
+    if (label < 0 || label > 1) {
+        g3_error("%s:%d: label %d is out of range: PiQA has 2 solutions, labels 0 and 1",
+                 path, line, label);
+        return G3_ERR_INVALID_ARG;
+    }
+    if (g3_task_item_make(it, 2, 0, line) != G3_OK)
+        return G3_ERR_NO_MEMORY;
+    it->label = label;
+    /* "Question: {goal}\nAnswer:", the two solutions */
+    it->ctx[0] = g3_task_concat("Question: ", f[0].str.data ? f[0].str.data : "",
+                                "\nAnswer:");
+    it->ctx[1] = it->ctx[0];
+    it->cont[0] = f[1].str.data ? f[1].str.data : strdup("");
+    it->cont[1] = f[2].str.data ? f[2].str.data : strdup("");
+    f[1].str.data = f[2].str.data = NULL;
+    if (!it->ctx[0] || !it->cont[0] || !it->cont[1])
+        return G3_ERR_NO_MEMORY;
+    return G3_OK;
+}
+
+/* The item of a WinoGrande line: the sentence's blank filled with each option, then the
+ * rest.  RET: as g3_task_mc_item. */
+static g3_status_t g3_task_wg_item(g3_task_field_t *f, const char *path, int line,
+                                   g3_task_item_t *it)
+{
+    const char *s = f[0].str.data ? f[0].str.data : "", *blank = strchr(s, '_');
+
+    if (!blank) {
+        g3_error("%s:%d: the sentence has no '_' blank: not a WinoGrande item", path, line);
+        return G3_ERR_INVALID_ARG;
+    }
+    if (f[3].num != 1 && f[3].num != 2) {
+        g3_error("%s:%d: answer %lld is out of range: WinoGrande answers are \"1\" or \"2\"",
+                 path, line, f[3].num);
+        return G3_ERR_INVALID_ARG;
+    }
+    if (g3_task_item_make(it, 2, 1, line) != G3_OK)
+        return G3_ERR_NO_MEMORY;
+    it->label = (int)f[3].num - 1;
+    for (int c = 0; c < 2; c++) {
+        char *pre = strndup(s, (size_t)(blank - s));
+        it->ctx[c] = pre ? g3_task_concat(pre, f[1 + c].str.data ? f[1 + c].str.data : "",
+                                          NULL) : NULL;
+        free(pre);
+        if (!it->ctx[c])
+            return G3_ERR_NO_MEMORY;
+    }
+    it->cont[0] = strdup(blank + 1);
+    if (!it->cont[0])
+        return G3_ERR_NO_MEMORY;
+    g3_task_strip(it->cont[0]);
+    it->cont[1] = it->cont[0];
+    return G3_OK;
+}
+
 /* One line of a multiple-choice file (kind) into it.  RET: G3_OK, G3_ERR_INVALID_ARG
  * (logged naming path and line), G3_ERR_NO_MEMORY. */
 static g3_status_t g3_task_mc_line(g3_task_kind_t kind, const char *path, int line,
@@ -415,14 +555,11 @@ static g3_status_t g3_task_mc_line(g3_task_kind_t kind, const char *path, int li
     g3_task_field_t f[7];
     const char *why = NULL;
     const char *kname = kind == G3_TASK_MC ? "multiple-choice" : g3_task_kind_name(kind);
-    int nf = 0, label = -1, nchoices = 0;
+    int nf;
     g3_status_t st;
 
     memset(f, 0, sizeof(f));
-    for (const g3_task_schema_t *sc = g3_task_schema(kind); sc[nf].name; nf++) {
-        f[nf].name = sc[nf].name;
-        f[nf].type = sc[nf].type;
-    }
+    nf = g3_task_mc_fields(kind, f);
     st = g3_task_parse_line(text, n, f, nf, &why);
     if (st == G3_ERR_NO_MEMORY)
         goto err_no_memory;
@@ -440,128 +577,18 @@ static g3_status_t g3_task_mc_line(g3_task_kind_t kind, const char *path, int li
             goto err_bad;
         }
     }
-    if (kind == G3_TASK_MC) {
-        int full = f[0].found && f[1].found, part = f[3].found && f[4].found;
-        if (full == part || (full && (f[3].found || f[4].found)) ||
-            (part && (f[0].found || f[1].found))) {
-            g3_error("%s:%d: a multiple-choice item has either \"context\" and \"choices\" or (partial scoring) \"contexts\" and \"continuation\", and \"label\"",
-                     path, line);
-            goto err_bad;
-        }
-        nchoices = full ? f[1].narr : f[3].narr;
-        label = (int)f[2].num;
-        if (nchoices < 2) {
-            g3_error("%s:%d: %d choice%s: a multiple-choice item needs at least 2", path, line,
-                     nchoices, nchoices == 1 ? "" : "s");
-            goto err_bad;
-        }
-        if (f[2].num < 0 || f[2].num >= nchoices) {
-            g3_error("%s:%d: label %lld is out of range: the item has %d choices, labels 0 .. %d",
-                     path, line, f[2].num, nchoices, nchoices - 1);
-            goto err_bad;
-        }
-        st = g3_task_item_make(it, nchoices, part, line);
-        if (st != G3_OK)
-            goto err_no_memory;
-        it->label = label;
-        if (f[5].found) {
-            it->delim = g3_task_take_str(&f[5]);
-            if (!it->delim)
-                goto err_no_memory;
-        }
-        if (full)   /* one context, a continuation per choice */
-            g3_task_mc_fill(it->ctx, it->cont, &f[0], &f[1], nchoices);
-        else        /* partial scoring: a context per choice, one continuation */
-            g3_task_mc_fill(it->cont, it->ctx, &f[4], &f[3], nchoices);
-    } else if (kind == G3_TASK_HELLASWAG) {
-        char *cb, *q, *qp;
-        nchoices = f[3].narr;
-        if (nchoices < 2 || f[4].num < 0 || f[4].num >= nchoices) {
-            g3_error("%s:%d: label %lld is out of range for %d endings (labels 0 .. %d)", path,
-                     line, f[4].num, nchoices, nchoices - 1);
-            goto err_bad;
-        }
-        st = g3_task_item_make(it, nchoices, 0, line);
-        if (st != G3_OK)
-            goto err_no_memory;
-        it->label = (int)f[4].num;
-        cb = strdup(f[2].str.data ? f[2].str.data : "");
-        if (!cb)
-            goto err_no_memory;
-        g3_task_capitalize(cb);
-        /* query = preprocess(activity_label + ": " + ctx_a + " " + ctx_b.capitalize()) */
-        q = g3_task_concat(f[0].str.data ? f[0].str.data : "", ": ",
-                           f[1].str.data ? f[1].str.data : "");
-        qp = q ? g3_task_concat(q, " ", cb) : NULL;
-        free(q);
-        free(cb);
-        it->ctx[0] = qp ? g3_task_hs_preprocess(qp) : NULL;
-        free(qp);
-        if (!it->ctx[0])
-            goto err_no_memory;
-        for (int c = 0; c < nchoices; c++) {
-            it->ctx[c] = it->ctx[0];
-            it->cont[c] = g3_task_hs_preprocess(f[3].arr[c]);
-            if (!it->cont[c])
-                goto err_no_memory;
-        }
-    } else if (kind == G3_TASK_PIQA) {
-        if (f[3].found) {
-            label = (int)f[3].num;
-        } else if (index < npiqa) {
-            label = piqa_labels[index];
-        } else {
-            g3_error("%s:%d: the labels file has only %lld labels: it does not belong to this file",
-                     path, line, (long long)npiqa);
-            goto err_bad;
-        }
-        if (label < 0 || label > 1) {
-            g3_error("%s:%d: label %d is out of range: PiQA has 2 solutions, labels 0 and 1",
-                     path, line, label);
-            goto err_bad;
-        }
-        st = g3_task_item_make(it, 2, 0, line);
-        if (st != G3_OK)
-            goto err_no_memory;
-        it->label = label;
-        /* "Question: {goal}\nAnswer:", the two solutions */
-        it->ctx[0] = g3_task_concat("Question: ", f[0].str.data ? f[0].str.data : "",
-                                    "\nAnswer:");
-        it->ctx[1] = it->ctx[0];
-        it->cont[0] = f[1].str.data ? f[1].str.data : strdup("");
-        it->cont[1] = f[2].str.data ? f[2].str.data : strdup("");
-        f[1].str.data = f[2].str.data = NULL;
-        if (!it->ctx[0] || !it->cont[0] || !it->cont[1])
-            goto err_no_memory;
-    } else {   /* winogrande: the sentence's blank filled with each option, then the rest */
-        const char *s = f[0].str.data ? f[0].str.data : "", *blank = strchr(s, '_');
-        if (!blank) {
-            g3_error("%s:%d: the sentence has no '_' blank: not a WinoGrande item", path, line);
-            goto err_bad;
-        }
-        if (f[3].num != 1 && f[3].num != 2) {
-            g3_error("%s:%d: answer %lld is out of range: WinoGrande answers are \"1\" or \"2\"",
-                     path, line, f[3].num);
-            goto err_bad;
-        }
-        st = g3_task_item_make(it, 2, 1, line);
-        if (st != G3_OK)
-            goto err_no_memory;
-        it->label = (int)f[3].num - 1;
-        for (int c = 0; c < 2; c++) {
-            char *pre = strndup(s, (size_t)(blank - s));
-            it->ctx[c] = pre ? g3_task_concat(pre, f[1 + c].str.data ? f[1 + c].str.data : "",
-                                              NULL) : NULL;
-            free(pre);
-            if (!it->ctx[c])
-                goto err_no_memory;
-        }
-        it->cont[0] = strdup(blank + 1);
-        if (!it->cont[0])
-            goto err_no_memory;
-        g3_task_strip(it->cont[0]);
-        it->cont[1] = it->cont[0];
-    }
+    if (kind == G3_TASK_MC)
+        st = g3_task_mc_item(f, path, line, it);
+    else if (kind == G3_TASK_HELLASWAG)
+        st = g3_task_hs_item(f, path, line, it);
+    else if (kind == G3_TASK_PIQA)
+        st = g3_task_piqa_item(f, path, line, piqa_labels, npiqa, index, it);
+    else
+        st = g3_task_wg_item(f, path, line, it);
+    if (st == G3_ERR_NO_MEMORY)
+        goto err_no_memory;
+    if (st != G3_OK)
+        goto err_bad;
     for (int c = 0; c < it->nchoices; c++)
         if (!it->cont[c][0]) {
             g3_error("%s:%d: %s %d is empty: every choice needs text to score", path, line,

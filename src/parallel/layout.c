@@ -243,12 +243,17 @@ int g3_par_dp_size(int64_t world, int tp, int pp, int *dp_p, char *why, size_t w
     return 1;
 }
 
+void g3_par_layout_shard(const g3_par_layout_t *l, g3_gpt_config_t *cfg)
+{
+    cfg->tp_size = l->tp;
+    cfg->tp_rank = l->tp_rank;
+    cfg->pp_size = l->pp;
+    cfg->pp_rank = l->pp_rank;
+}
+
 void g3_par_shard(const g3_par_t *par, g3_gpt_config_t *cfg)
 {
-    cfg->tp_size = par->layout.tp;
-    cfg->tp_rank = par->layout.tp_rank;
-    cfg->pp_size = par->layout.pp;
-    cfg->pp_rank = par->layout.pp_rank;
+    g3_par_layout_shard(&par->layout, cfg);
 }
 
 /* The buffers move on the host groups as fp32 (host-memory backends, and before or after a

@@ -177,14 +177,78 @@ err_no_memory:
     return G3_ERR_NO_MEMORY;
 }
 
+/* Without buckets, the segments of the flat gradient buffer: the whole of it, but the word
+ * embedding alone when two stages hold it.  OUT: eng->opt.seg, nseg.  RET: G3_ERR_NO_MEMORY
+ * (logged). */
+static g3_status_t g3_par_segments(g3_par_engine_t *eng)
+{
+    g3_par_optim_t *o = &eng->opt;
+    g3_gpt_t *m = eng->model;
+    const g3_gpt_param_t *wte = g3_gpt_param_find(m, G3_PAR_WTE);
+    size_t cut[4], ncut = 0;
+
+    cut[ncut++] = 0;
+    if (wte && eng->par->layout.pp > 1) {
+        size_t b = wte->offset, e = (wte->offset + wte->numel + 15) & ~(size_t)15;
+        if (b > 0)
+            cut[ncut++] = b;
+        if (e < m->numel)
+            cut[ncut++] = e;
+    }
+    cut[ncut] = m->numel;
+    o->seg = calloc(ncut, sizeof(*o->seg));
+    if (!o->seg) {
+        g3_error("optimizer: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    o->nseg = (int)ncut;
+    for (int i = 0; i < o->nseg; i++) {
+        o->seg[i].off = cut[i];
+        o->seg[i].len = cut[i + 1] - cut[i];
+    }
+    return G3_OK;
+}
+
+/* The pieces AdamW updates on this rank: each segment whole (replicated), or under ZeRO-1
+ * this rank's shard of it (its reduced gradient in gshard) and the remainder the shards leave
+ * (every rank updates it; DP rank 0's copy counts in the global norm, as does a replicated
+ * segment's).  OUT: eng->opt.pieces[0 .. npieces). */
+static void g3_par_pieces(g3_par_engine_t *eng)
+{
+    g3_par_optim_t *o = &eng->opt;
+    const g3_par_layout_t *l = &eng->par->layout;
+    g3_gpt_t *m = eng->model;
+
+    for (int i = 0; i < o->nseg; i++) {
+        const g3_par_segment_t *s = &o->seg[i];
+        size_t so = s->so;
+        g3_par_piece_t *p;
+        if (!o->zero) {
+            p = &o->pieces[o->npieces++];
+            *p = (g3_par_piece_t){ s->off, s->off + s->len, m->g + s->off, o->m + so, o->v + so,
+                                   l->dp_rank == 0 };
+            continue;
+        }
+        if (s->q > 0) {
+            size_t b = s->off + (size_t)l->dp_rank * s->q;
+            p = &o->pieces[o->npieces++];
+            *p = (g3_par_piece_t){ b, b + s->q, o->gshard + so, o->m + so, o->v + so, 1 };
+        }
+        if (s->rem > 0) {
+            size_t b = s->off + s->q * (size_t)l->dp;
+            p = &o->pieces[o->npieces++];
+            *p = (g3_par_piece_t){ b, s->off + s->len, m->g + b, o->m + so + s->q,
+                                   o->v + so + s->q, l->dp_rank == 0 };
+        }
+    }
+}
+
 g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t *cfg)
 {
     g3_par_optim_t *o = &eng->opt;
     const g3_par_layout_t *l = &eng->par->layout;
     g3_gpt_t *m = eng->model;
     g3_backend_t *be = m->be;
-    const g3_gpt_param_t *wte = g3_gpt_param_find(m, G3_PAR_WTE);
-    size_t cut[4], ncut = 0;
     g3_status_t st;
 
     memset(o, 0, sizeof(*o));
@@ -200,26 +264,9 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
         if (st != G3_OK)
             return st;
     } else {
-        /* segments: the word embedding alone when two stages hold it */
-        cut[ncut++] = 0;
-        if (wte && l->pp > 1) {
-            size_t b = wte->offset, e = (wte->offset + wte->numel + 15) & ~(size_t)15;
-            if (b > 0)
-                cut[ncut++] = b;
-            if (e < m->numel)
-                cut[ncut++] = e;
-        }
-        cut[ncut] = m->numel;
-        o->seg = calloc(ncut, sizeof(*o->seg));
-        if (!o->seg) {
-            g3_error("optimizer: out of memory");
-            return G3_ERR_NO_MEMORY;
-        }
-        o->nseg = (int)ncut;
-        for (int i = 0; i < o->nseg; i++) {
-            o->seg[i].off = cut[i];
-            o->seg[i].len = cut[i + 1] - cut[i];
-        }
+        st = g3_par_segments(eng);
+        if (st != G3_OK)
+            return st;
     }
     for (int i = 0; i < o->nseg; i++) {
         g3_par_segment_t *s = &o->seg[i];
@@ -281,28 +328,7 @@ g3_status_t g3_par_optim_init(g3_par_engine_t *eng, const g3_par_engine_config_t
     if (st != G3_OK)
         goto err_free;
 
-    for (int i = 0; i < o->nseg; i++) {
-        const g3_par_segment_t *s = &o->seg[i];
-        size_t so = s->so;
-        g3_par_piece_t *p;
-        if (!o->zero) {
-            p = &o->pieces[o->npieces++];
-            *p = (g3_par_piece_t){ s->off, s->off + s->len, m->g + s->off, o->m + so, o->v + so,
-                                   l->dp_rank == 0 };
-            continue;
-        }
-        if (s->q > 0) {
-            size_t b = s->off + (size_t)l->dp_rank * s->q;
-            p = &o->pieces[o->npieces++];
-            *p = (g3_par_piece_t){ b, b + s->q, o->gshard + so, o->m + so, o->v + so, 1 };
-        }
-        if (s->rem > 0) {
-            size_t b = s->off + s->q * (size_t)l->dp;
-            p = &o->pieces[o->npieces++];
-            *p = (g3_par_piece_t){ b, s->off + s->len, m->g + b, o->m + so + s->q,
-                                   o->v + so + s->q, l->dp_rank == 0 };
-        }
-    }
+    g3_par_pieces(eng);
     return G3_OK;
 
 err_free:

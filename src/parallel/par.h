@@ -107,8 +107,12 @@ void g3_par_free(g3_par_t *par);
 
 const g3_par_layout_t *g3_par_layout(const g3_par_t *par);
 
-/* This rank's part of the model as the layout places it: cfg's tensor- and pipeline-parallel
- * sizes and ranks (the one place they are copied from the layout).  OUT: cfg's four. */
+/* A rank's part of the model as layout l places it: cfg's tensor- and pipeline-parallel sizes
+ * and ranks (the one place they are set; l may be a job's layout planned before its ranks
+ * are placed, g3_train_flags_job_layout).  OUT: cfg's four. */
+void g3_par_layout_shard(const g3_par_layout_t *l, g3_gpt_config_t *cfg);
+/* This rank's part of the model as the layout places it (g3_par_layout_shard of its layout).
+ * OUT: cfg's four. */
 void g3_par_shard(const g3_par_t *par, g3_gpt_config_t *cfg);
 g3_comm_world_t *g3_par_world(const g3_par_t *par);
 

@@ -152,8 +152,11 @@ int g3_plan_layout(const g3_plan_flags_t *f, int tp, int pp, g3_plan_layout_t *l
             return rc;
     }
     cfg.dp_size = dp;
-    cfg.model.tp_size = tp;
-    cfg.model.pp_size = pp;
+    {
+        /* the model as the layout places world rank 0 (g3_par_layout_shard sets its fields) */
+        g3_par_layout_t job = { .tp = tp, .pp = pp, .dp = dp };
+        g3_par_layout_shard(&job, &cfg.model);
+    }
     if (g3_gpt_config_check(&cfg.model) != G3_OK)
         return G3_EXIT_USAGE;
     if (g3_plan_device_check(f, &cfg.model) != G3_EXIT_OK)

@@ -41,12 +41,60 @@ static const char *g3_plan_short(double v, char *buf, size_t len)
     return buf;
 }
 
+/* The memory per rank of each stage, as a table, and the peak (and whether it fits). */
+static void g3_plan_print_stages(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
+{
+    const g3_plan_input_t *in = &lay->in;
+    const g3_plan_t *p = &lay->plan;
+    int zero = in->distributed_optimizer, nfit = 0;
+    char b1[48];
+
+    printf(
+        "\nper rank, GiB (optimizer: %s; activations: 1F1B keeps min(PP - stage, m) micro-batches)\n",
+        zero ? "ZeRO-1 shard" : "replicated");
+    printf("  %5s  %-11s %15s %9s %9s %11s %12s %12s %3s %9s %9s%s\n", "stage", "layers",
+           "params/rank", "weights", "grads", "optimizer", zero ? "(replicated)" : "(ZeRO-1)",
+           "activations", "mb", "overhead",
+           "peak", f->gpu_gib > 0 ? "  fits" : "");
+    for (int s = 0; s < p->pp; s++) {
+        const g3_plan_stage_t *st = &p->stages[s];
+        char layers[32];
+        snprintf(layers, sizeof(layers), "[%d,%d)%s%s", st->layer_begin, st->layer_end,
+                 st->has_embedding ? "+E" : "", st->has_head ? "+H" : "");
+        nfit += g3_plan_stage_fits(f, p, st);
+        printf("  %5d  %-11s %15s %9.2f %9.2f %11.2f %12.2f %12.2f %3d %9.2f %9.2f%s\n", s, layers,
+               g3_plan_commas(st->params, b1, sizeof(b1)), g3_plan_gib(st->weight_bytes),
+               g3_plan_gib(st->grad_bytes),
+               g3_plan_gib(st->master_bytes[zero] + st->optim_bytes[zero]),
+               g3_plan_gib(st->master_bytes[!zero] + st->optim_bytes[!zero]),
+               g3_plan_gib(st->act_bytes), st->in_flight, g3_plan_gib(st->overhead_bytes),
+               g3_plan_gib(st->peak_bytes),
+               f->gpu_gib > 0 ? (g3_plan_stage_fits(f, p, st) ? "  yes" : "  NO") : "");
+    }
+    printf(
+        "  (+E: embeddings, +H: final LayerNorm and output layer; weights: %s; optimizer: Adam m, v (+ the reduced-gradient shard under ZeRO-1); (%s): the optimizer %s; mb: micro-batches in flight; overhead: %s)\n",
+        in->bf16 ? "bf16 working copy + fp32 master" : "fp32", zero ? "replicated" : "ZeRO-1",
+        zero ? "without --use-distributed-optimizer" : "with --use-distributed-optimizer",
+        in->bf16 ? "CUDA context, cuBLASLt, kernels, NCCL, GEMM autotuning's scratch"
+                 : "the process");
+    printf("  peak: stage %d, %.2f GiB per rank", p->peak_stage,
+           g3_plan_gib(p->stages[p->peak_stage].peak_bytes));
+    if (in->ranks_per_gpu > 1)
+        printf("; %d ranks share a GPU: %.2f GiB on it", in->ranks_per_gpu,
+               g3_plan_gib(p->stages[p->peak_stage].gpu_bytes));
+    if (f->gpu_gib > 0)
+        printf("; %s in %.4g GiB per GPU (%d of %d stages fit)",
+               nfit == p->pp ? "fits" : "does NOT fit", f->gpu_gib, nfit, p->pp);
+    printf("\n");
+}
+
+
 void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
 {
     const g3_plan_input_t *in = &lay->in;
     const g3_gpt_config_t *m = &in->model;
     const g3_plan_t *p = &lay->plan;
-    int zero = in->distributed_optimizer, nfit = 0;
+    int zero = in->distributed_optimizer;
     char b1[48], b2[48];
 
     printf(
@@ -131,43 +179,7 @@ void g3_plan_print_human(const g3_plan_flags_t *f, const g3_plan_layout_t *lay)
         g3_plan_gib(p->act_per_layer[G3_PLAN_ACT_FULL]), g3_be_kind(in->kind)->name,
         g3_plan_gib(p->stages[0].act_set_bytes));
 
-    printf(
-        "\nper rank, GiB (optimizer: %s; activations: 1F1B keeps min(PP - stage, m) micro-batches)\n",
-        zero ? "ZeRO-1 shard" : "replicated");
-    printf("  %5s  %-11s %15s %9s %9s %11s %12s %12s %3s %9s %9s%s\n", "stage", "layers",
-           "params/rank", "weights", "grads", "optimizer", zero ? "(replicated)" : "(ZeRO-1)",
-           "activations", "mb", "overhead",
-           "peak", f->gpu_gib > 0 ? "  fits" : "");
-    for (int s = 0; s < p->pp; s++) {
-        const g3_plan_stage_t *st = &p->stages[s];
-        char layers[32];
-        snprintf(layers, sizeof(layers), "[%d,%d)%s%s", st->layer_begin, st->layer_end,
-                 st->has_embedding ? "+E" : "", st->has_head ? "+H" : "");
-        nfit += g3_plan_stage_fits(f, p, st);
-        printf("  %5d  %-11s %15s %9.2f %9.2f %11.2f %12.2f %12.2f %3d %9.2f %9.2f%s\n", s, layers,
-               g3_plan_commas(st->params, b1, sizeof(b1)), g3_plan_gib(st->weight_bytes),
-               g3_plan_gib(st->grad_bytes),
-               g3_plan_gib(st->master_bytes[zero] + st->optim_bytes[zero]),
-               g3_plan_gib(st->master_bytes[!zero] + st->optim_bytes[!zero]),
-               g3_plan_gib(st->act_bytes), st->in_flight, g3_plan_gib(st->overhead_bytes),
-               g3_plan_gib(st->peak_bytes),
-               f->gpu_gib > 0 ? (g3_plan_stage_fits(f, p, st) ? "  yes" : "  NO") : "");
-    }
-    printf(
-        "  (+E: embeddings, +H: final LayerNorm and output layer; weights: %s; optimizer: Adam m, v (+ the reduced-gradient shard under ZeRO-1); (%s): the optimizer %s; mb: micro-batches in flight; overhead: %s)\n",
-        in->bf16 ? "bf16 working copy + fp32 master" : "fp32", zero ? "replicated" : "ZeRO-1",
-        zero ? "without --use-distributed-optimizer" : "with --use-distributed-optimizer",
-        in->bf16 ? "CUDA context, cuBLASLt, kernels, NCCL, GEMM autotuning's scratch"
-                 : "the process");
-    printf("  peak: stage %d, %.2f GiB per rank", p->peak_stage,
-           g3_plan_gib(p->stages[p->peak_stage].peak_bytes));
-    if (in->ranks_per_gpu > 1)
-        printf("; %d ranks share a GPU: %.2f GiB on it", in->ranks_per_gpu,
-               g3_plan_gib(p->stages[p->peak_stage].gpu_bytes));
-    if (f->gpu_gib > 0)
-        printf("; %s in %.4g GiB per GPU (%d of %d stages fit)",
-               nfit == p->pp ? "fits" : "does NOT fit", f->gpu_gib, nfit, p->pp);
-    printf("\n");
+    g3_plan_print_stages(f, lay);
 }
 
 static void g3_plan_json_stage(const g3_plan_flags_t *f, const g3_plan_t *p,

@@ -295,92 +295,170 @@ static char *g3_strndup(const char *s, size_t n)
     return d;
 }
 
-g3_status_t g3_topo_parse(const char *text, const char *name, g3_topo_t **topo_p)
+static void g3_sw_rec_free(g3_sw_rec_t *rec)
 {
-    g3_sw_rec_t *recs = NULL;
-    int nrec = 0, caprec = 0, line = 0;
+    free(rec->name);
+    free(rec->switches);
+    free(rec->nodes);
+}
+
+/* One line of topology.conf (buf, comments included, is cut up): its KEY=VALUE words into
+ * rec (LinkSpeed= is ignored).  RET: G3_ERR_FORMAT (logged) for a word that is not one of
+ * the keys or a key given twice; G3_ERR_NO_MEMORY. */
+static g3_status_t g3_topo_parse_line(char *buf, const char *name, int line, g3_sw_rec_t *rec)
+{
+    char *hash, *tok, *save = NULL;
+
+    if ((hash = strchr(buf, '#')) != NULL)
+        *hash = '\0';
+    for (tok = strtok_r(buf, " \t\r", &save); tok; tok = strtok_r(NULL, " \t\r", &save)) {
+        char *eq = strchr(tok, '='), **dst = NULL;
+        if (eq == NULL || eq == tok || eq[1] == '\0') {
+            g3_error(
+                "%s:%d: '%s' is not KEY=VALUE (expected SwitchName=, Switches=, Nodes=, LinkSpeed=)",
+                name, line, tok);
+            return G3_ERR_FORMAT;
+        }
+        *eq = '\0';
+        if (!strcasecmp(tok, "SwitchName"))
+            dst = &rec->name;
+        else if (!strcasecmp(tok, "Switches"))
+            dst = &rec->switches;
+        else if (!strcasecmp(tok, "Nodes"))
+            dst = &rec->nodes;
+        else if (!strcasecmp(tok, "LinkSpeed"))
+            continue;
+        else {
+            g3_error(
+                "%s:%d: unknown key '%s'; this reads the topology/tree format (SwitchName=, Switches=, Nodes=, LinkSpeed=)%s",
+                name, line, tok,
+                !strcasecmp(tok, "BlockName") || !strcasecmp(tok, "BlockSizes")
+                    ? ", not topology/block"
+                    : "");
+            return G3_ERR_FORMAT;
+        }
+        if (*dst) {
+            g3_error("%s:%d: %s= given twice", name, line, tok);
+            return G3_ERR_FORMAT;
+        }
+        *dst = strdup(eq + 1);
+        if (*dst == NULL)
+            return G3_ERR_NO_MEMORY;
+    }
+    return G3_OK;
+}
+
+/* Every switch line of text.  OUT: *recs_p ((*nrec_p) records; the caller frees them with
+ * g3_sw_rec_free and the array, also on an error).  RET: the first line's error (logged). */
+static g3_status_t g3_topo_parse_records(const char *text, const char *name,
+                                         g3_sw_rec_t **recs_p, int *nrec_p)
+{
+    int caprec = 0, line = 0;
     const char *p = text;
-    g3_builder_t b;
     g3_status_t st = G3_OK;
 
     while (*p && st == G3_OK) {
         const char *eol = strchr(p, '\n');
         size_t len = eol ? (size_t)(eol - p) : strlen(p);
-        char *buf = g3_strndup(p, len), *hash, *tok, *save = NULL;
+        char *buf = g3_strndup(p, len);
         g3_sw_rec_t rec = { NULL, NULL, NULL, ++line };
 
         p += len + (eol ? 1 : 0);
-        if (buf == NULL) {
-            st = G3_ERR_NO_MEMORY;
-            break;
-        }
-        if ((hash = strchr(buf, '#')) != NULL)
-            *hash = '\0';
-        for (tok = strtok_r(buf, " \t\r", &save); tok && st == G3_OK;
-             tok = strtok_r(NULL, " \t\r", &save)) {
-            char *eq = strchr(tok, '='), **dst = NULL;
-            if (eq == NULL || eq == tok || eq[1] == '\0') {
-                g3_error(
-                    "%s:%d: '%s' is not KEY=VALUE (expected SwitchName=, Switches=, Nodes=, LinkSpeed=)",
-                    name, line, tok);
-                st = G3_ERR_FORMAT;
-                break;
-            }
-            *eq = '\0';
-            if (!strcasecmp(tok, "SwitchName"))
-                dst = &rec.name;
-            else if (!strcasecmp(tok, "Switches"))
-                dst = &rec.switches;
-            else if (!strcasecmp(tok, "Nodes"))
-                dst = &rec.nodes;
-            else if (!strcasecmp(tok, "LinkSpeed"))
-                continue;
-            else {
-                g3_error(
-                    "%s:%d: unknown key '%s'; this reads the topology/tree format (SwitchName=, Switches=, Nodes=, LinkSpeed=)%s",
-                    name, line, tok,
-                    !strcasecmp(tok, "BlockName") || !strcasecmp(tok, "BlockSizes")
-                        ? ", not topology/block"
-                        : "");
-                st = G3_ERR_FORMAT;
-                break;
-            }
-            if (*dst) {
-                g3_error("%s:%d: %s= given twice", name, line, tok);
-                st = G3_ERR_FORMAT;
-                break;
-            }
-            *dst = strdup(eq + 1);
-            if (*dst == NULL)
-                st = G3_ERR_NO_MEMORY;
-        }
+        if (buf == NULL)
+            return G3_ERR_NO_MEMORY;
+        st = g3_topo_parse_line(buf, name, line, &rec);
         free(buf);
         if (st == G3_OK && (rec.name || rec.switches || rec.nodes)) {
             if (rec.name == NULL) {
                 g3_error("%s:%d: Switches= or Nodes= without SwitchName=", name, line);
                 st = G3_ERR_FORMAT;
-            } else if (nrec == caprec) {
-                g3_sw_rec_t *r = realloc(recs, (size_t)(caprec ? caprec * 2 : 16) * sizeof(*r));
+            } else if (*nrec_p == caprec) {
+                g3_sw_rec_t *r = realloc(*recs_p, (size_t)(caprec ? caprec * 2 : 16) * sizeof(*r));
                 if (r == NULL)
                     st = G3_ERR_NO_MEMORY;
                 else {
-                    recs = r;
+                    *recs_p = r;
                     caprec = caprec ? caprec * 2 : 16;
                 }
             }
             if (st == G3_OK) {
-                recs[nrec++] = rec;
+                (*recs_p)[(*nrec_p)++] = rec;
                 continue;
             }
         }
-        free(rec.name);
-        free(rec.switches);
-        free(rec.nodes);
+        g3_sw_rec_free(&rec);
     }
-    if (st == G3_OK && nrec == 0) {
+    if (st == G3_OK && *nrec_p == 0) {
         g3_error("%s: no SwitchName= lines; not a Slurm topology.conf", name);
         st = G3_ERR_FORMAT;
     }
+    return st;
+}
+
+/* rec's Switches= as children of its switch s.  RET: G3_ERR_FORMAT (logged) for a switch
+ * without a SwitchName= line, with two parents, or listing itself. */
+static g3_status_t g3_topo_link_switches(g3_builder_t *b, const g3_sw_rec_t *rec, int s,
+                                         const char *name)
+{
+    char **kids = NULL;
+    int nk = 0;
+    g3_status_t st = g3_topo_hostlist_expand(rec->switches, &kids, &nk);
+
+    for (int k = 0; k < nk && st == G3_OK; k++) {
+        int pos, c = g3_index_find(b->sw_ix, kids[k], &pos);
+        if (c < 0) {
+            g3_error("%s:%d: switch %s lists Switches=%s but %s has no SwitchName= line",
+                     name, rec->line, rec->name, rec->switches, kids[k]);
+            st = G3_ERR_FORMAT;
+        } else if (b->t->switch_parent[c] >= 0) {
+            g3_error("%s:%d: switch %s is under both %s and %s; a tree allows one parent",
+                     name, rec->line, kids[k], b->t->switch_names[b->t->switch_parent[c]],
+                     rec->name);
+            st = G3_ERR_FORMAT;
+        } else if (c == s) {
+            g3_error("%s:%d: switch %s lists itself", name, rec->line, kids[k]);
+            st = G3_ERR_FORMAT;
+        } else {
+            b->t->switch_parent[c] = s;
+        }
+    }
+    g3_topo_names_free(kids, nk);
+    return st;
+}
+
+/* rec's Nodes= under its switch s.  RET: G3_ERR_FORMAT (logged) for a node under two
+ * switches; G3_ERR_NO_MEMORY. */
+static g3_status_t g3_topo_link_nodes(g3_builder_t *b, const g3_sw_rec_t *rec, int s,
+                                      const char *name)
+{
+    char **kids = NULL;
+    int nk = 0;
+    g3_status_t st = g3_topo_hostlist_expand(rec->nodes, &kids, &nk);
+
+    for (int k = 0; k < nk && st == G3_OK; k++) {
+        int id = g3_builder_node(b, kids[k], s);
+        if (id == -1)
+            st = G3_ERR_NO_MEMORY;
+        else if (id == -2) {
+            int other = g3_index_find(b->node_ix, kids[k], NULL);
+            g3_error(
+                "%s:%d: node %s is under both %s and %s; a node hangs from one leaf switch",
+                name, rec->line, kids[k], b->t->switch_names[b->t->node_switch[other]],
+                rec->name);
+            st = G3_ERR_FORMAT;
+        }
+    }
+    g3_topo_names_free(kids, nk);
+    return st;
+}
+
+g3_status_t g3_topo_parse(const char *text, const char *name, g3_topo_t **topo_p)
+{
+    g3_sw_rec_t *recs = NULL;
+    int nrec = 0;
+    g3_builder_t b;
+    g3_status_t st = g3_topo_parse_records(text, name, &recs, &nrec);
+
     if (st == G3_OK)
         st = g3_builder_init(&b, name, 64, nrec * 2);
     if (st != G3_OK)
@@ -399,48 +477,10 @@ g3_status_t g3_topo_parse(const char *text, const char *name, g3_topo_t **topo_p
     }
     for (int i = 0; i < nrec && st == G3_OK; i++) {
         int s = g3_builder_switch(&b, recs[i].name);
-        char **kids = NULL;
-        int nk = 0;
-
-        if (recs[i].switches) {
-            st = g3_topo_hostlist_expand(recs[i].switches, &kids, &nk);
-            for (int k = 0; k < nk && st == G3_OK; k++) {
-                int pos, c = g3_index_find(b.sw_ix, kids[k], &pos);
-                if (c < 0) {
-                    g3_error("%s:%d: switch %s lists Switches=%s but %s has no SwitchName= line",
-                             name, recs[i].line, recs[i].name, recs[i].switches, kids[k]);
-                    st = G3_ERR_FORMAT;
-                } else if (b.t->switch_parent[c] >= 0) {
-                    g3_error("%s:%d: switch %s is under both %s and %s; a tree allows one parent",
-                             name, recs[i].line, kids[k],
-                             b.t->switch_names[b.t->switch_parent[c]], recs[i].name);
-                    st = G3_ERR_FORMAT;
-                } else if (c == s) {
-                    g3_error("%s:%d: switch %s lists itself", name, recs[i].line, kids[k]);
-                    st = G3_ERR_FORMAT;
-                } else {
-                    b.t->switch_parent[c] = s;
-                }
-            }
-            g3_topo_names_free(kids, nk);
-        }
-        if (st == G3_OK && recs[i].nodes) {
-            st = g3_topo_hostlist_expand(recs[i].nodes, &kids, &nk);
-            for (int k = 0; k < nk && st == G3_OK; k++) {
-                int id = g3_builder_node(&b, kids[k], s);
-                if (id == -1)
-                    st = G3_ERR_NO_MEMORY;
-                else if (id == -2) {
-                    int other = g3_index_find(b.node_ix, kids[k], NULL);
-                    g3_error(
-                        "%s:%d: node %s is under both %s and %s; a node hangs from one leaf switch",
-                        name, recs[i].line, kids[k], b.t->switch_names[b.t->node_switch[other]],
-                        recs[i].name);
-                    st = G3_ERR_FORMAT;
-                }
-            }
-            g3_topo_names_free(kids, nk);
-        }
+        if (recs[i].switches)
+            st = g3_topo_link_switches(&b, &recs[i], s, name);
+        if (st == G3_OK && recs[i].nodes)
+            st = g3_topo_link_nodes(&b, &recs[i], s, name);
     }
     if (st == G3_OK && b.t->nnodes == 0) {
         g3_error("%s: no switch lists Nodes=; there is nothing to place ranks on", name);
@@ -452,11 +492,8 @@ g3_status_t g3_topo_parse(const char *text, const char *name, g3_topo_t **topo_p
         g3_builder_abort(&b);
 
 out_free_recs:
-    for (int i = 0; i < nrec; i++) {
-        free(recs[i].name);
-        free(recs[i].switches);
-        free(recs[i].nodes);
-    }
+    for (int i = 0; i < nrec; i++)
+        g3_sw_rec_free(&recs[i]);
     free(recs);
     return st;
 }

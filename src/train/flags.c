@@ -116,17 +116,73 @@ int g3_train_flags_int(const g3_opts_t *o, const char *name, int64_t lo, int *ou
     return g3_train_flags_range(o, name, lo, INT_MAX, out);
 }
 
-int g3_train_flags_layout(const g3_opts_t *o, g3_gpt_config_t *m, int *tp_p, int *pp_p)
+/* The uneven pipeline split lf gives (0: even), into m. */
+static void g3_train_flags_split(const g3_train_layout_flags_t *lf, g3_gpt_config_t *m)
+{
+    m->pp_first_layers = lf->pp_first;
+    m->pp_last_layers = lf->pp_last;
+}
+
+int g3_train_flags_layout(const g3_opts_t *o, g3_train_layout_flags_t *lf)
 {
     int ok = 1;
 
-    ok &= g3_train_flags_int(o, "tensor-model-parallel-size", 1, tp_p);
-    ok &= g3_train_flags_int(o, "pipeline-model-parallel-size", 1, pp_p);
-    if (g3_opts_is_set(o, "decoder-first-pipeline-num-layers"))
-        ok &= g3_train_flags_int(o, "decoder-first-pipeline-num-layers", 1, &m->pp_first_layers);
-    if (g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
-        ok &= g3_train_flags_int(o, "decoder-last-pipeline-num-layers", 1, &m->pp_last_layers);
+    memset(lf, 0, sizeof(*lf));
+    ok &= g3_train_flags_int(o, "tensor-model-parallel-size", 1, &lf->tp);
+    ok &= g3_train_flags_int(o, "pipeline-model-parallel-size", 1, &lf->pp);
+    /* gpt3d topo maps ranks to nodes and has no layers to split */
+    if (g3_opts_declared(o, "decoder-first-pipeline-num-layers") &&
+        g3_opts_is_set(o, "decoder-first-pipeline-num-layers"))
+        ok &= g3_train_flags_int(o, "decoder-first-pipeline-num-layers", 1, &lf->pp_first);
+    if (g3_opts_declared(o, "decoder-last-pipeline-num-layers") &&
+        g3_opts_is_set(o, "decoder-last-pipeline-num-layers"))
+        ok &= g3_train_flags_int(o, "decoder-last-pipeline-num-layers", 1, &lf->pp_last);
+    lf->timeout_min = g3_opts_float(o, "distributed-timeout-minutes");
+    if (!(lf->timeout_min > 0.0)) {
+        g3_error("--distributed-timeout-minutes must be positive (got %g)", lf->timeout_min);
+        ok = 0;
+    }
+    lf->topology_file = g3_opts_str(o, "topology-file");
+    lf->tp_given = g3_opts_is_set(o, "tensor-model-parallel-size");
+    lf->pp_given = g3_opts_is_set(o, "pipeline-model-parallel-size");
     return ok;
+}
+
+double g3_train_flags_timeout_s(const g3_opts_t *o)
+{
+    double min = g3_opts_float(o, "distributed-timeout-minutes");
+    return min > 0.0 ? min * 60.0 : 600.0;
+}
+
+int g3_train_flags_job_layout(int world, const g3_train_layout_flags_t *lf, g3_gpt_config_t *m,
+                              g3_par_layout_t *l)
+{
+    memset(l, 0, sizeof(*l));   /* world rank 0: every coordinate 0 */
+    if (!g3_train_flags_dp(world, lf->tp, lf->pp, &l->dp))
+        return 0;
+    l->world_size = world;
+    l->tp = lf->tp;
+    l->pp = lf->pp;
+    g3_par_layout_shard(l, m);
+    g3_train_flags_split(lf, m);
+    return 1;
+}
+
+void g3_train_flags_tokenizer(const g3_opts_t *o, g3_train_data_flags_t *d)
+{
+    d->vocab_file = g3_opts_str(o, "vocab-file");
+    d->merge_file = g3_opts_str(o, "merge-file");
+    d->allow_tokenizer_mismatch = g3_opts_bool(o, "allow-tokenizer-mismatch");
+}
+
+void g3_train_flags_data(const g3_opts_t *o, g3_train_data_flags_t *d)
+{
+    d->data_path = NULL;
+    d->data_path_count = 0;
+    if (g3_opts_is_set(o, "data-path"))
+        d->data_path_count = g3_opts_list(o, "data-path", &d->data_path);
+    d->split = g3_opts_str(o, "split");
+    d->data_cache_path = g3_opts_str(o, "data-cache-path");
 }
 
 int g3_train_flags_backend(const g3_opts_t *o, g3_be_kind_t *kind_p, g3_be_opts_t *be_opts)
@@ -147,61 +203,84 @@ int g3_train_flags_backend(const g3_opts_t *o, g3_be_kind_t *kind_p, g3_be_opts_
     return ok;
 }
 
-int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, int *pp_p)
+int g3_train_flags_seed(int64_t seed)
 {
-    char *const *list;
-    int ok = 1, tp = 1, pp = 1;
-
-    /* model flags */
-    ok &= g3_train_flags_range(o, "num-layers", 1, G3_TRAIN_MAX_LAYERS, &cfg->model.num_layers);
-    ok &= g3_train_flags_int(o, "hidden-size", 1, &cfg->model.hidden_size);
-    ok &= g3_train_flags_int(o, "num-attention-heads", 1, &cfg->model.num_attention_heads);
-    if (g3_opts_is_set(o, "ffn-hidden-size"))
-        ok &= g3_train_flags_int(o, "ffn-hidden-size", 1, &cfg->model.ffn_hidden_size);
-    ok &= g3_train_flags_int(o, "seq-length", 1, &cfg->model.seq_length);
-    if (g3_opts_is_set(o, "max-position-embeddings"))
-        ok &= g3_train_flags_int(o, "max-position-embeddings", 1,
-                                 &cfg->model.max_position_embeddings);
-    ok &= g3_train_flags_int(o, "make-vocab-size-divisible-by", 1,
-                             &cfg->model.make_vocab_size_divisible_by);
-    cfg->model.init_method_std = (float)g3_opts_float(o, "init-method-std");
-    cfg->model.layernorm_epsilon = (float)g3_opts_float(o, "layernorm-epsilon");
-    cfg->model.recompute_activations = g3_opts_bool(o, "recompute-activations");
-    if (g3_opts_is_set(o, "recompute-granularity"))
-        cfg->model.recompute_granularity =
-            strcmp(g3_opts_str(o, "recompute-granularity"), "full") == 0
-                ? G3_GPT_RECOMPUTE_FULL : G3_GPT_RECOMPUTE_SELECTIVE;
-    if (g3_opts_int(o, "seed") < 0 || g3_opts_int(o, "seed") > (int64_t)UINT32_MAX) {
-        g3_error("--seed %lld is out of range (0 .. 4294967295): the data shuffles use numpy's 32-bit seeding, as Megatron does", (long long)g3_opts_int(o, "seed"));
-        ok = 0;
+    if (seed < 0 || seed > (int64_t)UINT32_MAX) {
+        g3_error("--seed %lld is out of range (0 .. 4294967295): the data shuffles use numpy's 32-bit seeding, as Megatron does", (long long)seed);
+        return 0;
     }
-    cfg->model.seed = (uint64_t)g3_opts_int(o, "seed");
-    ok &= g3_train_flags_layout(o, &cfg->model, &tp, &pp);
-    cfg->model.sequence_parallel = g3_opts_bool(o, "sequence-parallel");
+    return 1;
+}
+
+/* The model flags.  OUT: cfg->model.  RET: 1, or 0 (logged). */
+static int g3_train_flags_model(const g3_opts_t *o, g3_gpt_config_t *m)
+{
+    int ok = 1;
+
+    ok &= g3_train_flags_range(o, "num-layers", 1, G3_TRAIN_MAX_LAYERS, &m->num_layers);
+    ok &= g3_train_flags_int(o, "hidden-size", 1, &m->hidden_size);
+    ok &= g3_train_flags_int(o, "num-attention-heads", 1, &m->num_attention_heads);
+    if (g3_opts_is_set(o, "ffn-hidden-size"))
+        ok &= g3_train_flags_int(o, "ffn-hidden-size", 1, &m->ffn_hidden_size);
+    ok &= g3_train_flags_int(o, "seq-length", 1, &m->seq_length);
+    if (g3_opts_is_set(o, "max-position-embeddings"))
+        ok &= g3_train_flags_int(o, "max-position-embeddings", 1, &m->max_position_embeddings);
+    ok &= g3_train_flags_int(o, "make-vocab-size-divisible-by", 1,
+                             &m->make_vocab_size_divisible_by);
+    m->init_method_std = (float)g3_opts_float(o, "init-method-std");
+    m->layernorm_epsilon = (float)g3_opts_float(o, "layernorm-epsilon");
+    m->recompute_activations = g3_opts_bool(o, "recompute-activations");
+    if (g3_opts_is_set(o, "recompute-granularity"))
+        m->recompute_granularity = strcmp(g3_opts_str(o, "recompute-granularity"), "full") == 0
+                                       ? G3_GPT_RECOMPUTE_FULL : G3_GPT_RECOMPUTE_SELECTIVE;
+    ok &= g3_train_flags_seed(g3_opts_int(o, "seed"));
+    m->seed = (uint64_t)g3_opts_int(o, "seed");
+    m->vocab_size = 1;   /* checked against the vocabulary file later */
+    return ok;
+}
+
+/* The interleaved schedule: --virtual-pipeline-model-parallel-size, or V from
+ * --num-layers-per-virtual-pipeline-stage (both: they must agree); prior: the flags before
+ * were good.  OUT: m->virtual_pp_size.  RET: 1, or 0 (logged). */
+static int g3_train_flags_vpp(const g3_opts_t *o, int prior, int pp, g3_gpt_config_t *m)
+{
+    int ok = 1, n = 0, L = m->num_layers;
+
     if (g3_opts_is_set(o, "virtual-pipeline-model-parallel-size"))
         ok &= g3_train_flags_int(o, "virtual-pipeline-model-parallel-size", 1,
-                                 &cfg->model.virtual_pp_size);
-    if (ok && g3_opts_is_set(o, "num-layers-per-virtual-pipeline-stage")) {
-        int n = 0, L = cfg->model.num_layers;
-        ok &= g3_train_flags_int(o, "num-layers-per-virtual-pipeline-stage", 1, &n);
-        if (ok && (L % ((int64_t)pp * n) != 0)) {
-            g3_error("--num-layers-per-virtual-pipeline-stage %d: --num-layers %d is not a multiple of --pipeline-model-parallel-size %d x %d, so the model chunks cannot all have %d layers; change one of them", n, L, pp, n, n);
-            ok = 0;
-        } else if (ok && cfg->model.virtual_pp_size > 0 &&
-                   cfg->model.virtual_pp_size != L / (pp * n)) {
-            g3_error(
-                "--num-layers-per-virtual-pipeline-stage %d gives %d model chunks per stage (%d layers / (PP %d x %d)) but --virtual-pipeline-model-parallel-size says %d; give only one of them",
-                n, L / (pp * n), L, pp, n, cfg->model.virtual_pp_size);
-            ok = 0;
-        } else if (ok) {
-            cfg->model.virtual_pp_size = L / (pp * n);
-        }
+                                 &m->virtual_pp_size);
+    if (!(ok && prior) || !g3_opts_is_set(o, "num-layers-per-virtual-pipeline-stage"))
+        return ok;
+    if (!g3_train_flags_int(o, "num-layers-per-virtual-pipeline-stage", 1, &n))
+        return 0;
+    if (L % ((int64_t)pp * n) != 0) {
+        g3_error("--num-layers-per-virtual-pipeline-stage %d: --num-layers %d is not a multiple of --pipeline-model-parallel-size %d x %d, so the model chunks cannot all have %d layers; change one of them", n, L, pp, n, n);
+        return 0;
     }
-    if (!(g3_opts_float(o, "distributed-timeout-minutes") > 0.0)) {
-        g3_error("--distributed-timeout-minutes must be positive (got %g)",
-                 g3_opts_float(o, "distributed-timeout-minutes"));
-        ok = 0;
+    if (m->virtual_pp_size > 0 && m->virtual_pp_size != L / (pp * n)) {
+        g3_error(
+            "--num-layers-per-virtual-pipeline-stage %d gives %d model chunks per stage (%d layers / (PP %d x %d)) but --virtual-pipeline-model-parallel-size says %d; give only one of them",
+            n, L / (pp * n), L, pp, n, m->virtual_pp_size);
+        return 0;
     }
+    m->virtual_pp_size = L / (pp * n);
+    return 1;
+}
+
+/* The layout flags, the schedule over them and the data-parallel gradient flags; prior: the
+ * flags before were good.  OUT: cfg, *lf.  RET: 1, or 0 (logged). */
+static int g3_train_flags_parallel(const g3_opts_t *o, int prior, g3_train_config_t *cfg,
+                                   g3_train_layout_flags_t *lf)
+{
+    int ok = g3_train_flags_layout(o, lf);
+
+    g3_train_flags_split(lf, &cfg->model);
+
+    cfg->model.sequence_parallel = g3_opts_bool(o, "sequence-parallel");
+    lf->sp_given = g3_opts_is_set(o, "sequence-parallel");
+    lf->vpp_given = g3_opts_is_set(o, "virtual-pipeline-model-parallel-size") ||
+                    g3_opts_is_set(o, "num-layers-per-virtual-pipeline-stage");
+    ok &= g3_train_flags_vpp(o, ok && prior, lf->pp, &cfg->model);
     cfg->distributed_optimizer = g3_opts_bool(o, "use-distributed-optimizer");
     cfg->grad_reduce_bf16 = g3_opts_bool(o, "grad-reduce-in-bf16");
     cfg->overlap_grad_reduce = g3_opts_bool(o, "overlap-grad-reduce");
@@ -221,9 +300,15 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
         ok = 0;
     }
     cfg->grad_dump_dir = g3_opts_str(o, "debug-grad-dump");
-    cfg->model.vocab_size = 1;   /* checked against the vocabulary file later */
+    return ok;
+}
 
-    /* training flags */
+/* The batch and length flags.  OUT: cfg.  RET: 1, or 0 (logged). */
+static int g3_train_flags_batch(const g3_opts_t *o, g3_train_config_t *cfg)
+{
+    char *const *list;
+    int ok = 1;
+
     cfg->micro_batch_size = g3_opts_int(o, "micro-batch-size");
     cfg->global_batch_size = g3_opts_is_set(o, "global-batch-size")
                                  ? g3_opts_int(o, "global-batch-size") : 0;
@@ -261,6 +346,14 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
         g3_error("--train-iters and --train-samples must be at least 1");
         ok = 0;
     }
+    return ok;
+}
+
+/* The learning-rate schedule and AdamW.  OUT: cfg.  RET: 1, or 0 (logged). */
+static int g3_train_flags_schedule(const g3_opts_t *o, g3_train_config_t *cfg)
+{
+    int ok = 1;
+
     cfg->lr = g3_opts_float(o, "lr");
     cfg->min_lr = g3_opts_float(o, "min-lr");
     g3_train_lr_decay_parse(g3_opts_str(o, "lr-decay-style"), &cfg->lr_decay_style);
@@ -293,6 +386,14 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     cfg->adamw.eps = g3_opts_float(o, "adam-eps");
     cfg->adamw.weight_decay = g3_opts_float(o, "weight-decay");
     cfg->adamw.clip_grad = g3_opts_float(o, "clip-grad");
+    return ok;
+}
+
+/* Evaluation, logging, TensorBoard and the text sample.  OUT: cfg.  RET: 1, or 0 (logged). */
+static int g3_train_flags_output(const g3_opts_t *o, g3_train_config_t *cfg)
+{
+    int ok = 1;
+
     cfg->eval_interval = g3_opts_int(o, "eval-interval");
     cfg->eval_iters = g3_opts_int(o, "eval-iters");
     cfg->eval_tasks = g3_opts_str(o, "eval-tasks");
@@ -316,7 +417,15 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
     ok &= g3_train_flags_int(o, "top-k", 0, &cfg->top_k);
     cfg->temperature = g3_opts_float(o, "temperature");
     cfg->prompt = g3_opts_str(o, "prompt");
-    ok &= g3_train_flags_backend(o, &cfg->backend, &cfg->be_opts);
+    return ok;
+}
+
+/* The compute backend, how its tensors move between ranks, the timers.  OUT: cfg.
+ * RET: 1, or 0 (logged). */
+static int g3_train_flags_device(const g3_opts_t *o, g3_train_config_t *cfg)
+{
+    int ok = g3_train_flags_backend(o, &cfg->backend, &cfg->be_opts);
+
     cfg->dist_ucx = strcmp(g3_opts_str(o, "distributed-backend"), "ucx") == 0;
     cfg->timing_log_level = atoi(g3_opts_str(o, "timing-log-level"));
     if (cfg->log_timers && cfg->timing_log_level == 0) {
@@ -328,8 +437,19 @@ int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, i
         g3_error("--distributed-backend nccl moves GPU tensors, and --device cpu keeps them in host memory, which always moves over UCX; drop the flag (or pass ucx), or use --device cuda");
         ok = 0;
     }
-    *tp_p = tp;
-    *pp_p = pp;
+    return ok;
+}
+
+int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg,
+                        g3_train_layout_flags_t *lf)
+{
+    int ok = g3_train_flags_model(o, &cfg->model);
+
+    ok &= g3_train_flags_parallel(o, ok, cfg, lf);
+    ok &= g3_train_flags_batch(o, cfg);
+    ok &= g3_train_flags_schedule(o, cfg);
+    ok &= g3_train_flags_output(o, cfg);
+    ok &= g3_train_flags_device(o, cfg);
     return ok;
 }
 

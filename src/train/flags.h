@@ -37,16 +37,65 @@ extern const g3_opt_spec_t g3_train_opt_specs[];
 int g3_train_flags_int(const g3_opts_t *o, const char *name, int64_t lo, int *out);
 /* The same within lo .. hi. */
 int g3_train_flags_range(const g3_opts_t *o, const char *name, int64_t lo, int hi, int *out);
+/* A --seed (the flag's, or a checkpoint's for gpt3d eval) within the data shuffles' 32 bits.
+ * RET: 1, or 0 after logging "--seed V is out of range". */
+int g3_train_flags_seed(int64_t seed);
 /* The deepest model gpt3d builds or plans: each layer costs the model and the planner a
  * record, and 2^31 of them (a typo) made gpt3d plan count a failed 200 GB request as no
  * activations.  Megatron's largest published models have about a hundred layers. */
 #define G3_TRAIN_MAX_LAYERS 65536
 
+/* The layout flags of G3_TRAIN_LAYOUT_SPECS as given (defaults where not). */
+typedef struct {
+    int         tp, pp;            /* --tensor-/--pipeline-model-parallel-size             */
+    int         pp_first, pp_last; /* --decoder-first/last-pipeline-num-layers; 0: even    */
+    double      timeout_min;       /* --distributed-timeout-minutes (> 0)                  */
+    const char *topology_file;     /* --topology-file; NULL: SLURM_TOPOLOGY_ADDR, else flat */
+    int         tp_given, pp_given; /* the two sizes were given (gpt3d plan --search keeps
+                                     * what was)                                           */
+    int         vpp_given, sp_given; /* the interleaved schedule, --sequence-parallel given
+                                      * (g3_train_flags_read)                              */
+} g3_train_layout_flags_t;
+
 /* Read the layout flags of G3_TRAIN_LAYOUT_SPECS that every job of ranks takes (gpt3d train,
- * plan, eval, generate): the tensor- and pipeline-parallel sizes and the uneven pipeline split
- * (into m).  OUT: *tp_p, *pp_p, m->pp_first_layers, m->pp_last_layers (when given).
- * RET: 1, or 0 after logging every bad value, naming its flag. */
-int g3_train_flags_layout(const g3_opts_t *o, g3_gpt_config_t *m, int *tp_p, int *pp_p);
+ * plan, eval, generate; gpt3d topo, whose table has all but the uneven pipeline split), the
+ * one reader of them.  OUT: *lf.  RET: 1, or 0 after logging every bad value, naming its
+ * flag. */
+int g3_train_flags_layout(const g3_opts_t *o, g3_train_layout_flags_t *lf);
+
+/* --distributed-timeout-minutes in seconds, for making the world before the flags are checked
+ * (g3_train_flags_layout refuses a value that is not positive; until then 10 minutes). */
+double g3_train_flags_timeout_s(const g3_opts_t *o);
+
+/* The layout a job of `world` ranks gets from lf: DP = world / (TP x PP) (g3_par_dp_size,
+ * the one check), and the model's tensor- and pipeline-parallel fields as that layout places
+ * world rank 0 (g3_par_layout_shard, the one place that sets them; the job's own layout sets
+ * them again for each rank), with the uneven pipeline split lf gives.  For the checks before
+ * any rank is placed.  OUT: *l, m's layout fields.  RET: 1, or 0 after logging "impossible
+ * layout: ..." when world is not a multiple of TP x PP. */
+int g3_train_flags_job_layout(int world, const g3_train_layout_flags_t *lf, g3_gpt_config_t *m,
+                              g3_par_layout_t *l);
+
+/* The tokenizer and data flags as given: NULL (0 words) where not given, so that each command
+ * chooses its default (gpt3d train: the built-in corpus's; eval and generate: the
+ * checkpoint's run's, else the built-in corpus's). */
+typedef struct {
+    const char  *vocab_file;          /* --vocab-file                                         */
+    const char  *merge_file;          /* --merge-file                                         */
+    int          allow_tokenizer_mismatch; /* --allow-tokenizer-mismatch                      */
+    int          data_path_count;     /* --data-path words (0: not given)                     */
+    char *const *data_path;
+    const char  *split;               /* --split (gpt3d train's table has a default)          */
+    const char  *data_cache_path;     /* --data-cache-path                                    */
+} g3_train_data_flags_t;
+
+/* Read --vocab-file, --merge-file and --allow-tokenizer-mismatch (gpt3d train, eval,
+ * generate) into d, the one reader of them.  OUT: d's three. */
+void g3_train_flags_tokenizer(const g3_opts_t *o, g3_train_data_flags_t *d);
+
+/* Read --data-path, --split and --data-cache-path (gpt3d train, eval) into d, the one reader
+ * of them.  OUT: d's four. */
+void g3_train_flags_data(const g3_opts_t *o, g3_train_data_flags_t *d);
 
 /* Read the compute backend's flags (--device, --attention-backend, --deterministic): the kind
  * and its options (the other fields of be_opts are left as they are).  OUT: *kind_p,
@@ -54,14 +103,17 @@ int g3_train_flags_layout(const g3_opts_t *o, g3_gpt_config_t *m, int *tp_p, int
  * --calibrate alone. */
 int g3_train_flags_backend(const g3_opts_t *o, g3_be_kind_t *kind_p, g3_be_opts_t *be_opts);
 
-/* Read the model flags (--num-layers .. --deterministic), the layout flags (tensor and pipeline
- * sizes, the uneven pipeline split, --use-distributed-optimizer), the batch and length flags
- * (--micro-batch-size, --global-batch-size, --rampup-batch-size, --train-iters,
- * --train-samples), the schedule, optimizer and sampling flags into cfg (defaults set with
- * g3_train_config_defaults; cfg->model.vocab_size is set to 1 for the caller to fill).
- * OUT: cfg, *tp_p, *pp_p.  RET: 1, or 0 after logging every bad value once, naming its flag.
- * The relations between flags are checked later: g3_gpt_config_check, g3_train_plan. */
-int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg, int *tp_p, int *pp_p);
+/* Read the model flags (--num-layers .. --seed), the layout flags (g3_train_flags_layout; the
+ * interleaved schedule, --sequence-parallel, the data-parallel gradient flags), the batch and
+ * length flags (--micro-batch-size, --global-batch-size, --rampup-batch-size, --train-iters,
+ * --train-samples), the schedule and optimizer flags, the evaluation, logging and sampling
+ * flags and the device flags into cfg (defaults set with g3_train_config_defaults;
+ * cfg->model.vocab_size is set to 1 for the caller to fill).  The model's layout fields are
+ * left to g3_train_flags_job_layout.  OUT: cfg, *lf.  RET: 1, or 0 after logging every bad
+ * value once, naming its flag.  The relations between flags are checked later:
+ * g3_gpt_config_check, g3_train_plan. */
+int g3_train_flags_read(const g3_opts_t *o, g3_train_config_t *cfg,
+                        g3_train_layout_flags_t *lf);
 
 /* Read the checkpoint and stop-on-request flags (--save, --load, --save-interval,
  * --keep-last, --load-fallback, --no-save-optim, --no-load-optim, --async-save,

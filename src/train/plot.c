@@ -552,14 +552,138 @@ static int g3_plot_yticks(const g3_plot_frame_t *fr, double ymin, double ymax, d
     return n;
 }
 
-g3_status_t g3_plot_write_svg(const g3_plot_t *p, const g3_plot_opts_t *o, FILE *f)
+/* The grid, the ticks (xt: (nxt) x ticks labelled at xstep; the y ticks from ymin .. ymax),
+ * the frame and the axis names. */
+static void g3_plot_axes(FILE *f, const g3_plot_frame_t *fr, const g3_plot_opts_t *o,
+                         const double *xt, int nxt, double xstep, double ymin, double ymax)
 {
     static const char *const xname[] = { "iteration", "consumed samples", "tokens" };
+    double t[G3_PLOT_MAXTICKS], step;
+    int nt;
+    char lab[64];
+
+    fprintf(f, "<g id=\"x-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n");
+    for (int i = 0; i < nxt; i++) {
+        double x = g3_plot_px(fr, xt[i]);
+        if (xt[i] < fr->x0 || xt[i] > fr->x1)
+            continue;
+        g3_plot_label(xt[i], xstep, lab, sizeof(lab));
+        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>", x, fr->top, x,
+                fr->top + fr->h);
+        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000000\"/>",
+                x, fr->top + fr->h, x, fr->top + fr->h + 5);
+        fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" stroke=\"none\" fill=\"#000000\">%s</text>\n",
+                x, fr->top + fr->h + 18, lab);
+    }
+    fprintf(f, "</g>\n");
+    nt = g3_plot_yticks(fr, ymin, ymax, t, &step);
+    fprintf(f, "<g id=\"y-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n");
+    for (int i = 0; i < nt; i++) {
+        double y = g3_plot_py(fr, t[i]);
+        if (y < fr->top - 0.01 || y > fr->top + fr->h + 0.01)
+            continue;
+        g3_plot_label(t[i], step, lab, sizeof(lab));
+        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>", fr->left, y,
+                fr->left + fr->w, y);
+        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000000\"/>",
+                fr->left - 5, y, fr->left, y);
+        fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" stroke=\"none\" fill=\"#000000\">%s</text>\n",
+                fr->left - 8, y + 4, lab);
+    }
+    fprintf(f, "</g>\n");
+    fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" stroke=\"#000000\"/>\n",
+            fr->left, fr->top, fr->w, fr->h);
+    fprintf(f, "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", fr->left + fr->w / 2,
+            o->height - 14, xname[o->x]);
+    fprintf(f, "<text transform=\"translate(18 %.2f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n",
+            fr->top + fr->h / 2, o->log_y ? "loss (log scale)" : "loss");
+}
+
+/* The curves, clipped to the plot area: one colour per run, validation dashed with a marker
+ * at each evaluation. */
+static void g3_plot_curves(FILE *f, const g3_plot_t *p, const g3_plot_opts_t *o,
+                           const g3_plot_frame_t *fr)
+{
+    fprintf(f, "<clipPath id=\"clip\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/></clipPath>\n",
+            fr->left, fr->top, fr->w, fr->h);
+    fprintf(f, "<g id=\"plot-area\" clip-path=\"url(#clip)\" data-x-min=\"%.17g\" data-x-max=\"%.17g\" data-y-min=\"%.17g\" data-y-max=\"%.17g\" data-log-y=\"%d\" data-left=\"%.17g\" data-top=\"%.17g\" data-width=\"%.17g\" data-height=\"%.17g\">\n",
+            fr->x0, fr->x1, fr->y0, fr->y1, fr->log_y, fr->left, fr->top, fr->w, fr->h);
+    for (int i = 0, run = -1; i < p->nseries; i++) {
+        const g3_plot_series_t *s = &p->series[i];
+        const char *color;
+        int first = 1;
+        if (i == 0 || strcmp(s->name, p->series[i - 1].name) != 0)
+            run++;
+        if (!g3_plot_drawn(s, o))
+            continue;
+        color = g3_plot_colors[run % G3_PLOT_NCOLORS];
+        fprintf(f, "<path class=\"series\" data-run=\"");
+        g3_plot_text(f, s->name);
+        fprintf(f, "\" data-kind=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s stroke-linejoin=\"round\" d=\"",
+                s->valid ? "validation" : "training", color, s->valid ? "2" : "1.5",
+                s->valid ? " stroke-dasharray=\"6 4\"" : "");
+        for (size_t k = 0; k < s->n; k++) {
+            if (!isfinite(s->y[k]) || (o->log_y && !(s->y[k] > 0.0)))
+                continue;
+            fprintf(f, "%s%.3f,%.3f", first ? "M" : " L", g3_plot_px(fr, s->x[k]),
+                    g3_plot_py(fr, s->y[k]));
+            first = 0;
+        }
+        fprintf(f, "\"/>\n");
+        if (s->valid) {   /* the evaluations are few: a marker at each */
+            fprintf(f, "<g fill=\"%s\">", color);
+            for (size_t k = 0; k < s->n; k++)
+                if (isfinite(s->y[k]) && (!o->log_y || s->y[k] > 0.0))
+                    fprintf(f, "<circle cx=\"%.3f\" cy=\"%.3f\" r=\"3\"/>",
+                            g3_plot_px(fr, s->x[k]), g3_plot_py(fr, s->y[k]));
+            fprintf(f, "</g>\n");
+        }
+    }
+    fprintf(f, "</g>\n");
+}
+
+/* The legend, in the top right corner (many: several runs, named in it; ndrawn rows). */
+static void g3_plot_legend(FILE *f, const g3_plot_t *p, const g3_plot_opts_t *o,
+                           const g3_plot_frame_t *fr, int many, int ndrawn)
+{
+    double lw = 0.0, lx, ly = fr->top + 10;
+
+    for (int i = 0; i < p->nseries; i++) {
+        size_t l = strlen(p->series[i].name) * (size_t)many + 11;
+        if (g3_plot_drawn(&p->series[i], o) && l * 7.0 > lw)
+            lw = (double)l * 7.0;
+    }
+    lw += 44;
+    lx = fr->left + fr->w - lw - 10;
+    fprintf(f, "<g id=\"legend\">\n<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%d\" fill=\"#ffffff\" fill-opacity=\"0.85\" stroke=\"#b0b0b0\"/>\n",
+            lx, ly, lw, 8 + 18 * ndrawn);
+    for (int i = 0, run = -1, row = 0; i < p->nseries; i++) {
+        const g3_plot_series_t *s = &p->series[i];
+        double y;
+        if (i == 0 || strcmp(s->name, p->series[i - 1].name) != 0)
+            run++;
+        if (!g3_plot_drawn(s, o))
+            continue;
+        y = ly + 16 + 18 * row++;
+        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"%s\"%s/>",
+                lx + 8, y - 4, lx + 36, y - 4, g3_plot_colors[run % G3_PLOT_NCOLORS],
+                s->valid ? "2" : "1.5", s->valid ? " stroke-dasharray=\"6 4\"" : "");
+        fprintf(f, "<text x=\"%.2f\" y=\"%.2f\">", lx + 42, y);
+        if (many) {
+            g3_plot_text(f, s->name);
+            fputc(' ', f);
+        }
+        fprintf(f, "%s</text>\n", s->valid ? "validation" : "training");
+    }
+    fprintf(f, "</g>\n");
+}
+
+g3_status_t g3_plot_write_svg(const g3_plot_t *p, const g3_plot_opts_t *o, FILE *f)
+{
     double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
     double t[G3_PLOT_MAXTICKS], step;
     int nt, nruns = 0, ndrawn = 0, W = o->width, H = o->height, many;
     g3_plot_frame_t fr;
-    char lab[64];
 
     for (int i = 0; i < p->nseries; i++) {
         const g3_plot_series_t *s = &p->series[i];
@@ -610,113 +734,9 @@ g3_status_t g3_plot_write_svg(const g3_plot_t *p, const g3_plot_opts_t *o, FILE 
     g3_plot_text(f, o->title ? o->title : "lm loss");
     fprintf(f, "</text>\n");
 
-    /* grid and ticks */
-    fprintf(f, "<g id=\"x-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n");
-    for (int i = 0; i < nt; i++) {
-        double x = g3_plot_px(&fr, t[i]);
-        if (t[i] < fr.x0 || t[i] > fr.x1)
-            continue;
-        g3_plot_label(t[i], step, lab, sizeof(lab));
-        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>", x, fr.top, x,
-                fr.top + fr.h);
-        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000000\"/>",
-                x, fr.top + fr.h, x, fr.top + fr.h + 5);
-        fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" stroke=\"none\" fill=\"#000000\">%s</text>\n",
-                x, fr.top + fr.h + 18, lab);
-    }
-    fprintf(f, "</g>\n");
-    nt = g3_plot_yticks(&fr, ymin, ymax, t, &step);
-    fprintf(f, "<g id=\"y-axis\" stroke=\"#e0e0e0\" stroke-width=\"1\">\n");
-    for (int i = 0; i < nt; i++) {
-        double y = g3_plot_py(&fr, t[i]);
-        if (y < fr.top - 0.01 || y > fr.top + fr.h + 0.01)
-            continue;
-        g3_plot_label(t[i], step, lab, sizeof(lab));
-        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>", fr.left, y,
-                fr.left + fr.w, y);
-        fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000000\"/>",
-                fr.left - 5, y, fr.left, y);
-        fprintf(f, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" stroke=\"none\" fill=\"#000000\">%s</text>\n",
-                fr.left - 8, y + 4, lab);
-    }
-    fprintf(f, "</g>\n");
-    fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" stroke=\"#000000\"/>\n",
-            fr.left, fr.top, fr.w, fr.h);
-    fprintf(f, "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", fr.left + fr.w / 2,
-            H - 14, xname[o->x]);
-    fprintf(f, "<text transform=\"translate(18 %.2f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n",
-            fr.top + fr.h / 2, o->log_y ? "loss (log scale)" : "loss");
-
-    /* the curves, clipped to the plot area */
-    fprintf(f, "<clipPath id=\"clip\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/></clipPath>\n",
-            fr.left, fr.top, fr.w, fr.h);
-    fprintf(f, "<g id=\"plot-area\" clip-path=\"url(#clip)\" data-x-min=\"%.17g\" data-x-max=\"%.17g\" data-y-min=\"%.17g\" data-y-max=\"%.17g\" data-log-y=\"%d\" data-left=\"%.17g\" data-top=\"%.17g\" data-width=\"%.17g\" data-height=\"%.17g\">\n",
-            fr.x0, fr.x1, fr.y0, fr.y1, fr.log_y, fr.left, fr.top, fr.w, fr.h);
-    for (int i = 0, run = -1; i < p->nseries; i++) {
-        const g3_plot_series_t *s = &p->series[i];
-        const char *color;
-        int first = 1;
-        if (i == 0 || strcmp(s->name, p->series[i - 1].name) != 0)
-            run++;
-        if (!g3_plot_drawn(s, o))
-            continue;
-        color = g3_plot_colors[run % G3_PLOT_NCOLORS];
-        fprintf(f, "<path class=\"series\" data-run=\"");
-        g3_plot_text(f, s->name);
-        fprintf(f, "\" data-kind=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s stroke-linejoin=\"round\" d=\"",
-                s->valid ? "validation" : "training", color, s->valid ? "2" : "1.5",
-                s->valid ? " stroke-dasharray=\"6 4\"" : "");
-        for (size_t k = 0; k < s->n; k++) {
-            if (!isfinite(s->y[k]) || (o->log_y && !(s->y[k] > 0.0)))
-                continue;
-            fprintf(f, "%s%.3f,%.3f", first ? "M" : " L", g3_plot_px(&fr, s->x[k]),
-                    g3_plot_py(&fr, s->y[k]));
-            first = 0;
-        }
-        fprintf(f, "\"/>\n");
-        if (s->valid) {   /* the evaluations are few: a marker at each */
-            fprintf(f, "<g fill=\"%s\">", color);
-            for (size_t k = 0; k < s->n; k++)
-                if (isfinite(s->y[k]) && (!o->log_y || s->y[k] > 0.0))
-                    fprintf(f, "<circle cx=\"%.3f\" cy=\"%.3f\" r=\"3\"/>",
-                            g3_plot_px(&fr, s->x[k]), g3_plot_py(&fr, s->y[k]));
-            fprintf(f, "</g>\n");
-        }
-    }
-    fprintf(f, "</g>\n");
-
-    /* the legend, in the top right corner */
-    {
-        double lw = 0.0, lx, ly = fr.top + 10;
-        for (int i = 0; i < p->nseries; i++) {
-            size_t l = strlen(p->series[i].name) * (size_t)many + 11;
-            if (g3_plot_drawn(&p->series[i], o) && l * 7.0 > lw)
-                lw = (double)l * 7.0;
-        }
-        lw += 44;
-        lx = fr.left + fr.w - lw - 10;
-        fprintf(f, "<g id=\"legend\">\n<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%d\" fill=\"#ffffff\" fill-opacity=\"0.85\" stroke=\"#b0b0b0\"/>\n",
-                lx, ly, lw, 8 + 18 * ndrawn);
-        for (int i = 0, run = -1, row = 0; i < p->nseries; i++) {
-            const g3_plot_series_t *s = &p->series[i];
-            double y;
-            if (i == 0 || strcmp(s->name, p->series[i - 1].name) != 0)
-                run++;
-            if (!g3_plot_drawn(s, o))
-                continue;
-            y = ly + 16 + 18 * row++;
-            fprintf(f, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"%s\"%s/>",
-                    lx + 8, y - 4, lx + 36, y - 4, g3_plot_colors[run % G3_PLOT_NCOLORS],
-                    s->valid ? "2" : "1.5", s->valid ? " stroke-dasharray=\"6 4\"" : "");
-            fprintf(f, "<text x=\"%.2f\" y=\"%.2f\">", lx + 42, y);
-            if (many) {
-                g3_plot_text(f, s->name);
-                fputc(' ', f);
-            }
-            fprintf(f, "%s</text>\n", s->valid ? "validation" : "training");
-        }
-        fprintf(f, "</g>\n");
-    }
+    g3_plot_axes(f, &fr, o, t, nt, step, ymin, ymax);
+    g3_plot_curves(f, p, o, &fr);
+    g3_plot_legend(f, p, o, &fr, many, ndrawn);
     fprintf(f, "</svg>\n");
     return ferror(f) ? G3_ERR_IO : G3_OK;
 }

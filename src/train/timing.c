@@ -69,8 +69,7 @@ g3_status_t g3_train_timing_init(int level, g3_backend_t *be, g3_par_t *par,
     }
     t->level = level;
     t->par = par;
-    if (par)
-        g3_par_comm_busy(par, t->busy);
+    g3_par_comm_busy(par, t->busy);
     *timing_p = t;
     return G3_OK;
 }
@@ -122,8 +121,7 @@ g3_status_t g3_train_timing_report(g3_train_timing_t *timing, int64_t iteration,
     memset(now, 0, sizeof(now));
     for (int i = 0; i < G3_TIMER_COUNT; i++)
         v[i] = secs[i];
-    if (timing->par)
-        g3_par_comm_busy(timing->par, now);
+    g3_par_comm_busy(timing->par, now);
     for (int a = 0; a < G3_PAR_AXES; a++)
         for (int k = 0; k < G3_COMM_STAT_COUNT; k++) {
             double d = now[a][k] - timing->busy[a][k];
@@ -134,11 +132,9 @@ g3_status_t g3_train_timing_report(g3_train_timing_t *timing, int64_t iteration,
     /* (min, max) over the ranks: max of v and of -v in one all-reduce */
     for (int i = 0; i < G3_TIMING_NVAL; i++)
         v[G3_TIMING_NVAL + i] = -v[i];
-    if (timing->par) {
-        st = g3_par_world_allreduce(timing->par, v, 2 * G3_TIMING_NVAL, 1);
-        if (st != G3_OK)
-            return st;
-    }
+    st = g3_par_world_allreduce(timing->par, v, 2 * G3_TIMING_NVAL, 1);
+    if (st != G3_OK)
+        return st;
     if (!out && !metrics && !tb)
         return G3_OK;
     scale = 1e3 / (double)(iters > 0 ? iters : 1);

@@ -21,7 +21,7 @@
 typedef struct g3_train_timing g3_train_timing_t;
 
 /* level 0: *timing_p = NULL (nothing is timed: output and results as without the flag).
- * par: the layout, or NULL for one rank.  RET: G3_ERR_NO_MEMORY. */
+ * par: the layout (one rank: the 1 x 1 x 1 layout).  RET: G3_ERR_NO_MEMORY. */
 g3_status_t g3_train_timing_init(int level, g3_backend_t *be, g3_par_t *par,
                                  g3_train_timing_t **timing_p);
 void g3_train_timing_free(g3_train_timing_t *timing);

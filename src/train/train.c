@@ -298,37 +298,15 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
     return G3_ERR_NO_MEMORY;
 }
 
-/* Everything before the first iteration: the order puts the cheap checks first. */
-static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cfg,
-                                   g3_gpt_config_t *mcfg)
+/* The data: the datasets' recorded tokenizer files against the run's, the splits with the
+ * samples the run needs (vocab: the vocabulary's size, every token id is checked against it),
+ * and the batch buffers.  OUT: tr->data, tr->sample, tr->inputs, tr->targets.
+ * RET: the first error (logged). */
+static g3_status_t g3_trainer_open_data(g3_trainer_t *tr, const g3_train_config_t *cfg,
+                                        const g3_gpt_config_t *mcfg, int64_t vocab)
 {
     g3_data_config_t dcfg;
-    int64_t vocab = 0, eod = 0;
     g3_status_t st;
-
-    if (!cfg->par) {
-        g3_error("the trainer needs a layout (one rank: g3_par_init's 1 x 1 x 1)");
-        return G3_ERR_INTERNAL;
-    }
-    tr->layout = g3_par_layout(cfg->par);
-    st = g3_train_plan(cfg, &tr->plan);
-    if (st != G3_OK)
-        return st;
-    st = g3_data_vocab_info(cfg->vocab_file, &vocab, &eod);
-    if (st != G3_OK)
-        return st;
-    mcfg->vocab_size = (int)vocab;
-    st = g3_gpt_config_check(mcfg);
-    if (st != G3_OK)
-        return st;
-    /* before anything big is allocated: gpt3d plan's estimate against the memory there is */
-    st = g3_plan_check_fit(mcfg, cfg->backend, cfg->dp_size, cfg->micro_batch_size,
-                           tr->plan.global_batch_size, cfg->distributed_optimizer,
-                           tr->layout->local_size);
-    if (st != G3_OK)
-        return st;
-    tr->T = mcfg->seq_length;
-    tr->B = (int)cfg->micro_batch_size;
 
     if (cfg->tokenizer) {   /* the datasets' recorded tokenizer files against the run's */
         g3_tokid_t run;
@@ -373,6 +351,43 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         g3_error("out of memory for the batch buffers");
         return G3_ERR_NO_MEMORY;
     }
+    return G3_OK;
+}
+
+/* Everything before the first iteration: the order puts the cheap checks first. */
+static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cfg,
+                                   g3_gpt_config_t *mcfg)
+{
+    int64_t vocab = 0, eod = 0;
+    g3_status_t st;
+
+    if (!cfg->par) {
+        g3_error("the trainer needs a layout (one rank: g3_par_init's 1 x 1 x 1)");
+        return G3_ERR_INTERNAL;
+    }
+    tr->layout = g3_par_layout(cfg->par);
+    st = g3_train_plan(cfg, &tr->plan);
+    if (st != G3_OK)
+        return st;
+    st = g3_data_vocab_info(cfg->vocab_file, &vocab, &eod);
+    if (st != G3_OK)
+        return st;
+    mcfg->vocab_size = (int)vocab;
+    st = g3_gpt_config_check(mcfg);
+    if (st != G3_OK)
+        return st;
+    /* before anything big is allocated: gpt3d plan's estimate against the memory there is */
+    st = g3_plan_check_fit(mcfg, cfg->backend, cfg->dp_size, cfg->micro_batch_size,
+                           tr->plan.global_batch_size, cfg->distributed_optimizer,
+                           tr->layout->local_size);
+    if (st != G3_OK)
+        return st;
+    tr->T = mcfg->seq_length;
+    tr->B = (int)cfg->micro_batch_size;
+
+    st = g3_trainer_open_data(tr, cfg, mcfg, vocab);
+    if (st != G3_OK)
+        return st;
     if (cfg->eval_tasks) {   /* the task files read before any work: a bad one stops the run */
         st = g3_task_set_load(cfg->eval_tasks, cfg->vocab_file, cfg->merge_file, tr->T,
                               mcfg->seed, &tr->tasks);

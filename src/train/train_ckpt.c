@@ -95,7 +95,7 @@ static void g3_tck_stage_said(const g3_train_ckpt_t *c)
     if (!s || !s->buf || s->announced)
         return;
     s->announced = 1;
-    if (cfg->par && g3_par_layout(cfg->par)->world_rank != 0)
+    if (g3_par_layout(cfg->par)->world_rank != 0)
         return;
     g3_info("checkpoints: a %.1f MiB host staging area (%s) holds each save's copy of this rank's parameters and Adam moments; allocated once in %.2f s%s, reused by every save",
             (double)s->floats * 4.0 / 1048576.0,
