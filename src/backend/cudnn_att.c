@@ -272,21 +272,6 @@ static cudnnBackendDescriptor_t g3_gb_pw_new(g3_cudnn_graph_t *g, cudnnPointwise
     return y;
 }
 
-/* A new virtual fp32 tensor y (dims, strides; named yname) = reduce(x) (g3_gb_reduce). */
-static cudnnBackendDescriptor_t g3_gb_reduce_new(g3_cudnn_graph_t *g,
-                                                 cudnnReduceTensorOp_t mode,
-                                                 cudnnBackendDescriptor_t x,
-                                                 const int64_t dims[4],
-                                                 const int64_t strides[4], const char *yname,
-                                                 const char *name)
-{
-    cudnnBackendDescriptor_t y = g3_gb_tensor(g, 0, CUDNN_DATA_FLOAT, dims, strides, false,
-                                              yname);
-
-    g3_gb_reduce(g, mode, x, y, name);
-    return y;
-}
-
 /* y = (row >= column) ? x : -inf over the last two dimensions of x (the causal mask,
  * top-left aligned: diagonal_band_mask with right bound 0). */
 static cudnnBackendDescriptor_t g3_gb_causal(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t x,
@@ -328,27 +313,17 @@ typedef struct {
 static void g3_cudnn_layout(const g3_cudnn_key_t *k, g3_cudnn_layout_t *l)
 {
     int64_t B = k->B, T = k->T, NH = k->NH, HS = k->HS, C = NH * HS, C3 = 3 * C;
-    const int64_t q[4] = { B, NH, T, HS }, qs[4] = { T * C3, HS, C3, 1 };
-    const int64_t kt[4] = { B, NH, HS, T }, kts[4] = { T * C3, HS, 1, C3 };
-    const int64_t os[4] = { T * C, HS, C, 1 };
-    const int64_t s[4] = { B, NH, T, T }, ss[4] = { NH * T * T, T * T, T, 1 };
-    const int64_t sts[4] = { NH * T * T, T * T, 1, T };
-    const int64_t r[4] = { B, NH, T, 1 }, rs[4] = { NH * T, T, 1, 1 };
-    const int64_t acc_s[4] = { NH * T * HS, T * HS, HS, 1 };
-    const int64_t dot_s[4] = { NH * T * HS, T * HS, NH * HS, 1 };
 
-    memcpy(l->q, q, sizeof(q));
-    memcpy(l->qs, qs, sizeof(qs));
-    memcpy(l->kt, kt, sizeof(kt));
-    memcpy(l->kts, kts, sizeof(kts));
-    memcpy(l->os, os, sizeof(os));
-    memcpy(l->s, s, sizeof(s));
-    memcpy(l->ss, ss, sizeof(ss));
-    memcpy(l->sts, sts, sizeof(sts));
-    memcpy(l->r, r, sizeof(r));
-    memcpy(l->rs, rs, sizeof(rs));
-    memcpy(l->acc_s, acc_s, sizeof(acc_s));
-    memcpy(l->dot_s, dot_s, sizeof(dot_s));
+    *l = (g3_cudnn_layout_t){
+        .q = { B, NH, T, HS }, .qs = { T * C3, HS, C3, 1 },
+        .kt = { B, NH, HS, T }, .kts = { T * C3, HS, 1, C3 },
+        .os = { T * C, HS, C, 1 },
+        .s = { B, NH, T, T }, .ss = { NH * T * T, T * T, T, 1 },
+        .sts = { NH * T * T, T * T, 1, T },
+        .r = { B, NH, T, 1 }, .rs = { NH * T, T, 1, 1 },
+        .acc_s = { NH * T * HS, T * HS, HS, 1 },
+        .dot_s = { NH * T * HS, T * HS, NH * HS, 1 },
+    };
 }
 
 /* The variant packs' UIDs, in the order g3_cudnn_att_fwd/bwd give their pointers: exactly the
@@ -409,12 +384,13 @@ static void g3_cudnn_build_fwd(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l,
     g3_gb_matmul(g, q, kt, s, "bmm1 Q.K^T");
     s1 = g3_gb_pw_new(g, CUDNN_POINTWISE_MUL, s, scale, l->s, l->ss, "S*scale", "attn_scale");
     s2 = g3_gb_causal(g, s1, l->s, l->ss, neg_inf);
-    max = g3_gb_reduce_new(g, CUDNN_REDUCE_TENSOR_MAX, s2, l->r, l->rs, "max", "softmax max");
+    max = g3_gb_tensor(g, 0, F, l->r, l->rs, false, "max");
+    g3_gb_reduce(g, CUDNN_REDUCE_TENSOR_MAX, s2, max, "softmax max");
     sub = g3_gb_pw_new(g, CUDNN_POINTWISE_SUB, s2, max, l->s, l->ss, "S-max", "softmax sub");
     e = g3_gb_pw_new(g, CUDNN_POINTWISE_EXP, sub, NULL, l->s, l->ss, "exp(S-max)",
                      "softmax exp");
-    sum = g3_gb_reduce_new(g, CUDNN_REDUCE_TENSOR_ADD, e, l->r, l->rs, "sum exp",
-                           "softmax sum");
+    sum = g3_gb_tensor(g, 0, F, l->r, l->rs, false, "sum exp");
+    g3_gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, e, sum, "softmax sum");
     lg = g3_gb_pw_new(g, CUDNN_POINTWISE_LOG, sum, NULL, l->r, l->rs, "log sum", "softmax log");
     g3_gb_pointwise(g, CUDNN_POINTWISE_ADD, F, -1, max, lg, NULL, stats, "softmax stats");
     p = g3_gb_tensor(g, 0, BF, l->s, l->ss, false, "P");
@@ -441,8 +417,8 @@ static void g3_cudnn_build_bwd(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l,
 
     /* D = sum_HS(dO * O), times 1 (the dropout-free scale), kept for the dP - D below */
     dot = g3_gb_pw_new(g, CUDNN_POINTWISE_MUL, dO, o, l->q, l->dot_s, "dO*O", "mul_dO_O");
-    red = g3_gb_reduce_new(g, CUDNN_REDUCE_TENSOR_ADD, dot, l->r, l->rs, "sum dO*O",
-                           "reduce_dO_o");
+    red = g3_gb_tensor(g, 0, F, l->r, l->rs, false, "sum dO*O");
+    g3_gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, dot, red, "reduce_dO_o");
     g3_gb_pointwise(g, CUDNN_POINTWISE_MUL, F, -1, red, one, NULL, sum, "scale_dropout_inv");
     /* P = exp(S * scale - Stats) under the causal mask */
     s = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "S");
