@@ -59,7 +59,7 @@ static void test_linear(int N, int IC, int OC, g3cuda_epilogue_t epi, int repeat
     double *rdinp = kt_dvec(nin), *rdw = kt_dvec(nw), *rdb = kt_dvec(OC);
     int gelu = epi == G3CUDA_EPI_GELU_AUX || epi == G3CUDA_EPI_BIAS_GELU_AUX;
     int with_bias = epi == G3CUDA_EPI_BIAS || epi == G3CUDA_EPI_BIAS_GELU_AUX;
-    char what[128], w2[200];
+    char what[128];
 
     ref_randn_bf(inp, NULL, nin, 1.0f, 5, "inp");
     ref_randn_bf(w, NULL, nw, 0.05f, 5, "w");
@@ -121,23 +121,15 @@ static void test_linear(int N, int IC, int OC, g3cuda_epilogue_t epi, int repeat
     snprintf(what, sizeof(what), "N=%d IC=%d OC=%d epilogue %d%s", N, IC, OC, (int)epi,
              repeat ? " (second call)" : "");
     if (kt_sync(what) == 0) {
-        kt_get_bf(out, d_out, nout);
-        snprintf(w2, sizeof(w2), "gemm forward %s", what);
-        kt_check(w2, out, rout, nout, 1.0 / 128, 1e-3);
+        kt_check_dev(KT_BF16, out, d_out, rout, nout, 1.0 / 128, 1e-3, "gemm forward %s", what);
         if (gelu) {
-            kt_get_bf(aux, repeat ? d_aux2 : d_aux, nout);
-            snprintf(w2, sizeof(w2), "gemm forward aux %s", what);
-            kt_check(w2, aux, raux, nout, 1.0 / 128, 1e-3);
+            kt_check_dev(KT_BF16, aux, repeat ? d_aux2 : d_aux, raux, nout, 1.0 / 128, 1e-3,
+                         "gemm forward aux %s", what);
         }
-        kt_get_bf(dinp, d_dinp, nin);
-        snprintf(w2, sizeof(w2), "gemm dinp%s %s", gelu ? " (dGELU)" : "", what);
-        kt_check(w2, dinp, rdinp, nin, 1.0 / 128, 1e-3);
-        kt_get_f32(dw, d_dw, nw);
-        snprintf(w2, sizeof(w2), "gemm dw += (fp32) %s", what);
-        kt_check(w2, dw, rdw, nw, 1e-3, 1e-4);
-        kt_get_f32(db, d_db, OC);
-        snprintf(w2, sizeof(w2), "bias_bwd %s", what);
-        kt_check(w2, db, rdb, OC, 1e-5, 1e-5);
+        kt_check_dev(KT_BF16, dinp, d_dinp, rdinp, nin, 1.0 / 128, 1e-3,
+                     "gemm dinp%s %s", gelu ? " (dGELU)" : "", what);
+        kt_check_dev(KT_F32, dw, d_dw, rdw, nw, 1e-3, 1e-4, "gemm dw += (fp32) %s", what);
+        kt_check_dev(KT_F32, db, d_db, rdb, OC, 1e-5, 1e-5, "bias_bwd %s", what);
         tap_ok(kt_same_bytes(d_db, d_db2, 4 * (size_t)OC),
                "bias_bwd %s: deterministic (two runs, same bits)", what);
     }
@@ -184,12 +176,9 @@ static void test_bgrad(int N, int IC, int OC)
         g3cuda_gemm(kt_ctx, &bw);
         g3cuda_bias_acc(kt_ctx, d_db, d_part, OC);
         if (kt_sync(what) == 0) {
-            kt_get_f32(dw, d_dw, nw);
-            snprintf(w2, sizeof(w2), "gemm dw += (fp32) %s", what);
-            kt_check(w2, dw, rdw, nw, 1e-3, 1e-4);
-            kt_get_f32(db, d_db, OC);
-            snprintf(w2, sizeof(w2), "bias gradient (BGRAD + bias_acc) %s", what);
-            kt_check(w2, db, rdb, OC, 1e-5, 1e-5);
+            kt_check_dev(KT_F32, dw, d_dw, rdw, nw, 1e-3, 1e-4, "gemm dw += (fp32) %s", what);
+            kt_check_dev(KT_F32, db, d_db, rdb, OC, 1e-5, 1e-5,
+                         "bias gradient (BGRAD + bias_acc) %s", what);
         }
     }
     KT_FREE(d_inp, d_dout, d_dw, d_db, d_part);
