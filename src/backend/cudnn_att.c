@@ -258,6 +258,20 @@ static void g3_gb_reshape(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t x,
              name);
 }
 
+/* A new virtual fp32 tensor y (dims, strides; named yname) = mode(x [, b]) in fp32. */
+static cudnnBackendDescriptor_t g3_gb_pw_new(g3_cudnn_graph_t *g, cudnnPointwiseMode_t mode,
+                                             cudnnBackendDescriptor_t x,
+                                             cudnnBackendDescriptor_t b, const int64_t dims[4],
+                                             const int64_t strides[4], const char *yname,
+                                             const char *name)
+{
+    cudnnBackendDescriptor_t y = g3_gb_tensor(g, 0, CUDNN_DATA_FLOAT, dims, strides, false,
+                                              yname);
+
+    g3_gb_pointwise(g, mode, CUDNN_DATA_FLOAT, -1, x, b, NULL, y, name);
+    return y;
+}
+
 /* y = (row >= column) ? x : -inf over the last two dimensions of x (the causal mask,
  * top-left aligned: diagonal_band_mask with right bound 0). */
 static cudnnBackendDescriptor_t g3_gb_causal(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t x,
@@ -299,27 +313,17 @@ typedef struct {
 static void g3_cudnn_layout(const g3_cudnn_key_t *k, g3_cudnn_layout_t *l)
 {
     int64_t B = k->B, T = k->T, NH = k->NH, HS = k->HS, C = NH * HS, C3 = 3 * C;
-    const int64_t q[4] = { B, NH, T, HS }, qs[4] = { T * C3, HS, C3, 1 };
-    const int64_t kt[4] = { B, NH, HS, T }, kts[4] = { T * C3, HS, 1, C3 };
-    const int64_t os[4] = { T * C, HS, C, 1 };
-    const int64_t s[4] = { B, NH, T, T }, ss[4] = { NH * T * T, T * T, T, 1 };
-    const int64_t sts[4] = { NH * T * T, T * T, 1, T };
-    const int64_t r[4] = { B, NH, T, 1 }, rs[4] = { NH * T, T, 1, 1 };
-    const int64_t acc_s[4] = { NH * T * HS, T * HS, HS, 1 };
-    const int64_t dot_s[4] = { NH * T * HS, T * HS, NH * HS, 1 };
 
-    memcpy(l->q, q, sizeof(q));
-    memcpy(l->qs, qs, sizeof(qs));
-    memcpy(l->kt, kt, sizeof(kt));
-    memcpy(l->kts, kts, sizeof(kts));
-    memcpy(l->os, os, sizeof(os));
-    memcpy(l->s, s, sizeof(s));
-    memcpy(l->ss, ss, sizeof(ss));
-    memcpy(l->sts, sts, sizeof(sts));
-    memcpy(l->r, r, sizeof(r));
-    memcpy(l->rs, rs, sizeof(rs));
-    memcpy(l->acc_s, acc_s, sizeof(acc_s));
-    memcpy(l->dot_s, dot_s, sizeof(dot_s));
+    *l = (g3_cudnn_layout_t){
+        .q = { B, NH, T, HS }, .qs = { T * C3, HS, C3, 1 },
+        .kt = { B, NH, HS, T }, .kts = { T * C3, HS, 1, C3 },
+        .os = { T * C, HS, C, 1 },
+        .s = { B, NH, T, T }, .ss = { NH * T * T, T * T, T, 1 },
+        .sts = { NH * T * T, T * T, 1, T },
+        .r = { B, NH, T, 1 }, .rs = { NH * T, T, 1, 1 },
+        .acc_s = { NH * T * HS, T * HS, HS, 1 },
+        .dot_s = { NH * T * HS, T * HS, NH * HS, 1 },
+    };
 }
 
 /* The variant packs' UIDs, in the order g3_cudnn_att_fwd/bwd give their pointers: exactly the
@@ -375,22 +379,19 @@ static void g3_cudnn_build_fwd(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l,
     cudnnBackendDescriptor_t scale = io->scale, neg_inf = io->neg_inf;
     cudnnBackendDescriptor_t v = g3_gb_tensor(g, G3_UID_V, BF, l->q, l->qs, false, "V");
     cudnnBackendDescriptor_t s = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "S");
-    cudnnBackendDescriptor_t s1 = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "S*scale");
-    cudnnBackendDescriptor_t s2, max, sub, e, sum, lg, p;
+    cudnnBackendDescriptor_t s1, s2, max, sub, e, sum, lg, p;
 
     g3_gb_matmul(g, q, kt, s, "bmm1 Q.K^T");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_MUL, F, -1, s, scale, NULL, s1, "attn_scale");
+    s1 = g3_gb_pw_new(g, CUDNN_POINTWISE_MUL, s, scale, l->s, l->ss, "S*scale", "attn_scale");
     s2 = g3_gb_causal(g, s1, l->s, l->ss, neg_inf);
     max = g3_gb_tensor(g, 0, F, l->r, l->rs, false, "max");
     g3_gb_reduce(g, CUDNN_REDUCE_TENSOR_MAX, s2, max, "softmax max");
-    sub = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "S-max");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_SUB, F, -1, s2, max, NULL, sub, "softmax sub");
-    e = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "exp(S-max)");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_EXP, F, -1, sub, NULL, NULL, e, "softmax exp");
+    sub = g3_gb_pw_new(g, CUDNN_POINTWISE_SUB, s2, max, l->s, l->ss, "S-max", "softmax sub");
+    e = g3_gb_pw_new(g, CUDNN_POINTWISE_EXP, sub, NULL, l->s, l->ss, "exp(S-max)",
+                     "softmax exp");
     sum = g3_gb_tensor(g, 0, F, l->r, l->rs, false, "sum exp");
     g3_gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, e, sum, "softmax sum");
-    lg = g3_gb_tensor(g, 0, F, l->r, l->rs, false, "log sum");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_LOG, F, -1, sum, NULL, NULL, lg, "softmax log");
+    lg = g3_gb_pw_new(g, CUDNN_POINTWISE_LOG, sum, NULL, l->r, l->rs, "log sum", "softmax log");
     g3_gb_pointwise(g, CUDNN_POINTWISE_ADD, F, -1, max, lg, NULL, stats, "softmax stats");
     p = g3_gb_tensor(g, 0, BF, l->s, l->ss, false, "P");
     g3_gb_pointwise(g, CUDNN_POINTWISE_DIV, F, -1, e, sum, NULL, p, "softmax div");
@@ -415,21 +416,18 @@ static void g3_cudnn_build_bwd(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l,
     cudnnBackendDescriptor_t dot, red, s, s1, s2, sm, e, pt, dp, dp1, ds, ds1, dst, kr;
 
     /* D = sum_HS(dO * O), times 1 (the dropout-free scale), kept for the dP - D below */
-    dot = g3_gb_tensor(g, 0, F, l->q, l->dot_s, false, "dO*O");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_MUL, F, -1, dO, o, NULL, dot, "mul_dO_O");
+    dot = g3_gb_pw_new(g, CUDNN_POINTWISE_MUL, dO, o, l->q, l->dot_s, "dO*O", "mul_dO_O");
     red = g3_gb_tensor(g, 0, F, l->r, l->rs, false, "sum dO*O");
     g3_gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, dot, red, "reduce_dO_o");
     g3_gb_pointwise(g, CUDNN_POINTWISE_MUL, F, -1, red, one, NULL, sum, "scale_dropout_inv");
     /* P = exp(S * scale - Stats) under the causal mask */
     s = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "S");
     g3_gb_matmul(g, q, kt, s, "matmul_Q_KT");
-    s1 = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "S*scale");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_MUL, F, -1, s, scale, NULL, s1, "mul_s_attn_scale");
-    s2 = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "S-Stats");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_SUB, F, -1, s1, stats, NULL, s2, "sub_s_m");
+    s1 = g3_gb_pw_new(g, CUDNN_POINTWISE_MUL, s, scale, l->s, l->ss, "S*scale",
+                      "mul_s_attn_scale");
+    s2 = g3_gb_pw_new(g, CUDNN_POINTWISE_SUB, s1, stats, l->s, l->ss, "S-Stats", "sub_s_m");
     sm = g3_gb_causal(g, s2, l->s, l->ss, neg_inf);
-    e = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "P");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_EXP, F, -1, sm, NULL, NULL, e, "exp_s");
+    e = g3_gb_pw_new(g, CUDNN_POINTWISE_EXP, sm, NULL, l->s, l->ss, "P", "exp_s");
     /* dV = P^T . dO */
     pt = g3_gb_tensor(g, 0, BF, l->s, l->sts, false, "P^T");
     g3_gb_reshape(g, e, pt, "reshape_p");
@@ -437,12 +435,11 @@ static void g3_cudnn_build_bwd(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l,
     /* dS = P * (dO . V^T - D) * scale */
     dp = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "dP");
     g3_gb_matmul(g, dO, vt, dp, "matmul_dO_VT");
-    dp1 = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "dP-D");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_SUB, F, -1, dp, sum, NULL, dp1, "sub_dP_softmax_sum");
-    ds = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "dS");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_MUL, F, -1, dp1, e, NULL, ds, "mul_dP_exp_s");
-    ds1 = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "dS*scale");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_MUL, F, -1, ds, scale, NULL, ds1, "mul_dS_attn_scale");
+    dp1 = g3_gb_pw_new(g, CUDNN_POINTWISE_SUB, dp, sum, l->s, l->ss, "dP-D",
+                       "sub_dP_softmax_sum");
+    ds = g3_gb_pw_new(g, CUDNN_POINTWISE_MUL, dp1, e, l->s, l->ss, "dS", "mul_dP_exp_s");
+    ds1 = g3_gb_pw_new(g, CUDNN_POINTWISE_MUL, ds, scale, l->s, l->ss, "dS*scale",
+                       "mul_dS_attn_scale");
     /* dK = dS^T . Q */
     dst = g3_gb_tensor(g, 0, BF, l->s, l->sts, false, "dS^T");
     g3_gb_reshape(g, ds1, dst, "reshape_dS");

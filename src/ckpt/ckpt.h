@@ -210,30 +210,27 @@ typedef enum {
 
 /* Sets of phases, for g3_ckpt_timing_sum and g3_ckpt_timing_format. */
 #define G3_CKPT_T_BIT(phase) (1u << (phase))
-/* a synchronous save */
-#define G3_CKPT_T_SAVE                                                                      \
+/* the host copy every save and load starts with: the staging area, what to copy, the copy */
+#define G3_CKPT_T_HOST                                                                      \
     (G3_CKPT_T_BIT(G3_CKPT_T_STAGE_ALLOC) | G3_CKPT_T_BIT(G3_CKPT_T_DESCRIBE) |             \
-     G3_CKPT_T_BIT(G3_CKPT_T_D2H) | G3_CKPT_T_BIT(G3_CKPT_T_FINITE) |                       \
-     G3_CKPT_T_BIT(G3_CKPT_T_PACK) | G3_CKPT_T_BIT(G3_CKPT_T_CHECKSUM) |                    \
-     G3_CKPT_T_BIT(G3_CKPT_T_WRITE) | G3_CKPT_T_BIT(G3_CKPT_T_FSYNC) |                      \
-     G3_CKPT_T_BIT(G3_CKPT_T_COMMIT))
-/* the stall of an asynchronous save (commit: creating the temporary directory) */
-#define G3_CKPT_T_STALL                                                                     \
-    (G3_CKPT_T_BIT(G3_CKPT_T_WAIT) | G3_CKPT_T_BIT(G3_CKPT_T_STAGE_ALLOC) |                 \
-     G3_CKPT_T_BIT(G3_CKPT_T_DESCRIBE) | G3_CKPT_T_BIT(G3_CKPT_T_D2H) |                     \
-     G3_CKPT_T_BIT(G3_CKPT_T_FINITE) | G3_CKPT_T_BIT(G3_CKPT_T_PACK) |                      \
-     G3_CKPT_T_BIT(G3_CKPT_T_COMMIT))
+     G3_CKPT_T_BIT(G3_CKPT_T_D2H))
 /* the asynchronous writer thread */
 #define G3_CKPT_T_WRITER                                                                    \
     (G3_CKPT_T_BIT(G3_CKPT_T_PACK) | G3_CKPT_T_BIT(G3_CKPT_T_CHECKSUM) |                    \
      G3_CKPT_T_BIT(G3_CKPT_T_WRITE) | G3_CKPT_T_BIT(G3_CKPT_T_FSYNC))
+/* a synchronous save */
+#define G3_CKPT_T_SAVE                                                                      \
+    (G3_CKPT_T_HOST | G3_CKPT_T_BIT(G3_CKPT_T_FINITE) | G3_CKPT_T_WRITER |                  \
+     G3_CKPT_T_BIT(G3_CKPT_T_COMMIT))
+/* the stall of an asynchronous save (commit: creating the temporary directory) */
+#define G3_CKPT_T_STALL                                                                     \
+    (G3_CKPT_T_BIT(G3_CKPT_T_WAIT) | G3_CKPT_T_HOST | G3_CKPT_T_BIT(G3_CKPT_T_FINITE) |     \
+     G3_CKPT_T_BIT(G3_CKPT_T_PACK) | G3_CKPT_T_BIT(G3_CKPT_T_COMMIT))
 /* a load (the library's: open, read, verify, convert; the rest the caller's) */
 #define G3_CKPT_T_LOAD                                                                      \
-    (G3_CKPT_T_BIT(G3_CKPT_T_STAGE_ALLOC) | G3_CKPT_T_BIT(G3_CKPT_T_DESCRIBE) |             \
-     G3_CKPT_T_BIT(G3_CKPT_T_D2H) | G3_CKPT_T_BIT(G3_CKPT_T_OPEN) |                         \
-     G3_CKPT_T_BIT(G3_CKPT_T_READ) | G3_CKPT_T_BIT(G3_CKPT_T_VERIFY) |                      \
-     G3_CKPT_T_BIT(G3_CKPT_T_CONVERT) | G3_CKPT_T_BIT(G3_CKPT_T_H2D) |                      \
-     G3_CKPT_T_BIT(G3_CKPT_T_FREE))
+    (G3_CKPT_T_HOST | G3_CKPT_T_BIT(G3_CKPT_T_OPEN) | G3_CKPT_T_BIT(G3_CKPT_T_READ) |       \
+     G3_CKPT_T_BIT(G3_CKPT_T_VERIFY) | G3_CKPT_T_BIT(G3_CKPT_T_CONVERT) |                   \
+     G3_CKPT_T_BIT(G3_CKPT_T_H2D) | G3_CKPT_T_BIT(G3_CKPT_T_FREE))
 
 typedef struct {
     double s[G3_CKPT_T_COUNT];   /* seconds per phase */

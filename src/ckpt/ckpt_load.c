@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/mem.h"
 
 /* The load's phases go to the caller's g3_ckpt_timing_t (opts->timing, through g3_ckpt_tm). */
 static double g3_ckpt_load_timing_now(void)
@@ -39,11 +40,7 @@ void g3_ckpt_reader_close(g3_ckpt_reader_t *r)
 {
     if (r == NULL)
         return;
-    free(r->config);
-    free(r->stage_first);
-    free(r->files);
-    free(r->tensors);
-    free(r->pieces);
+    G3_FREE_ALL(r->config, r->stage_first, r->files, r->tensors, r->pieces);
     for (int i = 0; i < r->nkv; i++) {
         free(r->kv[i].key);
         free(r->kv[i].values);

@@ -86,10 +86,20 @@ static void g3_crc32c_gf2_square(uint32_t *square, const uint32_t *mat)
         square[n] = g3_crc32c_gf2_times(mat, mat[n]);
 }
 
+/* op = mat op: every column of op through mat */
+static void g3_crc32c_gf2_apply(uint32_t *op, const uint32_t *mat)
+{
+    uint32_t tmp[32];
+
+    for (int n = 0; n < 32; n++)
+        tmp[n] = g3_crc32c_gf2_times(mat, op[n]);
+    memcpy(op, tmp, sizeof(tmp));
+}
+
 /* Tables applying "append len zero bytes" to a CRC register, one per byte. */
 static void g3_crc32c_zeros_table(uint32_t zeros[4][256], size_t len)
 {
-    uint32_t op[32], odd[32], even[32];
+    uint32_t op[32], odd[32], even[32], *cur, *prev, *tmp;
     uint32_t row = 1;
 
     /* operator for one zero bit */
@@ -104,25 +114,17 @@ static void g3_crc32c_zeros_table(uint32_t zeros[4][256], size_t len)
     memset(op, 0, sizeof(op));
     for (int n = 0; n < 32; n++)
         op[n] = 1u << n;     /* identity */
+    /* cur: the operator of 1 byte, then 2, 4, ... bytes, squared from prev (the two swap) */
+    cur = even;
+    prev = odd;
     do {
-        g3_crc32c_gf2_square(even, odd);         /* 8 bits = 1 byte, then 2, 4, ... bytes */
-        if (len & 1) {
-            uint32_t tmp[32];
-            for (int n = 0; n < 32; n++)
-                tmp[n] = g3_crc32c_gf2_times(even, op[n]);
-            memcpy(op, tmp, sizeof(op));
-        }
+        g3_crc32c_gf2_square(cur, prev);
+        if (len & 1)
+            g3_crc32c_gf2_apply(op, cur);
         len >>= 1;
-        if (len == 0)
-            break;
-        g3_crc32c_gf2_square(odd, even);
-        if (len & 1) {
-            uint32_t tmp[32];
-            for (int n = 0; n < 32; n++)
-                tmp[n] = g3_crc32c_gf2_times(odd, op[n]);
-            memcpy(op, tmp, sizeof(op));
-        }
-        len >>= 1;
+        tmp = cur;
+        cur = prev;
+        prev = tmp;
     } while (len);
     for (uint32_t n = 0; n < 256; n++) {
         zeros[0][n] = g3_crc32c_gf2_times(op, n);

@@ -127,22 +127,49 @@ static g3_status_t g3_staged_out(g3_comm_t *comm, void *d, const void *h, size_t
 
 /* ---- blocking operations -------------------------------------------------------------- */
 
-static g3_status_t g3_staged_allreduce(g3_comm_t *comm, const void *send, void *recv, size_t n,
-                                       g3_comm_dtype_t dtype, g3_comm_reduce_t op)
+/* The blocking operations on n elements staged through one host buffer (n,): `in` (device)
+ * copied in when not NULL, the host group's operation on the buffer (op for the all-reduce,
+ * peer the root of a broadcast or the peer of a send or receive, tag theirs), the buffer
+ * copied out to `out` when not NULL. */
+typedef enum {
+    G3_STAGED_ALLREDUCE,
+    G3_STAGED_BROADCAST,
+    G3_STAGED_SEND,
+    G3_STAGED_RECV
+} g3_staged_kind_t;
+
+static g3_status_t g3_staged_run(g3_comm_t *comm, g3_staged_kind_t kind, const void *in,
+                                 void *out, size_t n, g3_comm_dtype_t dtype,
+                                 g3_comm_reduce_t op, int peer, int tag)
 {
     size_t bytes = n * g3_comm_dtype_size(dtype);
     g3_staged_buf_t *b = g3_staged_get(comm, bytes);
-    g3_status_t st;
+    g3_comm_t *host;
+    g3_status_t st = G3_OK;
 
     if (!b)
         return G3_ERR_NO_MEMORY;
-    st = g3_staged_in(comm, b->ptr, send, bytes);
-    if (st == G3_OK)
-        st = g3_comm_allreduce(g3_staged_host(comm), b->ptr, b->ptr, n, dtype, op);
-    if (st == G3_OK)
-        st = g3_staged_out(comm, recv, b->ptr, bytes);
+    if (in)
+        st = g3_staged_in(comm, b->ptr, in, bytes);
+    host = g3_staged_host(comm);
+    if (st == G3_OK && kind == G3_STAGED_ALLREDUCE)
+        st = g3_comm_allreduce(host, b->ptr, b->ptr, n, dtype, op);
+    else if (st == G3_OK && kind == G3_STAGED_BROADCAST)
+        st = g3_comm_broadcast(host, b->ptr, n, dtype, peer);
+    else if (st == G3_OK && kind == G3_STAGED_SEND)
+        st = g3_comm_send(host, b->ptr, n, dtype, peer, tag);
+    else if (st == G3_OK)
+        st = g3_comm_recv(host, b->ptr, n, dtype, peer, tag);
+    if (st == G3_OK && out)
+        st = g3_staged_out(comm, out, b->ptr, bytes);
     g3_staged_put(b);
     return st;
+}
+
+static g3_status_t g3_staged_allreduce(g3_comm_t *comm, const void *send, void *recv, size_t n,
+                                       g3_comm_dtype_t dtype, g3_comm_reduce_t op)
+{
+    return g3_staged_run(comm, G3_STAGED_ALLREDUCE, send, recv, n, dtype, op, 0, 0);
 }
 
 /* send (N, n) -> host [0, N n), the reduced block r -> host [N n, (N+1) n) -> recv (n,) */
@@ -190,52 +217,22 @@ static g3_status_t g3_staged_allgather(g3_comm_t *comm, const void *send, void *
 static g3_status_t g3_staged_broadcast(g3_comm_t *comm, void *buf, size_t n,
                                        g3_comm_dtype_t dtype, int root)
 {
-    size_t bytes = n * g3_comm_dtype_size(dtype);
-    g3_staged_buf_t *b = g3_staged_get(comm, bytes);
-    g3_status_t st = G3_OK;
+    int mine = comm->rank == root;
 
-    if (!b)
-        return G3_ERR_NO_MEMORY;
-    if (comm->rank == root)
-        st = g3_staged_in(comm, b->ptr, buf, bytes);
-    if (st == G3_OK)
-        st = g3_comm_broadcast(g3_staged_host(comm), b->ptr, n, dtype, root);
-    if (st == G3_OK && comm->rank != root)
-        st = g3_staged_out(comm, buf, b->ptr, bytes);
-    g3_staged_put(b);
-    return st;
+    return g3_staged_run(comm, G3_STAGED_BROADCAST, mine ? buf : NULL, mine ? NULL : buf, n,
+                         dtype, G3_COMM_SUM, root, 0);
 }
 
 static g3_status_t g3_staged_send(g3_comm_t *comm, const void *buf, size_t n,
                                   g3_comm_dtype_t dtype, int peer, int tag)
 {
-    size_t bytes = n * g3_comm_dtype_size(dtype);
-    g3_staged_buf_t *b = g3_staged_get(comm, bytes);
-    g3_status_t st;
-
-    if (!b)
-        return G3_ERR_NO_MEMORY;
-    st = g3_staged_in(comm, b->ptr, buf, bytes);
-    if (st == G3_OK)
-        st = g3_comm_send(g3_staged_host(comm), b->ptr, n, dtype, peer, tag);
-    g3_staged_put(b);
-    return st;
+    return g3_staged_run(comm, G3_STAGED_SEND, buf, NULL, n, dtype, G3_COMM_SUM, peer, tag);
 }
 
 static g3_status_t g3_staged_recv(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtype_t dtype,
                                   int peer, int tag)
 {
-    size_t bytes = n * g3_comm_dtype_size(dtype);
-    g3_staged_buf_t *b = g3_staged_get(comm, bytes);
-    g3_status_t st;
-
-    if (!b)
-        return G3_ERR_NO_MEMORY;
-    st = g3_comm_recv(g3_staged_host(comm), b->ptr, n, dtype, peer, tag);
-    if (st == G3_OK)
-        st = g3_staged_out(comm, buf, b->ptr, bytes);
-    g3_staged_put(b);
-    return st;
+    return g3_staged_run(comm, G3_STAGED_RECV, NULL, buf, n, dtype, G3_COMM_SUM, peer, tag);
 }
 
 static g3_status_t g3_staged_barrier(g3_comm_t *comm)

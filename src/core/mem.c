@@ -40,3 +40,9 @@ void *g3_mem_calloc(size_t n, size_t size, const char *who)
         g3_error("%s: out of memory", who);
     return p;
 }
+
+void g3_mem_free_each(void *const *ptrs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ptrs[i]);
+}

@@ -1,5 +1,5 @@
 /* gpt3d core: memory helpers: growing arrays (the one copy of the "double the capacity until
- * it fits" step) and an allocation that logs its failure. */
+ * it fits" step), an allocation that logs its failure, and freeing a list of pointers. */
 #ifndef G3_CORE_MEM_H
 #define G3_CORE_MEM_H
 
@@ -25,5 +25,13 @@ static inline g3_status_t g3_mem_grow(void *arr_p, size_t *cap, size_t n, size_t
 /* calloc(n, size) that says so when there is no memory: "WHO: out of memory" (who: the
  * command or module, e.g. "gpt3d curate filter").  RET: the zeroed memory, or NULL (logged). */
 void *g3_mem_calloc(size_t n, size_t size, const char *who);
+
+/* free() each of n pointers (NULL ones too, as free does). */
+void g3_mem_free_each(void *const *ptrs, size_t n);
+
+/* free() each of a list of pointers, in order: G3_FREE_ALL(c->slots, c->arena, c). */
+#define G3_FREE_ALL(...)                                                                   \
+    g3_mem_free_each((void *const[]){ __VA_ARGS__ },                                       \
+                     sizeof((void *const[]){ __VA_ARGS__ }) / sizeof(void *))
 
 #endif

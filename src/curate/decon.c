@@ -305,15 +305,8 @@ static g3_status_t g3_curate_decon_init(g3_curate_decon_t *d, const g3_curate_io
 
 static void g3_curate_decon_free(g3_curate_decon_t *d)
 {
-    free(d->ix.key);
-    free(d->ix.item);
-    free(d->ix.count);
-    free(d->ix.seen);
-    free(d->item_file);
-    free(d->item_line);
-    free(d->item_docs);
-    free(d->item_ex);
-    free(d->item_last);
+    G3_FREE_ALL(d->ix.key, d->ix.item, d->ix.count, d->ix.seen, d->item_file, d->item_line,
+                d->item_docs, d->item_ex, d->item_last);
     g3_curate_words_free(&d->words);
 }
 

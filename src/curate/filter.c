@@ -368,11 +368,7 @@ g3_status_t g3_curate_filter(const g3_curate_io_t *io, const g3_curate_filter_pa
              p->max_dup_ngram[3], p->max_dup_ngram[4], p->max_dup_ngram[5], p->min_stop_words,
              p->min_alpha_words);
     st = g3_curate_each_shard(io, "filter", params, "jsonl", g3_curate_filter_shard, f, c);
-    free(f->tok);
-    free(f->gh);
-    free(f->tab_key);
-    free(f->tab_cnt);
-    free(f->lines);
+    G3_FREE_ALL(f->tok, f->gh, f->tab_key, f->tab_cnt, f->lines);
     g3_curate_words_free(&f->words);
     free(f);
     return st;

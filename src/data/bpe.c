@@ -509,11 +509,7 @@ void g3_bpe_free(g3_bpe_t *bpe)
 {
     if (!bpe)
         return;
-    free(bpe->tok_bytes);
-    free(bpe->tok_off);
-    free(bpe->vocab_slots);
-    free(bpe->merges);
-    free(bpe);
+    G3_FREE_ALL(bpe->tok_bytes, bpe->tok_off, bpe->vocab_slots, bpe->merges, bpe);
 }
 
 int32_t g3_bpe_vocab_size(const g3_bpe_t *bpe) { return bpe->vocab_size; }
@@ -786,17 +782,8 @@ void g3_bpe_cache_free(g3_bpe_cache_t *c)
 {
     if (!c)
         return;
-    free(c->slots);
-    free(c->arena);
-    free(c->tok);
-    free(c->next);
-    free(c->prev);
-    free(c->head);
-    free(c->bits);
-    free(c->sum);
-    free(c->ent);
-    free(c->round);
-    free(c);
+    G3_FREE_ALL(c->slots, c->arena, c->tok, c->next, c->prev, c->head, c->bits, c->sum, c->ent,
+                c->round, c);
 }
 
 /* The scratch for a word of m symbols and a vocabulary of nranks merges. */

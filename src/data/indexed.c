@@ -363,10 +363,7 @@ void g3_idx_close(g3_idx_t *x)
         munmap((void *)x->idx_map, x->idx_len);
     if (x->bin_map)
         munmap((void *)x->bin_map, x->bin_len);
-    free(x->prefix);
-    free(x->idx_path);
-    free(x->bin_path);
-    free(x);
+    G3_FREE_ALL(x->prefix, x->idx_path, x->bin_path, x);
 }
 
 const char *g3_idx_prefix(const g3_idx_t *x) { return x->prefix; }
@@ -623,13 +620,7 @@ static char *g3_strcat3(const char *a, const char *b, const char *c)
 
 static void g3_idx_writer_free(g3_idx_writer_t *w)
 {
-    free(w->idx_path);
-    free(w->bin_path);
-    free(w->idx_tmp);
-    free(w->bin_tmp);
-    free(w->sizes);
-    free(w->buf);
-    free(w);
+    G3_FREE_ALL(w->idx_path, w->bin_path, w->idx_tmp, w->bin_tmp, w->sizes, w->buf, w);
 }
 
 g3_status_t g3_idx_writer_open(const char *prefix, g3_idx_dtype_t dtype, g3_idx_writer_t **w_p)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/rng.h"
 #include "model/gpt.h"
 
@@ -522,10 +523,7 @@ void g3_gpt_free(g3_gpt_t *m)
         m->be->ops->free(m->be, m->wa);
     m->be->ops->free(m->be, m->g);
     m->be->ops->free(m->be, m->w);
-    free(m->pt.layers);
-    free(m->gt.layers);
-    free(m->params);
-    free(m);
+    G3_FREE_ALL(m->pt.layers, m->gt.layers, m->params, m);
 }
 
 void g3_gpt_set_tp_comm(g3_gpt_t *m, const g3_gpt_tp_comm_t *comm)

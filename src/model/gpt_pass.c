@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/mem.h"
 #include "model/gpt.h"
 
 /* Activations of one layer for the current micro-batch. */
@@ -258,14 +259,8 @@ g3_status_t g3_gpt_acts_init(g3_gpt_t *m, int B, int T, g3_gpt_acts_t **acts_p)
 /* Free a's host tables and a itself (its backend memory is the caller's to free). */
 static void g3_gpt_acts_free_host(g3_gpt_acts_t *a)
 {
-    free(a->host_gmax);
-    free(a->host_glog);
-    free(a->layer);
-    free(a->host_losses);
-    free(a->host_targets);
-    free(a->host_ce);
-    free(a->host_lse);
-    free(a);
+    G3_FREE_ALL(a->host_gmax, a->host_glog, a->layer, a->host_losses, a->host_targets, a->host_ce,
+                a->host_lse, a);
 }
 
 g3_status_t g3_gpt_acts_init_chunk(g3_gpt_t *m, int chunk, int B, int T,

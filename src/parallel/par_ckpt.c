@@ -66,6 +66,18 @@ static void *g3_par_ckpt_stage_main(void *arg)
     return NULL;
 }
 
+/* s takes buf (`floats` floats): be's host memory, or plain (be NULL), allocated in alloc_s
+ * seconds, in the background or not */
+static void g3_par_ckpt_stage_take(g3_par_ckpt_stage_t *s, g3_backend_t *be, void *buf,
+                                   size_t floats, double alloc_s, int background)
+{
+    s->be = be;
+    s->buf = buf;
+    s->floats = floats;
+    s->alloc_s = alloc_s;
+    s->background = background;
+}
+
 /* Wait for the background thread (if any) and take what it made.  RET: its status. */
 static g3_status_t g3_par_ckpt_stage_join(g3_par_ckpt_stage_t *s)
 {
@@ -77,13 +89,8 @@ static g3_status_t g3_par_ckpt_stage_join(g3_par_ckpt_stage_t *s)
     pthread_join(bg->thread, NULL);
     s->bg = NULL;
     st = bg->st;
-    if (st == G3_OK) {
-        s->be = bg->be;
-        s->buf = bg->buf;
-        s->floats = bg->floats;
-        s->alloc_s = bg->alloc_s;
-        s->background = 1;
-    }
+    if (st == G3_OK)
+        g3_par_ckpt_stage_take(s, bg->be, bg->buf, bg->floats, bg->alloc_s, 1);
     free(bg);
     return st;
 }
@@ -121,11 +128,7 @@ static g3_status_t g3_par_ckpt_stage_plain(g3_par_ckpt_stage_t *s, size_t floats
 
     if (!p)
         return G3_ERR_NO_MEMORY;
-    s->be = NULL;
-    s->buf = p;
-    s->floats = floats;
-    s->alloc_s = g3_clock_now() - t0;
-    s->background = 0;
+    g3_par_ckpt_stage_take(s, NULL, p, floats, g3_clock_now() - t0, 0);
     return G3_OK;
 }
 
@@ -180,11 +183,7 @@ g3_status_t g3_par_ckpt_stage_ready(g3_par_ckpt_stage_t *s, g3_backend_t *be, si
     if (!failed && !s->plain && g3_par_ckpt_stage_pinned(be)) {
         t0 = g3_clock_now();
         if (be->ops->host_alloc(be, floats * sizeof(float), &p) == G3_OK) {
-            s->be = be;
-            s->buf = p;
-            s->floats = floats;
-            s->alloc_s = g3_clock_now() - t0;
-            s->background = 0;
+            g3_par_ckpt_stage_take(s, be, p, floats, g3_clock_now() - t0, 0);
             return G3_OK;
         }
         failed = 1;

@@ -236,7 +236,7 @@ static void g3_plan_bench_copy(g3_backend_t *be, void *ctx)
 /* The tiny GPT whose passes measure the fixed cost of an op: 2 layers, hidden 64 (one head of
  * 64: a CUDA head size), MLP 256, 64 tokens, a vocabulary of 128: its work is a few
  * microseconds, its ops' launches, host work and syncs are what it costs. */
-static void g3_plan_tiny(g3_gpt_config_t *c)
+void g3_plan_tiny(g3_gpt_config_t *c)
 {
     g3_gpt_config_defaults(c);
     c->num_layers = 2;

@@ -85,6 +85,10 @@ g3_status_t g3_plan_machine_gpu(const char *gpu, g3_plan_machine_t *mc);
  * with the file and line; another format: which, and to write it again). */
 g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc);
 
+/* Set c to the tiny GPT whose passes --calibrate times for the fixed cost of an op: 2 layers,
+ * hidden 64 in one head, MLP 256, 64 tokens, a vocabulary of 128. */
+void g3_plan_tiny(g3_gpt_config_t *c);
+
 /* Measure this machine with a backend of `kind` (cpu; cuda on a GPU machine) opened with
  * options o (o->nthreads 0: the default, as gpt3d train) and write the calibration to path.
  * Prints what it measured.  RET: errors of the backend, G3_ERR_IO. */

@@ -11,6 +11,7 @@
 #include "model/gpt.h"
 #include "plan/count.h"
 #include "plan/gpu.h"
+#include "plan/time.h"
 #include "tap.h"
 
 static void put(const char *dir, const char *bus, const char *text)
@@ -33,21 +34,13 @@ static const char *match(const char *device)
     return g ? g->name : "none";
 }
 
-/* The tiny GPT the calibration times (time.c): 2 layers, hidden 64 in one head, 64 tokens. */
+/* The ops of one pass of the tiny GPT the calibration times (time.c). */
 static double tiny_ops(g3_be_kind_t kind, int fused)
 {
     g3_gpt_config_t c;
     g3_be_opts_t o;
     double n = -1;
-    g3_gpt_config_defaults(&c);
-    c.num_layers = 2;
-    c.hidden_size = 64;
-    c.num_attention_heads = 1;
-    c.ffn_hidden_size = 256;
-    c.seq_length = 64;
-    c.max_position_embeddings = 64;
-    c.vocab_size = 128;
-    c.make_vocab_size_divisible_by = 1;
+    g3_plan_tiny(&c);
     g3_be_opts_default(&o);
     o.fused_ops = fused;
     if (g3_plan_count_pass(&c, kind, &o, 1, 64, &n) != G3_OK)

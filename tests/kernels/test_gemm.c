@@ -17,6 +17,35 @@
  * gradient through the dW product's BGRAD epilogue plus g3cuda_bias_acc, where offered. */
 #include "kernels/kt.h"
 
+/* The weight and bias gradients a linear layer accumulates, in double:
+ * rdw (OC,IC) = dw0 + dout^T inp, rdb (OC,) = db0 + the column sums of dout (N,OC);
+ * inp (N,IC), dw0 (OC,IC), db0 (OC,) */
+static void ref_weight_grads(double *rdw, double *rdb, const float *dout, const float *inp,
+                             const float *dw0, const float *db0, int N, int IC, int OC)
+{
+    ref_gemm(rdw, dout, OC, 1, inp, IC, 0, OC, IC, N);
+    for (size_t i = 0; i < (size_t)OC * IC; i++)
+        rdw[i] += dw0[i];
+    for (int c = 0; c < OC; c++) {
+        rdb[c] = db0[c];
+        for (int r = 0; r < N; r++)
+            rdb[c] += dout[(size_t)r * OC + c];
+    }
+}
+
+/* The weight-gradient product: dw (OC,IC) fp32 += dout^T (N,OC) inp (N,IC), no epilogue */
+static g3cuda_gemm_t dw_gemm(const g3cuda_bf16_t *dout, const g3cuda_bf16_t *inp, float *dw,
+                             int N, int IC, int OC)
+{
+    g3cuda_gemm_t bw = { 0 };
+    bw.M = OC; bw.N = IC; bw.K = N;
+    bw.A = dout; bw.lda = OC; bw.trans_a = 1;
+    bw.B = inp; bw.ldb = IC;
+    bw.D = dw; bw.d_type = G3CUDA_F32; bw.ldd = IC;
+    bw.alpha = 1.0f; bw.beta = 1.0f;
+    return bw;
+}
+
 /* One linear layer: out (N,OC) = inp (N,IC) w^T (+ bias) (-> GELU with aux), then
  * dinp = dout w (optionally * gelu'(aux_in)), dw += dout^T inp, db += sum dout. */
 static void test_linear(int N, int IC, int OC, g3cuda_epilogue_t epi, int repeat)
@@ -30,7 +59,7 @@ static void test_linear(int N, int IC, int OC, g3cuda_epilogue_t epi, int repeat
     double *rdinp = kt_dvec(nin), *rdw = kt_dvec(nw), *rdb = kt_dvec(OC);
     int gelu = epi == G3CUDA_EPI_GELU_AUX || epi == G3CUDA_EPI_BIAS_GELU_AUX;
     int with_bias = epi == G3CUDA_EPI_BIAS || epi == G3CUDA_EPI_BIAS_GELU_AUX;
-    char what[128], w2[200];
+    char what[128];
 
     ref_randn_bf(inp, NULL, nin, 1.0f, 5, "inp");
     ref_randn_bf(w, NULL, nw, 0.05f, 5, "w");
@@ -53,14 +82,7 @@ static void test_linear(int N, int IC, int OC, g3cuda_epilogue_t epi, int repeat
     if (gelu)
         for (size_t i = 0; i < nin; i++)
             rdinp[i] *= ref_gelu_grad(auxin[i]);
-    ref_gemm(rdw, dout, OC, 1, inp, IC, 0, OC, IC, N);
-    for (size_t i = 0; i < nw; i++)
-        rdw[i] += dw0[i];
-    for (int c = 0; c < OC; c++) {
-        rdb[c] = db0[c];
-        for (int r = 0; r < N; r++)
-            rdb[c] += dout[(size_t)r * OC + c];
-    }
+    ref_weight_grads(rdw, rdb, dout, inp, dw0, db0, N, IC, OC);
 
     g3cuda_bf16_t *d_inp = kt_dev_bf(inp, nin), *d_w = kt_dev_bf(w, nw);
     g3cuda_bf16_t *d_bias = kt_dev_bf(bias, OC), *d_bias2 = kt_dev_bf(bias2, OC);
@@ -91,12 +113,7 @@ static void test_linear(int N, int IC, int OC, g3cuda_epilogue_t epi, int repeat
     bd.epilogue = gelu ? G3CUDA_EPI_DGELU : G3CUDA_EPI_NONE;
     bd.aux = d_auxin; bd.ldaux = IC;
     g3cuda_gemm(kt_ctx, &bd);
-    g3cuda_gemm_t bw = { 0 };
-    bw.M = OC; bw.N = IC; bw.K = N;
-    bw.A = d_dout; bw.lda = OC; bw.trans_a = 1;
-    bw.B = d_inp; bw.ldb = IC;
-    bw.D = d_dw; bw.d_type = G3CUDA_F32; bw.ldd = IC;
-    bw.alpha = 1.0f; bw.beta = 1.0f;
+    g3cuda_gemm_t bw = dw_gemm(d_dout, d_inp, d_dw, N, IC, OC);
     g3cuda_gemm(kt_ctx, &bw);
     g3cuda_bias_bwd(kt_ctx, d_db, d_dout, N, OC);
     g3cuda_bias_bwd(kt_ctx, d_db2, d_dout, N, OC);
@@ -104,23 +121,15 @@ static void test_linear(int N, int IC, int OC, g3cuda_epilogue_t epi, int repeat
     snprintf(what, sizeof(what), "N=%d IC=%d OC=%d epilogue %d%s", N, IC, OC, (int)epi,
              repeat ? " (second call)" : "");
     if (kt_sync(what) == 0) {
-        kt_get_bf(out, d_out, nout);
-        snprintf(w2, sizeof(w2), "gemm forward %s", what);
-        kt_check(w2, out, rout, nout, 1.0 / 128, 1e-3);
+        kt_check_dev(KT_BF16, out, d_out, rout, nout, 1.0 / 128, 1e-3, "gemm forward %s", what);
         if (gelu) {
-            kt_get_bf(aux, repeat ? d_aux2 : d_aux, nout);
-            snprintf(w2, sizeof(w2), "gemm forward aux %s", what);
-            kt_check(w2, aux, raux, nout, 1.0 / 128, 1e-3);
+            kt_check_dev(KT_BF16, aux, repeat ? d_aux2 : d_aux, raux, nout, 1.0 / 128, 1e-3,
+                         "gemm forward aux %s", what);
         }
-        kt_get_bf(dinp, d_dinp, nin);
-        snprintf(w2, sizeof(w2), "gemm dinp%s %s", gelu ? " (dGELU)" : "", what);
-        kt_check(w2, dinp, rdinp, nin, 1.0 / 128, 1e-3);
-        kt_get_f32(dw, d_dw, nw);
-        snprintf(w2, sizeof(w2), "gemm dw += (fp32) %s", what);
-        kt_check(w2, dw, rdw, nw, 1e-3, 1e-4);
-        kt_get_f32(db, d_db, OC);
-        snprintf(w2, sizeof(w2), "bias_bwd %s", what);
-        kt_check(w2, db, rdb, OC, 1e-5, 1e-5);
+        kt_check_dev(KT_BF16, dinp, d_dinp, rdinp, nin, 1.0 / 128, 1e-3,
+                     "gemm dinp%s %s", gelu ? " (dGELU)" : "", what);
+        kt_check_dev(KT_F32, dw, d_dw, rdw, nw, 1e-3, 1e-4, "gemm dw += (fp32) %s", what);
+        kt_check_dev(KT_F32, db, d_db, rdb, OC, 1e-5, 1e-5, "bias_bwd %s", what);
         tap_ok(kt_same_bytes(d_db, d_db2, 4 * (size_t)OC),
                "bias_bwd %s: deterministic (two runs, same bits)", what);
     }
@@ -152,22 +161,10 @@ static void test_bgrad(int N, int IC, int OC)
     ref_randn_bf(dout, NULL, nout, 1.0f, 9, "dout");
     ref_randn(dw0, nw, 1.0f, 9, "dw0");
     ref_randn(db0, OC, 1.0f, 9, "db0");
-    ref_gemm(rdw, dout, OC, 1, inp, IC, 0, OC, IC, N);
-    for (size_t i = 0; i < nw; i++)
-        rdw[i] += dw0[i];
-    for (int c = 0; c < OC; c++) {
-        rdb[c] = db0[c];
-        for (int r = 0; r < N; r++)
-            rdb[c] += dout[(size_t)r * OC + c];
-    }
+    ref_weight_grads(rdw, rdb, dout, inp, dw0, db0, N, IC, OC);
     g3cuda_bf16_t *d_inp = kt_dev_bf(inp, nin), *d_dout = kt_dev_bf(dout, nout);
     float *d_dw = kt_dev_f32(dw0, nw), *d_db = kt_dev_f32(db0, OC), *d_part = kt_dev(4 * OC);
-    g3cuda_gemm_t bw = { 0 };
-    bw.M = OC; bw.N = IC; bw.K = N;
-    bw.A = d_dout; bw.lda = OC; bw.trans_a = 1;
-    bw.B = d_inp; bw.ldb = IC;
-    bw.D = d_dw; bw.d_type = G3CUDA_F32; bw.ldd = IC;
-    bw.alpha = 1.0f; bw.beta = 1.0f;
+    g3cuda_gemm_t bw = dw_gemm(d_dout, d_inp, d_dw, N, IC, OC);
     bw.epilogue = G3CUDA_EPI_BGRAD; bw.dbias = d_part;
     snprintf(what, sizeof(what), "BGRAD N=%d IC=%d OC=%d", N, IC, OC);
     if (!g3cuda_gemm_offered(kt_ctx, &bw)) {
@@ -179,12 +176,9 @@ static void test_bgrad(int N, int IC, int OC)
         g3cuda_gemm(kt_ctx, &bw);
         g3cuda_bias_acc(kt_ctx, d_db, d_part, OC);
         if (kt_sync(what) == 0) {
-            kt_get_f32(dw, d_dw, nw);
-            snprintf(w2, sizeof(w2), "gemm dw += (fp32) %s", what);
-            kt_check(w2, dw, rdw, nw, 1e-3, 1e-4);
-            kt_get_f32(db, d_db, OC);
-            snprintf(w2, sizeof(w2), "bias gradient (BGRAD + bias_acc) %s", what);
-            kt_check(w2, db, rdb, OC, 1e-5, 1e-5);
+            kt_check_dev(KT_F32, dw, d_dw, rdw, nw, 1e-3, 1e-4, "gemm dw += (fp32) %s", what);
+            kt_check_dev(KT_F32, db, d_db, rdb, OC, 1e-5, 1e-5,
+                         "bias gradient (BGRAD + bias_acc) %s", what);
         }
     }
     KT_FREE(d_inp, d_dout, d_dw, d_db, d_part);

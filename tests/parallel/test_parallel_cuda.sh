@@ -177,6 +177,22 @@ bitwise() {
     done
 }
 
+# layouts2 PREFIX WHERE [FLAGS...]: every two-rank layout of $LAYOUTS2 on CUDA with FLAGS, as
+# run PREFIX_<layout>, exit 0 ("2 ranks WHERE") and against the CPU
+layouts2() {
+    _pre=$1 _where=$2
+    shift 2
+    _rest="$LAYOUTS2|"
+    while [ -n "$_rest" ]; do
+        _layout=${_rest%%|*} _rest=${_rest#*|}
+        name=${_pre}_${_layout%%:*}
+        # shellcheck disable=SC2086
+        par_train "$name" 2 --device cuda "$@" ${_layout#*:}
+        is "$rc" 0 "$name: 2 ranks $_where exit 0"
+        compare "$name"
+    done
+}
+
 LAYOUTS2="tp2:$T 2|pp2:$P 2|dp2:|zero_dp2:$Z|bf16_dp2:--grad-reduce-in-bf16|bkt_dp2:$OV|ovl_dp2:$OV --overlap-grad-reduce|ovl_zero_dp2:$OV $Z --overlap-grad-reduce --overlap-param-gather"
 
 # ---- every rank on GPU 0 ---------------------------------------------------------------------
@@ -193,17 +209,8 @@ case "$features" in
 *) skip "a build without NCCL: no NCCL refusal to check" ;;
 esac
 
-IFS='|'
 # shellcheck disable=SC2086
-set -- $LAYOUTS2
-unset IFS
-for layout in "$@"; do
-    name=u_${layout%%:*}
-    # shellcheck disable=SC2086
-    par_train "$name" 2 --device cuda $UCX ${layout#*:}
-    is "$rc" 0 "$name: 2 ranks on one GPU (--distributed-backend ucx) exit 0"
-    compare "$name"
-done
+layouts2 u "on one GPU (--distributed-backend ucx)" $UCX
 bitwise u_bkt_dp2 u_ovl_dp2 "u_ovl_dp2 vs u_bkt_dp2 (overlap on vs off, ucx)"
 for name in u_tp2pp2dp2 u_zero_tp2pp2dp2; do
     zero=
@@ -248,17 +255,7 @@ if [ "$ngpu" -lt 2 ]; then
     done_testing
     exit
 fi
-IFS='|'
-# shellcheck disable=SC2086
-set -- $LAYOUTS2
-unset IFS
-for layout in "$@"; do
-    name=n_${layout%%:*}
-    # shellcheck disable=SC2086
-    par_train "$name" 2 --device cuda ${layout#*:}
-    is "$rc" 0 "$name: 2 ranks on 2 GPUs (NCCL) exit 0"
-    compare "$name"
-done
+layouts2 n "on 2 GPUs (NCCL)"
 bitwise n_bkt_dp2 n_ovl_dp2 "n_ovl_dp2 vs n_bkt_dp2 (overlap on vs off, NCCL)"
 if [ "$ngpu" -lt 8 ]; then
     skip "TP 2 x PP 2 x DP 2 over NCCL needs 8 GPUs (nvidia-smi lists $ngpu)"

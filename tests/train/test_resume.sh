@@ -85,6 +85,16 @@ phases() {
 save_names="stage_alloc describe d2h finite pack checksum write fsync commit"
 load_names="stage_alloc describe d2h open read verify convert h2d free"
 
+# rec_phases LABEL FILE PATTERN KEY NAME...: the metrics record of FILE matching PATTERN (kept
+# in $rec) has the phases NAME..., none negative, together no more than its total "KEY"
+rec_phases() {
+    _what=$1 _file=$2 _pat=$3 _key=$4
+    shift 4
+    rec=$(grep "$_pat" "$_file" || true)
+    phases "$_what" "$(printf '%s\n' "$rec" | sed -n "s/.*\"$_key\":\([0-9.]*\),.*/\1/p")" 0.00001 \
+        "$(printf '%s\n' "$rec" | sed -n 's/.*"phases":{\([^}]*\)}.*/\1/p')" "$@"
+}
+
 # exact LABEL NP [FLAGS...]: uninterrupted vs stopped at 4 (--exit-interval, exit 75) and
 # resumed: losses, parameters and Adam moments bitwise equal
 exact() {
@@ -123,21 +133,17 @@ line=$(printf '%s\n' "$save_out" | grep -E 'saved checkpoint at iteration +4 ' |
 phases "one: the save's log line has every phase" \
     "$(printf '%s\n' "$line" | sed -n 's/.*training stalled \([0-9.]*\) s .*/\1/p')" 0.006 \
     "$(printf '%s\n' "$line" | sed -n 's/.*training stalled [0-9.]* s (\(.*\))$/\1/p')" $save_names
-rec=$(grep '"event":"save","iteration":4,' "$TMPD/one-b/metrics.jsonl" || true)
 # shellcheck disable=SC2086
-phases "one: the save's metrics record has every phase" \
-    "$(printf '%s\n' "$rec" | sed -n 's/.*"stall_s":\([0-9.]*\),.*/\1/p')" 0.00001 \
-    "$(printf '%s\n' "$rec" | sed -n 's/.*"phases":{\([^}]*\)}.*/\1/p')" $save_names
+rec_phases "one: the save's metrics record has every phase" "$TMPD/one-b/metrics.jsonl" \
+    '"event":"save","iteration":4,' stall_s $save_names
 line=$(printf '%s\n' "$load_out" | grep 'resumed from the checkpoint of iteration 4 ' || true)
 # shellcheck disable=SC2086
 phases "one: the load's log line has every phase" \
     "$(printf '%s\n' "$line" | sed -n 's/.*loaded in \([0-9.]*\) s .*/\1/p')" 0.004 \
     "$(printf '%s\n' "$line" | sed -n 's/.*loaded in [0-9.]* s (\(.*\))$/\1/p')" $load_names
-rec=$(grep '"event":"load"' "$TMPD/one-b/metrics.jsonl" || true)
 # shellcheck disable=SC2086
-phases "one: the load's metrics record has every phase" \
-    "$(printf '%s\n' "$rec" | sed -n 's/.*"load_s":\([0-9.]*\),.*/\1/p')" 0.00001 \
-    "$(printf '%s\n' "$rec" | sed -n 's/.*"phases":{\([^}]*\)}.*/\1/p')" $load_names
+rec_phases "one: the load's metrics record has every phase" "$TMPD/one-b/metrics.jsonl" \
+    '"event":"load"' load_s $load_names
 # a run that saves loads into the saves' staging area (allocated in the background from the
 # start): said once, before the resume's line, and not again at the saves after it
 is "$(printf '%s\n' "$load_out" | grep -c 'host staging area (plain memory) .*allocated once in [0-9.]* s (in the background, from the start of training), reused by every save' || true)" 1 \
@@ -215,22 +221,18 @@ line=$(printf '%s\n' "$out" | grep -E 'started an asynchronous save of iteration
 phases "async: the stall's log line has every phase" \
     "$(printf '%s\n' "$line" | sed -n 's/.*training stalled \([0-9.]*\) s .*/\1/p')" 0.004 \
     "$(printf '%s\n' "$line" | sed -n 's/.*host copy; \(.*\))$/\1/p')" $async_names
-rec=$(grep '"event":"save","iteration":6,' "$TMPD/as1/metrics.jsonl" || true)
 # shellcheck disable=SC2086
-phases "async: the stall's metrics record has every phase" \
-    "$(printf '%s\n' "$rec" | sed -n 's/.*"stall_s":\([0-9.]*\),.*/\1/p')" 0.00001 \
-    "$(printf '%s\n' "$rec" | sed -n 's/.*"phases":{\([^}]*\)}.*/\1/p')" $async_names
+rec_phases "async: the stall's metrics record has every phase" "$TMPD/as1/metrics.jsonl" \
+    '"event":"save","iteration":6,' stall_s $async_names
 line=$(printf '%s\n' "$out" | grep 'committed the asynchronous checkpoint of iteration 3:' || true)
 # shellcheck disable=SC2086
 phases "async: the commit's log line has the writer thread's phases" \
     "$(printf '%s\n' "$line" | sed -n 's/.*: writer \([0-9.]*\) s .*/\1/p')" 0.003 \
     "$(printf '%s\n' "$line" | sed -n 's/.*: writer [0-9.]* s (\(.*\)), commit [0-9.]* s$/\1/p')" $writer_names
 like "$line" ', commit [0-9]+\.[0-9]{3} s$' "async: the commit's log line has the commit's time"
-rec=$(grep '"event":"commit","iteration":3,' "$TMPD/as1/metrics.jsonl" || true)
 # shellcheck disable=SC2086
-phases "async: the commit's metrics record has the writer thread's phases" \
-    "$(printf '%s\n' "$rec" | sed -n 's/.*"writer_s":\([0-9.]*\),.*/\1/p')" 0.00001 \
-    "$(printf '%s\n' "$rec" | sed -n 's/.*"phases":{\([^}]*\)}.*/\1/p')" $writer_names
+rec_phases "async: the commit's metrics record has the writer thread's phases" "$TMPD/as1/metrics.jsonl" \
+    '"event":"commit","iteration":3,' writer_s $writer_names
 like "$rec" '"commit_s":[0-9]+\.[0-9]+' "async: the commit's metrics record has the commit's time"
 
 if [ "$have_mpi" = 0 ]; then
