@@ -128,34 +128,15 @@ err_report:
     return -1;
 }
 
-static g3_status_t g3_ckpt_read_index(g3_ckpt_reader_t *r, const char *path)
+/* Read the index's progress attributes (iteration, consumed samples and tokens) into r and,
+ * from format version 2, check each against its checksum.  RET: G3_ERR_FORMAT (logged). */
+static g3_status_t g3_ckpt_read_progress(hid_t f, g3_ckpt_reader_t *r, const char *path)
 {
-    hid_t f, g;
-    char msg[512];
-    int32_t v32;
-    int64_t *bounds = NULL;
-    void *rows;
-    size_t n;
-    int sealed = 0;
-    g3_status_t st = g3_ckpt_index_open(path, &f, &sealed);
-
-    if (st != G3_OK)
-        return st;
-    st = g3_ckpt_check_format(f, path, G3_CKPT_FORMAT, &r->version);
-    if (st != G3_OK)
-        goto err_close_file;
-    if (r->version >= 3 && !sealed) {
-        g3_error("%s says format version %d but lacks the checksum block that version writes at its start: the index is damaged; load another checkpoint (--load-fallback)",
-                 path, r->version);
-        st = G3_ERR_FORMAT;
-        goto err_close_file;
-    }
     if (g3_ckpt_attr_read_i64(f, "iteration", &r->iteration, 1) != G3_OK ||
         g3_ckpt_attr_read_i64(f, "consumed_samples", &r->consumed_samples, 1) != G3_OK ||
         g3_ckpt_attr_read_i64(f, "consumed_tokens", &r->consumed_tokens, 1) != G3_OK) {
         g3_error("%s lacks its iteration / consumed_samples / consumed_tokens attributes: the index is damaged", path);
-        st = G3_ERR_FORMAT;
-        goto err_close_file;
+        return G3_ERR_FORMAT;
     }
     /* Version 2 checksums each of them (version 1 did not: nothing to check). */
     for (int i = 0; r->version >= 2 && i < G3_CKPT_NPROGRESS; i++) {
@@ -167,48 +148,60 @@ static g3_status_t g3_ckpt_read_index(g3_ckpt_reader_t *r, const char *path)
         if (g3_ckpt_attr_read_u32(f, name, &want) != G3_OK) {
             g3_error("%s lacks the %s attribute (format version %d): the index is damaged; load another checkpoint (--load-fallback)",
                      path, name, r->version);
-            st = G3_ERR_FORMAT;
-            goto err_close_file;
+            return G3_ERR_FORMAT;
         }
         if (want != g3_ckpt_progress_crc(v[i])) {
             g3_error(
                 "%s: root attribute %s (%lld) fails its checksum (stored crc32c %08x, computed %08x): the index was altered; load another checkpoint (--load-fallback)",
                 path, g3_ckpt_progress_names[i], (long long)v[i], want, g3_ckpt_progress_crc(v[i]));
-            st = G3_ERR_FORMAT;
-            goto err_close_file;
+            return G3_ERR_FORMAT;
         }
     }
-    {   /* /config */
-        hid_t d = H5Dopen2(f, "config", H5P_DEFAULT), t;
-        size_t sz;
-        if (d < 0) {
-            g3_error("%s has no /config dataset: the index is damaged", path);
-            st = G3_ERR_FORMAT;
-            goto err_close_file;
-        }
-        if (g3_ckpt_dataset_check_crc(d, "config", path) != G3_OK) {
-            H5Dclose(d);
-            st = G3_ERR_FORMAT;
-            goto err_close_file;
-        }
-        t = H5Dget_type(d);
-        sz = H5Tget_size(t);
-        r->config = calloc(sz + 1, 1);
-        if (r->config == NULL || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) > 0 ||
-            H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, r->config) < 0) {
-            g3_error("%s: cannot read /config: %s", path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
-            st = G3_ERR_FORMAT;
-        }
-        H5Tclose(t);
+    return G3_OK;
+}
+
+/* Read the index's /config dataset (a fixed-length string, checksummed) into r->config.
+ * RET: G3_ERR_FORMAT (logged). */
+static g3_status_t g3_ckpt_read_config(hid_t f, g3_ckpt_reader_t *r, const char *path)
+{
+    g3_status_t st = G3_OK;
+    char msg[512];
+    hid_t d = H5Dopen2(f, "config", H5P_DEFAULT), t;
+    size_t sz;
+
+    if (d < 0) {
+        g3_error("%s has no /config dataset: the index is damaged", path);
+        return G3_ERR_FORMAT;
+    }
+    if (g3_ckpt_dataset_check_crc(d, "config", path) != G3_OK) {
         H5Dclose(d);
-        if (st != G3_OK)
-            goto err_close_file;
+        return G3_ERR_FORMAT;
     }
-    g = H5Gopen2(f, "layout", H5P_DEFAULT);
+    t = H5Dget_type(d);
+    sz = H5Tget_size(t);
+    r->config = calloc(sz + 1, 1);
+    if (r->config == NULL || H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) > 0 ||
+        H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, r->config) < 0) {
+        g3_error("%s: cannot read /config: %s", path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
+        st = G3_ERR_FORMAT;
+    }
+    H5Tclose(t);
+    H5Dclose(d);
+    return st;
+}
+
+/* Read the index's /layout group (the parallel sizes, the layer count and each pipeline
+ * stage's first layer) into r.  RET: G3_ERR_FORMAT (logged). */
+static g3_status_t g3_ckpt_read_layout(hid_t f, g3_ckpt_reader_t *r, const char *path)
+{
+    int32_t v32;
+    int64_t *bounds = NULL;
+    g3_status_t st;
+    hid_t g = H5Gopen2(f, "layout", H5P_DEFAULT);
+
     if (g < 0) {
         g3_error("%s has no /layout group: the index is damaged", path);
-        st = G3_ERR_FORMAT;
-        goto err_close_file;
+        return G3_ERR_FORMAT;
     }
     st = g3_ckpt_attr_read_i32(g, "tensor_model_parallel_size", &v32);
     r->tp_size = v32;
@@ -234,22 +227,32 @@ static g3_status_t g3_ckpt_read_index(g3_ckpt_reader_t *r, const char *path)
     H5Gclose(g);
     if (st != G3_OK) {
         g3_error("%s: the /layout attributes are missing or damaged", path);
-        st = G3_ERR_FORMAT;
-        goto err_close_file;
+        return G3_ERR_FORMAT;
     }
-    st = g3_ckpt_table_read(f, "files", G3_CKPT_TABLE_FILES, &rows, &n, path);
+    return G3_OK;
+}
+
+/* Read the index's /files, /tensors and /pieces tables into r and check that they agree
+ * (file names plain, dtypes and ranks known, every reference in range) before anything
+ * trusts them.  RET: G3_ERR_FORMAT (logged), the table reader's errors. */
+static g3_status_t g3_ckpt_read_tables(hid_t f, g3_ckpt_reader_t *r, const char *path)
+{
+    void *rows;
+    size_t n;
+    g3_status_t st = g3_ckpt_table_read(f, "files", G3_CKPT_TABLE_FILES, &rows, &n, path);
+
     if (st != G3_OK)
-        goto err_close_file;
+        return st;
     r->files = rows;
     r->nfiles = n;
     st = g3_ckpt_table_read(f, "tensors", G3_CKPT_TABLE_TENSORS, &rows, &n, path);
     if (st != G3_OK)
-        goto err_close_file;
+        return st;
     r->tensors = rows;
     r->ntensors = n;
     st = g3_ckpt_table_read(f, "pieces", G3_CKPT_TABLE_PIECES, &rows, &n, path);
     if (st != G3_OK)
-        goto err_close_file;
+        return st;
     r->pieces = rows;
     r->npieces = n;
     /* The tables must be consistent before anything trusts them. */
@@ -275,13 +278,20 @@ static g3_status_t g3_ckpt_read_index(g3_ckpt_reader_t *r, const char *path)
             (size_t)p->file >= r->nfiles)
             st = G3_ERR_FORMAT;
     }
-    if (st != G3_OK) {
+    if (st != G3_OK)
         g3_error("%s: the /files, /tensors and /pieces tables contradict each other: the index is damaged", path);
-        goto err_close_file;
-    }
+    return st;
+}
+
+/* Read the index's optional /state group (the trainer's key/value entries) into r.
+ * RET: G3_ERR_FORMAT or an entry reader's error (logged). */
+static g3_status_t g3_ckpt_read_state(hid_t f, g3_ckpt_reader_t *r, const char *path)
+{
+    g3_status_t st = G3_OK;
+
     if (H5Lexists(f, "state", H5P_DEFAULT) > 0) {
         g3_ckpt_kv_iter_t it = { r, path, G3_OK };
-        g = H5Gopen2(f, "state", H5P_DEFAULT);
+        hid_t g = H5Gopen2(f, "state", H5P_DEFAULT);
         if (g < 0 || H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, g3_ckpt_read_state_entry,
                                 &it) < 0) {
             if (it.st == G3_OK)
@@ -291,6 +301,32 @@ static g3_status_t g3_ckpt_read_index(g3_ckpt_reader_t *r, const char *path)
         if (g >= 0)
             H5Gclose(g);
     }
+    return st;
+}
+
+static g3_status_t g3_ckpt_read_index(g3_ckpt_reader_t *r, const char *path)
+{
+    hid_t f;
+    int sealed = 0;
+    g3_status_t st = g3_ckpt_index_open(path, &f, &sealed);
+
+    if (st != G3_OK)
+        return st;
+    st = g3_ckpt_check_format(f, path, G3_CKPT_FORMAT, &r->version);
+    if (st != G3_OK)
+        goto err_close_file;
+    if (r->version >= 3 && !sealed) {
+        g3_error("%s says format version %d but lacks the checksum block that version writes at its start: the index is damaged; load another checkpoint (--load-fallback)",
+                 path, r->version);
+        st = G3_ERR_FORMAT;
+        goto err_close_file;
+    }
+    if ((st = g3_ckpt_read_progress(f, r, path)) != G3_OK
+        || (st = g3_ckpt_read_config(f, r, path)) != G3_OK
+        || (st = g3_ckpt_read_layout(f, r, path)) != G3_OK
+        || (st = g3_ckpt_read_tables(f, r, path)) != G3_OK)
+        goto err_close_file;
+    st = g3_ckpt_read_state(f, r, path);
 
 err_close_file:
     H5Fclose(f);

@@ -779,6 +779,99 @@ err_free:
     return st;
 }
 
+/* The lsh stage's parameters as its report records them, with the signatures' total size and
+ * a hash of their times (new signatures redo lsh).  OUT: params (size bytes). */
+static void g3_curate_lsh_params_str(const g3_curate_lsh_t *L, const char *mh_dir,
+                                     const g3_curate_lsh_params_t *p,
+                                     const g3_curate_mh_params_t *mp, char *params, size_t size)
+{
+    char path[4096];
+
+    /* The signatures' sizes and times stand for their content: new signatures redo lsh. */
+    uint64_t mh_bytes = 0, mh_time = 0;
+    for (int s = 0; s < L->nshards; s++) {
+        struct stat sb;
+        g3_curate_shard_path(mh_dir, s, "mh", path, sizeof(path));
+        if (stat(path, &sb) == 0) {
+            mh_bytes += (uint64_t)sb.st_size;
+            mh_time = g3_hash_mix64(mh_time ^ ((uint64_t)sb.st_mtim.tv_sec * 1000000000u
+                                                 + (uint64_t)sb.st_mtim.tv_nsec));
+        }
+    }
+    snprintf(params, size,
+             "shards=%d bands=%d rows=%d threshold=%.6g keep=%s anchors=%d exact_only=%d verify=%s seed=%llu signatures=%llu:%016llx",
+             L->nshards, mp->bands, mp->rows, p->threshold,
+             p->keep == G3_CURATE_KEEP_LONGEST ? "longest" : "first", p->anchors, p->exact_only,
+             p->verify_exact ? "exact" : "estimate",
+             (unsigned long long)mp->seed, (unsigned long long)mh_bytes,
+             (unsigned long long)mh_time);
+}
+
+/* Allocate the per-document arrays of an opened L (L->n documents): union-find parents (each
+ * its own), the dead marks and the read buffers on every rank; the line numbers where rank 0
+ * writes or exact verification reads them; rank 0's exact-duplicate and length arrays.
+ * RET: G3_ERR_NO_MEMORY (logged). */
+static g3_status_t g3_curate_lsh_alloc(g3_curate_lsh_t *L, const g3_curate_io_t *io,
+                                       const g3_curate_lsh_params_t *p, int rank)
+{
+    L->parent = malloc((L->n ? L->n : 1) * sizeof(uint32_t));
+    L->dead = calloc((L->n + 8) & ~(uint64_t)7, 1);
+    L->buf = malloc(G3_CURATE_SCAN_BYTES > L->rsize ? G3_CURATE_SCAN_BYTES : L->rsize);
+    L->ra = malloc(L->rsize);
+    L->rb = malloc(L->rsize);
+    L->verify_exact = p->verify_exact && !p->exact_only;
+    L->io = io;
+    if (rank == 0 || L->verify_exact)
+        L->line = malloc((L->n ? L->n : 1) * sizeof(uint64_t));
+    if (rank == 0) {
+        L->exact_of = malloc((L->n ? L->n : 1) * sizeof(int64_t));
+        L->norm_len = malloc((L->n ? L->n : 1) * sizeof(uint32_t));
+    }
+    if (!L->parent || !L->dead || !L->buf || !L->ra || !L->rb
+        || ((rank == 0 || L->verify_exact) && !L->line)
+        || (rank == 0 && (!L->exact_of || !L->norm_len))) {
+        g3_error("gpt3d curate lsh: out of memory for %llu documents", (unsigned long long)L->n);
+        return G3_ERR_NO_MEMORY;
+    }
+    for (uint64_t g = 0; g < L->n; g++)
+        L->parent[g] = (uint32_t)g;
+    return G3_OK;
+}
+
+/* Close L's files and free everything it holds (any part may be unset). */
+static void g3_curate_lsh_free(g3_curate_lsh_t *L)
+{
+    for (int s = 0; L->fd && s < L->nshards; s++) {
+        if (L->fd[s] >= 0)
+            close(L->fd[s]);
+        if (L->mh_path)
+            free(L->mh_path[s]);
+    }
+    for (int s = 0; L->sfd && s < L->nshards; s++)
+        if (L->sfd[s] >= 0)
+            close(L->sfd[s]);
+    free(L->sfd);
+    free(L->off);
+    free(L->len);
+    g3_buf_free(&L->raw);
+    g3_buf_free(&L->doc.text);
+    g3_curate_words_free(&L->words);
+    free(L->set[0].h);
+    free(L->set[1].h);
+    free(L->fd);
+    free(L->mh_path);
+    free(L->buf);
+    free(L->ra);
+    free(L->rb);
+    free(L->line);
+    free(L->norm_len);
+    free(L->first);
+    free(L->parent);
+    free(L->dead);
+    free(L->exact_of);
+    g3_curate_list_free(&L->list);
+}
+
 g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,
                           const g3_curate_lsh_params_t *p, const g3_curate_mh_params_t *mp,
                           g3_comm_t *comm, g3_curate_counts_t *c)
@@ -800,24 +893,7 @@ g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,
     if ((st = g3_curate_list_read(io->shard_list, &L.list)) != G3_OK)
         return st;
     L.nshards = L.list.n;
-    /* The signatures' sizes and times stand for their content: new signatures redo lsh. */
-    uint64_t mh_bytes = 0, mh_time = 0;
-    for (int s = 0; s < L.nshards; s++) {
-        struct stat sb;
-        g3_curate_shard_path(mh_dir, s, "mh", path, sizeof(path));
-        if (stat(path, &sb) == 0) {
-            mh_bytes += (uint64_t)sb.st_size;
-            mh_time = g3_hash_mix64(mh_time ^ ((uint64_t)sb.st_mtim.tv_sec * 1000000000u
-                                                 + (uint64_t)sb.st_mtim.tv_nsec));
-        }
-    }
-    snprintf(params, sizeof(params),
-             "shards=%d bands=%d rows=%d threshold=%.6g keep=%s anchors=%d exact_only=%d verify=%s seed=%llu signatures=%llu:%016llx",
-             L.nshards, mp->bands, mp->rows, p->threshold,
-             p->keep == G3_CURATE_KEEP_LONGEST ? "longest" : "first", p->anchors, p->exact_only,
-             p->verify_exact ? "exact" : "estimate",
-             (unsigned long long)mp->seed, (unsigned long long)mh_bytes,
-             (unsigned long long)mh_time);
+    g3_curate_lsh_params_str(&L, mh_dir, p, mp, params, sizeof(params));
     snprintf(path, sizeof(path), "%s/duplicates.tsv", io->output_dir);
     snprintf(rep, sizeof(rep), "%s/report.json", io->output_dir);
     if (!io->force && g3_curate_report_ok(rep, "lsh", NULL, params, path)) {
@@ -838,28 +914,8 @@ g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,
     }
     if ((st = g3_curate_lsh_open(&L, mh_dir, mp)) != G3_OK)
         goto cleanup;
-    L.parent = malloc((L.n ? L.n : 1) * sizeof(uint32_t));
-    L.dead = calloc((L.n + 8) & ~(uint64_t)7, 1);
-    L.buf = malloc(G3_CURATE_SCAN_BYTES > L.rsize ? G3_CURATE_SCAN_BYTES : L.rsize);
-    L.ra = malloc(L.rsize);
-    L.rb = malloc(L.rsize);
-    L.verify_exact = p->verify_exact && !p->exact_only;
-    L.io = io;
-    if (rank == 0 || L.verify_exact)
-        L.line = malloc((L.n ? L.n : 1) * sizeof(uint64_t));
-    if (rank == 0) {
-        L.exact_of = malloc((L.n ? L.n : 1) * sizeof(int64_t));
-        L.norm_len = malloc((L.n ? L.n : 1) * sizeof(uint32_t));
-    }
-    if (!L.parent || !L.dead || !L.buf || !L.ra || !L.rb
-        || ((rank == 0 || L.verify_exact) && !L.line)
-        || (rank == 0 && (!L.exact_of || !L.norm_len))) {
-        g3_error("gpt3d curate lsh: out of memory for %llu documents", (unsigned long long)L.n);
-        st = G3_ERR_NO_MEMORY;
+    if ((st = g3_curate_lsh_alloc(&L, io, p, rank)) != G3_OK)
         goto cleanup;
-    }
-    for (uint64_t g = 0; g < L.n; g++)
-        L.parent[g] = (uint32_t)g;
     if ((st = g3_curate_lsh_exact(&L, comm, rank, R)) != G3_OK)
         goto cleanup;
     if (L.verify_exact && (st = g3_curate_lsh_index(&L)) != G3_OK)
@@ -876,34 +932,6 @@ g3_status_t g3_curate_lsh(const g3_curate_io_t *io, const char *mh_dir,
 cleanup:
     if (st == G3_ERR_NO_MEMORY && L.parent)
         g3_error("gpt3d curate lsh: out of memory (%llu documents)", (unsigned long long)L.n);
-    for (int s = 0; L.fd && s < L.nshards; s++) {
-        if (L.fd[s] >= 0)
-            close(L.fd[s]);
-        if (L.mh_path)
-            free(L.mh_path[s]);
-    }
-    for (int s = 0; L.sfd && s < L.nshards; s++)
-        if (L.sfd[s] >= 0)
-            close(L.sfd[s]);
-    free(L.sfd);
-    free(L.off);
-    free(L.len);
-    g3_buf_free(&L.raw);
-    g3_buf_free(&L.doc.text);
-    g3_curate_words_free(&L.words);
-    free(L.set[0].h);
-    free(L.set[1].h);
-    free(L.fd);
-    free(L.mh_path);
-    free(L.buf);
-    free(L.ra);
-    free(L.rb);
-    free(L.line);
-    free(L.norm_len);
-    free(L.first);
-    free(L.parent);
-    free(L.dead);
-    free(L.exact_of);
-    g3_curate_list_free(&L.list);
+    g3_curate_lsh_free(&L);
     return st;
 }

@@ -177,19 +177,34 @@ static const char *g3_vocab_where(const char *text, size_t pos, const g3_buf_t *
     return buf;
 }
 
-static g3_status_t g3_bpe_load_vocab(g3_bpe_t *bpe, const char *path, const int byte_of_cp[324])
+/* The vocabulary's tokens in file order: token i has id ids[i] and the bytes
+ * all.data[offs[i] .. offs[i+1]). */
+typedef struct {
+    int32_t *ids;    /* (n,) */
+    size_t *offs;    /* (n + 1,) */
+    g3_buf_t all;    /* the tokens' bytes, one after another */
+    size_t n;
+} g3_bpe_vocab_list_t;
+
+static void g3_bpe_vocab_list_free(g3_bpe_vocab_list_t *v)
 {
-    char *text = NULL;
-    size_t len;
-    g3_status_t st = g3_read_file(path, "vocabulary file (--vocab-file)", &text, &len);
-    g3_buf_t key = { 0 }, raw = { 0 }, all = { 0 };
-    int32_t *ids = NULL;
-    size_t *offs = NULL, n = 0, cap = 0;
+    free(v->ids);
+    free(v->offs);
+    g3_buf_free(&v->all);
+}
+
+/* Read the vocabulary file's JSON object (text, len bytes) into v: each key unbyted from GPT-2's
+ * byte alphabet, with its id, in file order.  Errors are logged with where in the file.
+ * RET: G3_ERR_FORMAT, G3_ERR_NO_MEMORY. */
+static g3_status_t g3_bpe_vocab_parse(const char *path, const char *text, size_t len,
+                                      const int byte_of_cp[324], g3_bpe_vocab_list_t *v)
+{
+    g3_status_t st;
+    g3_buf_t key = { 0 }, raw = { 0 };
+    size_t cap = 0;
     int first = 1;
     g3_json_t j = { text, len, 0, NULL, 0 };
 
-    if (st != G3_OK)
-        return st;
     /* Pass 1: collect (bytes, id) pairs in file order. */
     for (;;) {
         long long id;
@@ -216,25 +231,25 @@ static g3_status_t g3_bpe_load_vocab(g3_bpe_t *bpe, const char *path, const int 
             st = G3_ERR_FORMAT;
             goto err_free;
         }
-        if (n == cap) {
+        if (v->n == cap) {
             cap = cap ? cap * 2 : 65536;
-            int32_t *ni = realloc(ids, cap * sizeof(*ids));
-            if (ni) ids = ni;
-            size_t *no = ni ? realloc(offs, (cap + 1) * sizeof(*offs)) : NULL;
+            int32_t *ni = realloc(v->ids, cap * sizeof(*v->ids));
+            if (ni) v->ids = ni;
+            size_t *no = ni ? realloc(v->offs, (cap + 1) * sizeof(*v->offs)) : NULL;
             if (!no) {
                 st = G3_ERR_NO_MEMORY;
                 g3_error("out of memory loading the vocabulary '%s'", path);
                 goto err_free;
             }
-            offs = no;
+            v->offs = no;
         }
-        ids[n] = (int32_t)id;
-        offs[n] = all.len;
-        if ((st = g3_buf_append(&all, raw.data ? raw.data : "", raw.len)) != G3_OK) {
+        v->ids[v->n] = (int32_t)id;
+        v->offs[v->n] = v->all.len;
+        if ((st = g3_buf_append(&v->all, raw.data ? raw.data : "", raw.len)) != G3_OK) {
             g3_error("out of memory loading the vocabulary '%s'", path);
             goto err_free;
         }
-        n++;
+        v->n++;
     }
     g3_json_skip_ws(&j);
     if (j.pos != len) {
@@ -242,88 +257,12 @@ static g3_status_t g3_bpe_load_vocab(g3_bpe_t *bpe, const char *path, const int 
         st = G3_ERR_FORMAT;
         goto err_syntax;
     }
-    if (n == 0) {
+    if (v->n == 0) {
         g3_error("vocabulary file '%s' has no tokens", path);
         st = G3_ERR_FORMAT;
         goto err_free;
     }
-    offs[n] = all.len;
-
-    /* Pass 2: place tokens by id; ids must be exactly 0..n-1. */
-    bpe->vocab_size = (int32_t)n;
-    bpe->tok_off = calloc(n + 1, sizeof(*bpe->tok_off));
-    bpe->tok_bytes = malloc(all.len + 1);
-    size_t *seen_len = calloc(n, sizeof(size_t));
-    size_t *seen_at = calloc(n, sizeof(size_t));
-    if (!bpe->tok_off || !bpe->tok_bytes || !seen_len || !seen_at) {
-        free(seen_len);
-        free(seen_at);
-        st = G3_ERR_NO_MEMORY;
-        g3_error("out of memory loading the vocabulary '%s'", path);
-        goto err_free;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if ((size_t)ids[i] >= n) {
-            g3_error("vocabulary file '%s': token id %d is >= the number of tokens (%zu); ids must be 0..%zu with no gaps",
-                     path, ids[i], n, n - 1);
-            st = G3_ERR_FORMAT;
-        } else if (seen_len[ids[i]]) {
-            g3_error("vocabulary file '%s': token id %d appears twice", path, ids[i]);
-            st = G3_ERR_FORMAT;
-        } else {
-            seen_len[ids[i]] = offs[i + 1] - offs[i] + 1;   /* +1: mark seen */
-            seen_at[ids[i]] = offs[i];
-        }
-        if (st != G3_OK) {
-            free(seen_len);
-            free(seen_at);
-            goto err_free;
-        }
-    }
-    size_t off = 0;
-    for (size_t id = 0; id < n; id++) {
-        size_t l = seen_len[id] - 1;
-        bpe->tok_off[id] = off;
-        memcpy(bpe->tok_bytes + off, all.data + seen_at[id], l);
-        off += l;
-    }
-    bpe->tok_off[n] = off;
-    free(seen_len);
-    free(seen_at);
-
-    /* Pass 3: the bytes -> id table, and the single-byte tokens. */
-    bpe->vocab_mask = g3_pow2_at_least(n * 2) - 1;
-    bpe->vocab_slots = malloc((bpe->vocab_mask + 1) * sizeof(int32_t));
-    if (!bpe->vocab_slots) {
-        st = G3_ERR_NO_MEMORY;
-        g3_error("out of memory loading the vocabulary '%s'", path);
-        goto err_free;
-    }
-    memset(bpe->vocab_slots, 0xff, (bpe->vocab_mask + 1) * sizeof(int32_t));
-    for (int32_t id = 0; id < (int32_t)n; id++) {
-        size_t l;
-        const char *t = g3_bpe_tok(bpe, id, &l);
-        if (g3_bpe_vocab_find(bpe, t, l) >= 0) {
-            g3_error("vocabulary file '%s': token id %d repeats the bytes of an earlier token", path, id);
-            st = G3_ERR_FORMAT;
-            goto err_free;
-        }
-        size_t i = g3_hash_bytes((const unsigned char *)t, l) & bpe->vocab_mask;
-        while (bpe->vocab_slots[i] >= 0)
-            i = (i + 1) & bpe->vocab_mask;
-        bpe->vocab_slots[i] = id;
-    }
-    for (int b = 0; b < 256; b++) {
-        char c = (char)b;
-        bpe->byte_id[b] = g3_bpe_vocab_find(bpe, &c, 1);
-        if (bpe->byte_id[b] < 0) {
-            g3_error("vocabulary file '%s' has no token for byte 0x%02x; a byte-level BPE vocabulary needs all 256", path, b);
-            st = G3_ERR_FORMAT;
-            goto err_free;
-        }
-    }
-    bpe->eod_id = g3_bpe_vocab_find(bpe, "<|endoftext|>", 13);
-    st = G3_OK;
+    v->offs[v->n] = v->all.len;
     goto err_free;   /* free the temporaries */
 
 err_syntax:
@@ -337,23 +276,218 @@ err_syntax:
     else
         g3_error("out of memory loading the vocabulary '%s'", path);
 err_free:
-    free(ids);
-    free(offs);
     g3_buf_free(&key);
     g3_buf_free(&raw);
-    g3_buf_free(&all);
+    return st;
+}
+
+/* Place the tokens of v by id into bpe->tok_off / tok_bytes; the ids must be exactly
+ * 0..n-1, each once.  RET: G3_ERR_FORMAT, G3_ERR_NO_MEMORY. */
+static g3_status_t g3_bpe_vocab_place(g3_bpe_t *bpe, const char *path,
+                                      const g3_bpe_vocab_list_t *v)
+{
+    g3_status_t st = G3_OK;
+    size_t n = v->n;
+
+    /* Pass 2: place tokens by id; ids must be exactly 0..n-1. */
+    bpe->vocab_size = (int32_t)n;
+    bpe->tok_off = calloc(n + 1, sizeof(*bpe->tok_off));
+    bpe->tok_bytes = malloc(v->all.len + 1);
+    size_t *seen_len = calloc(n, sizeof(size_t));
+    size_t *seen_at = calloc(n, sizeof(size_t));
+    if (!bpe->tok_off || !bpe->tok_bytes || !seen_len || !seen_at) {
+        st = G3_ERR_NO_MEMORY;
+        g3_error("out of memory loading the vocabulary '%s'", path);
+        goto cleanup;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = v->ids[i];
+        if ((size_t)id >= n) {
+            g3_error("vocabulary file '%s': token id %d is >= the number of tokens (%zu); ids must be 0..%zu with no gaps",
+                     path, id, n, n - 1);
+            st = G3_ERR_FORMAT;
+        } else if (seen_len[id]) {
+            g3_error("vocabulary file '%s': token id %d appears twice", path, id);
+            st = G3_ERR_FORMAT;
+        } else {
+            seen_len[id] = v->offs[i + 1] - v->offs[i] + 1;   /* +1: mark seen */
+            seen_at[id] = v->offs[i];
+        }
+        if (st != G3_OK)
+            goto cleanup;
+    }
+    size_t off = 0;
+    for (size_t id = 0; id < n; id++) {
+        size_t l = seen_len[id] - 1;
+        bpe->tok_off[id] = off;
+        memcpy(bpe->tok_bytes + off, v->all.data + seen_at[id], l);
+        off += l;
+    }
+    bpe->tok_off[n] = off;
+cleanup:
+    free(seen_len);
+    free(seen_at);
+    return st;
+}
+
+/* Build bpe's bytes -> id table over its placed tokens, and find the single-byte tokens and
+ * <|endoftext|>.  RET: G3_ERR_FORMAT (two tokens of the same bytes, a byte with no token),
+ * G3_ERR_NO_MEMORY. */
+static g3_status_t g3_bpe_vocab_index(g3_bpe_t *bpe, const char *path)
+{
+    size_t n = (size_t)bpe->vocab_size;
+
+    /* Pass 3: the bytes -> id table, and the single-byte tokens. */
+    bpe->vocab_mask = g3_pow2_at_least(n * 2) - 1;
+    bpe->vocab_slots = malloc((bpe->vocab_mask + 1) * sizeof(int32_t));
+    if (!bpe->vocab_slots) {
+        g3_error("out of memory loading the vocabulary '%s'", path);
+        return G3_ERR_NO_MEMORY;
+    }
+    memset(bpe->vocab_slots, 0xff, (bpe->vocab_mask + 1) * sizeof(int32_t));
+    for (int32_t id = 0; id < (int32_t)n; id++) {
+        size_t l;
+        const char *t = g3_bpe_tok(bpe, id, &l);
+        if (g3_bpe_vocab_find(bpe, t, l) >= 0) {
+            g3_error("vocabulary file '%s': token id %d repeats the bytes of an earlier token", path, id);
+            return G3_ERR_FORMAT;
+        }
+        size_t i = g3_hash_bytes((const unsigned char *)t, l) & bpe->vocab_mask;
+        while (bpe->vocab_slots[i] >= 0)
+            i = (i + 1) & bpe->vocab_mask;
+        bpe->vocab_slots[i] = id;
+    }
+    for (int b = 0; b < 256; b++) {
+        char c = (char)b;
+        bpe->byte_id[b] = g3_bpe_vocab_find(bpe, &c, 1);
+        if (bpe->byte_id[b] < 0) {
+            g3_error("vocabulary file '%s' has no token for byte 0x%02x; a byte-level BPE vocabulary needs all 256", path, b);
+            return G3_ERR_FORMAT;
+        }
+    }
+    bpe->eod_id = g3_bpe_vocab_find(bpe, "<|endoftext|>", 13);
+    return G3_OK;
+}
+
+static g3_status_t g3_bpe_load_vocab(g3_bpe_t *bpe, const char *path, const int byte_of_cp[324])
+{
+    char *text = NULL;
+    size_t len;
+    g3_status_t st = g3_read_file(path, "vocabulary file (--vocab-file)", &text, &len);
+    g3_bpe_vocab_list_t v = { 0 };
+
+    if (st != G3_OK)
+        return st;
+    if ((st = g3_bpe_vocab_parse(path, text, len, byte_of_cp, &v)) == G3_OK
+        && (st = g3_bpe_vocab_place(bpe, path, &v)) == G3_OK)
+        st = g3_bpe_vocab_index(bpe, path);
+    g3_bpe_vocab_list_free(&v);
     free(text);
     return st;
+}
+
+/* Scratch of the merges reader: the two tokens of a line and their join, unbyted, and which
+ * tokens some merge so far makes. */
+typedef struct {
+    g3_buf_t a, b, ab;
+    unsigned char *made;   /* (V,) 1: some merge so far makes this token */
+} g3_bpe_merge_scratch_t;
+
+/* Add the merge of line `line` (l, ll bytes, no newline) of the merges file to bpe's table:
+ * its two tokens and their join must be in the vocabulary and each part made by an earlier
+ * merge (or one byte).  A repeated merge keeps its first rank.  RET: G3_ERR_FORMAT,
+ * G3_ERR_NO_MEMORY. */
+static g3_status_t g3_bpe_merge_add(g3_bpe_t *bpe, const char *path, const char *vocab_path,
+                                    size_t line, const char *l, size_t ll,
+                                    const int byte_of_cp[324], g3_bpe_merge_scratch_t *s)
+{
+    const char *sp = memchr(l, ' ', ll);
+    if (!sp || sp == l || sp == l + ll - 1 || memchr(sp + 1, ' ', (size_t)(l + ll - sp - 1))) {
+        g3_error("merges file '%s' line %zu: expected two tokens separated by one space, like GPT-2's vocab.bpe / merges.txt",
+                 path, line);
+        return G3_ERR_FORMAT;
+    }
+    if (!g3_bpe_unbyte(l, (size_t)(sp - l), byte_of_cp, &s->a)
+        || !g3_bpe_unbyte(sp + 1, (size_t)(l + ll - sp - 1), byte_of_cp, &s->b)) {
+        g3_error("merges file '%s' line %zu: a token is not spelled in GPT-2's byte alphabet", path, line);
+        return G3_ERR_FORMAT;
+    }
+    s->ab.len = 0;
+    if (g3_buf_append(&s->ab, s->a.data, s->a.len) != G3_OK ||
+        g3_buf_append(&s->ab, s->b.data, s->b.len) != G3_OK)
+        return G3_ERR_NO_MEMORY;
+    int32_t ia = g3_bpe_vocab_find(bpe, s->a.data, s->a.len);
+    int32_t ib = g3_bpe_vocab_find(bpe, s->b.data, s->b.len);
+    int32_t iab = g3_bpe_vocab_find(bpe, s->ab.data, s->ab.len);
+    if (ia < 0 || ib < 0 || iab < 0) {
+        g3_error("merges file '%s' line %zu: '%.*s' uses a token that is not in the vocabulary (do --vocab-file and --merge-file belong together?)",
+                 path, line, (int)ll, l);
+        return G3_ERR_FORMAT;
+    }
+    /* A merge joins symbols that exist by then: single bytes, or the results of earlier
+     * merges (BPE learns them in this order).  Shuffled merges, or merges from another
+     * tokenizer that happen to use tokens of this vocabulary, fail here. */
+    for (int k = 0; k < 2; k++) {
+        int32_t part = k ? ib : ia;
+        size_t plen;
+        g3_bpe_tok(bpe, part, &plen);
+        if (plen > 1 && !s->made[part]) {
+            g3_error(
+                "merges file '%s' line %zu: '%.*s' joins '%.*s', which no earlier merge makes: the merges are out of order (shuffled?) or do not belong to --vocab-file %s",
+                path, line, (int)ll, l, (int)(k ? l + ll - sp - 1 : sp - l), k ? sp + 1 : l,
+                vocab_path);
+            return G3_ERR_FORMAT;
+        }
+    }
+    if (!s->made[iab])
+        s->made[iab] = 1;
+    uint64_t key = ((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib;
+    size_t i = g3_hash_mix64(key) & bpe->merge_mask;
+    while (bpe->merges[i].key != UINT64_MAX && bpe->merges[i].key != key)
+        i = (i + 1) & bpe->merge_mask;
+    if (bpe->merges[i].key == key)
+        return G3_OK;   /* a repeated merge: the first (lowest) rank wins, as in GPT-2 */
+    bpe->merges[i].key = key;
+    bpe->merges[i].rank = bpe->num_merges++;
+    bpe->merges[i].merged = iab;
+    return G3_OK;
+}
+
+/* Every vocabulary token of two or more bytes is made by some merge, except special
+ * tokens spelled <...> (GPT-2's <|endoftext|>): otherwise the merges file was cut short
+ * or belongs to another vocabulary, and those tokens could never be produced.
+ * made: (V,) 1 where a merge makes the token.  RET: G3_ERR_FORMAT. */
+static g3_status_t g3_bpe_merges_check_made(const g3_bpe_t *bpe, const char *path,
+                                            const char *vocab_path, const unsigned char *made)
+{
+    size_t unmade = 0;
+    int32_t first = -1;
+    for (int32_t id = 0; id < bpe->vocab_size; id++) {
+        size_t tl;
+        const char *t = g3_bpe_tok(bpe, id, &tl);
+        if (tl < 2 || made[id] || (t[0] == '<' && t[tl - 1] == '>'))
+            continue;
+        if (first < 0)
+            first = id;
+        unmade++;
+    }
+    if (unmade) {
+        size_t tl;
+        const char *t = g3_bpe_tok(bpe, first, &tl);
+        g3_error("merges file '%s' makes none of %zu tokens of the vocabulary --vocab-file %s (the first: id %d, %zu bytes '%.*s'): the merges file was cut short or belongs to another vocabulary; pass the merges file made with it",
+                 path, unmade, vocab_path, first, tl, (int)(tl > 40 ? 40 : tl), t);
+        return G3_ERR_FORMAT;
+    }
+    return G3_OK;
 }
 
 static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const char *vocab_path,
                                       const int byte_of_cp[324])
 {
-    unsigned char *made = NULL;   /* (V,) 1: some merge so far makes this token */
     char *text = NULL;
     size_t len;
     g3_status_t st = g3_read_file(path, "merges file (--merge-file)", &text, &len);
-    g3_buf_t a = { 0 }, b = { 0 }, ab = { 0 };
+    g3_bpe_merge_scratch_t s = { 0 };
     size_t lines = 0, line = 0;
 
     if (st != G3_OK)
@@ -369,8 +503,8 @@ static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const cha
     }
     for (size_t i = 0; i <= bpe->merge_mask; i++)
         bpe->merges[i].key = UINT64_MAX;
-    made = calloc((size_t)bpe->vocab_size, sizeof(*made));
-    if (!made) {
+    s.made = calloc((size_t)bpe->vocab_size, sizeof(*s.made));
+    if (!s.made) {
         g3_error("out of memory loading the merges '%s'", path);
         st = G3_ERR_NO_MEMORY;
         goto err_free;
@@ -389,95 +523,20 @@ static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const cha
         pos = end + 1;
         if (ll == 0 || (line == 1 && ll >= 8 && memcmp(l, "#version", 8) == 0))
             continue;
-        const char *sp = memchr(l, ' ', ll);
-        if (!sp || sp == l || sp == l + ll - 1 || memchr(sp + 1, ' ', (size_t)(l + ll - sp - 1))) {
-            g3_error("merges file '%s' line %zu: expected two tokens separated by one space, like GPT-2's vocab.bpe / merges.txt",
-                     path, line);
-            st = G3_ERR_FORMAT;
+        if ((st = g3_bpe_merge_add(bpe, path, vocab_path, line, l, ll, byte_of_cp, &s)) != G3_OK)
             goto err_free;
-        }
-        if (!g3_bpe_unbyte(l, (size_t)(sp - l), byte_of_cp, &a)
-            || !g3_bpe_unbyte(sp + 1, (size_t)(l + ll - sp - 1), byte_of_cp, &b)) {
-            g3_error("merges file '%s' line %zu: a token is not spelled in GPT-2's byte alphabet", path, line);
-            st = G3_ERR_FORMAT;
-            goto err_free;
-        }
-        ab.len = 0;
-        if (g3_buf_append(&ab, a.data, a.len) != G3_OK ||
-            g3_buf_append(&ab, b.data, b.len) != G3_OK) {
-            st = G3_ERR_NO_MEMORY;
-            goto err_free;
-        }
-        int32_t ia = g3_bpe_vocab_find(bpe, a.data, a.len);
-        int32_t ib = g3_bpe_vocab_find(bpe, b.data, b.len);
-        int32_t iab = g3_bpe_vocab_find(bpe, ab.data, ab.len);
-        if (ia < 0 || ib < 0 || iab < 0) {
-            g3_error("merges file '%s' line %zu: '%.*s' uses a token that is not in the vocabulary (do --vocab-file and --merge-file belong together?)",
-                     path, line, (int)ll, l);
-            st = G3_ERR_FORMAT;
-            goto err_free;
-        }
-        /* A merge joins symbols that exist by then: single bytes, or the results of earlier
-         * merges (BPE learns them in this order).  Shuffled merges, or merges from another
-         * tokenizer that happen to use tokens of this vocabulary, fail here. */
-        for (int k = 0; k < 2; k++) {
-            int32_t part = k ? ib : ia;
-            size_t plen;
-            g3_bpe_tok(bpe, part, &plen);
-            if (plen > 1 && !made[part]) {
-                g3_error(
-                    "merges file '%s' line %zu: '%.*s' joins '%.*s', which no earlier merge makes: the merges are out of order (shuffled?) or do not belong to --vocab-file %s",
-                    path, line, (int)ll, l, (int)(k ? l + ll - sp - 1 : sp - l), k ? sp + 1 : l,
-                    vocab_path);
-                st = G3_ERR_FORMAT;
-                goto err_free;
-            }
-        }
-        if (!made[iab])
-            made[iab] = 1;
-        uint64_t key = ((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib;
-        size_t i = g3_hash_mix64(key) & bpe->merge_mask;
-        while (bpe->merges[i].key != UINT64_MAX && bpe->merges[i].key != key)
-            i = (i + 1) & bpe->merge_mask;
-        if (bpe->merges[i].key == key)
-            continue;   /* a repeated merge: the first (lowest) rank wins, as in GPT-2 */
-        bpe->merges[i].key = key;
-        bpe->merges[i].rank = bpe->num_merges++;
-        bpe->merges[i].merged = iab;
     }
     if (bpe->num_merges == 0) {
         g3_error("merges file '%s' has no merges", path);
         st = G3_ERR_FORMAT;
         goto err_free;
     }
-    /* Every vocabulary token of two or more bytes is made by some merge, except special
-     * tokens spelled <...> (GPT-2's <|endoftext|>): otherwise the merges file was cut short
-     * or belongs to another vocabulary, and those tokens could never be produced. */
-    {
-        size_t unmade = 0;
-        int32_t first = -1;
-        for (int32_t id = 0; id < bpe->vocab_size; id++) {
-            size_t tl;
-            const char *t = g3_bpe_tok(bpe, id, &tl);
-            if (tl < 2 || made[id] || (t[0] == '<' && t[tl - 1] == '>'))
-                continue;
-            if (first < 0)
-                first = id;
-            unmade++;
-        }
-        if (unmade) {
-            size_t tl;
-            const char *t = g3_bpe_tok(bpe, first, &tl);
-            g3_error("merges file '%s' makes none of %zu tokens of the vocabulary --vocab-file %s (the first: id %d, %zu bytes '%.*s'): the merges file was cut short or belongs to another vocabulary; pass the merges file made with it",
-                     path, unmade, vocab_path, first, tl, (int)(tl > 40 ? 40 : tl), t);
-            st = G3_ERR_FORMAT;
-        }
-    }
+    st = g3_bpe_merges_check_made(bpe, path, vocab_path, s.made);
 err_free:
-    free(made);
-    g3_buf_free(&a);
-    g3_buf_free(&b);
-    g3_buf_free(&ab);
+    free(s.made);
+    g3_buf_free(&s.a);
+    g3_buf_free(&s.b);
+    g3_buf_free(&s.ab);
     free(text);
     return st;
 }

@@ -183,13 +183,15 @@ static void g3_gptidx_point(g3_gptidx_t *gi)
     gi->shuffle = (const int64_t *)(m + off[3]);
 }
 
-g3_status_t g3_gptidx_build(const g3_idx_t *idx, uint64_t doc_first, uint64_t doc_end,
-                            int64_t seq_length, uint64_t seed, uint64_t num_samples,
-                            g3_gptidx_t **gi_p)
+/* Check a sample index request over documents [doc_first, doc_end) of idx and count their
+ * tokens.  OUT: *T_p.  RET: G3_ERR_INTERNAL (a bad request), G3_ERR_UNSUPPORTED (more
+ * sequences than int32 ids), G3_ERR_INVALID_ARG (fewer than 2 tokens); logged. */
+static g3_status_t g3_gptidx_check(const g3_idx_t *idx, uint64_t doc_first, uint64_t doc_end,
+                                   int64_t seq_length, uint64_t seed, uint64_t num_samples,
+                                   uint64_t *T_p)
 {
     const char *name = g3_idx_prefix(idx);
-    uint64_t D = doc_end - doc_first, T = 0;
-    g3_gptidx_t *gi;
+    uint64_t T = 0;
 
     if (seq_length < 1 || num_samples == 0 || doc_end <= doc_first
         || doc_end > g3_idx_num_sequences(idx) || seed > 0xffffffffULL) {
@@ -210,6 +212,51 @@ g3_status_t g3_gptidx_build(const g3_idx_t *idx, uint64_t doc_first, uint64_t do
                  (unsigned long long)doc_first, (unsigned long long)doc_end, (unsigned long long)T);
         return G3_ERR_INVALID_ARG;
     }
+    *T_p = T;
+    return G3_OK;
+}
+
+/* sample_idx: walk the documents in doc_idx order, seq_length + 1 tokens per sample,
+ * consecutive samples sharing one token (Megatron's helper).
+ * OUT: sample_doc (N + 1,) and sample_off (N + 1,): where sample s starts (doc_idx position,
+ * token offset in that document). */
+static void g3_gptidx_fill_samples(const g3_idx_t *idx, const int32_t *doc_idx,
+                                   int64_t seq_length, uint64_t N, int64_t *sample_doc,
+                                   int32_t *sample_off)
+{
+    uint64_t di = 0;
+    int64_t doc_off = 0;
+    sample_doc[0] = 0;
+    sample_off[0] = 0;
+    for (uint64_t s = 1; s <= N; s++) {
+        int64_t remaining = seq_length + 1;
+        while (remaining != 0) {
+            int64_t len = (int64_t)g3_idx_size(idx, (uint64_t)doc_idx[di]) - doc_off;
+            remaining -= len;
+            if (remaining <= 0) {
+                doc_off += remaining + len - 1;
+                remaining = 0;
+            } else {
+                di++;
+                doc_off = 0;
+            }
+        }
+        sample_doc[s] = (int64_t)di;
+        sample_off[s] = (int32_t)doc_off;
+    }
+}
+
+g3_status_t g3_gptidx_build(const g3_idx_t *idx, uint64_t doc_first, uint64_t doc_end,
+                            int64_t seq_length, uint64_t seed, uint64_t num_samples,
+                            g3_gptidx_t **gi_p)
+{
+    const char *name = g3_idx_prefix(idx);
+    uint64_t D = doc_end - doc_first, T = 0;
+    g3_gptidx_t *gi;
+    g3_status_t st = g3_gptidx_check(idx, doc_first, doc_end, seq_length, seed, num_samples, &T);
+
+    if (st != G3_OK)
+        return st;
     /* Smallest E with (E*T - 1) / S >= N. */
     uint64_t S = (uint64_t)seq_length;
     uint64_t E = (num_samples * S + 1 + T - 1) / T;
@@ -274,28 +321,7 @@ g3_status_t g3_gptidx_build(const g3_idx_t *idx, uint64_t doc_first, uint64_t do
         g3_np_shuffle_i32(&mt, doc_idx, nd);
     }
 
-    /* sample_idx: walk the documents in doc_idx order, S + 1 tokens per
-     * sample, consecutive samples sharing one token (Megatron's helper). */
-    uint64_t di = 0;
-    int64_t doc_off = 0;
-    sample_doc[0] = 0;
-    sample_off[0] = 0;
-    for (uint64_t s = 1; s <= N; s++) {
-        int64_t remaining = seq_length + 1;
-        while (remaining != 0) {
-            int64_t len = (int64_t)g3_idx_size(idx, (uint64_t)doc_idx[di]) - doc_off;
-            remaining -= len;
-            if (remaining <= 0) {
-                doc_off += remaining + len - 1;
-                remaining = 0;
-            } else {
-                di++;
-                doc_off = 0;
-            }
-        }
-        sample_doc[s] = (int64_t)di;
-        sample_off[s] = (int32_t)doc_off;
-    }
+    g3_gptidx_fill_samples(idx, doc_idx, seq_length, N, sample_doc, sample_off);
 
     /* shuffle_idx: the samples of the first E-1 epochs shuffled, then
      * (separately) the rest. */

@@ -176,8 +176,10 @@ static int g3_idx_dtype_diagnose(const g3_idx_t *x)
     return 1;
 }
 
-/* Validate the mapped index; RET G3_OK or logs the first bad field. */
-static g3_status_t g3_idx_validate(g3_idx_t *x)
+/* Validate the mapped index's header (magic, version, dtype, counts) and that its arrays fill
+ * the rest of the file exactly; set x's dtype, counts and array pointers.
+ * RET: G3_ERR_FORMAT, G3_ERR_VERSION (logged). */
+static g3_status_t g3_idx_validate_header(g3_idx_t *x)
 {
     const unsigned char *m = x->idx_map;
     const char *f = x->idx_path;
@@ -233,6 +235,13 @@ static g3_status_t g3_idx_validate(g3_idx_t *x)
     x->sizes = m + G3_IDX_HEADER_LEN;
     x->pointers = x->sizes + 4 * x->num_seq;
     x->doc_idx = x->pointers + 8 * x->num_seq;
+    return G3_OK;
+}
+
+/* Validate the index's sizes and pointers against the .bin.  RET: G3_ERR_FORMAT (logged). */
+static g3_status_t g3_idx_validate_seqs(const g3_idx_t *x)
+{
+    const char *f = x->idx_path;
 
     /* sizes and pointers: the sequences lie back to back from byte 0 and fill .bin exactly,
      * as every writer (Megatron's, ours) makes them.  A gap or an overlap means a sizes or
@@ -283,6 +292,14 @@ static g3_status_t g3_idx_validate(g3_idx_t *x)
                  (unsigned long long)(x->bin_len - prev_end));
         return G3_ERR_FORMAT;
     }
+    return G3_OK;
+}
+
+/* Validate the index's document index.  RET: G3_ERR_FORMAT (logged). */
+static g3_status_t g3_idx_validate_docs(const g3_idx_t *x)
+{
+    const char *f = x->idx_path;
+
     /* doc_idx: starts at 0, non-decreasing, ends at S. */
     if (x->num_doc_idx < 1) {
         g3_error("indexed dataset '%s' is corrupt: the document index is empty (it must have documents + 1 entries, starting with 0)",
@@ -305,6 +322,16 @@ static g3_status_t g3_idx_validate(g3_idx_t *x)
         return G3_ERR_FORMAT;
     }
     return G3_OK;
+}
+
+/* Validate the mapped index; RET G3_OK or logs the first bad field. */
+static g3_status_t g3_idx_validate(g3_idx_t *x)
+{
+    g3_status_t st;
+
+    if ((st = g3_idx_validate_header(x)) != G3_OK || (st = g3_idx_validate_seqs(x)) != G3_OK)
+        return st;
+    return g3_idx_validate_docs(x);
 }
 
 g3_status_t g3_idx_open(const char *prefix, g3_idx_t **idx_p)
