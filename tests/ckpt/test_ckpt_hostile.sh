@@ -23,7 +23,7 @@ g3_tmpdir
 
 # clean TEXT: 0 when TEXT holds no sanitizer report, no libhdf5 diagnostic and no crash
 clean() {
-    ! printf '%s' "$1" | grep -Eq 'AddressSanitizer|runtime error|buffer overflow|HDF5-DIAG|HDF5:|infinite loop|Segmentation|Aborted'
+    ! printf '%s' "$1" | grep -E 'AddressSanitizer|runtime error|buffer overflow|HDF5-DIAG|HDF5:|infinite loop|Segmentation|Aborted' >/dev/null
 }
 # resume NAME [FLAGS...]: train 6 iterations from $TMPD/NAME (saving elsewhere)
 resume() {
@@ -54,8 +54,8 @@ for d in 2 2269 4748 7610 8637 10684; do
     l_rc=$rc l_out=$out
     resume g --load-fallback
     if [ "$v_rc" != 1 ] || [ "$l_rc" != 78 ] || [ "$rc" != 0 ] || ! clean "$v_out$l_out$out" ||
-       ! printf '%s' "$v_out" | grep -q "index.h5 fails its checksum" ||
-       ! printf '%s' "$out" | grep -q "resumed from checkpoint.*iteration 2\|loaded checkpoint .*iter_0000002"; then
+       ! printf '%s' "$v_out" | grep "index.h5 fails its checksum" >/dev/null ||
+       ! printf '%s' "$out" | grep "resumed from checkpoint.*iteration 2\|loaded checkpoint .*iter_0000002" >/dev/null; then
         bad="$bad GCOL+$d:verify=$v_rc,load=$l_rc,fallback=$rc"
     fi
     n=$((n + 1))
@@ -68,7 +68,7 @@ bad="" n=0
 for off in $offsets; do
     $edit flip "$TMPD/g/$I/index.h5" "$off"
     run "$GPT3D" ckpt verify "$TMPD/g"
-    if [ "$rc" != 1 ] || ! clean "$out" || ! printf '%s' "$out" | grep -q "index.h5"; then
+    if [ "$rc" != 1 ] || ! clean "$out" || ! printf '%s' "$out" | grep "index.h5" >/dev/null; then
         bad="$bad $off:rc=$rc"
         diag "$(printf '%s' "$out" | head -n 3)"
     fi

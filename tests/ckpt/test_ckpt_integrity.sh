@@ -29,8 +29,8 @@ refused() {
     run "$GPT3D" ckpt verify "$TMPD/$1"
     v_rc=$rc v_out=$out
     train 6 --load "$TMPD/$1" --save "$TMPD/$1" --run-dir "$TMPD/$1.run"
-    if [ "$v_rc" = 1 ] && [ "$rc" = 78 ] && printf '%s' "$v_out" | grep -q "$2" && printf '%s' "$out" | grep -q "$2" &&
-       ! printf '%s' "$out" | grep -q "resumed from"; then
+    if [ "$v_rc" = 1 ] && [ "$rc" = 78 ] && printf '%s' "$v_out" | grep "$2" >/dev/null && printf '%s' "$out" | grep "$2" >/dev/null &&
+       ! printf '%s' "$out" | grep "resumed from" >/dev/null; then
         tap_result 0 "$3: verify and train --load refuse it (exit 1 and 78), naming $2"
     else
         tap_result 1 "$3: verify exit $v_rc, train --load exit $rc (want 1 and 78, naming $2)"
@@ -106,14 +106,14 @@ for f in model_tp00_pp000.h5:60 index.h5:60 optim_tp00_pp000_dp000.h5:30; do
         flip "$TMPD/flip/$I/$name" "$off"
         run "$GPT3D" ckpt verify "$TMPD/flip"
         nv=$((nv + 1))
-        if [ "$rc" != 1 ] || ! printf '%s' "$out" | grep -q "$name"; then
+        if [ "$rc" != 1 ] || ! printf '%s' "$out" | grep "$name" >/dev/null; then
             bad="$bad verify@$off:rc=$rc"
         fi
         # the resume, at every fourth offset (a training start costs more than a verify)
         if [ $((k % 4)) = 0 ]; then
             train 6 --load "$TMPD/flip" --save "$TMPD/flip.save" --run-dir "$TMPD/flip.run"
             nl=$((nl + 1))
-            if [ "$rc" != 78 ] || ! printf '%s' "$out" | grep -q "$name"; then
+            if [ "$rc" != 78 ] || ! printf '%s' "$out" | grep "$name" >/dev/null; then
                 bad="$bad load@$off:rc=$rc"
             fi
         fi
@@ -165,7 +165,7 @@ for c in c1:model_tp00_pp000.h5 c8:index.h5; do
     run "$GPT3D" ckpt export --format hf-gpt2 "$TMPD/${c%:*}" "$TMPD/${c%:*}.hf"
     e_rc=$rc e_out=$out
     run "$GPT3D" ckpt convert --tensor-model-parallel-size 1 "$TMPD/${c%:*}" "$TMPD/${c%:*}.cv"
-    if [ "$e_rc" = 1 ] && [ "$rc" = 1 ] && printf '%s' "$e_out$out" | grep -q "${c#*:}" && [ ! -e "$TMPD/${c%:*}.cv/latest" ]; then
+    if [ "$e_rc" = 1 ] && [ "$rc" = 1 ] && printf '%s' "$e_out$out" | grep "${c#*:}" >/dev/null && [ ! -e "$TMPD/${c%:*}.cv/latest" ]; then
         tap_result 0 "export and convert refuse the damage of ${c%:*} too (exit 1, naming ${c#*:})"
     else
         tap_result 1 "export exit $e_rc, convert exit $rc for ${c%:*} (want 1 and 1, naming ${c#*:})"

@@ -46,7 +46,7 @@ for a in "--chain 100000:--chain '100000' is not a whole number from 1 to 100" \
          "--time garbage:--time 'garbage' is not a Slurm time limit"; do
     # shellcheck disable=SC2086
     run sub ${a%%:*} "$TMPD/o" -- --train-iters 1
-    if [ "$rc" = 2 ] && printf '%s' "$out" | grep -qF -- "${a#*:}" && [ "$(absent "$TMPD/o")" = absent ] && [ "$(calls)" = 0 ]; then
+    if [ "$rc" = 2 ] && printf '%s' "$out" | grep -F -- "${a#*:}" >/dev/null && [ "$(absent "$TMPD/o")" = absent ] && [ "$(calls)" = 0 ]; then
         tap_result 0 "${a%%:*}: exit 2 naming the value; nothing created or submitted"
     else
         tap_result 1 "${a%%:*}: exit $rc"; diag "$(printf '%s' "$out" | head -n 3)"
@@ -73,8 +73,8 @@ for a in "--num-layers -1:2:--num-layers -1 is out of range" \
     for dry in "" --dry-run; do
         # shellcheck disable=SC2086
         run sub $dry --ntasks-per-node 1 "$TMPD/r4" -- $g3_data --train-iters 10 ${a%%:*}
-        if [ "$rc" = "$want_rc" ] && printf '%s' "$out" | grep -qF -- "$want" &&
-           printf '%s' "$out" | grep -q "do not pass the trainer's checks for 1 node(s) x 1 rank(s) per node" &&
+        if [ "$rc" = "$want_rc" ] && printf '%s' "$out" | grep -F -- "$want" >/dev/null &&
+           printf '%s' "$out" | grep "do not pass the trainer's checks for 1 node(s) x 1 rank(s) per node" >/dev/null &&
            [ "$(absent "$TMPD/r4")" = absent ] && [ "$(calls)" = 0 ]; then
             tap_result 0 "${dry:-a submission} with ${a%%:*}: exit $want_rc with the trainer's message; nothing created or submitted"
         else
