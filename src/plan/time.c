@@ -356,107 +356,259 @@ out:
     return ok;
 }
 
+/* What --calibrate measured: the rates, the fixed costs, where and why not, for the file and
+ * the summary it prints. */
+typedef struct {
+    int    cuda;                           /* a GPU backend: bigger problems, its fixed costs */
+    int    sizes[6], nsizes;               /* the sides of the GEMMs measured                 */
+    double gemm[6], attn, mem, copy, op;   /* FLOP/s, FLOP/s, bytes/s, bytes/s, seconds       */
+    double fixed, nccl, each[G3_PLAN_NCCL_COMMS];   /* bytes; 0: not measured                 */
+    char   host[128], bus[64], why[256], nccl_why[256];
+    const g3_plan_gpu_t *gpu;              /* the GPU as --gpu names it, or NULL              */
+} g3_plan_cal_t;
+
+/* A GPU's fixed costs: the memory the process holds with nothing allocated (the context,
+ * cuBLASLt and its workspace, the kernels the passes loaded), as the driver counts it, less
+ * what it counted before the backend opened; then NCCL's communicators.  OUT: cal's bus, gpu,
+ * fixed, nccl, each, and why and nccl_why where they were not measured. */
+static void g3_plan_measure_fixed(g3_backend_t *be, g3_plan_nvml_t *nvml, g3_plan_cal_t *cal)
+{
+    double before = 0, now = 0;
+
+    snprintf(cal->bus, sizeof(cal->bus), "%s", be->device_id);
+    cal->gpu = g3_plan_gpu_match(be->device);
+    if (!cal->bus[0] && !cal->why[0])
+        snprintf(cal->why, sizeof(cal->why), "the backend gave no PCI bus id");
+    if (nvml && cal->bus[0] &&
+        g3_plan_nvml_used(nvml, cal->bus, &before, &now, cal->why, sizeof(cal->why)))
+        cal->fixed = now - before;
+    /* then NCCL's communicators, as gpt3d train makes them (freed again before the
+     * rates are measured) */
+    if (cal->fixed > 0)
+        g3_plan_measure_nccl(nvml, cal->bus, &cal->nccl, cal->each, cal->nccl_why,
+                             sizeof(cal->nccl_why));
+    else
+        snprintf(cal->nccl_why, sizeof(cal->nccl_why), "the fixed cost was not measured");
+}
+
+/* Buffers for the largest GEMM (3 x n^2) and the attention: b's x, y, z and dw, big x 16
+ * bytes each, zeroed.  RET: the backend's errors (logged); g3_plan_bufs_free frees what was
+ * allocated either way. */
+static g3_status_t g3_plan_bufs_alloc(g3_backend_t *be, size_t big, g3_plan_bufs_t *b)
+{
+    g3_status_t st;
+
+    st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", &b->x);
+    if (st == G3_OK)
+        st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", &b->y);
+    if (st == G3_OK)
+        st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", &b->z);
+    if (st == G3_OK)
+        st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", (void **)&b->dw);
+    if (st != G3_OK)
+        return st;
+    be->ops->zero(be, b->x, big * 16);
+    be->ops->zero(be, b->y, big * 16);
+    be->ops->zero(be, b->z, big * 16);
+    be->ops->zero(be, b->dw, big * 16);
+    return G3_OK;
+}
+
+static void g3_plan_bufs_free(g3_backend_t *be, g3_plan_bufs_t *b)
+{
+    if (b->x)
+        be->ops->free(be, b->x);
+    if (b->y)
+        be->ops->free(be, b->y);
+    if (b->z)
+        be->ops->free(be, b->z);
+    if (b->dw)
+        be->ops->free(be, b->dw);
+}
+
+/* GEMMs of each side in cal->sizes.  OUT: cal->gemm[] FLOP/s. */
+static void g3_plan_measure_gemm(g3_backend_t *be, g3_plan_bufs_t *b, g3_plan_cal_t *cal)
+{
+    for (int i = 0; i < cal->nsizes; i++) {
+        double t;
+        b->n = cal->sizes[i];
+        t = g3_plan_best(be, g3_plan_bench_gemm, b);
+        cal->gemm[i] = 6.0 * b->n * (double)b->n * b->n / t;   /* forward 2 n^3, backward 4 n^3 */
+    }
+}
+
+/* Attention: causal, counted as the model counts it, 3 x 4 B T^2 C (forward + backward).
+ * OUT: b's B, T, NH, HS (the shape measured), cal->attn FLOP/s. */
+static void g3_plan_measure_attn(g3_backend_t *be, g3_plan_bufs_t *b, g3_plan_cal_t *cal)
+{
+    double t;
+
+    b->B = cal->cuda ? 4 : 1;
+    b->T = cal->cuda ? 2048 : 512;
+    b->NH = cal->cuda ? 16 : 4;
+    b->HS = 64;
+    b->elems = g3_be_att_state_bytes(be, b->B, b->T, b->NH, b->HS);
+    t = g3_plan_best(be, g3_plan_bench_attn, b);
+    cal->attn = 12.0 * b->B * (double)b->T * b->T * b->NH * b->HS / t;
+}
+
+/* Memory-bound: out = a + b, 3 arrays of big x 4 values.  OUT: cal->mem bytes/s. */
+static void g3_plan_measure_mem(g3_backend_t *be, size_t big, g3_plan_bufs_t *b,
+                                g3_plan_cal_t *cal)
+{
+    double t, e = g3_be_dtype_size(be->act_dtype);
+
+    b->elems = big * 4;
+    t = g3_plan_best(be, g3_plan_bench_mem, b);
+    cal->mem = 3.0 * (double)b->elems * e / t;
+}
+
+/* The host's copy bandwidth: what a shared-memory transport between ranks of one node moves
+ * at best (host collectives of the CPU backend).  OUT: *copy bytes/s.  RET:
+ * G3_ERR_NO_MEMORY (logged). */
+static g3_status_t g3_plan_measure_copy(g3_backend_t *be, double *copy)
+{
+    g3_plan_bufs_t hb;
+    double t;
+
+    memset(&hb, 0, sizeof(hb));
+    hb.elems = (size_t)64 << 20;
+    hb.x = malloc(hb.elems);
+    hb.z = malloc(hb.elems);
+    if (!hb.x || !hb.z) {
+        free(hb.x);
+        free(hb.z);
+        g3_error("gpt3d plan --calibrate: out of memory for the copy benchmark");
+        return G3_ERR_NO_MEMORY;
+    }
+    memset(hb.x, 1, hb.elems);
+    memset(hb.z, 0, hb.elems);
+    t = g3_plan_best(be, g3_plan_bench_copy, &hb);
+    *copy = 2.0 * (double)hb.elems / t;
+    free(hb.x);
+    free(hb.z);
+    return G3_OK;
+}
+
+/* The calibration file's lines of the rates and links (docs/plan.md, Calibration); b: the
+ * attention's shape measured. */
+static void g3_plan_cal_write(FILE *f, const g3_backend_t *be, const g3_plan_bufs_t *b,
+                              const g3_plan_cal_t *cal)
+{
+    fprintf(f, "# gpt3d plan --calibrate on %s: backend %s, %s, %d thread%s\n", cal->host,
+            be->name, be->device, be->nthreads, be->nthreads == 1 ? "" : "s");
+    fprintf(f, "format %d\n", G3_PLAN_CAL_FORMAT);
+    if (cal->gpu)
+        fprintf(f, "# the GPU, as gpt3d plan --gpu names it\ngpu %s\n", cal->gpu->name);
+    fprintf(f, "# gemm SIZE FLOP/s: matmul forward + backward of SIZE^3 (6 SIZE^3 FLOPs)\n");
+    for (int i = 0; i < cal->nsizes; i++)
+        fprintf(f, "gemm %d %.6g\n", cal->sizes[i], cal->gemm[i]);
+    fprintf(
+        f,
+        "# attention FLOP/s: forward + backward, counted as 12 B T^2 C (B %d T %d heads %d x %d)\n",
+        b->B, b->T, b->NH, b->HS);
+    fprintf(f, "attention %.6g\n", cal->attn);
+    fprintf(f, "# memory bytes/s: a residual add (read 2, write 1)\n");
+    fprintf(f, "memory %.6g\n", cal->mem);
+    fprintf(f, "# op SECONDS: the fixed cost of one op of the passes (a 2-layer GPT of hidden 64, 64 tokens: forward + backward / its ops)\n");
+    fprintf(f, "op %.6g\n", cal->op);
+    fprintf(
+        f, "# intra/inter BYTES/s LATENCY_s: %s\n",
+        cal->cuda
+            ? "not measured (one GPU): the DGX H100 numbers; edit for your machine"
+            : "a host copy (read + write) bounds the shared-memory transport; between nodes: the DGX A100's InfiniBand, edit for your network");
+    if (cal->cuda) {
+        fprintf(f, "intra %.6g %.6g\ninter %.6g %.6g\ngpus_per_node 8\n",
+                g3_plan_dgx_h100.intra_bw, g3_plan_dgx_h100.intra_lat,
+                g3_plan_dgx_h100.inter_bw, g3_plan_dgx_h100.inter_lat);
+    } else {
+        fprintf(f, "intra %.6g %.6g\ninter %.6g %.6g\ngpus_per_node 1\n", cal->copy, 2e-6,
+                g3_plan_dgx_a100.inter_bw, g3_plan_dgx_a100.inter_lat);
+    }
+}
+
+/* The summary of the rates on stdout. */
+static void g3_plan_cal_print(const g3_backend_t *be, const char *path, const g3_plan_cal_t *cal)
+{
+    printf("gpt3d plan --calibrate: %s, %s, %d thread%s -> %s\n", be->name, be->device,
+           be->nthreads, be->nthreads == 1 ? "" : "s", path);
+    for (int i = 0; i < cal->nsizes; i++)
+        printf("  GEMM %5d^3: %9.2f GFLOP/s\n", cal->sizes[i], cal->gemm[i] / 1e9);
+    printf("  attention:   %9.2f GFLOP/s\n  memory-bound: %8.2f GB/s\n  host copy:   %9.2f GB/s\n",
+           cal->attn / 1e9, cal->mem / 1e9, cal->copy / 1e9);
+    printf("  op:          %9.2f us (fixed cost of one op of the passes)\n", cal->op * 1e6);
+}
+
+/* The calibration file's lines of a GPU's fixed memory and NCCL's (or why they were not
+ * measured), and their summary on stdout; nothing for a CPU. */
+static void g3_plan_cal_write_fixed(FILE *f, const g3_plan_cal_t *cal)
+{
+    const double *each = cal->each;
+
+    if (cal->fixed > 0) {
+        fprintf(f, "# fixed BYTES: device memory of a process beyond its tensors (the driver's used memory with the backend open and nothing allocated, less before it opened)\n");
+        fprintf(f, "fixed %.0f\n", cal->fixed);
+        printf("  fixed:       %9.1f MiB per process (context, cuBLASLt and its workspace)\n",
+               cal->fixed / 1048576.0);
+        if (cal->nccl > 0) {
+            fprintf(f, "# nccl BYTES: what the %d NCCL communicators every rank makes (tp, pp, dp, emb; here of one rank each) add to the driver's used memory: %.0f + %.0f + %.0f + %.0f\n",
+                    G3_PLAN_NCCL_COMMS, each[0], each[1], each[2], each[3]);
+            fprintf(f, "nccl %.0f\n", cal->nccl);
+            printf("  NCCL:        %9.1f MiB per rank (%d communicators: %.1f + %.1f + %.1f + %.1f MiB)\n",
+                   cal->nccl / 1048576.0, G3_PLAN_NCCL_COMMS, each[0] / 1048576.0,
+                   each[1] / 1048576.0, each[2] / 1048576.0, each[3] / 1048576.0);
+        } else {
+            fprintf(f, "# nccl: not measured (%s): gpt3d plan uses its table's figure for the GPU\n", cal->nccl_why);
+            printf("  NCCL:        not measured: %s\n", cal->nccl_why);
+        }
+    } else if (cal->cuda) {
+        fprintf(f, "# fixed: not measured (%s): gpt3d plan uses its table's figure for the GPU\n", cal->why[0] ? cal->why : "the driver counted no more memory with the backend open");
+        printf("  fixed:       not measured: %s\n", cal->why[0] ? cal->why : "the driver counted none");
+    }
+}
+
 g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const char *path)
 {
-    /* a GPU: bigger problems, to reach its speed */
-    int cuda = !(g3_be_kind(kind)->caps & G3_BE_CAP_HOST_MEMORY);
-    int sizes[6] = { 128, 256, 512, 1024, 2048, 4096 }, nsizes = cuda ? 6 : 4;
+    static const int sizes[6] = { 128, 256, 512, 1024, 2048, 4096 };
     g3_backend_t *be = NULL;
     g3_plan_bufs_t b;
-    size_t big = cuda ? (size_t)4096 * 4096 : (size_t)1024 * 1024, e;
-    double gemm[6], attn, mem, copy, t;
-    char host[128] = "this machine", bus[64] = "", why[256] = "";
-    double op = 0, before = 0, now = 0, fixed = 0, nccl = 0, each[G3_PLAN_NCCL_COMMS] = { 0 };
-    char nccl_why[256] = "";
-    const g3_plan_gpu_t *gpu = NULL;
+    g3_plan_cal_t cal = { .host = "this machine", .bus = "", .why = "", .nccl_why = "" };
+    size_t big;
     g3_plan_nvml_t *nvml = NULL;
     g3_status_t st;
     FILE *f = NULL;
 
     memset(&b, 0, sizeof(b));
+    /* a GPU: bigger problems, to reach its speed */
+    cal.cuda = !(g3_be_kind(kind)->caps & G3_BE_CAP_HOST_MEMORY);
+    memcpy(cal.sizes, sizes, sizeof(sizes));
+    cal.nsizes = cal.cuda ? 6 : 4;
+    big = cal.cuda ? (size_t)4096 * 4096 : (size_t)1024 * 1024;
     /* a GPU's memory as the driver counts it, before this process holds any of it */
-    if (cuda)
-        nvml = g3_plan_nvml_open(why, sizeof(why));
+    if (cal.cuda)
+        nvml = g3_plan_nvml_open(cal.why, sizeof(cal.why));
     st = g3_be_open(kind, o, &be);
     if (st != G3_OK) {
         g3_plan_nvml_close(nvml);
         return st;
     }
-    e = g3_be_dtype_size(be->act_dtype);
     /* the fixed cost of an op, on the model's own passes; then (a GPU) the memory the process
-     * holds with nothing allocated: the context, cuBLASLt and its workspace, the kernels the
-     * passes loaded, as the driver counts it, less what it counted before the backend opened */
-    st = g3_plan_measure_op(be, kind, &be->opts, &op);
+     * holds with nothing allocated and NCCL's, before the rates' buffers are allocated */
+    st = g3_plan_measure_op(be, kind, &be->opts, &cal.op);
     if (st != G3_OK)
         goto out;
-    if (cuda) {
-        snprintf(bus, sizeof(bus), "%s", be->device_id);
-        gpu = g3_plan_gpu_match(be->device);
-        if (!bus[0] && !why[0])
-            snprintf(why, sizeof(why), "the backend gave no PCI bus id");
-        if (nvml && bus[0] && g3_plan_nvml_used(nvml, bus, &before, &now, why, sizeof(why)))
-            fixed = now - before;
-        /* then NCCL's communicators, as gpt3d train makes them (freed again before the
-         * rates are measured) */
-        if (fixed > 0)
-            g3_plan_measure_nccl(nvml, bus, &nccl, each, nccl_why, sizeof(nccl_why));
-        else
-            snprintf(nccl_why, sizeof(nccl_why), "the fixed cost was not measured");
-    }
-    /* buffers for the largest GEMM (3 x n^2) and the attention below */
-    st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", &b.x);
-    if (st == G3_OK)
-        st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", &b.y);
-    if (st == G3_OK)
-        st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", &b.z);
-    if (st == G3_OK)
-        st = be->ops->alloc(be, big * 4 * 4, "the calibration buffers", (void **)&b.dw);
+    if (cal.cuda)
+        g3_plan_measure_fixed(be, nvml, &cal);
+    st = g3_plan_bufs_alloc(be, big, &b);
     if (st != G3_OK)
         goto out;
-    be->ops->zero(be, b.x, big * 16);
-    be->ops->zero(be, b.y, big * 16);
-    be->ops->zero(be, b.z, big * 16);
-    be->ops->zero(be, b.dw, big * 16);
-    for (int i = 0; i < nsizes; i++) {
-        b.n = sizes[i];
-        t = g3_plan_best(be, g3_plan_bench_gemm, &b);
-        gemm[i] = 6.0 * b.n * (double)b.n * b.n / t;   /* forward 2 n^3, backward 4 n^3 */
-    }
-    /* attention: causal, counted as the model counts it, 3 x 4 B T^2 C (forward + backward) */
-    b.B = cuda ? 4 : 1;
-    b.T = cuda ? 2048 : 512;
-    b.NH = cuda ? 16 : 4;
-    b.HS = 64;
-    b.elems = g3_be_att_state_bytes(be, b.B, b.T, b.NH, b.HS);
-    t = g3_plan_best(be, g3_plan_bench_attn, &b);
-    attn = 12.0 * b.B * (double)b.T * b.T * b.NH * b.HS / t;
-    /* memory-bound: out = a + b, 3 arrays of big x 4 values */
-    b.elems = big * 4;
-    t = g3_plan_best(be, g3_plan_bench_mem, &b);
-    mem = 3.0 * (double)b.elems * e / t;
-    /* the host's copy bandwidth: what a shared-memory transport between ranks of one node
-     * moves at best (host collectives of the CPU backend) */
-    {
-        g3_plan_bufs_t hb;
-        memset(&hb, 0, sizeof(hb));
-        hb.elems = (size_t)64 << 20;
-        hb.x = malloc(hb.elems);
-        hb.z = malloc(hb.elems);
-        if (!hb.x || !hb.z) {
-            free(hb.x);
-            free(hb.z);
-            g3_error("gpt3d plan --calibrate: out of memory for the copy benchmark");
-            st = G3_ERR_NO_MEMORY;
-            goto out;
-        }
-        memset(hb.x, 1, hb.elems);
-        memset(hb.z, 0, hb.elems);
-        t = g3_plan_best(be, g3_plan_bench_copy, &hb);
-        copy = 2.0 * (double)hb.elems / t;
-        free(hb.x);
-        free(hb.z);
-    }
-    gethostname(host, sizeof(host) - 1);
+    g3_plan_measure_gemm(be, &b, &cal);
+    g3_plan_measure_attn(be, &b, &cal);
+    g3_plan_measure_mem(be, big, &b, &cal);
+    st = g3_plan_measure_copy(be, &cal.copy);
+    if (st != G3_OK)
+        goto out;
+    gethostname(cal.host, sizeof(cal.host) - 1);
     f = fopen(path, "w");
     if (!f) {
         g3_error("cannot create the calibration file %s: %s; give a writable path", path,
@@ -464,76 +616,14 @@ g3_status_t g3_plan_calibrate(g3_be_kind_t kind, const g3_be_opts_t *o, const ch
         st = G3_ERR_IO;
         goto out;
     }
-    fprintf(f, "# gpt3d plan --calibrate on %s: backend %s, %s, %d thread%s\n", host, be->name,
-            be->device, be->nthreads, be->nthreads == 1 ? "" : "s");
-    fprintf(f, "format %d\n", G3_PLAN_CAL_FORMAT);
-    if (gpu)
-        fprintf(f, "# the GPU, as gpt3d plan --gpu names it\ngpu %s\n", gpu->name);
-    fprintf(f, "# gemm SIZE FLOP/s: matmul forward + backward of SIZE^3 (6 SIZE^3 FLOPs)\n");
-    for (int i = 0; i < nsizes; i++)
-        fprintf(f, "gemm %d %.6g\n", sizes[i], gemm[i]);
-    fprintf(
-        f,
-        "# attention FLOP/s: forward + backward, counted as 12 B T^2 C (B %d T %d heads %d x %d)\n",
-        b.B, b.T, b.NH, b.HS);
-    fprintf(f, "attention %.6g\n", attn);
-    fprintf(f, "# memory bytes/s: a residual add (read 2, write 1)\n");
-    fprintf(f, "memory %.6g\n", mem);
-    fprintf(f, "# op SECONDS: the fixed cost of one op of the passes (a 2-layer GPT of hidden 64, 64 tokens: forward + backward / its ops)\n");
-    fprintf(f, "op %.6g\n", op);
-    fprintf(
-        f, "# intra/inter BYTES/s LATENCY_s: %s\n",
-        cuda
-            ? "not measured (one GPU): the DGX H100 numbers; edit for your machine"
-            : "a host copy (read + write) bounds the shared-memory transport; between nodes: the DGX A100's InfiniBand, edit for your network");
-    if (cuda) {
-        fprintf(f, "intra %.6g %.6g\ninter %.6g %.6g\ngpus_per_node 8\n",
-                g3_plan_dgx_h100.intra_bw, g3_plan_dgx_h100.intra_lat,
-                g3_plan_dgx_h100.inter_bw, g3_plan_dgx_h100.inter_lat);
-    } else {
-        fprintf(f, "intra %.6g %.6g\ninter %.6g %.6g\ngpus_per_node 1\n", copy, 2e-6,
-                g3_plan_dgx_a100.inter_bw, g3_plan_dgx_a100.inter_lat);
-    }
-    printf("gpt3d plan --calibrate: %s, %s, %d thread%s -> %s\n", be->name, be->device,
-           be->nthreads, be->nthreads == 1 ? "" : "s", path);
-    for (int i = 0; i < nsizes; i++)
-        printf("  GEMM %5d^3: %9.2f GFLOP/s\n", sizes[i], gemm[i] / 1e9);
-    printf("  attention:   %9.2f GFLOP/s\n  memory-bound: %8.2f GB/s\n  host copy:   %9.2f GB/s\n",
-           attn / 1e9, mem / 1e9, copy / 1e9);
-    printf("  op:          %9.2f us (fixed cost of one op of the passes)\n", op * 1e6);
+    g3_plan_cal_write(f, be, &b, &cal);
+    g3_plan_cal_print(be, path, &cal);
 out:
-    if (b.x)
-        be->ops->free(be, b.x);
-    if (b.y)
-        be->ops->free(be, b.y);
-    if (b.z)
-        be->ops->free(be, b.z);
-    if (b.dw)
-        be->ops->free(be, b.dw);
+    g3_plan_bufs_free(be, &b);
     g3_be_close(be);
     g3_plan_nvml_close(nvml);
-    if (f && st == G3_OK) {
-        if (fixed > 0) {
-            fprintf(f, "# fixed BYTES: device memory of a process beyond its tensors (the driver's used memory with the backend open and nothing allocated, less before it opened)\n");
-            fprintf(f, "fixed %.0f\n", fixed);
-            printf("  fixed:       %9.1f MiB per process (context, cuBLASLt and its workspace)\n",
-                   fixed / 1048576.0);
-            if (nccl > 0) {
-                fprintf(f, "# nccl BYTES: what the %d NCCL communicators every rank makes (tp, pp, dp, emb; here of one rank each) add to the driver's used memory: %.0f + %.0f + %.0f + %.0f\n",
-                        G3_PLAN_NCCL_COMMS, each[0], each[1], each[2], each[3]);
-                fprintf(f, "nccl %.0f\n", nccl);
-                printf("  NCCL:        %9.1f MiB per rank (%d communicators: %.1f + %.1f + %.1f + %.1f MiB)\n",
-                       nccl / 1048576.0, G3_PLAN_NCCL_COMMS, each[0] / 1048576.0,
-                       each[1] / 1048576.0, each[2] / 1048576.0, each[3] / 1048576.0);
-            } else {
-                fprintf(f, "# nccl: not measured (%s): gpt3d plan uses its table's figure for the GPU\n", nccl_why);
-                printf("  NCCL:        not measured: %s\n", nccl_why);
-            }
-        } else if (cuda) {
-            fprintf(f, "# fixed: not measured (%s): gpt3d plan uses its table's figure for the GPU\n", why[0] ? why : "the driver counted no more memory with the backend open");
-            printf("  fixed:       not measured: %s\n", why[0] ? why : "the driver counted none");
-        }
-    }
+    if (f && st == G3_OK)
+        g3_plan_cal_write_fixed(f, &cal);
     if (f && fclose(f) != 0 && st == G3_OK) {
         g3_error("writing the calibration file %s failed: %s", path, strerror(errno));
         st = G3_ERR_IO;
@@ -585,26 +675,180 @@ static double g3_plan_allreduce(double bytes, int n, double bw, double lat)
     return n > 1 ? 2.0 * (n - 1) / n * bytes / bw + 2.0 * (n - 1) * lat : 0.0;
 }
 
+/* The model's shape as the time model prices it (N = B T tokens of one micro-batch, S = T,
+ * C hidden, F the MLP's, tp = t, e bytes per activation value, V chunks per stage, share the
+ * ranks on one GPU, gpn ranks per node; full and sel: the recompute). */
+typedef struct {
+    double N, S, C, F, tp, e, V, share;
+    int    gpn, full, sel;
+} g3_plan_dims_t;
+
+/* One layer, one micro-batch: seconds of its compute (forward + backward), of its recompute,
+ * of its TP communication. */
+typedef struct {
+    double c, rc, tp;
+} g3_plan_layer_t;
+
+/* The slowest stage, one micro-batch: seconds of compute (with the exposed fixed costs of its
+ * ops), of TP communication, its ops, the exposed part of their fixed costs; and the most
+ * parameters a stage holds. */
+typedef struct {
+    double c, tp, ops, fixed, held;
+} g3_plan_worst_t;
+
+/* The ops of the optimizer step: zeroing, the norm (sum of squares, the clipping scale, its
+ * download and sync), Adam over the two groups (with and without weight decay), the bf16
+ * copy. */
+#define G3_PLAN_OPTIM_OPS 8.0
+
+/* One layer, one micro-batch, forward: the four GEMMs of one TP rank, the attention core
+ * (4 B T^2 C / t), the memory-bound ops (LayerNorms, residual adds, bias and GELU: about
+ * 10 N C + 4 N F / t values read or written, e bytes each); then backward and recompute, and
+ * TP's all-reduces.  OUT: *l (not yet shared by --ranks-per-gpu). */
+static void g3_plan_time_layer(const g3_plan_input_t *in, const g3_plan_machine_t *mc,
+                               const g3_plan_dims_t *d, g3_plan_layer_t *l)
+{
+    double N = d->N, S = d->S, C = d->C, F = d->F, tp = d->tp, e = d->e;
+    double tp_bw = tp <= d->gpn ? mc->intra_bw : mc->inter_bw;
+    double tp_lat = tp <= d->gpn ? mc->intra_lat : mc->inter_lat;
+    double g = g3_plan_gemm(mc, N, C, 3 * C / tp) + g3_plan_gemm(mc, N, C / tp, C) +
+               g3_plan_gemm(mc, N, C, F / tp) + g3_plan_gemm(mc, N, F / tp, C);
+    double a = 4.0 * in->micro_batch * S * S * C / tp / (mc->attn_flops / 3.0);
+    double mem = (10.0 * N * C + 4.0 * N * F / tp) * e / mc->mem_bw;
+
+    /* backward: twice the GEMMs and the attention, twice the memory traffic; recompute:
+     * full runs the forward again, selective the attention core (the CPU's; CUDA's fused
+     * attention recomputes inside its backward anyway, which its rate includes) */
+    l->c = 3.0 * g + a + 3.0 * mem;
+    l->rc = 0;
+    if (d->full)   /* each layer but a pass's last (its set is still there) */
+        l->rc = g + a / 3.0 + mem;
+    else if (d->sel && !in->bf16)
+        l->c += a / 3.0;
+    /* TP: two all-reduces of N C forward, two backward, two more with full recompute
+     * (sequence parallelism: reduce-scatter + all-gather, the same bytes) */
+    l->tp = (4.0 + (d->full ? 2.0 : 0.0)) * g3_plan_allreduce(N * C * e, (int)tp, tp_bw, tp_lat);
+}
+
+/* Each stage's micro-batch: its layers, its head, the exposed fixed costs of its ops.  l and
+ * head_c: one layer's and the output layer's seconds.  OUT: *w, the slowest stage. */
+static void g3_plan_time_stages(const g3_plan_input_t *in, const g3_plan_t *p,
+                                const g3_plan_machine_t *mc, const g3_plan_ops_t *ops,
+                                const g3_plan_dims_t *d, const g3_plan_layer_t *l, double head_c,
+                                g3_plan_worst_t *w)
+{
+    const g3_gpt_config_t *m = &in->model;
+    double V = d->V, tp = d->tp, worst = 0;
+
+    memset(w, 0, sizeof(*w));
+    for (int s = 0; s < p->pp; s++) {
+        const g3_plan_stage_t *st = &p->stages[s];
+        double nl = st->layer_end - st->layer_begin;
+        /* V chunks: each a pass of its own (its syncs; its last layer not recomputed) */
+        double rc = nl - V > 0 ? nl - V : 0.0;
+        double c = nl * l->c + rc * l->rc + (st->has_head ? head_c : 0.0);
+        double tpc = nl * l->tp, fx;
+        double n = V * ops->stage + (nl - V) * ops->layer + (st->has_embedding ? ops->emb : 0.0);
+        if (st->has_head)
+            n += ops->head + ops->head_chunk * g3_gpt_head_chunks(&in->model, p->padded_vocab /
+                                                                  (int)tp, (int)in->micro_batch,
+                                                                  m->seq_length);
+        fx = g3_plan_exposed(n * mc->op_seconds * d->share, c);
+        c += fx;
+        if (c + tpc > worst) {
+            worst = c + tpc;
+            w->c = c;
+            w->tp = tpc;
+            w->ops = n;
+            w->fixed = fx;
+        }
+        if ((double)st->params_held > w->held)
+            w->held = (double)st->params_held;
+    }
+}
+
+/* Pipeline: each micro-batch's activation forward and its gradient back, V times with the
+ * interleaved schedule; over InfiniBand when a stage boundary leaves the node.  RET: seconds
+ * per micro-batch. */
+static double g3_plan_time_p2p(const g3_plan_input_t *in, const g3_plan_machine_t *mc,
+                               const g3_plan_dims_t *d)
+{
+    int PP = in->model.pp_size;
+    double N = d->N, C = d->C, e = d->e, tp = d->tp, V = d->V;
+    int stages_per_node = d->gpn / (int)tp > 0 ? d->gpn / (int)tp : 1;
+    double p2p_bw = PP > stages_per_node ? mc->inter_bw : mc->intra_bw;
+    double p2p_lat = PP > stages_per_node ? mc->inter_lat : mc->intra_lat;
+
+    return PP > 1 ? 2.0 * V * (N * C * e / (in->sequence_parallel ? tp : 1.0) / p2p_bw + p2p_lat)
+                  : 0.0;
+}
+
+/* Data parallelism: the gradients of the largest stage (held parameters, fp32 or bf16), a
+ * ring over the DP ranks, which leave the node once TP x PP fills it; ZeRO-1: reduce-scatter +
+ * the all-gather of the updated parameters (the same bytes as the all-reduce).  worst_c: the
+ * slowest stage's compute per micro-batch.  RET: the seconds not overlapped. */
+static double g3_plan_time_dp(const g3_plan_input_t *in, const g3_plan_machine_t *mc,
+                              const g3_plan_time_opts_t *o, const g3_plan_dims_t *d, double held,
+                              double worst_c)
+{
+    int PP = in->model.pp_size;
+    double tp = d->tp;
+    double dp_bw = (int)tp * PP >= d->gpn ? mc->inter_bw : mc->intra_bw;
+    double dp_lat = (int)tp * PP >= d->gpn ? mc->inter_lat : mc->intra_lat;
+    double grad = held * (o && o->grad_reduce_bf16 ? 2.0 : 4.0);
+    double dpt = g3_plan_allreduce(grad, in->dp, dp_bw, dp_lat);
+    double exposed = dpt;
+
+    if (o && o->overlap_grad_reduce)   /* hidden behind the last micro-batch's backward */
+        exposed = dpt - (2.0 / 3.0) * worst_c > 0 ? dpt - (2.0 / 3.0) * worst_c : 0.0;
+    return exposed;
+}
+
+/* Adam: read w, g, m, v, write w, m, v (28 bytes per parameter), over 1/DP of the parameters
+ * with ZeRO-1; the gradient norm reads g (4), zeroing the gradients writes it (4), the bf16
+ * copy on CUDA reads w and writes 2 bytes (6); and the fixed costs of its ops
+ * (G3_PLAN_OPTIM_OPS) that its work does not hide.  OUT: *opt_fixed, those.  RET: seconds,
+ * them included. */
+static double g3_plan_time_optim(const g3_plan_input_t *in, const g3_plan_machine_t *mc,
+                                 const g3_plan_dims_t *d, double held, double *opt_fixed)
+{
+    double opt = held * (in->bf16 ? 28.0 + 6.0 : 28.0) / mc->mem_bw;
+
+    if (in->distributed_optimizer)
+        opt /= in->dp;
+    opt += held * 8.0 / mc->mem_bw;
+    opt *= d->share;
+    *opt_fixed = g3_plan_exposed(G3_PLAN_OPTIM_OPS * mc->op_seconds * d->share, opt);
+    return opt + *opt_fixed;
+}
+
+/* From t's parts: the iteration's seconds, tokens/s, model and hardware TFLOP/s per rank. */
+static void g3_plan_time_rates(const g3_plan_input_t *in, const g3_plan_t *p,
+                               const g3_plan_dims_t *d, g3_plan_time_t *t)
+{
+    double S = d->S, C = d->C, head_flops, hw;
+
+    for (int k = 0; k < G3_PLAN_T_PARTS; k++)
+        t->seconds += t->part[k];
+    t->tokens_per_s = (double)in->global_batch * S / t->seconds;
+    t->model_tflops_gpu = p->flops_iter / t->seconds / p->world / 1e12;
+    /* Megatron's (and MT-NLG's) hardware FLOPs count the recomputed forward: 4/3 of the layers'
+     * FLOPs with full recompute (96 instead of 72 B s l h^2) */
+    head_flops = 6.0 * (double)in->global_batch * S * C * p->padded_vocab;
+    hw = p->flops_iter + (d->full ? (p->flops_iter - head_flops) / 3.0 : 0.0);
+    t->hw_tflops_gpu = hw / t->seconds / p->world / 1e12;
+}
+
 g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
                          const g3_plan_machine_t *mc, const g3_plan_time_opts_t *o,
                          g3_plan_time_t *t)
 {
     const g3_gpt_config_t *m = &in->model;
-    double N = (double)in->micro_batch * m->seq_length, S = m->seq_length;
-    double C = m->hidden_size, F = p->ffn, tp = m->tp_size, e = in->bf16 ? 2.0 : 4.0;
-    double V = in->virtual_pp > 1 ? in->virtual_pp : 1, mm = (double)p->micro_per_iter;
-    int gpn = o && o->ranks_per_node > 0 ? o->ranks_per_node
-              : mc->gpus_per_node > 0 ? mc->gpus_per_node : 1;
-    int PP = m->pp_size, dp = in->dp;
-    double share = in->ranks_per_gpu > 1 ? in->ranks_per_gpu : 1;   /* ranks on one GPU */
-    int full = p->recompute == G3_PLAN_ACT_FULL, sel = p->recompute == G3_PLAN_ACT_SELECTIVE;
-    double layer_c, layer_rc = 0, layer_tp, head_c, worst = 0, worst_c = 0, worst_tp = 0;
-    double worst_p2p = 0, worst_fixed = 0, opt_fixed;
-    double tp_bw = tp <= gpn ? mc->intra_bw : mc->inter_bw;
-    double tp_lat = tp <= gpn ? mc->intra_lat : mc->inter_lat;
-    double p2p, p2p_bw, p2p_lat, dp_bw, dp_lat, grad, dpt, exposed, opt;
-    double held = 0, head_flops, hw, worst_ops = 0, opt_ops;
-    int stages_per_node;
+    double mm = (double)p->micro_per_iter, head_c, p2p, opt_fixed;
+    int PP = m->pp_size;
+    g3_plan_dims_t d;
+    g3_plan_layer_t l;
+    g3_plan_worst_t w;
     g3_plan_ops_t ops;
 
     memset(t, 0, sizeof(*t));
@@ -613,113 +857,45 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
         g3_error("the machine %s lacks a rate; write its calibration again", mc->name);
         return G3_ERR_INVALID_ARG;
     }
+    d.N = (double)in->micro_batch * m->seq_length;
+    d.S = m->seq_length;
+    d.C = m->hidden_size;
+    d.F = p->ffn;
+    d.tp = m->tp_size;
+    d.e = in->bf16 ? 2.0 : 4.0;
+    d.V = in->virtual_pp > 1 ? in->virtual_pp : 1;
+    d.gpn = o && o->ranks_per_node > 0 ? o->ranks_per_node
+            : mc->gpus_per_node > 0    ? mc->gpus_per_node
+                                       : 1;
+    d.share = in->ranks_per_gpu > 1 ? in->ranks_per_gpu : 1;   /* ranks on one GPU */
+    d.full = p->recompute == G3_PLAN_ACT_FULL;
+    d.sel = p->recompute == G3_PLAN_ACT_SELECTIVE;
     /* the ops of the passes, counted on the model itself (plan/count.h): each pays the
      * machine's fixed cost per op, on top of its work */
     memset(&ops, 0, sizeof(ops));
     if (mc->op_seconds > 0 &&
         g3_plan_count_ops(&in->model, in->kind, &in->be_opts, &ops) != G3_OK)
         return G3_ERR_INVALID_ARG;
-    /* one layer, one micro-batch, forward: the four GEMMs of one TP rank, the attention core
-     * (4 B T^2 C / t), the memory-bound ops (LayerNorms, residual adds, bias and GELU: about
-     * 10 N C + 4 N F / t values read or written, e bytes each) */
-    {
-        double g = g3_plan_gemm(mc, N, C, 3 * C / tp) + g3_plan_gemm(mc, N, C / tp, C) +
-                   g3_plan_gemm(mc, N, C, F / tp) + g3_plan_gemm(mc, N, F / tp, C);
-        double a = 4.0 * in->micro_batch * S * S * C / tp / (mc->attn_flops / 3.0);
-        double mem = (10.0 * N * C + 4.0 * N * F / tp) * e / mc->mem_bw;
-        /* backward: twice the GEMMs and the attention, twice the memory traffic; recompute:
-         * full runs the forward again, selective the attention core (the CPU's; CUDA's fused
-         * attention recomputes inside its backward anyway, which its rate includes) */
-        layer_c = 3.0 * g + a + 3.0 * mem;
-        if (full)   /* each layer but a pass's last (its set is still there) */
-            layer_rc = g + a / 3.0 + mem;
-        else if (sel && !in->bf16)
-            layer_c += a / 3.0;
-        /* TP: two all-reduces of N C forward, two backward, two more with full recompute
-         * (sequence parallelism: reduce-scatter + all-gather, the same bytes) */
-        layer_tp =
-            (4.0 + (full ? 2.0 : 0.0)) * g3_plan_allreduce(N * C * e, (int)tp, tp_bw, tp_lat);
-    }
+    g3_plan_time_layer(in, mc, &d, &l);
     /* the output layer (last stage): 3 GEMMs of N x C x Vp/t, the logits' softmax traffic */
-    head_c = 3.0 * g3_plan_gemm(mc, N, C, p->padded_vocab / tp) +
-             4.0 * N * p->padded_vocab / tp * e / mc->mem_bw;
+    head_c = 3.0 * g3_plan_gemm(mc, d.N, d.C, p->padded_vocab / d.tp) +
+             4.0 * d.N * p->padded_vocab / d.tp * d.e / mc->mem_bw;
     /* --ranks-per-gpu R: R ranks take turns on one GPU's compute and memory bandwidth */
-    layer_c *= share;
-    layer_rc *= share;
-    head_c *= share;
-    for (int s = 0; s < p->pp; s++) {
-        const g3_plan_stage_t *st = &p->stages[s];
-        double nl = st->layer_end - st->layer_begin;
-        /* V chunks: each a pass of its own (its syncs; its last layer not recomputed) */
-        double rc = nl - V > 0 ? nl - V : 0.0;
-        double c = nl * layer_c + rc * layer_rc + (st->has_head ? head_c : 0.0);
-        double tpc = nl * layer_tp, fx;
-        double n = V * ops.stage + (nl - V) * ops.layer + (st->has_embedding ? ops.emb : 0.0);
-        if (st->has_head)
-            n += ops.head + ops.head_chunk * g3_gpt_head_chunks(&in->model, p->padded_vocab /
-                                                                (int)tp, (int)in->micro_batch,
-                                                                m->seq_length);
-        fx = g3_plan_exposed(n * mc->op_seconds * share, c);
-        c += fx;
-        if (c + tpc > worst) {
-            worst = c + tpc;
-            worst_c = c;
-            worst_tp = tpc;
-            worst_ops = n;
-            worst_fixed = fx;
-        }
-        if ((double)st->params_held > held)
-            held = (double)st->params_held;
-    }
-    /* pipeline: each micro-batch's activation forward and its gradient back, V times with
-     * the interleaved schedule; over InfiniBand when a stage boundary leaves the node */
-    stages_per_node = gpn / (int)tp > 0 ? gpn / (int)tp : 1;
-    p2p_bw = PP > stages_per_node ? mc->inter_bw : mc->intra_bw;
-    p2p_lat = PP > stages_per_node ? mc->inter_lat : mc->intra_lat;
-    p2p = PP > 1 ? 2.0 * V * (N * C * e / (in->sequence_parallel ? tp : 1.0) / p2p_bw + p2p_lat)
-                 : 0.0;
-    worst_p2p = p2p;
-    t->micro_seconds = worst_c + worst_tp + worst_p2p;
-    t->part[G3_PLAN_T_COMPUTE] = mm * worst_c;
-    t->part[G3_PLAN_T_TP] = mm * worst_tp;
-    t->part[G3_PLAN_T_P2P] = mm * worst_p2p;
-    t->part[G3_PLAN_T_BUBBLE] = PP > 1 ? (PP - 1) / V * t->micro_seconds : 0.0;
-    /* data parallelism: the gradients of the largest stage (fp32, or bf16), a ring over the
-     * DP ranks, which leave the node once TP x PP fills it; ZeRO-1: reduce-scatter + the
-     * all-gather of the updated parameters (the same bytes as the all-reduce) */
-    dp_bw = (int)tp * PP >= gpn ? mc->inter_bw : mc->intra_bw;
-    dp_lat = (int)tp * PP >= gpn ? mc->inter_lat : mc->intra_lat;
-    grad = held * (o && o->grad_reduce_bf16 ? 2.0 : 4.0);
-    dpt = g3_plan_allreduce(grad, dp, dp_bw, dp_lat);
-    exposed = dpt;
-    if (o && o->overlap_grad_reduce)   /* hidden behind the last micro-batch's backward */
-        exposed = dpt - (2.0 / 3.0) * worst_c > 0 ? dpt - (2.0 / 3.0) * worst_c : 0.0;
-    t->part[G3_PLAN_T_DP] = exposed;
-    /* Adam: read w, g, m, v, write w, m, v (28 bytes per parameter), over 1/DP of the
-     * parameters with ZeRO-1; the gradient norm reads g (4), zeroing the gradients writes it
-     * (4), the bf16 copy on CUDA reads w and writes 2 bytes (6) */
-    opt = held * (in->bf16 ? 28.0 + 6.0 : 28.0) / mc->mem_bw;
-    if (in->distributed_optimizer)
-        opt /= dp;
-    opt += held * 8.0 / mc->mem_bw;
-    /* and its ops: zeroing, the norm (sum of squares, the clipping scale, its download and
-     * sync), Adam over the two groups (with and without weight decay), the bf16 copy */
-    opt_ops = 8.0;
-    opt *= share;
-    opt_fixed = g3_plan_exposed(opt_ops * mc->op_seconds * share, opt);
-    opt += opt_fixed;
-    t->part[G3_PLAN_T_OPTIM] = opt;
-    t->ops_iter = mm * worst_ops + (mc->op_seconds > 0 ? opt_ops : 0.0);
-    t->fixed_seconds = t->ops_iter * mc->op_seconds * share;
-    t->exposed_seconds = mm * worst_fixed + opt_fixed;
-    for (int k = 0; k < G3_PLAN_T_PARTS; k++)
-        t->seconds += t->part[k];
-    t->tokens_per_s = (double)in->global_batch * S / t->seconds;
-    t->model_tflops_gpu = p->flops_iter / t->seconds / p->world / 1e12;
-    /* Megatron's (and MT-NLG's) hardware FLOPs count the recomputed forward: 4/3 of the layers'
-     * FLOPs with full recompute (96 instead of 72 B s l h^2) */
-    head_flops = 6.0 * (double)in->global_batch * S * C * p->padded_vocab;
-    hw = p->flops_iter + (full ? (p->flops_iter - head_flops) / 3.0 : 0.0);
-    t->hw_tflops_gpu = hw / t->seconds / p->world / 1e12;
+    l.c *= d.share;
+    l.rc *= d.share;
+    head_c *= d.share;
+    g3_plan_time_stages(in, p, mc, &ops, &d, &l, head_c, &w);
+    p2p = g3_plan_time_p2p(in, mc, &d);
+    t->micro_seconds = w.c + w.tp + p2p;
+    t->part[G3_PLAN_T_COMPUTE] = mm * w.c;
+    t->part[G3_PLAN_T_TP] = mm * w.tp;
+    t->part[G3_PLAN_T_P2P] = mm * p2p;
+    t->part[G3_PLAN_T_BUBBLE] = PP > 1 ? (PP - 1) / d.V * t->micro_seconds : 0.0;
+    t->part[G3_PLAN_T_DP] = g3_plan_time_dp(in, mc, o, &d, w.held, w.c);
+    t->part[G3_PLAN_T_OPTIM] = g3_plan_time_optim(in, mc, &d, w.held, &opt_fixed);
+    t->ops_iter = mm * w.ops + (mc->op_seconds > 0 ? G3_PLAN_OPTIM_OPS : 0.0);
+    t->fixed_seconds = t->ops_iter * mc->op_seconds * d.share;
+    t->exposed_seconds = mm * w.fixed + opt_fixed;
+    g3_plan_time_rates(in, p, &d, t);
     return G3_OK;
 }
