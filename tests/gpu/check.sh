@@ -10,7 +10,8 @@
 #                  PyTorch, the top kernels of one step, checkpoint MB/s, plan vs measured)
 #   kernels.log    the kernel tests (test_attention with cuDNN and the native kernels) and
 #                  test_gpt_cuda
-#   train.log      test_cuda_train.sh (each attention backend) and test_parallel_cuda.sh
+#   train.log      test_cuda_train.sh (each attention backend), test_parallel_cuda.sh and the
+#                  task scores of one checkpoint on the CPU and on CUDA (train --eval-tasks)
 #   bench.log      attention micro-benchmarks (G3_BENCH=only test_attention, with the
 #                  system's cuDNN and with PyTorch's when it is there) and
 #                  bench_gpu.sh (gpt3d per attention backend vs PyTorch, 124M mb16, 1.5B mb8)
@@ -24,7 +25,8 @@
 # budget (CHECK_BUDGET seconds, default 470): a part that no longer fits is skipped and says
 # so.  The correctness parts and the checkpoint benchmark run side by side first (they time
 # no GPU work); the timed parts then run one at a time, the most wanted first.  Without a GPU (or with CHECK_NO_GPU=1) every GPU part is skipped and the
-# summary still lists each part with its status: tests/gpu/test_check.sh runs it so.
+# summary still lists each part with its status: tests/gpu/test_check.sh runs it so, and runs
+# the parts named in CHECK_CPU_PARTS anyway (eval-tasks, with EVAL_DEVICE=cpu standing in).
 set -euo pipefail
 
 out=${1:?usage: check.sh OUTDIR}
@@ -70,7 +72,10 @@ part() {
     local name=$1 limit=$2 log=$3 left t0 rc st note
     shift 3
     left=$((budget - (SECONDS - start)))
-    if [ "$gpu" = 0 ]; then
+    if [ "$gpu" = 0 ] && case " ${CHECK_CPU_PARTS:-} " in *" $name "*) true ;; *) false ;; esac; then
+        left=$budget   # a part run on the CPU to check its plumbing (tests/gpu/test_check.sh):
+        limit=$budget  # a busy machine is slower than the GPU its limit is for
+    elif [ "$gpu" = 0 ]; then
         record "$name" skip 0 "$nogpu"
         printf '== %s: skipped (%s)\n' "$name" "$nogpu" >>"$log"
         return 0
@@ -220,6 +225,61 @@ ckpt_gpu() {
         'BEGIN { printf "ckpt-gpu plain read (cat, page cache warm): %.2f s, %.0f MB/s\n", b - a, m * 1.048576 / (b - a) }'
 }
 
+# issue 30: task scoring on the GPU.  A small GPT (GPT-2 vocabulary, KJV) trained 20 iterations
+# on the CPU and saved; then one more iteration and the tasks (tests/infer/tasks_ref.py's
+# synthetic LAMBADA, multiple choice, HellaSwag and WikiText, >= 200 items each) on the CPU and
+# on CUDA from that checkpoint; every metric compared (accuracies within 0.05 absolute: bf16
+# flips near ties; perplexities within 2 % relative).  EVAL_DEVICE=cpu stands CUDA in for a check
+# of this part's plumbing on a machine without a GPU.
+eval_tasks() {
+    local d="$GPT3D_TEST_DATA/kjv" e="$tmp/ev" dev=${EVAL_DEVICE:-cuda} t
+    mkdir -p "$e/t"
+    echo "-- eval-tasks (task scores, CPU against $dev)"
+    "$PYTHON" "$src/tests/infer/tasks_ref.py" make "$e/t" || return 1
+    t="lambada:$e/t/lambada.jsonl,mc:$e/t/mc.jsonl,hellaswag:$e/t/hellaswag.jsonl,wikitext103:$e/t/wiki.test.tokens"
+    set -- --data-path "$d/kjv_text_document" --vocab-file "$d/encoder.json" \
+        --merge-file "$d/vocab.bpe" --num-layers 2 --hidden-size 128 --num-attention-heads 4 \
+        --seq-length 128 --micro-batch-size 4 --global-batch-size 8 --lr 1e-3 --eval-iters 0 \
+        --eval-interval 1000 --log-interval 10 --data-cache-path "$e/cache"
+    "$GPT3D" train --device cpu "$@" --train-iters 20 --save "$e/ck" --run-dir "$e/r0" >"$e/r0.log" 2>&1 ||
+        { tail -5 "$e/r0.log"; return 1; }
+    "$GPT3D" train --device cpu "$@" --train-iters 21 --load "$e/ck" --eval-tasks "$t" \
+        --run-dir "$e/cpu" >"$e/cpu.log" 2>&1 || { tail -5 "$e/cpu.log"; return 1; }
+    "$GPT3D" train --device "$dev" "$@" --train-iters 21 --load "$e/ck" --eval-tasks "$t" \
+        --run-dir "$e/dev" >"$e/dev.log" 2>&1 || { tail -5 "$e/dev.log"; return 1; }
+    grep ' task ' "$e/cpu.log" "$e/dev.log" | cut -c1-300
+    "$PYTHON" - "$e/cpu/metrics.jsonl" "$e/dev/metrics.jsonl" "$dev" <<'EOF2'
+import json, sys
+def tasks(p):
+    out = {}
+    for l in open(p):
+        r = json.loads(l)
+        if r.get("event") == "task":
+            out[r.get("task", r.get("name"))] = r
+    return out
+a, b, dev = tasks(sys.argv[1]), tasks(sys.argv[2]), sys.argv[3]
+bad = 0
+if not a or set(a) != set(b):
+    print(f"not ok - the same tasks scored on the CPU and on {dev}: {sorted(a)} / {sorted(b)}")
+    sys.exit(1)
+for k in sorted(a):
+    ma, mb = a[k].get("metrics", {}), b[k].get("metrics", {})
+    if not ma:
+        print(f"not ok - task {k}: no metrics on the CPU"); bad += 1
+    for m, x in sorted(ma.items()):
+        y = mb.get(m)
+        if not isinstance(y, (int, float)):
+            print(f"not ok - task {k} {m}: {dev} has no value"); bad += 1; continue
+        if m.startswith("acc"):
+            ok, lim = abs(y - x) <= 0.05, "0.05"
+        else:   # loss, ppl, adjusted_ppl, token_ratio
+            ok, lim = abs(y - x) <= 0.02 * abs(x), "2 %"
+        print(f"{'ok' if ok else 'not ok'} - task {k} {m}: CPU {x:.6g}, {dev} {y:.6g} (within {lim})")
+        bad += not ok
+sys.exit(1 if bad else 0)
+EOF2
+}
+
 plan() {
     local rc=0 f
     echo "-- tests/cli/gpu_plan.sh"
@@ -235,7 +295,7 @@ plan() {
 
 # ---- run ---------------------------------------------------------------------------------
 # the parts run as `bash -c NAME` under timeout: they and what they read are exported
-export -f kernels train ckpt attbench bench ncu_run cudnn_dbg ckpt_gpu plan
+export -f kernels train ckpt attbench bench ncu_run cudnn_dbg ckpt_gpu eval_tasks plan
 export build src GPT3D tmp
 {
     echo "check.sh at $(date -u '+%Y-%m-%d %H:%M UTC') in $build"
@@ -258,6 +318,7 @@ part attention-bench 75 "$out/bench.log" attbench
 part bench_gpu 200 "$out/bench.log" bench
 : >"$out/ncu.csv"
 part ckpt-gpu 120 "$out/other.log" ckpt_gpu
+part eval-tasks 60 "$out/train.log" eval_tasks
 part ncu 60 "$out/ncu.csv" ncu_run
 : >"$out/cudnn.log"
 part cudnn-log 40 "$out/cudnn.log" cudnn_dbg
