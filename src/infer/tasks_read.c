@@ -347,38 +347,43 @@ static g3_status_t g3_task_piqa_labels(const char *path, int **labels_p, int64_t
     return G3_OK;
 }
 
-/* The fields of a kind's line (f: 7).  RET: their count. */
+/* The fields of each kind's line, in the order its item builder reads them (f[0], f[1], ...);
+ * types as g3_task_field_t's. */
+typedef struct {
+    const char *name;
+    int         type;
+} g3_task_schema_t;
+
+static const g3_task_schema_t g3_task_schema_mc[] = {
+    { "context", 's' },      { "choices", 'a' },      { "label", 'i' },
+    { "contexts", 'a' },     { "continuation", 's' }, { "target_delimiter", 's' },
+    { NULL, 0 },
+};
+static const g3_task_schema_t g3_task_schema_hellaswag[] = {
+    { "activity_label", 's' }, { "ctx_a", 's' }, { "ctx_b", 's' },
+    { "endings", 'a' },        { "label", 'i' }, { NULL, 0 },
+};
+static const g3_task_schema_t g3_task_schema_piqa[] = {
+    { "goal", 's' }, { "sol1", 's' }, { "sol2", 's' }, { "label", 'i' }, { NULL, 0 },
+};
+static const g3_task_schema_t g3_task_schema_winogrande[] = {
+    { "sentence", 's' }, { "option1", 's' }, { "option2", 's' }, { "answer", 'i' }, { NULL, 0 },
+};
+
+/* The fields of a kind's line into f (7 at most).  RET: their count. */
 static int g3_task_mc_fields(g3_task_kind_t kind, g3_task_field_t *f)
 {
-    switch (kind) {
-    case G3_TASK_MC:
-        f[0].name = "context", f[0].type = 's';
-        f[1].name = "choices", f[1].type = 'a';
-        f[2].name = "label", f[2].type = 'i';
-        f[3].name = "contexts", f[3].type = 'a';
-        f[4].name = "continuation", f[4].type = 's';
-        f[5].name = "target_delimiter", f[5].type = 's';
-        return 6;
-    case G3_TASK_HELLASWAG:
-        f[0].name = "activity_label", f[0].type = 's';
-        f[1].name = "ctx_a", f[1].type = 's';
-        f[2].name = "ctx_b", f[2].type = 's';
-        f[3].name = "endings", f[3].type = 'a';
-        f[4].name = "label", f[4].type = 'i';
-        return 5;
-    case G3_TASK_PIQA:
-        f[0].name = "goal", f[0].type = 's';
-        f[1].name = "sol1", f[1].type = 's';
-        f[2].name = "sol2", f[2].type = 's';
-        f[3].name = "label", f[3].type = 'i';
-        return 4;
-    default:   /* winogrande */
-        f[0].name = "sentence", f[0].type = 's';
-        f[1].name = "option1", f[1].type = 's';
-        f[2].name = "option2", f[2].type = 's';
-        f[3].name = "answer", f[3].type = 'i';
-        return 4;
+    const g3_task_schema_t *sc = kind == G3_TASK_MC          ? g3_task_schema_mc
+                                 : kind == G3_TASK_HELLASWAG ? g3_task_schema_hellaswag
+                                 : kind == G3_TASK_PIQA      ? g3_task_schema_piqa
+                                                             : g3_task_schema_winogrande;
+    int n;
+
+    for (n = 0; sc[n].name; n++) {
+        f[n].name = sc[n].name;
+        f[n].type = sc[n].type;
     }
+    return n;
 }
 
 /* The item of a generic multiple-choice line (its fields f, taken over where they become the
