@@ -52,7 +52,7 @@ void *g3cuda_scratch(g3cuda_ctx_t *ctx, size_t bytes, const char *op)
     cudaFree(ctx->scratch);
     ctx->scratch = NULL;
     ctx->scratch_bytes = 0;
-    want = bytes + bytes / 4;              /* room to grow without reallocating every time */
+    want = G3CUDA_SCRATCH_ROOM(bytes);
     e = cudaMalloc(&ctx->scratch, want);
     if (e != cudaSuccess) {
         ctx->scratch = NULL;

@@ -219,6 +219,13 @@ int g3cuda_gemm_offered(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g);
  * differently: leave it off where bitwise repeatability across runs matters. */
 #define G3CUDA_GEMM_CANDIDATES 8
 void g3cuda_ctx_set_gemm_autotune(g3cuda_ctx_t *ctx, int on);
+/* GEMM autotuning times the candidates on the call's operands: an fp32 D that is accumulated
+ * into (beta != 0) is saved to the context's scratch first, when it is at most this many bytes
+ * (a larger one is not tuned: the heuristic's first choice runs). */
+#define G3CUDA_GEMM_TUNE_SAVE_MAX ((size_t)256 << 20)
+/* What the context's scratch allocates for a request of `bytes` it cannot hold: a quarter
+ * more, room to grow without reallocating every time. */
+#define G3CUDA_SCRATCH_ROOM(bytes) ((bytes) + (bytes) / 4)
 /* LayerNorm backward (layernorm_bwd.cu): with on, every width runs on the block-per-row
  * kernel, also those the warp-per-row kernel takes by default (C <= 2048, C % 8 == 0): to
  * compare the two.  Off when a context is created; gpt3d's CUDA backend sets it from

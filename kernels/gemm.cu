@@ -108,7 +108,7 @@ static void g3_gemm_tune(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_gemm_
     char note[320];
 
     if (g->beta != 0.0f) {
-        if (dbytes > ((size_t)256 << 20))
+        if (dbytes > G3CUDA_GEMM_TUNE_SAVE_MAX)
             return;
         save = g3cuda_scratch(ctx, dbytes, "gemm autotuning");
         if (save == NULL ||

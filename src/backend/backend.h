@@ -107,6 +107,9 @@ typedef struct g3_be_kind_info {
     /* RET: bytes of attention_fwd's state and of attention_bwd's scratch (see the ops). */
     size_t (*attention_state_bytes)(const g3_be_opts_t *o, int B, int T, int NH, int HS);
     size_t (*attention_scratch_bytes)(const g3_be_opts_t *o, int B, int T, int NH, int HS);
+    /* RET: bytes of device scratch GEMM autotuning takes when the fp32 products accumulated
+     * into have these n sizes in bytes (out).  NULL: the kind does not autotune. */
+    size_t (*gemm_tune_scratch_bytes)(const double *out, int n);
     /* Open it with options o (defaults filled, checked); the backend writes back what it
      * resolved (attention auto: what runs), which the sizes above then follow.  OUT: *be_p.
      * RET (logged): G3_ERR_NO_MEMORY, G3_ERR_DEVICE.  NULL: not built in (probe says why). */

@@ -8,9 +8,7 @@
 
 #include "backend/cudnn_att.h"
 #include "backend/kinds.h"
-#ifdef HAVE_CUDA
-#include "g3cuda.h"
-#endif
+#include "g3cuda.h"   /* declarations and sizes only: every build */
 
 static g3_status_t g3_cuda_kind_probe(char *why, size_t why_len)
 {
@@ -82,6 +80,18 @@ static size_t g3_cuda_kind_att_scratch(const g3_be_opts_t *o, int B, int T, int 
                : 0;
 }
 
+/* Autotuning saves the largest accumulated fp32 product it tunes (G3CUDA_GEMM_TUNE_SAVE_MAX)
+ * in the context's scratch, which allocates a quarter more (G3CUDA_SCRATCH_ROOM). */
+static size_t g3_cuda_kind_tune_scratch(const double *out, int n)
+{
+    double big = 0.0;
+
+    for (int i = 0; i < n; i++)
+        if (out[i] <= (double)G3CUDA_GEMM_TUNE_SAVE_MAX && out[i] > big)
+            big = out[i];
+    return big > 0.0 ? G3CUDA_SCRATCH_ROOM((size_t)big) : 0;
+}
+
 /* --attention-backend cudnn in a build without cuDNN: refused before any work. */
 static g3_status_t g3_cuda_kind_check_opts(const g3_be_opts_t *o, char *why, size_t why_len)
 {
@@ -108,6 +118,7 @@ const g3_be_kind_info_t g3_be_cuda_kind = {
     .check_sizes = g3_cuda_kind_check_sizes,
     .attention_state_bytes = g3_cuda_kind_att_state,
     .attention_scratch_bytes = g3_cuda_kind_att_scratch,
+    .gemm_tune_scratch_bytes = g3_cuda_kind_tune_scratch,
 #ifdef HAVE_CUDA
     .open = g3_be_cuda_open,
 #else

@@ -158,23 +158,21 @@ int g3_plan_gemm_autotune(const g3_plan_input_t *in)
 
 /* The GEMM autotuning's scratch: the first call of each shape times the candidates on the
  * call's own operands, and an fp32 output accumulated into (beta 1: the weight gradients) is
- * saved first into the kernels' scratch, which grows to 1.25 x what is asked and stays
- * (kernels/gemm.cu g3_gemm_tune, kernels/ctx.cu g3cuda_scratch); outputs past 256 MiB are not
- * tuned.  The largest such output of one process (TP 1): the word embedding's gradient
- * (Vp x C, the output layer's dW), else an MLP weight's (F x C), else QKV's (3C x C). */
+ * saved first into the kernels' scratch; how much that takes is the backend kind's to say
+ * (gemm_tune_scratch_bytes: kernels/gemm.cu g3_gemm_tune, kernels/ctx.cu g3cuda_scratch).
+ * The such outputs of one process (TP 1): the word embedding's gradient (Vp x C, the output
+ * layer's dW), an MLP weight's (F x C), QKV's (3C x C). */
 static double g3_plan_tune_scratch(const g3_plan_input_t *in)
 {
     const g3_gpt_config_t *m = &in->model;
-    double C = m->hidden_size, F = g3_gpt_config_ffn(m), limit = 256.0 * 1048576.0, big = 0;
+    const g3_be_kind_info_t *kind = g3_be_kind(in->kind);
+    double C = m->hidden_size, F = g3_gpt_config_ffn(m);
     double Vp = g3_gpt_padded_vocab(m->vocab_size, m->make_vocab_size_divisible_by, 1);
     double out[3] = { 4.0 * Vp * C, 4.0 * F * C, 4.0 * 3.0 * C * C };
 
-    if (!g3_plan_gemm_autotune(in))
+    if (!kind->gemm_tune_scratch_bytes || !g3_plan_gemm_autotune(in))
         return 0.0;
-    for (int i = 0; i < 3; i++)
-        if (out[i] <= limit && out[i] > big)
-            big = out[i];
-    return 1.25 * big;
+    return (double)kind->gemm_tune_scratch_bytes(out, 3);
 }
 
 /* CUDA (docs/plan.md "Overhead"): in->fixed_bytes, the GPU's own fixed cost (gpt3d plan
