@@ -27,6 +27,7 @@ build=${1:-$top_srcdir/build}
 build=$(cd "$build" 2>/dev/null && pwd -P) || { echo "demo: build directory '${1:-$top_srcdir/build}' does not exist; build gpt3d first (or name its build directory)" >&2; exit 2; }
 SUBMIT=$build/sbatch/gpt3d-submit
 [ -x "$SUBMIT" ] || { echo "demo: $SUBMIT is missing; run make in $build first" >&2; exit 2; }
+export GPT3D_SBATCH_DIR=$top_srcdir/sbatch   # gpt3d-submit's library (sbatch/lib), not installed
 GPT3D=$build/src/gpt3d
 [ -x "$GPT3D" ] || { echo "demo: $GPT3D is missing; run make in $build first" >&2; exit 2; }
 K=${GPT3D_TEST_DATA:-$build/tests/_data}/kjv

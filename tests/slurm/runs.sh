@@ -22,6 +22,9 @@
 . "$top_srcdir/tests/slurm/cluster.sh"
 
 SUBMIT=$top_builddir/sbatch/gpt3d-submit
+# gpt3d-submit's library (sbatch/lib) is the source tree's: the build's gpt3d-submit is not
+# installed yet.
+export GPT3D_SBATCH_DIR=$top_srcdir/sbatch
 
 sub_fake() {
     "$SUBMIT" --job-script "$top_srcdir/sbatch/gpt3d-train.sbatch" \

@@ -10,6 +10,9 @@
 . "$top_srcdir/tests/lib.sh"
 
 SUBMIT=$top_builddir/sbatch/gpt3d-submit
+# gpt3d-submit's library (sbatch/lib) is the source tree's: the build's gpt3d-submit is not
+# installed yet.
+export GPT3D_SBATCH_DIR=$top_srcdir/sbatch
 JOB=$top_srcdir/sbatch/gpt3d-train.sbatch
 g3_tmpdir
 submit() { "$SUBMIT" --job-script "$JOB" --train-command "/bin/true train" "$@"; }

@@ -16,10 +16,11 @@ is "$rc" 0 "--help exits 0"
 like "$out" "Usage: gpt3d-submit \[OPTIONS\] RUN_DIR" "--help shows the usage"
 maxf=$(sed -n 's/^G3_MAX_FAILURES_DEFAULT=\([0-9]*\) .*/\1/p' "$top_srcdir/sbatch/gpt3d-train.sbatch")
 like "$out" "progress \(default $maxf\)" "--help gives the job script's default of --max-failures ($maxf), made from one line"
-is "$(sed -n 's/^G3_LIVE_STATES=//p' "$SUBMIT")" "$(sed -n 's/^G3_LIVE_STATES=//p' "$top_srcdir/sbatch/gpt3d-train.sbatch")" \
-    "gpt3d-submit has the job script's list of live job states, made from it"
-is "$(grep -c 'PENDING|RUNNING' "$top_srcdir/sbatch/gpt3d-submit.in" "$top_srcdir/sbatch/gpt3d-train.sbatch" | cut -d: -f2 | tr '\n' ' ')" "0 0 " \
-    "... and neither script spells out a list of its own"
+is "$(grep -l '^G3_LIVE_STATES=' "$top_srcdir/sbatch/gpt3d-submit.in" "$top_srcdir/sbatch/gpt3d-train.sbatch" \
+        "$top_srcdir"/sbatch/lib/*.sh | sed "s|^$top_srcdir/||")" "sbatch/lib/common.sh" \
+    "the list of live job states is in one place, the library both scripts source"
+is "$(cat "$top_srcdir/sbatch/gpt3d-submit.in" "$top_srcdir/sbatch/gpt3d-train.sbatch" "$top_srcdir"/sbatch/lib/*.sh |
+      grep -c 'PENDING|RUNNING' || true)" "0" "... and no script spells out a list of its own"
 run "$SUBMIT" --version
 like "$out" "^gpt3d-submit \(gpt3d\) [0-9]+\.[0-9]+\.[0-9]+$" "--version names the version"
 
@@ -374,7 +375,7 @@ codes_h="" codes_job=""
 while read -r name value; do
     [ "$name" != FAILURE ] || continue
     codes_h="$codes_h $name=$value"
-    codes_job="$codes_job $name=$(grep '^G3_EXIT_OK=' "$JOB" | tr ' ' '\n' | sed -n "s/^G3_EXIT_$name=//p")"
+    codes_job="$codes_job $name=$(grep '^G3_EXIT_OK=' "$top_srcdir/sbatch/lib/job.sh" | tr ' ' '\n' | sed -n "s/^G3_EXIT_$name=//p")"
 done < <(sed -n 's/^ *G3_EXIT_\([A-Z_]*\) *= *\([0-9]*\).*/\1 \2/p' "$top_srcdir/src/core/status.h")
 is "$codes_job" "$codes_h" "the job script's exit codes are those of src/core/status.h ($codes_h)"
 run grep -c '^#SBATCH' "$JOB"
@@ -387,7 +388,7 @@ like "$(grep '^#SBATCH' "$JOB")" "--open-mode=append" "the job script appends to
 
 # Lint the scripts with shellcheck, where it is installed.
 if command -v shellcheck >/dev/null; then
-    run shellcheck -x "$JOB" "$SUBMIT" "$HC" "$top_srcdir/tests/slurm/cluster.sh" "$top_srcdir/tests/slurm/fake-train.sh" \
+    run shellcheck -x -P "$top_srcdir/sbatch" "$JOB" "$SUBMIT" "$top_srcdir"/sbatch/lib/*.sh "$HC" "$top_srcdir/tests/slurm/cluster.sh" "$top_srcdir/tests/slurm/fake-train.sh" \
         "$top_srcdir/tests/slurm/demo.sh"
     is "$rc" 0 "shellcheck finds nothing in the job script, gpt3d-submit, the health check, the cluster harness and the demo"
     [ "$rc" -eq 0 ] || diag "$out"

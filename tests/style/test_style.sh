@@ -46,8 +46,8 @@ if command -v shellcheck >/dev/null 2>&1; then
     submit=$top_builddir/sbatch/gpt3d-submit
     [ -f "$submit" ] || submit=
     # shellcheck disable=SC2086
-    run shellcheck -x -P SCRIPTDIR $scripts sbatch/gpt3d-train.sbatch sbatch/gpt3d-healthcheck \
-        sbatch/gpt3d-curate.sbatch $submit
+    run shellcheck -x -P SCRIPTDIR:sbatch $scripts sbatch/gpt3d-train.sbatch sbatch/gpt3d-healthcheck \
+        sbatch/gpt3d-curate.sbatch sbatch/lib/*.sh $submit
     is "$rc" 0 "shellcheck is clean on $(echo "$scripts" | wc -l) scripts and the batch scripts"
     [ "$rc" -eq 0 ] || printf '%s\n' "$out" | sed -n '1,30p' | sed 's/^/#   /'
 else
