@@ -6,10 +6,12 @@ sbatchdir = $(pkgdatadir)/sbatch
 dist_sbatch_DATA = sbatch/gpt3d-train.sbatch
 dist_sbatch_SCRIPTS = sbatch/gpt3d-healthcheck sbatch/gpt3d-curate.sbatch
 # The batch library (docs/slurm.md): sourced by gpt3d-submit (from here) and by the job
-# script (from RUN_DIR/lib, where gpt3d-submit copies common.sh and job.sh).
+# script and the health check (from RUN_DIR/lib, where gpt3d-submit copies
+# common.sh, job.sh and healthcheck.sh).
 sbatchlibdir = $(sbatchdir)/lib
 dist_sbatchlib_DATA = sbatch/lib/common.sh sbatch/lib/job.sh sbatch/lib/submit.sh \
-	sbatch/lib/status.sh sbatch/lib/summary.sh sbatch/lib/ablation.sh
+	sbatch/lib/status.sh sbatch/lib/summary.sh sbatch/lib/ablation.sh \
+	sbatch/lib/healthcheck.sh sbatch/lib/curate.sh
 dist_doc_DATA += docs/slurm.md docs/curation.md
 EXTRA_DIST += sbatch/gpt3d-submit.in
 CLEANFILES += sbatch/gpt3d-submit

@@ -127,7 +127,7 @@ g3_ablation_submit() {
         first="$ABL/$(head -n 1 "$ABL/variants" | cut -f1)"
         cp "$first/gpt3d-train.sbatch" "$ABL/gpt3d-train.sbatch"
         rm -rf "${ABL:?}/lib"
-        cp -R "$first/lib" "$ABL/lib"
+        if [ -d "$first/lib" ]; then cp -R "$first/lib" "$ABL/lib"; fi
         {
             echo "format=gpt3d-ablation 1"
             echo "name=$abl_name"

@@ -311,6 +311,11 @@ g3_submit_parse() {
                 run_dir=$1; shift ;;
         esac
     done
+    g3_submit_check_args
+}
+
+# g3_submit_check_args: what the options ask must fit together.
+g3_submit_check_args() {
     [ -n "$run_dir" ] || usage_error "no run directory given"
     if [ "$load_fallback" -eq 1 ] && [ "$retry" -eq 0 ]; then
         usage_error "--load-fallback goes with --retry: gpt3d-submit --retry --load-fallback RUN_DIR resumes a stopped run from the newest checkpoint that verifies"
@@ -594,7 +599,13 @@ g3_submit_create() {
         cp "$job_script" "$RUN/gpt3d-train.sbatch"
         mkdir -p "$RUN/lib"
         cp "$job_lib/common.sh" "$job_lib/job.sh" "$RUN/lib/"
-        if [ -n "$health_script" ]; then cp "$health_script" "$RUN/gpt3d-healthcheck"; chmod +x "$RUN/gpt3d-healthcheck"; fi
+        if [ -n "$health_script" ]; then
+            cp "$health_script" "$RUN/gpt3d-healthcheck"
+            chmod +x "$RUN/gpt3d-healthcheck"
+            # (its body, beside it; a health check of its own may have none)
+            f=$(dirname "$health_script")/lib/healthcheck.sh
+            if [ -r "$f" ]; then cp "$f" "$RUN/lib/"; fi
+        fi
         lines "${rewritten[@]}" >"$RUN/train.args"
         lines "${train_cmd[@]}" >"$RUN/train.cmd"
         lines "${chain_sbatch[@]}" >"$RUN/sbatch.args"
