@@ -388,7 +388,9 @@ like "$(grep '^#SBATCH' "$JOB")" "--open-mode=append" "the job script appends to
 
 # Lint the scripts with shellcheck, where it is installed.
 if command -v shellcheck >/dev/null; then
-    run shellcheck -x -P "$top_srcdir/sbatch" "$JOB" "$SUBMIT" "$top_srcdir"/sbatch/lib/*.sh "$HC" "$top_srcdir/tests/slurm/cluster.sh" "$top_srcdir/tests/slurm/fake-train.sh" \
+    # (-P: the library the fronts source, sbatch/lib, from the build's gpt3d-submit too)
+    run shellcheck -x -P "$top_srcdir/sbatch" "$JOB" "$SUBMIT" "$top_srcdir"/sbatch/lib/*.sh "$HC" \
+        "$top_srcdir/tests/slurm/cluster.sh" "$top_srcdir/tests/slurm/fake-train.sh" \
         "$top_srcdir/tests/slurm/demo.sh"
     is "$rc" 0 "shellcheck finds nothing in the job script, gpt3d-submit, the health check, the cluster harness and the demo"
     [ "$rc" -eq 0 ] || diag "$out"
