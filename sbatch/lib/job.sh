@@ -4,7 +4,7 @@
 # script's header and docs/slurm.md): its helpers, g3_job_decide (what to do once the
 # trainer's step has ended) and the job's steps (g3_job_main).  Sourced, never run: by the job
 # script, which reads it from RUN/lib (gpt3d-submit copies it there), and by
-# tests/sbatch/test_decide.sh.  Uses the site settings of the job script (G3_*).
+# tests/slurm/test_decide.sh.  Uses the site settings of the job script (G3_*).
 
 g3_me="gpt3d-train.sbatch"
 # gpt3d's exit codes (src/core/status.h, g3_exit_code_t; docs/exit-codes.md):
@@ -402,7 +402,7 @@ g3_first_error() {
 # ---- What to do when the attempt has ended ---------------------------------------
 # g3_job_decide RC TERMINATED [FAILURES MAX_FAILURES TOO_FEW DETAIL]: what the job does once
 # its attempt has ended: the one place that decides it (docs/exit-codes.md, "what a batch
-# script does"; tests/sbatch/test_decide.sh feeds it every exit code).  Inputs:
+# script does"; tests/slurm/test_decide.sh feeds it every exit code).  Inputs:
 #   RC            the trainer's exit code, or "-": the job did not train (bad nodes, too few)
 #   TERMINATED    1: Slurm sent SIGTERM (scancel, the time limit, a node failure); else 0
 #   FAILURES      failed attempts in a row without progress, this one included
