@@ -11,11 +11,10 @@
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
+#include "core/crc32c.h"
 #include "core/log.h"
 #include "synth.h"
 #include "tap.h"
-
-int g3_crc32c_use_hw(int on);
 
 static char tmpdir[256];
 
