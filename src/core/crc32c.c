@@ -1,5 +1,6 @@
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of every
- * checkpoint dataset and TensorBoard record (core/crc32c.h).  Uses the SSE4.2 crc32 instruction when the CPU has it
+ * checkpoint dataset and TensorBoard record (core/crc32c.h).
+ * Uses the SSE4.2 crc32 instruction when the CPU has it
  * (three independent streams, combined by a zero-extension table), else a
  * slicing-by-8 table.  Both give the same value; tests check them against each
  * other and against the standard check value ("123456789" -> 0xE3069283). */

@@ -3,5 +3,6 @@
 # schema (gpt3d metrics) and the loss curves (gpt3d plot).  Depends on core and data (JSON).
 src_libgpt3d_a_SOURCES += \
 	src/metrics/events.c src/metrics/events.h \
+	src/metrics/query.c src/metrics/query.h \
 	src/metrics/tensorboard.c src/metrics/tensorboard.h \
 	src/metrics/plot.c src/metrics/plot.h

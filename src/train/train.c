@@ -231,7 +231,7 @@ static void g3_trainer_close(g3_trainer_t *tr)
 }
 
 /* RET: MemAvailable of /proc/meminfo in bytes, 0 when unknown. */
-static size_t g3_mem_available(void)
+static size_t g3_trainer_mem_available(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     char line[256];
@@ -251,7 +251,7 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
 {
     size_t acts = g3_gpt_acts_estimate(tr->model, tr->B, tr->T);
     size_t adam = 2 * tr->model->numel * sizeof(float);
-    size_t avail = g3_mem_available();
+    size_t avail = g3_trainer_mem_available();
 
     {
         /* 1F1B keeps up to PP - pp micro-batches in flight; ZeRO-1 keeps m, v and the
