@@ -394,16 +394,21 @@ double g3_ev_parsed_num_key(const g3_ev_parsed_t *p, const char *key)
     return f < 0 ? NAN : g3_ev_parsed_num(p, (g3_ev_field_id_t)f);
 }
 
-/* A JSON value's text for a TSV cell: a string decoded, an array's items without brackets,
- * anything else as written.  RET: G3_ERR_FORMAT (a bad string). */
+/* A JSON value's text for a TSV cell: a string decoded (a tab, newline and backslash as \t,
+ * \n and \\), an array's items without brackets, anything else as written.
+ * RET: G3_ERR_FORMAT (a bad string). */
 static g3_status_t g3_ev_value_text(const char *raw, size_t n, FILE *out)
 {
     if (n >= 2 && raw[0] == '"') {
         g3_json_t j = { raw, n, 0, NULL, 0 };
         g3_buf_t s = { NULL, 0, 0 };
         g3_status_t st = g3_json_string(&j, &s);
-        if (st == G3_OK && s.len)
-            fwrite(s.data, 1, s.len, out);
+        for (size_t i = 0; st == G3_OK && i < s.len; i++) {   /* one cell: \t \n \\ escaped */
+            char c = s.data[i];
+            if (c == '\t' || c == '\n' || c == '\\')
+                fputc('\\', out);
+            fputc(c == '\t' ? 't' : c == '\n' ? 'n' : c, out);
+        }
         g3_buf_free(&s);
         return st == G3_OK ? G3_OK : G3_ERR_FORMAT;
     }
@@ -435,6 +440,8 @@ static g3_status_t g3_ev_object_text(const char *raw, size_t n, const char *sub,
             continue;
         if (!sub)
             fprintf(out, "%s%.*s=", k++ ? " " : "", (int)key.len, key.data);
+        else if (j.pos - at == 4 && !memcmp(raw + at, "null", 4))
+            continue;   /* one member, null: nothing, as a null field */
         st = g3_ev_value_text(raw + at, j.pos - at, out);
         if (st != G3_OK)
             break;

@@ -277,8 +277,9 @@ double g3_ev_parsed_num_key(const g3_ev_parsed_t *p, const char *key);
 
 /* Write field f of p as text to out: a number or boolean as written, a string decoded, null
  * and an absent field as nothing, an object as "NAME=VALUE NAME=VALUE" (a PAIRS value as
- * "MIN,MAX"); sub: only that member of an object (nothing if absent).  RET: G3_ERR_FORMAT
- * (a string or object that does not parse: not logged). */
+ * "MIN,MAX", null as null); sub: only that member of an object (nothing if absent or null).
+ * A string's tab, newline and backslash come out as \t, \n and \\ (one TSV cell).
+ * RET: G3_ERR_FORMAT (a string or object that does not parse: not logged). */
 g3_status_t g3_ev_parsed_text(const g3_ev_parsed_t *p, g3_ev_field_id_t f, const char *sub,
                               FILE *out);
 
