@@ -63,8 +63,7 @@ double g3_infer_ppl(double loss)
     return loss < 700.0 ? exp(loss) : INFINITY;
 }
 
-void g3_infer_eval_event(g3_ev_t *e, g3_split_t split, int64_t iteration, double loss,
-                         int final)
+void g3_infer_eval_event(g3_ev_t *e, g3_split_t split, int64_t iteration, double loss, int final)
 {
     g3_ev_init(e, G3_EV_EVAL);
     g3_ev_str(e, G3_EVF_EVAL_SPLIT, g3_split_name(split));

@@ -61,8 +61,7 @@ g3_status_t g3_infer_evaluate(const g3_infer_lm_t *lm, const g3_infer_batch_t *b
 /* An evaluation's record (metrics/events.h, "eval"): split, iteration, loss, its perplexity
  * (g3_infer_ppl), final ("at the end of training").  The caller adds what more it knows and
  * emits it (the trainer: the consumed samples and tokens, TensorBoard's axes). */
-void g3_infer_eval_event(g3_ev_t *e, g3_split_t split, int64_t iteration, double loss,
-                         int final);
+void g3_infer_eval_event(g3_ev_t *e, g3_split_t split, int64_t iteration, double loss, int final);
 
 /* Emit that record to stdout (Megatron-LM's " validation loss at iteration N | lm loss
  * value: ... | lm loss PPL: ... |" between dashed lines; "test loss" for the test split) and,

@@ -142,21 +142,11 @@ static void g3_ev_json_num(FILE *f, const char *fmt, double v)
 static void g3_ev_json_value(FILE *f, const g3_ev_field_t *fd, const g3_ev_val_t *v)
 {
     switch (fd->type) {
-    case G3_EV_INT:
-        fprintf(f, "%lld", (long long)v->i);
-        break;
-    case G3_EV_NUM:
-        g3_ev_json_num(f, fd->fmt, v->d);
-        break;
-    case G3_EV_STR:
-        g3_json_write_string(f, v->s);
-        break;
-    case G3_EV_BOOL:
-        fputs(v->i ? "true" : "false", f);
-        break;
-    case G3_EV_OBJ:
-        fprintf(f, "{%s}", v->s);
-        break;
+    case G3_EV_INT: fprintf(f, "%lld", (long long)v->i); break;
+    case G3_EV_NUM: g3_ev_json_num(f, fd->fmt, v->d); break;
+    case G3_EV_STR: g3_json_write_string(f, v->s); break;
+    case G3_EV_BOOL: fputs(v->i ? "true" : "false", f); break;
+    case G3_EV_OBJ: fprintf(f, "{%s}", v->s); break;
     case G3_EV_MAP:
     case G3_EV_PAIRS:
         fputc('{', f);
@@ -218,7 +208,7 @@ static void g3_ev_tb_field(g3_tb_t *tb, const g3_ev_t *e, int f)
     int64_t step;
     double v;
 
-    if (fd->type == G3_EV_PAIRS) {   /* NAME + tag at the iteration, the max in seconds */
+    if (fd->type == G3_EV_PAIRS) { /* NAME + tag at the iteration, the max in seconds */
         if (!g3_ev_step(e, "iteration", &step))
             return;
         for (int i = 0; i < e->v[f].m->n; i++) {
@@ -255,12 +245,13 @@ static void g3_ev_tb(g3_tb_t *tb, unsigned groups, const g3_ev_t *e)
 static void g3_ev_line_train(FILE *out, const g3_ev_t *e)
 {
     const g3_ev_val_t *v = e->v;
-    fprintf(out,
-            " iteration %8lld/%8lld | consumed samples: %10lld | elapsed time per iteration (ms): %.1f | learning rate: %.6E | global batch size: %5lld | lm loss: %.6E | grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.4f | MFU: %.2f%% |\n",
-            (long long)v[G3_EVF_TRAIN_ITER].i, (long long)v[G3_EVF_TRAIN_ITERS].i,
-            (long long)v[G3_EVF_TRAIN_SAMPLES].i, v[G3_EVF_TRAIN_MS].d, v[G3_EVF_TRAIN_LR].d,
-            (long long)v[G3_EVF_TRAIN_GBS].i, v[G3_EVF_TRAIN_LOSS].d, v[G3_EVF_TRAIN_NORM].d,
-            v[G3_EVF_TRAIN_TPS].d, v[G3_EVF_TRAIN_TFLOPS].d, 100.0 * v[G3_EVF_TRAIN_MFU].d);
+    fprintf(
+        out,
+        " iteration %8lld/%8lld | consumed samples: %10lld | elapsed time per iteration (ms): %.1f | learning rate: %.6E | global batch size: %5lld | lm loss: %.6E | grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.4f | MFU: %.2f%% |\n",
+        (long long)v[G3_EVF_TRAIN_ITER].i, (long long)v[G3_EVF_TRAIN_ITERS].i,
+        (long long)v[G3_EVF_TRAIN_SAMPLES].i, v[G3_EVF_TRAIN_MS].d, v[G3_EVF_TRAIN_LR].d,
+        (long long)v[G3_EVF_TRAIN_GBS].i, v[G3_EVF_TRAIN_LOSS].d, v[G3_EVF_TRAIN_NORM].d,
+        v[G3_EVF_TRAIN_TPS].d, v[G3_EVF_TRAIN_TFLOPS].d, 100.0 * v[G3_EVF_TRAIN_MFU].d);
 }
 
 /* Megatron-LM's evaluation lines ("validation loss at iteration N | ..." between dashes). */
@@ -319,7 +310,10 @@ g3_status_t g3_ev_parse(const char *line, size_t len, g3_ev_parsed_t *p, const c
     enum { G3_EV_MEMBERS_MAX = 64 };
     g3_json_t j = { line, len, 0, NULL, 0 };
     g3_buf_t key = { NULL, 0, 0 };
-    struct { char key[48]; size_t at, n; } mem[G3_EV_MEMBERS_MAX];
+    struct {
+        char key[48];
+        size_t at, n;
+    } mem[G3_EV_MEMBERS_MAX];
     int nmem = 0, first = 1;
     g3_status_t st;
 
@@ -403,7 +397,7 @@ static g3_status_t g3_ev_value_text(const char *raw, size_t n, FILE *out)
         g3_json_t j = { raw, n, 0, NULL, 0 };
         g3_buf_t s = { NULL, 0, 0 };
         g3_status_t st = g3_json_string(&j, &s);
-        for (size_t i = 0; st == G3_OK && i < s.len; i++) {   /* one cell: \t \n \\ escaped */
+        for (size_t i = 0; st == G3_OK && i < s.len; i++) { /* one cell: \t \n \\ escaped */
             char c = s.data[i];
             if (c == '\t' || c == '\n' || c == '\\')
                 fputc('\\', out);
@@ -441,7 +435,7 @@ static g3_status_t g3_ev_object_text(const char *raw, size_t n, const char *sub,
         if (!sub)
             fprintf(out, "%s%.*s=", k++ ? " " : "", (int)key.len, key.data);
         else if (j.pos - at == 4 && !memcmp(raw + at, "null", 4))
-            continue;   /* one member, null: nothing, as a null field */
+            continue; /* one member, null: nothing, as a null field */
         st = g3_ev_value_text(raw + at, j.pos - at, out);
         if (st != G3_OK)
             break;
@@ -486,7 +480,7 @@ g3_status_t g3_ev_file_each(const char *path, g3_ev_each_fn fn, void *arg)
             b++;
         lineno++;
         if (b == len)
-            break;   /* a last line without its newline: a run killed while writing it */
+            break; /* a last line without its newline: a run killed while writing it */
         if (b > a && g3_ev_parse(data + a, b - a, &p, &why) != G3_OK) {
             g3_error("metrics file %s, line %zu: %s; pass a metrics.jsonl written by gpt3d train",
                      file, lineno, why);
@@ -525,12 +519,12 @@ void g3_ev_schema_markdown(FILE *out)
     for (int f = 0; f < G3_EVF_COUNT; f++) {
         const g3_ev_field_t *fd = &g3_ev_fields[f];
         fprintf(out, "| `%s` | `%s` | %s%s | %s | ", g3_ev_kinds[fd->kind].name, fd->key,
-                g3_ev_type_names[fd->type], fd->flags & G3_EV_F_OPT ? " (optional)" : "",
-                fd->unit);
+                g3_ev_type_names[fd->type], fd->flags & G3_EV_F_OPT ? " (optional)" : "", fd->unit);
         g3_ev_markdown_tags(out, fd);
         fprintf(out, "%s | %s%s |\n",
-                fd->flags & G3_EV_F_PPL ? " (--log-validation-ppl-to-tensorboard)"
-                : fd->flags & G3_EV_F_TIMERS ? " (--log-timers-to-tensorboard)" : "",
+                fd->flags & G3_EV_F_PPL      ? " (--log-validation-ppl-to-tensorboard)"
+                : fd->flags & G3_EV_F_TIMERS ? " (--log-timers-to-tensorboard)"
+                                             : "",
                 fd->doc, fd->flags & G3_EV_F_TBONLY ? " (TensorBoard only)" : "");
     }
 }

@@ -53,7 +53,8 @@ static g3_status_t g3_ev_query_check(const g3_ev_query_t *q, const char *name, c
         return G3_OK;
     for (int k = 0; k < G3_EV_NKINDS; k++) {
         int f = (q->kind < 0 || q->kind == k) && g3_ev_kinds[k].jsonl
-                    ? g3_ev_query_field(k, name, len) : -1;
+                    ? g3_ev_query_field(k, name, len)
+                    : -1;
         if (f >= 0) {
             g3_ev_type_t t = g3_ev_fields[f].type;
             found = 1;
@@ -64,11 +65,14 @@ static g3_status_t g3_ev_query_check(const g3_ev_query_t *q, const char *name, c
         return G3_OK;
     g3_ev_query_names(q->kind, names, sizeof(names));
     if (found)
-        g3_error("gpt3d metrics: %s %s: %.*s is not an object, it has no members; drop '%s'", what, name, (int)len, name, dot);
+        g3_error("gpt3d metrics: %s %s: %.*s is not an object, it has no members; drop '%s'", what,
+                 name, (int)len, name, dot);
     else if (q->kind >= 0)
-        g3_error("gpt3d metrics: %s %s: the %s event has no field %.*s; its fields are: event, %s", what, name, g3_ev_kinds[q->kind].name, (int)len, name, names);
+        g3_error("gpt3d metrics: %s %s: the %s event has no field %.*s; its fields are: event, %s",
+                 what, name, g3_ev_kinds[q->kind].name, (int)len, name, names);
     else
-        g3_error("gpt3d metrics: %s %s: no event has a field %.*s; the fields are: event, %s", what, name, (int)len, name, names);
+        g3_error("gpt3d metrics: %s %s: no event has a field %.*s; the fields are: event, %s", what,
+                 name, (int)len, name, names);
     return G3_ERR_USAGE;
 }
 
@@ -86,7 +90,9 @@ static g3_status_t g3_ev_query_event(g3_ev_query_t *q, const char *event)
             n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", n ? ", " : "",
                                   g3_ev_kinds[k].name);
     if (q->kind >= 0)
-        g3_error("gpt3d metrics: --event %s: that event is written to TensorBoard only, not to the metrics file; the metrics file's events are: %s", event, names);
+        g3_error(
+            "gpt3d metrics: --event %s: that event is written to TensorBoard only, not to the metrics file; the metrics file's events are: %s",
+            event, names);
     else
         g3_error("gpt3d metrics: --event %s: no such event; the events are: %s", event, names);
     return G3_ERR_USAGE;
@@ -103,7 +109,9 @@ g3_status_t g3_ev_query_init(g3_ev_query_t *q, const char *event, const char *fi
     for (const char *p = fields; st == G3_OK && p && *p;) {
         size_t len = strcspn(p, ",");
         if (q->nfields == G3_EV_QUERY_MAX || len == 0) {
-            g3_error("gpt3d metrics: --fields %s: %s", fields, len ? "more than 32 fields" : "an empty field name; separate the names with single commas");
+            g3_error("gpt3d metrics: --fields %s: %s", fields,
+                     len ? "more than 32 fields"
+                         : "an empty field name; separate the names with single commas");
             return G3_ERR_USAGE;
         }
         q->fields[q->nfields] = strndup(p, len);
@@ -115,7 +123,11 @@ g3_status_t g3_ev_query_init(g3_ev_query_t *q, const char *event, const char *fi
     for (int i = 0; st == G3_OK && i < nwhere; i++) {
         const char *eq = strchr(where[i], '=');
         if (!eq || eq == where[i] || q->nwhere == G3_EV_QUERY_MAX) {
-            g3_error("gpt3d metrics: --where %s: %s", where[i], eq && eq != where[i] ? "more than 32 conditions" : "not KEY=VALUE (a field of the event, the value as printed); put the metrics file before --where");
+            g3_error(
+                "gpt3d metrics: --where %s: %s", where[i],
+                eq && eq != where[i]
+                    ? "more than 32 conditions"
+                    : "not KEY=VALUE (a field of the event, the value as printed); put the metrics file before --where");
             return G3_ERR_USAGE;
         }
         q->where_key[q->nwhere] = strndup(where[i], (size_t)(eq - where[i]));
@@ -142,9 +154,9 @@ void g3_ev_query_free(g3_ev_query_t *q)
 
 typedef struct {
     const g3_ev_query_t *q;
-    const char          *path;
-    FILE                *out;
-    char                *last;    /* --last: the last match's output line (malloc'd) */
+    const char *path;
+    FILE *out;
+    char *last; /* --last: the last match's output line (malloc'd) */
 } g3_ev_query_run_t;
 
 /* The text of name ("event", "key" or "key.member") in record p, written to f. */
@@ -160,7 +172,7 @@ static g3_status_t g3_ev_query_text(const g3_ev_parsed_t *p, const char *name, F
     }
     fid = p->kind >= 0 ? g3_ev_query_field(p->kind, name, len) : -1;
     if (fid < 0)
-        return G3_OK;   /* not a field of this event: empty */
+        return G3_OK; /* not a field of this event: empty */
     return g3_ev_parsed_text(p, (g3_ev_field_id_t)fid, dot ? dot + 1 : NULL, f);
 }
 
@@ -236,7 +248,9 @@ static g3_status_t g3_ev_query_take(const g3_ev_parsed_t *p, const char *line, s
         free(text);
     }
     if (st == G3_ERR_FORMAT)
-        g3_error("metrics file %s, line %zu: a field's value is not valid JSON; pass a metrics.jsonl written by gpt3d train", r->path, lineno);
+        g3_error(
+            "metrics file %s, line %zu: a field's value is not valid JSON; pass a metrics.jsonl written by gpt3d train",
+            r->path, lineno);
     else if (st == G3_ERR_NO_MEMORY)
         g3_error("gpt3d metrics: out of memory at line %zu of %s", lineno, r->path);
     return st;

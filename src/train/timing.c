@@ -126,7 +126,7 @@ g3_status_t g3_train_timing_report(g3_train_timing_t *timing, int64_t iteration,
     char names[G3_TIMING_NVAL][64];
     const char *name_p[G3_TIMING_NVAL];
     g3_ev_map_t map = { 0, name_p, los, his };
-    g3_ev_sink_t files = { NULL, NULL, 0, NULL };   /* the record's files, not its line */
+    g3_ev_sink_t files = { NULL, NULL, 0, NULL }; /* the record's files, not its line */
     int n = 0;
     g3_ev_t e;
     g3_status_t st;
@@ -168,7 +168,7 @@ g3_status_t g3_train_timing_report(g3_train_timing_t *timing, int64_t iteration,
     for (int i = 0; i < G3_TIMING_NVAL; i++) {
         double hi = v[i], lo = -v[G3_TIMING_NVAL + i];
         if (!(hi > 0.0) || !g3_train_timing_name(timing, i, names[n], sizeof(names[n])))
-            continue;   /* not run on any rank in this interval, or not at this level */
+            continue; /* not run on any rank in this interval, or not at this level */
         name_p[n] = names[n];
         los[n] = lo * scale;
         his[n] = hi * scale;

@@ -46,7 +46,7 @@ typedef struct {
     g3_data_t               *data;
     FILE                    *metrics;
     g3_tb_t                 *tb;        /* --tensorboard-dir, or NULL                  */
-    g3_ev_sink_t             sink;      /* the metrics file and TensorBoard (events.h) */
+    g3_ev_sink_t sink;                  /* the metrics file and TensorBoard (events.h) */
     int                      T, B;
     int32_t                 *sample;    /* (T+1,) one token window                     */
     int32_t                 *inputs;    /* (GBS/DP, T) this rank's part of a batch     */
@@ -386,8 +386,8 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     }
     tr->sink.jsonl = tr->metrics;
     tr->sink.tb = tr->tb;
-    tr->sink.tb_groups = (cfg->log_validation_ppl ? G3_EV_F_PPL : 0u) |
-                         (cfg->log_timers ? G3_EV_F_TIMERS : 0u);
+    tr->sink.tb_groups =
+        (cfg->log_validation_ppl ? G3_EV_F_PPL : 0u) | (cfg->log_timers ? G3_EV_F_TIMERS : 0u);
     st = g3_be_open(cfg->backend, &cfg->be_opts, &tr->be);
     if (st == G3_OK)
         st = g3_train_timing_init(cfg->timing_log_level, tr->be, cfg->par, &tr->timing);
