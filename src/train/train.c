@@ -46,7 +46,7 @@ typedef struct {
     g3_data_t               *data;
     FILE                    *metrics;
     g3_tb_t                 *tb;        /* --tensorboard-dir, or NULL                  */
-    g3_ev_sink_t sink;                  /* the metrics file and TensorBoard (events.h) */
+    g3_ev_sink_t             sink;      /* the metrics file and TensorBoard (events.h) */
     int                      T, B;
     int32_t                 *sample;    /* (T+1,) one token window                     */
     int32_t                 *inputs;    /* (GBS/DP, T) this rank's part of a batch     */
