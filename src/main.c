@@ -29,6 +29,7 @@ static const g3_command_t g3_commands[] = {
     { "plan",       "Check a parallel layout against a model and print memory per rank.", g3_cmd_plan },
     { "ckpt",       "Inspect, verify, convert or export checkpoints.",                g3_cmd_ckpt },
     { "plot",       "Draw the loss curves of runs or of an ablation study as an SVG.", g3_cmd_plot },
+    { "metrics",    "Print fields of a run's metrics records (train, eval, task, ...) as tab-separated values.", g3_cmd_metrics },
 };
 #define G3_NCOMMANDS ((int)(sizeof(g3_commands) / sizeof(g3_commands[0])))
 

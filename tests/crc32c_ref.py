@@ -1,5 +1,5 @@
 """CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) written out in Python, bit by bit
-through a table, for the tests that check gpt3d's checksums independently of src/ckpt/crc32c.c:
+through a table, for the tests that check gpt3d's checksums independently of src/core/crc32c.c:
 the checkpoint index's checksum block (tests/ckpt/edit_ckpt.py, docs/checkpoint-format.md
 section 6) and TensorBoard's record checksums (tests/train/tb_read.py)."""
 

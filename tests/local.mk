@@ -30,6 +30,7 @@ include tests/data/local.mk
 include tests/curate/local.mk
 include tests/model/local.mk
 include tests/train/local.mk
+include tests/metrics/local.mk
 include tests/infer/local.mk
 include tests/parallel/local.mk
 include tests/comm/local.mk

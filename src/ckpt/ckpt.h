@@ -435,10 +435,4 @@ typedef struct {
 g3_status_t g3_ckpt_export_hf_gpt2(const char *in, const char *out,
                                    const g3_ckpt_export_opts_t *opts);
 
-/* ---- checksums ------------------------------------------------------------ */
-
-/* CRC-32C (Castagnoli): crc = g3_crc32c(0, buf, n) for a whole buffer;
- * continue with the previous result for more. */
-uint32_t g3_crc32c(uint32_t crc, const void *buf, size_t n);
-
 #endif

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/crc32c.h"
 #include "core/log.h"
 
 static pthread_once_t g3_ckpt_h5_once = PTHREAD_ONCE_INIT;

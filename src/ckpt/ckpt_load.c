@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/crc32c.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/mem.h"

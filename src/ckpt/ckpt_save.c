@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "core/crc32c.h"
 #include "core/fs.h"
 #include "core/hook.h"
 #include "core/log.h"

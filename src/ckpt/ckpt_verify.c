@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/crc32c.h"
 #include "core/log.h"
 
 #define G3_CKPT_VERIFY_BLOCK_BYTES (64u << 20)

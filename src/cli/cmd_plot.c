@@ -4,7 +4,7 @@
  *
  * RUN: a metrics.jsonl, a run directory (gpt3d train --run-dir, gpt3d-submit's RUN_DIR), or
  * an ablation directory of gpt3d-submit --ablations (every variant).  The reading and the
- * drawing are train/plot.h's; docs/training.md shows a plot. */
+ * drawing are metrics/plot.h's; docs/training.md shows a plot. */
 #include "config.h"
 
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include "cli/commands.h"
 #include "core/log.h"
 #include "core/opt.h"
-#include "train/plot.h"
+#include "metrics/plot.h"
 
 static const g3_opt_spec_t g3_cmd_plot_specs[] = {
     { "output", G3_OPT_STRING, "loss.svg", "The SVG file to write ('-': stdout).", NULL, 0, 0, "FILE" },

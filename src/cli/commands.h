@@ -15,6 +15,7 @@ int g3_cmd_eval(int argc, char **argv);
 int g3_cmd_generate(int argc, char **argv);
 int g3_cmd_plan(int argc, char **argv);
 int g3_cmd_plot(int argc, char **argv);
+int g3_cmd_metrics(int argc, char **argv);
 int g3_cmd_curate(int argc, char **argv);
 
 #endif

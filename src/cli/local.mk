@@ -18,4 +18,4 @@ src_gpt3d_SOURCES = \
 	src/cli/eval_tasks.c \
 	src/cli/cmd_generate.c \
 	src/cli/cmd_plan.c \
-	src/cli/cmd_plot.c src/cli/cmd_curate.c
+	src/cli/cmd_plot.c src/cli/cmd_metrics.c src/cli/cmd_curate.c

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "data/json.h"
 #include "infer/infer.h"
+#include "metrics/events.h"
 
 g3_status_t g3_infer_batch_load(const g3_infer_batch_t *bt, g3_split_t split, uint64_t first,
                                 int64_t n, uint64_t wrap)
@@ -62,30 +63,26 @@ double g3_infer_ppl(double loss)
     return loss < 700.0 ? exp(loss) : INFINITY;
 }
 
+void g3_infer_eval_event(g3_ev_t *e, g3_split_t split, int64_t iteration, double loss, int final)
+{
+    g3_ev_init(e, G3_EV_EVAL);
+    g3_ev_str(e, G3_EVF_EVAL_SPLIT, g3_split_name(split));
+    g3_ev_int(e, G3_EVF_EVAL_ITER, iteration);
+    g3_ev_num(e, G3_EVF_EVAL_LOSS, loss);
+    g3_ev_num(e, G3_EVF_EVAL_PPL, g3_infer_ppl(loss));
+    g3_ev_bool(e, G3_EVF_EVAL_FINAL, final);
+}
+
 void g3_infer_report_eval(FILE *metrics, g3_split_t split, int64_t iteration, double loss,
                           int final, uint64_t samples, const char *checkpoint)
 {
-    double ppl = g3_infer_ppl(loss);
-    const char *label = split == G3_SPLIT_VALID ? "validation" : g3_split_name(split);
+    g3_ev_sink_t sink = { metrics, NULL, 0, stdout };
+    g3_ev_t e;
 
-    printf("-----------------------------------------------------------------------------\n");
-    printf(" %s loss %s %lld | lm loss value: %.6E | lm loss PPL: %.6E |\n", label,
-           final ? "at the end of training, iteration" : "at iteration", (long long)iteration,
-           loss, ppl);
-    printf("-----------------------------------------------------------------------------\n");
-    fflush(stdout);
-    if (!metrics)
-        return;
-    fprintf(metrics, "{\"event\":\"eval\",\"split\":\"%s\",\"iteration\":%lld,",
-            g3_split_name(split), (long long)iteration);
-    /* JSON has no infinity or NaN */
-    fprintf(metrics, isfinite(loss) ? "\"loss\":%.9g," : "\"loss\":null,", loss);
-    fprintf(metrics, isfinite(ppl) ? "\"ppl\":%.9g," : "\"ppl\":null,", ppl);
-    fprintf(metrics, "\"final\":%s", final ? "true" : "false");
+    g3_infer_eval_event(&e, split, iteration, loss, final);
     if (checkpoint) {
-        fprintf(metrics, ",\"samples\":%llu,\"checkpoint\":", (unsigned long long)samples);
-        g3_json_write_string(metrics, checkpoint);
+        g3_ev_int(&e, G3_EVF_EVAL_NSAMPLES, (int64_t)samples);
+        g3_ev_str(&e, G3_EVF_EVAL_CKPT, checkpoint);
     }
-    fprintf(metrics, "}\n");
-    fflush(metrics);
+    g3_ev_emit(&sink, &e);
 }

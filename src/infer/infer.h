@@ -19,6 +19,7 @@
 #include "data/bpe.h"
 #include "data/dataset.h"
 #include "model/gpt.h"
+#include "metrics/events.h"
 #include "parallel/par.h"
 
 /* The model a pass runs on: this rank's part of it and the engine of its layout (one rank
@@ -57,11 +58,15 @@ g3_status_t g3_infer_evaluate(const g3_infer_lm_t *lm, const g3_infer_batch_t *b
                               g3_split_t split, uint64_t n_samples, int64_t gbs,
                               double *loss_p);
 
-/* Print an evaluation the way Megatron-LM does (" validation loss at iteration N | lm loss
- * value: ... | lm loss PPL: ... |" between dashed lines; "test loss" for the test split) to
- * stdout, and when metrics is not NULL append the JSON line
- * {"event":"eval","split":"valid","iteration":N,"loss":L,"ppl":P,"final":F} (plus
- * "samples" and "checkpoint" when checkpoint is not NULL).  final: "at the end of training". */
+/* An evaluation's record (metrics/events.h, "eval"): split, iteration, loss, its perplexity
+ * (g3_infer_ppl), final ("at the end of training").  The caller adds what more it knows and
+ * emits it (the trainer: the consumed samples and tokens, TensorBoard's axes). */
+void g3_infer_eval_event(g3_ev_t *e, g3_split_t split, int64_t iteration, double loss, int final);
+
+/* Emit that record to stdout (Megatron-LM's " validation loss at iteration N | lm loss
+ * value: ... | lm loss PPL: ... |" between dashed lines; "test loss" for the test split) and,
+ * when metrics is not NULL, to it as a JSON line (plus "samples" and "checkpoint" when
+ * checkpoint is not NULL). */
 void g3_infer_report_eval(FILE *metrics, g3_split_t split, int64_t iteration, double loss,
                           int final, uint64_t samples, const char *checkpoint);
 

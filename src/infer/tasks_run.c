@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "infer/tasks_internal.h"
+#include "metrics/events.h"
 
 /* Rows by length, longest first (the harness's order), then by index: the same order on
  * every rank. */
@@ -269,42 +270,23 @@ static void g3_task_num(FILE *f, double v)
 void g3_task_report(const g3_task_t *t, const g3_task_result_t *res, int64_t iteration,
                     const char *checkpoint, FILE *metrics)
 {
-    printf(" task %s at iteration %lld | %lld-shot | n %lld", t->name, (long long)iteration,
-           (long long)t->spec.num_fewshot, (long long)res->n);
-    for (int i = 0; i < res->nmetrics; i++) {
-        printf(" | %s: %.6g", res->names[i], res->values[i]);
-        if (isfinite(res->stderrs[i]))
-            printf(" +- %.2g", res->stderrs[i]);
-    }
-    if (res->truncated)
-        printf(" | truncated: %lld", (long long)res->truncated);
-    printf(" | %.1f tokens/s |\n", res->tokens_per_s);
-    fflush(stdout);
-    if (!metrics)
-        return;
-    fprintf(metrics, "{\"event\":\"task\",\"task\":");
-    g3_json_write_string(metrics, t->name);
-    fprintf(metrics, ",\"iteration\":%lld,\"n\":%lld,\"num_fewshot\":%d,\"truncated\":%lld,",
-            (long long)iteration, (long long)res->n, t->spec.num_fewshot,
-            (long long)res->truncated);
-    fprintf(metrics, "\"metrics\":{");
-    for (int i = 0; i < res->nmetrics; i++) {
-        fprintf(metrics, "%s\"%s\":", i ? "," : "", res->names[i]);
-        g3_task_num(metrics, res->values[i]);
-    }
-    fprintf(metrics, "},\"stderr\":{");
-    for (int i = 0; i < res->nmetrics; i++) {
-        fprintf(metrics, "%s\"%s\":", i ? "," : "", res->names[i]);
-        g3_task_num(metrics, res->stderrs[i]);
-    }
-    fprintf(metrics, "},\"tokens_per_s\":%.1f,\"file\":", res->tokens_per_s);
-    g3_json_write_string(metrics, t->spec.data);
-    if (checkpoint) {
-        fprintf(metrics, ",\"checkpoint\":");
-        g3_json_write_string(metrics, checkpoint);
-    }
-    fprintf(metrics, "}\n");
-    fflush(metrics);
+    g3_ev_sink_t sink = { metrics, NULL, 0, stdout };
+    g3_ev_map_t scores = { res->nmetrics, res->names, res->values, NULL };
+    g3_ev_map_t stderrs = { res->nmetrics, res->names, res->stderrs, NULL };
+    g3_ev_t e;
+
+    g3_ev_init(&e, G3_EV_TASK);
+    g3_ev_str(&e, G3_EVF_TASK_NAME, t->name);
+    g3_ev_int(&e, G3_EVF_TASK_ITER, iteration);
+    g3_ev_int(&e, G3_EVF_TASK_N, res->n);
+    g3_ev_int(&e, G3_EVF_TASK_SHOTS, t->spec.num_fewshot);
+    g3_ev_int(&e, G3_EVF_TASK_TRUNC, res->truncated);
+    g3_ev_map(&e, G3_EVF_TASK_METRICS, &scores);
+    g3_ev_map(&e, G3_EVF_TASK_STDERR, &stderrs);
+    g3_ev_num(&e, G3_EVF_TASK_TPS, res->tokens_per_s);
+    g3_ev_str(&e, G3_EVF_TASK_FILE, t->spec.data);
+    g3_ev_str(&e, G3_EVF_TASK_CKPT, checkpoint);
+    g3_ev_emit(&sink, &e);
 }
 
 g3_status_t g3_task_dump_rows(const g3_task_t *t, const char *path)

@@ -4,6 +4,4 @@ src_libgpt3d_a_SOURCES += \
 	src/train/config.c src/train/flags.c src/train/flags.h \
 	src/train/train.c src/train/train.h \
 	src/train/train_ckpt.c src/train/train_ckpt.h \
-	src/train/timing.c src/train/timing.h \
-	src/train/tensorboard.c src/train/tensorboard.h \
-	src/train/plot.c src/train/plot.h
+	src/train/timing.c src/train/timing.h

@@ -11,7 +11,7 @@
  * level 2) the axes' time per operation. */
 #define G3_TIMING_NVAL (G3_TIMER_COUNT + G3_PAR_AXES + G3_PAR_AXES * G3_COMM_STAT_COUNT)
 
-static const char *const g3_timing_axes[G3_PAR_AXES] = { "tp", "pp", "dp", "emb" };
+static const char *const g3_train_timing_axes[G3_PAR_AXES] = { "tp", "pp", "dp", "emb" };
 
 struct g3_train_timing {
     int          level;
@@ -20,25 +20,25 @@ struct g3_train_timing {
     double       busy[G3_PAR_AXES][G3_COMM_STAT_COUNT];   /* at the last report */
 };
 
-static g3_status_t g3_timing_ev_create(void *ctx, void **ev)
+static g3_status_t g3_train_timing_ev_create(void *ctx, void **ev)
 {
     g3_backend_t *be = ctx;
     return be->ops->event_create(be, ev);
 }
 
-static void g3_timing_ev_destroy(void *ctx, void *ev)
+static void g3_train_timing_ev_destroy(void *ctx, void *ev)
 {
     g3_backend_t *be = ctx;
     be->ops->event_destroy(be, ev);
 }
 
-static void g3_timing_ev_record(void *ctx, void *ev)
+static void g3_train_timing_ev_record(void *ctx, void *ev)
 {
     g3_backend_t *be = ctx;
     be->ops->event_record(be, ev);
 }
 
-static g3_status_t g3_timing_ev_elapsed(void *ctx, void *a, void *b, double *s)
+static g3_status_t g3_train_timing_ev_elapsed(void *ctx, void *a, void *b, double *s)
 {
     g3_backend_t *be = ctx;
     return be->ops->event_elapsed(be, a, b, s);
@@ -47,8 +47,8 @@ static g3_status_t g3_timing_ev_elapsed(void *ctx, void *a, void *b, double *s)
 g3_status_t g3_train_timing_init(int level, g3_backend_t *be, g3_par_t *par,
                                  g3_train_timing_t **timing_p)
 {
-    g3_timer_device_t dev = { be, g3_timing_ev_create, g3_timing_ev_destroy,
-                              g3_timing_ev_record, g3_timing_ev_elapsed };
+    g3_timer_device_t dev = { be, g3_train_timing_ev_create, g3_train_timing_ev_destroy,
+                              g3_train_timing_ev_record, g3_train_timing_ev_elapsed };
     int events = be->ops->event_create && be->ops->event_destroy && be->ops->event_record &&
                  be->ops->event_elapsed;
     g3_train_timing_t *t;
@@ -87,29 +87,48 @@ g3_timers_t *g3_train_timing_timers(g3_train_timing_t *timing)
     return timing ? timing->timers : NULL;
 }
 
-/* One line "    NAME ....: (min, max)" (Megatron-LM's layout) and its JSON member. */
-static void g3_timing_line(const char *name, double lo, double hi, FILE *out, FILE *metrics,
-                           int *first)
+/* One line "    NAME ....: (min, max)" (Megatron-LM's layout). */
+static void g3_train_timing_line(const char *name, double lo, double hi, FILE *out)
 {
-    if (out) {
-        char dots[64];
-        size_t len = strlen(name), n = len < 47 ? 47 - len : 1;
-        memset(dots, '.', n);
-        dots[n] = '\0';
-        fprintf(out, "    %s %s: (%.2f, %.2f)\n", name, dots, lo, hi);
+    char dots[64];
+    size_t len = strlen(name), n = len < 47 ? 47 - len : 1;
+
+    memset(dots, '.', n);
+    dots[n] = '\0';
+    fprintf(out, "    %s %s: (%.2f, %.2f)\n", name, dots, lo, hi);
+}
+
+/* The name of value i of the report (buf: room for it).  RET: NULL for a value not reported at
+ * this level. */
+static const char *g3_train_timing_name(const g3_train_timing_t *timing, int i, char *buf,
+                                        size_t size)
+{
+    if (i < G3_TIMER_COUNT) {
+        snprintf(buf, size, "%s", g3_timer_name((g3_timer_id_t)i));
+    } else if (i < G3_TIMER_COUNT + G3_PAR_AXES) {
+        snprintf(buf, size, "comm-%s", g3_train_timing_axes[i - G3_TIMER_COUNT]);
+    } else {
+        int j = i - G3_TIMER_COUNT - G3_PAR_AXES;
+        if (timing->level < 2)
+            return NULL;
+        snprintf(buf, size, "comm-%s-%s", g3_train_timing_axes[j / G3_COMM_STAT_COUNT],
+                 g3_comm_stat_name((g3_comm_stat_t)(j % G3_COMM_STAT_COUNT)));
     }
-    if (metrics)
-        fprintf(metrics, "%s\"%s\":[%.6g,%.6g]", *first ? "" : ",", name, lo, hi);
-    *first = 0;
+    return buf;
 }
 
 g3_status_t g3_train_timing_report(g3_train_timing_t *timing, int64_t iteration, int64_t iters,
-                                   FILE *out, FILE *metrics, g3_tb_t *tb)
+                                   FILE *out, const g3_ev_sink_t *sink)
 {
     double v[2 * G3_TIMING_NVAL], secs[G3_TIMER_COUNT];
     double now[G3_PAR_AXES][G3_COMM_STAT_COUNT];
-    double scale;
-    int first = 1;
+    double los[G3_TIMING_NVAL], his[G3_TIMING_NVAL], scale;
+    char names[G3_TIMING_NVAL][64];
+    const char *name_p[G3_TIMING_NVAL];
+    g3_ev_map_t map = { 0, name_p, los, his };
+    g3_ev_sink_t files = { NULL, NULL, 0, NULL }; /* the record's files, not its line */
+    int n = 0;
+    g3_ev_t e;
     g3_status_t st;
 
     if (!timing)
@@ -135,45 +154,36 @@ g3_status_t g3_train_timing_report(g3_train_timing_t *timing, int64_t iteration,
     st = g3_par_world_allreduce(timing->par, v, 2 * G3_TIMING_NVAL, 1);
     if (st != G3_OK)
         return st;
-    if (!out && !metrics && !tb)
+    if (sink) {
+        files.jsonl = sink->jsonl;
+        files.tb = sink->tb;
+        files.tb_groups = sink->tb_groups;
+    }
+    if (!out && !files.jsonl && !files.tb)
         return G3_OK;
     scale = 1e3 / (double)(iters > 0 ? iters : 1);
     if (out)
         fprintf(out, "(min, max) time across ranks (ms), per iteration over the last %lld:\n",
                 (long long)iters);
-    if (metrics)
-        fprintf(
-            metrics,
-            "{\"event\":\"timers\",\"iteration\":%lld,\"iterations\":%lld,\"level\":%d,\"ms_per_iter\":{",
-            (long long)iteration, (long long)iters, timing->level);
     for (int i = 0; i < G3_TIMING_NVAL; i++) {
         double hi = v[i], lo = -v[G3_TIMING_NVAL + i];
-        char name[64];
-        if (!(hi > 0.0))
-            continue;   /* not run on any rank in this interval */
-        if (i < G3_TIMER_COUNT) {
-            snprintf(name, sizeof(name), "%s", g3_timer_name((g3_timer_id_t)i));
-        } else if (i < G3_TIMER_COUNT + G3_PAR_AXES) {
-            snprintf(name, sizeof(name), "comm-%s", g3_timing_axes[i - G3_TIMER_COUNT]);
-        } else {
-            int j = i - G3_TIMER_COUNT - G3_PAR_AXES;
-            if (timing->level < 2)
-                continue;
-            snprintf(name, sizeof(name), "comm-%s-%s", g3_timing_axes[j / G3_COMM_STAT_COUNT],
-                     g3_comm_stat_name((g3_comm_stat_t)(j % G3_COMM_STAT_COUNT)));
-        }
-        g3_timing_line(name, lo * scale, hi * scale, out, metrics, &first);
-        if (tb) {
-            char tag[80];
-            snprintf(tag, sizeof(tag), "%s-time", name);
-            g3_tb_scalar(tb, tag, iteration, hi * scale / 1e3);
-        }
+        if (!(hi > 0.0) || !g3_train_timing_name(timing, i, names[n], sizeof(names[n])))
+            continue; /* not run on any rank in this interval, or not at this level */
+        name_p[n] = names[n];
+        los[n] = lo * scale;
+        his[n] = hi * scale;
+        if (out)
+            g3_train_timing_line(names[n], los[n], his[n], out);
+        n++;
     }
     if (out)
         fflush(out);
-    if (metrics) {
-        fprintf(metrics, "}}\n");
-        fflush(metrics);
-    }
+    map.n = n;
+    g3_ev_init(&e, G3_EV_TIMERS);
+    g3_ev_int(&e, G3_EVF_TIMERS_ITER, iteration);
+    g3_ev_int(&e, G3_EVF_TIMERS_N, iters);
+    g3_ev_int(&e, G3_EVF_TIMERS_LEVEL, timing->level);
+    g3_ev_map(&e, G3_EVF_TIMERS_MS, &map);
+    g3_ev_emit(&files, &e);
     return G3_OK;
 }

@@ -16,7 +16,7 @@
 #include "backend/backend.h"
 #include "core/timer.h"
 #include "parallel/par.h"
-#include "train/tensorboard.h"
+#include "metrics/events.h"
 
 typedef struct g3_train_timing g3_train_timing_t;
 
@@ -30,10 +30,11 @@ g3_timers_t *g3_train_timing_timers(g3_train_timing_t *timing);
 
 /* Collective over the world when par was given (every rank calls it at the same iteration).
  * iters: the iterations since the last report; out: the printout (rank 0 passes stdout,
- * the others NULL); metrics: the metrics file or NULL; tb: TensorBoard's events, or NULL
- * (each timer as "NAME-time", the max over the ranks in seconds per iteration, Megatron's
- * tags).  A NULL timing does nothing.  RET: comm errors, device errors of the timing events. */
+ * the others NULL); sink: where the "timers" record goes (metrics/events.h: the metrics file,
+ * and TensorBoard with G3_EV_TIMERS in its tb_groups: each timer as "NAME-time", the max over
+ * the ranks in seconds per iteration, Megatron's tags; its progress is not used) or NULL.
+ * A NULL timing does nothing.  RET: comm errors, device errors of the timing events. */
 g3_status_t g3_train_timing_report(g3_train_timing_t *timing, int64_t iteration, int64_t iters,
-                                   FILE *out, FILE *metrics, g3_tb_t *tb);
+                                   FILE *out, const g3_ev_sink_t *sink);
 
 #endif

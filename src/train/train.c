@@ -27,7 +27,8 @@
 #include "plan/plan.h"
 #include "train/train.h"
 #include "ckpt/ckpt.h"
-#include "train/tensorboard.h"
+#include "metrics/events.h"
+#include "metrics/tensorboard.h"
 #include "parallel/par_ckpt.h"
 #include "train/train_ckpt.h"
 #include "train/timing.h"
@@ -45,6 +46,7 @@ typedef struct {
     g3_data_t               *data;
     FILE                    *metrics;
     g3_tb_t                 *tb;        /* --tensorboard-dir, or NULL                  */
+    g3_ev_sink_t             sink;      /* the metrics file and TensorBoard (events.h) */
     int                      T, B;
     int32_t                 *sample;    /* (T+1,) one token window                     */
     int32_t                 *inputs;    /* (GBS/DP, T) this rank's part of a batch     */
@@ -54,20 +56,12 @@ typedef struct {
     g3_task_set_t            tasks;     /* --eval-tasks (n 0: none)                    */
 } g3_trainer_t;
 
-/* One record (a JSON line, fmt ending in a newline) on the metrics file, when the run has
- * one, flushed at once: a reader follows the run as it goes. */
-static void g3_trainer_record(g3_trainer_t *tr, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void g3_trainer_record(g3_trainer_t *tr, const char *fmt, ...)
+/* Emit e to the metrics file and TensorBoard (progress: also its progress line on stdout). */
+static void g3_trainer_emit(g3_trainer_t *tr, const g3_ev_t *e, int progress)
 {
-    va_list ap;
-
-    if (!tr->metrics)
-        return;
-    va_start(ap, fmt);
-    vfprintf(tr->metrics, fmt, ap);
-    va_end(ap);
-    fflush(tr->metrics);
+    g3_ev_sink_t sink = tr->sink;
+    sink.progress = progress ? stdout : NULL;
+    g3_ev_emit(&sink, e);
 }
 
 /* What the trainer's saves and resume move (train_ckpt.h). */
@@ -110,20 +104,12 @@ static g3_status_t g3_trainer_evaluate(g3_trainer_t *tr, double *loss_p)
 static void g3_trainer_report_eval(g3_trainer_t *tr, int64_t iter, int64_t consumed,
                                    double loss, int final)
 {
-    int64_t tokens = consumed * tr->T;
-    double ppl = g3_infer_ppl(loss);   /* the metrics file's */
+    g3_ev_t e;
 
-    g3_infer_report_eval(tr->metrics, G3_SPLIT_VALID, iter, loss, final, 0, NULL);
-    if (!tr->tb || !isfinite(loss))
-        return;
-    g3_tb_scalar(tr->tb, "lm loss validation", iter, loss);
-    g3_tb_scalar(tr->tb, "lm loss validation vs samples", consumed, loss);
-    g3_tb_scalar(tr->tb, "lm loss validation vs tokens", tokens, loss);
-    if (tr->cfg->log_validation_ppl && isfinite(ppl)) {
-        g3_tb_scalar(tr->tb, "lm loss validation ppl", iter, ppl);
-        g3_tb_scalar(tr->tb, "lm loss validation ppl vs samples", consumed, ppl);
-        g3_tb_scalar(tr->tb, "lm loss validation ppl vs tokens", tokens, ppl);
-    }
+    g3_infer_eval_event(&e, G3_SPLIT_VALID, iter, loss, final);
+    g3_ev_int(&e, G3_EVF_EVAL_SAMPLES, consumed);
+    g3_ev_int(&e, G3_EVF_EVAL_TOKENS, consumed * tr->T);
+    g3_trainer_emit(tr, &e, 1);
 }
 
 /* Every --tensorboard-log-interval iterations: the iteration's own values (Megatron-LM's
@@ -131,44 +117,34 @@ static void g3_trainer_report_eval(g3_trainer_t *tr, int64_t iter, int64_t consu
 static void g3_trainer_tb_iteration(g3_trainer_t *tr, int64_t it, int64_t consumed,
                                     int64_t gbs, double lr, double loss, double norm)
 {
-    int64_t tokens = consumed * tr->T;
+    g3_ev_t e;
 
     if (!tr->tb || it % tr->cfg->tensorboard_log_interval != 0)
         return;
-    g3_tb_scalar(tr->tb, "lm loss", it, loss);
-    g3_tb_scalar(tr->tb, "lm loss vs samples", consumed, loss);
-    g3_tb_scalar(tr->tb, "lm loss vs tokens", tokens, loss);
-    g3_tb_scalar(tr->tb, "learning-rate", it, lr);
-    g3_tb_scalar(tr->tb, "learning-rate vs samples", consumed, lr);
-    g3_tb_scalar(tr->tb, "batch-size", it, (double)gbs);
-    g3_tb_scalar(tr->tb, "batch-size vs samples", consumed, (double)gbs);
-    g3_tb_scalar(tr->tb, "grad-norm", it, norm);
-    g3_tb_scalar(tr->tb, "grad-norm vs samples", consumed, norm);
-    g3_tb_scalar(tr->tb, "consumed-samples", it, (double)consumed);
-    g3_tb_scalar(tr->tb, "consumed-tokens", it, (double)tokens);
+    g3_ev_init(&e, G3_EV_ITERATION);
+    g3_ev_int(&e, G3_EVF_IT_ITER, it);
+    g3_ev_num(&e, G3_EVF_IT_LOSS, loss);
+    g3_ev_num(&e, G3_EVF_IT_LR, lr);
+    g3_ev_int(&e, G3_EVF_IT_GBS, gbs);
+    g3_ev_num(&e, G3_EVF_IT_NORM, norm);
+    g3_ev_int(&e, G3_EVF_IT_SAMPLES, consumed);
+    g3_ev_int(&e, G3_EVF_IT_TOKENS, consumed * tr->T);
+    g3_trainer_emit(tr, &e, 0);
 }
 
-/* At a progress line: the throughput over the iterations since the last one (the metrics
- * file's values) and, with --log-memory-to-tensorboard, this rank's memory. */
-static void g3_trainer_tb_progress(g3_trainer_t *tr, int64_t it, double secs, double tps,
-                                   double tflops, double mfu)
+/* With --log-memory-to-tensorboard, this rank's memory in the progress record e. */
+static void g3_trainer_memory(g3_trainer_t *tr, g3_ev_t *e)
 {
-    if (!tr->tb)
+    struct rusage ru;
+    g3_par_memory_t mem;
+
+    if (!tr->tb || !tr->cfg->log_memory)
         return;
-    g3_tb_scalar(tr->tb, "iteration-time", it, secs);
-    g3_tb_scalar(tr->tb, "tokens-per-sec", it, tps);
-    g3_tb_scalar(tr->tb, "throughput", it, tflops);
-    g3_tb_scalar(tr->tb, "mfu", it, mfu);
-    if (tr->cfg->log_memory) {
-        struct rusage ru;
-        g3_par_memory_t mem;
-        g3_par_engine_memory(tr->eng, &mem);
-        if (getrusage(RUSAGE_SELF, &ru) == 0)
-            g3_tb_scalar(tr->tb, "mem-max-rss-bytes", it, (double)ru.ru_maxrss * 1024.0);
-        g3_tb_scalar(tr->tb, "mem-model-state-bytes", it,
-                     (double)(mem.param_bytes + mem.grad_bytes + mem.optim_bytes));
-        g3_tb_scalar(tr->tb, "mem-activations-bytes", it, (double)mem.acts_bytes);
-    }
+    g3_par_engine_memory(tr->eng, &mem);
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        g3_ev_int(e, G3_EVF_TRAIN_RSS, (int64_t)ru.ru_maxrss * 1024);
+    g3_ev_int(e, G3_EVF_TRAIN_STATE, (int64_t)(mem.param_bytes + mem.grad_bytes + mem.optim_bytes));
+    g3_ev_int(e, G3_EVF_TRAIN_ACTS, (int64_t)mem.acts_bytes);
 }
 
 /* --eval-tasks at iteration iter: every task scored on this replica's share, rank 0
@@ -255,7 +231,7 @@ static void g3_trainer_close(g3_trainer_t *tr)
 }
 
 /* RET: MemAvailable of /proc/meminfo in bytes, 0 when unknown. */
-static size_t g3_mem_available(void)
+static size_t g3_trainer_mem_available(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     char line[256];
@@ -275,7 +251,7 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
 {
     size_t acts = g3_gpt_acts_estimate(tr->model, tr->B, tr->T);
     size_t adam = 2 * tr->model->numel * sizeof(float);
-    size_t avail = g3_mem_available();
+    size_t avail = g3_trainer_mem_available();
 
     {
         /* 1F1B keeps up to PP - pp micro-batches in flight; ZeRO-1 keeps m, v and the
@@ -408,6 +384,10 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         if (st != G3_OK)
             return st;
     }
+    tr->sink.jsonl = tr->metrics;
+    tr->sink.tb = tr->tb;
+    tr->sink.tb_groups =
+        (cfg->log_validation_ppl ? G3_EV_F_PPL : 0u) | (cfg->log_timers ? G3_EV_F_TIMERS : 0u);
     st = g3_be_open(cfg->backend, &cfg->be_opts, &tr->be);
     if (st == G3_OK)
         st = g3_train_timing_init(cfg->timing_log_level, tr->be, cfg->par, &tr->timing);
@@ -443,6 +423,29 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
         g3_par_ckpt_stage_start(&tr->stage, tr->be,
                                 g3_par_ckpt_stage_floats(tr->model, tr->eng));
     return st;
+}
+
+/* The run's "start" record: the model, the batch, the backend. */
+static void g3_trainer_start_event(g3_trainer_t *tr, const g3_gpt_config_t *m)
+{
+    g3_ev_t e;
+
+    g3_ev_init(&e, G3_EV_START);
+    g3_ev_int(&e, G3_EVF_START_NUM_LAYERS, m->num_layers);
+    g3_ev_int(&e, G3_EVF_START_HIDDEN_SIZE, m->hidden_size);
+    g3_ev_int(&e, G3_EVF_START_HEADS, m->num_attention_heads);
+    g3_ev_int(&e, G3_EVF_START_FFN, tr->model->F);
+    g3_ev_int(&e, G3_EVF_START_SEQ, m->seq_length);
+    g3_ev_int(&e, G3_EVF_START_VOCAB, m->vocab_size);
+    g3_ev_int(&e, G3_EVF_START_PVOCAB, tr->model->Vp);
+    g3_ev_int(&e, G3_EVF_START_PARAMS, g3_gpt_num_parameters(m));
+    g3_ev_int(&e, G3_EVF_START_MBS, tr->cfg->micro_batch_size);
+    g3_ev_int(&e, G3_EVF_START_GBS, tr->plan.global_batch_size);
+    g3_ev_int(&e, G3_EVF_START_ITERS, tr->plan.train_iters);
+    g3_ev_str(&e, G3_EVF_START_BACKEND, tr->be->name);
+    g3_ev_int(&e, G3_EVF_START_THREADS, tr->be->nthreads);
+    g3_ev_num(&e, G3_EVF_START_PEAK, tr->peak);
+    g3_trainer_emit(tr, &e, 0);
 }
 
 /* The peak of the whole job: for a GPU backend the device's peak times the distinct devices
@@ -510,13 +513,7 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
         printf("  MFU is measured against %.1f GFLOP/s (%s)\n", tr->be->peak_flops / 1e9,
                tr->be->peak_how);
     fflush(stdout);
-    g3_trainer_record(
-        tr,
-        "{\"event\":\"start\",\"num_layers\":%d,\"hidden_size\":%d,\"num_attention_heads\":%d,\"ffn_hidden_size\":%d,\"seq_length\":%d,\"vocab_size\":%d,\"padded_vocab_size\":%d,\"parameters\":%lld,\"micro_batch_size\":%lld,\"global_batch_size\":%lld,\"train_iters\":%lld,\"backend\":\"%s\",\"threads\":%d,\"peak_flops\":%.6g}\n",
-        m->num_layers, m->hidden_size, m->num_attention_heads, tr->model->F, m->seq_length,
-        m->vocab_size, tr->model->Vp, (long long)g3_gpt_num_parameters(m),
-        (long long)cfg->micro_batch_size, (long long)tr->plan.global_batch_size,
-        (long long)tr->plan.train_iters, tr->be->name, tr->be->nthreads, tr->peak);
+    g3_trainer_start_event(tr, m);
 }
 
 /* The longest list of phases a log line or a metrics record gets. */
@@ -529,16 +526,33 @@ static void g3_trainer_committed(g3_trainer_t *tr, int64_t it, const g3_ckpt_tim
                                  double writer_s)
 {
     char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX];
+    g3_ev_t e;
 
     g3_ckpt_timing_format(tm, G3_CKPT_T_WRITER, 0, ph, sizeof(ph));
     g3_ckpt_timing_format(tm, G3_CKPT_T_WRITER, 1, js, sizeof(js));
     printf(" committed the asynchronous checkpoint of iteration %lld: writer %.3f s (%s), commit %.3f s\n",
            (long long)it, writer_s, ph, tm->s[G3_CKPT_T_COMMIT]);
     fflush(stdout);
-    g3_trainer_record(
-        tr,
-        "{\"event\":\"commit\",\"iteration\":%lld,\"async\":true,\"writer_s\":%.6f,\"commit_s\":%.6f,\"phases\":{%s}}\n",
-        (long long)it, writer_s, tm->s[G3_CKPT_T_COMMIT], js);
+    g3_ev_init(&e, G3_EV_COMMIT);
+    g3_ev_int(&e, G3_EVF_COMMIT_ITER, it);
+    g3_ev_bool(&e, G3_EVF_COMMIT_ASYNC, 1);
+    g3_ev_num(&e, G3_EVF_COMMIT_WRITER, writer_s);
+    g3_ev_num(&e, G3_EVF_COMMIT_COMMIT, tm->s[G3_CKPT_T_COMMIT]);
+    g3_ev_obj(&e, G3_EVF_COMMIT_PHASES, js);
+    g3_trainer_emit(tr, &e, 0);
+}
+
+/* A "save" record: a checkpoint of iteration it (consumed samples), why, the stall and its
+ * phases (js: JSON members). */
+static void g3_trainer_save_event(g3_ev_t *e, int64_t it, int64_t consumed, const char *why,
+                                  double stall_s, const char *js)
+{
+    g3_ev_init(e, G3_EV_SAVE);
+    g3_ev_int(e, G3_EVF_SAVE_ITER, it);
+    g3_ev_int(e, G3_EVF_SAVE_SAMPLES, consumed);
+    g3_ev_str(e, G3_EVF_SAVE_REASON, why);
+    g3_ev_num(e, G3_EVF_SAVE_STALL, stall_s);
+    g3_ev_obj(e, G3_EVF_SAVE_PHASES, js);
 }
 
 /* Save a checkpoint after iteration `it` and say how long training stood still for it. */
@@ -549,6 +563,7 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
     g3_ckpt_timing_t tm;
     char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX];
     double t0 = g3_clock_now(), dt;
+    g3_ev_t e;
     g3_status_t st = g3_par_engine_params_ready(tr->eng);   /* all-gathers */
 
     memset(&tm, 0, sizeof(tm));
@@ -565,10 +580,8 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
     printf(" saved checkpoint at iteration %8lld to %s (%s): training stalled %.3f s (%s)\n",
            (long long)it, tr->cfg->save_dir, why, dt, ph);
     fflush(stdout);
-    g3_trainer_record(
-        tr,
-        "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"%s\",\"stall_s\":%.6f,\"phases\":{%s}}\n",
-        (long long)it, (long long)consumed, why, dt, js);
+    g3_trainer_save_event(&e, it, consumed, why, dt, js);
+    g3_trainer_emit(tr, &e, 0);
     return G3_OK;
 }
 
@@ -582,6 +595,7 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
     char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX], stage[96] = "";
     double t0 = g3_clock_now(), t1, dt, writer_s = 0, stage_s;
     int64_t done;
+    g3_ev_t e;
     g3_status_t st;
 
     memset(&tm, 0, sizeof(tm));
@@ -617,10 +631,11 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
             " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (host copy%s; %s)\n",
             (long long)it, tr->cfg->save_dir, dt, stage, ph);
     fflush(stdout);
-    g3_trainer_record(
-        tr,
-        "{\"event\":\"save\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"save interval\",\"async\":true,\"stall_s\":%.6f,\"wait_previous_s\":%.6f,\"host_copy_s\":%.6f,\"phases\":{%s}}\n",
-        (long long)it, (long long)consumed, dt, t1 - t0, dt - (t1 - t0), js);
+    g3_trainer_save_event(&e, it, consumed, "save interval", dt, js);
+    g3_ev_bool(&e, G3_EVF_SAVE_ASYNC, 1);
+    g3_ev_num(&e, G3_EVF_SAVE_WAIT, t1 - t0);
+    g3_ev_num(&e, G3_EVF_SAVE_COPY, dt - (t1 - t0));
+    g3_trainer_emit(tr, &e, 0);
     return G3_OK;
 }
 
@@ -693,6 +708,7 @@ static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
     g3_ckpt_timing_t tm;
     char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX];
     double t0 = g3_clock_now(), dt;
+    g3_ev_t e;
     g3_status_t st;
 
     memset(&tm, 0, sizeof(tm));
@@ -710,10 +726,12 @@ static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
     printf(" resumed from the checkpoint of iteration %lld in %s (consumed samples %lld): loaded in %.3f s (%s)\n",
            (long long)*start_it_p, cfg->load_dir, (long long)*consumed_p, dt, ph);
     fflush(stdout);
-    g3_trainer_record(
-        tr,
-        "{\"event\":\"load\",\"iteration\":%lld,\"consumed_samples\":%lld,\"load_s\":%.6f,\"phases\":{%s}}\n",
-        (long long)*start_it_p, (long long)*consumed_p, dt, js);
+    g3_ev_init(&e, G3_EV_LOAD);
+    g3_ev_int(&e, G3_EVF_LOAD_ITER, *start_it_p);
+    g3_ev_int(&e, G3_EVF_LOAD_SAMPLES, *consumed_p);
+    g3_ev_num(&e, G3_EVF_LOAD_S, dt);
+    g3_ev_obj(&e, G3_EVF_LOAD_PHASES, js);
+    g3_trainer_emit(tr, &e, 0);
     if (*start_it_p > tr->plan.train_iters)
         g3_warn("the checkpoint is at iteration %lld, beyond --train-iters %lld: nothing to train",
                 (long long)*start_it_p, (long long)tr->plan.train_iters);
@@ -726,24 +744,28 @@ static g3_status_t g3_trainer_progress(g3_trainer_t *tr, int64_t it, int64_t con
                                        int64_t gbs, double lr, double norm,
                                        g3_trainer_stats_t *sx)
 {
+    g3_ev_t e;
     g3_status_t st;
 
     double ms = sx->t_sum / sx->n_iters * 1e3, tps = sx->tokens / sx->t_sum;
     double fl = sx->flops_sum / sx->t_sum, mfu = fl / tr->peak;
 
-    printf(
-        " iteration %8lld/%8lld | consumed samples: %10lld | elapsed time per iteration (ms): %.1f | learning rate: %.6E | global batch size: %5lld | lm loss: %.6E | grad norm: %.3f | tokens/s: %.0f | TFLOP/s: %.4f | MFU: %.2f%% |\n",
-        (long long)it, (long long)tr->plan.train_iters, (long long)consumed, ms, lr, (long long)gbs,
-        sx->loss_sum / sx->n_iters, norm, tps, fl / 1e12, 100.0 * mfu);
-    fflush(stdout);
-    g3_trainer_record(
-        tr,
-        "{\"event\":\"train\",\"iteration\":%lld,\"train_iters\":%lld,\"consumed_samples\":%lld,\"ms_per_iter\":%.3f,\"lr\":%.9g,\"global_batch_size\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,\"tokens_per_s\":%.3f,\"tflops\":%.6g,\"mfu\":%.6g}\n",
-        (long long)it, (long long)tr->plan.train_iters, (long long)consumed, ms, lr,
-        (long long)gbs, sx->loss_sum / sx->n_iters, norm, tps, fl / 1e12, mfu);
-    g3_trainer_tb_progress(tr, it, sx->t_sum / sx->n_iters, tps, fl / 1e12, mfu);
-    st = g3_train_timing_report(tr->timing, it, sx->n_iters, stdout, tr->metrics,
-                                tr->cfg->log_timers ? tr->tb : NULL);
+    g3_ev_init(&e, G3_EV_TRAIN);
+    g3_ev_int(&e, G3_EVF_TRAIN_ITER, it);
+    g3_ev_int(&e, G3_EVF_TRAIN_ITERS, tr->plan.train_iters);
+    g3_ev_int(&e, G3_EVF_TRAIN_SAMPLES, consumed);
+    g3_ev_num(&e, G3_EVF_TRAIN_MS, ms);
+    g3_ev_num(&e, G3_EVF_TRAIN_SECS, sx->t_sum / sx->n_iters);
+    g3_ev_num(&e, G3_EVF_TRAIN_LR, lr);
+    g3_ev_int(&e, G3_EVF_TRAIN_GBS, gbs);
+    g3_ev_num(&e, G3_EVF_TRAIN_LOSS, sx->loss_sum / sx->n_iters);
+    g3_ev_num(&e, G3_EVF_TRAIN_NORM, norm);
+    g3_ev_num(&e, G3_EVF_TRAIN_TPS, tps);
+    g3_ev_num(&e, G3_EVF_TRAIN_TFLOPS, fl / 1e12);
+    g3_ev_num(&e, G3_EVF_TRAIN_MFU, mfu);
+    g3_trainer_memory(tr, &e);
+    g3_trainer_emit(tr, &e, 1);
+    st = g3_train_timing_report(tr->timing, it, sx->n_iters, stdout, &tr->sink);
     memset(sx, 0, sizeof(*sx));
     return st;
 }
@@ -755,6 +777,7 @@ static g3_status_t g3_trainer_stop(g3_trainer_t *tr, g3_train_ckpt_async_t **pen
                                    const char *why, int64_t *saved_it)
 {
     const g3_train_config_t *cfg = tr->cfg;
+    g3_ev_t e;
     g3_status_t st = g3_trainer_async_poll(tr, pending, 1, saved_it);
 
     if (st != G3_OK)
@@ -770,10 +793,11 @@ static g3_status_t g3_trainer_stop(g3_trainer_t *tr, g3_train_ckpt_async_t **pen
     printf(" stopping at iteration %lld (%s): exit %d so that the job is requeued\n", (long long)it,
            why, g3_status_exit_code(G3_ERR_INTERRUPTED));
     fflush(stdout);
-    g3_trainer_record(
-        tr,
-        "{\"event\":\"exit\",\"iteration\":%lld,\"consumed_samples\":%lld,\"reason\":\"%s\"}\n",
-        (long long)it, (long long)consumed, why);
+    g3_ev_init(&e, G3_EV_EXIT);
+    g3_ev_int(&e, G3_EVF_EXIT_ITER, it);
+    g3_ev_int(&e, G3_EVF_EXIT_SAMPLES, consumed);
+    g3_ev_str(&e, G3_EVF_EXIT_REASON, why);
+    g3_trainer_emit(tr, &e, 0);
     return G3_ERR_INTERRUPTED;
 }
 
@@ -827,6 +851,7 @@ static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **p
                                      double last_lr, int have_valid, g3_train_result_t *res)
 {
     const g3_train_config_t *cfg = tr->cfg;
+    g3_ev_t e;
     g3_status_t st = g3_trainer_async_poll(tr, pending, 1, &saved_it);
 
     if (st != G3_OK)
@@ -886,15 +911,12 @@ static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **p
         if (st != G3_OK)
             return st;
     }
-    if (tr->metrics) {
-        char vl[32] = "null";
-        if (!isnan(res->valid_loss))
-            snprintf(vl, sizeof(vl), "%.9g", res->valid_loss);
-        g3_trainer_record(
-            tr,
-            "{\"event\":\"end\",\"iteration\":%lld,\"consumed_samples\":%lld,\"loss\":%.9g,\"valid_loss\":%s}\n",
-            (long long)res->iterations, (long long)res->consumed_samples, res->last_loss, vl);
-    }
+    g3_ev_init(&e, G3_EV_END);
+    g3_ev_int(&e, G3_EVF_END_ITER, res->iterations);
+    g3_ev_int(&e, G3_EVF_END_SAMPLES, res->consumed_samples);
+    g3_ev_num(&e, G3_EVF_END_LOSS, res->last_loss);
+    g3_ev_num(&e, G3_EVF_END_VALID, res->valid_loss);
+    g3_trainer_emit(tr, &e, 0);
     return G3_OK;
 }
 

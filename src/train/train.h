@@ -46,7 +46,7 @@ typedef struct {
     const char *eval_tasks;             /* --eval-tasks NAME:FILE[:K],...; NULL: none         */
     int64_t  log_interval;              /* --log-interval                                     */
     const char *metrics_file;           /* --metrics-file; NULL: none                         */
-    const char *tensorboard_dir;        /* --tensorboard-dir; NULL: none (train/tensorboard.h;
+    const char *tensorboard_dir;        /* --tensorboard-dir; NULL: none (metrics/tensorboard.h;
                                          * only the rank writing the metrics has it)          */
     int64_t  tensorboard_log_interval;  /* --tensorboard-log-interval (1)                     */
     int      log_validation_ppl;        /* --log-validation-ppl-to-tensorboard                */

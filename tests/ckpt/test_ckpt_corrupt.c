@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
+#include "core/crc32c.h"
 #include "core/log.h"
 #include "synth.h"
 #include "tap.h"

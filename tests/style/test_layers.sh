@@ -2,7 +2,7 @@
 # No arrow back up (docs/design.md, "Layers"): an #include from one directory of src/ into
 # another points down this order, and never between two directories of the same step (they
 # sit beside each other).  Lowest first:
-#   0 core;  1 comm topo;  2 backend;  3 model data ckpt;  4 parallel curate;  5 infer plan;
+#   0 core;  1 comm topo;  2 backend;  3 model data ckpt;  4 parallel curate metrics;  5 infer plan;
 #   6 train;  7 search;  8 cli
 # A new directory of src/ must be given its place here.  Includes without a directory
 # ("config.h", "g3cuda.h") and src/main.c (the top) are not checked.
@@ -13,7 +13,7 @@
 set -eu
 
 cd "$top_srcdir"
-order="core:0 comm:1 topo:1 backend:2 model:3 data:3 ckpt:3 parallel:4 curate:4 infer:5 plan:5 train:6 search:7 cli:8"
+order="core:0 comm:1 topo:1 backend:2 model:3 data:3 ckpt:3 parallel:4 curate:4 metrics:4 infer:5 plan:5 train:6 search:7 cli:8"
 
 level() {  # level DIR: its step, or nothing
     for e in $order; do

@@ -8,8 +8,8 @@
 #      pipeline (pipefail);
 #   5. no GPT3D_* environment variable is read with a bare getenv outside src/core/param.c
 #      (the knob registry, core/param.h: one cached, documented accessor per variable);
-#   6. every function and file-local type of src/ckpt carries the module's prefix (g3_ckpt_,
-#      or g3_crc32c_ in crc32c.c), static ones too.
+#   6. every function and file-local type of src/ckpt, src/metrics and core/crc32c.c carries
+#      its module's prefix (g3_ckpt_; g3_ev_, g3_tb_ or g3_plot_; g3_crc32c_), static ones too.
 # (top_srcdir, top_builddir come from make check.)
 # shellcheck disable=SC2154
 # shellcheck source=tests/lib.sh
@@ -73,13 +73,24 @@ is "$bad" "" "no bare getenv(\"GPT3D_...\") outside src/core/param.c (core/param
 [ -z "$bad" ] || printf '%s\n' "$bad" | sed -n '1,20p' | sed 's/^/#   /'
 
 # 6 (a definition or prototype at the start of a line, a typedef's name)
+# unprefixed PREFIXES FILE...: the definitions and typedefs of FILE... not named PREFIXES...
+# (an extended regular expression's alternatives: "g3_ckpt_|g3_crc32c_")
+unprefixed() {
+    _p=$1
+    shift
+    grep -nE '^static [^=(]*[ *][A-Za-z_][A-Za-z0-9_]*\(' "$@" |
+        grep -vE "^[^:]*:[0-9]+:static [^=(]*[ *]($_p)[a-z0-9_]*\(" || true
+    grep -nE '^(typedef [^;]*[ *]|\} *)[A-Za-z_][A-Za-z0-9_]*;' "$@" |
+        grep -vE "^[^:]*:[0-9]+:(typedef [^;]*[ *]|\} *)($_p)[a-z0-9_]*;" || true
+}
 bad=$({
-    grep -nE '^static [^=(]*[ *][A-Za-z_][A-Za-z0-9_]*\(' src/ckpt/*.c |
-        grep -vE '^[^:]*:[0-9]+:static [^=(]*[ *]g3_[a-z0-9_]*\(' || true
-    grep -nE '^(typedef [^;]*[ *]|\} *)[A-Za-z_][A-Za-z0-9_]*;' src/ckpt/*.c src/ckpt/*.h |
-        grep -vE '^[^:]*:[0-9]+:(typedef [^;]*[ *]|\} *)g3_[a-z0-9_]*;' || true
+    unprefixed 'g3_ckpt_' src/ckpt/*.c src/ckpt/*.h
+    unprefixed 'g3_crc32c_' src/core/crc32c.c src/core/crc32c.h
+    unprefixed 'g3_ev_' src/metrics/events.[ch] src/metrics/query.[ch]
+    unprefixed 'g3_tb_' src/metrics/tensorboard.[ch]
+    unprefixed 'g3_plot_' src/metrics/plot.[ch]
 })
-is "$bad" "" "every static function and file-local type of src/ckpt is prefixed (g3_ckpt_, g3_crc32c_)"
+is "$bad" "" "every static function and file-local type of src/ckpt, src/metrics and core/crc32c.c has its module's prefix"
 [ -z "$bad" ] || printf '%s\n' "$bad" | sed -n '1,20p' | sed 's/^/#   /'
 
 done_testing

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Check an SVG of gpt3d plot against the metrics files it was drawn from (the tests of
-src/train/plot.c): it parses as XML, has exactly one <path class="series"> per curve, and
+src/metrics/plot.c): it parses as XML, has exactly one <path class="series"> per curve, and
 every point of every path, mapped back through the plot area's data-* attributes, is the
 metrics' value (the later record of an iteration winning, as after a resume).
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """An independent reader of gpt3d's TensorBoard event files (the tests' check of
-src/train/tensorboard.c): Python's struct, its own CRC-32C and its own protocol buffer decoder,
+src/metrics/tensorboard.c): Python's struct, its own CRC-32C and its own protocol buffer decoder,
 nothing of gpt3d and no TensorFlow.
 
   tb_read.py records FILE...          every record's length and data checked against both

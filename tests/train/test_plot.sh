@@ -1,5 +1,5 @@
 #!/bin/sh
-# gpt3d plot (src/train/plot.c), checked by tests/train/plot_check.py: the SVG parses as XML,
+# gpt3d plot (src/metrics/plot.c), checked by tests/train/plot_check.py: the SVG parses as XML,
 # has one path per curve, and every point maps back to the metrics file's value:
 #   * one run (its directory, or its metrics file) by iteration, samples and tokens, on a
 #     linear and a log scale, both curves or one;

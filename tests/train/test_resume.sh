@@ -60,7 +60,7 @@ usr2_at_3() {
 }
 # losses RUN: the training losses of RUN's metrics, one line
 losses() {
-    grep '"event":"train"' "$TMPD/$1/metrics.jsonl" | sed 's/.*"loss":\([^,]*\),.*/\1/' | tr '\n' ' '
+    "$GPT3D" metrics "$TMPD/$1" --event train --fields loss | tr '\n' ' '
 }
 
 # phases LABEL TOTAL SLACK LIST NAME...: LIST (a log line's "name 0.123, name 0.456" or the

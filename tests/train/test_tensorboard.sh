@@ -1,5 +1,5 @@
 #!/bin/sh
-# TensorBoard event files (src/train/tensorboard.c), read back by an independent reader
+# TensorBoard event files (src/metrics/tensorboard.c), read back by an independent reader
 # (tests/train/tb_read.py: struct, its own CRC-32C and protocol buffer decoder):
 #   * one rank, every --log-*-to-tensorboard flag: every record's two CRCs are right, the first
 #     is the file_version, and each scalar at each step equals the metrics file's value

@@ -23,8 +23,8 @@ flags="--data-path $D/verses --vocab-file $D/vocab.json --merge-file $D/merges.t
 
 # numbers NAME: the train records without their timing fields (loss, grad norm, lr, ...)
 numbers() {
-    grep '"event":"train"' "$TMPD/$1.jsonl" |
-        sed 's/"ms_per_iter":[^,]*,//; s/"tokens_per_s":[^,]*,//; s/"tflops":[^,]*,//; s/,"mfu":[^}]*//'
+    "$GPT3D" metrics "$TMPD/$1.jsonl" --event train \
+        --fields iteration,train_iters,consumed_samples,lr,global_batch_size,loss,grad_norm
 }
 # same A B WHAT: the numbers and the final parameters bitwise equal
 same() {

@@ -41,8 +41,10 @@ ok=$(awk -v a="$first" -v b="$last" 'BEGIN { print (b < a - 1.0) ? 0 : 1 }')
 is "$ok" 0 "the training loss falls by more than 1 nat (iterations 1-10: $first, 31-40: $last)"
 
 m="$TMPD/run/metrics.jsonl"
-is "$(grep -c '"event":"train"' "$m")" 4 "metrics: one train record per progress line"
-is "$(grep -c '"event":"eval"' "$m")" 2 "metrics: the two validation runs"
+is "$("$GPT3D" metrics "$m" --event train --fields iteration | wc -l | tr -d ' ')" 4 \
+    "metrics: one train record per progress line"
+is "$("$GPT3D" metrics "$m" --event eval --fields iteration | wc -l | tr -d ' ')" 2 \
+    "metrics: the two validation runs"
 like "$(head -n 1 "$m")" '"event":"start".*"padded_vocab_size":264' "metrics: a start record with the model"
 like "$(grep '"iteration":40,' "$m" | head -n 1)" '"consumed_samples":320,"ms_per_iter":[0-9.]+,"lr":[0-9.e-]+,"global_batch_size":8,"loss":[0-9.]+,"grad_norm":[0-9.]+,"tokens_per_s":[0-9.]+,"tflops":[0-9.e-]+,"mfu":[0-9.e-]+' \
     "metrics: the same fields as the progress line"

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 
 #include "core/log.h"
-#include "data/json.h"
-#include "train/plot.h"
+#include "metrics/events.h"
+#include "metrics/plot.h"
 
 /* ---- reading a metrics file ------------------------------------------------------------------ */
 
@@ -51,136 +51,51 @@ static int g3_plot_grow(void **p, size_t *cap, size_t n, size_t size)
     return 1;
 }
 
-/* The members of one JSON-lines record this reader uses. */
-typedef struct {
-    char    event[16], split[16];
-    int64_t it, consumed, seq;   /* -1: absent */
-    double  loss;                /* NaN: absent or null */
-} g3_plot_rec_t;
-
-/* The number at j->pos (NaN for null or anything else), skipped. */
-static g3_status_t g3_plot_number(g3_json_t *j, double *v)
+/* One record of a run's metrics file (g3_ev_file_each): the "start" record's sequence
+ * length, any record's iteration and consumed samples, the "train" and validation "eval"
+ * records' loss. */
+static g3_status_t g3_plot_take(const g3_ev_parsed_t *p, const char *line, size_t len,
+                                size_t lineno, void *arg)
 {
-    size_t start = j->pos;
-    char tmp[64], *end;
-    g3_status_t st = g3_json_skip_value(j);
-    size_t n = j->pos - start;
+    g3_plot_run_t *run = arg;
+    double it = g3_ev_parsed_num_key(p, "iteration");
+    double consumed = g3_ev_parsed_num_key(p, "consumed_samples");
+    double loss = g3_ev_parsed_num_key(p, "loss");
+    int valid = p->kind == G3_EV_EVAL && p->raw[G3_EVF_EVAL_SPLIT] &&
+                p->raw_len[G3_EVF_EVAL_SPLIT] == 7 &&
+                !memcmp(p->raw[G3_EVF_EVAL_SPLIT], "\"valid\"", 7);
 
-    *v = NAN;
-    if (st != G3_OK || n == 0 || n >= sizeof(tmp))
-        return st;
-    memcpy(tmp, j->s + start, n);
-    tmp[n] = '\0';
-    *v = strtod(tmp, &end);
-    if (end == tmp)
-        *v = NAN;
+    (void)line;
+    (void)len;
+    if (p->kind == G3_EV_START && g3_ev_parsed_num(p, G3_EVF_START_SEQ) > 0)
+        run->seq = (int64_t)g3_ev_parsed_num(p, G3_EVF_START_SEQ);
+    if (!isfinite(it) || it < 0)
+        return G3_OK;
+    if (isfinite(consumed) && consumed >= 0) {
+        if (!g3_plot_grow((void **)&run->c, &run->ccap, run->nc, sizeof(g3_plot_consumed_t)))
+            return G3_ERR_NO_MEMORY;
+        run->c[run->nc].it = (int64_t)it;
+        run->c[run->nc++].samples = (int64_t)consumed;
+    }
+    if (isfinite(loss) && (p->kind == G3_EV_TRAIN || valid)) {
+        if (!g3_plot_grow((void **)&run->pts, &run->cap, run->n, sizeof(g3_plot_pt_t)))
+            return G3_ERR_NO_MEMORY;
+        run->pts[run->n].it = (int64_t)it;
+        run->pts[run->n].loss = loss;
+        run->pts[run->n].valid = valid;
+        run->pts[run->n].order = lineno;
+        run->n++;
+    }
     return G3_OK;
-}
-
-static g3_status_t g3_plot_record(const char *line, size_t len, g3_plot_rec_t *r)
-{
-    g3_json_t j = { line, len, 0, NULL, 0 };
-    g3_buf_t key = { NULL, 0, 0 }, val = { NULL, 0, 0 };
-    int first = 1;
-    g3_status_t st;
-
-    memset(r, 0, sizeof(*r));
-    r->it = r->consumed = r->seq = -1;
-    r->loss = NAN;
-    g3_json_skip_ws(&j);
-    if (j.pos >= j.n || j.s[j.pos] != '{') {
-        j.why = "a record is not a JSON object";
-        st = G3_ERR_FORMAT;
-        goto out;
-    }
-    while ((st = g3_json_object_next(&j, &first, &key)) == G3_OK) {
-        char k[32];
-        double v;
-        snprintf(k, sizeof(k), "%.*s", (int)(key.len < 31 ? key.len : 31), key.data);
-        if ((!strcmp(k, "event") || !strcmp(k, "split")) && j.s[j.pos] == '"') {
-            val.len = 0;
-            st = g3_json_string(&j, &val);
-            if (st == G3_OK)
-                snprintf(!strcmp(k, "event") ? r->event : r->split, sizeof(r->event), "%.*s",
-                         (int)(val.len < 15 ? val.len : 15), val.data);
-        } else if (!strcmp(k, "iteration") || !strcmp(k, "consumed_samples") ||
-                   !strcmp(k, "seq_length") || !strcmp(k, "loss")) {
-            st = g3_plot_number(&j, &v);
-            if (!strcmp(k, "loss"))
-                r->loss = v;
-            else if (isfinite(v))
-                *(!strcmp(k, "iteration") ? &r->it
-                  : !strcmp(k, "seq_length") ? &r->seq : &r->consumed) = (int64_t)v;
-        } else {
-            st = g3_json_skip_value(&j);
-        }
-        if (st != G3_OK)
-            goto out;
-    }
-    st = st == G3_ERR_NOT_FOUND ? G3_OK : st;
-out:
-    if (st != G3_OK && !j.why)
-        j.why = "not valid JSON";
-    if (st != G3_OK)
-        r->event[0] = '\0';
-    g3_buf_free(&key);
-    g3_buf_free(&val);
-    return st == G3_OK ? G3_OK : G3_ERR_FORMAT;
 }
 
 static g3_status_t g3_plot_read(const char *path, g3_plot_run_t *run)
 {
-    char *data = NULL;
-    size_t len = 0, line = 0;
-    g3_status_t st = g3_read_file(path, "metrics file", &data, &len);
+    g3_status_t st = g3_ev_file_each(path, g3_plot_take, run);
 
-    if (st != G3_OK)
-        return st;
-    for (size_t a = 0; a < len;) {
-        size_t b = a;
-        g3_plot_rec_t r;
-        while (b < len && data[b] != '\n')
-            b++;
-        line++;
-        if (b == len && b > a) {
-            /* a last line without its newline: a run killed while writing it; skip it */
-            break;
-        }
-        if (b > a) {
-            if (g3_plot_record(data + a, b - a, &r) != G3_OK) {
-                g3_error("metrics file %s, line %zu: not a JSON object; pass a metrics.jsonl written by gpt3d train", path, line);
-                free(data);
-                return G3_ERR_FORMAT;
-            }
-            if (!strcmp(r.event, "start") && r.seq > 0)
-                run->seq = r.seq;
-            if (r.it >= 0 && r.consumed >= 0) {
-                if (!g3_plot_grow((void **)&run->c, &run->ccap, run->nc,
-                                  sizeof(g3_plot_consumed_t)))
-                    goto oom;
-                run->c[run->nc].it = r.it;
-                run->c[run->nc++].samples = r.consumed;
-            }
-            if (r.it >= 0 && isfinite(r.loss) &&
-                (!strcmp(r.event, "train") ||
-                 (!strcmp(r.event, "eval") && !strcmp(r.split, "valid")))) {
-                if (!g3_plot_grow((void **)&run->pts, &run->cap, run->n, sizeof(g3_plot_pt_t)))
-                    goto oom;
-                run->pts[run->n].it = r.it;
-                run->pts[run->n].loss = r.loss;
-                run->pts[run->n].valid = !strcmp(r.event, "eval");
-                run->pts[run->n].order = line;
-                run->n++;
-            }
-        }
-        a = b + 1;
-    }
-    free(data);
-    return G3_OK;
-oom:
-    free(data);
-    g3_error("out of memory reading the metrics file %s", path);
-    return G3_ERR_NO_MEMORY;
+    if (st == G3_ERR_NO_MEMORY)
+        g3_error("out of memory reading the metrics file %s", path);
+    return st;
 }
 
 /* The consumed samples at iteration it: recorded, else interpolated between the nearest two

@@ -15,8 +15,8 @@
  * points back to the values (the tests do).
  * Ownership: a g3_plot_t starts zeroed, is filled by g3_plot_add_path and freed with
  * g3_plot_free. */
-#ifndef G3_TRAIN_PLOT_H
-#define G3_TRAIN_PLOT_H
+#ifndef G3_METRICS_PLOT_H
+#define G3_METRICS_PLOT_H
 
 #include <stddef.h>
 #include <stdio.h>

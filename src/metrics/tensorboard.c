@@ -1,4 +1,4 @@
-/* gpt3d train: TensorBoard event files (tensorboard.h): TFRecord framing around hand-encoded
+/* The metrics' TensorBoard event files (tensorboard.h): TFRecord framing around hand-encoded
  * Event protocol buffers. */
 #include "config.h"
 
@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ckpt/ckpt.h"
+#include "core/crc32c.h"
 #include "core/fs.h"
 #include "core/log.h"
-#include "train/tensorboard.h"
+#include "metrics/tensorboard.h"
 
 #define G3_TB_PREFIX "events.out.tfevents."
 

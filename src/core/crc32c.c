@@ -1,9 +1,10 @@
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of every
- * checkpoint dataset.  Uses the SSE4.2 crc32 instruction when the CPU has it
+ * checkpoint dataset and TensorBoard record (core/crc32c.h).
+ * Uses the SSE4.2 crc32 instruction when the CPU has it
  * (three independent streams, combined by a zero-extension table), else a
  * slicing-by-8 table.  Both give the same value; tests check them against each
  * other and against the standard check value ("123456789" -> 0xE3069283). */
-#include "ckpt/ckpt.h"
+#include "core/crc32c.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -212,8 +213,7 @@ static void g3_crc32c_init(void)
 #endif
 }
 
-/* Internal: force the table version (tests compare both).  RET: previous. */
-int g3_crc32c_use_hw(int on);
+/* Tests: force the table (0) or the instruction (1).  RET: the previous setting. */
 int g3_crc32c_use_hw(int on)
 {
     int was;

@@ -1,4 +1,5 @@
-/* gpt3d train: TensorBoard event files (--tensorboard-dir), written from C with no library.
+/* The metrics' TensorBoard event files (gpt3d train --tensorboard-dir), written from C with no
+ * library: what metrics/events.h sends a record's TensorBoard tags to.
  *
  * A file is a sequence of TFRecord records, each
  *     uint64 length | uint32 masked CRC-32C of the 8 length bytes | length bytes of data |
@@ -9,7 +10,7 @@
  * the first record of every file) or summary (Summary, field 5) holding one Summary.Value
  * (summary.proto: repeated field 1) with tag (string, field 1) and simple_value (float,
  * field 2): what torch.utils.tensorboard's add_scalar writes, and what TensorBoard 2.x reads
- * as a scalar.  The CRC is the checkpoints' CRC-32C (ckpt/ckpt.h).
+ * as a scalar.  The CRC is the checkpoints' CRC-32C (core/crc32c.h).
  *
  * The file is named events.out.tfevents.TIMESTAMP.HOST.PID.0 (torch's SummaryWriter's
  * pattern, TIMESTAMP the Unix time in 10 digits): every opening makes a new file, so a
@@ -23,8 +24,8 @@
  * to its last whole record.  A write that fails is reported once as a warning and the writer
  * stops writing (the training goes on: the events are a view of the metrics file).
  * Ownership: g3_tb_open gives a writer freed with g3_tb_close. */
-#ifndef G3_TRAIN_TENSORBOARD_H
-#define G3_TRAIN_TENSORBOARD_H
+#ifndef G3_METRICS_TENSORBOARD_H
+#define G3_METRICS_TENSORBOARD_H
 
 #include <stddef.h>
 #include <stdint.h>
