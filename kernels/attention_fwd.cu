@@ -24,29 +24,6 @@ static size_t g3_att_fwd_smem(void)
          + sizeof(float) * (size_t)G3_ATT_WARPS * 16 * D::LDO;             /* O       */
 }
 
-/* S_w (16 x 64, fp32, row stride LDS) = Q_w (16 x HS) . K^T (HS x 64): the scores of warp
- * `warp`'s 16 queries against the key tile Ks (64, LDQ); Qs (64, LDQ). */
-template <int HS>
-__device__ __forceinline__ void g3_att_fwd_scores(float *Ss, const bf16 *Qs, const bf16 *Ks,
-                                                  int warp)
-{
-    typedef g3_att_dims<HS> D;
-#pragma unroll
-    for (int j = 0; j < G3_ATT_BC / 16; j++) {
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> s;
-        wmma::fill_fragment(s, 0.0f);
-#pragma unroll
-        for (int kk = 0; kk < HS / 16; kk++) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> kb;
-            wmma::load_matrix_sync(a, Qs + (warp * 16) * D::LDQ + kk * 16, D::LDQ);
-            wmma::load_matrix_sync(kb, Ks + (j * 16) * D::LDQ + kk * 16, D::LDQ);
-            wmma::mma_sync(s, a, kb, s);
-        }
-        wmma::store_matrix_sync(Ss + j * 16, s, G3_ATT_LDS, wmma::mem_row_major);
-    }
-}
-
 /* Online softmax over row r's 64 scores of the key tile at k0 (32 per lane, this lane's
  * half): P_w row r <- exp2(S scale2 - m') in bf16 (keys after query qi or past T masked),
  * m <- m', l <- l exp2(m - m') + rowsum(P), and O_w row r (16, LDO) rescaled by exp2(m - m'). */
@@ -143,7 +120,7 @@ g3_attention_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T, int NH)
         g3_att_load_tile<HS>(Vs, base + 2 * C, k0, T, 3 * C);
         __syncthreads();
 
-        g3_att_fwd_scores<HS>(Ss, Qs, Ks, warp);            /* S = Q_w K^T */
+        g3_att_xyt<HS, 1>(Ss, NULL, Qs, Ks, NULL, NULL, warp);   /* S = Q_w K^T */
         __syncwarp();
 
         g3_att_fwd_softmax<HS>(Ss, Ps, Os, r, half, k0, qi, T, scale2, m, l);   /* P, m, l */
@@ -184,14 +161,10 @@ extern "C" int g3cuda_attention_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *out, float
 {
     bf16 *o = (bf16 *)out;
     const bf16 *x = (const bf16 *)qkv;
+    int rc = g3_att_check_shape(ctx, "attention_fwd", B, T, NH, HS);
 
-    if (G3CUDA_PENDING(ctx))
-        return ctx->err;
-    if (B <= 0 || T <= 0 || NH <= 0 || !g3_att_hs_supported(HS) || (size_t)B * NH > 65535)
-        return g3cuda_fail(
-            ctx, G3CUDA_ERR_ARG,
-            "attention_fwd: unsupported shape B=%d T=%d NH=%d HS=%d (head size must be 32, 64, 80, 96, 128 or 160; B*NH <= 65535)",
-            B, T, NH, HS);
+    if (rc != 0)
+        return rc;
     if (out == NULL || lse == NULL || qkv == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_fwd: NULL tensor");
     if (!g3cuda_aligned(qkv, 16))
