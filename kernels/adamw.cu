@@ -36,13 +36,11 @@ extern "C" int g3cuda_adamw(g3cuda_ctx_t *ctx, float *master, g3cuda_bf16_t *par
 {
     double bc1 = 1.0 - pow(beta1, (double)step), bc2 = 1.0 - pow(beta2, (double)step);
     unsigned blocks = g3cuda_blocks(n, 256, (unsigned)ctx->sm_count * 16);
+    int rc;
 
-    if (G3CUDA_PENDING(ctx))
-        return ctx->err;
-    if (n == 0)
-        return 0;
-    if (master == NULL || grad == NULL || m == NULL || v == NULL)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "adamw: NULL tensor");
+    if (!g3cuda_ew_ready(ctx, "adamw", n, master == NULL || grad == NULL || m == NULL || v == NULL,
+                         &rc))
+        return rc;
     if (step < 1)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "adamw: step %lld, must count from 1",
                            (long long)step);

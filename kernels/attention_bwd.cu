@@ -50,39 +50,6 @@ __device__ __forceinline__ void g3_att_store_rows(bf16 *dst, const float *stage,
         o[d] = g3_f2bf(stage[r * LDO + d] * mul);
 }
 
-/* A warp's two 16 x 64 score tiles, the first step of both backward kernels:
- *   S = X_w Y^T  and  dP = X2_w Y2^T,
- * X_w / X2_w the warp's 16 rows of X / X2, Y / Y2 all 64 rows of their tile; every operand
- * (rows, HS) bf16 in shared memory with row stride LDQ; S and dP fp32 with row stride
- * G3_ATT_LDS.  dK/dV: X = K, Y = Q, X2 = V, Y2 = dO (S^T, dP^T); dQ: X = Q, Y = K, X2 = dO,
- * Y2 = V. */
-template <int HS>
-__device__ __forceinline__ void g3_att_scores(float *S, float *dP, const bf16 *X, const bf16 *Y,
-                                              const bf16 *X2, const bf16 *Y2, int warp)
-{
-    typedef g3_att_dims<HS> D;
-    typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc_t;
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        acc_t s, dp;
-        wmma::fill_fragment(s, 0.0f);
-        wmma::fill_fragment(dp, 0.0f);
-#pragma unroll
-        for (int kk = 0; kk < HS / 16; kk++) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> b;
-            wmma::load_matrix_sync(a, X + (warp * 16) * D::LDQ + kk * 16, D::LDQ);
-            wmma::load_matrix_sync(b, Y + (j * 16) * D::LDQ + kk * 16, D::LDQ);
-            wmma::mma_sync(s, a, b, s);
-            wmma::load_matrix_sync(a, X2 + (warp * 16) * D::LDQ + kk * 16, D::LDQ);
-            wmma::load_matrix_sync(b, Y2 + (j * 16) * D::LDQ + kk * 16, D::LDQ);
-            wmma::mma_sync(dp, a, b, dp);
-        }
-        wmma::store_matrix_sync(S + j * 16, s, G3_ATT_LDS, wmma::mem_row_major);
-        wmma::store_matrix_sync(dP + j * 16, dp, G3_ATT_LDS, wmma::mem_row_major);
-    }
-}
-
 /* Write a warp's 16 x HS accumulators acc, times mul, to rows row0.. of dst (stride ld, rows
  * >= T skipped), staged through stage (16 x LDO fp32, the warp's own). */
 template <int HS>
@@ -205,7 +172,7 @@ g3_att_dkv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *ls
         __syncthreads();
 
         /* S^T (16 keys x 64 queries) = K_w Q^T;  dP^T = V_w dO^T */
-        g3_att_scores<HS>(St, dPt, Ks, Qs, Vs, dOs, warp);
+        g3_att_xyt<HS, 2>(St, dPt, Ks, Qs, Vs, dOs, warp);
         __syncwarp();
 
         /* P^T and dS^T for key row r, query columns [32 half, 32 half + 32) */
@@ -282,7 +249,7 @@ g3_att_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse
         __syncthreads();
 
         /* S (16 queries x 64 keys) = Q_w K^T;  dP = dO_w V^T */
-        g3_att_scores<HS>(Sw, dPw, Qs, Ks, dOs, Vs, warp);
+        g3_att_xyt<HS, 2>(Sw, dPw, Qs, Ks, dOs, Vs, warp);
         __syncwarp();
 
 #pragma unroll 4
@@ -351,14 +318,10 @@ extern "C" int g3cuda_attention_bwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *dqkv,
 {
     bf16 *dx = (bf16 *)dqkv;
     const bf16 *dO = (const bf16 *)dout, *O = (const bf16 *)out, *x = (const bf16 *)qkv;
+    int rc = g3_att_check_shape(ctx, "attention_bwd", B, T, NH, HS);
 
-    if (G3CUDA_PENDING(ctx))
-        return ctx->err;
-    if (B <= 0 || T <= 0 || NH <= 0 || !g3_att_hs_supported(HS) || (size_t)B * NH > 65535)
-        return g3cuda_fail(
-            ctx, G3CUDA_ERR_ARG,
-            "attention_bwd: unsupported shape B=%d T=%d NH=%d HS=%d (head size must be 32, 64, 80, 96, 128 or 160; B*NH <= 65535)",
-            B, T, NH, HS);
+    if (rc != 0)
+        return rc;
     if (dqkv == NULL || dout == NULL || out == NULL || qkv == NULL || lse == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_bwd: NULL tensor");
     if (!g3cuda_aligned(qkv, 16) || !g3cuda_aligned(dout, 16))

@@ -24,6 +24,61 @@ static size_t g3_att_fwd_smem(void)
          + sizeof(float) * (size_t)G3_ATT_WARPS * 16 * D::LDO;             /* O       */
 }
 
+/* Online softmax over row r's 64 scores of the key tile at k0 (32 per lane, this lane's
+ * half): P_w row r <- exp2(S scale2 - m') in bf16 (keys after query qi or past T masked),
+ * m <- m', l <- l exp2(m - m') + rowsum(P), and O_w row r (16, LDO) rescaled by exp2(m - m'). */
+template <int HS>
+__device__ __forceinline__ void g3_att_fwd_softmax(const float *Ss, bf16 *Ps, float *Os, int r,
+                                                   int half, int k0, int qi, int T,
+                                                   float scale2, float &m, float &l)
+{
+    typedef g3_att_dims<HS> D;
+    float sv[32], mx = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+        int kj = k0 + half * 32 + i;
+        float v = Ss[r * G3_ATT_LDS + half * 32 + i] * scale2;
+        sv[i] = kj > qi || kj >= T ? -INFINITY : v;
+        mx = fmaxf(mx, sv[i]);
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    float m_new = fmaxf(m, mx);
+    float base2 = m_new == -INFINITY ? 0.0f : m_new;   /* a row with no key yet */
+    float alpha = exp2f(m - base2), sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+        float p = exp2f(sv[i] - base2);
+        sum += p;
+        Ps[r * G3_ATT_LDP + half * 32 + i] = g3_f2bf(p);
+    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    l = l * alpha + sum;
+    m = m_new;
+    for (int d = half * (HS / 2); d < (half + 1) * (HS / 2); d++)
+        Os[r * D::LDO + d] *= alpha;
+}
+
+/* O_w (16 x HS, fp32, row stride LDO) += P_w (16 x 64, bf16) . V (64 x HS): Vs (64, LDQ). */
+template <int HS>
+__device__ __forceinline__ void g3_att_fwd_pv(float *Os, const bf16 *Ps, const bf16 *Vs)
+{
+    typedef g3_att_dims<HS> D;
+#pragma unroll
+    for (int n = 0; n < HS / 16; n++) {
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
+        wmma::load_matrix_sync(o, Os + n * 16, D::LDO, wmma::mem_row_major);
+#pragma unroll
+        for (int j = 0; j < G3_ATT_BC / 16; j++) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> p;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> vb;
+            wmma::load_matrix_sync(p, Ps + j * 16, G3_ATT_LDP);
+            wmma::load_matrix_sync(vb, Vs + (j * 16) * D::LDQ + n * 16, D::LDQ);
+            wmma::mma_sync(o, p, vb, o);
+        }
+        wmma::store_matrix_sync(Os + n * 16, o, D::LDO, wmma::mem_row_major);
+    }
+}
+
 template <int HS>
 __global__ void __launch_bounds__(G3_ATT_THREADS)
 g3_attention_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T, int NH)
@@ -65,64 +120,13 @@ g3_attention_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T, int NH)
         g3_att_load_tile<HS>(Vs, base + 2 * C, k0, T, 3 * C);
         __syncthreads();
 
-        /* S (16 x 64) = Q_w (16 x HS) . K^T (HS x 64) */
-#pragma unroll
-        for (int j = 0; j < G3_ATT_BC / 16; j++) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> s;
-            wmma::fill_fragment(s, 0.0f);
-#pragma unroll
-            for (int kk = 0; kk < HS / 16; kk++) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> kb;
-                wmma::load_matrix_sync(a, Qs + (warp * 16) * D::LDQ + kk * 16, D::LDQ);
-                wmma::load_matrix_sync(kb, Ks + (j * 16) * D::LDQ + kk * 16, D::LDQ);
-                wmma::mma_sync(s, a, kb, s);
-            }
-            wmma::store_matrix_sync(Ss + j * 16, s, G3_ATT_LDS, wmma::mem_row_major);
-        }
+        g3_att_xyt<HS, 1>(Ss, NULL, Qs, Ks, NULL, NULL, warp);   /* S = Q_w K^T */
         __syncwarp();
 
-        /* online softmax over this row's 64 scores (32 per lane) */
-        float sv[32], mx = -INFINITY;
-#pragma unroll
-        for (int i = 0; i < 32; i++) {
-            int kj = k0 + half * 32 + i;
-            float v = Ss[r * G3_ATT_LDS + half * 32 + i] * scale2;
-            sv[i] = kj > qi || kj >= T ? -INFINITY : v;
-            mx = fmaxf(mx, sv[i]);
-        }
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        float m_new = fmaxf(m, mx);
-        float base2 = m_new == -INFINITY ? 0.0f : m_new;   /* a row with no key yet */
-        float alpha = exp2f(m - base2), sum = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 32; i++) {
-            float p = exp2f(sv[i] - base2);
-            sum += p;
-            Ps[r * G3_ATT_LDP + half * 32 + i] = g3_f2bf(p);
-        }
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        l = l * alpha + sum;
-        m = m_new;
-        for (int d = half * (HS / 2); d < (half + 1) * (HS / 2); d++)
-            Os[r * D::LDO + d] *= alpha;
+        g3_att_fwd_softmax<HS>(Ss, Ps, Os, r, half, k0, qi, T, scale2, m, l);   /* P, m, l */
         __syncwarp();
 
-        /* O_w (16 x HS) += P (16 x 64) . V (64 x HS) */
-#pragma unroll
-        for (int n = 0; n < HS / 16; n++) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
-            wmma::load_matrix_sync(o, Os + n * 16, D::LDO, wmma::mem_row_major);
-#pragma unroll
-            for (int j = 0; j < G3_ATT_BC / 16; j++) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> p;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> vb;
-                wmma::load_matrix_sync(p, Ps + j * 16, G3_ATT_LDP);
-                wmma::load_matrix_sync(vb, Vs + (j * 16) * D::LDQ + n * 16, D::LDQ);
-                wmma::mma_sync(o, p, vb, o);
-            }
-            wmma::store_matrix_sync(Os + n * 16, o, D::LDO, wmma::mem_row_major);
-        }
+        g3_att_fwd_pv<HS>(Os, Ps, Vs);                      /* O_w += P V */
         __syncwarp();
     }
 
@@ -157,14 +161,10 @@ extern "C" int g3cuda_attention_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *out, float
 {
     bf16 *o = (bf16 *)out;
     const bf16 *x = (const bf16 *)qkv;
+    int rc = g3_att_check_shape(ctx, "attention_fwd", B, T, NH, HS);
 
-    if (G3CUDA_PENDING(ctx))
-        return ctx->err;
-    if (B <= 0 || T <= 0 || NH <= 0 || !g3_att_hs_supported(HS) || (size_t)B * NH > 65535)
-        return g3cuda_fail(
-            ctx, G3CUDA_ERR_ARG,
-            "attention_fwd: unsupported shape B=%d T=%d NH=%d HS=%d (head size must be 32, 64, 80, 96, 128 or 160; B*NH <= 65535)",
-            B, T, NH, HS);
+    if (rc != 0)
+        return rc;
     if (out == NULL || lse == NULL || qkv == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_fwd: NULL tensor");
     if (!g3cuda_aligned(qkv, 16))

@@ -1,5 +1,5 @@
-/* Shared by attention_fwd.cu and attention_bwd.cu: tile sizes, shared-memory strides and the
- * tile loader of the flash-style causal attention.
+/* Shared by attention_fwd.cu and attention_bwd.cu: tile sizes, shared-memory strides, the
+ * tile loader and the score product (g3_att_xyt) of the flash-style causal attention.
  *
  * A block owns one 64-row tile (queries in the forward and dQ kernels, keys in the dK/dV
  * kernel) of one (batch, head) and walks the 64-row tiles of the other side; each of its 4
@@ -53,10 +53,61 @@ __device__ __forceinline__ void g3_att_load_tile(bf16 *dst, const bf16 *src, int
     }
 }
 
+/* A warp's NP score tiles (16 x 64, fp32, row stride G3_ATT_LDS), the first product of every
+ * attention kernel:  S = X_w Y^T  and, when NP is 2,  S2 = X2_w Y2^T  (the two interleaved);
+ * X_w / X2_w the warp's 16 rows of X / X2, Y / Y2 all 64 rows of their tile; every operand
+ * (64, HS) bf16 in shared memory with row stride LDQ.  With NP 1, S2, X2 and Y2 are unused. */
+template <int HS, int NP>
+__device__ __forceinline__ void g3_att_xyt(float *S, float *S2, const bf16 *X, const bf16 *Y,
+                                           const bf16 *X2, const bf16 *Y2, int warp)
+{
+    typedef g3_att_dims<HS> D;
+    typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc_t;
+#pragma unroll
+    for (int j = 0; j < G3_ATT_BC / 16; j++) {
+        acc_t s, s2;
+        wmma::fill_fragment(s, 0.0f);
+        if (NP == 2)
+            wmma::fill_fragment(s2, 0.0f);
+#pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> b;
+            wmma::load_matrix_sync(a, X + (warp * 16) * D::LDQ + kk * 16, D::LDQ);
+            wmma::load_matrix_sync(b, Y + (j * 16) * D::LDQ + kk * 16, D::LDQ);
+            wmma::mma_sync(s, a, b, s);
+            if (NP == 2) {
+                wmma::load_matrix_sync(a, X2 + (warp * 16) * D::LDQ + kk * 16, D::LDQ);
+                wmma::load_matrix_sync(b, Y2 + (j * 16) * D::LDQ + kk * 16, D::LDQ);
+                wmma::mma_sync(s2, a, b, s2);
+            }
+        }
+        wmma::store_matrix_sync(S + j * 16, s, G3_ATT_LDS, wmma::mem_row_major);
+        if (NP == 2)
+            wmma::store_matrix_sync(S2 + j * 16, s2, G3_ATT_LDS, wmma::mem_row_major);
+    }
+}
+
 /* The shapes the kernels are compiled for. */
 static inline bool g3_att_hs_supported(int HS)
 {
     return HS == 32 || HS == 64 || HS == 80 || HS == 96 || HS == 128 || HS == 160;
+}
+
+/* The checks both attention entry points start with: an error already pending (RET: it), a
+ * shape the kernels are not compiled for or a grid too tall (RET: G3CUDA_ERR_ARG, recorded
+ * naming op).  RET: 0 when the shape runs. */
+static inline int g3_att_check_shape(g3cuda_ctx_t *ctx, const char *op, int B, int T, int NH,
+                                     int HS)
+{
+    if (G3CUDA_PENDING(ctx))
+        return ctx->err;
+    if (B <= 0 || T <= 0 || NH <= 0 || !g3_att_hs_supported(HS) || (size_t)B * NH > 65535)
+        return g3cuda_fail(
+            ctx, G3CUDA_ERR_ARG,
+            "%s: unsupported shape B=%d T=%d NH=%d HS=%d (head size must be 32, 64, 80, 96, 128 or 160; B*NH <= 65535)",
+            op, B, T, NH, HS);
+    return 0;
 }
 
 #endif

@@ -23,13 +23,10 @@ extern "C" int g3cuda_cast(g3cuda_ctx_t *ctx, void *dst, g3cuda_dtype_t dst_type
 {
     unsigned blocks = g3cuda_blocks(n, 256, (unsigned)ctx->sm_count * 16);
     cudaError_t e;
+    int rc;
 
-    if (G3CUDA_PENDING(ctx))
-        return ctx->err;
-    if (n == 0)
-        return 0;
-    if (dst == NULL || src == NULL)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "cast: NULL tensor");
+    if (!g3cuda_ew_ready(ctx, "cast", n, dst == NULL || src == NULL, &rc))
+        return rc;
     if (dst_type == src_type) {
         size_t bytes = n * (dst_type == G3CUDA_F32 ? 4 : 2);
         e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx->stream);

@@ -80,6 +80,51 @@ static inline unsigned g3cuda_blocks(size_t n, unsigned per_block, unsigned cap)
     return (unsigned)(b < cap ? (b > 0 ? b : 1) : cap);
 }
 
+/* The checks of an entry point over n elements, in order: an error already pending (*rc: it),
+ * nothing to do (n == 0, *rc: 0), a NULL tensor (any_null: *rc: G3CUDA_ERR_ARG, recorded as
+ * "op: NULL tensor").  RET: 1 when the entry point goes on, 0 when it returns *rc at once. */
+static inline int g3cuda_ew_ready(g3cuda_ctx_t *ctx, const char *op, size_t n, int any_null,
+                                  int *rc)
+{
+    if (G3CUDA_PENDING(ctx)) {
+        *rc = ctx->err;
+        return 0;
+    }
+    if (n == 0) {
+        *rc = 0;
+        return 0;
+    }
+    if (any_null) {
+        *rc = g3cuda_fail(ctx, G3CUDA_ERR_ARG, "%s: NULL tensor", op);
+        return 0;
+    }
+    return 1;
+}
+
+#ifdef __CUDACC__   /* launches: not for the kernels' CPU emulation (tests/kernels/emu) */
+/* An elementwise kernel out (n) = f(a (n), b (n)) over bf16, VEC elements a step. */
+typedef void (*g3cuda_ew2_kernel_t)(bf16 *out, const bf16 *a, const bf16 *b, size_t n);
+
+/* Runs op's kernel over n elements after g3cuda_ew_ready's checks: k8 (its VEC 8: 16-byte
+ * vectors) when n % 8 == 0 and out, a, b are 16-byte aligned, else k1.
+ * RET: 0 or the error recorded. */
+static inline int g3cuda_ew2_launch(g3cuda_ctx_t *ctx, const char *op, g3cuda_ew2_kernel_t k8,
+                                    g3cuda_ew2_kernel_t k1, bf16 *out, const bf16 *a,
+                                    const bf16 *b, size_t n)
+{
+    bool vec = n % 8 == 0 && g3cuda_aligned(out, 16) && g3cuda_aligned(a, 16) &&
+               g3cuda_aligned(b, 16);
+    unsigned blocks = g3cuda_blocks(vec ? n / 8 : n, 256, (unsigned)ctx->sm_count * 16);
+    g3cuda_ew2_kernel_t k = vec ? k8 : k1;
+    int rc;
+
+    if (!g3cuda_ew_ready(ctx, op, n, out == NULL || a == NULL || b == NULL, &rc))
+        return rc;
+    k<<<blocks, 256, 0, ctx->stream>>>(out, a, b, n);
+    return g3cuda_check_launch(ctx, op);
+}
+#endif
+
 /* ---- device helpers ----------------------------------------------------------------------- */
 
 __device__ __forceinline__ float g3_bf2f(bf16 x) { return __bfloat162float(x); }

@@ -26,21 +26,6 @@ __global__ void g3_gelu_bwd_kernel(bf16 *dinp, const bf16 *inp, const bf16 *dout
 extern "C" int g3cuda_gelu_bwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *dinp, const g3cuda_bf16_t *inp,
                                const g3cuda_bf16_t *dout, size_t n)
 {
-    bool vec = n % 8 == 0 && g3cuda_aligned(dinp, 16) && g3cuda_aligned(inp, 16) &&
-               g3cuda_aligned(dout, 16);
-    unsigned blocks = g3cuda_blocks(vec ? n / 8 : n, 256, (unsigned)ctx->sm_count * 16);
-
-    if (G3CUDA_PENDING(ctx))
-        return ctx->err;
-    if (n == 0)
-        return 0;
-    if (dinp == NULL || inp == NULL || dout == NULL)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gelu_bwd: NULL tensor");
-    if (vec)
-        g3_gelu_bwd_kernel<8><<<blocks, 256, 0, ctx->stream>>>((bf16 *)dinp, (const bf16 *)inp,
-                                                              (const bf16 *)dout, n);
-    else
-        g3_gelu_bwd_kernel<1><<<blocks, 256, 0, ctx->stream>>>((bf16 *)dinp, (const bf16 *)inp,
-                                                              (const bf16 *)dout, n);
-    return g3cuda_check_launch(ctx, "gelu_bwd");
+    return g3cuda_ew2_launch(ctx, "gelu_bwd", g3_gelu_bwd_kernel<8>, g3_gelu_bwd_kernel<1>,
+                             (bf16 *)dinp, (const bf16 *)inp, (const bf16 *)dout, n);
 }

@@ -28,13 +28,10 @@ extern "C" int g3cuda_gelu_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *out, const g3cu
 {
     bool vec = n % 8 == 0 && g3cuda_aligned(out, 16) && g3cuda_aligned(inp, 16);
     unsigned blocks = g3cuda_blocks(vec ? n / 8 : n, 256, (unsigned)ctx->sm_count * 16);
+    int rc;
 
-    if (G3CUDA_PENDING(ctx))
-        return ctx->err;
-    if (n == 0)
-        return 0;
-    if (out == NULL || inp == NULL)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "gelu_fwd: NULL tensor");
+    if (!g3cuda_ew_ready(ctx, "gelu_fwd", n, out == NULL || inp == NULL, &rc))
+        return rc;
     if (vec)
         g3_gelu_fwd_kernel<8><<<blocks, 256, 0, ctx->stream>>>((bf16 *)out, (const bf16 *)inp, n);
     else

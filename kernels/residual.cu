@@ -28,21 +28,6 @@ __global__ void g3_residual_kernel(bf16 *out, const bf16 *a, const bf16 *b, size
 extern "C" int g3cuda_residual_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *out, const g3cuda_bf16_t *a,
                                    const g3cuda_bf16_t *b, size_t n)
 {
-    bool vec = n % 8 == 0 && g3cuda_aligned(out, 16) && g3cuda_aligned(a, 16) &&
-               g3cuda_aligned(b, 16);
-    unsigned blocks = g3cuda_blocks(vec ? n / 8 : n, 256, (unsigned)ctx->sm_count * 16);
-
-    if (G3CUDA_PENDING(ctx))
-        return ctx->err;
-    if (n == 0)
-        return 0;
-    if (out == NULL || a == NULL || b == NULL)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "residual_fwd: NULL tensor");
-    if (vec)
-        g3_residual_kernel<8><<<blocks, 256, 0, ctx->stream>>>((bf16 *)out, (const bf16 *)a,
-                                                              (const bf16 *)b, n);
-    else
-        g3_residual_kernel<1><<<blocks, 256, 0, ctx->stream>>>((bf16 *)out, (const bf16 *)a,
-                                                              (const bf16 *)b, n);
-    return g3cuda_check_launch(ctx, "residual_fwd");
+    return g3cuda_ew2_launch(ctx, "residual_fwd", g3_residual_kernel<8>, g3_residual_kernel<1>,
+                             (bf16 *)out, (const bf16 *)a, (const bf16 *)b, n);
 }

@@ -27,13 +27,10 @@ __global__ void g3_scale_kernel<bf16>(bf16 *x, size_t n, float s)
 extern "C" int g3cuda_scale(g3cuda_ctx_t *ctx, void *x, g3cuda_dtype_t type, size_t n, float s)
 {
     unsigned blocks = g3cuda_blocks(n, 256, (unsigned)ctx->sm_count * 16);
+    int rc;
 
-    if (G3CUDA_PENDING(ctx))
-        return ctx->err;
-    if (n == 0)
-        return 0;
-    if (x == NULL)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "scale: NULL tensor");
+    if (!g3cuda_ew_ready(ctx, "scale", n, x == NULL, &rc))
+        return rc;
     if (type == G3CUDA_F32)
         g3_scale_kernel<float><<<blocks, 256, 0, ctx->stream>>>((float *)x, n, s);
     else if (type == G3CUDA_BF16)

@@ -49,13 +49,10 @@ extern "C" int g3cuda_sumsq(g3cuda_ctx_t *ctx, double *acc, const void *x, g3cud
 {
     unsigned G = g3cuda_blocks(n, 256, (unsigned)ctx->sm_count * 4);
     double *partial;
+    int rc;
 
-    if (G3CUDA_PENDING(ctx))
-        return ctx->err;
-    if (n == 0)
-        return 0;
-    if (acc == NULL || x == NULL)
-        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "sumsq: NULL tensor");
+    if (!g3cuda_ew_ready(ctx, "sumsq", n, acc == NULL || x == NULL, &rc))
+        return rc;
     if ((uintptr_t)acc % sizeof(double) != 0)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG,
                            "sumsq: accumulator %p is not 8-byte aligned (the GPU faults on it)",

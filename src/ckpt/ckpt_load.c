@@ -596,6 +596,103 @@ static void g3_ckpt_shape_str(int ndim, const int64_t *s, char *buf, size_t size
         snprintf(buf + len, size - len, ")");
 }
 
+/* The stored tensor that state tensor s loads from, checked against it: present, of a
+ * convertible dtype, of the same shape (a padded dimension may differ).  OUT: *row_p, *sdt
+ * (its stored dtype).  RET: G3_OK, G3_ERR_NOT_FOUND, G3_ERR_INVALID_ARG (logged). */
+static g3_status_t g3_ckpt_plan_match(g3_ckpt_reader_t *r, const g3_ckpt_stensor_t *s,
+                                      const g3_ckpt_trow_t **row_p, g3_ckpt_dtype_t *sdt)
+{
+    const g3_ckpt_tensor_t *t = &s->desc;
+    const g3_ckpt_trow_t *row;
+    int ti, same;
+    char a[96], b[96];
+
+    ti = g3_ckpt_reader_find(r, s->name);
+    if (ti < 0) {
+        if (t->kind == G3_CKPT_OPTIM)
+            g3_error("checkpoint %s has no optimizer tensor %s (saved with --no-save-optim?): pass --no-load-optim to start the optimizer fresh",
+                     r->dir, s->name);
+        else
+            g3_error("checkpoint %s has no tensor %s: it was saved from a different model", r->dir, s->name);
+        return G3_ERR_NOT_FOUND;
+    }
+    row = &r->tensors[ti];
+    g3_ckpt_dtype_parse(row->dtype, sdt);
+    if (!g3_ckpt_dtype_pair_ok(*sdt, t->dtype)) {
+        g3_error("checkpoint %s: tensor %s is stored as %s but the run wants %s (only f32 <-> bf16 is converted)",
+                 r->dir, s->name, row->dtype, g3_ckpt_dtype_name(t->dtype));
+        return G3_ERR_INVALID_ARG;
+    }
+    same = row->ndim == t->ndim;
+    for (int k = 0; same && k < t->ndim; k++) {
+        if (row->shape[k] == t->shape[k])
+            continue;
+        /* a padded dimension may differ as long as the real rows agree */
+        if (!(k == t->rule.pad_dim && k == row->pad_dim && row->unpadded == t->rule.unpadded))
+            same = 0;
+    }
+    if (!same) {
+        g3_ckpt_shape_str(row->ndim, row->shape, a, sizeof(a));
+        g3_ckpt_shape_str(t->ndim, t->shape, b, sizeof(b));
+        g3_error("checkpoint %s: tensor %s has shape %s but this run's model has %s: the model configuration differs from the checkpoint's",
+                 r->dir, s->name, a, b);
+        return G3_ERR_INVALID_ARG;
+    }
+    *row_p = row;
+    return G3_OK;
+}
+
+/* Appends to *work_p (nwork items, room for cap) one read per stored piece of row that
+ * overlaps piece d of state tensor s, and checks that they cover all of d that the stored
+ * tensor has.  RET: G3_OK, G3_ERR_FORMAT (logged), G3_ERR_NO_MEMORY (*work_p kept). */
+static g3_status_t g3_ckpt_plan_piece(const g3_ckpt_reader_t *r, const g3_ckpt_stensor_t *s,
+                                      const g3_ckpt_trow_t *row, g3_ckpt_dtype_t sdt,
+                                      const g3_ckpt_piece_t *d, g3_ckpt_work_t **work_p,
+                                      size_t *nwork, size_t *cap)
+{
+    const g3_ckpt_tensor_t *t = &s->desc;
+    int64_t want = 1, got = 0;
+
+    /* elements of this piece that exist in the checkpoint */
+    for (int k = 0; k < t->ndim; k++) {
+        int64_t hi = d->offset[k] + d->extent[k];
+        if (hi > row->shape[k])
+            hi = row->shape[k];
+        want *= hi > d->offset[k] ? hi - d->offset[k] : 0;
+    }
+    for (int64_t p = row->first_piece; p < row->first_piece + row->npieces; p++) {
+        const g3_ckpt_prow_t *sp = &r->pieces[p];
+        g3_ckpt_work_t w;
+        if (!g3_ckpt_box_intersect(t->ndim, sp->offset, sp->extent, d->offset, d->extent, w.io,
+                                   w.ie))
+            continue;
+        w.src = (size_t)p;
+        w.file = sp->file;
+        w.sdt = sdt;
+        w.ddt = t->dtype;
+        w.ndim = t->ndim;
+        w.dst = d;
+        w.tensor = s->name;
+        got += g3_ckpt_box_volume(t->ndim, w.ie);
+        if (*nwork == *cap) {
+            g3_ckpt_work_t *n2;
+            size_t grown = *cap ? 2 * *cap : 256;
+            n2 = realloc(*work_p, grown * sizeof(*n2));
+            if (n2 == NULL)
+                return G3_ERR_NO_MEMORY;
+            *work_p = n2;
+            *cap = grown;
+        }
+        (*work_p)[(*nwork)++] = w;
+    }
+    if (got != want) {
+        g3_error("checkpoint %s: tensor %s: the stored pieces cover %lld of the %lld elements requested at offset [%lld, ...]: the checkpoint is incomplete; run 'gpt3d ckpt verify'",
+                 r->dir, s->name, (long long)got, (long long)want, (long long)d->offset[0]);
+        return G3_ERR_FORMAT;
+    }
+    return G3_OK;
+}
+
 /* Match the state's tensors to the index and list the work.  No data is read. */
 static g3_status_t g3_ckpt_plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
                                      const g3_ckpt_load_opts_t *opts, g3_ckpt_work_t **work_p,
@@ -603,99 +700,29 @@ static g3_status_t g3_ckpt_plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state
 {
     g3_ckpt_work_t *work = NULL;
     size_t nwork = 0, cap = 0;
-    g3_status_t st = G3_OK;
+    g3_status_t st = G3_OK, pst;
     int skip_optim =
         opts && (opts->no_load_optim || (opts->optim_optional && !g3_ckpt_reader_has_optim(r)));
 
     for (int i = 0; i < state->ntensors; i++) {
         g3_ckpt_stensor_t *s = &state->tensors[i];
-        const g3_ckpt_tensor_t *t = &s->desc;
         const g3_ckpt_trow_t *row;
         g3_ckpt_dtype_t sdt;
-        int ti;
-        char a[96], b[96];
 
-        if (s->npieces == 0 || (t->kind == G3_CKPT_OPTIM && skip_optim))
+        if (s->npieces == 0 || (s->desc.kind == G3_CKPT_OPTIM && skip_optim))
             continue;
-        ti = g3_ckpt_reader_find(r, s->name);
-        if (ti < 0) {
-            if (t->kind == G3_CKPT_OPTIM)
-                g3_error("checkpoint %s has no optimizer tensor %s (saved with --no-save-optim?): pass --no-load-optim to start the optimizer fresh",
-                         r->dir, s->name);
-            else
-                g3_error("checkpoint %s has no tensor %s: it was saved from a different model", r->dir, s->name);
-            st = G3_ERR_NOT_FOUND;
+        if ((pst = g3_ckpt_plan_match(r, s, &row, &sdt)) != G3_OK) {
+            st = pst;
             continue;
-        }
-        row = &r->tensors[ti];
-        g3_ckpt_dtype_parse(row->dtype, &sdt);
-        if (!g3_ckpt_dtype_pair_ok(sdt, t->dtype)) {
-            g3_error("checkpoint %s: tensor %s is stored as %s but the run wants %s (only f32 <-> bf16 is converted)",
-                     r->dir, s->name, row->dtype, g3_ckpt_dtype_name(t->dtype));
-            st = G3_ERR_INVALID_ARG;
-            continue;
-        }
-        {
-            int same = row->ndim == t->ndim;
-            for (int k = 0; same && k < t->ndim; k++) {
-                if (row->shape[k] == t->shape[k])
-                    continue;
-                /* a padded dimension may differ as long as the real rows agree */
-                if (!(k == t->rule.pad_dim && k == row->pad_dim &&
-                      row->unpadded == t->rule.unpadded))
-                    same = 0;
-            }
-            if (!same) {
-                g3_ckpt_shape_str(row->ndim, row->shape, a, sizeof(a));
-                g3_ckpt_shape_str(t->ndim, t->shape, b, sizeof(b));
-                g3_error("checkpoint %s: tensor %s has shape %s but this run's model has %s: the model configuration differs from the checkpoint's",
-                         r->dir, s->name, a, b);
-                st = G3_ERR_INVALID_ARG;
-                continue;
-            }
         }
         for (int j = 0; j < s->npieces; j++) {
-            const g3_ckpt_piece_t *d = &s->pieces[j];
-            int64_t want = 1, got = 0;
-
-            /* elements of this piece that exist in the checkpoint */
-            for (int k = 0; k < t->ndim; k++) {
-                int64_t hi = d->offset[k] + d->extent[k];
-                if (hi > row->shape[k])
-                    hi = row->shape[k];
-                want *= hi > d->offset[k] ? hi - d->offset[k] : 0;
+            pst = g3_ckpt_plan_piece(r, s, row, sdt, &s->pieces[j], &work, &nwork, &cap);
+            if (pst == G3_ERR_NO_MEMORY) {
+                free(work);
+                return G3_ERR_NO_MEMORY;
             }
-            for (int64_t p = row->first_piece; p < row->first_piece + row->npieces; p++) {
-                const g3_ckpt_prow_t *sp = &r->pieces[p];
-                g3_ckpt_work_t w;
-                if (!g3_ckpt_box_intersect(t->ndim, sp->offset, sp->extent, d->offset, d->extent,
-                                           w.io, w.ie))
-                    continue;
-                w.src = (size_t)p;
-                w.file = sp->file;
-                w.sdt = sdt;
-                w.ddt = t->dtype;
-                w.ndim = t->ndim;
-                w.dst = d;
-                w.tensor = s->name;
-                got += g3_ckpt_box_volume(t->ndim, w.ie);
-                if (nwork == cap) {
-                    g3_ckpt_work_t *n2;
-                    cap = cap ? 2 * cap : 256;
-                    n2 = realloc(work, cap * sizeof(*n2));
-                    if (n2 == NULL) {
-                        free(work);
-                        return G3_ERR_NO_MEMORY;
-                    }
-                    work = n2;
-                }
-                work[nwork++] = w;
-            }
-            if (got != want) {
-                g3_error("checkpoint %s: tensor %s: the stored pieces cover %lld of the %lld elements requested at offset [%lld, ...]: the checkpoint is incomplete; run 'gpt3d ckpt verify'",
-                         r->dir, s->name, (long long)got, (long long)want, (long long)d->offset[0]);
-                st = G3_ERR_FORMAT;
-            }
+            if (pst != G3_OK)
+                st = pst;
         }
     }
     if (st != G3_OK) {

@@ -559,18 +559,90 @@ static g3_status_t g3_ckpt_write_vds(hid_t idx, const g3_ckpt_trow_t *t, const g
     return st;
 }
 
+/* Writes the index's /config: the run's configuration text and its CRC32C.
+ * RET: G3_OK, or G3_ERR_IO (the caller logs HDF5's message). */
+static g3_status_t g3_ckpt_index_write_config(hid_t f, const g3_ckpt_state_t *state)
+{
+    g3_status_t st;
+    const char *cfg = state->config ? state->config : "";
+    hid_t t = H5Tcopy(H5T_C_S1), s = H5Screate(H5S_SCALAR);
+    hid_t d;
+    H5Tset_size(t, strlen(cfg) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    d = H5Dcreate2(f, "config", t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (d < 0 || H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, cfg) < 0)
+        st = G3_ERR_IO;
+    else
+        st = g3_ckpt_attr_write_u32(d, "crc32c", g3_crc32c(0, cfg, strlen(cfg) + 1));
+    if (d >= 0)
+        H5Dclose(d);
+    H5Sclose(s);
+    H5Tclose(t);
+    return st;
+}
+
+/* Writes the index's /layout: TP, PP, DP sizes, the layer count and each stage's first
+ * layer.  RET: G3_OK, or G3_ERR_IO (the caller logs HDF5's message). */
+static g3_status_t g3_ckpt_index_write_layout(hid_t f, const g3_ckpt_state_t *state)
+{
+    const g3_ckpt_layout_t *l = &state->layout;
+    g3_status_t st = G3_OK;
+    int64_t *bounds;
+    hid_t gcpl = g3_ckpt_h5_gcpl();
+    hid_t g = H5Gcreate2(f, "layout", H5P_DEFAULT, gcpl, H5P_DEFAULT);
+
+    H5Pclose(gcpl);
+    bounds = malloc((size_t)(l->pp_size + 1) * sizeof(int64_t));
+    if (g < 0 || bounds == NULL)
+        st = G3_ERR_IO;
+    for (int s = 0; st == G3_OK && s <= l->pp_size; s++)
+        bounds[s] = state->stage_first[s];
+    if (st == G3_OK) st = g3_ckpt_attr_write_i32(g, "tensor_model_parallel_size", l->tp_size);
+    if (st == G3_OK) st = g3_ckpt_attr_write_i32(g, "pipeline_model_parallel_size", l->pp_size);
+    if (st == G3_OK) st = g3_ckpt_attr_write_i32(g, "data_parallel_size", l->dp_size);
+    if (st == G3_OK) st = g3_ckpt_attr_write_i32(g, "num_layers", l->num_layers);
+    if (st == G3_OK)
+        st = g3_ckpt_attr_write_i64(g, "pipeline_stage_first_layer", bounds, l->pp_size + 1);
+    if (g >= 0)
+        H5Gclose(g);
+    free(bounds);
+    return st;
+}
+
+/* The rows of the index's /pieces table from the pieces found in the shards.
+ * OUT: *prows_p (calloc'ed, nfound rows).  RET: G3_OK, or G3_ERR_NO_MEMORY. */
+static g3_status_t g3_ckpt_index_prows(const g3_ckpt_found_t *found, size_t nfound,
+                                       g3_ckpt_prow_t **prows_p)
+{
+    g3_ckpt_prow_t *prows = calloc(nfound ? nfound : 1, sizeof(*prows));
+    if (prows == NULL)
+        return G3_ERR_NO_MEMORY;
+    for (size_t i = 0; i < nfound; i++) {
+        g3_ckpt_dtype_t dt;
+        prows[i].tensor = found[i].tensor;
+        prows[i].file = found[i].file;
+        prows[i].piece = found[i].row.piece;
+        memcpy(prows[i].offset, found[i].row.offset, sizeof(prows[i].offset));
+        memcpy(prows[i].extent, found[i].row.extent, sizeof(prows[i].extent));
+        g3_ckpt_dtype_parse(found[i].row.dtype, &dt);
+        prows[i].nbytes = g3_ckpt_box_volume(found[i].row.ndim, found[i].row.extent) *
+                          (int64_t)g3_ckpt_dtype_size(dt);
+        prows[i].crc32c = found[i].row.crc32c;
+    }
+    *prows_p = prows;
+    return G3_OK;
+}
+
 static g3_status_t g3_ckpt_write_index(const char *tmp, const g3_ckpt_state_t *state,
                                        const g3_ckpt_frow_t *files, size_t nfiles,
                                        const g3_ckpt_trow_t *trows, size_t ntensors,
                                        const g3_ckpt_found_t *found, size_t nfound)
 {
     char path[PATH_MAX + 80], created[32], writer[64];
-    const g3_ckpt_layout_t *l = &state->layout;
     g3_ckpt_prow_t *prows = NULL;
-    int64_t *bounds = NULL;
     time_t now = time(NULL);
     struct tm tmv;
-    hid_t f, g = -1;
+    hid_t f;
     g3_status_t st;
 
     snprintf(path, sizeof(path), "%s/%s", tmp, G3_CKPT_INDEX_NAME);
@@ -594,63 +666,18 @@ static g3_status_t g3_ckpt_write_index(const char *tmp, const g3_ckpt_state_t *s
     }
     if (st == G3_OK) st = g3_ckpt_attr_write_str(f, "writer", writer);
     if (st == G3_OK) st = g3_ckpt_attr_write_str(f, "created", created);
-    if (st == G3_OK) {        /* /config */
-        const char *cfg = state->config ? state->config : "";
-        hid_t t = H5Tcopy(H5T_C_S1), s = H5Screate(H5S_SCALAR);
-        hid_t d;
-        H5Tset_size(t, strlen(cfg) + 1);
-        H5Tset_strpad(t, H5T_STR_NULLTERM);
-        d = H5Dcreate2(f, "config", t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-        if (d < 0 || H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, cfg) < 0)
-            st = G3_ERR_IO;
-        else
-            st = g3_ckpt_attr_write_u32(d, "crc32c", g3_crc32c(0, cfg, strlen(cfg) + 1));
-        if (d >= 0)
-            H5Dclose(d);
-        H5Sclose(s);
-        H5Tclose(t);
-    }
-    if (st == G3_OK) {        /* /layout */
-        hid_t gcpl = g3_ckpt_h5_gcpl();
-        g = H5Gcreate2(f, "layout", H5P_DEFAULT, gcpl, H5P_DEFAULT);
-        H5Pclose(gcpl);
-        bounds = malloc((size_t)(l->pp_size + 1) * sizeof(int64_t));
-        if (g < 0 || bounds == NULL)
-            st = G3_ERR_IO;
-        for (int s = 0; st == G3_OK && s <= l->pp_size; s++)
-            bounds[s] = state->stage_first[s];
-        if (st == G3_OK) st = g3_ckpt_attr_write_i32(g, "tensor_model_parallel_size", l->tp_size);
-        if (st == G3_OK) st = g3_ckpt_attr_write_i32(g, "pipeline_model_parallel_size", l->pp_size);
-        if (st == G3_OK) st = g3_ckpt_attr_write_i32(g, "data_parallel_size", l->dp_size);
-        if (st == G3_OK) st = g3_ckpt_attr_write_i32(g, "num_layers", l->num_layers);
-        if (st == G3_OK) st = g3_ckpt_attr_write_i64(g, "pipeline_stage_first_layer", bounds, l->pp_size + 1);
-        if (g >= 0)
-            H5Gclose(g);
-        free(bounds);
-    }
+    if (st == G3_OK)
+        st = g3_ckpt_index_write_config(f, state);
+    if (st == G3_OK)
+        st = g3_ckpt_index_write_layout(f, state);
     if (st != G3_OK) {
         char msg[512];
         g3_error("cannot write the metadata of %s: %s", path, g3_ckpt_h5_errmsg(msg, sizeof(msg)));
     }
     if (st == G3_OK)
         st = g3_ckpt_write_state_group(f, state, path);
-    if (st == G3_OK) {
-        prows = calloc(nfound ? nfound : 1, sizeof(*prows));
-        if (prows == NULL)
-            st = G3_ERR_NO_MEMORY;
-        for (size_t i = 0; st == G3_OK && i < nfound; i++) {
-            g3_ckpt_dtype_t dt;
-            prows[i].tensor = found[i].tensor;
-            prows[i].file = found[i].file;
-            prows[i].piece = found[i].row.piece;
-            memcpy(prows[i].offset, found[i].row.offset, sizeof(prows[i].offset));
-            memcpy(prows[i].extent, found[i].row.extent, sizeof(prows[i].extent));
-            g3_ckpt_dtype_parse(found[i].row.dtype, &dt);
-            prows[i].nbytes = g3_ckpt_box_volume(found[i].row.ndim, found[i].row.extent) *
-                              (int64_t)g3_ckpt_dtype_size(dt);
-            prows[i].crc32c = found[i].row.crc32c;
-        }
-    }
+    if (st == G3_OK)
+        st = g3_ckpt_index_prows(found, nfound, &prows);
     if (st == G3_OK) st = g3_ckpt_table_write(f, "files", G3_CKPT_TABLE_FILES, files, nfiles, path);
     if (st == G3_OK) st = g3_ckpt_table_write(f, "tensors", G3_CKPT_TABLE_TENSORS, trows, ntensors, path);
     if (st == G3_OK) st = g3_ckpt_table_write(f, "pieces", G3_CKPT_TABLE_PIECES, prows, nfound, path);

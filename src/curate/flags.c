@@ -83,13 +83,15 @@ static int g3_curate_floats(const g3_opts_t *o, const char *name, double *out, i
     return 1;
 }
 
-g3_status_t g3_curate_flags_read(const g3_opts_t *o, g3_curate_flags_t *f)
+/* The stage (f->stage, f->stage_id) and the input and output flags every stage reads
+ * (f->io): shards, output, this task's place in the array, line limits.
+ * RET: G3_OK, or G3_ERR_USAGE (logged). */
+static g3_status_t g3_curate_flags_io(const g3_opts_t *o, g3_curate_flags_t *f)
 {
     const char *stages[] = { "minhash", "lsh", "dedup", "contam-count", "decontaminate", "filter" };
     long env;
     int64_t tid = g3_opts_int(o, "task-id"), nt = g3_opts_int(o, "num-tasks");
 
-    memset(f, 0, sizeof(*f));
     f->stage = g3_opts_pos(o, 0);
     f->stage_id = -1;
     for (int i = 0; i < 6; i++)
@@ -130,7 +132,13 @@ g3_status_t g3_curate_flags_read(const g3_opts_t *o, g3_curate_flags_t *f)
         g3_error("gpt3d curate: --max-line-bytes must be at least 1");
         return G3_ERR_USAGE;
     }
+    return G3_OK;
+}
 
+/* The stages' own flags: MinHash, LSH, decontamination and quality filters.
+ * RET: G3_OK, or G3_ERR_USAGE (logged: a bad float list). */
+static g3_status_t g3_curate_flags_stages(const g3_opts_t *o, g3_curate_flags_t *f)
+{
     f->mh.ngram = (int)g3_opts_int(o, "ngram");
     f->mh.num_perm = (int)g3_opts_int(o, "num-perm");
     f->mh.bands = (int)g3_opts_int(o, "bands");
@@ -171,7 +179,18 @@ g3_status_t g3_curate_flags_read(const g3_opts_t *o, g3_curate_flags_t *f)
     if (!g3_curate_floats(o, "max-top-ngram", f->filter.max_top_ngram, 3)
         || !g3_curate_floats(o, "max-dup-ngram", f->filter.max_dup_ngram, 6))
         return G3_ERR_USAGE;
+    return G3_OK;
+}
 
+g3_status_t g3_curate_flags_read(const g3_opts_t *o, g3_curate_flags_t *f)
+{
+    g3_status_t st;
+
+    memset(f, 0, sizeof(*f));
+    if ((st = g3_curate_flags_io(o, f)) != G3_OK)
+        return st;
+    if ((st = g3_curate_flags_stages(o, f)) != G3_OK)
+        return st;
     if (f->stage_id == G3_CURATE_STAGE_LSH && !f->minhash_dir) {
         g3_error("gpt3d curate lsh: --minhash-dir is required (the minhash stage's --output-dir)");
         return G3_ERR_USAGE;

@@ -191,6 +191,65 @@ static g3_status_t g3_data_check_tokens(const g3_data_config_t *cfg, const g3_id
     return G3_ERR_FORMAT;
 }
 
+/* Opens split s of every source (its share of the blend when there are several) and blends
+ * them into d; a split that some source leaves empty is warned about and left unused. */
+static g3_status_t g3_data_open_split(const g3_data_config_t *cfg, const char *split,
+                                      const double *weights, g3_split_t s, g3_data_t *d)
+{
+    uint64_t want = cfg->num_samples[s];
+    uint64_t *av = NULL;
+    int n = d->num_sources;
+    int usable = 1;
+    g3_status_t st = G3_OK;
+    if (want == 0)
+        return G3_OK;
+    av = calloc((size_t)n, sizeof(uint64_t));
+    if (!av)
+        return G3_ERR_NO_MEMORY;
+    for (int i = 0; i < n && usable; i++) {
+        g3_idx_t *idx = d->sources[i].idx;
+        uint64_t b[4], T = 0;
+        if ((st = g3_split_parse(split, g3_idx_num_sequences(idx), b)) != G3_OK)
+            goto err_free_av;
+        for (uint64_t k = b[s]; k < b[s + 1]; k++)
+            T += (uint64_t)g3_idx_size(idx, k);
+        if (b[s + 1] <= b[s] || T < 2) {
+            g3_warn("the %s split of '%s' is empty (--split %s over %llu documents gives it %llu documents, %llu tokens); %s samples are not available",
+                    g3_split_name(s), g3_idx_prefix(idx), split,
+                    (unsigned long long)g3_idx_num_sequences(idx),
+                    (unsigned long long)(b[s + 1] - b[s]), (unsigned long long)T,
+                    g3_split_name(s));
+            usable = 0;
+            break;
+        }
+        /* Blends ask each source for its share plus 0.5% (Megatron). */
+        uint64_t ask = n == 1 ? want : (uint64_t)ceil((double)want * weights[i] * 1.005);
+        if (ask == 0)
+            ask = 1;
+        st = g3_gptidx_open(idx, g3_split_name(s), b[s], b[s + 1], cfg->seq_length, cfg->seed,
+                            ask, cfg->cache_dir, cfg->vocab_size > 0, &d->sources[i].split[s]);
+        if (st == G3_OK)
+            st = g3_data_check_tokens(cfg, idx, d->sources[i].split[s], g3_split_name(s));
+        if (st != G3_OK)
+            goto err_free_av;
+        av[i] = d->sources[i].split[s]->num_samples;
+    }
+    if (!usable) {
+        for (int i = 0; i < n; i++) {
+            g3_gptidx_free(d->sources[i].split[s]);
+            d->sources[i].split[s] = NULL;
+        }
+    } else if (n == 1) {
+        d->num_samples[s] = av[0];
+    } else {
+        d->num_samples[s] = want;
+        st = g3_data_blend(d, s, av);
+    }
+err_free_av:
+    free(av);
+    return st;
+}
+
 g3_status_t g3_data_open(const g3_data_config_t *cfg, g3_data_t **data_p)
 {
     const char **prefixes = NULL;
@@ -233,70 +292,9 @@ g3_status_t g3_data_open(const g3_data_config_t *cfg, g3_data_t **data_p)
             goto err_close;
     }
 
-    for (int s = 0; s < G3_SPLIT_COUNT; s++) {
-        uint64_t want = cfg->num_samples[s];
-        uint64_t *av = NULL;
-        int usable = 1;
-        if (want == 0)
-            continue;
-        av = calloc((size_t)n, sizeof(uint64_t));
-        if (!av) {
-            st = G3_ERR_NO_MEMORY;
+    for (int s = 0; s < G3_SPLIT_COUNT; s++)
+        if ((st = g3_data_open_split(cfg, split, weights, (g3_split_t)s, d)) != G3_OK)
             goto err_close;
-        }
-        for (int i = 0; i < n && usable; i++) {
-            g3_idx_t *idx = d->sources[i].idx;
-            uint64_t b[4], T = 0;
-            if ((st = g3_split_parse(split, g3_idx_num_sequences(idx), b)) != G3_OK) {
-                free(av);
-                goto err_close;
-            }
-            for (uint64_t k = b[s]; k < b[s + 1]; k++)
-                T += (uint64_t)g3_idx_size(idx, k);
-            if (b[s + 1] <= b[s] || T < 2) {
-                g3_warn("the %s split of '%s' is empty (--split %s over %llu documents gives it %llu documents, %llu tokens); %s samples are not available",
-                        g3_split_name((g3_split_t)s), g3_idx_prefix(idx), split,
-                        (unsigned long long)g3_idx_num_sequences(idx),
-                        (unsigned long long)(b[s + 1] - b[s]), (unsigned long long)T,
-                        g3_split_name((g3_split_t)s));
-                usable = 0;
-                break;
-            }
-            /* Blends ask each source for its share plus 0.5% (Megatron). */
-            uint64_t ask = n == 1 ? want : (uint64_t)ceil((double)want * weights[i] * 1.005);
-            if (ask == 0)
-                ask = 1;
-            st = g3_gptidx_open(idx, g3_split_name((g3_split_t)s), b[s], b[s + 1], cfg->seq_length,
-                                cfg->seed, ask, cfg->cache_dir, cfg->vocab_size > 0,
-                                &d->sources[i].split[s]);
-            if (st == G3_OK)
-                st = g3_data_check_tokens(cfg, idx, d->sources[i].split[s],
-                                          g3_split_name((g3_split_t)s));
-            if (st != G3_OK) {
-                free(av);
-                goto err_close;
-            }
-            av[i] = d->sources[i].split[s]->num_samples;
-        }
-        if (!usable) {
-            for (int i = 0; i < n; i++) {
-                g3_gptidx_free(d->sources[i].split[s]);
-                d->sources[i].split[s] = NULL;
-            }
-            free(av);
-            continue;
-        }
-        if (n == 1) {
-            d->num_samples[s] = av[0];
-        } else {
-            d->num_samples[s] = want;
-            if ((st = g3_data_blend(d, (g3_split_t)s, av)) != G3_OK) {
-                free(av);
-                goto err_close;
-            }
-        }
-        free(av);
-    }
     free(prefixes);
     free(weights);
     *data_p = d;

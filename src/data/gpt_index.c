@@ -612,22 +612,13 @@ static int g3_fallback_dir(char *buf, size_t size)
     return n > 0 && (size_t)n < size;
 }
 
-g3_status_t g3_gptidx_open(g3_idx_t *idx, const char *split_name, uint64_t doc_first,
-                           uint64_t doc_end, int64_t seq_length, uint64_t seed,
-                           uint64_t num_samples, const char *cache_dir, int token_range,
-                           g3_gptidx_t **gi_p)
+/* Where the cache may live: --data-cache-path alone if given; else beside the data, then the
+ * per-user cache directory.  Fills dirs[] and hashed[] (whether the names are hashed); returns
+ * how many directories there are. */
+static int g3_gptidx_cache_dirs(const char *prefix, const char *cache_dir, char dirs[2][4096],
+                                int hashed[2])
 {
-    int rebuilt = 1;
-    double secs = 0;
-    const char *prefix = g3_idx_prefix(idx);
-    char dirs[2][4096], paths[2][4400];
-    int hashed[2], ndirs = 0, lock_fd = -1;
-    g3_status_t st;
-    const char *why = NULL;
-    g3_gptidx_t *gi = NULL;
-
-    /* Where the cache may live: --data-cache-path alone if given; else
-     * beside the data, then the per-user cache directory. */
+    int ndirs;
     if (cache_dir && *cache_dir) {
         snprintf(dirs[0], sizeof(dirs[0]), "%s", cache_dir);
         hashed[0] = 1;
@@ -647,23 +638,78 @@ g3_status_t g3_gptidx_open(g3_idx_t *idx, const char *split_name, uint64_t doc_f
             ndirs = 2;
         }
     }
+    return ndirs;
+}
+
+/* One builder at a time per dataset: locks the .idx (advisory; ignored where the file system
+ * has no flock) and returns its descriptor, or -1 with no lock held. */
+static int g3_gptidx_lock(const char *prefix)
+{
+    char idxp[4200];
+    snprintf(idxp, sizeof(idxp), "%s.idx", prefix);
+    int lock_fd = open(idxp, O_RDONLY | O_CLOEXEC);
+    if (lock_fd >= 0 && flock(lock_fd, LOCK_EX) != 0) {
+        close(lock_fd);
+        lock_fd = -1;
+    }
+    return lock_fd;
+}
+
+/* Writes the index into the first cache directory that takes it, saying so; an index no
+ * directory takes is only warned about (it still works, uncached). */
+static void g3_gptidx_cache_store(const g3_idx_t *idx, const g3_gptidx_t *gi,
+                                  const char *split_name, uint64_t doc_first, uint64_t doc_end,
+                                  int rebuilt, double secs, int ndirs, char dirs[2][4096],
+                                  char paths[2][4400], const int hashed[2])
+{
+    const char *prefix = g3_idx_prefix(idx);
+    for (int k = 0; k < ndirs; k++) {
+        int err = 0;
+        if (hashed[k] && g3_mkdir_p(dirs[k], 0755, NULL, 0) != G3_OK) {
+            err = errno;
+        } else if (g3_gptidx_save(paths[k], idx, gi, &err) == G3_OK) {
+            if (rebuilt)
+                g3_info(
+                    "built the %s sample index of '%s': %llu sample%s, %llu epoch%s over %llu document%s in %.2f s; cached in '%s'",
+                    split_name, prefix, (unsigned long long)gi->num_samples,
+                    gi->num_samples == 1 ? "" : "s", (unsigned long long)gi->num_epochs,
+                    gi->num_epochs == 1 ? "" : "s", (unsigned long long)(doc_end - doc_first),
+                    doc_end - doc_first == 1 ? "" : "s", secs, paths[k]);
+            else
+                g3_info("added the token range to the %s sample index cache '%s'", split_name, paths[k]);
+            return;
+        }
+        if (k + 1 < ndirs)
+            g3_info("cannot write the sample index cache in '%s' (%s); trying '%s'", dirs[k],
+                    strerror(err), dirs[k + 1]);
+        else
+            g3_warn("cannot cache the %s sample index of '%s' in '%s' (%s); it is rebuilt on every start (set --data-cache-path to a writable directory)",
+                    split_name, prefix, dirs[k], strerror(err));
+    }
+}
+
+g3_status_t g3_gptidx_open(g3_idx_t *idx, const char *split_name, uint64_t doc_first,
+                           uint64_t doc_end, int64_t seq_length, uint64_t seed,
+                           uint64_t num_samples, const char *cache_dir, int token_range,
+                           g3_gptidx_t **gi_p)
+{
+    int rebuilt = 1;
+    double secs = 0;
+    const char *prefix = g3_idx_prefix(idx);
+    char dirs[2][4096], paths[2][4400];
+    int hashed[2], ndirs = 0, lock_fd = -1;
+    g3_status_t st;
+    const char *why = NULL;
+    g3_gptidx_t *gi = NULL;
+
+    ndirs = g3_gptidx_cache_dirs(prefix, cache_dir, dirs, hashed);
     for (int k = 0; k < ndirs; k++)
         if ((st = g3_gptidx_cache_name(idx, dirs[k], hashed[k], split_name, doc_first, doc_end,
                                        seq_length, seed, num_samples, paths[k],
                                        sizeof(paths[k]))) != G3_OK)
             return st;
 
-    /* One builder at a time per dataset: lock the .idx (advisory; ignored
-     * where the file system has no flock). */
-    {
-        char idxp[4200];
-        snprintf(idxp, sizeof(idxp), "%s.idx", prefix);
-        lock_fd = open(idxp, O_RDONLY | O_CLOEXEC);
-        if (lock_fd >= 0 && flock(lock_fd, LOCK_EX) != 0) {
-            close(lock_fd);
-            lock_fd = -1;
-        }
-    }
+    lock_fd = g3_gptidx_lock(prefix);
 
     for (int k = 0; k < ndirs; k++) {
         st = g3_gptidx_load(paths[k], idx, doc_first, doc_end, seq_length, seed, num_samples, &gi,
@@ -695,29 +741,8 @@ scan:
                 split_name, prefix, (unsigned long long)doc_first, (unsigned long long)doc_end,
                 g3_clock_now() - t1);
     }
-    for (int k = 0; k < ndirs; k++) {
-        int err = 0;
-        if (hashed[k] && g3_mkdir_p(dirs[k], 0755, NULL, 0) != G3_OK) {
-            err = errno;
-        } else if (g3_gptidx_save(paths[k], idx, gi, &err) == G3_OK) {
-            if (rebuilt)
-                g3_info(
-                    "built the %s sample index of '%s': %llu sample%s, %llu epoch%s over %llu document%s in %.2f s; cached in '%s'",
-                    split_name, prefix, (unsigned long long)gi->num_samples,
-                    gi->num_samples == 1 ? "" : "s", (unsigned long long)gi->num_epochs,
-                    gi->num_epochs == 1 ? "" : "s", (unsigned long long)(doc_end - doc_first),
-                    doc_end - doc_first == 1 ? "" : "s", secs, paths[k]);
-            else
-                g3_info("added the token range to the %s sample index cache '%s'", split_name, paths[k]);
-            goto done;
-        }
-        if (k + 1 < ndirs)
-            g3_info("cannot write the sample index cache in '%s' (%s); trying '%s'", dirs[k],
-                    strerror(err), dirs[k + 1]);
-        else
-            g3_warn("cannot cache the %s sample index of '%s' in '%s' (%s); it is rebuilt on every start (set --data-cache-path to a writable directory)",
-                    split_name, prefix, dirs[k], strerror(err));
-    }
+    g3_gptidx_cache_store(idx, gi, split_name, doc_first, doc_end, rebuilt, secs, ndirs, dirs,
+                          paths, hashed);
     st = G3_OK;   /* an uncached index still works */
 
 done:

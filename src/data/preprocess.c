@@ -651,6 +651,40 @@ static g3_status_t g3_pre_finish(const g3_pre_t *p, const char *prefix, const g3
     return st;
 }
 
+/* Loads the tokenizer, logs its identity (recorded beside each dataset, data/tokid.h) and
+ * sets p's tokenizer and end-of-document id.  OUT: *bpe_p, *tokid.
+ * RET: G3_OK, or an error (logged; nothing is left to free). */
+static g3_status_t g3_pre_tokenizer(const g3_pre_config_t *cfg, g3_pre_t *p, g3_bpe_t **bpe_p,
+                                    g3_tokid_t *tokid)
+{
+    g3_bpe_t *bpe = NULL;
+    char desc[512];
+    g3_status_t st;
+
+    if ((st = g3_bpe_load(cfg->vocab_file, cfg->merge_file, &bpe)) != G3_OK)
+        return st;
+    if ((st = g3_tokid_of_files(cfg->vocab_file, cfg->merge_file, tokid)) != G3_OK)
+        goto err_free_bpe;
+    g3_tokid_describe(tokid, desc, sizeof(desc));
+    g3_info("preprocess: tokenizer %s", desc);
+    p->bpe = bpe;
+    p->eod = -1;
+    if (cfg->append_eod) {
+        p->eod = g3_bpe_eod_id(bpe);
+        if (p->eod < 0) {
+            g3_error("gpt3d preprocess: --append-eod, but the vocabulary '%s' has no \"<|endoftext|>\" token", cfg->vocab_file);
+            st = G3_ERR_INVALID_ARG;
+            goto err_free_bpe;
+        }
+    }
+    *bpe_p = bpe;
+    return G3_OK;
+
+err_free_bpe:
+    g3_bpe_free(bpe);
+    return st;
+}
+
 g3_status_t g3_pre_run(const g3_pre_config_t *cfg, g3_pre_counts_t *counts)
 {
     g3_bpe_t *bpe = NULL;
@@ -665,26 +699,8 @@ g3_status_t g3_pre_run(const g3_pre_config_t *cfg, g3_pre_counts_t *counts)
 
     memset(&p, 0, sizeof(p));
     memset(&c, 0, sizeof(c));
-    if ((st = g3_bpe_load(cfg->vocab_file, cfg->merge_file, &bpe)) != G3_OK)
+    if ((st = g3_pre_tokenizer(cfg, &p, &bpe, &tokid)) != G3_OK)
         return st;
-    /* the tokenizer's identity, recorded beside each dataset (data/tokid.h) */
-    if ((st = g3_tokid_of_files(cfg->vocab_file, cfg->merge_file, &tokid)) != G3_OK)
-        goto err_free_bpe;
-    {
-        char desc[512];
-        g3_tokid_describe(&tokid, desc, sizeof(desc));
-        g3_info("preprocess: tokenizer %s", desc);
-    }
-    p.bpe = bpe;
-    p.eod = -1;
-    if (cfg->append_eod) {
-        p.eod = g3_bpe_eod_id(bpe);
-        if (p.eod < 0) {
-            g3_error("gpt3d preprocess: --append-eod, but the vocabulary '%s' has no \"<|endoftext|>\" token", cfg->vocab_file);
-            st = G3_ERR_INVALID_ARG;
-            goto err_free_bpe;
-        }
-    }
     if ((st = g3_pre_open_input(&p, cfg)) != G3_OK)
         goto err_close_input;
 
@@ -750,7 +766,6 @@ err_close_input:
     free(p.carry);
     if (p.in && p.in != stdin)
         fclose(p.in);
-err_free_bpe:
     g3_bpe_free(bpe);
     return st;
 }

@@ -508,9 +508,6 @@ static int g3_par_ilv_csets(int pp, int V, int64_t mmax, int r)
     return (int)(a > b ? a : b);
 }
 
-/* The global event sequence's part for stage `me` for m micro-batches, every stage having
- * the sets of g3_par_ilv_csets(mmax).  OUT: *ops_p (malloc'ed), *nops_p.
- * RET: G3_ERR_NO_MEMORY, G3_ERR_INTERNAL when the rounds stop progressing (a bug). */
 /* Room for `need` ops in *ops_p (capacity *cap_p), doubled when short.
  * RET: G3_OK, or G3_ERR_NO_MEMORY (logged; *ops_p left as it was). */
 static g3_status_t g3_par_ilv_reserve(g3_par_ilv_op_t **ops_p, int64_t *cap_p, int64_t need)
@@ -529,117 +526,192 @@ static g3_status_t g3_par_ilv_reserve(g3_par_ilv_op_t **ops_p, int64_t *cap_p, i
     return G3_OK;
 }
 
+/* The simulation of every stage's compute order and transfers, in rounds. */
+typedef struct g3_par_ilv_sim {
+    int              pp, V, me;
+    int64_t          m;
+    char            *fdone, *bdone, *in, *gin, *gleft;   /* (PP, V, m): 1 done / arrived / left */
+    int64_t         *pos;     /* (PP): each stage's next compute op                          */
+    int64_t         *pend;    /* transfers produced, not yet delivered: (from, chunk at the   */
+    int64_t          npend;   /*   sender, k, fwd), npend of them                             */
+    int             *cs;      /* (PP): sets per chunk, by stage                               */
+    g3_par_ilv_op_t *ops;     /* this rank's part of the sequence: nops ops, room for cap     */
+    int64_t          nops, cap;
+} g3_par_ilv_sim_t;
+
+/* Index of (stage r, chunk c, micro-batch k) into the per-op flags. */
+static size_t g3_par_ilv_ix(const g3_par_ilv_sim_t *s, int r, int c, int64_t k)
+{
+    return ((size_t)r * s->V + (size_t)c) * (size_t)s->m + (size_t)k;
+}
+
+/* Appends op o (fwd, chunk c, micro-batch k, peer p) to this rank's part (room reserved). */
+static void g3_par_ilv_emit(g3_par_ilv_sim_t *s, char o, int fwd, int c, int64_t k, int p)
+{
+    g3_par_ilv_op_t *op = &s->ops[s->nops++];
+    op->op = o;
+    op->fwd = (char)fwd;
+    op->c = c;
+    op->k = k;
+    op->peer = p;
+}
+
+/* Frees the simulation's state but its ops. */
+static void g3_par_ilv_sim_free(g3_par_ilv_sim_t *s)
+{
+    free(s->fdone);
+    free(s->bdone);
+    free(s->in);
+    free(s->gin);
+    free(s->gleft);
+    free(s->pos);
+    free(s->pend);
+    free(s->cs);
+}
+
+/* Allocates the simulation of n = PP V m compute ops of each direction and the sets per
+ * chunk of every stage.  RET: G3_OK, or G3_ERR_NO_MEMORY (logged; free with
+ * g3_par_ilv_sim_free and free(s->ops)). */
+static g3_status_t g3_par_ilv_sim_init(g3_par_ilv_sim_t *s, int pp, int V, int64_t m,
+                                       int64_t mmax, int me, size_t n)
+{
+    size_t mx = (size_t)V * m;
+
+    memset(s, 0, sizeof(*s));
+    s->pp = pp;
+    s->V = V;
+    s->m = m;
+    s->me = me;
+    s->fdone = calloc(n, 1);
+    s->bdone = calloc(n, 1);
+    s->in = calloc(n, 1);
+    s->gin = calloc(n, 1);
+    s->gleft = calloc(n, 1);
+    s->pos = calloc((size_t)pp, sizeof(int64_t));
+    s->cap = 8 * (int64_t)mx + 16;
+    s->pend = malloc(sizeof(int64_t) * 4 * (size_t)(2 * n + 1));
+    s->ops = malloc(sizeof(*s->ops) * (size_t)s->cap);
+    s->cs = malloc(sizeof(int) * (size_t)pp);
+    if (!s->fdone || !s->bdone || !s->in || !s->gin || !s->gleft || !s->pos || !s->pend ||
+        !s->ops || !s->cs) {
+        g3_error("pipeline schedule: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < pp; r++)
+        s->cs[r] = g3_par_ilv_csets(pp, V, mmax, r);
+    return G3_OK;
+}
+
+/* One round of compute: each stage runs its next compute op if its input (or gradient) has
+ * arrived and its set is free, queueing the transfer it produces.  RET: whether any ran. */
+static int g3_par_ilv_compute_round(g3_par_ilv_sim_t *s, int64_t *todo)
+{
+    int pp = s->pp, nv = s->pp * s->V, progress = 0;
+    int64_t mx = (int64_t)s->V * s->m;
+    const int *cs = s->cs;
+
+    for (int r = 0; r < pp; r++) {
+        int fwd, c;
+        int64_t k;
+        size_t ix;
+        if (s->pos[r] >= 2 * mx)
+            continue;
+        g3_par_ilv_compute(pp, s->V, s->m, r, s->pos[r], &fwd, &c, &k);
+        ix = g3_par_ilv_ix(s, r, c, k);
+        if (fwd) {
+            if (c * pp + r > 0 && !s->in[ix])
+                continue;
+            if (k >= cs[r] && !s->bdone[g3_par_ilv_ix(s, r, c, k - cs[r])])
+                continue;   /* its set still holds micro-batch k - cs[r] */
+        } else {
+            if (c * pp + r < nv - 1 && !s->gin[ix])
+                continue;
+            if (c * pp + r > 0 && k >= cs[r] && !s->gleft[g3_par_ilv_ix(s, r, c, k - cs[r])])
+                continue;
+        }
+        (fwd ? s->fdone : s->bdone)[ix] = 1;
+        if (r == s->me)
+            g3_par_ilv_emit(s, fwd ? 'F' : 'B', fwd, c, k, -1);
+        if (fwd ? c * pp + r < nv - 1 : c * pp + r > 0) {
+            int64_t *e = s->pend + 4 * s->npend++;
+            e[0] = r; e[1] = c; e[2] = k; e[3] = fwd;
+        }
+        s->pos[r]++;
+        (*todo)--;
+        progress = 1;
+    }
+    return progress;
+}
+
+/* Delivers every queued transfer whose receive buffer is free, in queue order, emitting
+ * this rank's sends and receives; sets *progress when any is delivered.
+ * RET: G3_OK, or G3_ERR_NO_MEMORY (logged). */
+static g3_status_t g3_par_ilv_deliver(g3_par_ilv_sim_t *s, int *progress)
+{
+    int pp = s->pp;
+    const int *cs = s->cs;
+    g3_status_t st;
+
+    for (int64_t i = 0; i < s->npend; i++) {
+        int64_t *e = s->pend + 4 * i;
+        int from = (int)e[0], c = (int)e[1], fwd = (int)e[3];
+        int64_t k = e[2];
+        int to = fwd ? (from + 1) % pp : (from + pp - 1) % pp;
+        int tc = fwd ? (from == pp - 1 ? c + 1 : c) : (from == 0 ? c - 1 : c);
+        if (fwd && k >= cs[to] && !s->bdone[g3_par_ilv_ix(s, to, tc, k - cs[to])])
+            continue;   /* the receiving set still holds micro-batch k - cs[to] */
+        if (fwd)
+            s->in[g3_par_ilv_ix(s, to, tc, k)] = 1;
+        else {
+            s->gin[g3_par_ilv_ix(s, to, tc, k)] = 1;
+            s->gleft[g3_par_ilv_ix(s, from, c, k)] = 1;
+        }
+        st = g3_par_ilv_reserve(&s->ops, &s->cap, s->nops + 2);
+        if (st != G3_OK)
+            return st;
+        if (from == s->me)
+            g3_par_ilv_emit(s, 'S', fwd, c, k, to);
+        if (to == s->me)
+            g3_par_ilv_emit(s, 'R', fwd, tc, k, from);
+        memmove(e, e + 4, sizeof(int64_t) * 4 * (size_t)(s->npend - i - 1));
+        s->npend--;
+        i--;
+        *progress = 1;
+    }
+    return G3_OK;
+}
+
+/* The global event sequence's part for stage `me` for m micro-batches, every stage having
+ * the sets of g3_par_ilv_csets(mmax).  OUT: *ops_p (malloc'ed), *nops_p.
+ * RET: G3_ERR_NO_MEMORY, G3_ERR_INTERNAL when the rounds stop progressing (a bug). */
 static g3_status_t g3_par_ilv_program(int pp, int V, int64_t m, int64_t mmax, int me,
                                       g3_par_ilv_op_t **ops_p, int64_t *nops_p)
 {
-    size_t n = (size_t)pp * V * m, mx = (size_t)V * m;
-    /* per (stage, chunk, micro-batch): 1 done / arrived / left */
-    char *fdone = calloc(n, 1), *bdone = calloc(n, 1), *in = calloc(n, 1), *gin = calloc(n, 1);
-    char *gleft = calloc(n, 1);
-    int64_t *pos = calloc((size_t)pp, sizeof(int64_t)), nops = 0, cap = 8 * (int64_t)mx + 16;
-    /* transfers produced, not yet delivered: (from, chunk at the sender, k, fwd) */
-    int64_t *pend = malloc(sizeof(int64_t) * 4 * (size_t)(2 * n + 1)), npend = 0;
-    g3_par_ilv_op_t *ops = malloc(sizeof(*ops) * (size_t)cap);
-    int nv = pp * V, *cs = malloc(sizeof(int) * (size_t)pp);   /* sets per chunk, by stage */
+    size_t n = (size_t)pp * V * m;
     int64_t todo = 2 * (int64_t)n;
-    g3_status_t st = G3_OK;
+    g3_par_ilv_sim_t s;
+    g3_status_t st = g3_par_ilv_sim_init(&s, pp, V, m, mmax, me, n);
 
-#define G3_IX(r, c, k) (((size_t)(r) * V + (size_t)(c)) * (size_t)m + (size_t)(k))
-#define G3_EMIT(o_, f_, c_, k_, p_)                                                        \
-    do {                                                                                   \
-        ops[nops].op = (o_); ops[nops].fwd = (char)(f_); ops[nops].c = (c_);               \
-        ops[nops].k = (k_); ops[nops].peer = (p_); nops++;                                 \
-    } while (0)
-    if (!fdone || !bdone || !in || !gin || !gleft || !pos || !pend || !ops || !cs) {
-        g3_error("pipeline schedule: out of memory");
-        st = G3_ERR_NO_MEMORY;
-        goto out;
-    }
-    for (int r = 0; r < pp; r++)
-        cs[r] = g3_par_ilv_csets(pp, V, mmax, r);
     while (todo > 0 && st == G3_OK) {
-        int progress = 0;
-        for (int r = 0; r < pp; r++) {
-            int fwd, c;
-            int64_t k;
-            size_t ix;
-            if (pos[r] >= 2 * (int64_t)mx)
-                continue;
-            g3_par_ilv_compute(pp, V, m, r, pos[r], &fwd, &c, &k);
-            ix = G3_IX(r, c, k);
-            if (fwd) {
-                if (c * pp + r > 0 && !in[ix])
-                    continue;
-                if (k >= cs[r] && !bdone[G3_IX(r, c, k - cs[r])])
-                    continue;   /* its set still holds micro-batch k - cs[r] */
-            } else {
-                if (c * pp + r < nv - 1 && !gin[ix])
-                    continue;
-                if (c * pp + r > 0 && k >= cs[r] && !gleft[G3_IX(r, c, k - cs[r])])
-                    continue;
-            }
-            (fwd ? fdone : bdone)[ix] = 1;
-            if (r == me)
-                G3_EMIT(fwd ? 'F' : 'B', fwd, c, k, -1);
-            if (fwd ? c * pp + r < nv - 1 : c * pp + r > 0) {
-                int64_t *e = pend + 4 * npend++;
-                e[0] = r; e[1] = c; e[2] = k; e[3] = fwd;
-            }
-            pos[r]++;
-            todo--;
-            progress = 1;
-        }
-        for (int64_t i = 0; i < npend; i++) {
-            int64_t *e = pend + 4 * i;
-            int from = (int)e[0], c = (int)e[1], fwd = (int)e[3];
-            int64_t k = e[2];
-            int to = fwd ? (from + 1) % pp : (from + pp - 1) % pp;
-            int tc = fwd ? (from == pp - 1 ? c + 1 : c) : (from == 0 ? c - 1 : c);
-            if (fwd && k >= cs[to] && !bdone[G3_IX(to, tc, k - cs[to])])
-                continue;   /* the receiving set still holds micro-batch k - cs[to] */
-            if (fwd)
-                in[G3_IX(to, tc, k)] = 1;
-            else {
-                gin[G3_IX(to, tc, k)] = 1;
-                gleft[G3_IX(from, c, k)] = 1;
-            }
-            st = g3_par_ilv_reserve(&ops, &cap, nops + 2);
-            if (st != G3_OK)
-                goto out;
-            if (from == me)
-                G3_EMIT('S', fwd, c, k, to);
-            if (to == me)
-                G3_EMIT('R', fwd, tc, k, from);
-            memmove(e, e + 4, sizeof(int64_t) * 4 * (size_t)(npend - i - 1));
-            npend--;
-            i--;
-            progress = 1;
-        }
-        st = g3_par_ilv_reserve(&ops, &cap, nops + 2 * pp + 2);
+        int progress = g3_par_ilv_compute_round(&s, &todo);
+        st = g3_par_ilv_deliver(&s, &progress);
         if (st != G3_OK)
-            goto out;
+            break;
+        st = g3_par_ilv_reserve(&s.ops, &s.cap, s.nops + 2 * pp + 2);
+        if (st != G3_OK)
+            break;
         if (!progress) {
             g3_error("pipeline schedule: the interleaved schedule of %lld micro-batches over %d stages x %d chunks stopped progressing (a bug)", (long long)m, pp, V);
             st = G3_ERR_INTERNAL;
         }
     }
-#undef G3_IX
-#undef G3_EMIT
-out:
-    free(fdone);
-    free(bdone);
-    free(in);
-    free(gin);
-    free(gleft);
-    free(pos);
-    free(pend);
-    free(cs);
+    g3_par_ilv_sim_free(&s);
     if (st != G3_OK) {
-        free(ops);
+        free(s.ops);
         return st;
     }
-    *ops_p = ops;
-    *nops_p = nops;
+    *ops_p = s.ops;
+    *nops_p = s.nops;
     return G3_OK;
 }
 
