@@ -11,9 +11,9 @@
 #include "cli/cmd_infer.h"
 #include "infer/tasks.h"
 
-/* The task flags of gpt3d eval's table. */
+/* The task flags of gpt3d eval's table (--task's help: g3_eval_tasks_specs). */
 #define G3_EVAL_TASK_SPECS \
-    { "task", G3_OPT_LIST, NULL, "Downstream tasks instead of the splits' loss: lambada, wikitext103, hellaswag, piqa, winogrande, mc (docs/evaluation.md).", NULL, 1, 0, "NAME..." }, \
+    { "task", G3_OPT_LIST, NULL, NULL, NULL, 1, 0, "NAME..." }, \
     { "task-data", G3_OPT_LIST, NULL, "The file of each --task, in the same order (the user's files: nothing is downloaded).", NULL, 1, 0, "FILE..." }, \
     { "num-fewshot", G3_OPT_INT, "0", "Solved examples before each item, joined by a blank line.", NULL, 0, 0, "K" }, \
     { "fewshot-data", G3_OPT_LIST, NULL, "Where each task's examples are drawn from (default: the task file, never the item itself).", NULL, 1, 0, "FILE..." }, \
@@ -27,6 +27,10 @@ typedef struct {
     int64_t       B;         /* rows per micro-batch                         */
     FILE         *metrics;   /* rank 0's --metrics-file, or NULL             */
 } g3_eval_tasks_t;
+
+/* Write --task's help into the table specs (ends with a NULL name): the kinds of
+ * src/infer/tasks.h's table, listed. */
+void g3_eval_tasks_specs(g3_opt_spec_t *specs);
 
 /* RET: 1 when --task is given. */
 int g3_eval_tasks_wanted(const g3_opts_t *o);
