@@ -12,14 +12,19 @@
 
 void g3_eval_tasks_specs(g3_opt_spec_t *specs)
 {
-    static char help[512];   /* as long as the table: the process */
+    static char task[512], convert[512];   /* as long as the table: the process */
     char kinds[256];
 
-    snprintf(help, sizeof(help), "Downstream tasks instead of the splits' loss: %s (docs/evaluation.md).",
+    snprintf(task, sizeof(task), "Downstream tasks instead of the splits' loss: %s (docs/evaluation.md).",
              g3_task_kinds_list(G3_TASK_KINDS_ALL, ", ", kinds, sizeof(kinds)));
-    for (; specs->name; specs++)
+    snprintf(convert, sizeof(convert), "Write the one multiple-choice --task's items (%s; the published formats converted) as gpt3d's multiple-choice JSONL to FILE and stop: no checkpoint needed.",
+             g3_task_kinds_list(G3_TASK_KINDS_CHOICES, " or ", kinds, sizeof(kinds)));
+    for (; specs->name; specs++) {
         if (strcmp(specs->name, "task") == 0)
-            specs->help = help;
+            specs->help = task;
+        if (strcmp(specs->name, "convert-to") == 0)
+            specs->help = convert;
+    }
 }
 
 int g3_eval_tasks_wanted(const g3_opts_t *o)
