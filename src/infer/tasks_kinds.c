@@ -5,10 +5,10 @@
  * lm-evaluation-harness does (HellaSwag, PiQA and WinoGrande converted as the harness
  * converts them).
  *
- * Adding a kind: its schema and item builder here, one row in g3_task_kinds[] naming them,
- * a row builder (tasks.c: the choices as requests fit every multiple-choice task) and the
- * metrics it reports with their scorer (tasks_run.c: acc and acc_norm fit every multiple-
- * choice task); docs/evaluation.md then describes its file. */
+ * Adding a kind: its schema and item builder here, one row in g3_task_kinds[] naming them;
+ * a multiple-choice kind takes the rest from G3_TASK_MULTIPLE_CHOICE (its choices scored as
+ * the harness's requests, acc and acc_norm); another kind names its row builder (tasks.c) and
+ * its metrics with their scorer (tasks_run.c).  docs/evaluation.md then describes its file. */
 #include "config.h"
 
 #include <ctype.h>
@@ -83,6 +83,13 @@ static void g3_task_capitalize(char *s)
         s[i] = (char)(i == 0 ? toupper((unsigned char)s[i]) : tolower((unsigned char)s[i]));
 }
 
+/* The fields of a PiQA line, in the order g3_task_item_piqa reads them. */
+static const g3_task_schema_t g3_task_schema_piqa[] = {
+    { "goal", 's', G3_TASK_FIELD_NEEDED },  { "sol1", 's', G3_TASK_FIELD_NEEDED },
+    { "sol2", 's', G3_TASK_FIELD_NEEDED },  { "label", 'i', G3_TASK_FIELD_UNLESS_LABELS },
+    { NULL, 0, 0 },
+};
+
 /* The PiQA labels beside FILE when its lines (text) have none: FILE with ".jsonl" replaced
  * by "-labels.lst" (the published naming: valid.jsonl, valid-labels.lst).
  * OUT: *labels_p (malloc'd; NULL: none needed), *n_p. */
@@ -146,6 +153,16 @@ static g3_status_t g3_task_piqa_labels(const char *path, const char *text, int *
     return G3_OK;
 }
 
+/* The fields of a multiple-choice line, in the order g3_task_item_mc reads them: either
+ * context and choices or contexts and continuation, which it checks. */
+static const g3_task_schema_t g3_task_schema_mc[] = {
+    { "context", 's', G3_TASK_FIELD_OPTIONAL },  { "choices", 'a', G3_TASK_FIELD_OPTIONAL },
+    { "label", 'i', G3_TASK_FIELD_NEEDED },      { "contexts", 'a', G3_TASK_FIELD_OPTIONAL },
+    { "continuation", 's', G3_TASK_FIELD_OPTIONAL },
+    { "target_delimiter", 's', G3_TASK_FIELD_OPTIONAL },
+    { NULL, 0, 0 },
+};
+
 /* The item of a line of gpt3d's multiple-choice JSONL (its fields f, taken over where they
  * become the item's).  RET: G3_OK, G3_ERR_INVALID_ARG (logged), G3_ERR_NO_MEMORY (not logged). */
 static g3_status_t g3_task_item_mc(g3_task_field_t *f, const g3_task_line_t *l,
@@ -200,6 +217,13 @@ static g3_status_t g3_task_item_mc(g3_task_field_t *f, const g3_task_line_t *l,
     }
     return G3_OK;
 }
+
+/* The fields of a HellaSwag line, in the order g3_task_item_hellaswag reads them. */
+static const g3_task_schema_t g3_task_schema_hellaswag[] = {
+    { "activity_label", 's', G3_TASK_FIELD_NEEDED }, { "ctx_a", 's', G3_TASK_FIELD_NEEDED },
+    { "ctx_b", 's', G3_TASK_FIELD_NEEDED },          { "endings", 'a', G3_TASK_FIELD_NEEDED },
+    { "label", 'i', G3_TASK_FIELD_NEEDED },          { NULL, 0, 0 },
+};
 
 /* The item of a HellaSwag line.  RET: as g3_task_item_mc. */
 static g3_status_t g3_task_item_hellaswag(g3_task_field_t *f, const g3_task_line_t *l,
@@ -275,6 +299,13 @@ static g3_status_t g3_task_item_piqa(g3_task_field_t *f, const g3_task_line_t *l
     return G3_OK;
 }
 
+/* The fields of a WinoGrande line, in the order g3_task_item_winogrande reads them. */
+static const g3_task_schema_t g3_task_schema_winogrande[] = {
+    { "sentence", 's', G3_TASK_FIELD_NEEDED }, { "option1", 's', G3_TASK_FIELD_NEEDED },
+    { "option2", 's', G3_TASK_FIELD_NEEDED },  { "answer", 'i', G3_TASK_FIELD_NEEDED },
+    { NULL, 0, 0 },
+};
+
 /* The item of a WinoGrande line: the sentence's blank filled with each option, then the
  * rest.  RET: as g3_task_item_mc. */
 static g3_status_t g3_task_item_winogrande(g3_task_field_t *f, const g3_task_line_t *l,
@@ -310,6 +341,12 @@ static g3_status_t g3_task_item_winogrande(g3_task_field_t *f, const g3_task_lin
     return G3_OK;
 }
 
+/* The fields of a LAMBADA line. */
+static const g3_task_schema_t g3_task_schema_lambada[] = {
+    { "text", 's', G3_TASK_FIELD_OPTIONAL },   /* g3_task_item_lambada says how a line looks */
+    { NULL, 0, 0 },
+};
+
 /* The item of a LAMBADA line {"text": ...}: the text, whose last word is predicted (its
  * rows: g3_task_rows_lambada).  RET: as g3_task_item_mc. */
 static g3_status_t g3_task_item_lambada(g3_task_field_t *f, const g3_task_line_t *l,
@@ -340,39 +377,14 @@ static g3_status_t g3_task_item_lambada(g3_task_field_t *f, const g3_task_line_t
 
 /* ---- the table ----------------------------------------------------------------------------- */
 
-/* The fields of each kind's line, in the order its item builder reads them. */
-static const g3_task_schema_t g3_task_schema_lambada[] = {
-    { "text", 's', G3_TASK_FIELD_OPTIONAL },   /* g3_task_item_lambada says how a line looks */
-    { NULL, 0, 0 },
-};
-static const g3_task_schema_t g3_task_schema_hellaswag[] = {
-    { "activity_label", 's', G3_TASK_FIELD_NEEDED }, { "ctx_a", 's', G3_TASK_FIELD_NEEDED },
-    { "ctx_b", 's', G3_TASK_FIELD_NEEDED },          { "endings", 'a', G3_TASK_FIELD_NEEDED },
-    { "label", 'i', G3_TASK_FIELD_NEEDED },          { NULL, 0, 0 },
-};
-static const g3_task_schema_t g3_task_schema_piqa[] = {
-    { "goal", 's', G3_TASK_FIELD_NEEDED },  { "sol1", 's', G3_TASK_FIELD_NEEDED },
-    { "sol2", 's', G3_TASK_FIELD_NEEDED },  { "label", 'i', G3_TASK_FIELD_UNLESS_LABELS },
-    { NULL, 0, 0 },
-};
-static const g3_task_schema_t g3_task_schema_winogrande[] = {
-    { "sentence", 's', G3_TASK_FIELD_NEEDED }, { "option1", 's', G3_TASK_FIELD_NEEDED },
-    { "option2", 's', G3_TASK_FIELD_NEEDED },  { "answer", 'i', G3_TASK_FIELD_NEEDED },
-    { NULL, 0, 0 },
-};
-/* either context and choices or contexts and continuation: g3_task_item_mc checks */
-static const g3_task_schema_t g3_task_schema_mc[] = {
-    { "context", 's', G3_TASK_FIELD_OPTIONAL },  { "choices", 'a', G3_TASK_FIELD_OPTIONAL },
-    { "label", 'i', G3_TASK_FIELD_NEEDED },      { "contexts", 'a', G3_TASK_FIELD_OPTIONAL },
-    { "continuation", 's', G3_TASK_FIELD_OPTIONAL },
-    { "target_delimiter", 's', G3_TASK_FIELD_OPTIONAL },
-    { NULL, 0, 0 },
-};
+/* What every multiple-choice kind shares: its items' choices scored as the harness's requests
+ * (g3_task_rows_choices), acc and acc_norm (g3_task_score_choices), --convert-to writes it. */
+#define G3_TASK_MULTIPLE_CHOICE \
+    .choices = 1, .rows = g3_task_rows_choices, .metrics = { "acc", "acc_norm", NULL }, \
+    .score = g3_task_score_choices
 
-/* The metrics of a multiple-choice kind (g3_task_score_choices). */
-#define G3_TASK_CHOICE_METRICS { "acc", "acc_norm", NULL }
-
-/* One row per kind, in the order help and messages list them. */
+/* One row per kind, in the order help and messages list them (mc last: gpt3d eval's message
+ * explains it after the list). */
 static const g3_task_kind_info_t g3_task_kinds[] = {
     {
         .name = "lambada",
@@ -393,42 +405,30 @@ static const g3_task_kind_info_t g3_task_kinds[] = {
     },
     {
         .name = "hellaswag",
-        .choices = 1,
         .fields = g3_task_schema_hellaswag,
         .item = g3_task_item_hellaswag,
-        .rows = g3_task_rows_choices,
-        .metrics = G3_TASK_CHOICE_METRICS,
-        .score = g3_task_score_choices,
+        G3_TASK_MULTIPLE_CHOICE,
     },
     {
         .name = "piqa",
-        .choices = 1,
         .fields = g3_task_schema_piqa,
         .labels = g3_task_piqa_labels,
         .item = g3_task_item_piqa,
-        .rows = g3_task_rows_choices,
-        .metrics = G3_TASK_CHOICE_METRICS,
-        .score = g3_task_score_choices,
+        G3_TASK_MULTIPLE_CHOICE,
     },
     {
         .name = "winogrande",
-        .choices = 1,
         .fields = g3_task_schema_winogrande,
         .item = g3_task_item_winogrande,
-        .rows = g3_task_rows_choices,
-        .metrics = G3_TASK_CHOICE_METRICS,
-        .score = g3_task_score_choices,
+        G3_TASK_MULTIPLE_CHOICE,
     },
     {
         .name = "mc",   /* gpt3d's own multiple-choice JSONL: reports name the file */
         .what = "multiple-choice",
         .named_by_file = 1,
-        .choices = 1,
         .fields = g3_task_schema_mc,
         .item = g3_task_item_mc,
-        .rows = g3_task_rows_choices,
-        .metrics = G3_TASK_CHOICE_METRICS,
-        .score = g3_task_score_choices,
+        G3_TASK_MULTIPLE_CHOICE,
     },
 };
 
