@@ -3,11 +3,12 @@
  * The model comes from the checkpoint (its saved configuration and shapes), the data
  * settings default to the checkpoint's run's, and the loss is computed by the trainer's own
  * validation code (src/infer), so `gpt3d eval --load DIR` reports the validation loss the
- * trainer reported at that iteration.  CPU backend; alone or under mpirun / srun with the
- * trainer's layout: each data-parallel replica evaluates its part of every global batch
- * (Megatron's order) through its pipeline and the loss sums are added over the world
- * (docs/inference.md).  With --task it scores zero- and few-shot tasks instead (LAMBADA,
- * WikiText-103, multiple choice: eval_tasks.h, docs/evaluation.md). */
+ * trainer reported at that iteration.  The --device backend (cpu by default; chosen, checked
+ * and opened as gpt3d train does); alone or under mpirun / srun with the trainer's layout:
+ * each data-parallel replica evaluates its part of every global batch (Megatron's order)
+ * through its pipeline and the loss sums are added over the world (docs/inference.md).  With
+ * --task it scores zero- and few-shot tasks instead (LAMBADA, WikiText-103, multiple choice:
+ * eval_tasks.h, docs/evaluation.md). */
 #include "config.h"
 
 #include <errno.h>
@@ -28,7 +29,8 @@
 #include "infer/infer.h"
 #include "train/schedule.h"
 
-static const g3_opt_spec_t g3_eval_specs[] = {
+/* --task's help lists the task kinds: g3_eval_tasks_specs writes it at the start */
+static g3_opt_spec_t g3_eval_specs[] = {
     G3_CLI_INFER_SPECS,
     { "eval-split", G3_OPT_STRING, "valid", "Splits to evaluate, comma-separated: valid, test, train.", NULL, 0, 0, "LIST" },
     { "eval-iters", G3_OPT_INT, NULL, "Global batches per split (default: the checkpoint's run's --eval-iters).", NULL, 0, 0, NULL },
@@ -341,6 +343,29 @@ static int g3_eval_prepare(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_
     return G3_EXIT_OK;
 }
 
+/* --task: the tasks' files read, the model loaded, every task scored and reported (of the
+ * splits' settings only --micro-batch-size, into d->B).  RET: the exit code. */
+static int g3_eval_run_tasks(const g3_opts_t *o, g3_cli_infer_t *s, g3_eval_data_t *d,
+                             g3_eval_tasks_t *et)
+{
+    int rc = g3_eval_int(o, s, "micro-batch-size", 1, &d->B) ? G3_EXIT_OK : G3_EXIT_USAGE;
+
+    if (rc == G3_EXIT_OK && (d->B < 1 || d->B > INT32_MAX)) {
+        g3_error("--micro-batch-size must be at least 1 (got %lld)", (long long)d->B);
+        rc = G3_EXIT_USAGE;
+    }
+    if (rc == G3_EXIT_OK)
+        rc = g3_eval_tasks_prepare(o, s, d->B, et);
+    rc = g3_cli_infer_agree(s, rc);
+    if (rc == G3_EXIT_OK)
+        rc = g3_cli_infer_load(o, (int)d->B, s);
+    if (rc == G3_EXIT_OK && s->rank == 0)
+        g3_cli_infer_describe(s, stdout);
+    if (rc == G3_EXIT_OK)
+        rc = g3_eval_tasks_run(o, s, et);
+    return rc;
+}
+
 int g3_cmd_eval(int argc, char **argv)
 {
     g3_opts_t *o = NULL;
@@ -358,6 +383,7 @@ int g3_cmd_eval(int argc, char **argv)
     memset(&s, 0, sizeof(s));
     memset(&d, 0, sizeof(d));
     memset(&et, 0, sizeof(et));
+    g3_eval_tasks_specs(g3_eval_specs);
     rc = g3_cli_infer_parse(&g3_eval_cmd, argc, argv, &o);
     if (rc != G3_EXIT_OK)
         return rc;
@@ -369,20 +395,7 @@ int g3_cmd_eval(int argc, char **argv)
     /* every check before any work, on every rank; rank 0 speaks for the job */
     rc = g3_cli_infer_check(o, "eval", INT32_MAX, &s);
     if (rc == G3_EXIT_OK && g3_eval_tasks_wanted(o)) {   /* the tasks, not the splits */
-        rc = g3_eval_int(o, &s, "micro-batch-size", 1, &d.B) ? G3_EXIT_OK : G3_EXIT_USAGE;
-        if (rc == G3_EXIT_OK && (d.B < 1 || d.B > INT32_MAX)) {
-            g3_error("--micro-batch-size must be at least 1 (got %lld)", (long long)d.B);
-            rc = G3_EXIT_USAGE;
-        }
-        if (rc == G3_EXIT_OK)
-            rc = g3_eval_tasks_prepare(o, &s, d.B, &et);
-        rc = g3_cli_infer_agree(&s, rc);
-        if (rc == G3_EXIT_OK)
-            rc = g3_cli_infer_load(o, (int)d.B, &s);
-        if (rc == G3_EXIT_OK && s.rank == 0)
-            g3_cli_infer_describe(&s, stdout);
-        if (rc == G3_EXIT_OK)
-            rc = g3_eval_tasks_run(o, &s, &et);
+        rc = g3_eval_run_tasks(o, &s, &d, &et);
         goto out;
     }
     if (rc == G3_EXIT_OK)

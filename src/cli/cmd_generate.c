@@ -6,10 +6,11 @@
  * end-of-document token, and the text (prompt and continuation) streams to standard output
  * as UTF-8, a character never cut between tokens.  The sampler is the trainer's (src/infer):
  * greedy output equals `gpt3d train --sample-tokens N` for the same model and prompt.
- * CPU backend; alone or under mpirun / srun with the trainer's tensor x pipeline layout (one
- * replica): rank 0 reads the prompt and passes its ids to every rank, each step's logits
- * go through the pipeline, are gathered over TP and sent to every rank (g3_par_logits_last),
- * so every rank picks the same token with the same draw; rank 0 prints (docs/inference.md). */
+ * The --device backend (cpu by default; chosen, checked and opened as gpt3d train does);
+ * alone or under mpirun / srun with the trainer's tensor x pipeline layout (one replica):
+ * rank 0 reads the prompt and passes its ids to every rank, each step's logits go through the
+ * pipeline, are gathered over TP and sent to every rank (g3_par_logits_last), so every rank
+ * picks the same token with the same draw; rank 0 prints (docs/inference.md). */
 #include "config.h"
 
 #include <errno.h>
@@ -262,22 +263,94 @@ static int g3_generate_read_prompt(const g3_opts_t *o, const g3_cli_infer_t *s,
     return G3_EXIT_OK;
 }
 
+/* The sampling flags and --max-new-tokens.  OUT: sp, *max_new_p.  RET: the exit code. */
+static int g3_generate_settings(const g3_opts_t *o, const g3_cli_infer_t *s,
+                                g3_infer_sampling_t *sp, int *max_new_p)
+{
+    int rc = g3_generate_sampling(o, s, sp);
+    int64_t max_new = g3_opts_int(o, "max-new-tokens");
+
+    if (rc != G3_EXIT_OK)
+        return rc;
+    if (max_new < 0 || max_new > INT32_MAX) {
+        g3_error("--max-new-tokens must be between 0 and %d (got %lld)", INT32_MAX,
+                 (long long)max_new);
+        return G3_EXIT_USAGE;
+    }
+    *max_new_p = (int)max_new;
+    return G3_EXIT_OK;
+}
+
+/* Rank 0's closing line on standard error: what was made, how it stopped, how fast. */
+static void g3_generate_summary(const g3_infer_sampling_t *sp, int made, size_t prompt_ids,
+                                int stopped, double dt)
+{
+    fprintf(stderr, "gpt3d generate: %d token%s after a %zu-token prompt (%s, seed %" PRIu64
+            "); stopped at %s; %.2f s, %.1f tokens/s\n", made, made == 1 ? "" : "s",
+            prompt_ids, sp->greedy || sp->top_k == 1 ? "greedy" : "sampled", sp->seed,
+            stopped ? "the end-of-document token" : "--max-new-tokens", dt,
+            dt > 0 ? made / dt : 0.0);
+}
+
+/* Generate after the prompt ids (every rank, collective), rank 0 streaming the text to
+ * standard output, then its summary and --output-file.  RET: the exit code. */
+static int g3_generate_run(const g3_opts_t *o, g3_cli_infer_t *s, const g3_bpe_t *bpe,
+                           const g3_infer_sampling_t *sp, int max_new, g3_bpe_ids_t *ids)
+{
+    g3_infer_generate_opts_t go;
+    g3_infer_stream_t stream;
+    g3_infer_lm_t lm = g3_cli_infer_lm(s);
+    size_t prompt_ids = ids->len, text_len = 0;
+    char *text = NULL;
+    int made = 0, stopped = 0, rc;
+    double t0;
+    g3_status_t st = G3_OK;
+
+    memset(&go, 0, sizeof(go));
+    go.max_new_tokens = max_new;
+    go.context = s->T;
+    go.vocab_size = s->info->model.vocab_size;
+    go.stop_id = g3_opts_bool(o, "ignore-eod") ? -1 : g3_bpe_eod_id(bpe);
+    go.sampling = *sp;
+    if (s->rank == 0) {   /* the prompt first (its complete characters), then each new token */
+        go.on_token = g3_generate_on_token;
+        go.on_token_ctx = &stream;
+        g3_infer_stream_init(&stream, bpe, stdout);
+        st = g3_infer_stream_update(&stream, ids->ids, ids->len);
+    }
+    t0 = g3_clock_now();
+    if (st == G3_OK)
+        st = g3_infer_generate(&lm, &go, ids, &made, &stopped);
+    if (st == G3_OK && s->rank == 0)
+        st = g3_infer_stream_finish(&stream);
+    if (s->rank == 0)
+        g3_infer_stream_free(&stream);
+    if (st != G3_OK)
+        return g3_cli_infer_fail(s, st);
+    if (s->rank != 0)
+        return G3_EXIT_OK;
+    printf("\n");
+    fflush(stdout);
+    g3_generate_summary(sp, made, prompt_ids, stopped, g3_clock_now() - t0);
+    if (!g3_opts_str(o, "output-file"))
+        return G3_EXIT_OK;
+    st = g3_infer_decode_text(bpe, ids->ids, ids->len, &text, &text_len);
+    rc = st != G3_OK ? g3_status_exit_code(st)
+                     : g3_generate_write_json(g3_opts_str(o, "output-file"), s, sp, ids,
+                                              prompt_ids, text, stopped ? "eod" : "max-new-tokens");
+    free(text);
+    return rc;
+}
+
 int g3_cmd_generate(int argc, char **argv)
 {
     g3_opts_t *o = NULL;
     g3_cli_infer_t s;
     g3_infer_sampling_t sp;
-    g3_infer_generate_opts_t go;
-    g3_infer_stream_t stream;
-    g3_infer_lm_t lm;
     g3_bpe_t *bpe = NULL;
     g3_bpe_ids_t ids = { 0 };
-    char *text = NULL, what[PATH_MAX + 32];
-    size_t prompt_ids, text_len = 0;
-    int64_t max_new = 0;
-    int rc, made = 0, stopped = 0, streaming = 0;
-    double t0;
-    g3_status_t st;
+    char what[PATH_MAX + 32];
+    int rc, max_new = 0;
 
     memset(&s, 0, sizeof(s));
     rc = g3_cli_infer_parse(&g3_generate_cmd, argc, argv, &o);
@@ -288,82 +361,21 @@ int g3_cmd_generate(int argc, char **argv)
     /* every check before any work, on every rank (one replica: no data parallelism) */
     rc = g3_cli_infer_check(o, "generate", 1, &s);
     if (rc == G3_EXIT_OK)
-        rc = g3_generate_sampling(o, &s, &sp);
-    if (rc == G3_EXIT_OK) {
-        max_new = g3_opts_int(o, "max-new-tokens");
-        if (max_new < 0 || max_new > INT32_MAX) {
-            g3_error("--max-new-tokens must be between 0 and %d (got %lld)", INT32_MAX,
-                     (long long)max_new);
-            rc = G3_EXIT_USAGE;
-        }
-    }
-    if (rc == G3_EXIT_OK) {
-        st = g3_bpe_load(s.vocab_file, s.merge_file, &bpe);
-        rc = g3_status_exit_code(st);
-    }
+        rc = g3_generate_settings(o, &s, &sp, &max_new);
+    if (rc == G3_EXIT_OK)
+        rc = g3_status_exit_code(g3_bpe_load(s.vocab_file, s.merge_file, &bpe));
     /* rank 0 reads the prompt (standard input is its own under mpirun and srun) */
     if (rc == G3_EXIT_OK && s.rank == 0)
         rc = g3_generate_read_prompt(o, &s, bpe, &ids, what, sizeof(what));
     rc = g3_generate_share_prompt(&s, &ids, rc);
     rc = g3_cli_infer_agree(&s, rc);
-    if (rc != G3_EXIT_OK)
-        goto out;
-    prompt_ids = ids.len;
-
-    rc = g3_cli_infer_load(o, 1, &s);
-    if (rc != G3_EXIT_OK)
-        goto out;
-    if (s.rank == 0)
+    if (rc == G3_EXIT_OK)
+        rc = g3_cli_infer_load(o, 1, &s);
+    if (rc == G3_EXIT_OK && s.rank == 0)
         g3_cli_infer_describe(&s, stderr);
-    memset(&go, 0, sizeof(go));
-    go.max_new_tokens = (int)max_new;
-    go.context = s.T;
-    go.vocab_size = s.info->model.vocab_size;
-    go.stop_id = g3_opts_bool(o, "ignore-eod") ? -1 : g3_bpe_eod_id(bpe);
-    go.sampling = sp;
-    st = G3_OK;
-    if (s.rank == 0) {   /* the prompt first (its complete characters), then each new token */
-        go.on_token = g3_generate_on_token;
-        go.on_token_ctx = &stream;
-        g3_infer_stream_init(&stream, bpe, stdout);
-        streaming = 1;
-        st = g3_infer_stream_update(&stream, ids.ids, ids.len);
-    }
-    t0 = g3_clock_now();
-    lm = g3_cli_infer_lm(&s);
-    if (st == G3_OK)
-        st = g3_infer_generate(&lm, &go, &ids, &made, &stopped);
-    if (st == G3_OK && streaming)
-        st = g3_infer_stream_finish(&stream);
-    if (st != G3_OK) {
-        rc = g3_cli_infer_fail(&s, st);
-        goto out;
-    }
-    if (s.rank != 0)
-        goto out;
-    printf("\n");
-    fflush(stdout);
-    {
-        double dt = g3_clock_now() - t0;
-        fprintf(stderr, "gpt3d generate: %d token%s after a %zu-token prompt (%s, seed %" PRIu64
-                "); stopped at %s; %.2f s, %.1f tokens/s\n", made, made == 1 ? "" : "s",
-                prompt_ids, sp.greedy || sp.top_k == 1 ? "greedy" : "sampled", sp.seed,
-                stopped ? "the end-of-document token" : "--max-new-tokens", dt,
-                dt > 0 ? made / dt : 0.0);
-    }
-    if (g3_opts_str(o, "output-file")) {
-        st = g3_infer_decode_text(bpe, ids.ids, ids.len, &text, &text_len);
-        if (st != G3_OK) {
-            rc = g3_status_exit_code(st);
-            goto out;
-        }
-        rc = g3_generate_write_json(g3_opts_str(o, "output-file"), &s, &sp, &ids, prompt_ids,
-                                    text, stopped ? "eod" : "max-new-tokens");
-    }
+    if (rc == G3_EXIT_OK)
+        rc = g3_generate_run(o, &s, bpe, &sp, max_new, &ids);
 out:
-    if (streaming)
-        g3_infer_stream_free(&stream);
-    free(text);
     g3_bpe_ids_free(&ids);
     g3_bpe_free(bpe);
     g3_cli_infer_free(&s);

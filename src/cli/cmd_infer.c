@@ -232,6 +232,22 @@ static int g3_cli_infer_check_layout(int max_dp, g3_cli_infer_t *s)
     return g3_gpt_config_check(m) == G3_OK ? G3_EXIT_OK : G3_EXIT_USAGE;
 }
 
+/* The model's sizes against what the --device kernels run (g3_be_check_sizes, as gpt3d train
+ * checks them: the padded vocabulary rows of one tensor-parallel rank).  RET: the exit code. */
+static int g3_cli_infer_check_sizes(const g3_cli_infer_t *s)
+{
+    const g3_gpt_config_t *m = &s->info->model;
+    char why[1024];
+
+    if (g3_be_check_sizes(s->kind, &s->be_opts, m->hidden_size, m->num_attention_heads,
+                          m->hidden_size / m->num_attention_heads, g3_gpt_config_ffn(m),
+                          s->info->padded_vocab / s->tp, why, sizeof(why)) != G3_OK) {
+        g3_error("%s", why);
+        return G3_EXIT_USAGE;
+    }
+    return G3_EXIT_OK;
+}
+
 int g3_cli_infer_parse(const g3_opt_cmd_t *cmd, int argc, char **argv, g3_opts_t **o_p)
 {
     return g3_status_exit_code(g3_cli_world_parse(cmd, argc, argv, o_p));
@@ -251,9 +267,17 @@ int g3_cli_infer_check(const g3_opts_t *o, const char *what, int max_dp, g3_cli_
     s->rank = s->w.me->rank;
     if (!g3_train_flags_layout(o, &s->lf))   /* the trainer's reader */
         return G3_EXIT_USAGE;
-    rc = g3_cli_infer_check_ckpt(o, what, s);
+    /* the compute backend as gpt3d train chooses and checks it */
+    g3_be_opts_default(&s->be_opts);
+    if (!g3_train_flags_backend(o, &s->kind, &s->be_opts))
+        return G3_EXIT_USAGE;
+    rc = g3_train_flags_probe(s->kind, &s->be_opts, 0);
+    if (rc == G3_EXIT_OK)
+        rc = g3_cli_infer_check_ckpt(o, what, s);
     if (rc == G3_EXIT_OK)
         rc = g3_cli_infer_check_layout(max_dp, s);
+    if (rc == G3_EXIT_OK)
+        rc = g3_cli_infer_check_sizes(s);
     return rc;
 }
 
@@ -282,7 +306,6 @@ int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
 {
     g3_gpt_config_t *m = &s->info->model;
     const g3_par_layout_t *l = NULL;
-    g3_be_opts_t bo;
     g3_status_t st;
     int rc;
 
@@ -293,9 +316,8 @@ int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s)
     l = g3_par_layout(s->w.par);   /* alone: 1 x 1 x 1 */
     g3_par_shard(s->w.par, m);     /* this rank's part of the model */
     s->B = B;
-    g3_be_opts_default(&bo);
-    bo.nthreads = s->w.threads;
-    st = g3_be_open(G3_BE_KIND_CPU, &bo, &s->be);
+    s->be_opts.nthreads = s->w.threads;   /* as the trainer sets them */
+    st = g3_be_open(s->kind, &s->be_opts, &s->be);
     if (st == G3_OK)
         st = g3_gpt_init(m, s->be, &s->model);
     if (st == G3_OK) {

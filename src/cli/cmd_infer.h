@@ -1,7 +1,8 @@
 /* gpt3d eval and gpt3d generate: what the two drivers share.  The flags that name the
  * checkpoint and check the model against it, the layout, and opening the model: the
- * checkpoint's configuration (src/infer/ckpt_model.h), the tokenizer files, the CPU
- * backend, the weights.  Alone, or under mpirun / srun --mpi=pmix with the trainer's world,
+ * checkpoint's configuration (src/infer/ckpt_model.h), the tokenizer files, the compute
+ * backend (--device, chosen, checked and opened as gpt3d train does: train/flags.h), the
+ * weights.  Alone, or under mpirun / srun --mpi=pmix with the trainer's world,
  * layout and 3D-parallel engine (src/cli/world.h, src/parallel/par.h): every rank runs the
  * checks, rank 0 alone speaks (docs/inference.md). */
 #ifndef G3_CLI_CMD_INFER_H
@@ -31,6 +32,7 @@
     { "num-attention-heads", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }, \
     { "ffn-hidden-size", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }, \
     { "max-position-embeddings", G3_OPT_INT, NULL, "Only checked against the checkpoint.", NULL, 0, 0, NULL }, \
+    G3_TRAIN_BACKEND_SPECS, \
     G3_TRAIN_LAYOUT_SPECS
 
 typedef struct {
@@ -41,6 +43,8 @@ typedef struct {
     g3_train_data_flags_t tok;         /* the tokenizer flags as given (the trainer's reader) */
     int                   rank;        /* world rank: 0 speaks                              */
     g3_infer_ckpt_info_t *info;        /* the checkpoint and its model's configuration      */
+    g3_be_kind_t          kind;        /* --device                                          */
+    g3_be_opts_t          be_opts;     /* --attention-backend, --deterministic; the threads */
     g3_backend_t         *be;
     g3_gpt_t             *model;       /* this rank's part of it                            */
     g3_par_engine_t      *eng;         /* the trainer's engine on the layout (alone: 1x1x1) */
@@ -53,11 +57,13 @@ typedef struct {
 int g3_cli_infer_parse(const g3_opt_cmd_t *cmd, int argc, char **argv, g3_opts_t **o_p);
 
 /* The world, then the checks before any work (every rank; ranks other than 0 quiet until
- * g3_cli_infer_agree): the layout flags (the trainer's reader, into s->lf), --load given,
- * the checkpoint found and readable, the model flags
- * equal to the checkpoint's, --seq-length within its positions, the tokenizer files there
- * and of the checkpoint's vocabulary size, the layout (--tensor-model-parallel-size,
- * --pipeline-model-parallel-size) dividing the job's ranks and the model (the trainer's
+ * g3_cli_infer_agree): the layout flags (the trainer's reader, into s->lf), the backend flags
+ * (the trainer's reader and probe, into s->kind and s->be_opts: a --device this build or
+ * machine cannot run is refused with the trainer's message and code), --load given, the
+ * checkpoint found and readable, the model flags equal to the checkpoint's, --seq-length
+ * within its positions, the tokenizer files there and of the checkpoint's vocabulary size,
+ * the layout (--tensor-model-parallel-size, --pipeline-model-parallel-size) dividing the
+ * job's ranks and the model, the model's sizes ones the --device kernels run (the trainer's
  * messages); max_dp: the most data-parallel replicas the command can use (generate: 1).
  * RET: the exit code (0 when s->info, the files, T and the layout's sizes are set; the
  * error logged otherwise).  s is set up for g3_cli_infer_free either way. */
@@ -67,9 +73,9 @@ int g3_cli_infer_check(const g3_opts_t *o, const char *what, int max_dp, g3_cli_
  * the quiet.  RET: the job's exit code. */
 int g3_cli_infer_agree(g3_cli_infer_t *s, int rc);
 
-/* Then the model: the layout (alone: none), the CPU backend, this rank's part of the model
- * with activations for (B, T) (the engine's with a layout), the weights, re-sharded from
- * the checkpoint's layout.  Collective.  RET: the exit code. */
+/* Then the model: the layout (alone: none), the --device backend, this rank's part of the
+ * model with activations for (B, T) (the engine's with a layout), the weights, re-sharded
+ * from the checkpoint's layout.  Collective.  RET: the exit code. */
 int g3_cli_infer_load(const g3_opts_t *o, int B, g3_cli_infer_t *s);
 
 /* The model a pass runs on (g3_infer_evaluate, g3_infer_generate). */

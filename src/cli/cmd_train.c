@@ -183,15 +183,10 @@ static int g3_train_check_backend(const g3_train_config_t *cfg, const g3_comm_pr
                                   int check)
 {
     const g3_be_kind_info_t *row = g3_be_kind(cfg->backend);
-    char why[1024];
-    g3_status_t st = g3_be_probe(cfg->backend, &cfg->be_opts, why, sizeof(why));
+    int rc = g3_train_flags_probe(cfg->backend, &cfg->be_opts, check);   /* --check: elsewhere */
 
-    if (st != G3_OK && check && st != G3_ERR_UNSUPPORTED)
-        st = G3_OK;   /* --check: no GPU here (a login node); the build's support is what counts */
-    if (st != G3_OK) {
-        g3_error("%s", why);
-        return st == G3_ERR_UNSUPPORTED ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
-    }
+    if (rc != G3_EXIT_OK)
+        return rc;
     if (!(row->caps & G3_BE_CAP_HOST_MEMORY) && me->size > 1 && !cfg->dist_ucx &&
         !g3_comm_backend_available(G3_COMM_BACKEND_NCCL)) {
         g3_error("--device %s with %d ranks needs NCCL (one rank per GPU, the tensor-, pipeline- and data-parallel groups on device buffers) and this gpt3d was built without it; reconfigure with --with-nccl=DIR, pass --distributed-backend ucx (through host memory), start one rank, or use --device cpu", row->name,

@@ -10,6 +10,23 @@
 #include "cli/eval_tasks.h"
 #include "core/log.h"
 
+void g3_eval_tasks_specs(g3_opt_spec_t *specs)
+{
+    static char task[512], convert[512];   /* as long as the table: the process */
+    char kinds[256];
+
+    snprintf(task, sizeof(task), "Downstream tasks instead of the splits' loss: %s (docs/evaluation.md).",
+             g3_task_kinds_list(G3_TASK_KINDS_ALL, ", ", kinds, sizeof(kinds)));
+    snprintf(convert, sizeof(convert), "Write the one multiple-choice --task's items (%s; the published formats converted) as gpt3d's multiple-choice JSONL to FILE and stop: no checkpoint needed.",
+             g3_task_kinds_list(G3_TASK_KINDS_CHOICES, " or ", kinds, sizeof(kinds)));
+    for (; specs->name; specs++) {
+        if (strcmp(specs->name, "task") == 0)
+            specs->help = task;
+        if (strcmp(specs->name, "convert-to") == 0)
+            specs->help = convert;
+    }
+}
+
 int g3_eval_tasks_wanted(const g3_opts_t *o)
 {
     return g3_opts_is_set(o, "task");
@@ -26,7 +43,9 @@ int g3_eval_tasks_convert(const g3_opts_t *o)
     if (g3_opts_is_set(o, "task-data"))
         nf = g3_opts_list(o, "task-data", &files);
     if (n != 1 || nf != 1 || g3_task_kind(names[0]) < 0) {
-        g3_error("--convert-to FILE converts one file: pass --task hellaswag, piqa, winogrande or mc and its --task-data FILE");
+        char kinds[256];
+        g3_error("--convert-to FILE converts one file: pass --task %s and its --task-data FILE",
+                 g3_task_kinds_list(G3_TASK_KINDS_CHOICES, " or ", kinds, sizeof(kinds)));
         return G3_EXIT_USAGE;
     }
     return g3_status_exit_code(g3_task_convert((g3_task_kind_t)g3_task_kind(names[0]), files[0],
@@ -76,8 +95,10 @@ int g3_eval_tasks_prepare(const g3_opts_t *o, const g3_cli_infer_t *s, int64_t B
         seed = strtoll(buf, NULL, 10);
     for (int i = 0; i < n; i++)
         if (g3_task_kind(names[i]) < 0) {
-            g3_error("--task '%s' is not a task: use lambada, wikitext103, hellaswag, piqa, winogrande or mc (gpt3d's multiple-choice JSONL)",
-                     names[i]);
+            char kinds[256];
+            g3_error("--task '%s' is not a task: use %s (gpt3d's multiple-choice JSONL)",
+                     names[i], g3_task_kinds_list(G3_TASK_KINDS_ALL, " or ", kinds,
+                                                  sizeof(kinds)));
             return G3_EXIT_USAGE;
         }
     et->B = B;

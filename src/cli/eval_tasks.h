@@ -11,15 +11,16 @@
 #include "cli/cmd_infer.h"
 #include "infer/tasks.h"
 
-/* The task flags of gpt3d eval's table. */
+/* The task flags of gpt3d eval's table (the help of --task and --convert-to, which list the
+ * task kinds: g3_eval_tasks_specs). */
 #define G3_EVAL_TASK_SPECS \
-    { "task", G3_OPT_LIST, NULL, "Downstream tasks instead of the splits' loss: lambada, wikitext103, hellaswag, piqa, winogrande, mc (docs/evaluation.md).", NULL, 1, 0, "NAME..." }, \
+    { "task", G3_OPT_LIST, NULL, NULL, NULL, 1, 0, "NAME..." }, \
     { "task-data", G3_OPT_LIST, NULL, "The file of each --task, in the same order (the user's files: nothing is downloaded).", NULL, 1, 0, "FILE..." }, \
     { "num-fewshot", G3_OPT_INT, "0", "Solved examples before each item, joined by a blank line.", NULL, 0, 0, "K" }, \
     { "fewshot-data", G3_OPT_LIST, NULL, "Where each task's examples are drawn from (default: the task file, never the item itself).", NULL, 1, 0, "FILE..." }, \
     { "show-prompt", G3_OPT_BOOL, NULL, "Print the prompt of each task's first item, the scored continuation in brackets.", NULL, 0, 0, NULL }, \
     { "overlapping-eval", G3_OPT_INT, NULL, "wikitext103: windows of --seq-length tokens every STRIDE tokens, each token scored once (default: --seq-length, no overlap).", NULL, 0, 0, "STRIDE" }, \
-    { "convert-to", G3_OPT_STRING, NULL, "Write the one multiple-choice --task's items (HellaSwag, PiQA, WinoGrande converted) as gpt3d's multiple-choice JSONL to FILE and stop: no checkpoint needed.", NULL, 0, 0, "FILE" }, \
+    { "convert-to", G3_OPT_STRING, NULL, NULL, NULL, 0, 0, "FILE" }, \
     { "debug-task-rows", G3_OPT_STRING, NULL, "Tests: write each task's rows (token ids, scored span, log-probability) to PREFIX.I.jsonl.", NULL, 0, 0, "PREFIX" }
 
 typedef struct {
@@ -27,6 +28,10 @@ typedef struct {
     int64_t       B;         /* rows per micro-batch                         */
     FILE         *metrics;   /* rank 0's --metrics-file, or NULL             */
 } g3_eval_tasks_t;
+
+/* Write the help of --task and --convert-to into the table specs (ends with a NULL name): the
+ * kinds of src/infer/tasks.h's table, listed. */
+void g3_eval_tasks_specs(g3_opt_spec_t *specs);
 
 /* RET: 1 when --task is given. */
 int g3_eval_tasks_wanted(const g3_opts_t *o);

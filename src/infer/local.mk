@@ -11,6 +11,7 @@ src_libgpt3d_a_SOURCES += \
 	src/infer/tasks.h \
 	src/infer/tasks_internal.h \
 	src/infer/tasks.c \
+	src/infer/tasks_kinds.c \
 	src/infer/tasks_read.c \
 	src/infer/tasks_text.c \
 	src/infer/tasks_run.c

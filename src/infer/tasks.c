@@ -1,6 +1,6 @@
-/* gpt3d infer: building the tasks' rows from their items (tasks_read.c reads the files): the
- * harness's request encoding, Megatron's LAMBADA split and WikiText windows, the few-shot
- * prompts (see tasks.h).
+/* gpt3d infer: building the tasks' rows from their items (tasks_read.c reads the files, the
+ * kind's row in tasks_kinds.c says which builder): the harness's request encoding, Megatron's
+ * LAMBADA split and WikiText windows, the few-shot prompts (see tasks.h).
  * Glossary: T sequence length, K few-shot examples. */
 #include "config.h"
 
@@ -11,25 +11,6 @@
 #include "core/rng.h"
 #include "data/json.h"
 #include "infer/tasks_internal.h"
-
-static const char *const g3_task_names[G3_TASK_KIND_COUNT] = {
-    "lambada", "wikitext103", "mc", "hellaswag", "piqa", "winogrande"
-};
-
-int g3_task_kind(const char *name)
-{
-    if (strcmp(name, "wikitext") == 0)
-        return G3_TASK_WIKITEXT;
-    for (int k = 0; k < G3_TASK_KIND_COUNT; k++)
-        if (strcmp(name, g3_task_names[k]) == 0)
-            return k;
-    return -1;
-}
-
-const char *g3_task_kind_name(g3_task_kind_t kind)
-{
-    return kind >= 0 && kind < G3_TASK_KIND_COUNT ? g3_task_names[kind] : "?";
-}
 
 /* ---- rows -------------------------------------------------------------------------------- */
 
@@ -154,13 +135,12 @@ static g3_status_t g3_task_prefix(g3_task_t *t, int64_t i)
         } while (again);
         picked[k] = r;
         ex = &pool[r];
-        if (t->spec.kind == G3_TASK_LAMBADA) {
-            st = g3_buf_append(&t->prefix, ex->ctx[0], strlen(ex->ctx[0]));
-        } else {
-            st = g3_buf_append(&t->prefix, ex->ctx[ex->label], strlen(ex->ctx[ex->label]));
-            if (st == G3_OK)
-                st = g3_buf_append(&t->prefix, ex->delim ? ex->delim : G3_TASK_TARGET_SEP,
-                                   strlen(ex->delim ? ex->delim : G3_TASK_TARGET_SEP));
+        /* the solved example: its right context, then (a text scored at its end has none)
+         * the delimiter and its right continuation */
+        st = g3_buf_append(&t->prefix, ex->ctx[ex->label], strlen(ex->ctx[ex->label]));
+        if (st == G3_OK && ex->cont[ex->label]) {
+            const char *d = ex->delim ? ex->delim : G3_TASK_TARGET_SEP;
+            st = g3_buf_append(&t->prefix, d, strlen(d));
             if (st == G3_OK)
                 st = g3_buf_append(&t->prefix, ex->cont[ex->label], strlen(ex->cont[ex->label]));
         }
@@ -187,7 +167,7 @@ static char *g3_task_prefixed(const g3_task_t *t, const char *s, size_t n)
 /* LAMBADA, Megatron's get_tokens: strict, the text up to the last whitespace-delimited word
  * (stripped) and ' ' + that word, each encoded alone; non-strict, the text encoded and its
  * last token the target.  Rows 2i (strict) and 2i + 1 (non-strict). */
-static g3_status_t g3_task_lambada_rows(g3_task_t *t, int64_t i)
+g3_status_t g3_task_rows_lambada(g3_task_t *t, int64_t i)
 {
     const g3_task_item_t *it = &t->items[i];
     const char *text = it->ctx[0];
@@ -252,7 +232,7 @@ static g3_status_t g3_task_lambada_rows(g3_task_t *t, int64_t i)
 /* WikiText: the file detokenized and encoded whole; the windows of Megatron's _LMDataset
  * (start idx * stride, T + 1 tokens; the first window scores all its targets, the others
  * their last `stride`), the windows that score nothing left out. */
-static g3_status_t g3_task_wikitext_rows(g3_task_t *t)
+g3_status_t g3_task_rows_wikitext(g3_task_t *t)
 {
     char *data = NULL, *detok = NULL;
     size_t len = 0, dlen = 0, bad, b = 0, e = 0, sp;
@@ -317,8 +297,66 @@ static g3_status_t g3_task_wikitext_rows(g3_task_t *t)
     return st;
 }
 
-g3_status_t g3_task_load(const g3_task_spec_t *spec, const g3_bpe_t *bpe, int T,
-                         g3_task_t **task_p)
+g3_status_t g3_task_rows_choices(g3_task_t *t, int64_t i)
+{
+    const g3_task_item_t *it = &t->items[i];
+    g3_status_t st = G3_OK;
+
+    for (int c = 0; c < it->nchoices && st == G3_OK; c++) {
+        char *ctx = g3_task_prefixed(t, it->ctx[c], strlen(it->ctx[c]));
+        char *cont = g3_task_concat(it->delim ? it->delim : G3_TASK_TARGET_SEP, it->cont[c],
+                                    NULL);
+        st = ctx && cont ? g3_task_request(t, i, c, ctx, cont, it->line) : G3_ERR_NO_MEMORY;
+        free(ctx);
+        free(cont);
+    }
+    return st;
+}
+
+/* A kind without items (rows_all): its rows from the whole file; no few-shot examples. */
+static g3_status_t g3_task_build_all(g3_task_t *t)
+{
+    if (t->spec.num_fewshot > 0) {
+        g3_error("%s is a perplexity task: it takes no few-shot examples; drop --num-fewshot for it",
+                 t->kind->name);
+        return G3_ERR_INVALID_ARG;
+    }
+    t->nitems = 1;
+    return t->kind->rows_all(t);
+}
+
+/* A kind of items: the items (and --fewshot-data's), then each item's rows after its
+ * few-shot examples. */
+static g3_status_t g3_task_build_items(g3_task_t *t)
+{
+    const g3_task_spec_t *spec = &t->spec;
+    g3_status_t st = g3_task_read_items(t->kind, spec->data, &t->items, &t->nitems);
+
+    if (st == G3_OK && spec->fewshot_data && spec->num_fewshot > 0)
+        st = g3_task_read_items(t->kind, spec->fewshot_data, &t->shots, &t->nshots);
+    if (st != G3_OK)
+        return st;
+    if (spec->num_fewshot < 0 || spec->num_fewshot > 64 ||
+        spec->num_fewshot > (t->shots ? t->nshots : t->nitems - 1)) {
+        g3_error("--num-fewshot %d: the examples come from %s, which has %lld to draw from (at most 64)",
+                 spec->num_fewshot, t->shots ? spec->fewshot_data : spec->data,
+                 (long long)(t->shots ? t->nshots : t->nitems - 1));
+        return G3_ERR_INVALID_ARG;
+    }
+    for (int64_t i = 0; i < t->nitems && st == G3_OK; i++) {
+        st = g3_task_prefix(t, i);
+        if (st == G3_OK)
+            st = t->kind->rows(t, i);
+    }
+    if (st == G3_OK && t->truncated > 0)
+        g3_warn("%s: %lld row%s longer than --seq-length %d + 1 tokens, cut on the left (the first at line %d); counted as \"truncated\" in the report",
+                spec->data, (long long)t->truncated, t->truncated == 1 ? " is" : "s are", t->T,
+                t->first_truncated_line);
+    return st;
+}
+
+g3_status_t g3_task_build(const g3_task_kind_info_t *kind, const g3_task_spec_t *spec,
+                          const g3_bpe_t *bpe, int T, g3_task_t **task_p)
 {
     g3_task_t *t = calloc(1, sizeof(*t));
     const char *base;
@@ -328,68 +366,22 @@ g3_status_t g3_task_load(const g3_task_spec_t *spec, const g3_bpe_t *bpe, int T,
     if (!t)
         return G3_ERR_NO_MEMORY;
     t->spec = *spec;
+    t->kind = kind;
     t->bpe = bpe;
     t->T = T;
     t->eod = g3_bpe_eod_id(bpe) >= 0 ? g3_bpe_eod_id(bpe) : 0;
     base = strrchr(spec->data, '/') ? strrchr(spec->data, '/') + 1 : spec->data;
     nb = strcspn(base, ".");
-    if (spec->kind == G3_TASK_MC)
-        snprintf(t->name, sizeof(t->name), "mc:%.*s", (int)(nb < 100 ? nb : 100), base);
+    if (kind->named_by_file)
+        snprintf(t->name, sizeof(t->name), "%s:%.*s", kind->name, (int)(nb < 100 ? nb : 100),
+                 base);
     else
-        snprintf(t->name, sizeof(t->name), "%s", g3_task_kind_name(spec->kind));
+        snprintf(t->name, sizeof(t->name), "%s", kind->name);
     st = g3_bpe_cache_init(&t->cache);
+    if (st == G3_OK)
+        st = kind->fields ? g3_task_build_items(t) : g3_task_build_all(t);
     if (st != G3_OK)
         goto err_free_task;
-    if (spec->kind == G3_TASK_WIKITEXT) {
-        if (spec->num_fewshot > 0) {
-            g3_error("wikitext103 is a perplexity task: it takes no few-shot examples; drop --num-fewshot for it");
-            st = G3_ERR_INVALID_ARG;
-            goto err_free_task;
-        }
-        t->nitems = 1;
-        st = g3_task_wikitext_rows(t);
-        if (st != G3_OK)
-            goto err_free_task;
-        *task_p = t;
-        return G3_OK;
-    }
-    st = g3_task_read_items(spec->kind, spec->data, &t->items, &t->nitems);
-    if (st == G3_OK && spec->fewshot_data && spec->num_fewshot > 0)
-        st = g3_task_read_items(spec->kind, spec->fewshot_data, &t->shots, &t->nshots);
-    if (st != G3_OK)
-        goto err_free_task;
-    if (spec->num_fewshot < 0 || spec->num_fewshot > 64 ||
-        spec->num_fewshot > (t->shots ? t->nshots : t->nitems - 1)) {
-        g3_error("--num-fewshot %d: the examples come from %s, which has %lld to draw from (at most 64)",
-                 spec->num_fewshot, t->shots ? spec->fewshot_data : spec->data,
-                 (long long)(t->shots ? t->nshots : t->nitems - 1));
-        st = G3_ERR_INVALID_ARG;
-        goto err_free_task;
-    }
-    for (int64_t i = 0; i < t->nitems && st == G3_OK; i++) {
-        const g3_task_item_t *it = &t->items[i];
-        st = g3_task_prefix(t, i);
-        if (st != G3_OK)
-            break;
-        if (spec->kind == G3_TASK_LAMBADA) {
-            st = g3_task_lambada_rows(t, i);
-            continue;
-        }
-        for (int c = 0; c < it->nchoices && st == G3_OK; c++) {
-            char *ctx = g3_task_prefixed(t, it->ctx[c], strlen(it->ctx[c]));
-            char *cont = g3_task_concat(it->delim ? it->delim : G3_TASK_TARGET_SEP, it->cont[c],
-                                        NULL);
-            st = ctx && cont ? g3_task_request(t, i, c, ctx, cont, it->line) : G3_ERR_NO_MEMORY;
-            free(ctx);
-            free(cont);
-        }
-    }
-    if (st != G3_OK)
-        goto err_free_task;
-    if (t->truncated > 0)
-        g3_warn("%s: %lld row%s longer than --seq-length %d + 1 tokens, cut on the left (the first at line %d); counted as \"truncated\" in the report",
-                spec->data, (long long)t->truncated, t->truncated == 1 ? " is" : "s are", T,
-                t->first_truncated_line);
     *task_p = t;
     return G3_OK;
 
@@ -461,62 +453,6 @@ void g3_task_show_prompt(const g3_task_t *t, const g3_bpe_t *bpe, FILE *out)
     }
     free(a);
     free(b);
-}
-
-g3_status_t g3_task_set_load(const char *spec, const char *vocab_file, const char *merge_file,
-                             int T, uint64_t seed, g3_task_set_t *set)
-{
-    char *copy = strdup(spec), *save = NULL, *entry;
-    g3_status_t st = copy ? G3_OK : G3_ERR_NO_MEMORY;
-
-    memset(set, 0, sizeof(*set));
-    if (st == G3_OK)
-        st = g3_bpe_load(vocab_file, merge_file, &set->bpe);
-    for (entry = st == G3_OK ? strtok_r(copy, ",", &save) : NULL; entry && st == G3_OK;
-         entry = strtok_r(NULL, ",", &save)) {
-        char *name = entry, *file = strchr(entry, ':'), *k = NULL, *end = NULL;
-        g3_task_spec_t ts;
-        g3_task_t **grown;
-        long K = 0;
-        if (file) {
-            *file++ = '\0';
-            k = strchr(file, ':');
-        }
-        if (k) {
-            *k++ = '\0';
-            K = strtol(k, &end, 10);
-        }
-        if (!file || !*file || g3_task_kind(name) < 0 || (k && (*end || end == k || K < 0))) {
-            g3_error("--eval-tasks '%s': '%s' is not NAME:FILE[:K] with NAME lambada, wikitext103, hellaswag, piqa, winogrande or mc and K the few-shot examples",
-                     spec, name);
-            st = G3_ERR_INVALID_ARG;
-            break;
-        }
-        memset(&ts, 0, sizeof(ts));
-        ts.kind = (g3_task_kind_t)g3_task_kind(name);
-        ts.data = file;
-        ts.num_fewshot = (int)K;
-        ts.seed = seed;
-        grown = realloc(set->tasks, sizeof(*grown) * (size_t)(set->n + 1));
-        if (!grown) {
-            st = G3_ERR_NO_MEMORY;
-            break;
-        }
-        set->tasks = grown;
-        /* the spec text lives as long as the task: the copy is kept (t->spec.data) */
-        st = g3_task_load(&ts, set->bpe, T, &set->tasks[set->n]);
-        if (st == G3_OK)
-            set->n++;
-    }
-    if (st == G3_OK && set->n == 0) {
-        g3_error("--eval-tasks '%s' names no task: pass NAME:FILE[:K],...", spec);
-        st = G3_ERR_INVALID_ARG;
-    }
-    if (st == G3_OK || set->n > 0)
-        set->spec_copy = copy;
-    else
-        free(copy);
-    return st;
 }
 
 void g3_task_set_free(g3_task_set_t *set)

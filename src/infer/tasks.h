@@ -11,6 +11,9 @@
  *   mc           multiple choice in gpt3d's JSONL ({"context", "choices", "label"}, or the
  *                partial form {"contexts", "continuation", "label"}), and the published
  *                formats of hellaswag, piqa and winogrande read directly: acc and acc_norm.
+ * Each kind is one row of the table of kinds (tasks_kinds.c, tasks_internal.h): its names, the
+ * fields of its file's lines, its item and row builders, its metrics and their scorer; adding
+ * a kind is adding a row (docs/evaluation.md).
  * Few-shot: K solved examples, drawn per item with --seed from --fewshot-data or the task
  * file (never the item itself), joined by G3_TASK_FEWSHOT_SEP before the item.
  *
@@ -36,16 +39,9 @@
  * an mc item may give its own "target_delimiter"). */
 #define G3_TASK_TARGET_SEP " "
 
-typedef enum {
-    G3_TASK_LAMBADA = 0,
-    G3_TASK_WIKITEXT,
-    G3_TASK_MC,            /* gpt3d's multiple-choice JSONL                  */
-    G3_TASK_HELLASWAG,     /* multiple choice, read from the published files */
-    G3_TASK_PIQA,
-    G3_TASK_WINOGRANDE,
-    G3_TASK_KIND_COUNT
-} g3_task_kind_t;
-
+/* A kind of task: a row of the table of kinds (tasks_kinds.c; tasks_internal.h says what a
+ * row holds), by its index; g3_task_kind gives it from a --task word. */
+typedef int g3_task_kind_t;
 /* What to run: one --task with its file and the shared settings. */
 typedef struct {
     g3_task_kind_t kind;
@@ -70,14 +66,25 @@ typedef struct {
 
 typedef struct g3_task g3_task_t;
 
-/* RET: the kind named name ("lambada", "wikitext103" or "wikitext", "mc",
- * "hellaswag", "piqa", "winogrande"), or -1. */
+/* RET: the kind named name (its --task word or an alias: "wikitext" is wikitext103), or -1. */
 int g3_task_kind(const char *name);
+/* RET: kind's --task word ("?" for none). */
 const char *g3_task_kind_name(g3_task_kind_t kind);
 
-/* Convert a multiple-choice file of kind (hellaswag, piqa, winogrande, mc) into gpt3d's
- * multiple-choice JSONL at out, the items as scoring sees them.  RET: as g3_task_load,
- * G3_ERR_IO (logged). */
+/* Which kinds g3_task_kinds_list lists. */
+typedef enum {
+    G3_TASK_KINDS_ALL = 0,
+    G3_TASK_KINDS_CHOICES     /* the multiple-choice kinds: --convert-to writes them */
+} g3_task_kinds_t;
+
+/* The --task words of the kinds which, in the table's order, joined by ", " and the last by
+ * last (" or ", ", "), into buf (size; cut short when too small), for help and messages:
+ * "lambada, wikitext103, hellaswag, piqa, winogrande or mc".  RET: buf. */
+const char *g3_task_kinds_list(g3_task_kinds_t which, const char *last, char *buf, size_t size);
+
+/* Convert a multiple-choice file of kind (hellaswag, piqa, winogrande, mc: a kind of choices)
+ * into gpt3d's multiple-choice JSONL at out, the items as scoring sees them.  RET: as
+ * g3_task_load, G3_ERR_IO (logged). */
 g3_status_t g3_task_convert(g3_task_kind_t kind, const char *in, const char *out);
 
 /* Read the task's file(s) and build its rows for sequences of T tokens with bpe: every

@@ -1,4 +1,5 @@
-/* gpt3d infer: scoring a task's rows on the model and its metrics (see tasks.h).
+/* gpt3d infer: scoring a task's rows on the model, and the scorers of the metrics the kinds
+ * report (their rows in tasks_kinds.c name them; see tasks.h).
  * Glossary: B micro-batch, T sequence length, Tb a micro-batch's length (its longest row),
  * DP data-parallel size, TP tensor-parallel size. */
 #include "config.h"
@@ -48,7 +49,7 @@ static g3_status_t g3_task_score(g3_task_t *t, const g3_infer_lm_t *lm, int B, i
     int32_t *in = malloc(sizeof(int32_t) * cells), *tg = malloc(sizeof(int32_t) * cells);
     float *lp = malloc(sizeof(float) * cells);
     uint8_t *gr = malloc(cells);
-    int greedy = t->spec.kind == G3_TASK_LAMBADA;
+    int greedy = t->kind->greedy;
     double t0 = g3_clock_now(), last = t0, tokens = 0.0;
     g3_status_t st = G3_OK;
 
@@ -141,11 +142,10 @@ static void g3_task_mean(const double *x, int64_t n, double *mean, double *se)
     *se = n > 1 ? sqrt(v / (double)(n - 1)) / sqrt((double)n) : NAN;
 }
 
-static void g3_task_metric(g3_task_result_t *res, const char *name, double v, double se)
+void g3_task_metric(g3_task_result_t *res, double v, double se)
 {
     if (res->nmetrics >= G3_TASK_MAX_METRICS)
         return;
-    res->names[res->nmetrics] = name;
     res->values[res->nmetrics] = v;
     res->stderrs[res->nmetrics] = se;
     res->nmetrics++;
@@ -160,86 +160,101 @@ static double g3_task_chars(const char *s)
     return n;
 }
 
-/* The metrics of each kind from t->res.  RET: G3_ERR_NO_MEMORY. */
-static g3_status_t g3_task_metrics(const g3_task_t *t, g3_task_result_t *res)
+void g3_task_score_lambada(const g3_task_t *t, double *scratch, g3_task_result_t *res)
 {
     int64_t n = t->nitems;
-    double *a = malloc(sizeof(double) * (size_t)(3 * n + 3)), *b = a + n, *c = b + n;
-    double m, se;
+    double *a = scratch, *b = a + n, *c = b + n, m, se;
 
-    if (!a) {
+    for (int64_t i = 0; i < n; i++) {
+        a[i] = t->res[(size_t)(2 * i) * G3_TASK_R_N + G3_TASK_R_GREEDY];
+        b[i] = t->res[(size_t)(2 * i + 1) * G3_TASK_R_N + G3_TASK_R_GREEDY];
+        c[i] = t->res[(size_t)(2 * i) * G3_TASK_R_N + G3_TASK_R_LP];
+    }
+    g3_task_mean(a, n, &m, &se);
+    g3_task_metric(res, m, se);   /* acc_strict */
+    g3_task_mean(b, n, &m, &se);
+    g3_task_metric(res, m, se);   /* acc_nonstrict */
+    /* the harness's perplexity: exp of minus the mean log-likelihood of the targets; its
+     * standard error by the delta method */
+    g3_task_mean(c, n, &m, &se);
+    g3_task_metric(res, exp(-m), exp(-m) * se);
+}
+
+void g3_task_score_wikitext(const g3_task_t *t, double *scratch, g3_task_result_t *res)
+{
+    double sum = 0.0, sq = 0.0, cnt = 0.0, loss, var, ratio, se;
+
+    (void)scratch;
+    for (int64_t r = 0; r < t->nrows; r++) {
+        sum -= t->res[(size_t)r * G3_TASK_R_N + G3_TASK_R_LP];
+        sq += t->res[(size_t)r * G3_TASK_R_N + G3_TASK_R_LP2];
+        cnt += t->res[(size_t)r * G3_TASK_R_N + G3_TASK_R_COUNT];
+    }
+    /* Megatron: the loss over num_tokenized_tokens - 1 targets (each scored once, so cnt),
+     * ppl = exp(min(20, loss)), and the adjusted ppl with the token ratio */
+    loss = sum / (double)(t->bpe_tokens - 1);
+    ratio = (double)(t->bpe_tokens - 1) /
+            (double)(t->orig_tokens - 1 > 0 ? t->orig_tokens - 1 : 1);
+    var = cnt > 1 ? (sq - sum * sum / cnt) / (cnt - 1) : NAN;
+    se = cnt > 1 ? sqrt(var > 0 ? var : 0) / sqrt(cnt) : NAN;
+    res->n = (int64_t)cnt;
+    g3_task_metric(res, loss, se);
+    g3_task_metric(res, exp(fmin(20.0, loss)), exp(fmin(20.0, loss)) * se);
+    g3_task_metric(res, exp(fmin(20.0, loss * ratio)), exp(fmin(20.0, loss * ratio)) * ratio * se);
+    g3_task_metric(res, ratio, NAN);
+    if ((int64_t)cnt != t->bpe_tokens - 1)
+        g3_warn("%s: %lld targets scored for %lld tokens: a window was lost", t->name,
+                (long long)cnt, (long long)t->bpe_tokens);
+}
+
+void g3_task_score_choices(const g3_task_t *t, double *scratch, g3_task_result_t *res)
+{
+    int64_t n = t->nitems, r = 0;
+    double *a = scratch, *b = a + n, m, se;
+
+    for (int64_t i = 0; i < n; i++) {
+        const g3_task_item_t *it = &t->items[i];
+        int best = 0, bestn = 0;
+        double bv = -INFINITY, bn = -INFINITY;
+        for (int k = 0; k < it->nchoices; k++, r++) {
+            double ll = t->res[(size_t)r * G3_TASK_R_N + G3_TASK_R_LP];
+            /* acc_norm: over the choice's length in characters (the harness's len(choice);
+             * partial items: its choices are the contexts) */
+            double len = g3_task_chars(it->partial ? it->ctx[k] : it->cont[k]);
+            double ln = ll / (len > 0 ? len : 1.0);
+            if (ll > bv) {   /* np.argmax: the first largest */
+                bv = ll;
+                best = k;
+            }
+            if (ln > bn) {
+                bn = ln;
+                bestn = k;
+            }
+        }
+        a[i] = best == it->label;
+        b[i] = bestn == it->label;
+    }
+    g3_task_mean(a, n, &m, &se);
+    g3_task_metric(res, m, se);   /* acc */
+    g3_task_mean(b, n, &m, &se);
+    g3_task_metric(res, m, se);   /* acc_norm */
+}
+
+/* The metrics of the task's kind from t->res, named by its row.  RET: G3_ERR_NO_MEMORY. */
+static g3_status_t g3_task_metrics(const g3_task_t *t, g3_task_result_t *res)
+{
+    double *scratch = malloc(sizeof(double) * (size_t)(3 * t->nitems + 3));
+
+    if (!scratch) {
         g3_error("%s: out of memory for the metrics", t->name);
         return G3_ERR_NO_MEMORY;
     }
-    res->n = n;
+    res->n = t->nitems;
     res->truncated = t->truncated;
-    if (t->spec.kind == G3_TASK_LAMBADA) {   /* rows 2i strict, 2i + 1 non-strict */
-        for (int64_t i = 0; i < n; i++) {
-            a[i] = t->res[(size_t)(2 * i) * G3_TASK_R_N + G3_TASK_R_GREEDY];
-            b[i] = t->res[(size_t)(2 * i + 1) * G3_TASK_R_N + G3_TASK_R_GREEDY];
-            c[i] = t->res[(size_t)(2 * i) * G3_TASK_R_N + G3_TASK_R_LP];
-        }
-        g3_task_mean(a, n, &m, &se);
-        g3_task_metric(res, "acc_strict", m, se);
-        g3_task_mean(b, n, &m, &se);
-        g3_task_metric(res, "acc_nonstrict", m, se);
-        /* the harness's perplexity: exp of minus the mean log-likelihood of the targets;
-         * its standard error by the delta method */
-        g3_task_mean(c, n, &m, &se);
-        g3_task_metric(res, "ppl", exp(-m), exp(-m) * se);
-    } else if (t->spec.kind == G3_TASK_WIKITEXT) {
-        double sum = 0.0, sq = 0.0, cnt = 0.0, loss, var, ratio;
-        for (int64_t r = 0; r < t->nrows; r++) {
-            sum -= t->res[(size_t)r * G3_TASK_R_N + G3_TASK_R_LP];
-            sq += t->res[(size_t)r * G3_TASK_R_N + G3_TASK_R_LP2];
-            cnt += t->res[(size_t)r * G3_TASK_R_N + G3_TASK_R_COUNT];
-        }
-        /* Megatron: the loss over num_tokenized_tokens - 1 targets (each scored once, so
-         * cnt), ppl = exp(min(20, loss)), and the adjusted ppl with the token ratio */
-        loss = sum / (double)(t->bpe_tokens - 1);
-        ratio = (double)(t->bpe_tokens - 1) /
-                (double)(t->orig_tokens - 1 > 0 ? t->orig_tokens - 1 : 1);
-        var = cnt > 1 ? (sq - sum * sum / cnt) / (cnt - 1) : NAN;
-        se = cnt > 1 ? sqrt(var > 0 ? var : 0) / sqrt(cnt) : NAN;
-        res->n = (int64_t)cnt;
-        g3_task_metric(res, "loss", loss, se);
-        g3_task_metric(res, "ppl", exp(fmin(20.0, loss)), exp(fmin(20.0, loss)) * se);
-        g3_task_metric(res, "adjusted_ppl", exp(fmin(20.0, loss * ratio)),
-                       exp(fmin(20.0, loss * ratio)) * ratio * se);
-        g3_task_metric(res, "token_ratio", ratio, NAN);
-        if ((int64_t)cnt != t->bpe_tokens - 1)
-            g3_warn("%s: %lld targets scored for %lld tokens: a window was lost", t->name,
-                    (long long)cnt, (long long)t->bpe_tokens);
-    } else {   /* multiple choice: rows in item, choice order */
-        int64_t r = 0;
-        for (int64_t i = 0; i < n; i++) {
-            const g3_task_item_t *it = &t->items[i];
-            int best = 0, bestn = 0;
-            double bv = -INFINITY, bn = -INFINITY;
-            for (int k = 0; k < it->nchoices; k++, r++) {
-                double ll = t->res[(size_t)r * G3_TASK_R_N + G3_TASK_R_LP];
-                /* acc_norm: over the choice's length in characters (the harness's
-                 * len(choice); partial items: its choices are the contexts) */
-                double len = g3_task_chars(it->partial ? it->ctx[k] : it->cont[k]);
-                double ln = ll / (len > 0 ? len : 1.0);
-                if (ll > bv) {   /* np.argmax: the first largest */
-                    bv = ll;
-                    best = k;
-                }
-                if (ln > bn) {
-                    bn = ln;
-                    bestn = k;
-                }
-            }
-            a[i] = best == it->label;
-            b[i] = bestn == it->label;
-        }
-        g3_task_mean(a, n, &m, &se);
-        g3_task_metric(res, "acc", m, se);
-        g3_task_mean(b, n, &m, &se);
-        g3_task_metric(res, "acc_norm", m, se);
-    }
-    free(a);
+    t->kind->score(t, scratch, res);
+    for (int i = 0; i < res->nmetrics; i++)
+        res->names[i] = t->kind->metrics[i];
+    free(scratch);
     return G3_OK;
 }
 

@@ -1,5 +1,6 @@
-/* gpt3d infer: the text rules of the tasks (see tasks.h): Python's whitespace and Megatron's
- * WikiText detokenizer, written out by hand so that they give what the Python does. */
+/* gpt3d infer: the text rules of the tasks (see tasks.h): Python's whitespace (str.isspace,
+ * str.strip) and Megatron's WikiText detokenizer, written out by hand so that they give what
+ * the Python does. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -7,7 +8,7 @@
 
 #include "core/log.h"
 #include "data/json.h"
-#include "infer/tasks.h"
+#include "infer/tasks_internal.h"
 
 size_t g3_task_space_len(const char *s, size_t n)
 {
@@ -29,6 +30,36 @@ size_t g3_task_space_len(const char *s, size_t n)
     if (n >= 3 && u[0] == 0xe3 && u[1] == 0x80 && u[2] == 0x80)      /* U+3000 */
         return 3;
     return 0;
+}
+
+void g3_task_strip(char *s)
+{
+    size_t n = strlen(s), b = 0, e = 0, sp;
+    while (b < n && (sp = g3_task_space_len(s + b, n - b)) > 0)
+        b += sp;
+    e = b;
+    for (size_t p = b; p < n;) {
+        sp = g3_task_space_len(s + p, n - p);
+        p += sp ? sp : 1;
+        if (!sp)
+            e = p;
+    }
+    memmove(s, s + b, e - b);
+    s[e - b] = '\0';
+}
+
+char *g3_task_concat(const char *a, const char *b, const char *c)
+{
+    size_t na = strlen(a), nb = strlen(b), nc = c ? strlen(c) : 0;
+    char *s = malloc(na + nb + nc + 1);
+    if (!s)
+        return NULL;
+    memcpy(s, a, na);
+    memcpy(s + na, b, nb);
+    if (c)
+        memcpy(s + na + nb, c, nc);
+    s[na + nb + nc] = '\0';
+    return s;
 }
 
 /* RET: the first occurrence of f (nf > 0 bytes) in s[0..n), or NULL. */

@@ -23,9 +23,7 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { "layernorm-epsilon", G3_OPT_FLOAT, "1e-5", "LayerNorm epsilon.", G3_NOOPT },
     { "recompute-activations", G3_OPT_BOOL, NULL, "Keep only each layer's input and recompute the layer in backward.", G3_NOOPT },
     { "recompute-granularity", G3_OPT_CHOICE, NULL, "Recompute in backward: full (each layer from its input, = --recompute-activations) or selective (the attention core only; saves nothing with --device cuda, whose fused attention never keeps the scores).", "full|selective", 0, 0, NULL },
-    { "device", G3_OPT_CHOICE, "cpu", "Compute backend: cpu (fp32) or cuda (bf16 activations, fp32 master weights; one GPU per rank, NCCL between them).", "cpu|cuda", 0, 0, NULL },
-    { "attention-backend", G3_OPT_CHOICE, "auto", "Attention implementation: auto (the fastest that works here), native (gpt3d's own kernels) or cudnn (cuDNN's fused attention; --device cuda only).", "auto|native|cudnn", 0, 0, NULL },
-    { "deterministic", G3_OPT_BOOL, NULL, "Use only kernels whose results repeat bit for bit from run to run (may be slower).", G3_NOOPT },
+    G3_TRAIN_BACKEND_SPECS,
     /* batches and length */
     { "micro-batch-size", G3_OPT_INT, "4", "Sequences per forward/backward pass.", G3_NOOPT },
     { "global-batch-size", G3_OPT_INT, NULL, "Sequences per optimizer step (default: micro batch x data-parallel size); gradients accumulate over micro-batches.", G3_NOOPT },
@@ -201,6 +199,20 @@ int g3_train_flags_backend(const g3_opts_t *o, g3_be_kind_t *kind_p, g3_be_opts_
     }
     be_opts->deterministic = g3_opts_bool(o, "deterministic");
     return ok;
+}
+
+int g3_train_flags_probe(g3_be_kind_t kind, const g3_be_opts_t *be_opts, int elsewhere)
+{
+    char why[1024];
+    g3_status_t st = g3_be_probe(kind, be_opts, why, sizeof(why));
+
+    if (st != G3_OK && elsewhere && st != G3_ERR_UNSUPPORTED)
+        st = G3_OK;   /* no GPU here (a login node); the build's support is what counts */
+    if (st != G3_OK) {
+        g3_error("%s", why);
+        return st == G3_ERR_UNSUPPORTED ? G3_EXIT_USAGE : G3_EXIT_FAILURE;
+    }
+    return G3_EXIT_OK;
 }
 
 int g3_train_flags_seed(int64_t seed)

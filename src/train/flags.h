@@ -29,6 +29,13 @@
 #define G3_TRAIN_LOAD_FALLBACK_SPEC \
     { "load-fallback", G3_OPT_BOOL, NULL, "If the latest checkpoint cannot be loaded (corrupt, missing shard), load the previous committed one.", G3_NOOPT }
 
+/* The compute backend's flags of every command that runs the model (gpt3d train, eval,
+ * generate; g3_train_flags_backend reads them): one definition, one set of checks. */
+#define G3_TRAIN_BACKEND_SPECS \
+    { "device", G3_OPT_CHOICE, "cpu", "Compute backend: cpu (fp32) or cuda (bf16 activations, fp32 master weights; one GPU per rank, NCCL between them).", "cpu|cuda", 0, 0, NULL }, \
+    { "attention-backend", G3_OPT_CHOICE, "auto", "Attention implementation: auto (the fastest that works here), native (gpt3d's own kernels) or cudnn (cuDNN's fused attention; --device cuda only).", "auto|native|cudnn", 0, 0, NULL }, \
+    { "deterministic", G3_OPT_BOOL, NULL, "Use only kernels whose results repeat bit for bit from run to run (may be slower).", G3_NOOPT }
+
 /* gpt3d train's options in --help order; the last entry has a NULL name. */
 extern const g3_opt_spec_t g3_train_opt_specs[];
 
@@ -102,6 +109,13 @@ void g3_train_flags_data(const g3_opts_t *o, g3_train_data_flags_t *d);
  * be_opts.  RET: 1, or 0 after logging.  g3_train_flags_read calls it; gpt3d plan
  * --calibrate alone. */
 int g3_train_flags_backend(const g3_opts_t *o, g3_be_kind_t *kind_p, g3_be_opts_t *be_opts);
+
+/* Whether the --device kind runs here with these options (g3_be_probe: built in, options it
+ * honours, a device visible), checked before any work by gpt3d train, eval and generate
+ * alike; elsewhere: the job is checked from another machine (gpt3d train --check, a login
+ * node without a GPU), where only the build's support counts.  RET: the exit code: 0, 2 (not
+ * built in, options it cannot honour) or 1 (no usable device), logged. */
+int g3_train_flags_probe(g3_be_kind_t kind, const g3_be_opts_t *be_opts, int elsewhere);
 
 /* Read the model flags (--num-layers .. --seed), the layout flags (g3_train_flags_layout; the
  * interleaved schedule, --sequence-parallel, the data-parallel gradient flags), the batch and
