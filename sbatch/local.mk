@@ -35,7 +35,21 @@ sbatch/gpt3d-submit: $(srcdir)/sbatch/gpt3d-submit.in $(srcdir)/sbatch/gpt3d-tra
 	       $(srcdir)/sbatch/gpt3d-submit.in >$@.tmp && \
 	if grep -n '@[A-Za-z_]*@' $@.tmp; then echo "$@: the names above were not substituted" >&2; rm -f $@.tmp; exit 1; fi && \
 	chmod +x $@.tmp && \
-	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi && \
+	$(MKDIR_P) sbatch/lib && \
+	if test ! sbatch/lib -ef $(srcdir)/sbatch/lib; then \
+	    for f in $(dist_sbatchlib_DATA); do \
+	        cmp -s $(srcdir)/$$f $$f || cp -f $(srcdir)/$$f $$f || exit 1; \
+	    done; \
+	fi
 
 g3-sbatch-force:
 .PHONY: g3-sbatch-force
+
+# In a build tree apart from the sources (VPATH), gpt3d-submit finds its library beside
+# itself: the rule above copies sbatch/lib/ there, and clean removes the copy (never the
+# sources of an in-tree build).
+clean-local: g3-sbatch-clean-lib
+g3-sbatch-clean-lib:
+	-if test -d sbatch/lib && test ! sbatch/lib -ef $(srcdir)/sbatch/lib; then rm -rf sbatch/lib; fi
+.PHONY: g3-sbatch-clean-lib

@@ -23,23 +23,48 @@ g3_table() {
 }
 
 # g3_metrics_get RUN EVENT[/SPLIT] FIELD...: the trainer's metrics of a run (RUN/metrics.jsonl,
-# "gpt3d train --run-dir RUN": one flat JSON object a line), the only place that reads them.
-# From the last line of event EVENT (and of split SPLIT, for "eval/valid"), the value of each
-# FIELD as written (a number, or nan/inf), one line a field, an empty line for a field it
-# lacks; nothing at all when the run has no such line.
-#   g3_metrics_get RUN tasks: the last metrics of each --eval-tasks task ("event":"task"
-# lines), "NAME<TAB>METRIC=V METRIC=V..." a line, in the order the tasks first appear.
-# (A "gpt3d metrics" query command may answer these in its place.)
+# "gpt3d train --run-dir RUN"), the only place that reads them. From the last record of event
+# EVENT (and of split SPLIT, for "eval/valid"), the value of each FIELD, one line a field, an
+# empty line for a field it lacks or a null; nothing at all when the run has no such record.
+#   g3_metrics_get RUN tasks: the last metrics of each --eval-tasks task ("task" records),
+# "NAME<TAB>METRIC=V METRIC=V..." a line, in the order the tasks first appear.
+# It asks "gpt3d metrics", which reads the file through the schema of its records
+# (docs/training.md, "Reading the metrics"); only where no gpt3d binary is found (a job whose
+# trainer command is another program) it falls back to g3_metrics_plain.
 g3_metrics_get() {
+    local m="$1/metrics.jsonl" ev=${2%%/*} split="" g3="" out
+    if [[ "$2" == */* ]]; then split=${2#*/}; fi
+    [ -s "$m" ] || return 0
+    if [ -x "${G3_BINDIR:-/nonexistent}/gpt3d" ]; then g3=$G3_BINDIR/gpt3d; else g3=$(command -v gpt3d || true); fi
+    if [ -z "$g3" ]; then
+        g3_metrics_plain "$@"
+        return 0
+    fi
+    if [ "$ev" = tasks ]; then
+        "$g3" metrics "$m" --event task --fields task,metrics 2>/dev/null | awk -F'\t' '
+            { if (!($1 in s)) order[n++] = $1; s[$1] = $2 }
+            END { for (i = 0; i < n; i++) printf "%s\t%s\n", order[i], s[order[i]] }'
+        return 0
+    fi
+    shift 2
+    local fields where=()
+    fields=$(IFS=,; printf '%s' "$*")
+    if [ -n "$split" ]; then where=(--where "split=$split"); fi
+    out=$("$g3" metrics "$m" --event "$ev" "${where[@]}" --last --fields "$fields" 2>/dev/null || true)
+    [ -n "$out" ] || return 0
+    printf '%s\n' "$out" | tr '\t' '\n'
+}
+
+# g3_metrics_plain: g3_metrics_get's answer without a gpt3d binary, from the text of the file.
+g3_metrics_plain() {
     local m="$1/metrics.jsonl" ev=${2%%/*} split="" line f
     if [[ "$2" == */* ]]; then split=${2#*/}; fi
     shift 2
-    [ -s "$m" ] || return 0
     if [ "$ev" = tasks ]; then
         grep '"event":"task"' "$m" 2>/dev/null | awk '
             { t = $0; sub(/.*"task":"/, "", t); sub(/".*/, "", t)
               v = $0; sub(/.*"metrics":\{/, "", v); sub(/\}.*/, "", v)
-              gsub(/"/, "", v); gsub(/:/, "=", v); gsub(/,/, " ", v)
+              gsub(/"/, "", v); gsub(/:null/, ":", v); gsub(/:/, "=", v); gsub(/,/, " ", v)
               if (!(t in s)) order[n++] = t; s[t] = v }
             END { for (i = 0; i < n; i++) printf "%s\t%s\n", order[i], s[order[i]] }'
         return 0
@@ -47,6 +72,6 @@ g3_metrics_get() {
     line=$(grep "\"event\":\"$ev\"" "$m" | grep -F "${split:+\"split\":\"$split\"}" | tail -n 1 || true)
     [ -n "$line" ] || return 0
     for f in "$@"; do
-        printf '%s\n' "$(sed -n "s/.*\"$f\":\([^,}]*\).*/\1/p" <<<"$line")"
+        printf '%s\n' "$(sed -n "s/.*\"$f\":\([^,}]*\).*/\1/p" <<<"$line" | sed 's/^null$//')"
     done
 }
