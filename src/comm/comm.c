@@ -1,4 +1,7 @@
-/* gpt3d comm: groups, argument checks and dispatch to the backend ops. */
+/* gpt3d comm: the dispatch (argument checks, timing, statistics, then the group's
+ * transport row: comm->tp) and the generic helpers the transports call (names, the serial
+ * reduction, messages).  It calls no transport by name: the groups and their rows are made
+ * in group.c. */
 #include "config.h"
 
 #include <stdio.h>
@@ -8,7 +11,6 @@
 #include "comm/comm_impl.h"
 #include "core/bf16.h"
 #include "core/log.h"
-#include "core/param.h"
 
 /* Kept in step with the enums by the static assertions below. */
 static const size_t g3_dtype_sizes[] = {
@@ -72,18 +74,6 @@ const char *g3_comm_backend_name(g3_comm_backend_t backend)
 {
     return (unsigned)backend < G3_COMM_BACKEND_COUNT ? g3_backend_names[backend]
                                                       : "invalid backend";
-}
-
-int g3_comm_backend_available(g3_comm_backend_t backend)
-{
-    switch (backend) {
-    case G3_COMM_BACKEND_HOST: return 1;
-    case G3_COMM_BACKEND_STAGED: return 1;
-#ifdef HAVE_NCCL
-    case G3_COMM_BACKEND_NCCL: return 1;
-#endif
-    default: return 0;
-    }
 }
 
 /* ---- serial reduction ------------------------------------------------------ */
@@ -175,263 +165,14 @@ void g3_comm_log_timeout(const g3_comm_t *comm, int peer_grank, const char *verb
             comm->timeout_s, verb);
 }
 
-/* ---- groups ---------------------------------------------------------------- */
-
-/* What each rank publishes when a group layer is created: enough to check
- * that every member agrees on the group, plus the NCCL id from its root. */
-#define G3_GROUP_MAGIC 0x67336772u   /* "g3gr" */
-typedef struct {
-    uint32_t magic;
-    uint32_t nmembers;
-    uint64_t members_hash;   /* FNV-1a over the member list */
-    uint32_t backend;
-    uint32_t has_id;
-    unsigned char id[128];   /* NCCL unique id, on the group's rank 0 */
-} g3_group_blob_t;
-
-static uint64_t g3_members_hash(const int *members, int n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < n; i++) {
-        uint32_t v = (uint32_t)members[i];
-        for (int b = 0; b < 4; b++) {
-            h ^= (v >> (8 * b)) & 0xffu;
-            h *= 1099511628211ull;
-        }
-    }
-    return h;
-}
-
-static g3_status_t g3_group_check_members(const g3_comm_world_t *world, const char *name,
-                                          const int *members, int n, int *self_p)
-{
-    int self = -1;
-
-    if (n < 1 || members == NULL) {
-        g3_error("group %s: no members given; pass this rank's group (at least itself)", name);
-        return G3_ERR_INVALID_ARG;
-    }
-    for (int i = 0; i < n; i++) {
-        if (members[i] < 0 || members[i] >= world->proc.size) {
-            g3_error("group %s: member %d is world rank %d, outside the world of %d ranks",
-                     name, i, members[i], world->proc.size);
-            return G3_ERR_INVALID_ARG;
-        }
-        for (int j = 0; j < i; j++)
-            if (members[j] == members[i]) {
-                g3_error("group %s: world rank %d is listed twice (positions %d and %d)", name,
-                         members[i], j, i);
-                return G3_ERR_INVALID_ARG;
-            }
-        if (members[i] == world->proc.rank)
-            self = i;
-    }
-    if (self < 0) {
-        g3_error("group %s: this rank (world rank %d) is not in its own member list", name,
-                 world->proc.rank);
-        return G3_ERR_INVALID_ARG;
-    }
-    *self_p = self;
-    return G3_OK;
-}
-
-/* Every member's description of the group (exchanged in x) against this rank's (mine).
- * OUT: *root_p, the description of the group's rank 0 (it lives as long as x).
- * RET: G3_ERR_COMM for a malformed one, G3_ERR_INVALID_ARG for one that disagrees (both
- * logged, naming the world rank); the exchange's errors. */
-static g3_status_t g3_group_blobs_check(const char *name, g3_comm_exchange_t *x,
-                                        const int *members, int nmembers,
-                                        const g3_group_blob_t *mine,
-                                        const g3_group_blob_t **root_p)
-{
-    for (int i = 0; i < nmembers; i++) {
-        const void *blob;
-        size_t len;
-        const g3_group_blob_t *b;
-        g3_status_t st = g3_comm_exchange_get(x, members[i], &blob, &len);
-
-        if (st != G3_OK)
-            return st;
-        b = blob;
-        if (len != sizeof(*b) || b->magic != G3_GROUP_MAGIC) {
-            g3_error(
-                "group %s: world rank %d sent a malformed group description (%zu bytes); is it running the same gpt3d build?",
-                name, members[i], len);
-            return G3_ERR_COMM;
-        }
-        if (b->nmembers != (uint32_t)nmembers || b->members_hash != mine->members_hash ||
-            b->backend != mine->backend) {
-            g3_error(
-                "group %s: world rank %d disagrees on the group (it has %u members on backend %s, this rank %d members on %s, member lists %s); every member must pass the same list in the same order",
-                name, members[i], b->nmembers, g3_comm_backend_name((g3_comm_backend_t)b->backend),
-                nmembers, g3_comm_backend_name((g3_comm_backend_t)mine->backend),
-                b->members_hash == mine->members_hash ? "equal" : "differ");
-            return G3_ERR_INVALID_ARG;
-        }
-        if (i == 0)
-            *root_p = b;
-    }
-    return G3_OK;
-}
-
-g3_status_t g3_comm_group_create(g3_comm_world_t *world, const char *name,
-                                 g3_comm_backend_t backend, const int *members, int nmembers,
-                                 g3_comm_t **comm_p)
-{
-    g3_comm_t *comm;
-    g3_group_blob_t mine;
-    const g3_group_blob_t *root_blob = NULL;
-    g3_comm_exchange_t *x = NULL;
-    int self;
-    g3_status_t st;
-
-    if (!g3_comm_backend_available(backend)) {
-        g3_error(
-            "group %s: the %s backend is not built into this gpt3d (configure found no NCCL); use the host backend or rebuild with NCCL",
-            name, g3_comm_backend_name(backend));
-        return G3_ERR_UNSUPPORTED;
-    }
-    if (backend == G3_COMM_BACKEND_STAGED) {
-        g3_error("group %s: a staged group needs the compute backend's copy functions; create it with g3_comm_group_create_staged", name);
-        return G3_ERR_INVALID_ARG;
-    }
-    st = g3_group_check_members(world, name, members, nmembers, &self);
-    if (st != G3_OK)
-        return st;
-    if (world->group_seq >= 0xffffu) {
-        g3_error(
-            "group %s: too many group layers created (%u); groups are meant to be made once at start-up",
-            name, world->group_seq);
-        return G3_ERR_INVALID_ARG;
-    }
-
-    comm = calloc(1, sizeof(*comm));
-    if (comm == NULL)
-        return G3_ERR_NO_MEMORY;
-    comm->members = malloc((size_t)nmembers * sizeof(int));
-    if (comm->members == NULL) {
-        st = G3_ERR_NO_MEMORY;
-        goto err_free_comm;
-    }
-    memcpy(comm->members, members, (size_t)nmembers * sizeof(int));
-    comm->world = world;
-    comm->backend = backend;
-    snprintf(comm->name, sizeof(comm->name), "%s", name);
-    comm->rank = self;
-    comm->size = nmembers;
-    comm->context_id = (uint16_t)(++world->group_seq);
-    comm->timeout_s = world->timeout_s;
-    comm->small_bytes = (size_t)g3_param_comm_small_bytes();
-
-    memset(&mine, 0, sizeof(mine));
-    mine.magic = G3_GROUP_MAGIC;
-    mine.nmembers = (uint32_t)nmembers;
-    mine.members_hash = g3_members_hash(members, nmembers);
-    mine.backend = (uint32_t)backend;
-#ifdef HAVE_NCCL
-    if (backend == G3_COMM_BACKEND_NCCL && self == 0) {
-        st = g3_comm_nccl_unique_id(mine.id);
-        if (st != G3_OK)
-            goto err_free_members;
-        mine.has_id = 1;
-    }
-#endif
-    st = g3_comm_world_exchange(world, "group creation", &mine, sizeof(mine), &x);
-    if (st != G3_OK)
-        goto err_free_members;
-    st = g3_group_blobs_check(name, x, members, nmembers, &mine, &root_blob);
-    if (st != G3_OK)
-        goto err_free_exchange;
-
-    switch (backend) {
-    case G3_COMM_BACKEND_HOST:
-        if (world->ucx == NULL) {
-            st = g3_comm_ucx_world_init(world);
-            if (st != G3_OK)
-                goto err_free_exchange;
-        }
-        st = g3_comm_ucx_group_init(comm);
-        break;
-#ifdef HAVE_NCCL
-    case G3_COMM_BACKEND_NCCL:
-        if (!root_blob->has_id) {
-            g3_error("group %s: its rank 0 (world rank %d) published no NCCL id", name,
-                     members[0]);
-            st = G3_ERR_COMM;
-            break;
-        }
-        st = g3_comm_nccl_group_init(comm, root_blob->id);
-        break;
-#endif
-    default:
-        st = G3_ERR_UNSUPPORTED;
-        break;
-    }
-    (void)root_blob;
-    if (st != G3_OK)
-        goto err_free_exchange;
-    g3_comm_exchange_free(x);
-    {
-        char list[160];
-        g3_comm_format_members(members, nmembers, list, sizeof(list));
-        g3_debug("group %s (%s, context %u): rank %d of %d, world ranks %s", name,
-                 g3_comm_backend_name(backend), comm->context_id, self, nmembers, list);
-    }
-    *comm_p = comm;
-    return G3_OK;
-
-err_free_exchange:
-    g3_comm_exchange_free(x);
-err_free_members:
-    free(comm->members);
-err_free_comm:
-    free(comm);
-    return st;
-}
-
-g3_status_t g3_comm_world_group(g3_comm_world_t *world, g3_comm_backend_t backend,
-                                g3_comm_t **comm_p)
-{
-    int n = world->proc.size;
-    int *members = malloc((size_t)n * sizeof(int));
-    g3_status_t st;
-
-    if (members == NULL)
-        return G3_ERR_NO_MEMORY;
-    for (int i = 0; i < n; i++)
-        members[i] = i;
-    st = g3_comm_group_create(world, "world", backend, members, n, comm_p);
-    free(members);
-    return st;
-}
-
-/* The groups make the transports' worlds (UCX's, on the first host group), so the world's
- * end is here: the transports first, then the bootstrap (world.c), which knows none of them. */
-void g3_comm_world_free(g3_comm_world_t *world)
-{
-    if (world == NULL)
-        return;
-    if (world->ucx) {
-        /* Every rank reaches this point before anyone tears its worker
-         * down, so that no message still in flight loses its target.  A
-         * broken world skips it: a peer may be gone. */
-        if (!world->broken && world->proc.size > 1) {
-            double saved = world->timeout_s;
-            world->timeout_s = saved < 60 ? saved : 60;
-            (void)g3_comm_world_fence(world, "shutdown");
-            world->timeout_s = saved;
-        }
-        g3_comm_ucx_world_free(world);
-    }
-    g3_comm_world_pmix_free(world);
-}
+/* ---- groups (made in group.c) ------------------------------------------------- */
 
 void g3_comm_free(g3_comm_t *comm)
 {
     if (comm == NULL)
         return;
-    if (comm->ops && comm->ops->destroy)
-        comm->ops->destroy(comm);
+    if (comm->tp && comm->tp->group_free)
+        comm->tp->group_free(comm);
     free(comm->members);
     free(comm);
 }
@@ -501,7 +242,7 @@ static g3_status_t g3_comm_finish(g3_comm_t *comm, g3_comm_stat_t kind, double t
 }
 
 /* A blocking reduction, all-reduce or (scatter) reduce-scatter: the checks, the timing and the
- * statistics around the backend's operation. */
+ * statistics around the transport's operation. */
 static g3_status_t g3_comm_reduction(g3_comm_t *comm, int scatter, const void *send, void *recv,
                                      size_t n, g3_comm_dtype_t dtype, g3_comm_reduce_t op)
 {
@@ -511,7 +252,7 @@ static g3_status_t g3_comm_reduction(g3_comm_t *comm, int scatter, const void *s
     if (st != G3_OK || n == 0)
         return st;
     t0 = g3_comm_start(comm, what);
-    st = (scatter ? comm->ops->reduce_scatter : comm->ops->allreduce)(comm, send, recv, n, dtype,
+    st = (scatter ? comm->tp->reduce_scatter : comm->tp->allreduce)(comm, send, recv, n, dtype,
                                                                        op);
     return g3_comm_finish(comm, scatter ? G3_COMM_STAT_REDUCE_SCATTER : G3_COMM_STAT_ALLREDUCE,
                           t0, st);
@@ -537,7 +278,7 @@ g3_status_t g3_comm_allgather(g3_comm_t *comm, const void *send, void *recv, siz
     if (st != G3_OK || n == 0)
         return st;
     t0 = g3_comm_start(comm, "all-gather");
-    st = comm->ops->allgather(comm, send, recv, n, dtype);
+    st = comm->tp->allgather(comm, send, recv, n, dtype);
     return g3_comm_finish(comm, G3_COMM_STAT_ALLGATHER, t0, st);
 }
 
@@ -556,7 +297,7 @@ g3_status_t g3_comm_broadcast(g3_comm_t *comm, void *buf, size_t n, g3_comm_dtyp
     if (n == 0)
         return G3_OK;
     t0 = g3_comm_start(comm, "broadcast");
-    st = comm->ops->broadcast(comm, buf, n, dtype, root);
+    st = comm->tp->broadcast(comm, buf, n, dtype, root);
     return g3_comm_finish(comm, G3_COMM_STAT_BROADCAST, t0, st);
 }
 
@@ -587,8 +328,8 @@ static g3_status_t g3_comm_p2p(g3_comm_t *comm, int is_send, void *buf, size_t n
     if (st != G3_OK)
         return st;
     t0 = g3_comm_start(comm, what);
-    st = is_send ? comm->ops->send(comm, buf, n, dtype, peer, tag)
-                 : comm->ops->recv(comm, buf, n, dtype, peer, tag);
+    st = is_send ? comm->tp->send(comm, buf, n, dtype, peer, tag)
+                 : comm->tp->recv(comm, buf, n, dtype, peer, tag);
     return g3_comm_finish(comm, is_send ? G3_COMM_STAT_SEND : G3_COMM_STAT_RECV, t0, st);
 }
 
@@ -613,7 +354,7 @@ g3_status_t g3_comm_barrier(g3_comm_t *comm)
     if (comm->size == 1)
         return G3_OK;
     t0 = g3_comm_start(comm, "barrier");
-    st = comm->ops->barrier(comm);
+    st = comm->tp->barrier(comm);
     return g3_comm_finish(comm, G3_COMM_STAT_BARRIER, t0, st);
 }
 
@@ -628,9 +369,9 @@ static g3_status_t g3_comm_istart(g3_comm_t *comm, g3_comm_req_kind_t kind, cons
 
     if (st != G3_OK)
         return st;
-    if (!comm->ops->istart) {
+    if (!comm->tp->istart) {
         g3_error("%s on group %s: the %s backend has no non-blocking collectives", what,
-                 comm->name, comm->ops->name);
+                 comm->name, comm->tp->name);
         return G3_ERR_UNSUPPORTED;
     }
     req = calloc(1, sizeof(*req));
@@ -642,7 +383,7 @@ static g3_status_t g3_comm_istart(g3_comm_t *comm, g3_comm_req_kind_t kind, cons
     if (n > 0) {
         const char *prev = comm->cur_op;
         double t0 = g3_comm_start(comm, what);
-        st = comm->ops->istart(comm, req);
+        st = comm->tp->istart(comm, req);
         g3_comm_finish(comm, G3_COMM_STAT_NONBLOCKING, t0, st);
         comm->cur_op = prev;
         if (st != G3_OK) {
@@ -693,7 +434,7 @@ static g3_status_t g3_comm_iprogress(g3_comm_req_t *req, int block)
         return comm->broken;
     }
     double t0 = g3_comm_start(comm, req->what);
-    st = comm->ops->iprogress(comm, req, block, &done);
+    st = comm->tp->iprogress(comm, req, block, &done);
     g3_comm_finish(comm, G3_COMM_STAT_NONBLOCKING, t0, st);
     comm->cur_op = prev;
     if (st == G3_OK && done)
@@ -722,7 +463,7 @@ void g3_comm_req_free(g3_comm_req_t *req)
 {
     if (!req)
         return;
-    if (req->be && req->comm->ops->irelease)
-        req->comm->ops->irelease(req->comm, req);
+    if (req->be && req->comm->tp->irelease)
+        req->comm->tp->irelease(req->comm, req);
     free(req);
 }

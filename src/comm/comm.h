@@ -8,8 +8,9 @@
  * Layers: core <- comm.  The world (g3_comm_world_t) is the PMIx client:
  * who am I, how many are we, which node, and a blob exchange
  * (put / commit / fence / get under a fresh key each time).  A group
- * communicator (g3_comm_t) runs collectives through an ops table filled by
- * one backend, chosen when the group is created:
+ * communicator (g3_comm_t) runs collectives through the row of one backend
+ * in the table of transports (comm_impl.h, group.c), chosen when the group is
+ * created:
  *   G3_COMM_BACKEND_HOST  UCX ucp tag messages, host memory buffers;
  *   G3_COMM_BACKEND_NCCL  NCCL, device memory buffers (builds with NCCL);
  *   G3_COMM_BACKEND_STAGED  device memory buffers moved through host

@@ -1,9 +1,9 @@
-# src/comm: PMIx bootstrap, blob exchange, group communicators with a host
-# (UCX), a device (NCCL) and a staged (device through host, UCX) backend.
-# Depends on src/core only.
+# src/comm: PMIx bootstrap, blob exchange, group communicators made from a table of
+# transports: host (UCX), device (NCCL) and staged (device through host, UCX).
+# Depends on src/core only.  Without NCCL the table has no NCCL row.
 src_libgpt3d_a_SOURCES += \
 	src/comm/comm.h src/comm/comm_impl.h \
-	src/comm/world.c src/comm/comm.c src/comm/ucx.c src/comm/staged.c
+	src/comm/world.c src/comm/comm.c src/comm/group.c src/comm/ucx.c src/comm/staged.c
 if HAVE_NCCL
 src_libgpt3d_a_SOURCES += src/comm/nccl.c
 endif

@@ -3,7 +3,7 @@
  * Buffers are device memory on the CUDA device that was current when the
  * group was created.  The communicator is created non-blocking from a
  * unique id that the group's rank 0 published in the group-creation
- * exchange over PMIx (comm.c).  Every operation is enqueued on the group's
+ * exchange over PMIx (group.c, the row's group_id).  Every operation is enqueued on the group's
  * own stream and then waited for on the host by one polling loop
  * (g3_nccl_poll: cudaStreamQuery or cudaEventQuery with a growing sleep,
  * 20 us .. 1 ms, never a busy loop, checking ncclCommGetAsyncError and the
@@ -26,7 +26,7 @@
 #include "comm/comm_impl.h"
 #include "core/log.h"
 
-_Static_assert(sizeof(ncclUniqueId) == G3_COMM_NCCL_ID_BYTES, "NCCL unique id size");
+_Static_assert(sizeof(ncclUniqueId) == G3_COMM_GROUP_ID_BYTES, "NCCL unique id size");
 
 typedef struct {
     ncclComm_t   nccl;
@@ -54,7 +54,8 @@ static void g3_nccl_sleep(long *ns)
         *ns *= 2;
 }
 
-g3_status_t g3_comm_nccl_unique_id(void *id)
+/* The row's group_id: the unique id the group's rank 0 publishes.  OUT: id (ncclUniqueId). */
+static g3_status_t g3_nccl_group_id(void *id)
 {
     ncclUniqueId uid;
     ncclResult_t r = ncclGetUniqueId(&uid);
@@ -226,7 +227,7 @@ static g3_status_t g3_nccl_barrier(g3_comm_t *comm)
                                               c->nccl, c->stream), -1);
 }
 
-static void g3_nccl_destroy(g3_comm_t *comm)
+static void g3_nccl_group_free(g3_comm_t *comm)
 {
     g3_nccl_comm_t *c = comm->be;
     if (c == NULL)
@@ -337,22 +338,9 @@ static g3_status_t g3_nccl_iprogress(g3_comm_t *comm, g3_comm_req_t *req, int bl
                         done);
 }
 
-static const g3_comm_ops_t g3_nccl_ops_table = {
-    .name = "device (NCCL)",
-    .allreduce = g3_nccl_allreduce,
-    .reduce_scatter = g3_nccl_reduce_scatter,
-    .allgather = g3_nccl_allgather,
-    .broadcast = g3_nccl_broadcast,
-    .send = g3_nccl_send,
-    .recv = g3_nccl_recv,
-    .barrier = g3_nccl_barrier,
-    .destroy = g3_nccl_destroy,
-    .istart = g3_nccl_istart,
-    .iprogress = g3_nccl_iprogress,
-    .irelease = g3_nccl_irelease,
-};
-
-g3_status_t g3_comm_nccl_group_init(g3_comm_t *comm, const void *id)
+/* The row's group_init: the communicator from rank 0's unique id (init->root_id), on the
+ * CUDA device current at the call, with its stream and scratch word. */
+static g3_status_t g3_nccl_group_init(g3_comm_t *comm, const g3_comm_group_init_t *init)
 {
     g3_nccl_comm_t *c;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -361,6 +349,11 @@ g3_status_t g3_comm_nccl_group_init(g3_comm_t *comm, const void *id)
     cudaError_t ce;
     g3_status_t st;
 
+    if (init->root_id == NULL) {
+        g3_error("group %s: its rank 0 (world rank %d) published no NCCL id", comm->name,
+                 comm->members[0]);
+        return G3_ERR_COMM;
+    }
     c = calloc(1, sizeof(*c));
     if (c == NULL)
         return G3_ERR_NO_MEMORY;
@@ -382,11 +375,10 @@ g3_status_t g3_comm_nccl_group_init(g3_comm_t *comm, const void *id)
         st = G3_ERR_DEVICE;
         goto err_destroy_stream;
     }
-    memcpy(&uid, id, sizeof(uid));
+    memcpy(&uid, init->root_id, sizeof(uid));
     config.blocking = 0;
     config.commName = comm->name;
     comm->be = c;
-    comm->ops = &g3_nccl_ops_table;
     comm->cur_op = "NCCL communicator creation";
     r = ncclCommInitRankConfig(&c->nccl, comm->size, uid, comm->rank, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
@@ -404,7 +396,6 @@ g3_status_t g3_comm_nccl_group_init(g3_comm_t *comm, const void *id)
 
 err_free_word:
     comm->be = NULL;
-    comm->ops = NULL;
     cudaFree(c->dev_word);
 err_destroy_stream:
     cudaStreamDestroy(c->stream);
@@ -412,3 +403,20 @@ err_free_c:
     free(c);
     return st;
 }
+
+const g3_comm_transport_t g3_comm_transport_nccl = {
+    .name = "device (NCCL)",
+    .group_id = g3_nccl_group_id,
+    .group_init = g3_nccl_group_init,
+    .group_free = g3_nccl_group_free,
+    .allreduce = g3_nccl_allreduce,
+    .reduce_scatter = g3_nccl_reduce_scatter,
+    .allgather = g3_nccl_allgather,
+    .broadcast = g3_nccl_broadcast,
+    .send = g3_nccl_send,
+    .recv = g3_nccl_recv,
+    .barrier = g3_nccl_barrier,
+    .istart = g3_nccl_istart,
+    .iprogress = g3_nccl_iprogress,
+    .irelease = g3_nccl_irelease,
+};

@@ -1,5 +1,6 @@
 /* gpt3d comm: the staged backend (--distributed-backend ucx): device buffers through host
- * buffers and the UCX host collectives (comm.h, g3_comm_group_create_staged).
+ * buffers and the UCX host collectives (comm.h, g3_comm_group_create_staged, which makes a
+ * group of this row, g3_comm_transport_staged, in group.c).
  *
  * A staged group owns a HOST group of the same members (its own context id) and a pool of
  * host staging buffers.  Each operation copies its input device -> host with the compute
@@ -240,7 +241,7 @@ static g3_status_t g3_staged_barrier(g3_comm_t *comm)
     return g3_comm_barrier(g3_staged_host(comm));
 }
 
-static void g3_staged_destroy(g3_comm_t *comm)
+static void g3_staged_group_free(g3_comm_t *comm)
 {
     g3_staged_t *s = comm->be;
     if (!s)
@@ -356,8 +357,28 @@ static g3_status_t g3_staged_iprogress(g3_comm_t *comm, g3_comm_req_t *req, int 
     return st;
 }
 
-static const g3_comm_ops_t g3_staged_ops = {
+/* The row's group_init: comm is made on init->over, a HOST group of the same members, and
+ * copies with init->mem (both checked and made by g3_comm_group_create_staged, group.c). */
+static g3_status_t g3_staged_group_init(g3_comm_t *comm, const g3_comm_group_init_t *init)
+{
+    g3_staged_t *s = calloc(1, sizeof(*s));
+
+    if (!s) {
+        g3_error("group %s: out of memory", comm->name);
+        return G3_ERR_NO_MEMORY;
+    }
+    s->host = init->over;
+    s->mem = *init->mem;
+    comm->be = s;
+    return G3_OK;
+}
+
+const g3_comm_transport_t g3_comm_transport_staged = {
     .name = "device through host (UCX, staged)",
+    .devmem = 1,
+    .over = G3_COMM_BACKEND_HOST,
+    .group_init = g3_staged_group_init,
+    .group_free = g3_staged_group_free,
     .allreduce = g3_staged_allreduce,
     .reduce_scatter = g3_staged_reduce_scatter,
     .allgather = g3_staged_allgather,
@@ -365,57 +386,7 @@ static const g3_comm_ops_t g3_staged_ops = {
     .send = g3_staged_send,
     .recv = g3_staged_recv,
     .barrier = g3_staged_barrier,
-    .destroy = g3_staged_destroy,
     .istart = g3_staged_istart,
     .iprogress = g3_staged_iprogress,
     .irelease = g3_staged_irelease,
 };
-
-g3_status_t g3_comm_group_create_staged(g3_comm_world_t *world, const char *name,
-                                        const g3_comm_devmem_t *mem, const int *members,
-                                        int nmembers, g3_comm_t **comm_p)
-{
-    g3_comm_t *host = NULL, *comm;
-    g3_staged_t *s;
-    g3_status_t st;
-
-    if (!mem || !mem->to_host || !mem->to_device || !mem->host_alloc != !mem->host_free) {
-        g3_error("group %s: the staged backend needs to_host and to_device copies (and host_alloc with host_free, or neither) from the compute backend", name);
-        return G3_ERR_INVALID_ARG;
-    }
-    st = g3_comm_group_create(world, name, G3_COMM_BACKEND_HOST, members, nmembers, &host);
-    if (st != G3_OK)
-        return st;
-    comm = calloc(1, sizeof(*comm));
-    s = calloc(1, sizeof(*s));
-    if (comm)
-        comm->members = malloc((size_t)host->size * sizeof(int));
-    if (!comm || !s || !comm->members) {
-        g3_error("group %s: out of memory", name);
-        st = G3_ERR_NO_MEMORY;
-        goto err_free;
-    }
-    memcpy(comm->members, host->members, (size_t)host->size * sizeof(int));
-    s->host = host;
-    s->mem = *mem;
-    comm->ops = &g3_staged_ops;
-    comm->world = world;
-    comm->backend = G3_COMM_BACKEND_STAGED;
-    snprintf(comm->name, sizeof(comm->name), "%s", host->name);
-    comm->rank = host->rank;
-    comm->size = host->size;
-    comm->context_id = host->context_id;
-    comm->timeout_s = host->timeout_s;
-    comm->small_bytes = host->small_bytes;
-    comm->be = s;
-    *comm_p = comm;
-    return G3_OK;
-
-err_free:
-    if (comm)
-        free(comm->members);
-    free(comm);
-    free(s);
-    g3_comm_free(host);
-    return st;
-}

@@ -125,18 +125,114 @@ static g3_status_t g3_ucx_algo_read(g3_ucx_algo_t *algo)
     return G3_ERR_INVALID_ARG;
 }
 
-g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
+/* The UCX context (UCX_* variables read) for a world of size ranks, local_size per node.
+ * OUT: *ctx_p. */
+static g3_status_t g3_ucx_context_create(int size, int local_size, ucp_context_h *ctx_p)
 {
-    g3_ucx_world_t *u;
     ucp_params_t params;
-    ucp_worker_params_t wparams;
     ucp_config_t *config = NULL;
+    ucs_status_t us = ucp_config_read(NULL, NULL, &config);
+
+    if (us != UCS_OK) {
+        g3_error("UCX: reading the configuration (UCX_* variables) failed: %s",
+                 ucs_status_string(us));
+        return G3_ERR_COMM;
+    }
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
+                        UCP_PARAM_FIELD_ESTIMATED_NUM_PPN;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    params.estimated_num_eps = (size_t)size;
+    params.estimated_num_ppn = (size_t)local_size;
+    us = ucp_init(&params, config, ctx_p);
+    ucp_config_release(config);
+    if (us != UCS_OK) {
+        g3_error("UCX: ucp_init failed: %s (check UCX_TLS / UCX_NET_DEVICES)",
+                 ucs_status_string(us));
+        return G3_ERR_COMM;
+    }
+    return G3_OK;
+}
+
+/* u's worker (single-threaded) and its event fd.  OUT: u->worker, u->efd. */
+static g3_status_t g3_ucx_worker_create(g3_ucx_world_t *u)
+{
+    ucp_worker_params_t wparams;
+    ucs_status_t us;
+
+    memset(&wparams, 0, sizeof(wparams));
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    us = ucp_worker_create(u->ctx, &wparams, &u->worker);
+    if (us != UCS_OK) {
+        g3_error("UCX: ucp_worker_create failed: %s", ucs_status_string(us));
+        return G3_ERR_COMM;
+    }
+    us = ucp_worker_get_efd(u->worker, &u->efd);
+    if (us != UCS_OK) {
+        g3_error(
+            "UCX: ucp_worker_get_efd failed: %s; the transports in use cannot wake a sleeping rank",
+            ucs_status_string(us));
+        ucp_worker_destroy(u->worker);
+        return G3_ERR_COMM;
+    }
+    return G3_OK;
+}
+
+/* Every world rank's worker address, exchanged over PMIx.  OUT: u->addrs. */
+static g3_status_t g3_ucx_addrs_exchange(g3_comm_world_t *world, g3_ucx_world_t *u)
+{
     ucp_address_t *addr = NULL;
     size_t addr_len = 0;
-    ucs_status_t us;
+    ucs_status_t us = ucp_worker_get_address(u->worker, &addr, &addr_len);
     g3_status_t st;
-    long ncpu;
 
+    if (us != UCS_OK) {
+        g3_error("UCX: ucp_worker_get_address failed: %s", ucs_status_string(us));
+        return G3_ERR_COMM;
+    }
+    st = g3_comm_world_exchange(world, "UCX worker addresses", addr, addr_len, &u->addrs);
+    ucp_worker_release_address(u->worker, addr);
+    return st;
+}
+
+/* How u waits and which all-reduce it runs: the progress rounds before sleeping, the yield
+ * between them, the ring's segments, GPT3D_COMM_ALLREDUCE.  RET: G3_ERR_INVALID_ARG (logged)
+ * for an algorithm it does not know. */
+static g3_status_t g3_ucx_world_tune(const g3_comm_world_t *world, g3_ucx_world_t *u)
+{
+    /* Before sleeping on the event fd, a rank polls a few rounds with
+     * sched_yield() in between (the peer we wait for may need this core):
+     * 64 when every local rank has a core, 16 when they outnumber them. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    g3_status_t st;
+
+    u->spin = (ncpu > 0 && world->proc.local_size <= ncpu) ? 64 : 16;
+    if (g3_param_comm_spin() >= 0)
+        u->spin = (int)g3_param_comm_spin();
+    /* Yield even when ranks fit (GPT3D_COMM_YIELD's default): other jobs may share the
+     * cores, and a yield with nothing else runnable costs well under a microsecond. */
+    u->yield = (int)g3_param_comm_yield();
+    u->segment_bytes = (size_t)g3_param_comm_segment_bytes();
+    st = g3_ucx_algo_read(&u->algo);
+    if (st != G3_OK)
+        return st;
+    g3_debug(
+        "UCX %s host backend: %d local ranks on %ld cores, %d progress rounds%s before sleeping",
+        ucp_get_version_string(), world->proc.local_size, ncpu, u->spin,
+        u->yield ? " (yielding)" : "");
+    return G3_OK;
+}
+
+/* The row's world_init: the process's worker, made before the first host group (nothing to
+ * do after that). */
+static g3_status_t g3_ucx_world_init(g3_comm_world_t *world)
+{
+    g3_ucx_world_t *u;
+    g3_status_t st;
+
+    if (world->ucx != NULL)
+        return G3_OK;
     if (world->proc.size >= (1 << 24)) {
         g3_error("the host backend supports at most %d ranks, the job has %d", 1 << 24,
                  world->proc.size);
@@ -151,80 +247,23 @@ g3_status_t g3_comm_ucx_world_init(g3_comm_world_t *world)
         st = G3_ERR_NO_MEMORY;
         goto err_free_u;
     }
-
-    us = ucp_config_read(NULL, NULL, &config);
-    if (us != UCS_OK) {
-        g3_error("UCX: reading the configuration (UCX_* variables) failed: %s",
-                 ucs_status_string(us));
-        st = G3_ERR_COMM;
+    st = g3_ucx_context_create(world->proc.size, world->proc.local_size, &u->ctx);
+    if (st != G3_OK)
         goto err_free_eps;
-    }
-    memset(&params, 0, sizeof(params));
-    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
-                        UCP_PARAM_FIELD_ESTIMATED_NUM_PPN;
-    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
-    params.estimated_num_eps = (size_t)world->proc.size;
-    params.estimated_num_ppn = (size_t)world->proc.local_size;
-    us = ucp_init(&params, config, &u->ctx);
-    ucp_config_release(config);
-    if (us != UCS_OK) {
-        g3_error("UCX: ucp_init failed: %s (check UCX_TLS / UCX_NET_DEVICES)",
-                 ucs_status_string(us));
-        st = G3_ERR_COMM;
-        goto err_free_eps;
-    }
-    memset(&wparams, 0, sizeof(wparams));
-    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-    us = ucp_worker_create(u->ctx, &wparams, &u->worker);
-    if (us != UCS_OK) {
-        g3_error("UCX: ucp_worker_create failed: %s", ucs_status_string(us));
-        st = G3_ERR_COMM;
+    st = g3_ucx_worker_create(u);
+    if (st != G3_OK)
         goto err_cleanup_ctx;
-    }
-    us = ucp_worker_get_efd(u->worker, &u->efd);
-    if (us != UCS_OK) {
-        g3_error(
-            "UCX: ucp_worker_get_efd failed: %s; the transports in use cannot wake a sleeping rank",
-            ucs_status_string(us));
-        st = G3_ERR_COMM;
-        goto err_destroy_worker;
-    }
-    us = ucp_worker_get_address(u->worker, &addr, &addr_len);
-    if (us != UCS_OK) {
-        g3_error("UCX: ucp_worker_get_address failed: %s", ucs_status_string(us));
-        st = G3_ERR_COMM;
-        goto err_destroy_worker;
-    }
-    st = g3_comm_world_exchange(world, "UCX worker addresses", addr, addr_len, &u->addrs);
-    ucp_worker_release_address(u->worker, addr);
+    st = g3_ucx_addrs_exchange(world, u);
     if (st != G3_OK)
         goto err_destroy_worker;
-
-    /* Before sleeping on the event fd, a rank polls a few rounds with
-     * sched_yield() in between (the peer we wait for may need this core):
-     * 64 when every local rank has a core, 16 when they outnumber them. */
-    ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    u->spin = (ncpu > 0 && world->proc.local_size <= ncpu) ? 64 : 16;
-    if (g3_param_comm_spin() >= 0)
-        u->spin = (int)g3_param_comm_spin();
-    /* Yield even when ranks fit (GPT3D_COMM_YIELD's default): other jobs may share the
-     * cores, and a yield with nothing else runnable costs well under a microsecond. */
-    u->yield = (int)g3_param_comm_yield();
-    u->segment_bytes = (size_t)g3_param_comm_segment_bytes();
-    st = g3_ucx_algo_read(&u->algo);
+    st = g3_ucx_world_tune(world, u);
     if (st != G3_OK)
         goto err_free_addrs;
-    g3_debug(
-        "UCX %s host backend: %d local ranks on %ld cores, %d progress rounds%s before sleeping",
-        ucp_get_version_string(), world->proc.local_size, ncpu, u->spin,
-        u->yield ? " (yielding)" : "");
     world->ucx = u;
     return G3_OK;
 
 err_free_addrs:
     g3_comm_exchange_free(u->addrs);
-
 err_destroy_worker:
     ucp_worker_destroy(u->worker);
 err_cleanup_ctx:
@@ -236,12 +275,21 @@ err_free_u:
     return st;
 }
 
-void g3_comm_ucx_world_free(g3_comm_world_t *world)
+/* The row's world_free: after a shutdown fence (every rank reaches it before anyone tears
+ * its worker down, so that no message still in flight loses its target; a broken world
+ * skips it: a peer may be gone), the endpoints closed and the worker destroyed. */
+static void g3_ucx_world_free(g3_comm_world_t *world)
 {
     g3_ucx_world_t *u = world->ucx;
 
     if (u == NULL)
         return;
+    if (!world->broken && world->proc.size > 1) {
+        double saved = world->timeout_s;
+        world->timeout_s = saved < 60 ? saved : 60;
+        (void)g3_comm_world_fence(world, "shutdown");
+        world->timeout_s = saved;
+    }
     for (int r = 0; r < world->proc.size; r++) {
         ucp_request_param_t p;
         void *req;
@@ -542,12 +590,12 @@ static g3_status_t g3_ucx_scratch(g3_comm_t *comm, int which, size_t bytes, void
 }
 
 /* Block i of n elements split over N ranks: the first n % N blocks get one more. */
-static size_t g3_block_count(size_t n, int N, int i)
+static size_t g3_ucx_block_count(size_t n, int N, int i)
 {
     return n / (size_t)N + ((size_t)i < n % (size_t)N ? 1 : 0);
 }
 
-static size_t g3_block_offset(size_t n, int N, int i)
+static size_t g3_ucx_block_offset(size_t n, int N, int i)
 {
     size_t r = n % (size_t)N, q = n / (size_t)N;
     return (size_t)i * q + ((size_t)i < r ? (size_t)i : r);
@@ -563,10 +611,10 @@ static g3_status_t g3_ucx_ring_allgather_blocks(g3_comm_t *comm, char *buf, size
 
     for (int s = 0; s < N - 1; s++) {
         int sb = (r + shift - s + N) % N, rb = (r + shift - s - 1 + N) % N;
-        g3_status_t st = g3_ucx_sendrecv(comm, right, buf + g3_block_offset(n, N, sb) * es,
-                                         g3_block_count(n, N, sb) * es, left,
-                                         buf + g3_block_offset(n, N, rb) * es,
-                                         g3_block_count(n, N, rb) * es, seq);
+        g3_status_t st = g3_ucx_sendrecv(comm, right, buf + g3_ucx_block_offset(n, N, sb) * es,
+                                         g3_ucx_block_count(n, N, sb) * es, left,
+                                         buf + g3_ucx_block_offset(n, N, rb) * es,
+                                         g3_ucx_block_count(n, N, rb) * es, seq);
         if (st != G3_OK)
             return st;
     }
@@ -735,7 +783,8 @@ static g3_status_t g3_ucx_allreduce_rh(g3_comm_t *comm, char *buf, size_t n,
     while (p * 2 <= N)
         p *= 2;
     rem = N - p;
-    st = g3_ucx_scratch(comm, 0, rem ? bytes : (g3_block_count(n, p, 0) * (size_t)p / 2 + 1) * es,
+    st = g3_ucx_scratch(comm, 0,
+                        rem ? bytes : (g3_ucx_block_count(n, p, 0) * (size_t)p / 2 + 1) * es,
                         &tmp);
     if (st != G3_OK)
         return st;
@@ -751,8 +800,10 @@ static g3_status_t g3_ucx_allreduce_rh(g3_comm_t *comm, char *buf, size_t n,
             int mid = lo + (hi - lo) / 2;
             int klo = (newr & mask) ? mid : lo, khi = (newr & mask) ? hi : mid;
             int glo = (newr & mask) ? lo : mid, ghi = (newr & mask) ? mid : hi;
-            size_t koff = g3_block_offset(n, p, klo), kcnt = g3_block_offset(n, p, khi) - koff;
-            size_t goff = g3_block_offset(n, p, glo), gcnt = g3_block_offset(n, p, ghi) - goff;
+            size_t koff = g3_ucx_block_offset(n, p, klo);
+            size_t kcnt = g3_ucx_block_offset(n, p, khi) - koff;
+            size_t goff = g3_ucx_block_offset(n, p, glo);
+            size_t gcnt = g3_ucx_block_offset(n, p, ghi) - goff;
             st = g3_ucx_sendrecv(comm, peer, buf + goff * es, gcnt * es, peer, tmp, kcnt * es,
                                  seq);
             if (st != G3_OK)
@@ -765,8 +816,10 @@ static g3_status_t g3_ucx_allreduce_rh(g3_comm_t *comm, char *buf, size_t n,
             int peer = g3_ucx_fold_peer(newr ^ mask, rem);
             int w = hi - lo;
             int plo = (newr & mask) ? lo - w : hi, phi = plo + w;
-            size_t moff = g3_block_offset(n, p, lo), mcnt = g3_block_offset(n, p, hi) - moff;
-            size_t poff = g3_block_offset(n, p, plo), pcnt = g3_block_offset(n, p, phi) - poff;
+            size_t moff = g3_ucx_block_offset(n, p, lo);
+            size_t mcnt = g3_ucx_block_offset(n, p, hi) - moff;
+            size_t poff = g3_ucx_block_offset(n, p, plo);
+            size_t pcnt = g3_ucx_block_offset(n, p, phi) - poff;
             st = g3_ucx_sendrecv(comm, peer, buf + moff * es, mcnt * es, peer, buf + poff * es,
                                  pcnt * es, seq);
             if (st != G3_OK)
@@ -790,14 +843,14 @@ static g3_status_t g3_ucx_allreduce_direct(g3_comm_t *comm, char *buf, size_t n,
                                            uint32_t seq)
 {
     int N = comm->size, r = comm->rank;
-    size_t es = g3_comm_dtype_size(dtype), mine = g3_block_count(n, N, r);
-    size_t moff = g3_block_offset(n, N, r);
+    size_t es = g3_comm_dtype_size(dtype), mine = g3_ucx_block_count(n, N, r);
+    size_t moff = g3_ucx_block_offset(n, N, r);
     g3_ucx_op_t *ops;
     char *tmp;
     int nops = 0;
     g3_status_t st;
 
-    st = g3_ucx_scratch(comm, 0, (size_t)N * g3_block_count(n, N, 0) * es, (void **)&tmp);
+    st = g3_ucx_scratch(comm, 0, (size_t)N * g3_ucx_block_count(n, N, 0) * es, (void **)&tmp);
     if (st != G3_OK)
         return st;
     ops = malloc(2 * (size_t)N * sizeof(*ops));
@@ -811,8 +864,9 @@ static g3_status_t g3_ucx_allreduce_direct(g3_comm_t *comm, char *buf, size_t n,
         if (st == G3_OK)
             nops++;
         if (st == G3_OK)
-            st = g3_ucx_post_send(comm, &ops[nops], peer, buf + g3_block_offset(n, N, peer) * es,
-                                  g3_block_count(n, N, peer) * es, 0, seq);
+            st = g3_ucx_post_send(comm, &ops[nops], peer,
+                                  buf + g3_ucx_block_offset(n, N, peer) * es,
+                                  g3_ucx_block_count(n, N, peer) * es, 0, seq);
         if (st == G3_OK)
             nops++;
     }
@@ -832,8 +886,8 @@ static g3_status_t g3_ucx_allreduce_direct(g3_comm_t *comm, char *buf, size_t n,
     nops = 0;
     for (int k = 1; k < N && st == G3_OK; k++) {
         int peer = (r + k) % N, from = (r - k + N) % N;
-        st = g3_ucx_post_recv(comm, &ops[nops], from, buf + g3_block_offset(n, N, from) * es,
-                              g3_block_count(n, N, from) * es, 0, seq);
+        st = g3_ucx_post_recv(comm, &ops[nops], from, buf + g3_ucx_block_offset(n, N, from) * es,
+                              g3_ucx_block_count(n, N, from) * es, 0, seq);
         if (st == G3_OK)
             nops++;
         if (st == G3_OK)
@@ -856,16 +910,16 @@ static g3_status_t g3_ucx_allreduce_ring(g3_comm_t *comm, char *buf, size_t n,
     void *tmp;
     g3_status_t st;
 
-    st = g3_ucx_scratch(comm, 0, g3_block_count(n, N, 0) * es, &tmp);
+    st = g3_ucx_scratch(comm, 0, g3_ucx_block_count(n, N, 0) * es, &tmp);
     if (st != G3_OK)
         return st;
     /* Reduce-scatter: after N-1 steps rank r holds the full block r+1. */
     for (int s = 0; s < N - 1; s++) {
         int sb = (r - s + N) % N, rb = (r - s - 1 + N) % N;
-        st = g3_ucx_reduce_step(comm, right, buf + g3_block_offset(n, N, sb) * es,
-                                g3_block_count(n, N, sb), left,
-                                buf + g3_block_offset(n, N, rb) * es, NULL, tmp,
-                                g3_block_count(n, N, rb), dtype, op, seq);
+        st = g3_ucx_reduce_step(comm, right, buf + g3_ucx_block_offset(n, N, sb) * es,
+                                g3_ucx_block_count(n, N, sb), left,
+                                buf + g3_ucx_block_offset(n, N, rb) * es, NULL, tmp,
+                                g3_ucx_block_count(n, N, rb), dtype, op, seq);
         if (st != G3_OK)
             return st;
     }
@@ -1022,16 +1076,17 @@ static g3_status_t g3_ucx_broadcast(g3_comm_t *comm, void *buf, size_t n, g3_com
         for (int i = 0; i < N && st == G3_OK; i++) {
             if (i == root)
                 continue;
-            st = g3_ucx_post_send(comm, &ops[nops], i, (char *)buf + g3_block_offset(n, N, i) * es,
-                                  g3_block_count(n, N, i) * es, 0, seq);
+            st = g3_ucx_post_send(comm, &ops[nops], i,
+                                  (char *)buf + g3_ucx_block_offset(n, N, i) * es,
+                                  g3_ucx_block_count(n, N, i) * es, 0, seq);
             if (st == G3_OK)
                 nops++;
         }
         st = g3_ucx_finish(comm, ops, nops, st);
         free(ops);
     } else {
-        st = g3_ucx_recv1(comm, root, (char *)buf + g3_block_offset(n, N, r) * es,
-                          g3_block_count(n, N, r) * es, 0, seq);
+        st = g3_ucx_recv1(comm, root, (char *)buf + g3_ucx_block_offset(n, N, r) * es,
+                          g3_ucx_block_count(n, N, r) * es, 0, seq);
     }
     if (st != G3_OK)
         return st;
@@ -1064,7 +1119,7 @@ static g3_status_t g3_ucx_barrier(g3_comm_t *comm)
     return G3_OK;
 }
 
-static void g3_ucx_destroy(g3_comm_t *comm)
+static void g3_ucx_group_free(g3_comm_t *comm)
 {
     g3_ucx_comm_t *c = comm->be;
     if (c == NULL)
@@ -1111,7 +1166,7 @@ static g3_status_t g3_ucx_ipost(g3_comm_t *comm, g3_comm_req_t *req)
     g3_ucx_req_t *q = req->be;
     int N = comm->size, r = comm->rank;
     size_t es = g3_comm_dtype_size(req->dtype), n = req->n;
-    size_t mine = g3_block_count(n, N, r), moff = g3_block_offset(n, N, r);
+    size_t mine = g3_ucx_block_count(n, N, r), moff = g3_ucx_block_offset(n, N, r);
     char *out = req->recv;
     const char *in = req->send;
     g3_status_t st = G3_OK;
@@ -1126,11 +1181,11 @@ static g3_status_t g3_ucx_ipost(g3_comm_t *comm, g3_comm_req_t *req)
         if (req->kind == G3_COMM_REQ_ALLREDUCE && q->round == 1) {
             rb = q->tmp + (size_t)from * mine * es;
             rbytes = mine * es;
-            sb = out + g3_block_offset(n, N, to) * es;
-            sbytes = g3_block_count(n, N, to) * es;
+            sb = out + g3_ucx_block_offset(n, N, to) * es;
+            sbytes = g3_ucx_block_count(n, N, to) * es;
         } else if (req->kind == G3_COMM_REQ_ALLREDUCE) {
-            rb = out + g3_block_offset(n, N, from) * es;
-            rbytes = g3_block_count(n, N, from) * es;
+            rb = out + g3_ucx_block_offset(n, N, from) * es;
+            rbytes = g3_ucx_block_count(n, N, from) * es;
             sb = out + moff * es;
             sbytes = mine * es;
         } else if (req->kind == G3_COMM_REQ_REDUCE_SCATTER) {
@@ -1169,8 +1224,8 @@ static g3_status_t g3_ucx_iadvance(g3_comm_t *comm, g3_comm_req_t *req)
     char *out = req->recv;
 
     if (req->kind == G3_COMM_REQ_ALLREDUCE && q->round == 1) {
-        size_t mine = g3_block_count(n, N, r);
-        char *dst = out + g3_block_offset(n, N, r) * es;
+        size_t mine = g3_ucx_block_count(n, N, r);
+        char *dst = out + g3_ucx_block_offset(n, N, r) * es;
         if (r != 0) {   /* start from rank 0's block: the order is 0, 1, ..., N-1 */
             memcpy(q->tmp + (size_t)r * mine * es, dst, mine * es);
             memcpy(dst, q->tmp, mine * es);
@@ -1202,7 +1257,7 @@ static g3_status_t g3_ucx_istart(g3_comm_t *comm, g3_comm_req_t *req)
     if (req->kind == G3_COMM_REQ_ALLREDUCE) {
         if (req->send != req->recv)
             memmove(req->recv, req->send, n * es);
-        tmp_elems = (size_t)N * g3_block_count(n, N, 0);
+        tmp_elems = (size_t)N * g3_ucx_block_count(n, N, 0);
     } else if (req->kind == G3_COMM_REQ_REDUCE_SCATTER) {
         tmp_elems = (size_t)N * n;
     } else if (req->send != (char *)req->recv + (size_t)r * n * es) {
@@ -1265,8 +1320,22 @@ static g3_status_t g3_ucx_iprogress(g3_comm_t *comm, g3_comm_req_t *req, int blo
     return G3_OK;
 }
 
-static const g3_comm_ops_t g3_ucx_ops = {
+static g3_status_t g3_ucx_group_init(g3_comm_t *comm, const g3_comm_group_init_t *init)
+{
+    g3_ucx_comm_t *c = calloc(1, sizeof(*c));
+    (void)init;
+    if (c == NULL)
+        return G3_ERR_NO_MEMORY;
+    comm->be = c;
+    return G3_OK;
+}
+
+const g3_comm_transport_t g3_comm_transport_ucx = {
     .name = "host (UCX)",
+    .world_init = g3_ucx_world_init,
+    .world_free = g3_ucx_world_free,
+    .group_init = g3_ucx_group_init,
+    .group_free = g3_ucx_group_free,
     .allreduce = g3_ucx_allreduce,
     .reduce_scatter = g3_ucx_reduce_scatter,
     .allgather = g3_ucx_allgather,
@@ -1274,18 +1343,7 @@ static const g3_comm_ops_t g3_ucx_ops = {
     .send = g3_ucx_send,
     .recv = g3_ucx_recv,
     .barrier = g3_ucx_barrier,
-    .destroy = g3_ucx_destroy,
     .istart = g3_ucx_istart,
     .iprogress = g3_ucx_iprogress,
     .irelease = g3_ucx_irelease,
 };
-
-g3_status_t g3_comm_ucx_group_init(g3_comm_t *comm)
-{
-    g3_ucx_comm_t *c = calloc(1, sizeof(*c));
-    if (c == NULL)
-        return G3_ERR_NO_MEMORY;
-    comm->be = c;
-    comm->ops = &g3_ucx_ops;
-    return G3_OK;
-}

@@ -3,3 +3,5 @@
 check_PROGRAMS += tests/comm/comm_check
 G3_SH_TESTS += tests/comm/test_comm_single.sh tests/comm/test_comm_mpi.sh \
 	tests/comm/test_staged_train.sh
+# The object files of src/comm call in no circle (nm): groups -> transports -> dispatch.
+G3_SH_TESTS += tests/comm/test_comm_calls.sh
