@@ -73,23 +73,12 @@ run "$py" "$ref" check "$INDEX" "$D/vocab.json" "$D/merges.txt" "$M1" "$TMPD/row
 is "$rc" 0 "PyTorch reference: $(printf '%s\n' "$out" | grep -c '^ok') of $(printf '%s\n' "$out" | grep -c -E '^(not )?ok') checks (rows, log-probabilities within 1e-4, argmax flags, every metric)"
 [ "$rc" -eq 0 ] || printf '%s\n' "$out" | grep -E '^not ok' | head -10 | sed 's/^/#   /'
 
-# same MA MB: every task line of MB has MA's n and truncated, its accuracies exactly and its
-# other values within 1e-6 relative
+# same MA RA MB RB: the runs of metrics MA (rows RA, --debug-task-rows) and MB (rows RB) score
+# every row within 1e-4 relative, give the same n and truncation and the other metrics within
+# 1e-6, and accuracies that differ only on near-ties (tasks_ref.py same)
 same() {
-    "$py" - "$1" "$2" <<'EOF'
-import json, sys
-a = [json.loads(l) for l in open(sys.argv[1]) if '"event":"task"' in l]
-b = [json.loads(l) for l in open(sys.argv[2]) if '"event":"task"' in l]
-bad = [] if len(a) == len(b) == 6 else ["%d and %d task lines" % (len(a), len(b))]
-for x, y in zip(a, b):
-    if (x["task"], x["n"], x["truncated"]) != (y["task"], y["n"], y["truncated"]):
-        bad.append(x["task"] + " n/truncated")
-    for k, v in x["metrics"].items():
-        w = y["metrics"].get(k)
-        if w is None or (v != w if k.startswith("acc") else abs(v - w) > 1e-6 * abs(v)):
-            bad.append("%s %s %s vs %s" % (x["task"], k, v, w))
-print("; ".join(bad) or "same")
-EOF
+    # shellcheck disable=SC2086
+    "$py" "$ref" same "$D/vocab.json" "$D/merges.txt" 64 16 "$1" "$2" "$3" "$4" $specs
 }
 
 # ---- TP 2 x PP 2 x DP 2 gives the one-rank scores
@@ -98,12 +87,12 @@ if g3_have_mpirun; then
     # shellcheck disable=SC2086
     run g3_mpirun -np 8 -x OMP_NUM_THREADS "$GPT3D" eval --load "$R/ck" --task $kinds --task-data $files \
         --overlapping-eval 16 --metrics-file "$M8" --tensor-model-parallel-size 2 \
-        --pipeline-model-parallel-size 2 --distributed-timeout-minutes 5
+        --pipeline-model-parallel-size 2 --distributed-timeout-minutes 5 --debug-task-rows "$TMPD/rows8"
     is "$rc" 0 "eval --task under TP 2 x PP 2 x DP 2 (8 ranks): exit 0"
     [ "$rc" -eq 0 ] || printf '%s\n' "$out" | tail -12 | sed 's/^/#   /'
     like "$out" 'micro-batches of 4 x 64 tokens \(more rows when shorter\) per replica' "the rows are shared over the data-parallel replicas"
     is "$(printf '%s\n' "$out" | grep -c ' task hellaswag at iteration')" 1 "rank 0 alone reports"
-    is "$(same "$M1" "$M8")" same "TP 2 x PP 2 x DP 2: every task's scores are the one-rank scores"
+    is "$(same "$M1" "$TMPD/rows" "$M8" "$TMPD/rows8")" same "TP 2 x PP 2 x DP 2: every task's scores are the one-rank scores"
     run g3_mpirun -np 2 -x OMP_NUM_THREADS "$GPT3D" eval --load "$R/ck" --task mc --task-data "$T/bad_label.jsonl"
     is "$rc" 2 "a bad task file under mpirun: exit 2"
     is "$(printf '%s\n' "$out" | grep -c 'bad_label.jsonl:3: label 2 is out of range')" 1 "and one message, rank 0's"
