@@ -157,24 +157,26 @@ extern "C" int g3cuda_attention_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *out, float
 {
     bf16 *o = (bf16 *)out;
     const bf16 *x = (const bf16 *)qkv;
+    char sizes[64];   /* the head sizes in words, for the message */
 
     if (G3CUDA_PENDING(ctx))
         return ctx->err;
-    if (B <= 0 || T <= 0 || NH <= 0 || !g3_att_hs_supported(HS) || (size_t)B * NH > 65535)
+    if (B <= 0 || T <= 0 || NH <= 0 || !g3cuda_att_head_size_ok(HS) || (size_t)B * NH > 65535)
         return g3cuda_fail(
             ctx, G3CUDA_ERR_ARG,
-            "attention_fwd: unsupported shape B=%d T=%d NH=%d HS=%d (head size must be 32, 64, 80, 96, 128 or 160; B*NH <= 65535)",
-            B, T, NH, HS);
+            "attention_fwd: unsupported shape B=%d T=%d NH=%d HS=%d (head size one of %s; B*NH <= 65535)",
+            B, T, NH, HS, g3cuda_att_head_sizes_text(sizes, sizeof(sizes)));
     if (out == NULL || lse == NULL || qkv == NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_fwd: NULL tensor");
     if (!g3cuda_aligned(qkv, 16))
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_fwd: qkv must be 16-byte aligned");
+#define G3_ATT_CASE(n) \
+    case n: \
+        return g3_attention_fwd_launch<n>(ctx, o, lse, x, B, T, NH);
     switch (HS) {
-    case 32:  return g3_attention_fwd_launch<32>(ctx, o, lse, x, B, T, NH);
-    case 64:  return g3_attention_fwd_launch<64>(ctx, o, lse, x, B, T, NH);
-    case 80:  return g3_attention_fwd_launch<80>(ctx, o, lse, x, B, T, NH);
-    case 96:  return g3_attention_fwd_launch<96>(ctx, o, lse, x, B, T, NH);
-    case 128: return g3_attention_fwd_launch<128>(ctx, o, lse, x, B, T, NH);
-    default:  return g3_attention_fwd_launch<160>(ctx, o, lse, x, B, T, NH);
+        G3CUDA_ATT_HEAD_SIZES(G3_ATT_CASE)
+    default:
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_fwd: head size %d", HS);
     }
+#undef G3_ATT_CASE
 }

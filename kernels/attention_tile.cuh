@@ -53,10 +53,5 @@ __device__ __forceinline__ void g3_att_load_tile(bf16 *dst, const bf16 *src, int
     }
 }
 
-/* The shapes the kernels are compiled for. */
-static inline bool g3_att_hs_supported(int HS)
-{
-    return HS == 32 || HS == 64 || HS == 80 || HS == 96 || HS == 128 || HS == 160;
-}
 
 #endif
