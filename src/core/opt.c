@@ -39,7 +39,7 @@ struct g3_opts {
     int                 help_shown;
 };
 
-static void opt_value_clear(g3_opt_value_t *v)
+static void g3_opt_value_clear(g3_opt_value_t *v)
 {
     free(v->s);
     v->s = NULL;
@@ -55,7 +55,7 @@ void g3_opts_free(g3_opts_t *opts)
     if (opts == NULL)
         return;
     for (int i = 0; i < opts->nvalues; i++)
-        opt_value_clear(&opts->values[i]);
+        g3_opt_value_clear(&opts->values[i]);
     free(opts->values);
     for (int i = 0; i < opts->npos; i++)
         free(opts->pos[i]);
@@ -65,7 +65,7 @@ void g3_opts_free(g3_opts_t *opts)
 
 /* ---- suggestions --------------------------------------------------------- */
 
-static int opt_edit_distance(const char *a, const char *b)
+static int g3_opt_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     int row[128];
@@ -98,7 +98,7 @@ const char *g3_opts_suggest(const char *word, const char *const *candidates, int
     if (limit < 2)
         limit = 2;
     for (int i = 0; i < n; i++) {
-        int d = opt_edit_distance(word, candidates[i]);
+        int d = g3_opt_edit_distance(word, candidates[i]);
         /* A word that is a prefix of a flag is a plausible abbreviation. */
         if (strncmp(candidates[i], word, strlen(word)) == 0 && strlen(word) >= 3)
             d = d < 1 ? d : 1;
@@ -112,7 +112,7 @@ const char *g3_opts_suggest(const char *word, const char *const *candidates, int
 
 /* ---- values -------------------------------------------------------------- */
 
-static g3_opt_value_t *opt_find(const g3_opts_t *opts, const char *name)
+static g3_opt_value_t *g3_opt_find(const g3_opts_t *opts, const char *name)
 {
     for (int i = 0; i < opts->nvalues; i++)
         if (strcmp(opts->values[i].spec->name, name) == 0)
@@ -120,7 +120,7 @@ static g3_opt_value_t *opt_find(const g3_opts_t *opts, const char *name)
     return NULL;
 }
 
-static const char *opt_type_metavar(const g3_opt_spec_t *s)
+static const char *g3_opt_type_metavar(const g3_opt_spec_t *s)
 {
     if (s->metavar) return s->metavar;
     switch (s->type) {
@@ -133,7 +133,7 @@ static const char *opt_type_metavar(const g3_opt_spec_t *s)
     }
 }
 
-static int opt_parse_bool_text(const char *text, int *out)
+static int g3_opt_parse_bool_text(const char *text, int *out)
 {
     if (!strcasecmp(text, "true") || !strcmp(text, "1") || !strcasecmp(text, "yes") || !strcasecmp(text, "on")) {
         *out = 1;
@@ -146,7 +146,7 @@ static int opt_parse_bool_text(const char *text, int *out)
     return -1;
 }
 
-static int opt_choice_ok(const char *choices, const char *text)
+static int g3_opt_choice_ok(const char *choices, const char *text)
 {
     size_t n = strlen(text);
     const char *p = choices;
@@ -162,7 +162,7 @@ static int opt_choice_ok(const char *choices, const char *text)
 }
 
 /* Set one scalar value from text.  where: "" or " (FILE:LINE)" for messages. */
-static g3_status_t opt_set_scalar(g3_opt_value_t *v, const char *text, const char *where)
+static g3_status_t g3_opt_set_scalar(g3_opt_value_t *v, const char *text, const char *where)
 {
     const g3_opt_spec_t *s = v->spec;
     char *end = NULL;
@@ -205,7 +205,7 @@ static g3_status_t opt_set_scalar(g3_opt_value_t *v, const char *text, const cha
     }
     case G3_OPT_BOOL: {
         int b;
-        if (opt_parse_bool_text(text, &b) != 0) {
+        if (g3_opt_parse_bool_text(text, &b) != 0) {
             g3_error("--%s%s: '%s' is not true or false", s->name, where, text);
             return G3_ERR_USAGE;
         }
@@ -213,7 +213,7 @@ static g3_status_t opt_set_scalar(g3_opt_value_t *v, const char *text, const cha
         break;
     }
     case G3_OPT_CHOICE:
-        if (!opt_choice_ok(s->choices, text)) {
+        if (!g3_opt_choice_ok(s->choices, text)) {
             g3_error("--%s%s: '%s' is not one of %s", s->name, where, text, s->choices);
             return G3_ERR_USAGE;
         }
@@ -235,23 +235,23 @@ static g3_status_t opt_set_scalar(g3_opt_value_t *v, const char *text, const cha
     return G3_OK;
 }
 
-static g3_status_t opt_set_list(g3_opt_value_t *v, char **words, int n, const char *where)
+static g3_status_t g3_opt_set_list(g3_opt_value_t *v, char **words, int n, const char *where)
 {
     const g3_opt_spec_t *s = v->spec;
 
     if (n < s->min_args || (s->max_args > 0 && n > s->max_args)) {
         if (s->min_args == s->max_args)
             g3_error("--%s%s takes %d values (%s), got %d", s->name, where, s->min_args,
-                     opt_type_metavar(s), n);
+                     g3_opt_type_metavar(s), n);
         else if (s->max_args > 0)
             g3_error("--%s%s takes %d to %d values (%s), got %d", s->name, where, s->min_args,
-                     s->max_args, opt_type_metavar(s), n);
+                     s->max_args, g3_opt_type_metavar(s), n);
         else
-            g3_error("--%s%s takes at least %d value%s (%s), got %d", s->name, where,
-                     s->min_args, s->min_args == 1 ? "" : "s", opt_type_metavar(s), n);
+            g3_error("--%s%s takes at least %d value%s (%s), got %d", s->name, where, s->min_args,
+                     s->min_args == 1 ? "" : "s", g3_opt_type_metavar(s), n);
         return G3_ERR_USAGE;
     }
-    opt_value_clear(v);
+    g3_opt_value_clear(v);
     v->list = calloc((size_t)n + 1, sizeof(char *));
     if (v->list == NULL)
         return G3_ERR_NO_MEMORY;
@@ -265,7 +265,7 @@ static g3_status_t opt_set_list(g3_opt_value_t *v, char **words, int n, const ch
     return G3_OK;
 }
 
-static void opt_report_unknown(const g3_opts_t *opts, const char *name, const char *where)
+static void g3_opt_report_unknown(const g3_opts_t *opts, const char *name, const char *where)
 {
     const char **names = malloc(sizeof(char *) * (size_t)opts->nvalues);
     const char *hint = NULL;
@@ -286,7 +286,7 @@ static void opt_report_unknown(const g3_opts_t *opts, const char *name, const ch
 
 /* ---- config file --------------------------------------------------------- */
 
-static char *opt_trim(char *s)
+static char *g3_opt_trim(char *s)
 {
     char *e;
     while (isspace((unsigned char)*s)) s++;
@@ -295,7 +295,7 @@ static char *opt_trim(char *s)
     return s;
 }
 
-static g3_status_t opt_read_config(g3_opts_t *opts, const char *path)
+static g3_status_t g3_opt_read_config(g3_opts_t *opts, const char *path)
 {
     FILE *f = fopen(path, "r");
     char line[8192];
@@ -319,7 +319,7 @@ static g3_status_t opt_read_config(g3_opts_t *opts, const char *path)
         }
         hash = strchr(line, '#');
         if (hash) *hash = '\0';
-        key = opt_trim(line);
+        key = g3_opt_trim(line);
         if (*key == '\0')
             continue;
         eq = strchr(key, '=');
@@ -329,13 +329,13 @@ static g3_status_t opt_read_config(g3_opts_t *opts, const char *path)
             break;
         }
         *eq = '\0';
-        val = opt_trim(eq + 1);
-        key = opt_trim(key);
+        val = g3_opt_trim(eq + 1);
+        key = g3_opt_trim(key);
         if (strncmp(key, "--", 2) == 0)
             key += 2;
-        v = opt_find(opts, key);
+        v = g3_opt_find(opts, key);
         if (v == NULL) {
-            opt_report_unknown(opts, key, where);
+            g3_opt_report_unknown(opts, key, where);
             st = G3_ERR_USAGE;
             break;
         }
@@ -355,9 +355,9 @@ static g3_status_t opt_read_config(g3_opts_t *opts, const char *path)
                 }
                 words[n++] = tok;
             }
-            st = opt_set_list(v, words, n, where);
+            st = g3_opt_set_list(v, words, n, where);
         } else {
-            st = opt_set_scalar(v, val, where);
+            st = g3_opt_set_scalar(v, val, where);
         }
         if (st != G3_OK)
             break;
@@ -370,18 +370,18 @@ out_close:
 
 /* ---- command line -------------------------------------------------------- */
 
-static int opt_is_flag(const char *arg)
+static int g3_opt_is_flag(const char *arg)
 {
     return arg[0] == '-' && arg[1] == '-' && arg[2] != '\0';
 }
 
 /* A word that starts a new flag ends a LIST; negative numbers do not. */
-static int opt_ends_list(const char *arg)
+static int g3_opt_ends_list(const char *arg)
 {
-    return opt_is_flag(arg) || strcmp(arg, "--") == 0;
+    return g3_opt_is_flag(arg) || strcmp(arg, "--") == 0;
 }
 
-static g3_status_t opt_parse_argv(g3_opts_t *opts, int argc, char **argv, int pass)
+static g3_status_t g3_opt_parse_argv(g3_opts_t *opts, int argc, char **argv, int pass)
 {
     int only_pos = 0;
 
@@ -391,7 +391,7 @@ static g3_status_t opt_parse_argv(g3_opts_t *opts, int argc, char **argv, int pa
         const char *inline_val = NULL;
         g3_opt_value_t *v;
 
-        if (only_pos || !opt_is_flag(arg)) {
+        if (only_pos || !g3_opt_is_flag(arg)) {
             if (strcmp(arg, "--") == 0 && !only_pos) {
                 only_pos = 1;
                 continue;
@@ -424,10 +424,10 @@ static g3_status_t opt_parse_argv(g3_opts_t *opts, int argc, char **argv, int pa
             name[len] = '\0';
             if (eq) inline_val = eq + 1;
         }
-        v = opt_find(opts, name);
+        v = g3_opt_find(opts, name);
         if (v == NULL) {
             if (pass == 0) {
-                opt_report_unknown(opts, name, "");
+                g3_opt_report_unknown(opts, name, "");
                 return G3_ERR_USAGE;
             }
             continue;
@@ -435,7 +435,7 @@ static g3_status_t opt_parse_argv(g3_opts_t *opts, int argc, char **argv, int pa
         /* Pass 0 only looks for --config, --help and --log-level. */
         if (v->spec->type == G3_OPT_BOOL) {
             if (inline_val) {
-                if (pass == 1 && opt_set_scalar(v, inline_val, "") != G3_OK)
+                if (pass == 1 && g3_opt_set_scalar(v, inline_val, "") != G3_OK)
                     return G3_ERR_USAGE;
             } else if (pass == 1) {
                 v->i = 1;
@@ -452,11 +452,11 @@ static g3_status_t opt_parse_argv(g3_opts_t *opts, int argc, char **argv, int pa
             char *one[1];
             if (inline_val) {
                 one[0] = (char *)inline_val;
-                st = pass == 1 ? opt_set_list(v, one, 1, "") : G3_OK;
+                st = pass == 1 ? g3_opt_set_list(v, one, 1, "") : G3_OK;
             } else {
-                while (first + n < argc && !opt_ends_list(argv[first + n]))
+                while (first + n < argc && !g3_opt_ends_list(argv[first + n]))
                     n++;
-                st = pass == 1 ? opt_set_list(v, argv + first, n, "") : G3_OK;
+                st = pass == 1 ? g3_opt_set_list(v, argv + first, n, "") : G3_OK;
                 a += n;
             }
             if (st != G3_OK)
@@ -465,10 +465,10 @@ static g3_status_t opt_parse_argv(g3_opts_t *opts, int argc, char **argv, int pa
             continue;
         }
         if (inline_val == NULL) {
-            if (a + 1 >= argc || opt_is_flag(argv[a + 1])) {
+            if (a + 1 >= argc || g3_opt_is_flag(argv[a + 1])) {
                 if (pass == 1 || !strcmp(name, "config")) {
                     g3_error("gpt3d %s: --%s needs a value (%s)", opts->cmd->name, name,
-                             opt_type_metavar(v->spec));
+                             g3_opt_type_metavar(v->spec));
                     return G3_ERR_USAGE;
                 }
                 continue;
@@ -476,7 +476,7 @@ static g3_status_t opt_parse_argv(g3_opts_t *opts, int argc, char **argv, int pa
             inline_val = argv[++a];
         }
         if (pass == 1 || !strcmp(name, "config") || !strcmp(name, "log-level")) {
-            g3_status_t st = opt_set_scalar(v, inline_val, "");
+            g3_status_t st = g3_opt_set_scalar(v, inline_val, "");
             if (st != G3_OK)
                 return st;
             v->set = 1;
@@ -519,10 +519,10 @@ g3_status_t g3_opts_parse(const g3_opt_cmd_t *cmd, int argc, char **argv, g3_opt
             if (buf == NULL) { st = G3_ERR_NO_MEMORY; goto err_free_opts; }
             for (char *t = strtok(buf, " "); t && nw < 64; t = strtok(NULL, " "))
                 words[nw++] = t;
-            st = opt_set_list(v, words, nw, " (built-in default)");
+            st = g3_opt_set_list(v, words, nw, " (built-in default)");
             free(buf);
         } else {
-            st = opt_set_scalar(v, v->spec->defval, " (built-in default)");
+            st = g3_opt_set_scalar(v, v->spec->defval, " (built-in default)");
         }
         if (st != G3_OK) {
             st = G3_ERR_INTERNAL;
@@ -531,7 +531,7 @@ g3_status_t g3_opts_parse(const g3_opt_cmd_t *cmd, int argc, char **argv, g3_opt
     }
 
     /* Pass 0: --help, --config and --log-level, and unknown flags. */
-    st = opt_parse_argv(opts, argc, argv, 0);
+    st = g3_opt_parse_argv(opts, argc, argv, 0);
     if (st != G3_OK)
         goto err_free_opts;
     if (opts->help_shown) {
@@ -548,13 +548,13 @@ g3_status_t g3_opts_parse(const g3_opt_cmd_t *cmd, int argc, char **argv, g3_opt
     if (g3_opts_str(opts, "config") != NULL) {
         char *path = strdup(g3_opts_str(opts, "config"));
         if (path == NULL) { st = G3_ERR_NO_MEMORY; goto err_free_opts; }
-        st = opt_read_config(opts, path);
+        st = g3_opt_read_config(opts, path);
         free(path);
         if (st != G3_OK)
             goto err_free_opts;
     }
     /* Pass 1: everything, overriding the config file. */
-    st = opt_parse_argv(opts, argc, argv, 1);
+    st = g3_opt_parse_argv(opts, argc, argv, 1);
     if (st != G3_OK)
         goto err_free_opts;
     {
@@ -584,9 +584,9 @@ err_free_opts:
 
 int g3_opts_help_shown(const g3_opts_t *opts) { return opts->help_shown; }
 
-static const g3_opt_value_t *opt_get(const g3_opts_t *opts, const char *name, g3_opt_type_t type)
+static const g3_opt_value_t *g3_opt_get(const g3_opts_t *opts, const char *name, g3_opt_type_t type)
 {
-    const g3_opt_value_t *v = opt_find(opts, name);
+    const g3_opt_value_t *v = g3_opt_find(opts, name);
     if (v == NULL || (v->spec->type != type &&
                       !(type == G3_OPT_STRING && v->spec->type == G3_OPT_CHOICE))) {
         g3_error("internal: option '--%s' %s for 'gpt3d %s'", name,
@@ -598,40 +598,40 @@ static const g3_opt_value_t *opt_get(const g3_opts_t *opts, const char *name, g3
 
 int64_t g3_opts_int(const g3_opts_t *opts, const char *name)
 {
-    return opt_get(opts, name, G3_OPT_INT)->i;
+    return g3_opt_get(opts, name, G3_OPT_INT)->i;
 }
 
 double g3_opts_float(const g3_opts_t *opts, const char *name)
 {
-    return opt_get(opts, name, G3_OPT_FLOAT)->f;
+    return g3_opt_get(opts, name, G3_OPT_FLOAT)->f;
 }
 
 const char *g3_opts_str(const g3_opts_t *opts, const char *name)
 {
-    const g3_opt_value_t *v = opt_get(opts, name, G3_OPT_STRING);
+    const g3_opt_value_t *v = g3_opt_get(opts, name, G3_OPT_STRING);
     return v->has_value ? v->s : NULL;
 }
 
 int g3_opts_bool(const g3_opts_t *opts, const char *name)
 {
-    return (int)opt_get(opts, name, G3_OPT_BOOL)->i;
+    return (int)g3_opt_get(opts, name, G3_OPT_BOOL)->i;
 }
 
 int g3_opts_list(const g3_opts_t *opts, const char *name, char *const **values_p)
 {
-    const g3_opt_value_t *v = opt_get(opts, name, G3_OPT_LIST);
+    const g3_opt_value_t *v = g3_opt_get(opts, name, G3_OPT_LIST);
     *values_p = v->list;
     return v->nlist;
 }
 
 int g3_opts_declared(const g3_opts_t *opts, const char *name)
 {
-    return opt_find(opts, name) != NULL;
+    return g3_opt_find(opts, name) != NULL;
 }
 
 int g3_opts_is_set(const g3_opts_t *opts, const char *name)
 {
-    const g3_opt_value_t *v = opt_find(opts, name);
+    const g3_opt_value_t *v = g3_opt_find(opts, name);
     if (v == NULL) {
         g3_error("internal: option '--%s' is not declared for 'gpt3d %s'", name, opts->cmd->name);
         abort();
@@ -666,14 +666,14 @@ void g3_opts_write_config(const g3_opts_t *opts, FILE *out)
     }
 }
 
-static void opt_print_spec(const g3_opt_spec_t *s, FILE *out)
+static void g3_opt_print_spec(const g3_opt_spec_t *s, FILE *out)
 {
     char left[160];
 
     if (s->type == G3_OPT_BOOL)
         snprintf(left, sizeof(left), "--%s", s->name);
     else
-        snprintf(left, sizeof(left), "--%s %s", s->name, opt_type_metavar(s));
+        snprintf(left, sizeof(left), "--%s %s", s->name, g3_opt_type_metavar(s));
     if (strlen(left) > 34)
         fprintf(out, "  %s\n  %-34s ", left, "");
     else
@@ -689,8 +689,8 @@ void g3_opts_print_help(const g3_opt_cmd_t *cmd, FILE *out)
     fprintf(out, "Usage: gpt3d %s [options]%s%s\n\n%s\n\nOptions:\n", cmd->name,
             cmd->usage ? " " : "", cmd->usage ? cmd->usage : "", cmd->summary);
     for (const g3_opt_spec_t *s = cmd->specs; s && s->name; s++)
-        opt_print_spec(s, out);
+        g3_opt_print_spec(s, out);
     fprintf(out, "\nCommon options:\n");
     for (const g3_opt_spec_t *s = g3_opt_common; s->name; s++)
-        opt_print_spec(s, out);
+        g3_opt_print_spec(s, out);
 }

@@ -396,9 +396,9 @@ static double g3_plan_host_available(void)
     return avail;
 }
 
-g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, g3_be_kind_t kind, int dp,
-                              int64_t micro_batch, int64_t global_batch, int zero,
-                              int local_ranks)
+g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, g3_be_kind_t kind,
+                              const g3_be_opts_t *o, int dp, int64_t micro_batch,
+                              int64_t global_batch, int zero, int local_ranks)
 {
     g3_plan_input_t in;
     g3_plan_t p;
@@ -413,7 +413,7 @@ g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, g3_be_kind_t kind, int d
     in.global_batch = global_batch;
     in.start_batch = global_batch;
     in.distributed_optimizer = zero;
-    g3_plan_input_backend(&in, kind, NULL);
+    g3_plan_input_backend(&in, kind, o);
     in.virtual_pp = 1;
     in.ranks_per_gpu = 1;
     /* a device's memory: the backend refuses what it cannot allocate */

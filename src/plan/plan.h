@@ -142,12 +142,14 @@ int g3_plan_gemm_autotune(const g3_plan_input_t *in);
 
 /* gpt3d train's check before it allocates anything: the plan of this rank's stage against
  * the memory it can have (CPU: MemAvailable and the cgroup's limit, shared by local_ranks
- * ranks on the node).  RET: G3_ERR_INVALID_ARG (logged, naming the flags: exit 2) when it
- * cannot fit; g3_plan_compute's errors (logged); G3_OK otherwise (also when the memory
+ * ranks on the node), for the backend kind with the trainer's options o (the attention's
+ * buffers and the GEMM autotuning depend on them; NULL: the defaults).
+ * RET: G3_ERR_INVALID_ARG (logged, naming the flags: exit 2) when it cannot fit;
+ * g3_plan_compute's errors (logged); G3_OK otherwise (also when the memory
  * cannot be read, and for a device's memory (cuda), whose allocations say it themselves). */
-g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, g3_be_kind_t kind, int dp,
-                              int64_t micro_batch, int64_t global_batch, int zero,
-                              int local_ranks);
+g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, g3_be_kind_t kind,
+                              const g3_be_opts_t *o, int dp, int64_t micro_batch,
+                              int64_t global_batch, int zero, int local_ranks);
 
 /* RET: the G3_PLAN_ACT_ mode of m's recompute flags (--recompute-activations or
  * --recompute-granularity full: FULL; selective: SELECTIVE; else NONE). */

@@ -20,25 +20,25 @@ struct g3_train_timing {
     double       busy[G3_PAR_AXES][G3_COMM_STAT_COUNT];   /* at the last report */
 };
 
-static g3_status_t g3_timing_ev_create(void *ctx, void **ev)
+static g3_status_t g3_train_timing_ev_create(void *ctx, void **ev)
 {
     g3_backend_t *be = ctx;
     return be->ops->event_create(be, ev);
 }
 
-static void g3_timing_ev_destroy(void *ctx, void *ev)
+static void g3_train_timing_ev_destroy(void *ctx, void *ev)
 {
     g3_backend_t *be = ctx;
     be->ops->event_destroy(be, ev);
 }
 
-static void g3_timing_ev_record(void *ctx, void *ev)
+static void g3_train_timing_ev_record(void *ctx, void *ev)
 {
     g3_backend_t *be = ctx;
     be->ops->event_record(be, ev);
 }
 
-static g3_status_t g3_timing_ev_elapsed(void *ctx, void *a, void *b, double *s)
+static g3_status_t g3_train_timing_ev_elapsed(void *ctx, void *a, void *b, double *s)
 {
     g3_backend_t *be = ctx;
     return be->ops->event_elapsed(be, a, b, s);
@@ -47,8 +47,8 @@ static g3_status_t g3_timing_ev_elapsed(void *ctx, void *a, void *b, double *s)
 g3_status_t g3_train_timing_init(int level, g3_backend_t *be, g3_par_t *par,
                                  g3_train_timing_t **timing_p)
 {
-    g3_timer_device_t dev = { be, g3_timing_ev_create, g3_timing_ev_destroy,
-                              g3_timing_ev_record, g3_timing_ev_elapsed };
+    g3_timer_device_t dev = { be, g3_train_timing_ev_create, g3_train_timing_ev_destroy,
+                              g3_train_timing_ev_record, g3_train_timing_ev_elapsed };
     int events = be->ops->event_create && be->ops->event_destroy && be->ops->event_record &&
                  be->ops->event_elapsed;
     g3_train_timing_t *t;
@@ -88,8 +88,8 @@ g3_timers_t *g3_train_timing_timers(g3_train_timing_t *timing)
 }
 
 /* One line "    NAME ....: (min, max)" (Megatron-LM's layout) and its JSON member. */
-static void g3_timing_line(const char *name, double lo, double hi, FILE *out, FILE *metrics,
-                           int *first)
+static void g3_train_timing_line(const char *name, double lo, double hi, FILE *out, FILE *metrics,
+                                 int *first)
 {
     if (out) {
         char dots[64];
@@ -162,7 +162,7 @@ g3_status_t g3_train_timing_report(g3_train_timing_t *timing, int64_t iteration,
             snprintf(name, sizeof(name), "comm-%s-%s", g3_timing_axes[j / G3_COMM_STAT_COUNT],
                      g3_comm_stat_name((g3_comm_stat_t)(j % G3_COMM_STAT_COUNT)));
         }
-        g3_timing_line(name, lo * scale, hi * scale, out, metrics, &first);
+        g3_train_timing_line(name, lo * scale, hi * scale, out, metrics, &first);
         if (tb) {
             char tag[80];
             snprintf(tag, sizeof(tag), "%s-time", name);
