@@ -85,11 +85,9 @@ typedef struct {
 /* RET: the row of id (NULL out of range). */
 const g3_param_info_t *g3_param_info(g3_param_id_t id);
 
-/* The typed reads every accessor is made of (see the top). */
+/* The typed read of a STR knob (see the top); param.c's accessors are made of it and of its
+ * numeric siblings (file-local there). */
 const char *g3_param_str(g3_param_id_t id);
-int64_t g3_param_int(g3_param_id_t id);
-double g3_param_float(g3_param_id_t id);
-int g3_param_flag(g3_param_id_t id);   /* BOOL and SET */
 
 /* The accessors, one per knob: g3_param_log_level(), g3_param_fused_ops(), ... */
 #define G3_PARAM_RET_STR   const char *
