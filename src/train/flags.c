@@ -100,7 +100,9 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
 };
 
-int g3_train_flags_range(const g3_opts_t *o, const char *name, int64_t lo, int hi, int *out)
+/* An int flag within lo .. hi (g3_train_flags_int with an upper bound). */
+static int g3_train_flags_range(const g3_opts_t *o, const char *name, int64_t lo, int hi,
+                                int *out)
 {
     int64_t v = g3_opts_int(o, name);
     if (v < lo || v > hi) {
