@@ -327,12 +327,13 @@ extern "C" int g3cuda_attention_bwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *dqkv,
     if (!g3cuda_aligned(qkv, 16) || !g3cuda_aligned(dout, 16))
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG,
                            "attention_bwd: qkv and dout must be 16-byte aligned");
+#define G3_ATT_CASE(n) \
+    case n: \
+        return g3_attention_bwd_launch<n>(ctx, dx, dO, O, x, lse, B, T, NH);
     switch (HS) {
-    case 32:  return g3_attention_bwd_launch<32>(ctx, dx, dO, O, x, lse, B, T, NH);
-    case 64:  return g3_attention_bwd_launch<64>(ctx, dx, dO, O, x, lse, B, T, NH);
-    case 80:  return g3_attention_bwd_launch<80>(ctx, dx, dO, O, x, lse, B, T, NH);
-    case 96:  return g3_attention_bwd_launch<96>(ctx, dx, dO, O, x, lse, B, T, NH);
-    case 128: return g3_attention_bwd_launch<128>(ctx, dx, dO, O, x, lse, B, T, NH);
-    default:  return g3_attention_bwd_launch<160>(ctx, dx, dO, O, x, lse, B, T, NH);
+        G3CUDA_ATT_HEAD_SIZES(G3_ATT_CASE)
+    default:
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_bwd: head size %d", HS);
     }
+#undef G3_ATT_CASE
 }

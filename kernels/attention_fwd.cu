@@ -169,12 +169,13 @@ extern "C" int g3cuda_attention_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *out, float
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_fwd: NULL tensor");
     if (!g3cuda_aligned(qkv, 16))
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_fwd: qkv must be 16-byte aligned");
+#define G3_ATT_CASE(n) \
+    case n: \
+        return g3_attention_fwd_launch<n>(ctx, o, lse, x, B, T, NH);
     switch (HS) {
-    case 32:  return g3_attention_fwd_launch<32>(ctx, o, lse, x, B, T, NH);
-    case 64:  return g3_attention_fwd_launch<64>(ctx, o, lse, x, B, T, NH);
-    case 80:  return g3_attention_fwd_launch<80>(ctx, o, lse, x, B, T, NH);
-    case 96:  return g3_attention_fwd_launch<96>(ctx, o, lse, x, B, T, NH);
-    case 128: return g3_attention_fwd_launch<128>(ctx, o, lse, x, B, T, NH);
-    default:  return g3_attention_fwd_launch<160>(ctx, o, lse, x, B, T, NH);
+        G3CUDA_ATT_HEAD_SIZES(G3_ATT_CASE)
+    default:
+        return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "attention_fwd: head size %d", HS);
     }
+#undef G3_ATT_CASE
 }

@@ -88,11 +88,6 @@ __device__ __forceinline__ void g3_att_xyt(float *S, float *S2, const bf16 *X, c
     }
 }
 
-/* The shapes the kernels are compiled for. */
-static inline bool g3_att_hs_supported(int HS)
-{
-    return HS == 32 || HS == 64 || HS == 80 || HS == 96 || HS == 128 || HS == 160;
-}
 
 /* The checks both attention entry points start with: an error already pending (RET: it), a
  * shape the kernels are not compiled for or a grid too tall (RET: G3CUDA_ERR_ARG, recorded
@@ -100,13 +95,15 @@ static inline bool g3_att_hs_supported(int HS)
 static inline int g3_att_check_shape(g3cuda_ctx_t *ctx, const char *op, int B, int T, int NH,
                                      int HS)
 {
+    char sizes[64];   /* the head sizes in words, for the message */
+
     if (G3CUDA_PENDING(ctx))
         return ctx->err;
-    if (B <= 0 || T <= 0 || NH <= 0 || !g3_att_hs_supported(HS) || (size_t)B * NH > 65535)
+    if (B <= 0 || T <= 0 || NH <= 0 || !g3cuda_att_head_size_ok(HS) || (size_t)B * NH > 65535)
         return g3cuda_fail(
             ctx, G3CUDA_ERR_ARG,
-            "%s: unsupported shape B=%d T=%d NH=%d HS=%d (head size must be 32, 64, 80, 96, 128 or 160; B*NH <= 65535)",
-            op, B, T, NH, HS);
+            "%s: unsupported shape B=%d T=%d NH=%d HS=%d (head size one of %s; B*NH <= 65535)",
+            op, B, T, NH, HS, g3cuda_att_head_sizes_text(sizes, sizeof(sizes)));
     return 0;
 }
 

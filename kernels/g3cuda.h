@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -126,7 +127,7 @@ int g3cuda_embedding_bwd(g3cuda_ctx_t *ctx, float *dwte, float *dwpe, const g3cu
 /* ---- layer norm fused with the residual add (layernorm_fwd.cu, layernorm_bwd.cu) -------- */
 
 /* The widest row the LayerNorm kernels take: 1024 threads x 24 columns in registers (MT-NLG's
- * 20480 included; g3_be_check_sizes in src/backend/backend.c repeats the number). */
+ * 20480 included; the CUDA backend's size check, src/backend/cuda_kind.c, reads it). */
 #define G3CUDA_LN_MAX_C 24576
 
 /* With b != NULL: resid = bf16(a + b) (the residual stream), x = resid; with b == NULL: x = a
@@ -237,11 +238,38 @@ void g3cuda_ctx_set_log(g3cuda_ctx_t *ctx, void (*log)(const char *msg));
 
 /* ---- causal self-attention, flash style (attention_fwd.cu, attention_bwd.cu) ------------ */
 
+/* The head sizes the attention kernels are compiled for: the one list that the kernels'
+ * instantiations (a case each in attention_fwd.cu and attention_bwd.cu), their argument check,
+ * the CUDA backend's size check (src/backend/cuda_kind.c) and their messages read. */
+#define G3CUDA_ATT_HEAD_SIZES(X) X(32) X(64) X(80) X(96) X(128) X(160)
+
+/* RET: 1 when the attention kernels are compiled for head size HS, else 0. */
+static inline int g3cuda_att_head_size_ok(int HS)
+{
+#define G3CUDA_ATT_HS_IS(n) || HS == (n)
+    return 0 G3CUDA_ATT_HEAD_SIZES(G3CUDA_ATT_HS_IS);
+#undef G3CUDA_ATT_HS_IS
+}
+
+/* The list in words for messages, "32, 64, 80, 96, 128, 160", into buf (len >= 64).  RET: buf. */
+static inline const char *g3cuda_att_head_sizes_text(char *buf, size_t len)
+{
+#define G3CUDA_ATT_HS_ROW(n) (n),
+    static const int hs[] = { G3CUDA_ATT_HEAD_SIZES(G3CUDA_ATT_HS_ROW) };
+#undef G3CUDA_ATT_HS_ROW
+    size_t at = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]) && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%d", i ? ", " : "", hs[i]);
+    return buf;
+}
+
 /* qkv rows are [q | k | v], head h owning columns [h*HS, (h+1)*HS) of each C block (the layout
  * of backend.h).  out[b,t,h] = softmax(q k^T / sqrt(HS) + causal mask) v, computed in tiles of
  * 64 queries x 64 keys with an online softmax: no T x T matrix in device memory.
  * lse[b,h,t] = log sum_j exp(q_t . k_j / sqrt(HS)) (natural log) is saved for backward.
- * out (B,T,C) bf16  lse (B,NH,T) fp32  qkv (B,T,3C) bf16.  HS in {32, 64, 128}. */
+ * out (B,T,C) bf16  lse (B,NH,T) fp32  qkv (B,T,3C) bf16.  HS: G3CUDA_ATT_HEAD_SIZES. */
 int g3cuda_attention_fwd(g3cuda_ctx_t *ctx, g3cuda_bf16_t *out, float *lse,
                          const g3cuda_bf16_t *qkv, int B, int T, int NH, int HS);
 /* dqkv (overwritten) from dout, recomputing the probabilities from qkv and lse.  Deterministic

@@ -341,9 +341,10 @@ g3_status_t g3_be_probe(g3_be_kind_t kind, const g3_be_opts_t *o, char *why, siz
 
 /* Whether `kind` with options o can run a GPT of these sizes, without opening it (the
  * options first, then the row's check_sizes; arguments as there).  The CPU runs any size;
- * CUDA's kernels are compiled for head sizes 32, 64, 80, 96, 128 and 160, need C, F and Vp
- * multiples of 8 and C at most 24576 (MT-NLG's 20480 fits).  RET: G3_OK, or
- * G3_ERR_UNSUPPORTED with the reason, naming the flags and the fix, in why (nothing logged). */
+ * CUDA's kernels are compiled for the head sizes of G3CUDA_ATT_HEAD_SIZES, need C, F and Vp
+ * multiples of 8 and C at most G3CUDA_LN_MAX_C (kernels/g3cuda.h; MT-NLG's 20480 fits).
+ * RET: G3_OK, or G3_ERR_UNSUPPORTED with the reason, naming the flags and the fix, in why
+ * (nothing logged). */
 g3_status_t g3_be_check_sizes(g3_be_kind_t kind, const g3_be_opts_t *o, int C, int NH, int HS,
                               int F, int Vp, char *why, size_t why_len);
 

@@ -33,11 +33,13 @@
 
 #include "backend/backend.h"
 #include "core/log.h"
+#include "core/param.h"
 
 /* The default spin count (libgomp's rounds of a pause instruction before a futex sleep). */
 #define G3_CPU_SPINCOUNT "10000"
-/* Set in the re-executed program's environment: "the spin count is ours". */
-#define G3_CPU_ENV_MARK "GPT3D_CPU_ENV_SET"
+/* Set in the re-executed program's environment: "the spin count is ours" (GPT3D_CPU_ENV_SET,
+ * a row of core/param.h read through g3_param_cpu_env_set). */
+#define G3_CPU_ENV_MARK (g3_param_info(G3_PARAM_ID_cpu_env_set)->var)
 
 static const char *g3_cpu_wait_how = "libgomp's defaults";
 static char g3_cpu_wait_buf[160];
@@ -77,7 +79,7 @@ static int g3_cpu_env_oversubscribed(void)
 void g3_be_cpu_env(char **argv)
 {
     const char *policy = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
-    const char *mark = getenv(G3_CPU_ENV_MARK);
+    const char *mark = g3_param_cpu_env_set();
     int over;
 
     if (mark) {   /* re-executed: the runtime has read it */

@@ -35,20 +35,22 @@ static g3_status_t g3_cuda_kind_probe(char *why, size_t why_len)
 static g3_status_t g3_cuda_kind_check_sizes(const g3_be_opts_t *o, int C, int NH, int HS, int F,
                                             int Vp, char *why, size_t why_len)
 {
+    char sizes[64];   /* the head sizes in words, for the message */
+
     (void)o;
     (void)NH;
-    if (C > 24576) {   /* G3CUDA_LN_MAX_C (kernels/g3cuda.h) */
+    if (C > G3CUDA_LN_MAX_C) {
         snprintf(
             why, why_len,
-            "--device cuda: hidden size %d is more than 24576, the largest the LayerNorm kernels are compiled for; give a smaller --hidden-size (and more layers), or use --device cpu",
-            C);
+            "--device cuda: hidden size %d is more than %d, the largest the LayerNorm kernels are compiled for; give a smaller --hidden-size (and more layers), or use --device cpu",
+            C, G3CUDA_LN_MAX_C);
         return G3_ERR_UNSUPPORTED;
     }
-    if (HS != 32 && HS != 64 && HS != 80 && HS != 96 && HS != 128 && HS != 160) {
+    if (!g3cuda_att_head_size_ok(HS)) {
         snprintf(
             why, why_len,
-            "--device cuda: head size %d (--hidden-size / --num-attention-heads) is not one the flash-attention kernels are compiled for (32, 64, 80, 96, 128, 160); choose sizes that give one of these, or use --device cpu",
-            HS);
+            "--device cuda: head size %d (--hidden-size / --num-attention-heads) is not one the flash-attention kernels are compiled for (%s); choose sizes that give one of these, or use --device cpu",
+            HS, g3cuda_att_head_sizes_text(sizes, sizeof(sizes)));
         return G3_ERR_UNSUPPORTED;
     }
     if (C % 8 != 0 || F % 8 != 0 || Vp % 8 != 0) {

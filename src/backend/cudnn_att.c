@@ -58,7 +58,7 @@ typedef struct g3_cudnn_graph {
     char                     msg[512];
 } g3_cudnn_graph_t;
 
-static int g3_gb_fail(g3_cudnn_graph_t *g, cudnnStatus_t st, const char *where)
+static int g3_cudnn_gb_fail(g3_cudnn_graph_t *g, cudnnStatus_t st, const char *where)
 {
     if (g->st == CUDNN_STATUS_SUCCESS) {
         g->st = st;
@@ -68,8 +68,8 @@ static int g3_gb_fail(g3_cudnn_graph_t *g, cudnnStatus_t st, const char *where)
     return 1;
 }
 
-static cudnnBackendDescriptor_t g3_gb_new(g3_cudnn_graph_t *g, cudnnBackendDescriptorType_t t,
-                                          const char *where)
+static cudnnBackendDescriptor_t g3_cudnn_gb_new(g3_cudnn_graph_t *g, cudnnBackendDescriptorType_t t,
+                                                const char *where)
 {
     cudnnBackendDescriptor_t d = NULL;
     cudnnStatus_t st;
@@ -77,23 +77,23 @@ static cudnnBackendDescriptor_t g3_gb_new(g3_cudnn_graph_t *g, cudnnBackendDescr
     if (g->st != CUDNN_STATUS_SUCCESS)
         return NULL;
     if (g->ndesc == G3_CUDNN_MAX_DESC) {
-        g3_gb_fail(g, CUDNN_STATUS_INTERNAL_ERROR, where);
+        g3_cudnn_gb_fail(g, CUDNN_STATUS_INTERNAL_ERROR, where);
         snprintf(g->msg, sizeof(g->msg), "more than %d descriptors in one graph",
                  G3_CUDNN_MAX_DESC);
         return NULL;
     }
     st = cudnnBackendCreateDescriptor(t, &d);
     if (st != CUDNN_STATUS_SUCCESS) {
-        g3_gb_fail(g, st, where);
+        g3_cudnn_gb_fail(g, st, where);
         return NULL;
     }
     g->desc[g->ndesc++] = d;
     return d;
 }
 
-static void g3_gb_set(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t d,
-                      cudnnBackendAttributeName_t attr, cudnnBackendAttributeType_t type,
-                      int64_t n, const void *val, const char *where)
+static void g3_cudnn_gb_set(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t d,
+                            cudnnBackendAttributeName_t attr, cudnnBackendAttributeType_t type,
+                            int64_t n, const void *val, const char *where)
 {
     cudnnStatus_t st;
 
@@ -101,10 +101,10 @@ static void g3_gb_set(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t d,
         return;
     st = cudnnBackendSetAttribute(d, attr, type, n, val);
     if (st != CUDNN_STATUS_SUCCESS)
-        g3_gb_fail(g, st, where);
+        g3_cudnn_gb_fail(g, st, where);
 }
 
-static void g3_gb_finalize(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t d, const char *where)
+static void g3_cudnn_gb_finalize(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t d, const char *where)
 {
     cudnnStatus_t st;
 
@@ -112,47 +112,49 @@ static void g3_gb_finalize(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t d, cons
         return;
     st = cudnnBackendFinalize(d);
     if (st != CUDNN_STATUS_SUCCESS)
-        g3_gb_fail(g, st, where);
+        g3_cudnn_gb_fail(g, st, where);
 }
 
 /* A 4-d tensor.  uid 0: a new virtual one. */
-static cudnnBackendDescriptor_t g3_gb_tensor(g3_cudnn_graph_t *g, int64_t uid,
-                                             cudnnDataType_t type, const int64_t dims[4],
-                                             const int64_t strides[4], bool by_value,
-                                             const char *name)
+static cudnnBackendDescriptor_t g3_cudnn_gb_tensor(g3_cudnn_graph_t *g, int64_t uid,
+                                                   cudnnDataType_t type, const int64_t dims[4],
+                                                   const int64_t strides[4], bool by_value,
+                                                   const char *name)
 {
-    cudnnBackendDescriptor_t t = g3_gb_new(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, name);
+    cudnnBackendDescriptor_t t = g3_cudnn_gb_new(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, name);
     bool virt = uid == 0;
     int64_t align = 16, id = virt ? g->next_uid++ : uid;
 
-    g3_gb_set(g, t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type, name);
-    g3_gb_set(g, t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, name);
-    g3_gb_set(g, t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides, name);
-    g3_gb_set(g, t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &id, name);
-    g3_gb_set(g, t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, name);
-    g3_gb_set(g, t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt, name);
+    g3_cudnn_gb_set(g, t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type, name);
+    g3_cudnn_gb_set(g, t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims, name);
+    g3_cudnn_gb_set(g, t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides, name);
+    g3_cudnn_gb_set(g, t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &id, name);
+    g3_cudnn_gb_set(g, t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, name);
+    g3_cudnn_gb_set(g, t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt, name);
     if (by_value)
-        g3_gb_set(g, t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value, name);
-    g3_gb_finalize(g, t, name);
+        g3_cudnn_gb_set(g, t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value,
+                        name);
+    g3_cudnn_gb_finalize(g, t, name);
     if (!virt && g->st == CUDNN_STATUS_SUCCESS && g->nio < G3_CUDNN_MAX_OPS)
         g->io[g->nio++] = id;
     return t;
 }
 
 /* A by-value fp32 scalar, dims (1,1,1,1). */
-static cudnnBackendDescriptor_t g3_gb_scalar(g3_cudnn_graph_t *g, int64_t uid, const char *name)
+static cudnnBackendDescriptor_t g3_cudnn_gb_scalar(g3_cudnn_graph_t *g, int64_t uid,
+                                                   const char *name)
 {
     static const int64_t one[4] = { 1, 1, 1, 1 };
-    return g3_gb_tensor(g, uid, CUDNN_DATA_FLOAT, one, one, true, name);
+    return g3_cudnn_gb_tensor(g, uid, CUDNN_DATA_FLOAT, one, one, true, name);
 }
 
-static void g3_gb_op(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t op, const char *where)
+static void g3_cudnn_gb_op(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t op, const char *where)
 {
-    g3_gb_finalize(g, op, where);
+    g3_cudnn_gb_finalize(g, op, where);
     if (g->st != CUDNN_STATUS_SUCCESS)
         return;
     if (g->nops == G3_CUDNN_MAX_OPS) {
-        g3_gb_fail(g, CUDNN_STATUS_INTERNAL_ERROR, where);
+        g3_cudnn_gb_fail(g, CUDNN_STATUS_INTERNAL_ERROR, where);
         snprintf(g->msg, sizeof(g->msg), "more than %d operations in one graph",
                  G3_CUDNN_MAX_OPS);
         return;
@@ -161,140 +163,143 @@ static void g3_gb_op(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t op, const cha
 }
 
 /* RET: a new operation descriptor of type t whose attributes attrs[i] are the descriptors
- * descs[i] (a NULL one left unset), for the caller to finish with g3_gb_op. */
-static cudnnBackendDescriptor_t g3_gb_op_new(g3_cudnn_graph_t *g, cudnnBackendDescriptorType_t t,
-                                             int n, const cudnnBackendAttributeName_t *attrs,
-                                             const cudnnBackendDescriptor_t *descs,
-                                             const char *name)
+ * descs[i] (a NULL one left unset), for the caller to finish with g3_cudnn_gb_op. */
+static cudnnBackendDescriptor_t g3_cudnn_gb_op_new(g3_cudnn_graph_t *g,
+                                                   cudnnBackendDescriptorType_t t, int n,
+                                                   const cudnnBackendAttributeName_t *attrs,
+                                                   const cudnnBackendDescriptor_t *descs,
+                                                   const char *name)
 {
-    cudnnBackendDescriptor_t op = g3_gb_new(g, t, name);
+    cudnnBackendDescriptor_t op = g3_cudnn_gb_new(g, t, name);
 
     for (int i = 0; i < n; i++)
         if (descs[i])
-            g3_gb_set(g, op, attrs[i], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &descs[i], name);
+            g3_cudnn_gb_set(g, op, attrs[i], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &descs[i], name);
     return op;
 }
 
 /* y = mode(x [, b [, t]]) with math in prec; axis >= 0 for GEN_INDEX. */
-static void g3_gb_pointwise(g3_cudnn_graph_t *g, cudnnPointwiseMode_t mode,
-                            cudnnDataType_t prec, int64_t axis, cudnnBackendDescriptor_t x,
-                            cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t t,
-                            cudnnBackendDescriptor_t y, const char *name)
+static void g3_cudnn_gb_pointwise(g3_cudnn_graph_t *g, cudnnPointwiseMode_t mode,
+                                  cudnnDataType_t prec, int64_t axis, cudnnBackendDescriptor_t x,
+                                  cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t t,
+                                  cudnnBackendDescriptor_t y, const char *name)
 {
     static const cudnnBackendAttributeName_t attrs[] = {
         CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
         CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_ATTR_OPERATION_POINTWISE_TDESC,
         CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
     };
-    cudnnBackendDescriptor_t pw = g3_gb_new(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, name);
+    cudnnBackendDescriptor_t pw = g3_cudnn_gb_new(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, name);
     cudnnBackendDescriptor_t op;
     float alpha = 1.0f;
 
-    g3_gb_set(g, pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, name);
-    g3_gb_set(g, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, name);
+    g3_cudnn_gb_set(g, pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, name);
+    g3_cudnn_gb_set(g, pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, name);
     if (axis >= 0)
-        g3_gb_set(g, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis, name);
-    g3_gb_finalize(g, pw, name);
-    op = g3_gb_op_new(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, 5, attrs,
-                      (cudnnBackendDescriptor_t[]){ pw, x, b, t, y }, name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &alpha, name);
-    g3_gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &alpha, name);
-    g3_gb_op(g, op, name);
+        g3_cudnn_gb_set(g, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis, name);
+    g3_cudnn_gb_finalize(g, pw, name);
+    op = g3_cudnn_gb_op_new(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, 5, attrs,
+                            (cudnnBackendDescriptor_t[]){ pw, x, b, t, y }, name);
+    g3_cudnn_gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &alpha,
+                    name);
+    g3_cudnn_gb_set(g, op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &alpha,
+                    name);
+    g3_cudnn_gb_op(g, op, name);
 }
 
 /* c = a . b (batched over the first two dimensions), fp32 accumulation. */
-static void g3_gb_matmul(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t a,
-                         cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c,
-                         const char *name)
+static void g3_cudnn_gb_matmul(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t a,
+                               cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c,
+                               const char *name)
 {
     static const cudnnBackendAttributeName_t attrs[] = {
         CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_ATTR_OPERATION_MATMUL_BDESC,
         CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_ATTR_OPERATION_MATMUL_DESC,
     };
-    cudnnBackendDescriptor_t mm = g3_gb_new(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR, name);
+    cudnnBackendDescriptor_t mm = g3_cudnn_gb_new(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR, name);
     cudnnDataType_t comp = CUDNN_DATA_FLOAT;
 
-    g3_gb_set(g, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, name);
-    g3_gb_finalize(g, mm, name);
-    g3_gb_op(g,
-             g3_gb_op_new(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, 4, attrs,
-                          (cudnnBackendDescriptor_t[]){ a, b, c, mm }, name),
-             name);
+    g3_cudnn_gb_set(g, mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, name);
+    g3_cudnn_gb_finalize(g, mm, name);
+    g3_cudnn_gb_op(g,
+                   g3_cudnn_gb_op_new(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, 4, attrs,
+                                      (cudnnBackendDescriptor_t[]){ a, b, c, mm }, name),
+                   name);
 }
 
 /* y = reduce(x) over the dimensions where y has 1, fp32. */
-static void g3_gb_reduce(g3_cudnn_graph_t *g, cudnnReduceTensorOp_t mode,
-                         cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y,
-                         const char *name)
+static void g3_cudnn_gb_reduce(g3_cudnn_graph_t *g, cudnnReduceTensorOp_t mode,
+                               cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y,
+                               const char *name)
 {
     static const cudnnBackendAttributeName_t attrs[] = {
         CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
         CUDNN_ATTR_OPERATION_REDUCTION_DESC,
     };
-    cudnnBackendDescriptor_t rd = g3_gb_new(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, name);
+    cudnnBackendDescriptor_t rd = g3_cudnn_gb_new(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, name);
     cudnnDataType_t comp = CUDNN_DATA_FLOAT;
 
-    g3_gb_set(g, rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, name);
-    g3_gb_set(g, rd, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode,
-              name);
-    g3_gb_finalize(g, rd, name);
-    g3_gb_op(g,
-             g3_gb_op_new(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, 3, attrs,
-                          (cudnnBackendDescriptor_t[]){ x, y, rd }, name),
-             name);
+    g3_cudnn_gb_set(g, rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp, name);
+    g3_cudnn_gb_set(g, rd, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1,
+                    &mode, name);
+    g3_cudnn_gb_finalize(g, rd, name);
+    g3_cudnn_gb_op(g,
+                   g3_cudnn_gb_op_new(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, 3, attrs,
+                                      (cudnnBackendDescriptor_t[]){ x, y, rd }, name),
+                   name);
 }
 
 /* y = x seen through other strides (a transpose view). */
-static void g3_gb_reshape(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t x,
-                          cudnnBackendDescriptor_t y, const char *name)
+static void g3_cudnn_gb_reshape(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t x,
+                                cudnnBackendDescriptor_t y, const char *name)
 {
     static const cudnnBackendAttributeName_t attrs[] = {
         CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_ATTR_OPERATION_RESHAPE_YDESC,
     };
 
-    g3_gb_op(g,
-             g3_gb_op_new(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, 2, attrs,
-                          (cudnnBackendDescriptor_t[]){ x, y }, name),
-             name);
+    g3_cudnn_gb_op(g,
+                   g3_cudnn_gb_op_new(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, 2, attrs,
+                                      (cudnnBackendDescriptor_t[]){ x, y }, name),
+                   name);
 }
 
 /* A new virtual fp32 tensor y (dims, strides; named yname) = mode(x [, b]) in fp32. */
-static cudnnBackendDescriptor_t g3_gb_pw_new(g3_cudnn_graph_t *g, cudnnPointwiseMode_t mode,
-                                             cudnnBackendDescriptor_t x,
-                                             cudnnBackendDescriptor_t b, const int64_t dims[4],
-                                             const int64_t strides[4], const char *yname,
-                                             const char *name)
+static cudnnBackendDescriptor_t g3_cudnn_gb_pw_new(g3_cudnn_graph_t *g, cudnnPointwiseMode_t mode,
+                                                   cudnnBackendDescriptor_t x,
+                                                   cudnnBackendDescriptor_t b,
+                                                   const int64_t dims[4], const int64_t strides[4],
+                                                   const char *yname, const char *name)
 {
-    cudnnBackendDescriptor_t y = g3_gb_tensor(g, 0, CUDNN_DATA_FLOAT, dims, strides, false,
-                                              yname);
+    cudnnBackendDescriptor_t y =
+        g3_cudnn_gb_tensor(g, 0, CUDNN_DATA_FLOAT, dims, strides, false, yname);
 
-    g3_gb_pointwise(g, mode, CUDNN_DATA_FLOAT, -1, x, b, NULL, y, name);
+    g3_cudnn_gb_pointwise(g, mode, CUDNN_DATA_FLOAT, -1, x, b, NULL, y, name);
     return y;
 }
 
 /* y = (row >= column) ? x : -inf over the last two dimensions of x (the causal mask,
  * top-left aligned: diagonal_band_mask with right bound 0). */
-static cudnnBackendDescriptor_t g3_gb_causal(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t x,
-                                             const int64_t dims[4], const int64_t strides[4],
-                                             cudnnBackendDescriptor_t neg_inf)
+static cudnnBackendDescriptor_t g3_cudnn_gb_causal(g3_cudnn_graph_t *g, cudnnBackendDescriptor_t x,
+                                                   const int64_t dims[4], const int64_t strides[4],
+                                                   cudnnBackendDescriptor_t neg_inf)
 {
-    cudnnBackendDescriptor_t row = g3_gb_tensor(g, 0, CUDNN_DATA_INT32, dims, strides, false,
-                                                "row index");
-    cudnnBackendDescriptor_t col = g3_gb_tensor(g, 0, CUDNN_DATA_INT32, dims, strides, false,
-                                                "column index");
-    cudnnBackendDescriptor_t keep = g3_gb_tensor(g, 0, CUDNN_DATA_BOOLEAN, dims, strides, false,
-                                                 "row >= column");
-    cudnnBackendDescriptor_t y = g3_gb_tensor(g, 0, CUDNN_DATA_FLOAT, dims, strides, false,
-                                              "masked scores");
+    cudnnBackendDescriptor_t row =
+        g3_cudnn_gb_tensor(g, 0, CUDNN_DATA_INT32, dims, strides, false, "row index");
+    cudnnBackendDescriptor_t col =
+        g3_cudnn_gb_tensor(g, 0, CUDNN_DATA_INT32, dims, strides, false, "column index");
+    cudnnBackendDescriptor_t keep =
+        g3_cudnn_gb_tensor(g, 0, CUDNN_DATA_BOOLEAN, dims, strides, false, "row >= column");
+    cudnnBackendDescriptor_t y =
+        g3_cudnn_gb_tensor(g, 0, CUDNN_DATA_FLOAT, dims, strides, false, "masked scores");
 
-    g3_gb_pointwise(g, CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, 2, x, NULL, NULL, row,
-                    "gen_row_index");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, 3, x, NULL, NULL, col,
-                    "gen_col_index");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, -1, row, col, NULL, keep,
-                    "row>=col");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, -1, x, neg_inf, keep, y,
-                    "causal select");
+    g3_cudnn_gb_pointwise(g, CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, 2, x, NULL, NULL, row,
+                          "gen_row_index");
+    g3_cudnn_gb_pointwise(g, CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, 3, x, NULL, NULL, col,
+                          "gen_col_index");
+    g3_cudnn_gb_pointwise(g, CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, -1, row, col, NULL, keep,
+                          "row>=col");
+    g3_cudnn_gb_pointwise(g, CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, -1, x, neg_inf, keep,
+                          y, "causal select");
     return y;
 }
 
@@ -362,12 +367,12 @@ static void g3_cudnn_build_io(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l, g
 {
     const cudnnDataType_t BF = CUDNN_DATA_BFLOAT16;
 
-    io->q = g3_gb_tensor(g, G3_UID_Q, BF, l->q, l->qs, false, "Q");
-    io->kt = g3_gb_tensor(g, G3_UID_K, BF, l->kt, l->kts, false, "K^T");
-    io->o = g3_gb_tensor(g, G3_UID_O, BF, l->q, l->os, false, "O");
-    io->stats = g3_gb_tensor(g, G3_UID_STATS, CUDNN_DATA_FLOAT, l->r, l->rs, false, "Stats");
-    io->scale = g3_gb_scalar(g, G3_UID_SCALE, "attn_scale");
-    io->neg_inf = g3_gb_scalar(g, G3_UID_NEGINF, "-inf");
+    io->q = g3_cudnn_gb_tensor(g, G3_UID_Q, BF, l->q, l->qs, false, "Q");
+    io->kt = g3_cudnn_gb_tensor(g, G3_UID_K, BF, l->kt, l->kts, false, "K^T");
+    io->o = g3_cudnn_gb_tensor(g, G3_UID_O, BF, l->q, l->os, false, "O");
+    io->stats = g3_cudnn_gb_tensor(g, G3_UID_STATS, CUDNN_DATA_FLOAT, l->r, l->rs, false, "Stats");
+    io->scale = g3_cudnn_gb_scalar(g, G3_UID_SCALE, "attn_scale");
+    io->neg_inf = g3_cudnn_gb_scalar(g, G3_UID_NEGINF, "-inf");
 }
 
 /* The forward: Q.K^T, scale, causal mask, softmax with its statistics, .V. */
@@ -377,25 +382,26 @@ static void g3_cudnn_build_fwd(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l,
     const cudnnDataType_t BF = CUDNN_DATA_BFLOAT16, F = CUDNN_DATA_FLOAT;
     cudnnBackendDescriptor_t q = io->q, kt = io->kt, o = io->o, stats = io->stats;
     cudnnBackendDescriptor_t scale = io->scale, neg_inf = io->neg_inf;
-    cudnnBackendDescriptor_t v = g3_gb_tensor(g, G3_UID_V, BF, l->q, l->qs, false, "V");
-    cudnnBackendDescriptor_t s = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "S");
+    cudnnBackendDescriptor_t v = g3_cudnn_gb_tensor(g, G3_UID_V, BF, l->q, l->qs, false, "V");
+    cudnnBackendDescriptor_t s = g3_cudnn_gb_tensor(g, 0, F, l->s, l->ss, false, "S");
     cudnnBackendDescriptor_t s1, s2, max, sub, e, sum, lg, p;
 
-    g3_gb_matmul(g, q, kt, s, "bmm1 Q.K^T");
-    s1 = g3_gb_pw_new(g, CUDNN_POINTWISE_MUL, s, scale, l->s, l->ss, "S*scale", "attn_scale");
-    s2 = g3_gb_causal(g, s1, l->s, l->ss, neg_inf);
-    max = g3_gb_tensor(g, 0, F, l->r, l->rs, false, "max");
-    g3_gb_reduce(g, CUDNN_REDUCE_TENSOR_MAX, s2, max, "softmax max");
-    sub = g3_gb_pw_new(g, CUDNN_POINTWISE_SUB, s2, max, l->s, l->ss, "S-max", "softmax sub");
-    e = g3_gb_pw_new(g, CUDNN_POINTWISE_EXP, sub, NULL, l->s, l->ss, "exp(S-max)",
-                     "softmax exp");
-    sum = g3_gb_tensor(g, 0, F, l->r, l->rs, false, "sum exp");
-    g3_gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, e, sum, "softmax sum");
-    lg = g3_gb_pw_new(g, CUDNN_POINTWISE_LOG, sum, NULL, l->r, l->rs, "log sum", "softmax log");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_ADD, F, -1, max, lg, NULL, stats, "softmax stats");
-    p = g3_gb_tensor(g, 0, BF, l->s, l->ss, false, "P");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_DIV, F, -1, e, sum, NULL, p, "softmax div");
-    g3_gb_matmul(g, p, v, o, "bmm2 P.V");
+    g3_cudnn_gb_matmul(g, q, kt, s, "bmm1 Q.K^T");
+    s1 = g3_cudnn_gb_pw_new(g, CUDNN_POINTWISE_MUL, s, scale, l->s, l->ss, "S*scale", "attn_scale");
+    s2 = g3_cudnn_gb_causal(g, s1, l->s, l->ss, neg_inf);
+    max = g3_cudnn_gb_tensor(g, 0, F, l->r, l->rs, false, "max");
+    g3_cudnn_gb_reduce(g, CUDNN_REDUCE_TENSOR_MAX, s2, max, "softmax max");
+    sub = g3_cudnn_gb_pw_new(g, CUDNN_POINTWISE_SUB, s2, max, l->s, l->ss, "S-max", "softmax sub");
+    e = g3_cudnn_gb_pw_new(g, CUDNN_POINTWISE_EXP, sub, NULL, l->s, l->ss, "exp(S-max)",
+                           "softmax exp");
+    sum = g3_cudnn_gb_tensor(g, 0, F, l->r, l->rs, false, "sum exp");
+    g3_cudnn_gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, e, sum, "softmax sum");
+    lg = g3_cudnn_gb_pw_new(g, CUDNN_POINTWISE_LOG, sum, NULL, l->r, l->rs, "log sum",
+                            "softmax log");
+    g3_cudnn_gb_pointwise(g, CUDNN_POINTWISE_ADD, F, -1, max, lg, NULL, stats, "softmax stats");
+    p = g3_cudnn_gb_tensor(g, 0, BF, l->s, l->ss, false, "P");
+    g3_cudnn_gb_pointwise(g, CUDNN_POINTWISE_DIV, F, -1, e, sum, NULL, p, "softmax div");
+    g3_cudnn_gb_matmul(g, p, v, o, "bmm2 P.V");
 }
 
 /* The backward (deterministic: dQ straight from its matmul, no fp32 accumulator). */
@@ -405,59 +411,60 @@ static void g3_cudnn_build_bwd(g3_cudnn_graph_t *g, const g3_cudnn_layout_t *l,
     const cudnnDataType_t BF = CUDNN_DATA_BFLOAT16, F = CUDNN_DATA_FLOAT;
     cudnnBackendDescriptor_t q = io->q, kt = io->kt, o = io->o, stats = io->stats;
     cudnnBackendDescriptor_t scale = io->scale, neg_inf = io->neg_inf;
-    cudnnBackendDescriptor_t vt = g3_gb_tensor(g, G3_UID_V, BF, l->kt, l->kts, false, "V^T");
-    cudnnBackendDescriptor_t dO = g3_gb_tensor(g, G3_UID_DO, BF, l->q, l->os, false, "dO");
-    cudnnBackendDescriptor_t dq = g3_gb_tensor(g, G3_UID_DQ, BF, l->q, l->qs, false, "dQ");
-    cudnnBackendDescriptor_t dk = g3_gb_tensor(g, G3_UID_DK, BF, l->q, l->qs, false, "dK");
-    cudnnBackendDescriptor_t dv = g3_gb_tensor(g, G3_UID_DV, BF, l->q, l->qs, false, "dV");
-    cudnnBackendDescriptor_t sum = g3_gb_tensor(g, G3_UID_SUM, F, l->r, l->rs, false,
-                                                "softmax_sum");
-    cudnnBackendDescriptor_t one = g3_gb_scalar(g, G3_UID_ONE, "one");
+    cudnnBackendDescriptor_t vt = g3_cudnn_gb_tensor(g, G3_UID_V, BF, l->kt, l->kts, false, "V^T");
+    cudnnBackendDescriptor_t dO = g3_cudnn_gb_tensor(g, G3_UID_DO, BF, l->q, l->os, false, "dO");
+    cudnnBackendDescriptor_t dq = g3_cudnn_gb_tensor(g, G3_UID_DQ, BF, l->q, l->qs, false, "dQ");
+    cudnnBackendDescriptor_t dk = g3_cudnn_gb_tensor(g, G3_UID_DK, BF, l->q, l->qs, false, "dK");
+    cudnnBackendDescriptor_t dv = g3_cudnn_gb_tensor(g, G3_UID_DV, BF, l->q, l->qs, false, "dV");
+    cudnnBackendDescriptor_t sum =
+        g3_cudnn_gb_tensor(g, G3_UID_SUM, F, l->r, l->rs, false, "softmax_sum");
+    cudnnBackendDescriptor_t one = g3_cudnn_gb_scalar(g, G3_UID_ONE, "one");
     cudnnBackendDescriptor_t dot, red, s, s1, s2, sm, e, pt, dp, dp1, ds, ds1, dst, kr;
 
     /* D = sum_HS(dO * O), times 1 (the dropout-free scale), kept for the dP - D below */
-    dot = g3_gb_pw_new(g, CUDNN_POINTWISE_MUL, dO, o, l->q, l->dot_s, "dO*O", "mul_dO_O");
-    red = g3_gb_tensor(g, 0, F, l->r, l->rs, false, "sum dO*O");
-    g3_gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, dot, red, "reduce_dO_o");
-    g3_gb_pointwise(g, CUDNN_POINTWISE_MUL, F, -1, red, one, NULL, sum, "scale_dropout_inv");
+    dot = g3_cudnn_gb_pw_new(g, CUDNN_POINTWISE_MUL, dO, o, l->q, l->dot_s, "dO*O", "mul_dO_O");
+    red = g3_cudnn_gb_tensor(g, 0, F, l->r, l->rs, false, "sum dO*O");
+    g3_cudnn_gb_reduce(g, CUDNN_REDUCE_TENSOR_ADD, dot, red, "reduce_dO_o");
+    g3_cudnn_gb_pointwise(g, CUDNN_POINTWISE_MUL, F, -1, red, one, NULL, sum, "scale_dropout_inv");
     /* P = exp(S * scale - Stats) under the causal mask */
-    s = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "S");
-    g3_gb_matmul(g, q, kt, s, "matmul_Q_KT");
-    s1 = g3_gb_pw_new(g, CUDNN_POINTWISE_MUL, s, scale, l->s, l->ss, "S*scale",
-                      "mul_s_attn_scale");
-    s2 = g3_gb_pw_new(g, CUDNN_POINTWISE_SUB, s1, stats, l->s, l->ss, "S-Stats", "sub_s_m");
-    sm = g3_gb_causal(g, s2, l->s, l->ss, neg_inf);
-    e = g3_gb_pw_new(g, CUDNN_POINTWISE_EXP, sm, NULL, l->s, l->ss, "P", "exp_s");
+    s = g3_cudnn_gb_tensor(g, 0, F, l->s, l->ss, false, "S");
+    g3_cudnn_gb_matmul(g, q, kt, s, "matmul_Q_KT");
+    s1 = g3_cudnn_gb_pw_new(g, CUDNN_POINTWISE_MUL, s, scale, l->s, l->ss, "S*scale",
+                            "mul_s_attn_scale");
+    s2 = g3_cudnn_gb_pw_new(g, CUDNN_POINTWISE_SUB, s1, stats, l->s, l->ss, "S-Stats", "sub_s_m");
+    sm = g3_cudnn_gb_causal(g, s2, l->s, l->ss, neg_inf);
+    e = g3_cudnn_gb_pw_new(g, CUDNN_POINTWISE_EXP, sm, NULL, l->s, l->ss, "P", "exp_s");
     /* dV = P^T . dO */
-    pt = g3_gb_tensor(g, 0, BF, l->s, l->sts, false, "P^T");
-    g3_gb_reshape(g, e, pt, "reshape_p");
-    g3_gb_matmul(g, pt, dO, dv, "matmul_pT_dO");
+    pt = g3_cudnn_gb_tensor(g, 0, BF, l->s, l->sts, false, "P^T");
+    g3_cudnn_gb_reshape(g, e, pt, "reshape_p");
+    g3_cudnn_gb_matmul(g, pt, dO, dv, "matmul_pT_dO");
     /* dS = P * (dO . V^T - D) * scale */
-    dp = g3_gb_tensor(g, 0, F, l->s, l->ss, false, "dP");
-    g3_gb_matmul(g, dO, vt, dp, "matmul_dO_VT");
-    dp1 = g3_gb_pw_new(g, CUDNN_POINTWISE_SUB, dp, sum, l->s, l->ss, "dP-D",
-                       "sub_dP_softmax_sum");
-    ds = g3_gb_pw_new(g, CUDNN_POINTWISE_MUL, dp1, e, l->s, l->ss, "dS", "mul_dP_exp_s");
-    ds1 = g3_gb_pw_new(g, CUDNN_POINTWISE_MUL, ds, scale, l->s, l->ss, "dS*scale",
-                       "mul_dS_attn_scale");
+    dp = g3_cudnn_gb_tensor(g, 0, F, l->s, l->ss, false, "dP");
+    g3_cudnn_gb_matmul(g, dO, vt, dp, "matmul_dO_VT");
+    dp1 = g3_cudnn_gb_pw_new(g, CUDNN_POINTWISE_SUB, dp, sum, l->s, l->ss, "dP-D",
+                             "sub_dP_softmax_sum");
+    ds = g3_cudnn_gb_pw_new(g, CUDNN_POINTWISE_MUL, dp1, e, l->s, l->ss, "dS", "mul_dP_exp_s");
+    ds1 = g3_cudnn_gb_pw_new(g, CUDNN_POINTWISE_MUL, ds, scale, l->s, l->ss, "dS*scale",
+                             "mul_dS_attn_scale");
     /* dK = dS^T . Q */
-    dst = g3_gb_tensor(g, 0, BF, l->s, l->sts, false, "dS^T");
-    g3_gb_reshape(g, ds1, dst, "reshape_dS");
-    g3_gb_matmul(g, dst, q, dk, "matmul_dST_Q");
+    dst = g3_cudnn_gb_tensor(g, 0, BF, l->s, l->sts, false, "dS^T");
+    g3_cudnn_gb_reshape(g, ds1, dst, "reshape_dS");
+    g3_cudnn_gb_matmul(g, dst, q, dk, "matmul_dST_Q");
     /* dQ = dS . K, K seen back through K^T's strides */
     {
         const int64_t kd[4] = { l->kt[0], l->kt[1], l->kt[3], l->kt[2] };
         const int64_t ks[4] = { l->kts[0], l->kts[1], l->kts[3], l->kts[2] };
-        kr = g3_gb_tensor(g, 0, BF, kd, ks, false, "K");
+        kr = g3_cudnn_gb_tensor(g, 0, BF, kd, ks, false, "K");
     }
-    g3_gb_reshape(g, kt, kr, "reshape_k");
+    g3_cudnn_gb_reshape(g, kt, kr, "reshape_k");
     if (deterministic) {
-        g3_gb_matmul(g, ds1, kr, dq, "matmul_dS_K");
+        g3_cudnn_gb_matmul(g, ds1, kr, dq, "matmul_dS_K");
     } else {
-        cudnnBackendDescriptor_t acc = g3_gb_tensor(g, G3_UID_DQACC, F, l->q, l->acc_s, false,
-                                                    "dQ_accum");
-        g3_gb_matmul(g, ds1, kr, acc, "matmul_dS_K");
-        g3_gb_pointwise(g, CUDNN_POINTWISE_IDENTITY, F, -1, acc, NULL, NULL, dq, "identity_dQ");
+        cudnnBackendDescriptor_t acc =
+            g3_cudnn_gb_tensor(g, G3_UID_DQACC, F, l->q, l->acc_s, false, "dQ_accum");
+        g3_cudnn_gb_matmul(g, ds1, kr, acc, "matmul_dS_K");
+        g3_cudnn_gb_pointwise(g, CUDNN_POINTWISE_IDENTITY, F, -1, acc, NULL, NULL, dq,
+                              "identity_dQ");
     }
 }
 
@@ -479,18 +486,18 @@ static int g3_cudnn_graph_build(g3_cudnn_graph_t *g, const g3_cudnn_key_t *key,
         g3_cudnn_build_bwd(g, &l, &io, key->deterministic);
     if (g->st != CUDNN_STATUS_SUCCESS || (!handle && !try_graph))
         return g->st != CUDNN_STATUS_SUCCESS;
-    g->graph = g3_gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
-    g3_gb_set(g, g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->nops,
-              g->ops, "operation graph");
+    g->graph = g3_cudnn_gb_new(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
+    g3_cudnn_gb_set(g, g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                    g->nops, g->ops, "operation graph");
     if (handle) {
         /* deprecated in 9.19 (which no longer needs it) but required before */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-        g3_gb_set(g, g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle,
-                  "operation graph handle");
+        g3_cudnn_gb_set(g, g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                        &handle, "operation graph handle");
 #pragma GCC diagnostic pop
     }
-    g3_gb_finalize(g, g->graph, "operation graph");
+    g3_cudnn_gb_finalize(g, g->graph, "operation graph");
     return g->st != CUDNN_STATUS_SUCCESS;
 }
 

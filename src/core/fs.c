@@ -11,7 +11,7 @@
 
 #include "core/fs.h"
 
-static int g3_is_dir(const char *p)
+static int g3_fs_is_dir(const char *p)
 {
     struct stat sb;
     return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
@@ -35,8 +35,8 @@ g3_status_t g3_mkdir_p(const char *path, mode_t mode, char *failed, size_t size)
             continue;
         p[i] = '\0';
         if (mkdir(p, mode) != 0) {
-            int err = errno;   /* before g3_is_dir's stat can change it */
-            if (err == EEXIST && g3_is_dir(p)) {
+            int err = errno; /* before g3_fs_is_dir's stat can change it */
+            if (err == EEXIST && g3_fs_is_dir(p)) {
                 p[i] = c;
                 continue;
             }

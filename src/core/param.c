@@ -130,9 +130,9 @@ static double g3_param_num(g3_param_id_t id)
     return v;
 }
 
-int64_t g3_param_int(g3_param_id_t id) { return (int64_t)g3_param_num(id); }
-double g3_param_float(g3_param_id_t id) { return g3_param_num(id); }
-int g3_param_flag(g3_param_id_t id) { return (int)g3_param_num(id); }
+static int64_t g3_param_int(g3_param_id_t id) { return (int64_t)g3_param_num(id); }
+static double g3_param_float(g3_param_id_t id) { return g3_param_num(id); }
+static int g3_param_flag(g3_param_id_t id) { return (int)g3_param_num(id); }   /* BOOL, SET */
 
 #define G3_PARAM_GET_STR   g3_param_str
 #define G3_PARAM_GET_INT   g3_param_int

@@ -43,7 +43,8 @@
     X(comm_allreduce, "GPT3D_COMM_ALLREDUCE", STR, 0, 0, "auto", "The UCX all-reduce algorithm: auto, rd, rh, direct or ring.") \
     X(comm_spin, "GPT3D_COMM_SPIN", INT, -1, 0, "64, or 16 when local ranks outnumber cores", "Polling rounds of a waiting UCX rank before it sleeps on its event descriptor.") \
     X(comm_yield, "GPT3D_COMM_YIELD", INT, 1, 0, "1", "1: a polling UCX rank calls sched_yield between rounds; 0: it does not.") \
-    X(comm_segment_bytes, "GPT3D_COMM_SEGMENT_BYTES", INT, 262144, 1, "262144 (fits the L2 with room)", "Segment size of the pipelined UCX ring reductions.")
+    X(comm_segment_bytes, "GPT3D_COMM_SEGMENT_BYTES", INT, 262144, 1, "262144 (fits the L2 with room)", "Segment size of the pipelined UCX ring reductions.") \
+    X(cpu_env_set, "GPT3D_CPU_ENV_SET", STR, 0, 0, "unset", "Internal, not to be set by hand: gpt3d sets it (1, or 0 when the job's threads outnumber the CPUs) when it re-executes itself with GOMP_SPINCOUNT for the CPU backend, and clears it after reading it.")
 
 /* The test and debugger hooks (core/hook.h reads them; `gpt3d help env` lists them apart):
  * the same columns. */
@@ -84,11 +85,9 @@ typedef struct {
 /* RET: the row of id (NULL out of range). */
 const g3_param_info_t *g3_param_info(g3_param_id_t id);
 
-/* The typed reads every accessor is made of (see the top). */
+/* The typed read of a STR knob (see the top); param.c's accessors are made of it and of its
+ * numeric siblings (file-local there). */
 const char *g3_param_str(g3_param_id_t id);
-int64_t g3_param_int(g3_param_id_t id);
-double g3_param_float(g3_param_id_t id);
-int g3_param_flag(g3_param_id_t id);   /* BOOL and SET */
 
 /* The accessors, one per knob: g3_param_log_level(), g3_param_fused_ops(), ... */
 #define G3_PARAM_RET_STR   const char *

@@ -7,7 +7,7 @@
 #define PHILOX_W0 0x9E3779B9u
 #define PHILOX_W1 0xBB67AE85u
 
-static inline void philox_round(uint32_t ctr[4], const uint32_t key[2])
+static inline void g3_rng_philox_round(uint32_t ctr[4], const uint32_t key[2])
 {
     uint64_t p0 = (uint64_t)PHILOX_M0 * ctr[0];
     uint64_t p1 = (uint64_t)PHILOX_M1 * ctr[2];
@@ -27,7 +27,7 @@ void g3_rng_philox4x32(uint64_t seed, uint64_t stream, uint64_t index, uint32_t 
                         (uint32_t)stream, (uint32_t)(stream >> 32) };
 
     for (int r = 0; r < 10; r++) {
-        philox_round(ctr, key);
+        g3_rng_philox_round(ctr, key);
         key[0] += PHILOX_W0;
         key[1] += PHILOX_W1;
     }
@@ -42,7 +42,7 @@ uint64_t g3_rng_u64(uint64_t seed, uint64_t stream, uint64_t index)
 }
 
 /* 24 random bits mapped to the centre of one of 2^24 bins: never 0 or 1. */
-static inline float u32_to_open01(uint32_t x)
+static inline float g3_rng_u32_to_open01(uint32_t x)
 {
     return ((float)(x >> 8) + 0.5f) * (1.0f / 16777216.0f);
 }
@@ -51,7 +51,7 @@ float g3_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index)
 {
     uint32_t r[4];
     g3_rng_philox4x32(seed, stream, index, r);
-    return u32_to_open01(r[0]);
+    return g3_rng_u32_to_open01(r[0]);
 }
 
 float g3_rng_normal(uint64_t seed, uint64_t stream, uint64_t index)

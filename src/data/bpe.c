@@ -24,7 +24,7 @@
 
 /* ---- hashing ----------------------------------------------------------- */
 
-static inline uint64_t g3_hash_bytes(const unsigned char *p, size_t n)
+static inline uint64_t g3_bpe_hash_bytes(const unsigned char *p, size_t n)
 {
     /* FNV-1a folded 8 bytes at a time, then mixed (g3_hash_mix64). */
     return g3_hash_mix64(g3_hash_fnv_words(p, n, 0xcbf29ce484222325ULL ^ (uint64_t)n, 29));
@@ -75,7 +75,7 @@ static const char *g3_bpe_tok(const g3_bpe_t *bpe, int32_t id, size_t *len)
 
 static int32_t g3_bpe_vocab_find(const g3_bpe_t *bpe, const char *p, size_t n)
 {
-    size_t i = g3_hash_bytes((const unsigned char *)p, n) & bpe->vocab_mask;
+    size_t i = g3_bpe_hash_bytes((const unsigned char *)p, n) & bpe->vocab_mask;
     for (;; i = (i + 1) & bpe->vocab_mask) {
         int32_t id = bpe->vocab_slots[i];
         size_t len;
@@ -142,7 +142,7 @@ static int g3_bpe_unbyte(const char *u8, size_t n, const int byte_of_cp[324], g3
     return 1;
 }
 
-static size_t g3_pow2_at_least(size_t n)
+static size_t g3_bpe_pow2_at_least(size_t n)
 {
     size_t p = 1;
     while (p < n)
@@ -155,8 +155,8 @@ static size_t g3_pow2_at_least(size_t n)
  * of key "K"" (a JSON file of one line is a megabyte long: the line alone says nothing).  The
  * key (NULL: none read yet) is shown up to 40 bytes, bytes outside printable ASCII as \xNN.
  * OUT: buf.  RET: buf. */
-static const char *g3_vocab_where(const char *text, size_t pos, const g3_buf_t *key, char *buf,
-                                  size_t size)
+static const char *g3_bpe_vocab_where(const char *text, size_t pos, const g3_buf_t *key, char *buf,
+                                      size_t size)
 {
     size_t line = 1, col = 1, n;
     char k[200];
@@ -220,14 +220,16 @@ static g3_status_t g3_bpe_vocab_parse(const char *path, const char *text, size_t
         if (id < 0 || id > INT32_MAX - 1) {
             char where[400];
             g3_error("vocabulary file '%s' %s: token id %lld is out of range (0 .. %d)", path,
-                     g3_vocab_where(text, j.pos, &key, where, sizeof(where)), id, INT32_MAX - 1);
+                     g3_bpe_vocab_where(text, j.pos, &key, where, sizeof(where)), id,
+                     INT32_MAX - 1);
             st = G3_ERR_FORMAT;
             goto err_free;
         }
         if (!g3_bpe_unbyte(key.data ? key.data : "", key.len, byte_of_cp, &raw)) {
             char where[400];
-            g3_error("vocabulary file '%s' %s: token %lld is not spelled in GPT-2's byte alphabet (is this a GPT-2 encoder.json / vocab.json?)",
-                     path, g3_vocab_where(text, j.pos, &key, where, sizeof(where)), id);
+            g3_error(
+                "vocabulary file '%s' %s: token %lld is not spelled in GPT-2's byte alphabet (is this a GPT-2 encoder.json / vocab.json?)",
+                path, g3_bpe_vocab_where(text, j.pos, &key, where, sizeof(where)), id);
             st = G3_ERR_FORMAT;
             goto err_free;
         }
@@ -268,10 +270,11 @@ static g3_status_t g3_bpe_vocab_parse(const char *path, const char *text, size_t
 err_syntax:
     if (st == G3_ERR_FORMAT) {
         char where[400];
-        g3_error("vocabulary file '%s' %s: %s (expected a JSON object mapping token strings to ids, like GPT-2's encoder.json)",
-                 path, g3_vocab_where(text, j.pos, first ? NULL : &key, where, sizeof(where)),
-                 j.why ? (strcmp(j.why, "bad number") == 0 ? "the token id is not a number" : j.why)
-                       : "syntax error");
+        g3_error(
+            "vocabulary file '%s' %s: %s (expected a JSON object mapping token strings to ids, like GPT-2's encoder.json)",
+            path, g3_bpe_vocab_where(text, j.pos, first ? NULL : &key, where, sizeof(where)),
+            j.why ? (strcmp(j.why, "bad number") == 0 ? "the token id is not a number" : j.why)
+                  : "syntax error");
     }
     else
         g3_error("out of memory loading the vocabulary '%s'", path);
@@ -338,7 +341,7 @@ static g3_status_t g3_bpe_vocab_index(g3_bpe_t *bpe, const char *path)
     size_t n = (size_t)bpe->vocab_size;
 
     /* Pass 3: the bytes -> id table, and the single-byte tokens. */
-    bpe->vocab_mask = g3_pow2_at_least(n * 2) - 1;
+    bpe->vocab_mask = g3_bpe_pow2_at_least(n * 2) - 1;
     bpe->vocab_slots = malloc((bpe->vocab_mask + 1) * sizeof(int32_t));
     if (!bpe->vocab_slots) {
         g3_error("out of memory loading the vocabulary '%s'", path);
@@ -352,7 +355,7 @@ static g3_status_t g3_bpe_vocab_index(g3_bpe_t *bpe, const char *path)
             g3_error("vocabulary file '%s': token id %d repeats the bytes of an earlier token", path, id);
             return G3_ERR_FORMAT;
         }
-        size_t i = g3_hash_bytes((const unsigned char *)t, l) & bpe->vocab_mask;
+        size_t i = g3_bpe_hash_bytes((const unsigned char *)t, l) & bpe->vocab_mask;
         while (bpe->vocab_slots[i] >= 0)
             i = (i + 1) & bpe->vocab_mask;
         bpe->vocab_slots[i] = id;
@@ -494,7 +497,7 @@ static g3_status_t g3_bpe_load_merges(g3_bpe_t *bpe, const char *path, const cha
         return st;
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
-    bpe->merge_mask = g3_pow2_at_least((lines + 1) * 2 + 16) - 1;
+    bpe->merge_mask = g3_bpe_pow2_at_least((lines + 1) * 2 + 16) - 1;
     bpe->merges = malloc((bpe->merge_mask + 1) * sizeof(*bpe->merges));
     if (!bpe->merges) {
         g3_error("out of memory loading the merges '%s'", path);
@@ -586,7 +589,7 @@ const char *g3_bpe_token_bytes(const g3_bpe_t *bpe, int32_t id, size_t *len_p)
 /* Length of the well-formed UTF-8 sequence at s[0..n) (Unicode Table 3-7),
  * or 0 when it is ill-formed; *sub_p gets the length of its maximal
  * ill-formed subpart then (>= 1), which is what one U+FFFD replaces. */
-static inline size_t g3_utf8_seq(const unsigned char *s, size_t n, size_t *sub_p)
+static inline size_t g3_bpe_utf8_seq(const unsigned char *s, size_t n, size_t *sub_p)
 {
     unsigned char c = s[0];
     size_t need;
@@ -634,7 +637,7 @@ size_t g3_utf8_validate(const char *text, size_t len)
         }
         if (i >= len)
             break;
-        size_t k = g3_utf8_seq(s + i, len - i, &sub);
+        size_t k = g3_bpe_utf8_seq(s + i, len - i, &sub);
         if (k == 0)
             return i;
         i += k;
@@ -661,7 +664,7 @@ g3_status_t g3_utf8_sanitize(const char *text, size_t len, char **out_p, size_t 
     while (i < len) {
         size_t start = i;
         while (i < len) {
-            size_t k = g3_utf8_seq(s + i, len - i, &sub);
+            size_t k = g3_bpe_utf8_seq(s + i, len - i, &sub);
             if (k == 0)
                 break;
             i += k;
@@ -707,14 +710,15 @@ static const unsigned char g3_ascii_class[128] = {
 /* Class of the character at s[i] (i < n) and its byte length in *len.
  * An ill-formed byte counts as one OTHER character of length 1, so any
  * byte string can be pre-tokenised (valid text never takes that path). */
-static inline g3_ucs_class_t g3_class_at(const unsigned char *s, size_t i, size_t n, size_t *len)
+static inline g3_ucs_class_t g3_bpe_class_at(const unsigned char *s, size_t i, size_t n,
+                                             size_t *len)
 {
     unsigned char c = s[i];
     if (c < 0x80) {
         *len = 1;
         return (g3_ucs_class_t)g3_ascii_class[c];
     }
-    size_t sub, k = g3_utf8_seq(s + i, n - i, &sub);
+    size_t sub, k = g3_bpe_utf8_seq(s + i, n - i, &sub);
     uint32_t cp;
     if (k == 0) {
         *len = 1;
@@ -732,10 +736,10 @@ static inline g3_ucs_class_t g3_class_at(const unsigned char *s, size_t i, size_
 }
 
 /* End of the run of characters of class cls starting at i. */
-static inline size_t g3_run_end(const unsigned char *s, size_t i, size_t n, g3_ucs_class_t cls)
+static inline size_t g3_bpe_run_end(const unsigned char *s, size_t i, size_t n, g3_ucs_class_t cls)
 {
     size_t len;
-    while (i < n && g3_class_at(s, i, n, &len) == cls)
+    while (i < n && g3_bpe_class_at(s, i, n, &len) == cls)
         i += len;
     return i;
 }
@@ -743,10 +747,10 @@ static inline size_t g3_run_end(const unsigned char *s, size_t i, size_t n, g3_u
 /* RET: the end of the regex match that starts at i (i < n), following
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  * alternative by alternative. */
-static size_t g3_piece_end(const unsigned char *s, size_t i, size_t n)
+static size_t g3_bpe_piece_end(const unsigned char *s, size_t i, size_t n)
 {
     size_t len0, len1;
-    g3_ucs_class_t c0 = g3_class_at(s, i, n, &len0);
+    g3_ucs_class_t c0 = g3_bpe_class_at(s, i, n, &len0);
 
     if (s[i] == '\'' && i + 1 < n) {
         unsigned char a = s[i + 1];
@@ -759,22 +763,22 @@ static size_t g3_piece_end(const unsigned char *s, size_t i, size_t n)
         }
     }
     if (s[i] == ' ' && i + 1 < n) {
-        g3_ucs_class_t c1 = g3_class_at(s, i + 1, n, &len1);
+        g3_ucs_class_t c1 = g3_bpe_class_at(s, i + 1, n, &len1);
         if (c1 != G3_UCS_SPACE)   /* " ?" then a letter, number or other run */
-            return g3_run_end(s, i + 1 + len1, n, c1);
+            return g3_bpe_run_end(s, i + 1 + len1, n, c1);
     }
     if (c0 != G3_UCS_SPACE)
-        return g3_run_end(s, i + len0, n, c0);
+        return g3_bpe_run_end(s, i + len0, n, c0);
     /* Whitespace: \s+(?!\S) leaves the last blank of a run that is followed
      * by a non-blank for the next piece (" word"); a single blank before a
      * non-blank is taken by the final \s+. */
-    size_t j = g3_run_end(s, i + len0, n, G3_UCS_SPACE);
+    size_t j = g3_bpe_run_end(s, i + len0, n, G3_UCS_SPACE);
     if (j == n)
         return n;
     size_t last = i, k = i;   /* start of the last character of the run */
     while (k < j) {
         last = k;
-        g3_class_at(s, k, n, &len1);
+        g3_bpe_class_at(s, k, n, &len1);
         k += len1;
     }
     return last > i ? last : j;
@@ -868,7 +872,7 @@ static g3_status_t g3_bpe_scratch(g3_bpe_cache_t *c, size_t m, int32_t nranks)
     }
     if (m <= c->scratch_cap)
         return G3_OK;
-    size_t cap = g3_pow2_at_least(m);
+    size_t cap = g3_bpe_pow2_at_least(m);
     int32_t *t = realloc(c->tok, cap * sizeof(int32_t));
     if (t) c->tok = t;
     int32_t *nx = t ? realloc(c->next, cap * sizeof(int32_t)) : NULL;
@@ -921,7 +925,7 @@ static int32_t g3_bpe_bucket_min(const g3_bpe_cache_t *c)
     return -1;
 }
 
-static int g3_int32_cmp(const void *a, const void *b)
+static int g3_bpe_int32_cmp(const void *a, const void *b)
 {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return (x > y) - (x < y);
@@ -954,7 +958,7 @@ static int32_t g3_bpe_bucket_take(g3_bpe_cache_t *c, int32_t r)
             c->round[j] = t;
         }
     } else if (!asc) {
-        qsort(c->round, (size_t)k, sizeof(int32_t), g3_int32_cmp);
+        qsort(c->round, (size_t)k, sizeof(int32_t), g3_bpe_int32_cmp);
     }
     return k;
 }
@@ -1047,7 +1051,7 @@ static g3_status_t g3_bpe_piece(const g3_bpe_t *bpe, g3_bpe_cache_t *c, const un
     if (m > G3_BPE_CACHE_MAX_KEY)
         return g3_bpe_word(bpe, c, w, m, out);
 
-    uint64_t h = g3_hash_bytes(w, m) | 1;
+    uint64_t h = g3_bpe_hash_bytes(w, m) | 1;
     size_t i = h & c->mask;
     for (;; i = (i + 1) & c->mask) {
         g3_bpe_slot_t *s = &c->slots[i];
@@ -1107,7 +1111,7 @@ static g3_status_t g3_bpe_encode_any(const g3_bpe_t *bpe, g3_bpe_cache_t *c, con
 {
     const unsigned char *s = (const unsigned char *)text;
     for (size_t i = 0; i < len;) {
-        size_t e = g3_piece_end(s, i, len);
+        size_t e = g3_bpe_piece_end(s, i, len);
         g3_status_t st = g3_bpe_piece(bpe, c, s + i, e - i, out);
         if (st != G3_OK)
             return st;

@@ -33,7 +33,7 @@ void g3_mt19937_seed(g3_mt19937_t *mt, uint32_t seed)
     mt->pos = G3_MT_N;
 }
 
-static void g3_mt19937_gen(g3_mt19937_t *mt)
+static void g3_gptidx_mt19937_gen(g3_mt19937_t *mt)
 {
     uint32_t *k = mt->key, y;
     int i;
@@ -53,7 +53,7 @@ static void g3_mt19937_gen(g3_mt19937_t *mt)
 uint32_t g3_mt19937_next32(g3_mt19937_t *mt)
 {
     if (mt->pos == G3_MT_N)
-        g3_mt19937_gen(mt);
+        g3_gptidx_mt19937_gen(mt);
     uint32_t y = mt->key[mt->pos++];
     y ^= y >> 11;
     y ^= (y << 7) & 0x9d2c5680U;
@@ -63,7 +63,7 @@ uint32_t g3_mt19937_next32(g3_mt19937_t *mt)
 }
 
 /* numpy's random_interval(max): uniform in [0, max] by masked rejection. */
-static inline uint64_t g3_np_interval(g3_mt19937_t *mt, uint64_t max)
+static inline uint64_t g3_gptidx_np_interval(g3_mt19937_t *mt, uint64_t max)
 {
     uint64_t mask = max, v;
     if (max == 0)
@@ -88,11 +88,11 @@ static inline uint64_t g3_np_interval(g3_mt19937_t *mt, uint64_t max)
 
 /* numpy's shuffle of n elements of elem bytes (at most 8): from the last element down, each
  * swapped with one drawn from [0, i].  Inlined into the two typed shuffles, elem a constant. */
-static inline void g3_np_shuffle(g3_mt19937_t *mt, void *a, uint64_t n, size_t elem)
+static inline void g3_gptidx_np_shuffle(g3_mt19937_t *mt, void *a, uint64_t n, size_t elem)
 {
     unsigned char *p = a, t[8];
     for (uint64_t i = n > 0 ? n - 1 : 0; i >= 1; i--) {
-        uint64_t j = g3_np_interval(mt, i);
+        uint64_t j = g3_gptidx_np_interval(mt, i);
         memcpy(t, p + i * elem, elem);
         memcpy(p + i * elem, p + j * elem, elem);
         memcpy(p + j * elem, t, elem);
@@ -101,12 +101,12 @@ static inline void g3_np_shuffle(g3_mt19937_t *mt, void *a, uint64_t n, size_t e
 
 void g3_np_shuffle_i32(g3_mt19937_t *mt, int32_t *a, uint64_t n)
 {
-    g3_np_shuffle(mt, a, n, sizeof(*a));
+    g3_gptidx_np_shuffle(mt, a, n, sizeof(*a));
 }
 
 void g3_np_shuffle_i64(g3_mt19937_t *mt, int64_t *a, uint64_t n)
 {
-    g3_np_shuffle(mt, a, n, sizeof(*a));
+    g3_gptidx_np_shuffle(mt, a, n, sizeof(*a));
 }
 
 /* ---- the document split -------------------------------------------------- */
@@ -160,15 +160,18 @@ g3_status_t g3_split_parse(const char *split, uint64_t num_docs, uint64_t bounds
 
 /* ---- building ------------------------------------------------------------ */
 
-static inline size_t g3_align8(size_t n) { return (n + 7) & ~(size_t)7; }
+static inline size_t g3_gptidx_align8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
 
 /* Byte layout of the arrays block (also the cache file after its header). */
 static size_t g3_gptidx_layout(uint64_t nd, uint64_t ns, size_t off[4])
 {
     off[0] = 0;                                            /* doc_idx    */
-    off[1] = off[0] + g3_align8(nd * 4);                   /* sample_doc */
+    off[1] = off[0] + g3_gptidx_align8(nd * 4);            /* sample_doc */
     off[2] = off[1] + (ns + 1) * 8;                        /* sample_off */
-    off[3] = off[2] + g3_align8((ns + 1) * 4);             /* shuffle    */
+    off[3] = off[2] + g3_gptidx_align8((ns + 1) * 4);      /* shuffle    */
     return off[3] + ns * 8;
 }
 
@@ -402,7 +405,7 @@ void g3_gptidx_free(g3_gptidx_t *gi)
     free(gi);
 }
 
-static uint64_t g3_checksum(const void *p, size_t n)
+static uint64_t g3_gptidx_checksum(const void *p, size_t n)
 {
     /* Four independent lanes keep this near memory speed. */
     const unsigned char *b = p;
@@ -423,7 +426,7 @@ static uint64_t g3_checksum(const void *p, size_t n)
     return r;
 }
 
-static uint64_t g3_str_hash(const char *s)
+static uint64_t g3_gptidx_str_hash(const char *s)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (; *s; s++)
@@ -447,7 +450,8 @@ g3_status_t g3_gptidx_cache_name(const g3_idx_t *idx, const char *dir, int hashe
         snprintf(idxp, sizeof(idxp), "%s.idx", prefix);
         if (!real)
             real = realpath(idxp, NULL);
-        snprintf(tag, sizeof(tag), "-%016llx", (unsigned long long)g3_str_hash(real ? real : prefix));
+        snprintf(tag, sizeof(tag), "-%016llx",
+                 (unsigned long long)g3_gptidx_str_hash(real ? real : prefix));
         free(real);
     }
     int n = snprintf(buf, size, "%s/%s%s_%s_%lluns_%lldsl_%llus_%llu-%llud.g3ix", dir, base, tag,
@@ -506,7 +510,7 @@ static g3_status_t g3_gptidx_load(const char *path, const g3_idx_t *idx, uint64_
         size_t off[4];
         if (g3_gptidx_layout(h.num_doc_idx, h.num_samples, off) != h.data_len)
             *why = "inconsistent array sizes";
-        else if (g3_checksum((char *)map + G3_GPTIDX_HDR, h.data_len) != h.checksum)
+        else if (g3_gptidx_checksum((char *)map + G3_GPTIDX_HDR, h.data_len) != h.checksum)
             *why = "checksum mismatch";
     }
     if (*why) {
@@ -560,7 +564,7 @@ static g3_status_t g3_gptidx_save(const char *path, const g3_idx_t *idx, const g
     G3_GPTIDX_SHARED(G3_GPTIDX_TO_HDR)
 #undef G3_GPTIDX_TO_HDR
     h.data_len = gi->mem_len;
-    h.checksum = g3_checksum(gi->mem, gi->mem_len);
+    h.checksum = g3_gptidx_checksum(gi->mem, gi->mem_len);
     const char *parts[2] = { (const char *)&h, gi->mem };
     size_t lens[2] = { sizeof(h), gi->mem_len };
     for (int k = 0; k < 2; k++) {
@@ -599,7 +603,7 @@ err_unlink:
     return G3_ERR_IO;
 }
 
-static int g3_fallback_dir(char *buf, size_t size)
+static int g3_gptidx_fallback_dir(char *buf, size_t size)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     int n;
@@ -633,7 +637,7 @@ static int g3_gptidx_cache_dirs(const char *prefix, const char *cache_dir, char 
             snprintf(dirs[0], sizeof(dirs[0]), "%.*s", (int)(slash - prefix), prefix);
         hashed[0] = 0;
         ndirs = 1;
-        if (g3_fallback_dir(dirs[1], sizeof(dirs[1]))) {
+        if (g3_gptidx_fallback_dir(dirs[1], sizeof(dirs[1]))) {
             hashed[1] = 1;
             ndirs = 2;
         }

@@ -47,21 +47,21 @@ g3_idx_dtype_t g3_idx_dtype_for_vocab(int64_t vocab_size)
 }
 
 /* Unaligned little-endian loads (the arrays start at offset 34). */
-static inline uint64_t g3_ld_u64(const unsigned char *p)
+static inline uint64_t g3_idx_ld_u64(const unsigned char *p)
 {
     uint64_t v;
     memcpy(&v, p, 8);
     return v;
 }
 
-static inline int64_t g3_ld_i64(const unsigned char *p)
+static inline int64_t g3_idx_ld_i64(const unsigned char *p)
 {
     int64_t v;
     memcpy(&v, p, 8);
     return v;
 }
 
-static inline int32_t g3_ld_i32(const unsigned char *p)
+static inline int32_t g3_idx_ld_i32(const unsigned char *p)
 {
     int32_t v;
     memcpy(&v, p, 4);
@@ -151,8 +151,8 @@ static size_t g3_idx_step_fits(const g3_idx_t *x)
         if (step == x->itemsize)
             continue;
         for (i = 0; i < x->num_seq; i++) {
-            int32_t sz = g3_ld_i32(x->sizes + 4 * i);
-            int64_t ptr = g3_ld_i64(x->pointers + 8 * i);
+            int32_t sz = g3_idx_ld_i32(x->sizes + 4 * i);
+            int64_t ptr = g3_idx_ld_i64(x->pointers + 8 * i);
             if (sz < 0 || ptr < 0 || (uint64_t)ptr != end)
                 break;
             end += (uint64_t)sz * step;
@@ -194,7 +194,7 @@ static g3_status_t g3_idx_validate_header(g3_idx_t *x)
                  f);
         return G3_ERR_FORMAT;
     }
-    uint64_t version = g3_ld_u64(m + 9);
+    uint64_t version = g3_idx_ld_u64(m + 9);
     if (version != G3_IDX_VERSION) {
         g3_error("indexed dataset '%s': version %llu is not supported (this gpt3d reads MMIDIDX version %d)",
                  f, (unsigned long long)version, G3_IDX_VERSION);
@@ -212,8 +212,8 @@ static g3_status_t g3_idx_validate_header(g3_idx_t *x)
                  f, g3_idx_dtype_name(x->dtype));
         return G3_ERR_FORMAT;
     }
-    x->num_seq = g3_ld_u64(m + 18);
-    x->num_doc_idx = g3_ld_u64(m + 26);
+    x->num_seq = g3_idx_ld_u64(m + 18);
+    x->num_doc_idx = g3_idx_ld_u64(m + 26);
     /* The arrays' size in exact (128-bit) arithmetic: the counts are whatever the file says,
      * up to 2^64 - 1 each, and a message must give the real byte count. */
     uint64_t avail = x->idx_len - G3_IDX_HEADER_LEN;
@@ -250,8 +250,8 @@ static g3_status_t g3_idx_validate_seqs(const g3_idx_t *x)
      * pointer can be anything up to 2^63 - 1; a size times the item size is < 2^34). */
     uint64_t prev_end = 0;
     for (uint64_t i = 0; i < x->num_seq; i++) {
-        int32_t sz = g3_ld_i32(x->sizes + 4 * i);
-        int64_t ptr = g3_ld_i64(x->pointers + 8 * i);
+        int32_t sz = g3_idx_ld_i32(x->sizes + 4 * i);
+        int64_t ptr = g3_idx_ld_i64(x->pointers + 8 * i);
         if (sz < 0) {
             g3_error("indexed dataset '%s' is corrupt: sizes[%llu] = %d is negative",
                      f, (unsigned long long)i, sz);
@@ -267,8 +267,9 @@ static g3_status_t g3_idx_validate_seqs(const g3_idx_t *x)
                 g3_error(
                     "indexed dataset '%s' is corrupt: pointers[%llu] = %lld, but sequence %llu (pointers[%llu] = %lld, sizes[%llu] = %d tokens of %s) ends at byte %llu: a sizes or pointers entry was changed, or the .idx belongs to another .bin; re-run 'gpt3d preprocess'",
                     f, (unsigned long long)i, (long long)ptr, (unsigned long long)(i - 1),
-                    (unsigned long long)(i - 1), (long long)g3_ld_i64(x->pointers + 8 * (i - 1)),
-                    (unsigned long long)(i - 1), g3_ld_i32(x->sizes + 4 * (i - 1)),
+                    (unsigned long long)(i - 1),
+                    (long long)g3_idx_ld_i64(x->pointers + 8 * (i - 1)),
+                    (unsigned long long)(i - 1), g3_idx_ld_i32(x->sizes + 4 * (i - 1)),
                     g3_idx_dtype_name(x->dtype), (unsigned long long)prev_end);
             return G3_ERR_FORMAT;
         }
@@ -308,7 +309,7 @@ static g3_status_t g3_idx_validate_docs(const g3_idx_t *x)
     }
     int64_t prev = 0;
     for (uint64_t i = 0; i < x->num_doc_idx; i++) {
-        int64_t d = g3_ld_i64(x->doc_idx + 8 * i);
+        int64_t d = g3_idx_ld_i64(x->doc_idx + 8 * i);
         if ((i == 0 && d != 0) || d < prev || (uint64_t)d > x->num_seq) {
             g3_error("indexed dataset '%s' is corrupt: doc_idx[%llu] = %lld is out of range (must start at 0, never decrease and stay <= %llu sequences)",
                      f, (unsigned long long)i, (long long)d, (unsigned long long)x->num_seq);
@@ -401,17 +402,17 @@ uint64_t g3_idx_fingerprint(const g3_idx_t *x) { return x->fingerprint; }
 
 int32_t g3_idx_size(const g3_idx_t *x, uint64_t i)
 {
-    return g3_ld_i32(x->sizes + 4 * i);
+    return g3_idx_ld_i32(x->sizes + 4 * i);
 }
 
 int64_t g3_idx_pointer(const g3_idx_t *x, uint64_t i)
 {
-    return g3_ld_i64(x->pointers + 8 * i);
+    return g3_idx_ld_i64(x->pointers + 8 * i);
 }
 
 int64_t g3_idx_doc_index(const g3_idx_t *x, uint64_t i)
 {
-    return g3_ld_i64(x->doc_idx + 8 * i);
+    return g3_idx_ld_i64(x->doc_idx + 8 * i);
 }
 
 void g3_idx_read(const g3_idx_t *x, uint64_t i, uint64_t offset, uint64_t n, int32_t *out)
@@ -443,7 +444,7 @@ void g3_idx_read(const g3_idx_t *x, uint64_t i, uint64_t offset, uint64_t n, int
         break;
     case G3_IDX_INT64:
         for (uint64_t k = 0; k < n; k++)
-            out[k] = (int32_t)g3_ld_i64(p + 8 * k);
+            out[k] = (int32_t)g3_idx_ld_i64(p + 8 * k);
         break;
     default:
         break;   /* float dtypes are refused at open */
@@ -594,7 +595,7 @@ int g3_idx_token_find_outside(const g3_idx_t *x, uint64_t first, uint64_t end, i
                 case G3_IDX_INT16:  { int16_t v; memcpy(&v, q, 2); buf[k] = v; break; }
                 case G3_IDX_UINT16: { uint16_t v; memcpy(&v, q, 2); buf[k] = v; break; }
                 case G3_IDX_INT32:  { int32_t v; memcpy(&v, q, 4); buf[k] = v; break; }
-                default:            buf[k] = g3_ld_i64(q); break;
+                default: buf[k] = g3_idx_ld_i64(q); break;
                 }
             }
             for (uint64_t k = 0; k < c; k++)
@@ -633,7 +634,7 @@ struct g3_idx_writer {
     size_t          buf_cap;
 };
 
-static char *g3_strcat3(const char *a, const char *b, const char *c)
+static char *g3_idx_strcat3(const char *a, const char *b, const char *c)
 {
     size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
     char *s = malloc(la + lb + lc + 1);
@@ -666,10 +667,10 @@ g3_status_t g3_idx_writer_open(const char *prefix, g3_idx_dtype_t dtype, g3_idx_
     w->dtype = dtype;
     w->itemsize = g3_idx_dtype_size(dtype);
     snprintf(suffix, sizeof(suffix), ".tmp.%ld", (long)getpid());
-    w->idx_path = g3_strcat3(prefix, ".idx", "");
-    w->bin_path = g3_strcat3(prefix, ".bin", "");
-    w->idx_tmp = g3_strcat3(prefix, ".idx", suffix);
-    w->bin_tmp = g3_strcat3(prefix, ".bin", suffix);
+    w->idx_path = g3_idx_strcat3(prefix, ".idx", "");
+    w->bin_path = g3_idx_strcat3(prefix, ".bin", "");
+    w->idx_tmp = g3_idx_strcat3(prefix, ".idx", suffix);
+    w->bin_tmp = g3_idx_strcat3(prefix, ".bin", suffix);
     if (!w->idx_path || !w->bin_path || !w->idx_tmp || !w->bin_tmp) {
         g3_idx_writer_free(w);
         return G3_ERR_NO_MEMORY;
@@ -727,7 +728,7 @@ err_write:
 uint64_t g3_idx_writer_num_documents(const g3_idx_writer_t *w) { return w->n; }
 uint64_t g3_idx_writer_num_tokens(const g3_idx_writer_t *w) { return w->tokens; }
 
-static g3_status_t g3_write_all(FILE *f, const void *p, size_t n, const char *path)
+static g3_status_t g3_idx_write_all(FILE *f, const void *p, size_t n, const char *path)
 {
     if (n && fwrite(p, 1, n, f) != n) {
         g3_error("cannot write '%s': %s", path, strerror(errno));
@@ -736,7 +737,7 @@ static g3_status_t g3_write_all(FILE *f, const void *p, size_t n, const char *pa
     return G3_OK;
 }
 
-static g3_status_t g3_fclose_synced(FILE *f, const char *path)
+static g3_status_t g3_idx_fclose_synced(FILE *f, const char *path)
 {
     int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
     int e = errno;
@@ -758,7 +759,7 @@ g3_status_t g3_idx_writer_finish(g3_idx_writer_t *w)
     unsigned char hdr[G3_IDX_HEADER_LEN];
     uint64_t v, S = w->n, D = w->n + 1;
 
-    st = g3_fclose_synced(w->bin, w->bin_tmp);
+    st = g3_idx_fclose_synced(w->bin, w->bin_tmp);
     w->bin = NULL;
     if (st != G3_OK)
         goto err_abort;
@@ -775,22 +776,22 @@ g3_status_t g3_idx_writer_finish(g3_idx_writer_t *w)
     hdr[17] = (unsigned char)w->dtype;
     memcpy(hdr + 18, &S, 8);
     memcpy(hdr + 26, &D, 8);
-    if ((st = g3_write_all(f, hdr, sizeof(hdr), w->idx_tmp)) != G3_OK)
+    if ((st = g3_idx_write_all(f, hdr, sizeof(hdr), w->idx_tmp)) != G3_OK)
         goto err_close;
-    if ((st = g3_write_all(f, w->sizes, S * 4, w->idx_tmp)) != G3_OK)
+    if ((st = g3_idx_write_all(f, w->sizes, S * 4, w->idx_tmp)) != G3_OK)
         goto err_close;
     int64_t ptr = 0;
     for (uint64_t i = 0; i < S; i++) {
-        if ((st = g3_write_all(f, &ptr, 8, w->idx_tmp)) != G3_OK)
+        if ((st = g3_idx_write_all(f, &ptr, 8, w->idx_tmp)) != G3_OK)
             goto err_close;
         ptr += (int64_t)w->sizes[i] * (int64_t)w->itemsize;
     }
     for (uint64_t i = 0; i < D; i++) {
         int64_t d = (int64_t)i;
-        if ((st = g3_write_all(f, &d, 8, w->idx_tmp)) != G3_OK)
+        if ((st = g3_idx_write_all(f, &d, 8, w->idx_tmp)) != G3_OK)
             goto err_close;
     }
-    st = g3_fclose_synced(f, w->idx_tmp);
+    st = g3_idx_fclose_synced(f, w->idx_tmp);
     f = NULL;
     if (st != G3_OK)
         goto err_abort;

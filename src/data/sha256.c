@@ -18,7 +18,10 @@ static const uint32_t g3_sha256_k[64] = {
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2
 };
 
-static inline uint32_t g3_ror(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+static inline uint32_t g3_sha256_ror(uint32_t x, int n)
+{
+    return (x >> n) | (x << (32 - n));
+}
 
 /* One 64-byte block into the state. */
 static void g3_sha256_block(uint32_t h[8], const unsigned char *p)
@@ -28,16 +31,16 @@ static void g3_sha256_block(uint32_t h[8], const unsigned char *p)
         w[t] = (uint32_t)p[4 * t] << 24 | (uint32_t)p[4 * t + 1] << 16 |
                (uint32_t)p[4 * t + 2] << 8 | (uint32_t)p[4 * t + 3];
     for (int t = 16; t < 64; t++) {
-        uint32_t s0 = g3_ror(w[t - 15], 7) ^ g3_ror(w[t - 15], 18) ^ (w[t - 15] >> 3);
-        uint32_t s1 = g3_ror(w[t - 2], 17) ^ g3_ror(w[t - 2], 19) ^ (w[t - 2] >> 10);
+        uint32_t s0 = g3_sha256_ror(w[t - 15], 7) ^ g3_sha256_ror(w[t - 15], 18) ^ (w[t - 15] >> 3);
+        uint32_t s1 = g3_sha256_ror(w[t - 2], 17) ^ g3_sha256_ror(w[t - 2], 19) ^ (w[t - 2] >> 10);
         w[t] = w[t - 16] + s0 + w[t - 7] + s1;
     }
     a = h[0]; b = h[1]; c = h[2]; d = h[3]; e = h[4]; f = h[5]; g = h[6]; hh = h[7];
     for (int t = 0; t < 64; t++) {
-        uint32_t S1 = g3_ror(e, 6) ^ g3_ror(e, 11) ^ g3_ror(e, 25);
+        uint32_t S1 = g3_sha256_ror(e, 6) ^ g3_sha256_ror(e, 11) ^ g3_sha256_ror(e, 25);
         uint32_t ch = (e & f) ^ (~e & g);
         uint32_t t1 = hh + S1 + ch + g3_sha256_k[t] + w[t];
-        uint32_t S0 = g3_ror(a, 2) ^ g3_ror(a, 13) ^ g3_ror(a, 22);
+        uint32_t S0 = g3_sha256_ror(a, 2) ^ g3_sha256_ror(a, 13) ^ g3_sha256_ror(a, 22);
         uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
         uint32_t t2 = S0 + maj;
         hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;

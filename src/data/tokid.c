@@ -53,7 +53,7 @@ const char *g3_tokid_known_name(const g3_tokid_t *id)
     return NULL;
 }
 
-static const char *g3_base(const char *path)
+static const char *g3_tokid_base(const char *path)
 {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
@@ -63,8 +63,8 @@ void g3_tokid_describe(const g3_tokid_t *id, char *buf, size_t size)
 {
     const char *name = g3_tokid_known_name(id);
     snprintf(buf, size, "%s (%s sha256 %.12s..., %s sha256 %.12s...)",
-             name ? name : "custom tokenizer files", g3_base(id->vocab_file), id->vocab_sha256,
-             g3_base(id->merge_file), id->merge_sha256);
+             name ? name : "custom tokenizer files", g3_tokid_base(id->vocab_file),
+             id->vocab_sha256, g3_tokid_base(id->merge_file), id->merge_sha256);
 }
 
 g3_status_t g3_tokid_to_json(const g3_tokid_t *id, char **text_p)
@@ -89,7 +89,7 @@ g3_status_t g3_tokid_to_json(const g3_tokid_t *id, char **text_p)
     return G3_OK;
 }
 
-static int g3_is_sha256_hex(const char *s, size_t n)
+static int g3_tokid_is_sha256_hex(const char *s, size_t n)
 {
     if (n != 64)
         return 0;
@@ -159,7 +159,7 @@ g3_status_t g3_tokid_from_json_fix(const char *text, size_t n, const char *what,
             dst = id.merge_file;
         } else if (!strcmp(key.data, "vocab_sha256") || !strcmp(key.data, "merge_sha256")) {
             int v = key.data[0] == 'v';
-            if (!g3_is_sha256_hex(val.data, val.len)) {
+            if (!g3_tokid_is_sha256_hex(val.data, val.len)) {
                 g3_error("%s: %s is not 64 lowercase hex digits; the record is corrupt: %s",
                          what, key.data, fix);
                 st = G3_ERR_FORMAT;
@@ -204,7 +204,7 @@ out:
     return st;
 }
 
-static char *g3_sidecar_path(const char *prefix)
+static char *g3_tokid_sidecar_path(const char *prefix)
 {
     char *p = NULL;
     if (asprintf(&p, "%s.tokenizer.json", prefix) < 0)
@@ -214,7 +214,7 @@ static char *g3_sidecar_path(const char *prefix)
 
 g3_status_t g3_tokid_write_sidecar(const char *prefix, const g3_tokid_t *id)
 {
-    char *path = g3_sidecar_path(prefix), tmp[PATH_MAX + 64], *text = NULL;
+    char *path = g3_tokid_sidecar_path(prefix), tmp[PATH_MAX + 64], *text = NULL;
     g3_status_t st = G3_ERR_NO_MEMORY;
     FILE *f = NULL;
 
@@ -250,7 +250,7 @@ out:
 
 g3_status_t g3_tokid_read_sidecar(const char *prefix, g3_tokid_t *id, int *found_p)
 {
-    char *path = g3_sidecar_path(prefix), *text = NULL, what[G3_TOKID_PATH_MAX + 64];
+    char *path = g3_tokid_sidecar_path(prefix), *text = NULL, what[G3_TOKID_PATH_MAX + 64];
     size_t len = 0;
     struct stat sb;
     g3_status_t st = G3_OK;

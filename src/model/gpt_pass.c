@@ -84,7 +84,7 @@ typedef struct {
     size_t used;
 } g3_carve_t;
 
-static void *g3_carve(g3_carve_t *cv, size_t bytes)
+static void *g3_gpt_carve(g3_carve_t *cv, size_t bytes)
 {
     void *p = cv->base ? cv->base + cv->used : NULL;
     cv->used += (bytes + 63) & ~(size_t)63;
@@ -135,52 +135,52 @@ static void g3_gpt_acts_layout(const g3_gpt_t *m, g3_gpt_acts_t *a, g3_carve_t *
     int nl = a->nl, sp = g3_gpt_sp(m);
     /* n: rows of the sharded tensors; Np: of the full ones a reduce-scatter reads */
     size_t n = (size_t)g3_gpt_shard(m, (int)N), Np = sp ? n * m->cfg.tp_size : N;
-    void *att_shared = a->selective ? g3_carve(cv, att) : NULL;
+    void *att_shared = a->selective ? g3_gpt_carve(cv, att) : NULL;
 
-    a->tokens = g3_carve(cv, N * sizeof(int32_t));
-    a->targets = g3_carve(cv, N * sizeof(int32_t));
-    a->resid = g3_carve(cv, (size_t)(nl + 1) * n * m->C * e);
+    a->tokens = g3_gpt_carve(cv, N * sizeof(int32_t));
+    a->targets = g3_gpt_carve(cv, N * sizeof(int32_t));
+    a->resid = g3_gpt_carve(cv, (size_t)(nl + 1) * n * m->C * e);
     for (int s = 0; s < a->nsets; s++) {
         g3_gpt_layer_acts_t *L = &a->layer[s];
-        L->ln1 = g3_carve(cv, n * m->C * e);
-        L->ln1_mean = g3_carve(cv, n * f);
-        L->ln1_rstd = g3_carve(cv, n * f);
-        L->qkv = g3_carve(cv, N * 3 * m->C_l * e);
-        L->att = a->selective ? att_shared : g3_carve(cv, att);
-        L->atty = g3_carve(cv, N * m->C_l * e);
-        L->xmid = g3_carve(cv, n * m->C * e);
-        L->ln2 = g3_carve(cv, n * m->C * e);
-        L->ln2_mean = g3_carve(cv, n * f);
-        L->ln2_rstd = g3_carve(cv, n * f);
-        L->fch = g3_carve(cv, N * m->F_l * e);
-        L->fcg = g3_carve(cv, N * m->F_l * e);
+        L->ln1 = g3_gpt_carve(cv, n * m->C * e);
+        L->ln1_mean = g3_gpt_carve(cv, n * f);
+        L->ln1_rstd = g3_gpt_carve(cv, n * f);
+        L->qkv = g3_gpt_carve(cv, N * 3 * m->C_l * e);
+        L->att = a->selective ? att_shared : g3_gpt_carve(cv, att);
+        L->atty = g3_gpt_carve(cv, N * m->C_l * e);
+        L->xmid = g3_gpt_carve(cv, n * m->C * e);
+        L->ln2 = g3_gpt_carve(cv, n * m->C * e);
+        L->ln2_mean = g3_gpt_carve(cv, n * f);
+        L->ln2_rstd = g3_gpt_carve(cv, n * f);
+        L->fch = g3_gpt_carve(cv, N * m->F_l * e);
+        L->fcg = g3_gpt_carve(cv, N * m->F_l * e);
     }
     if (a->head) {
-        a->lnf = g3_carve(cv, Np * m->C * e);
-        a->lnf_mean = g3_carve(cv, n * f);
-        a->lnf_rstd = g3_carve(cv, n * f);
-        a->dlnf = g3_carve(cv, Np * m->C * e);
-        a->lnf_s = sp ? g3_carve(cv, n * m->C * e) : a->lnf;
-        a->dlnf_s = sp ? g3_carve(cv, n * m->C * e) : a->dlnf;
-        a->losses = g3_carve(cv, N * f);
-        a->lse = g3_carve(cv, N * f);
-        a->logits = g3_carve(cv, (size_t)a->Nc * m->Vp_l * e);
+        a->lnf = g3_gpt_carve(cv, Np * m->C * e);
+        a->lnf_mean = g3_gpt_carve(cv, n * f);
+        a->lnf_rstd = g3_gpt_carve(cv, n * f);
+        a->dlnf = g3_gpt_carve(cv, Np * m->C * e);
+        a->lnf_s = sp ? g3_gpt_carve(cv, n * m->C * e) : a->lnf;
+        a->dlnf_s = sp ? g3_gpt_carve(cv, n * m->C * e) : a->dlnf;
+        a->losses = g3_gpt_carve(cv, N * f);
+        a->lse = g3_gpt_carve(cv, N * f);
+        a->logits = g3_gpt_carve(cv, (size_t)a->Nc * m->Vp_l * e);
         if (m->cfg.tp_size > 1)
-            a->targets_local = g3_carve(cv, N * sizeof(int32_t));
+            a->targets_local = g3_gpt_carve(cv, N * sizeof(int32_t));
         if (m->cfg.tp_size > 1 && g3_gpt_xent_dev_ops(m)) {
-            a->xstats = g3_carve(cv, (size_t)a->Nc * 3 * f);
-            a->xstats_all = g3_carve(cv, (size_t)m->cfg.tp_size * a->Nc * 3 * f);
+            a->xstats = g3_gpt_carve(cv, (size_t)a->Nc * 3 * f);
+            a->xstats_all = g3_gpt_carve(cv, (size_t)m->cfg.tp_size * a->Nc * 3 * f);
         }
     }
-    a->tmp = g3_carve(cv, Np * m->C * e);
-    a->dres = g3_carve(cv, n * m->C * e);
-    a->d1 = g3_carve(cv, N * d1 * e);
-    a->d2 = g3_carve(cv, Np * d2 * e);
+    a->tmp = g3_gpt_carve(cv, Np * m->C * e);
+    a->dres = g3_gpt_carve(cv, n * m->C * e);
+    a->d1 = g3_gpt_carve(cv, N * d1 * e);
+    a->d2 = g3_gpt_carve(cv, Np * d2 * e);
     if (sp) {
-        a->ts = g3_carve(cv, n * m->C * e);
-        a->gath = g3_carve(cv, Np * m->C * e);
+        a->ts = g3_gpt_carve(cv, n * m->C * e);
+        a->gath = g3_gpt_carve(cv, Np * m->C * e);
     }
-    a->datt = g3_carve(cv, datt);
+    a->datt = g3_gpt_carve(cv, datt);
 }
 
 /* The part of the model acts a serves: chunk `chunk`. */

@@ -27,6 +27,15 @@ static g3_status_t g3_par_sp_bwd_hook(void *ctx, int li);
 #define G3_PAR_TAG_FWD 1   /* activations, stage s -> s+1        */
 #define G3_PAR_TAG_BWD 2   /* their gradients, stage s+1 -> s    */
 
+g3_status_t g3_par_ilv_check(int V, int pp, int64_t micro)
+{
+    if (V > 1 && pp > 0 && micro % pp != 0) {
+        g3_error("--virtual-pipeline-model-parallel-size %d: the interleaved schedule needs the number of micro-batches per data-parallel rank (%lld = --global-batch-size / (--micro-batch-size x DP)) to be a multiple of --pipeline-model-parallel-size %d (the rule of Megatron-LM); change the batch sizes", V, (long long)micro, pp);
+        return G3_ERR_INVALID_ARG;
+    }
+    return G3_OK;
+}
+
 g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
                                const g3_par_engine_config_t *cfg, g3_par_engine_t **eng_p)
 {
@@ -60,8 +69,7 @@ g3_status_t g3_par_engine_init(g3_par_t *par, g3_gpt_t *model, int B, int T,
     eng->timers = cfg->timers;
     eng->nchunks = model->nchunks > 1 ? model->nchunks : 1;
     eng->sp = model->cfg.sequence_parallel && l->tp > 1;
-    if (eng->nchunks > 1 && !cfg->forward_only && cfg->max_micro % l->pp != 0) {
-        g3_error("--virtual-pipeline-model-parallel-size %d: the interleaved schedule needs the number of micro-batches per data-parallel rank (%lld = --global-batch-size / (--micro-batch-size x DP)) to be a multiple of --pipeline-model-parallel-size %d (the rule of Megatron-LM); change the batch sizes", eng->nchunks, (long long)cfg->max_micro, l->pp);
+    if (!cfg->forward_only && g3_par_ilv_check(eng->nchunks, l->pp, cfg->max_micro) != G3_OK) {
         free(eng);
         return G3_ERR_INVALID_ARG;
     }

@@ -211,6 +211,12 @@ typedef struct {
     double formula;           /* 4 + 4 + 8 = 16, or 4 + 4 + 12 / DP with ZeRO-1; + work_bytes */
 } g3_par_memory_t;
 
+/* Megatron-LM's rule of the interleaved schedule: with V > 1 model chunks per stage, the
+ * micro-batches of a data-parallel rank per iteration (micro) are a multiple of the pp stages.
+ * The one check and its one message: the engine's (g3_par_engine_init) and gpt3d plan's
+ * layouts (search/layout.c).  RET: G3_OK, or G3_ERR_INVALID_ARG (logged, naming the flags). */
+g3_status_t g3_par_ilv_check(int V, int pp, int64_t micro);
+
 /* Activations for the in-flight micro-batches of B x T, the optimizer state and the
  * communication plan for model (already built for this rank's tp/pp and given its TP
  * collectives).  OUT: *eng_p.  RET: G3_ERR_NO_MEMORY. */

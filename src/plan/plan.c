@@ -51,7 +51,7 @@ const char *g3_plan_act_mode_words(int mode)
  * Selective recompute drops the attention core; full recompute keeps the layer input, 2 sbh.
  * In fp32 (the CPU backend) every 2-byte value takes 4 bytes, the masks stay 1 byte:
  *   18 sbh + (16h + 8F) sb / t + 9 a s^2 b / t; full: 4 sbh. */
-double g3_plan_act_layer(const g3_plan_input_t *in, int mode)
+static double g3_plan_act_layer(const g3_plan_input_t *in, int mode)
 {
     const g3_gpt_config_t *m = &in->model;
     double s = m->seq_length, b = (double)in->micro_batch, h = m->hidden_size;
@@ -84,7 +84,12 @@ void g3_plan_input_backend(g3_plan_input_t *in, g3_be_kind_t kind, const g3_be_o
     in->bf16 = row && row->act_dtype == G3_BE_BF16;
 }
 
-double g3_plan_act_set(const g3_plan_input_t *in, int stage)
+/* RET: the bytes of one micro-batch's activations stage `stage` allocates: the model's own
+ * layout (g3_gpt_acts_estimate, the code gpt3d train allocates with) on a backend of
+ * in->kind described from its row (g3_be_describe: its attention sizes, its capabilities),
+ * with sequence parallelism's TP-split of the layer-boundary tensors.
+ * -1 when the count itself fails (out of memory for the layout of a huge stage). */
+static double g3_plan_act_set(const g3_plan_input_t *in, int stage)
 {
     g3_backend_t be;
     g3_gpt_t sh;   /* the sizes g3_gpt_init derives; no parameters */
@@ -144,7 +149,10 @@ double g3_plan_act_set(const g3_plan_input_t *in, int stage)
     return bytes;
 }
 
-int g3_plan_gemm_autotune(const g3_plan_input_t *in)
+/* RET: 1 when the CUDA backend of this input tunes its GEMMs (gemm_autotune option, else
+ * GPT3D_GEMM_AUTOTUNE; on for one process, never with --deterministic), as g3_be_cuda_open
+ * decides; 0 otherwise. */
+static int g3_plan_gemm_autotune(const g3_plan_input_t *in)
 {
     const g3_be_opts_t *o = &in->be_opts;
     int64_t world = (int64_t)in->model.tp_size * in->model.pp_size * in->dp;
@@ -396,9 +404,9 @@ static double g3_plan_host_available(void)
     return avail;
 }
 
-g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, g3_be_kind_t kind, int dp,
-                              int64_t micro_batch, int64_t global_batch, int zero,
-                              int local_ranks)
+g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, g3_be_kind_t kind,
+                              const g3_be_opts_t *o, int dp, int64_t micro_batch,
+                              int64_t global_batch, int zero, int local_ranks)
 {
     g3_plan_input_t in;
     g3_plan_t p;
@@ -413,7 +421,7 @@ g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, g3_be_kind_t kind, int d
     in.global_batch = global_batch;
     in.start_batch = global_batch;
     in.distributed_optimizer = zero;
-    g3_plan_input_backend(&in, kind, NULL);
+    g3_plan_input_backend(&in, kind, o);
     in.virtual_pp = 1;
     in.ranks_per_gpu = 1;
     /* a device's memory: the backend refuses what it cannot allocate */

@@ -117,37 +117,22 @@ void g3_plan_input_backend(g3_plan_input_t *in, g3_be_kind_t kind, const g3_be_o
 g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan);
 void g3_plan_free(g3_plan_t *plan);
 
-/* RET: the activation bytes of one layer for one micro-batch of B x T kept by mode
- * (Korthikanti et al. 2022, with or without sequence parallelism; docs/plan.md): Megatron's
- * count, printed beside what gpt3d's backends keep. */
-double g3_plan_act_layer(const g3_plan_input_t *in, int mode);
-
-/* RET: the bytes of one micro-batch's activations stage `stage` allocates: the model's own
- * layout (g3_gpt_acts_estimate, the code gpt3d train allocates with) on a backend of
- * in->kind described from its row (g3_be_describe: its attention sizes, its capabilities),
- * with sequence parallelism's TP-split of the layer-boundary tensors.
- * -1 when the count itself fails (out of memory for the layout of a huge stage). */
-double g3_plan_act_set(const g3_plan_input_t *in, int stage);
-
 /* RET: the bytes a rank needs besides its tensors (docs/plan.md "Overhead"): a device (CUDA):
  * the context, cuBLASLt and its workspace, the kernels (in->fixed_bytes, else the H100's),
  * NCCL's communicators and buffers, the GEMM autotuning's scratch; host memory (CPU): the
  * process.  OUT: *parts (may be NULL): the same in parts (CPU: all of it in fixed). */
 double g3_plan_overhead(const g3_plan_input_t *in, g3_plan_overhead_t *parts);
 
-/* RET: 1 when the CUDA backend of this input tunes its GEMMs (gemm_autotune option, else
- * GPT3D_GEMM_AUTOTUNE; on for one process, never with --deterministic), as g3_be_cuda_open
- * decides; 0 otherwise. */
-int g3_plan_gemm_autotune(const g3_plan_input_t *in);
-
 /* gpt3d train's check before it allocates anything: the plan of this rank's stage against
  * the memory it can have (CPU: MemAvailable and the cgroup's limit, shared by local_ranks
- * ranks on the node).  RET: G3_ERR_INVALID_ARG (logged, naming the flags: exit 2) when it
- * cannot fit; g3_plan_compute's errors (logged); G3_OK otherwise (also when the memory
+ * ranks on the node), for the backend kind with the trainer's options o (the attention's
+ * buffers and the GEMM autotuning depend on them; NULL: the defaults).
+ * RET: G3_ERR_INVALID_ARG (logged, naming the flags: exit 2) when it cannot fit;
+ * g3_plan_compute's errors (logged); G3_OK otherwise (also when the memory
  * cannot be read, and for a device's memory (cuda), whose allocations say it themselves). */
-g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, g3_be_kind_t kind, int dp,
-                              int64_t micro_batch, int64_t global_batch, int zero,
-                              int local_ranks);
+g3_status_t g3_plan_check_fit(const g3_gpt_config_t *m, g3_be_kind_t kind,
+                              const g3_be_opts_t *o, int dp, int64_t micro_batch,
+                              int64_t global_batch, int zero, int local_ranks);
 
 /* RET: the G3_PLAN_ACT_ mode of m's recompute flags (--recompute-activations or
  * --recompute-granularity full: FULL; selective: SELECTIVE; else NONE). */

@@ -18,6 +18,7 @@
 #include "model/gpt.h"
 #include "plan/gpu.h"
 #include "plan/time.h"
+#include "topo/topo.h"
 
 const char *g3_plan_time_part_name(int part)
 {
@@ -669,10 +670,11 @@ static double g3_plan_exposed(double fixed, double work)
     return fixed > 0.0 ? fixed * fixed / (fixed + (work > 0.0 ? work : 0.0)) : 0.0;
 }
 
-/* Ring all-reduce of `bytes` over n ranks on a link (NCCL's bus bandwidth convention). */
+/* Ring all-reduce of `bytes` over n ranks on a link: the bytes a link carries (topo.h's one
+ * model of a collective's traffic) at bw, and 2 (n - 1) steps of latency lat. */
 static double g3_plan_allreduce(double bytes, int n, double bw, double lat)
 {
-    return n > 1 ? 2.0 * (n - 1) / n * bytes / bw + 2.0 * (n - 1) * lat : 0.0;
+    return n > 1 ? g3_topo_ring_allreduce_bytes(bytes, n) / bw + 2.0 * (n - 1) * lat : 0.0;
 }
 
 /* The model's shape as the time model prices it (N = B T tokens of one micro-batch, S = T,

@@ -83,32 +83,21 @@ static int g3_plan_device_check(const g3_plan_flags_t *f, const g3_gpt_config_t 
     return G3_EXIT_OK;
 }
 
-/* Megatron's constraints of the interleaved schedule and of sequence parallelism (the
- * trainer's, once its flags exist: issue 19).  RET: an exit code (logged). */
-static int g3_plan_schedule_check(const g3_plan_flags_t *f, int tp, int pp, int64_t m)
+/* The model as a layout of the search runs it: the flags' model with the layout's V and
+ * sequence parallelism, checked with the model's own checks (g3_gpt_config_check: their
+ * messages, the trainer's), then the interleaved schedule's rule on its m micro-batches per
+ * data-parallel rank (g3_par_ilv_check, the engine's).  RET: an exit code (logged). */
+static int g3_plan_schedule_check(const g3_plan_flags_t *f, const g3_gpt_config_t *model,
+                                  int64_t m)
 {
-    const g3_gpt_config_t *mc = &f->cfg.model;
-    int V = f->virtual_pp;
+    g3_gpt_config_t mc = *model;
 
-    if (V > 1) {
-        if (pp < 2) {
-            g3_error("--virtual-pipeline-model-parallel-size %d needs --pipeline-model-parallel-size of 2 or more (it is %d)", V, pp);
-            return G3_EXIT_USAGE;
-        }
-        if (mc->num_layers % (pp * V) != 0) {
-            g3_error("--num-layers %d does not split into --pipeline-model-parallel-size %d x --virtual-pipeline-model-parallel-size %d chunks of equal size; change one of them", mc->num_layers, pp, V);
-            return G3_EXIT_USAGE;
-        }
-        if (m % pp != 0) {
-            g3_error("the interleaved schedule (--virtual-pipeline-model-parallel-size %d) needs the micro-batches per iteration (%lld) to be a multiple of --pipeline-model-parallel-size %d; change --global-batch-size",
-                     V, (long long)m, pp);
-            return G3_EXIT_USAGE;
-        }
-    }
-    if (f->sequence_parallel && tp < 2) {
-        g3_error("--sequence-parallel needs --tensor-model-parallel-size 2 or more");
+    mc.virtual_pp_size = f->virtual_pp;
+    mc.sequence_parallel = f->sequence_parallel;
+    if (g3_gpt_config_check(&mc) != G3_OK)
         return G3_EXIT_USAGE;
-    }
+    if (g3_par_ilv_check(f->virtual_pp, mc.pp_size, m) != G3_OK)
+        return G3_EXIT_USAGE;
     return G3_EXIT_OK;
 }
 
@@ -173,8 +162,8 @@ int g3_plan_layout(const g3_plan_flags_t *f, int tp, int pp, g3_plan_layout_t *l
     }
     if (g3_train_plan(&cfg, &lay->tplan) != G3_OK)
         return G3_EXIT_USAGE;
-    rc = g3_plan_schedule_check(f, tp, pp, lay->tplan.global_batch_size /
-                                               (cfg.micro_batch_size * dp));
+    rc = g3_plan_schedule_check(f, &cfg.model,
+                                lay->tplan.global_batch_size / (cfg.micro_batch_size * dp));
     if (rc != G3_EXIT_OK)
         return rc;
 

@@ -29,7 +29,7 @@ typedef struct {
     int    n, cap;
 } g3_names_t;
 
-static g3_status_t g3_names_push(g3_names_t *a, const char *s, size_t len)
+static g3_status_t g3_topo_names_push(g3_names_t *a, const char *s, size_t len)
 {
     if (a->n >= G3_HOSTLIST_MAX) {
         g3_error("host list expands to more than %d names", G3_HOSTLIST_MAX);
@@ -62,8 +62,8 @@ void g3_topo_names_free(char **names, int n)
 }
 
 /* Expand item (no top-level separators) into out, prefix already built. */
-static g3_status_t g3_expand_item(const char *expr, const char *item, size_t len, char *prefix,
-                                  size_t plen, size_t pcap, g3_names_t *out)
+static g3_status_t g3_topo_expand_item(const char *expr, const char *item, size_t len, char *prefix,
+                                       size_t plen, size_t pcap, g3_names_t *out)
 {
     const char *open = memchr(item, '[', len), *close;
     const char *p;
@@ -78,7 +78,7 @@ static g3_status_t g3_expand_item(const char *expr, const char *item, size_t len
             return G3_ERR_INVALID_ARG;
         }
         memcpy(prefix + plen, item, len);
-        return g3_names_push(out, prefix, plen + len);
+        return g3_topo_names_push(out, prefix, plen + len);
     }
     close = memchr(open, ']', len - (size_t)(open - item));
     if (close == NULL) {
@@ -129,8 +129,8 @@ static g3_status_t g3_expand_item(const char *expr, const char *item, size_t len
                 return G3_ERR_INVALID_ARG;
             }
             memcpy(prefix + plen, num, (size_t)w);
-            st = g3_expand_item(expr, close + 1, len - (size_t)(close + 1 - item), prefix,
-                                plen + (size_t)w, pcap, out);
+            st = g3_topo_expand_item(expr, close + 1, len - (size_t)(close + 1 - item), prefix,
+                                     plen + (size_t)w, pcap, out);
             if (st != G3_OK)
                 return st;
         }
@@ -165,7 +165,7 @@ g3_status_t g3_topo_hostlist_expand_builtin(const char *expr, char ***names_p, i
                 depth--;
             p++;
         }
-        st = g3_expand_item(expr, start, (size_t)(p - start), prefix, 0, sizeof(prefix), &out);
+        st = g3_topo_expand_item(expr, start, (size_t)(p - start), prefix, 0, sizeof(prefix), &out);
     }
     if (st == G3_OK && out.n == 0) {
         g3_error("host list '%s' names no hosts", expr);
@@ -194,7 +194,7 @@ g3_status_t g3_topo_hostlist_expand(const char *expr, char ***names_p, int *n_p)
         if (hl == NULL)   /* libslurm refused it: let the built-in one explain */
             return g3_topo_hostlist_expand_builtin(expr, names_p, n_p);
         while (st == G3_OK && (h = slurm_hostlist_shift(hl)) != NULL) {
-            st = g3_names_push(&out, h, strlen(h));
+            st = g3_topo_names_push(&out, h, strlen(h));
             free(h);
         }
         slurm_hostlist_destroy(hl);
@@ -212,7 +212,7 @@ g3_status_t g3_topo_hostlist_expand(const char *expr, char ***names_p, int *n_p)
 }
 
 /* Split name into the text before its trailing digits and those digits. */
-static void g3_split_name(const char *s, size_t *plen, size_t *dlen)
+static void g3_topo_split_name(const char *s, size_t *plen, size_t *dlen)
 {
     size_t n = strlen(s), i = n;
     while (i > 0 && isdigit((unsigned char)s[i - 1]))
@@ -223,7 +223,7 @@ static void g3_split_name(const char *s, size_t *plen, size_t *dlen)
     *dlen = n - i;
 }
 
-static void g3_append(char *buf, size_t len, size_t *used, const char *s)
+static void g3_topo_append(char *buf, size_t len, size_t *used, const char *s)
 {
     size_t n = strlen(s);
     if (*used + n + 1 > len) {
@@ -247,21 +247,21 @@ void g3_topo_hostlist_compress(const char *const *names, int n, char *buf, size_
         int j = i + 1;
         char piece[256];
 
-        g3_split_name(names[i], &plen, &dlen);
+        g3_topo_split_name(names[i], &plen, &dlen);
         /* names[i..j) share the prefix and the digit width */
         while (dlen > 0 && j < n) {
-            g3_split_name(names[j], &pl2, &dl2);
+            g3_topo_split_name(names[j], &pl2, &dl2);
             if (pl2 != plen || dl2 != dlen || strncmp(names[i], names[j], plen) != 0)
                 break;
             j++;
         }
         if (i > 0)
-            g3_append(buf, len, &used, ",");
+            g3_topo_append(buf, len, &used, ",");
         if (j - i == 1) {
-            g3_append(buf, len, &used, names[i]);
+            g3_topo_append(buf, len, &used, names[i]);
         } else {
             snprintf(piece, sizeof(piece), "%.*s[", (int)plen, names[i]);
-            g3_append(buf, len, &used, piece);
+            g3_topo_append(buf, len, &used, piece);
             for (int k = i; k < j;) {
                 unsigned long a = strtoul(names[k] + plen, NULL, 10), b = a;
                 int m = k + 1;
@@ -275,10 +275,10 @@ void g3_topo_hostlist_compress(const char *const *names, int n, char *buf, size_
                 else
                     snprintf(piece, sizeof(piece), "%s%.*s", k > i ? "," : "", (int)dlen,
                              names[k] + plen);
-                g3_append(buf, len, &used, piece);
+                g3_topo_append(buf, len, &used, piece);
                 k = m;
             }
-            g3_append(buf, len, &used, "]");
+            g3_topo_append(buf, len, &used, "]");
         }
         if (used >= len)
             break;

@@ -34,7 +34,7 @@ const char *g3_topo_axis_name(g3_topo_axis_t axis)
 }
 
 /* "1, 2, 4 or 8": the divisors of n, at most a dozen shown. */
-static void g3_divisors(int n, char *buf, size_t len)
+static void g3_topo_divisors(int n, char *buf, size_t len)
 {
     int d[64], k = 0;
     size_t used = 0;
@@ -55,7 +55,7 @@ static void g3_divisors(int n, char *buf, size_t len)
 
 /* ---- plan storage --------------------------------------------------------------- */
 
-static g3_topo_plan_t *g3_plan_new(int world, int tp, int pp, int dp, int rpn, int nnodes)
+static g3_topo_plan_t *g3_topo_plan_new(int world, int tp, int pp, int dp, int rpn, int nnodes)
 {
     g3_topo_plan_t *p = calloc(1, sizeof(*p));
     int ok;
@@ -97,7 +97,7 @@ void g3_topo_plan_free(g3_topo_plan_t *p)
     free(p);
 }
 
-static void g3_plan_set(g3_topo_plan_t *p, int w, int tp, int pp, int dp)
+static void g3_topo_plan_set(g3_topo_plan_t *p, int w, int tp, int pp, int dp)
 {
     p->coord[G3_TOPO_TP][w] = tp;
     p->coord[G3_TOPO_PP][w] = pp;
@@ -107,9 +107,9 @@ static void g3_plan_set(g3_topo_plan_t *p, int w, int tp, int pp, int dp)
 
 /* ---- checks shared by every layout -------------------------------------------- */
 
-static g3_status_t g3_map_check(const g3_topo_t *topo, const g3_topo_alloc_t *al, int tp,
-                                int pp, int *dp_p, int **node_local_p, char *why,
-                                size_t why_len)
+static g3_status_t g3_topo_map_check(const g3_topo_t *topo, const g3_topo_alloc_t *al, int tp,
+                                     int pp, int *dp_p, int **node_local_p, char *why,
+                                     size_t why_len)
 {
     int rpn = al->ranks_per_node, world, dp = *dp_p;
     int *nl;
@@ -140,7 +140,7 @@ static g3_status_t g3_map_check(const g3_topo_t *topo, const g3_topo_alloc_t *al
             return G3_ERR_INVALID_ARG;
         }
     if (tp > rpn || rpn % tp != 0) {
-        g3_divisors(rpn, divs, sizeof(divs));
+        g3_topo_divisors(rpn, divs, sizeof(divs));
         snprintf(
             why, why_len,
             "TP %d does not %s the %d ranks of a node: tensor-parallel groups must stay inside one node, so TP can be %s",
@@ -148,7 +148,7 @@ static g3_status_t g3_map_check(const g3_topo_t *topo, const g3_topo_alloc_t *al
         return G3_ERR_INVALID_ARG;
     }
     if (world % (tp * pp) != 0) {
-        g3_divisors(world / tp, divs, sizeof(divs));
+        g3_topo_divisors(world / tp, divs, sizeof(divs));
         snprintf(
             why, why_len,
             "the job's %d ranks (%d nodes x %d) are not a multiple of TP x PP = %d x %d; with TP %d, PP can be %s",
@@ -188,8 +188,8 @@ static g3_status_t g3_map_check(const g3_topo_t *topo, const g3_topo_alloc_t *al
     return G3_OK;
 }
 
-static void g3_plan_fill_places(g3_topo_plan_t *p, const g3_topo_alloc_t *al,
-                                const int *node_local)
+static void g3_topo_plan_fill_places(g3_topo_plan_t *p, const g3_topo_alloc_t *al,
+                                     const int *node_local)
 {
     for (int node = 0; node < al->nnodes; node++)
         for (int l = 0; l < p->rpn; l++) {
@@ -208,7 +208,7 @@ typedef struct {
     int id;       /* allocation node index or switch index */
 } g3_child_t;
 
-static int g3_child_cmp(const void *a, const void *b)
+static int g3_topo_child_cmp(const void *a, const void *b)
 {
     const g3_child_t *x = a, *y = b;
     return x->key != y->key ? (x->key < y->key ? -1 : 1) : x->is_node - y->is_node;
@@ -223,17 +223,17 @@ typedef struct {
     int          norder;
 } g3_order_t;
 
-static void g3_order_walk(g3_order_t *o, int group)
+static void g3_topo_order_walk(g3_order_t *o, int group)
 {
     for (int k = o->kid_start[group]; k < o->kid_start[group + 1]; k++) {
         if (o->kids[k].is_node)
             o->order[o->norder++] = o->kids[k].id;
         else
-            g3_order_walk(o, o->kids[k].id);
+            g3_topo_order_walk(o, o->kids[k].id);
     }
 }
 
-static void g3_order_free(g3_order_t *o)
+static void g3_topo_order_free(g3_order_t *o)
 {
     free(o->first);
     free(o->kids);
@@ -241,7 +241,7 @@ static void g3_order_free(g3_order_t *o)
     free(o->order);
 }
 
-static g3_status_t g3_order_build(g3_order_t *o, const g3_topo_t *t, const g3_topo_alloc_t *al)
+static g3_status_t g3_topo_order_build(g3_order_t *o, const g3_topo_t *t, const g3_topo_alloc_t *al)
 {
     int ns = t->nswitches, nk = 0, *fill;
 
@@ -254,7 +254,7 @@ static g3_status_t g3_order_build(g3_order_t *o, const g3_topo_t *t, const g3_to
     fill = calloc((size_t)ns + 2, sizeof(int));
     if (!o->first || !o->kids || !o->kid_start || !o->order || !fill) {
         free(fill);
-        g3_order_free(o);
+        g3_topo_order_free(o);
         return G3_ERR_NO_MEMORY;
     }
     for (int s = 0; s < ns; s++)
@@ -288,9 +288,9 @@ static g3_status_t g3_order_build(g3_order_t *o, const g3_topo_t *t, const g3_to
         }
     for (int g = 0; g <= ns; g++)
         qsort(o->kids + o->kid_start[g], (size_t)(o->kid_start[g + 1] - o->kid_start[g]),
-              sizeof(g3_child_t), g3_child_cmp);
+              sizeof(g3_child_t), g3_topo_child_cmp);
     free(fill);
-    g3_order_walk(o, ns);
+    g3_topo_order_walk(o, ns);
     return G3_OK;
 }
 
@@ -309,7 +309,7 @@ typedef struct {
 } g3_pack_t;
 
 /* Leftover slots of the subtree are written to left[0..*nleft). */
-static void g3_pack(g3_pack_t *pk, int group, int *left, int *nleft)
+static void g3_topo_pack(g3_pack_t *pk, int group, int *left, int *nleft)
 {
     g3_order_t *o = pk->o;
     int n = 0;
@@ -322,7 +322,7 @@ static void g3_pack(g3_pack_t *pk, int group, int *left, int *nleft)
             pk->steps += pk->S;
         } else {
             int m = 0;
-            g3_pack(pk, o->kids[k].id, left + n, &m);
+            g3_topo_pack(pk, o->kids[k].id, left + n, &m);
             n += m;
         }
     }
@@ -342,14 +342,14 @@ typedef struct {
     int  max_leaves;   /* most leaves a replica spans */
 } g3_score_t;
 
-static int g3_slot_leaf(const g3_topo_t *t, const g3_topo_alloc_t *al, const int *order, int S,
-                        int slot)
+static int g3_topo_slot_leaf(const g3_topo_t *t, const g3_topo_alloc_t *al, const int *order, int S,
+                             int slot)
 {
     return t->node_switch[al->nodes[order[slot / S]]];
 }
 
-static g3_score_t g3_score(const g3_topo_t *t, const g3_topo_alloc_t *al, const int *order,
-                           int S, const int *rep, int PP, int DP, int *seen, long *steps)
+static g3_score_t g3_topo_score(const g3_topo_t *t, const g3_topo_alloc_t *al, const int *order,
+                                int S, const int *rep, int PP, int DP, int *seen, long *steps)
 {
     g3_score_t sc = { 0, 0 };
 
@@ -359,8 +359,8 @@ static g3_score_t g3_score(const g3_topo_t *t, const g3_topo_alloc_t *al, const 
         const int *r = rep + (size_t)d * (size_t)PP;
         int leaves = 0;
         for (int p = 0; p < PP; p++) {
-            int leaf = g3_slot_leaf(t, al, order, S, r[p]);
-            if (p > 0 && leaf != g3_slot_leaf(t, al, order, S, r[p - 1]))
+            int leaf = g3_topo_slot_leaf(t, al, order, S, r[p]);
+            if (p > 0 && leaf != g3_topo_slot_leaf(t, al, order, S, r[p - 1]))
                 sc.cross++;
             if (seen[leaf] != d + 1) {
                 seen[leaf] = d + 1;
@@ -385,13 +385,13 @@ g3_status_t g3_topo_map(const g3_topo_t *topo, const g3_topo_alloc_t *al, int tp
     g3_score_t sa, sb;
     g3_status_t st;
 
-    st = g3_map_check(topo, al, tp, pp, &dp, &node_local, why, why_len);
+    st = g3_topo_map_check(topo, al, tp, pp, &dp, &node_local, why, why_len);
     if (st != G3_OK)
         return st;
     world = al->nnodes * al->ranks_per_node;
     S = al->ranks_per_node / tp;
     nslots = al->nnodes * S;
-    st = g3_order_build(&o, topo, al);
+    st = g3_topo_order_build(&o, topo, al);
     if (st != G3_OK) {
         free(node_local);
         return st;
@@ -405,7 +405,7 @@ g3_status_t g3_topo_map(const g3_topo_t *topo, const g3_topo_alloc_t *al, int tp
     chain = malloc((size_t)nslots * sizeof(int));
     left = malloc((size_t)nslots * sizeof(int));
     seen = calloc((size_t)topo->nswitches + 1, sizeof(int));
-    plan = g3_plan_new(world, tp, pp, dp, al->ranks_per_node, al->nnodes);
+    plan = g3_topo_plan_new(world, tp, pp, dp, al->ranks_per_node, al->nnodes);
     if (!pk.pos_of || !pk.out || !chain || !left || !seen || !plan) {
         st = G3_ERR_NO_MEMORY;
         goto out;
@@ -416,16 +416,16 @@ g3_status_t g3_topo_map(const g3_topo_t *topo, const g3_topo_alloc_t *al, int tp
         chain[s] = s;
     {
         int nleft = 0;
-        g3_pack(&pk, topo->nswitches, left, &nleft);
+        g3_topo_pack(&pk, topo->nswitches, left, &nleft);
         if (nleft != 0 || pk.nout != nslots) {
             snprintf(why, why_len, "internal error: hierarchical packing left %d slots", nleft);
             st = G3_ERR_INTERNAL;
             goto out;
         }
     }
-    sa = g3_score(topo, al, o.order, S, chain, pp, dp, seen, &pk.steps);
+    sa = g3_topo_score(topo, al, o.order, S, chain, pp, dp, seen, &pk.steps);
     memset(seen, 0, ((size_t)topo->nswitches + 1) * sizeof(int));
-    sb = g3_score(topo, al, o.order, S, pk.out, pp, dp, seen, &pk.steps);
+    sb = g3_topo_score(topo, al, o.order, S, pk.out, pp, dp, seen, &pk.steps);
     plan->candidates = 2;
     if (sb.cross < sa.cross || (sb.cross == sa.cross && sb.max_leaves < sa.max_leaves)) {
         rep = pk.out;
@@ -435,13 +435,13 @@ g3_status_t g3_topo_map(const g3_topo_t *topo, const g3_topo_alloc_t *al, int tp
         snprintf(plan->how, sizeof(plan->how), "chain");
     }
 
-    g3_plan_fill_places(plan, al, node_local);
+    g3_topo_plan_fill_places(plan, al, node_local);
     for (int d = 0; d < dp; d++)
         for (int p = 0; p < pp; p++) {
             int slot = rep[(size_t)d * (size_t)pp + (size_t)p];
             int node = o.order[slot / S], j = slot % S;
             for (int t = 0; t < tp; t++)
-                g3_plan_set(plan, node_local[node * al->ranks_per_node + j * tp + t], t, p, d);
+                g3_topo_plan_set(plan, node_local[node * al->ranks_per_node + j * tp + t], t, p, d);
         }
     plan->steps = pk.steps + (long)world;
     *plan_p = plan;
@@ -454,7 +454,7 @@ out:
     free(left);
     free(seen);
     free(node_local);
-    g3_order_free(&o);
+    g3_topo_order_free(&o);
     return st;
 }
 
@@ -466,21 +466,21 @@ g3_status_t g3_topo_map_order(const g3_topo_t *topo, const g3_topo_alloc_t *al, 
     int *node_local = NULL;
     g3_status_t st;
 
-    st = g3_map_check(topo, al, tp, pp, &dp, &node_local, why, why_len);
+    st = g3_topo_map_check(topo, al, tp, pp, &dp, &node_local, why, why_len);
     if (st != G3_OK)
         return st;
-    plan = g3_plan_new(al->nnodes * al->ranks_per_node, tp, pp, dp, al->ranks_per_node,
-                       al->nnodes);
+    plan = g3_topo_plan_new(al->nnodes * al->ranks_per_node, tp, pp, dp, al->ranks_per_node,
+                            al->nnodes);
     if (plan == NULL) {
         free(node_local);
         return G3_ERR_NO_MEMORY;
     }
-    g3_plan_fill_places(plan, al, node_local);
+    g3_topo_plan_fill_places(plan, al, node_local);
     for (int w = 0; w < plan->world; w++) {
         if (order == G3_TOPO_ORDER_MEGATRON)
-            g3_plan_set(plan, w, w % tp, w / (tp * dp), w / tp % dp);
+            g3_topo_plan_set(plan, w, w % tp, w / (tp * dp), w / tp % dp);
         else
-            g3_plan_set(plan, w, w % tp, w / tp % pp, w / (tp * pp));
+            g3_topo_plan_set(plan, w, w % tp, w / tp % pp, w / (tp * pp));
     }
     snprintf(plan->how, sizeof(plan->how), "%s",
              order == G3_TOPO_ORDER_MEGATRON ? "megatron" : "naive");
@@ -538,6 +538,11 @@ void g3_topo_model_default(g3_topo_model_t *m)
     m->grad_bytes = 4;
 }
 
+double g3_topo_ring_allreduce_bytes(double bytes, int n)
+{
+    return n > 1 ? 2.0 * (n - 1) / n * bytes : 0.0;
+}
+
 int g3_topo_plan_group_level(const g3_topo_t *topo, const g3_topo_plan_t *p, int w,
                              g3_topo_axis_t axis)
 {
@@ -575,9 +580,9 @@ void g3_topo_plan_traffic(const g3_topo_t *topo, const g3_topo_plan_t *p,
      * TP: 4 all-reduces of (b, s, h) per layer and micro-batch, ring share 2(TP-1)/TP;
      * PP: activation forward + gradient backward per micro-batch, 1/TP per tp rank;
      * DP: one all-reduce of this rank's gradients, ring share 2(DP-1)/DP. */
-    link[G3_TOPO_TP] = TP > 1 ? micro * (m->layers / PP) * 4.0 * act * 2.0 * (TP - 1) / TP : 0;
+    link[G3_TOPO_TP] = g3_topo_ring_allreduce_bytes(micro * (m->layers / PP) * 4.0 * act, p->tp);
     link[G3_TOPO_PP] = PP > 1 ? micro * 2.0 * act / TP : 0;
-    link[G3_TOPO_DP] = DP > 1 ? params / (PP * TP) * m->grad_bytes * 2.0 * (DP - 1) / DP : 0;
+    link[G3_TOPO_DP] = g3_topo_ring_allreduce_bytes(params / (PP * TP) * m->grad_bytes, p->dp);
 
     for (int w = 0; w < p->world; w++) {
         int c[G3_TOPO_AXES];

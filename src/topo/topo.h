@@ -168,6 +168,12 @@ const char *g3_topo_axis_name(g3_topo_axis_t axis);
 
 /* ---- traffic model ------------------------------------------------------------ */
 
+/* The bytes one link of a ring all-reduce of `bytes` over n ranks carries: 2 (n - 1) / n of
+ * them (NCCL's bus-bandwidth convention; a reduce-scatter and an all-gather carry the same);
+ * 0 for n < 2.  The one traffic model of a collective: gpt3d topo's bytes per link
+ * (g3_topo_plan_traffic) and gpt3d plan's seconds per all-reduce (plan/time.c) count with it. */
+double g3_topo_ring_allreduce_bytes(double bytes, int n);
+
 typedef struct {
     double hidden, layers, seq, micro_batch, global_batch, vocab;
     double act_bytes;    /* bytes per activation element (2: bf16)            */

@@ -19,7 +19,7 @@ typedef struct {
     char *const *keys;    /* the names the indices refer to (not owned) */
 } g3_index_t;
 
-static uint64_t g3_fnv(const char *s)
+static uint64_t g3_topo_fnv(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++) {
@@ -29,7 +29,7 @@ static uint64_t g3_fnv(const char *s)
     return h;
 }
 
-static g3_index_t *g3_index_new(int n, char *const *keys)
+static g3_index_t *g3_topo_index_new(int n, char *const *keys)
 {
     g3_index_t *ix = calloc(1, sizeof(*ix));
     if (ix == NULL)
@@ -46,7 +46,7 @@ static g3_index_t *g3_index_new(int n, char *const *keys)
     return ix;
 }
 
-static void g3_index_free(g3_index_t *ix)
+static void g3_topo_index_free(g3_index_t *ix)
 {
     if (ix) {
         free(ix->slot);
@@ -55,9 +55,9 @@ static void g3_index_free(g3_index_t *ix)
 }
 
 /* RET: the index stored for name, or -1; *pos_p: where it would go. */
-static int g3_index_find(const g3_index_t *ix, const char *name, int *pos_p)
+static int g3_topo_index_find(const g3_index_t *ix, const char *name, int *pos_p)
 {
-    int m = ix->cap - 1, pos = (int)(g3_fnv(name) & (uint64_t)m);
+    int m = ix->cap - 1, pos = (int)(g3_topo_fnv(name) & (uint64_t)m);
     while (ix->slot[pos]) {
         if (strcmp(ix->keys[ix->slot[pos] - 1], name) == 0) {
             if (pos_p)
@@ -72,7 +72,7 @@ static int g3_index_find(const g3_index_t *ix, const char *name, int *pos_p)
 }
 
 /* The caller guarantees capacity (n <= cap/2). */
-static void g3_index_put(g3_index_t *ix, int pos, int value)
+static void g3_topo_index_put(g3_index_t *ix, int pos, int value)
 {
     ix->slot[pos] = value + 1;
 }
@@ -85,8 +85,8 @@ typedef struct {
     g3_index_t  *node_ix, *sw_ix;
 } g3_builder_t;
 
-static g3_status_t g3_builder_init(g3_builder_t *b, const char *source, int hint_nodes,
-                                   int hint_sw)
+static g3_status_t g3_topo_builder_init(g3_builder_t *b, const char *source, int hint_nodes,
+                                        int hint_sw)
 {
     memset(b, 0, sizeof(*b));
     b->t = calloc(1, sizeof(*b->t));
@@ -100,40 +100,40 @@ static g3_status_t g3_builder_init(g3_builder_t *b, const char *source, int hint
     b->t->switch_names = calloc((size_t)b->cap_sw, sizeof(char *));
     b->t->switch_parent = calloc((size_t)b->cap_sw, sizeof(int));
     b->t->switch_level = calloc((size_t)b->cap_sw, sizeof(int));
-    b->node_ix = g3_index_new(b->cap_nodes, b->t->node_names);
-    b->sw_ix = g3_index_new(b->cap_sw, b->t->switch_names);
+    b->node_ix = g3_topo_index_new(b->cap_nodes, b->t->node_names);
+    b->sw_ix = g3_topo_index_new(b->cap_sw, b->t->switch_names);
     if (!b->t->node_names || !b->t->node_switch || !b->t->switch_names ||
         !b->t->switch_parent || !b->t->switch_level || !b->node_ix || !b->sw_ix)
         return G3_ERR_NO_MEMORY;
     return G3_OK;
 }
 
-static void g3_builder_abort(g3_builder_t *b)
+static void g3_topo_builder_abort(g3_builder_t *b)
 {
-    g3_index_free(b->node_ix);
-    g3_index_free(b->sw_ix);
+    g3_topo_index_free(b->node_ix);
+    g3_topo_index_free(b->sw_ix);
     g3_topo_free(b->t);
     b->t = NULL;
 }
 
-static g3_status_t g3_index_grow(g3_index_t **ixp, int n, char *const *keys)
+static g3_status_t g3_topo_index_grow(g3_index_t **ixp, int n, char *const *keys)
 {
-    g3_index_t *ix = g3_index_new(n, keys);
+    g3_index_t *ix = g3_topo_index_new(n, keys);
     if (ix == NULL)
         return G3_ERR_NO_MEMORY;
     for (int i = 0; i < n; i++) {
         int pos;
-        g3_index_find(ix, keys[i], &pos);
-        g3_index_put(ix, pos, i);
+        g3_topo_index_find(ix, keys[i], &pos);
+        g3_topo_index_put(ix, pos, i);
     }
-    g3_index_free(*ixp);
+    g3_topo_index_free(*ixp);
     *ixp = ix;
     return G3_OK;
 }
 
 /* *p, a malloc'd array of the builder's, resized to n elements of elem bytes.
  * RET: 0, or -1 on OOM (*p kept). */
-static int g3_builder_resize(void **p, int n, size_t elem)
+static int g3_topo_builder_resize(void **p, int n, size_t elem)
 {
     void *grown = realloc(*p, (size_t)n * elem);
     if (grown == NULL)
@@ -143,23 +143,23 @@ static int g3_builder_resize(void **p, int n, size_t elem)
 }
 
 /* RET: the switch's index (created with no parent if new), or -1 on OOM. */
-static int g3_builder_switch(g3_builder_t *b, const char *name)
+static int g3_topo_builder_switch(g3_builder_t *b, const char *name)
 {
     g3_topo_t *t = b->t;
-    int pos, i = g3_index_find(b->sw_ix, name, &pos);
+    int pos, i = g3_topo_index_find(b->sw_ix, name, &pos);
 
     if (i >= 0)
         return i;
     if (t->nswitches + 1 > b->cap_sw / 2) {
         int cap = b->cap_sw * 2;
-        if (g3_builder_resize((void **)&t->switch_names, cap, sizeof(char *)) ||
-            g3_builder_resize((void **)&t->switch_parent, cap, sizeof(int)) ||
-            g3_builder_resize((void **)&t->switch_level, cap, sizeof(int)))
+        if (g3_topo_builder_resize((void **)&t->switch_names, cap, sizeof(char *)) ||
+            g3_topo_builder_resize((void **)&t->switch_parent, cap, sizeof(int)) ||
+            g3_topo_builder_resize((void **)&t->switch_level, cap, sizeof(int)))
             return -1;
         b->cap_sw = cap;
-        if (g3_index_grow(&b->sw_ix, t->nswitches, t->switch_names) != G3_OK)
+        if (g3_topo_index_grow(&b->sw_ix, t->nswitches, t->switch_names) != G3_OK)
             return -1;
-        g3_index_find(b->sw_ix, name, &pos);
+        g3_topo_index_find(b->sw_ix, name, &pos);
     }
     i = t->nswitches;
     t->switch_names[i] = strdup(name);
@@ -168,27 +168,27 @@ static int g3_builder_switch(g3_builder_t *b, const char *name)
     t->switch_parent[i] = -1;
     t->switch_level[i] = 0;
     t->nswitches++;
-    g3_index_put(b->sw_ix, pos, i);
+    g3_topo_index_put(b->sw_ix, pos, i);
     return i;
 }
 
 /* RET: the node's index, -2 if it already exists, -1 on OOM. */
-static int g3_builder_node(g3_builder_t *b, const char *name, int sw)
+static int g3_topo_builder_node(g3_builder_t *b, const char *name, int sw)
 {
     g3_topo_t *t = b->t;
-    int pos, i = g3_index_find(b->node_ix, name, &pos);
+    int pos, i = g3_topo_index_find(b->node_ix, name, &pos);
 
     if (i >= 0)
         return -2;
     if (t->nnodes + 1 > b->cap_nodes / 2) {
         int cap = b->cap_nodes * 2;
-        if (g3_builder_resize((void **)&t->node_names, cap, sizeof(char *)) ||
-            g3_builder_resize((void **)&t->node_switch, cap, sizeof(int)))
+        if (g3_topo_builder_resize((void **)&t->node_names, cap, sizeof(char *)) ||
+            g3_topo_builder_resize((void **)&t->node_switch, cap, sizeof(int)))
             return -1;
         b->cap_nodes = cap;
-        if (g3_index_grow(&b->node_ix, t->nnodes, t->node_names) != G3_OK)
+        if (g3_topo_index_grow(&b->node_ix, t->nnodes, t->node_names) != G3_OK)
             return -1;
-        g3_index_find(b->node_ix, name, &pos);
+        g3_topo_index_find(b->node_ix, name, &pos);
     }
     i = t->nnodes;
     t->node_names[i] = strdup(name);
@@ -196,12 +196,12 @@ static int g3_builder_node(g3_builder_t *b, const char *name, int sw)
         return -1;
     t->node_switch[i] = sw;
     t->nnodes++;
-    g3_index_put(b->node_ix, pos, i);
+    g3_topo_index_put(b->node_ix, pos, i);
     return i;
 }
 
 /* Levels, cycle check; hand the node index to the tree. */
-static g3_status_t g3_builder_finish(g3_builder_t *b, g3_topo_t **topo_p)
+static g3_status_t g3_topo_builder_finish(g3_builder_t *b, g3_topo_t **topo_p)
 {
     g3_topo_t *t = b->t;
     int changed = 1, rounds = 0;
@@ -212,7 +212,7 @@ static g3_status_t g3_builder_finish(g3_builder_t *b, g3_topo_t **topo_p)
             if (++steps > t->nswitches) {
                 g3_error("%s: switch %s is its own ancestor (a cycle in Switches=)", t->source,
                          t->switch_names[s]);
-                g3_builder_abort(b);
+                g3_topo_builder_abort(b);
                 return G3_ERR_FORMAT;
             }
     }
@@ -233,7 +233,7 @@ static g3_status_t g3_builder_finish(g3_builder_t *b, g3_topo_t **topo_p)
     for (int s = 0; s < t->nswitches; s++)
         if (t->switch_level[s] > t->levels)
             t->levels = t->switch_level[s];
-    g3_index_free(b->sw_ix);
+    g3_topo_index_free(b->sw_ix);
     t->index = b->node_ix;
     *topo_p = t;
     return G3_OK;
@@ -254,13 +254,13 @@ void g3_topo_free(g3_topo_t *t)
     free(t->switch_names);
     free(t->switch_parent);
     free(t->switch_level);
-    g3_index_free(t->index);
+    g3_topo_index_free(t->index);
     free(t);
 }
 
 int g3_topo_node_find(const g3_topo_t *t, const char *name)
 {
-    return t->index ? g3_index_find(t->index, name, NULL) : -1;
+    return t->index ? g3_topo_index_find(t->index, name, NULL) : -1;
 }
 
 int g3_topo_node_distance(const g3_topo_t *t, int a, int b)
@@ -285,7 +285,7 @@ typedef struct {
     int   line;
 } g3_sw_rec_t;
 
-static char *g3_strndup(const char *s, size_t n)
+static char *g3_topo_strndup(const char *s, size_t n)
 {
     char *d = malloc(n + 1);
     if (d) {
@@ -295,7 +295,7 @@ static char *g3_strndup(const char *s, size_t n)
     return d;
 }
 
-static void g3_sw_rec_free(g3_sw_rec_t *rec)
+static void g3_topo_sw_rec_free(g3_sw_rec_t *rec)
 {
     free(rec->name);
     free(rec->switches);
@@ -349,7 +349,7 @@ static g3_status_t g3_topo_parse_line(char *buf, const char *name, int line, g3_
 }
 
 /* Every switch line of text.  OUT: *recs_p ((*nrec_p) records; the caller frees them with
- * g3_sw_rec_free and the array, also on an error).  RET: the first line's error (logged). */
+ * g3_topo_sw_rec_free and the array, also on an error).  RET: the first line's error (logged). */
 static g3_status_t g3_topo_parse_records(const char *text, const char *name,
                                          g3_sw_rec_t **recs_p, int *nrec_p)
 {
@@ -360,7 +360,7 @@ static g3_status_t g3_topo_parse_records(const char *text, const char *name,
     while (*p && st == G3_OK) {
         const char *eol = strchr(p, '\n');
         size_t len = eol ? (size_t)(eol - p) : strlen(p);
-        char *buf = g3_strndup(p, len);
+        char *buf = g3_topo_strndup(p, len);
         g3_sw_rec_t rec = { NULL, NULL, NULL, ++line };
 
         p += len + (eol ? 1 : 0);
@@ -386,7 +386,7 @@ static g3_status_t g3_topo_parse_records(const char *text, const char *name,
                 continue;
             }
         }
-        g3_sw_rec_free(&rec);
+        g3_topo_sw_rec_free(&rec);
     }
     if (st == G3_OK && *nrec_p == 0) {
         g3_error("%s: no SwitchName= lines; not a Slurm topology.conf", name);
@@ -405,7 +405,7 @@ static g3_status_t g3_topo_link_switches(g3_builder_t *b, const g3_sw_rec_t *rec
     g3_status_t st = g3_topo_hostlist_expand(rec->switches, &kids, &nk);
 
     for (int k = 0; k < nk && st == G3_OK; k++) {
-        int pos, c = g3_index_find(b->sw_ix, kids[k], &pos);
+        int pos, c = g3_topo_index_find(b->sw_ix, kids[k], &pos);
         if (c < 0) {
             g3_error("%s:%d: switch %s lists Switches=%s but %s has no SwitchName= line",
                      name, rec->line, rec->name, rec->switches, kids[k]);
@@ -436,11 +436,11 @@ static g3_status_t g3_topo_link_nodes(g3_builder_t *b, const g3_sw_rec_t *rec, i
     g3_status_t st = g3_topo_hostlist_expand(rec->nodes, &kids, &nk);
 
     for (int k = 0; k < nk && st == G3_OK; k++) {
-        int id = g3_builder_node(b, kids[k], s);
+        int id = g3_topo_builder_node(b, kids[k], s);
         if (id == -1)
             st = G3_ERR_NO_MEMORY;
         else if (id == -2) {
-            int other = g3_index_find(b->node_ix, kids[k], NULL);
+            int other = g3_topo_index_find(b->node_ix, kids[k], NULL);
             g3_error(
                 "%s:%d: node %s is under both %s and %s; a node hangs from one leaf switch",
                 name, rec->line, kids[k], b->t->switch_names[b->t->node_switch[other]],
@@ -460,14 +460,14 @@ g3_status_t g3_topo_parse(const char *text, const char *name, g3_topo_t **topo_p
     g3_status_t st = g3_topo_parse_records(text, name, &recs, &nrec);
 
     if (st == G3_OK)
-        st = g3_builder_init(&b, name, 64, nrec * 2);
+        st = g3_topo_builder_init(&b, name, 64, nrec * 2);
     if (st != G3_OK)
         goto out_free_recs;
 
     /* switches first (in file order), then who is whose parent */
     for (int i = 0; i < nrec && st == G3_OK; i++) {
         int before = b.t->nswitches;
-        int s = g3_builder_switch(&b, recs[i].name);
+        int s = g3_topo_builder_switch(&b, recs[i].name);
         if (s < 0)
             st = G3_ERR_NO_MEMORY;
         else if (b.t->nswitches == before) {
@@ -476,7 +476,7 @@ g3_status_t g3_topo_parse(const char *text, const char *name, g3_topo_t **topo_p
         }
     }
     for (int i = 0; i < nrec && st == G3_OK; i++) {
-        int s = g3_builder_switch(&b, recs[i].name);
+        int s = g3_topo_builder_switch(&b, recs[i].name);
         if (recs[i].switches)
             st = g3_topo_link_switches(&b, &recs[i], s, name);
         if (st == G3_OK && recs[i].nodes)
@@ -487,13 +487,13 @@ g3_status_t g3_topo_parse(const char *text, const char *name, g3_topo_t **topo_p
         st = G3_ERR_FORMAT;
     }
     if (st == G3_OK)
-        st = g3_builder_finish(&b, topo_p);
+        st = g3_topo_builder_finish(&b, topo_p);
     else
-        g3_builder_abort(&b);
+        g3_topo_builder_abort(&b);
 
 out_free_recs:
     for (int i = 0; i < nrec; i++)
-        g3_sw_rec_free(&recs[i]);
+        g3_topo_sw_rec_free(&recs[i]);
     free(recs);
     return st;
 }
@@ -548,9 +548,9 @@ g3_status_t g3_topo_from_addrs(int nnodes, const char *const *names, const char 
     g3_builder_t b;
     g3_status_t st;
 
-    st = g3_builder_init(&b, "SLURM_TOPOLOGY_ADDR of the job's tasks", nnodes * 2, 16);
+    st = g3_topo_builder_init(&b, "SLURM_TOPOLOGY_ADDR of the job's tasks", nnodes * 2, 16);
     if (st != G3_OK) {
-        g3_builder_abort(&b);
+        g3_topo_builder_abort(&b);
         return st;
     }
     for (int i = 0; i < nnodes && st == G3_OK; i++) {
@@ -569,7 +569,7 @@ g3_status_t g3_topo_from_addrs(int nnodes, const char *const *names, const char 
             int s;
             if (strcmp(cp, "switch") != 0)
                 continue;
-            s = g3_builder_switch(&b, ca);
+            s = g3_topo_builder_switch(&b, ca);
             if (s < 0) {
                 st = G3_ERR_NO_MEMORY;
                 break;
@@ -591,12 +591,12 @@ g3_status_t g3_topo_from_addrs(int nnodes, const char *const *names, const char 
         if (st != G3_OK)
             break;
         if (leaf < 0)
-            leaf = g3_builder_switch(&b, "(unknown)");
+            leaf = g3_topo_builder_switch(&b, "(unknown)");
         if (leaf < 0) {
             st = G3_ERR_NO_MEMORY;
             break;
         }
-        id = g3_builder_node(&b, names[i], leaf);
+        id = g3_topo_builder_node(&b, names[i], leaf);
         if (id == -1)
             st = G3_ERR_NO_MEMORY;
         else if (id == -2) {
@@ -605,10 +605,10 @@ g3_status_t g3_topo_from_addrs(int nnodes, const char *const *names, const char 
         }
     }
     if (st != G3_OK) {
-        g3_builder_abort(&b);
+        g3_topo_builder_abort(&b);
         return st;
     }
-    return g3_builder_finish(&b, topo_p);
+    return g3_topo_builder_finish(&b, topo_p);
 }
 
 g3_status_t g3_topo_flat(int nnodes, const char *const *names, g3_topo_t **topo_p)
@@ -617,16 +617,16 @@ g3_status_t g3_topo_flat(int nnodes, const char *const *names, g3_topo_t **topo_
     g3_status_t st;
     int s;
 
-    st = g3_builder_init(&b, "no topology (all nodes under one switch)", nnodes * 2, 4);
+    st = g3_topo_builder_init(&b, "no topology (all nodes under one switch)", nnodes * 2, 4);
     if (st != G3_OK) {
-        g3_builder_abort(&b);
+        g3_topo_builder_abort(&b);
         return st;
     }
-    s = g3_builder_switch(&b, "(flat)");
+    s = g3_topo_builder_switch(&b, "(flat)");
     if (s < 0)
         st = G3_ERR_NO_MEMORY;
     for (int i = 0; i < nnodes && st == G3_OK; i++) {
-        int id = g3_builder_node(&b, names[i], s);
+        int id = g3_topo_builder_node(&b, names[i], s);
         if (id == -1)
             st = G3_ERR_NO_MEMORY;
         else if (id == -2) {
@@ -635,8 +635,8 @@ g3_status_t g3_topo_flat(int nnodes, const char *const *names, g3_topo_t **topo_
         }
     }
     if (st != G3_OK) {
-        g3_builder_abort(&b);
+        g3_topo_builder_abort(&b);
         return st;
     }
-    return g3_builder_finish(&b, topo_p);
+    return g3_topo_builder_finish(&b, topo_p);
 }

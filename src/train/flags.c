@@ -50,7 +50,7 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { "eval-iters", G3_OPT_INT, "100", "Global batches of the validation split per evaluation (0: none).", G3_NOOPT },
     { "eval-tasks", G3_OPT_STRING, NULL, "Zero- and few-shot tasks at each --eval-interval and at the end: NAME:FILE[:K],... (docs/evaluation.md).", NULL, 0, 0, "SPEC" },
     { "log-interval", G3_OPT_INT, "10", "Iterations between progress lines.", G3_NOOPT },
-    { "run-dir", G3_OPT_STRING, NULL, "Directory for this run's files (default: --save, else ./gpt3d-run).", NULL, 0, 0, "DIR" },
+    { "run-dir", G3_OPT_STRING, NULL, "Directory for this run's files (metrics.jsonl; default: --save, else gpt3d-run in the directory gpt3d is started from).", NULL, 0, 0, "DIR" },
     { "metrics-file", G3_OPT_STRING, NULL, "JSON-lines metrics (default: RUN_DIR/metrics.jsonl).", NULL, 0, 0, "FILE" },
     { "tensorboard-dir", G3_OPT_STRING, NULL, "Write TensorBoard event files here (a new file per run; a resumed run continues the curves): lm loss, learning rate, batch size, grad norm, validation loss, throughput (docs/training.md).", NULL, 0, 0, "DIR" },
     { "tensorboard-log-interval", G3_OPT_INT, "1", "Iterations between the per-iteration TensorBoard scalars (lm loss, learning-rate, batch-size, grad-norm).", G3_NOOPT },
@@ -98,7 +98,9 @@ const g3_opt_spec_t g3_train_opt_specs[] = {
     { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
 };
 
-int g3_train_flags_range(const g3_opts_t *o, const char *name, int64_t lo, int hi, int *out)
+/* An int flag within lo .. hi (g3_train_flags_int with an upper bound). */
+static int g3_train_flags_range(const g3_opts_t *o, const char *name, int64_t lo, int hi,
+                                int *out)
 {
     int64_t v = g3_opts_int(o, name);
     if (v < lo || v > hi) {

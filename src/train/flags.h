@@ -42,8 +42,6 @@ extern const g3_opt_spec_t g3_train_opt_specs[];
 /* An int flag that must fit an int and be >= lo.  OUT: *out.  RET: 1, or 0 after logging
  * "--NAME V is out of range". */
 int g3_train_flags_int(const g3_opts_t *o, const char *name, int64_t lo, int *out);
-/* The same within lo .. hi. */
-int g3_train_flags_range(const g3_opts_t *o, const char *name, int64_t lo, int hi, int *out);
 /* A --seed (the flag's, or a checkpoint's for gpt3d eval) within the data shuffles' 32 bits.
  * RET: 1, or 0 after logging "--seed V is out of range". */
 int g3_train_flags_seed(int64_t seed);

@@ -54,10 +54,10 @@ typedef struct {
     double                   peak;      /* FLOP/s of every rank together (MFU)         */
     g3_par_ckpt_stage_t      stage;     /* the saves' host staging area (par_ckpt.h)   */
     g3_task_set_t            tasks;     /* --eval-tasks (n 0: none)                    */
-} g3_trainer_t;
+} g3_train_t;
 
 /* Emit e to the metrics file and TensorBoard (progress: also its progress line on stdout). */
-static void g3_trainer_emit(g3_trainer_t *tr, const g3_ev_t *e, int progress)
+static void g3_train_emit(g3_train_t *tr, const g3_ev_t *e, int progress)
 {
     g3_ev_sink_t sink = tr->sink;
     sink.progress = progress ? stdout : NULL;
@@ -65,7 +65,7 @@ static void g3_trainer_emit(g3_trainer_t *tr, const g3_ev_t *e, int progress)
 }
 
 /* What the trainer's saves and resume move (train_ckpt.h). */
-static g3_train_ckpt_t g3_trainer_ckpt(g3_trainer_t *tr)
+static g3_train_ckpt_t g3_train_ckpt(g3_train_t *tr)
 {
     g3_train_ckpt_t c = { tr->cfg, tr->model, tr->eng, &tr->stage };
     return c;
@@ -73,7 +73,7 @@ static g3_train_ckpt_t g3_trainer_ckpt(g3_trainer_t *tr)
 
 /* This rank's n samples of the global batch that starts at sample `first` of split into
  * tr->inputs and tr->targets (n, T): g3_infer_batch_load, Megatron's order. */
-static g3_infer_batch_t g3_trainer_batcher(const g3_trainer_t *tr)
+static g3_infer_batch_t g3_train_batcher(const g3_train_t *tr)
 {
     g3_infer_batch_t bt = { tr->data, tr->B, tr->T,
                             tr->cfg->dp_size > 0 ? tr->cfg->dp_size : 1, tr->cfg->dp_rank,
@@ -81,19 +81,19 @@ static g3_infer_batch_t g3_trainer_batcher(const g3_trainer_t *tr)
     return bt;
 }
 
-static g3_status_t g3_trainer_batch(g3_trainer_t *tr, g3_split_t split, uint64_t first,
+static g3_status_t g3_train_batch(g3_train_t *tr, g3_split_t split, uint64_t first,
                                     int64_t n, uint64_t wrap)
 {
-    g3_infer_batch_t bt = g3_trainer_batcher(tr);
+    g3_infer_batch_t bt = g3_train_batcher(tr);
     return g3_infer_batch_load(&bt, split, first, n, wrap);
 }
 
 /* Mean token loss over the first eval_iters global batches of the validation split (the same
  * samples every time, so evaluations are comparable).  OUT: *loss_p */
-static g3_status_t g3_trainer_evaluate(g3_trainer_t *tr, double *loss_p)
+static g3_status_t g3_train_evaluate(g3_train_t *tr, double *loss_p)
 {
     g3_infer_lm_t lm = { tr->model, tr->eng };
-    g3_infer_batch_t bt = g3_trainer_batcher(tr);
+    g3_infer_batch_t bt = g3_train_batcher(tr);
     uint64_t n = (uint64_t)tr->cfg->eval_iters * (uint64_t)tr->plan.global_batch_size;
     return g3_infer_evaluate(&lm, &bt, G3_SPLIT_VALID, n, tr->plan.global_batch_size, loss_p);
 }
@@ -101,7 +101,7 @@ static g3_status_t g3_trainer_evaluate(g3_trainer_t *tr, double *loss_p)
 /* The validation loss of iteration `iter` (after `consumed` samples): stdout, the metrics
  * file, and TensorBoard's "lm loss validation" (with --log-validation-ppl-to-tensorboard its
  * "ppl", the metrics file's value), each also "vs samples" and "vs tokens". */
-static void g3_trainer_report_eval(g3_trainer_t *tr, int64_t iter, int64_t consumed,
+static void g3_train_report_eval(g3_train_t *tr, int64_t iter, int64_t consumed,
                                    double loss, int final)
 {
     g3_ev_t e;
@@ -109,12 +109,12 @@ static void g3_trainer_report_eval(g3_trainer_t *tr, int64_t iter, int64_t consu
     g3_infer_eval_event(&e, G3_SPLIT_VALID, iter, loss, final);
     g3_ev_int(&e, G3_EVF_EVAL_SAMPLES, consumed);
     g3_ev_int(&e, G3_EVF_EVAL_TOKENS, consumed * tr->T);
-    g3_trainer_emit(tr, &e, 1);
+    g3_train_emit(tr, &e, 1);
 }
 
 /* Every --tensorboard-log-interval iterations: the iteration's own values (Megatron-LM's
  * training_log tags), on the iteration axis and on the consumed samples' and tokens'. */
-static void g3_trainer_tb_iteration(g3_trainer_t *tr, int64_t it, int64_t consumed,
+static void g3_train_tb_iteration(g3_train_t *tr, int64_t it, int64_t consumed,
                                     int64_t gbs, double lr, double loss, double norm)
 {
     g3_ev_t e;
@@ -129,11 +129,11 @@ static void g3_trainer_tb_iteration(g3_trainer_t *tr, int64_t it, int64_t consum
     g3_ev_num(&e, G3_EVF_IT_NORM, norm);
     g3_ev_int(&e, G3_EVF_IT_SAMPLES, consumed);
     g3_ev_int(&e, G3_EVF_IT_TOKENS, consumed * tr->T);
-    g3_trainer_emit(tr, &e, 0);
+    g3_train_emit(tr, &e, 0);
 }
 
 /* With --log-memory-to-tensorboard, this rank's memory in the progress record e. */
-static void g3_trainer_memory(g3_trainer_t *tr, g3_ev_t *e)
+static void g3_train_memory(g3_train_t *tr, g3_ev_t *e)
 {
     struct rusage ru;
     g3_par_memory_t mem;
@@ -149,7 +149,7 @@ static void g3_trainer_memory(g3_trainer_t *tr, g3_ev_t *e)
 
 /* --eval-tasks at iteration iter: every task scored on this replica's share, rank 0
  * reporting (stdout and the metrics file, "event":"task"). */
-static g3_status_t g3_trainer_tasks(g3_trainer_t *tr, int64_t iter)
+static g3_status_t g3_train_tasks(g3_train_t *tr, int64_t iter)
 {
     g3_infer_lm_t lm = { tr->model, tr->eng };
     if (tr->tasks.n == 0)
@@ -160,7 +160,7 @@ static g3_status_t g3_trainer_tasks(g3_trainer_t *tr, int64_t iter)
 
 /* Generate cfg->sample_tokens tokens after cfg->prompt and print the text: greedy, or top-k
  * with temperature, the draws keyed by (seed, "generate", step) (src/infer). */
-static g3_status_t g3_trainer_sample(g3_trainer_t *tr)
+static g3_status_t g3_train_sample(g3_train_t *tr)
 {
     const g3_train_config_t *cfg = tr->cfg;
     g3_infer_lm_t lm = { tr->model, tr->eng };
@@ -211,7 +211,7 @@ out:
     return st;
 }
 
-static void g3_trainer_close(g3_trainer_t *tr)
+static void g3_train_close(g3_train_t *tr)
 {
     if (tr->metrics && fclose(tr->metrics) != 0)
         g3_warn("could not finish writing the metrics file %s: %s", tr->cfg->metrics_file,
@@ -231,7 +231,7 @@ static void g3_trainer_close(g3_trainer_t *tr)
 }
 
 /* RET: MemAvailable of /proc/meminfo in bytes, 0 when unknown. */
-static size_t g3_trainer_mem_available(void)
+static size_t g3_train_mem_available(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     char line[256];
@@ -247,11 +247,11 @@ static size_t g3_trainer_mem_available(void)
 
 /* Before the big allocations, say clearly when they cannot fit (instead of being killed by
  * the kernel later).  Only the CPU backend allocates host memory. */
-static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
+static g3_status_t g3_train_check_memory(g3_train_t *tr)
 {
     size_t acts = g3_gpt_acts_estimate(tr->model, tr->B, tr->T);
     size_t adam = 2 * tr->model->numel * sizeof(float);
-    size_t avail = g3_trainer_mem_available();
+    size_t avail = g3_train_mem_available();
 
     {
         /* 1F1B keeps up to PP - pp micro-batches in flight; ZeRO-1 keeps m, v and the
@@ -278,7 +278,7 @@ static g3_status_t g3_trainer_check_memory(g3_trainer_t *tr)
  * samples the run needs (vocab: the vocabulary's size, every token id is checked against it),
  * and the batch buffers.  OUT: tr->data, tr->sample, tr->inputs, tr->targets.
  * RET: the first error (logged). */
-static g3_status_t g3_trainer_open_data(g3_trainer_t *tr, const g3_train_config_t *cfg,
+static g3_status_t g3_train_open_data(g3_train_t *tr, const g3_train_config_t *cfg,
                                         const g3_gpt_config_t *mcfg, int64_t vocab)
 {
     g3_data_config_t dcfg;
@@ -331,7 +331,7 @@ static g3_status_t g3_trainer_open_data(g3_trainer_t *tr, const g3_train_config_
 }
 
 /* Everything before the first iteration: the order puts the cheap checks first. */
-static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cfg,
+static g3_status_t g3_train_open(g3_train_t *tr, const g3_train_config_t *cfg,
                                    g3_gpt_config_t *mcfg)
 {
     int64_t vocab = 0, eod = 0;
@@ -353,7 +353,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     if (st != G3_OK)
         return st;
     /* before anything big is allocated: gpt3d plan's estimate against the memory there is */
-    st = g3_plan_check_fit(mcfg, cfg->backend, cfg->dp_size, cfg->micro_batch_size,
+    st = g3_plan_check_fit(mcfg, cfg->backend, &cfg->be_opts, cfg->dp_size, cfg->micro_batch_size,
                            tr->plan.global_batch_size, cfg->distributed_optimizer,
                            tr->layout->local_size);
     if (st != G3_OK)
@@ -361,7 +361,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     tr->T = mcfg->seq_length;
     tr->B = (int)cfg->micro_batch_size;
 
-    st = g3_trainer_open_data(tr, cfg, mcfg, vocab);
+    st = g3_train_open_data(tr, cfg, mcfg, vocab);
     if (st != G3_OK)
         return st;
     if (cfg->eval_tasks) {   /* the task files read before any work: a bad one stops the run */
@@ -396,7 +396,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
     st = g3_gpt_init(mcfg, tr->be, &tr->model);
     if (st != G3_OK)
         return st;
-    st = g3_trainer_check_memory(tr);
+    st = g3_train_check_memory(tr);
     if (st != G3_OK)
         return st;
     {
@@ -426,7 +426,7 @@ static g3_status_t g3_trainer_open(g3_trainer_t *tr, const g3_train_config_t *cf
 }
 
 /* The run's "start" record: the model, the batch, the backend. */
-static void g3_trainer_start_event(g3_trainer_t *tr, const g3_gpt_config_t *m)
+static void g3_train_start_event(g3_train_t *tr, const g3_gpt_config_t *m)
 {
     g3_ev_t e;
 
@@ -445,14 +445,14 @@ static void g3_trainer_start_event(g3_trainer_t *tr, const g3_gpt_config_t *m)
     g3_ev_str(&e, G3_EVF_START_BACKEND, tr->be->name);
     g3_ev_int(&e, G3_EVF_START_THREADS, tr->be->nthreads);
     g3_ev_num(&e, G3_EVF_START_PEAK, tr->peak);
-    g3_trainer_emit(tr, &e, 0);
+    g3_train_emit(tr, &e, 0);
 }
 
 /* The peak of the whole job: for a GPU backend the device's peak times the distinct devices
  * (ranks sharing a GPU with --distributed-backend ucx do not add to it); for the CPU the
  * backend's per-thread peak times the threads of every rank, at most the CPUs of each node
  * (ranks sharing cores do not add to it). */
-static double g3_trainer_peak(const g3_trainer_t *tr)
+static double g3_train_peak(const g3_train_t *tr)
 {
     const g3_par_layout_t *l;
     double per_thread, threads;
@@ -471,7 +471,7 @@ static double g3_trainer_peak(const g3_trainer_t *tr)
     return per_thread * threads * l->nnodes;
 }
 
-static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
+static void g3_train_banner(g3_train_t *tr, const g3_gpt_config_t *m)
 {
     const g3_train_config_t *cfg = tr->cfg;
     size_t state = tr->model->numel * sizeof(float) * 4;   /* params, grads, m, v */
@@ -503,7 +503,7 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
                (double)mem.acts_bytes / 1048576.0,
                m->recompute_activations ? " (recomputed per layer)" : "");
     }
-    tr->peak = g3_trainer_peak(tr);
+    tr->peak = g3_train_peak(tr);
     if (tr->layout->world_size > 1)
         printf("  MFU is measured against %.1f GFLOP/s: %d node%s x %.1f GFLOP/s (per rank: %s)\n",
                tr->peak / 1e9, g3_par_layout(cfg->par)->nnodes,
@@ -513,7 +513,7 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
         printf("  MFU is measured against %.1f GFLOP/s (%s)\n", tr->be->peak_flops / 1e9,
                tr->be->peak_how);
     fflush(stdout);
-    g3_trainer_start_event(tr, m);
+    g3_train_start_event(tr, m);
 }
 
 /* The longest list of phases a log line or a metrics record gets. */
@@ -522,7 +522,7 @@ static void g3_trainer_banner(g3_trainer_t *tr, const g3_gpt_config_t *m)
 /* An asynchronous save of iteration `it` was committed: say where the writer thread's time
  * went (tm: its phases and the commit's; writer_s: its wall time), on stdout and in the
  * metrics file ("event":"commit"). */
-static void g3_trainer_committed(g3_trainer_t *tr, int64_t it, const g3_ckpt_timing_t *tm,
+static void g3_train_committed(g3_train_t *tr, int64_t it, const g3_ckpt_timing_t *tm,
                                  double writer_s)
 {
     char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX];
@@ -539,12 +539,12 @@ static void g3_trainer_committed(g3_trainer_t *tr, int64_t it, const g3_ckpt_tim
     g3_ev_num(&e, G3_EVF_COMMIT_WRITER, writer_s);
     g3_ev_num(&e, G3_EVF_COMMIT_COMMIT, tm->s[G3_CKPT_T_COMMIT]);
     g3_ev_obj(&e, G3_EVF_COMMIT_PHASES, js);
-    g3_trainer_emit(tr, &e, 0);
+    g3_train_emit(tr, &e, 0);
 }
 
 /* A "save" record: a checkpoint of iteration it (consumed samples), why, the stall and its
  * phases (js: JSON members). */
-static void g3_trainer_save_event(g3_ev_t *e, int64_t it, int64_t consumed, const char *why,
+static void g3_train_save_event(g3_ev_t *e, int64_t it, int64_t consumed, const char *why,
                                   double stall_s, const char *js)
 {
     g3_ev_init(e, G3_EV_SAVE);
@@ -556,10 +556,10 @@ static void g3_trainer_save_event(g3_ev_t *e, int64_t it, int64_t consumed, cons
 }
 
 /* Save a checkpoint after iteration `it` and say how long training stood still for it. */
-static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consumed, int64_t gbs,
+static g3_status_t g3_train_save(g3_train_t *tr, int64_t it, int64_t consumed, int64_t gbs,
                                    double lr, const char *why)
 {
-    g3_train_ckpt_t c = g3_trainer_ckpt(tr);
+    g3_train_ckpt_t c = g3_train_ckpt(tr);
     g3_ckpt_timing_t tm;
     char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX];
     double t0 = g3_clock_now(), dt;
@@ -580,17 +580,17 @@ static g3_status_t g3_trainer_save(g3_trainer_t *tr, int64_t it, int64_t consume
     printf(" saved checkpoint at iteration %8lld to %s (%s): training stalled %.3f s (%s)\n",
            (long long)it, tr->cfg->save_dir, why, dt, ph);
     fflush(stdout);
-    g3_trainer_save_event(&e, it, consumed, why, dt, js);
-    g3_trainer_emit(tr, &e, 0);
+    g3_train_save_event(&e, it, consumed, why, dt, js);
+    g3_train_emit(tr, &e, 0);
     return G3_OK;
 }
 
 /* --async-save: start writing the checkpoint of iteration `it` in the background (after the
  * previous asynchronous save, if any, is committed) and say how long training stood still. */
-static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+static g3_status_t g3_train_save_async(g3_train_t *tr, g3_train_ckpt_async_t **pending,
                                          int64_t it, int64_t consumed, int64_t gbs, double lr)
 {
-    g3_train_ckpt_t c = g3_trainer_ckpt(tr);
+    g3_train_ckpt_t c = g3_train_ckpt(tr);
     g3_ckpt_timing_t tm, prev;
     char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX], stage[96] = "";
     double t0 = g3_clock_now(), t1, dt, writer_s = 0, stage_s;
@@ -614,7 +614,7 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
     if (st != G3_OK)
         return st;   /* logged once, where it failed */
     if (done >= 0)
-        g3_trainer_committed(tr, done, &prev, writer_s);
+        g3_train_committed(tr, done, &prev, writer_s);
     g3_ckpt_timing_format(&tm, G3_CKPT_T_STALL, 0, ph, sizeof(ph));
     g3_ckpt_timing_format(&tm, G3_CKPT_T_STALL, 1, js, sizeof(js));
     /* the first save's wait for the staging area (once per run) said apart from the copy */
@@ -631,19 +631,19 @@ static g3_status_t g3_trainer_save_async(g3_trainer_t *tr, g3_train_ckpt_async_t
             " started an asynchronous save of iteration %8lld to %s: training stalled %.3f s (host copy%s; %s)\n",
             (long long)it, tr->cfg->save_dir, dt, stage, ph);
     fflush(stdout);
-    g3_trainer_save_event(&e, it, consumed, "save interval", dt, js);
+    g3_train_save_event(&e, it, consumed, "save interval", dt, js);
     g3_ev_bool(&e, G3_EVF_SAVE_ASYNC, 1);
     g3_ev_num(&e, G3_EVF_SAVE_WAIT, t1 - t0);
     g3_ev_num(&e, G3_EVF_SAVE_COPY, dt - (t1 - t0));
-    g3_trainer_emit(tr, &e, 0);
+    g3_train_emit(tr, &e, 0);
     return G3_OK;
 }
 
 /* Commit a pending asynchronous save: block = 0 only if every rank's writer is done. */
-static g3_status_t g3_trainer_async_poll(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+static g3_status_t g3_train_async_poll(g3_train_t *tr, g3_train_ckpt_async_t **pending,
                                          int block, int64_t *saved_it)
 {
-    g3_train_ckpt_t c = g3_trainer_ckpt(tr);
+    g3_train_ckpt_t c = g3_train_ckpt(tr);
     g3_ckpt_timing_t tm;
     double writer_s = 0;
     int64_t done;
@@ -657,14 +657,14 @@ static g3_status_t g3_trainer_async_poll(g3_trainer_t *tr, g3_train_ckpt_async_t
         return st;   /* logged once, where it failed */
     if (done >= 0) {
         *saved_it = done;
-        g3_trainer_committed(tr, done, &tm, writer_s);
+        g3_train_committed(tr, done, &tm, writer_s);
     }
     return G3_OK;
 }
 
 /* At a step boundary: has a stop been asked for (signal, run time; every rank agrees
  * through a max over the world), or does --exit-interval stop here?  OUT: *why_p */
-static g3_status_t g3_trainer_exit_requested(g3_trainer_t *tr, int64_t it, double t_start,
+static g3_status_t g3_train_exit_requested(g3_train_t *tr, int64_t it, double t_start,
                                              const char **why_p)
 {
     const g3_train_config_t *cfg = tr->cfg;
@@ -698,12 +698,12 @@ typedef struct {
 /* --load: resume from the latest checkpoint if there is one.  OUT: *start_it_p, *consumed_p,
  * *saved_it_p and res's counts when one was loaded (else left as they were); res's
  * resume_failed when the checkpoint itself could not be read or verified. */
-static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
+static g3_status_t g3_train_resume(g3_train_t *tr, int64_t *start_it_p,
                                      int64_t *consumed_p, int64_t *saved_it_p,
                                      g3_train_result_t *res)
 {
     const g3_train_config_t *cfg = tr->cfg;
-    g3_train_ckpt_t c = g3_trainer_ckpt(tr);
+    g3_train_ckpt_t c = g3_train_ckpt(tr);
     int loaded = 0, unreadable = 0;
     g3_ckpt_timing_t tm;
     char ph[G3_TRAINER_PHASES_MAX], js[G3_TRAINER_PHASES_MAX];
@@ -731,7 +731,7 @@ static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
     g3_ev_int(&e, G3_EVF_LOAD_SAMPLES, *consumed_p);
     g3_ev_num(&e, G3_EVF_LOAD_S, dt);
     g3_ev_obj(&e, G3_EVF_LOAD_PHASES, js);
-    g3_trainer_emit(tr, &e, 0);
+    g3_train_emit(tr, &e, 0);
     if (*start_it_p > tr->plan.train_iters)
         g3_warn("the checkpoint is at iteration %lld, beyond --train-iters %lld: nothing to train",
                 (long long)*start_it_p, (long long)tr->plan.train_iters);
@@ -740,7 +740,7 @@ static g3_status_t g3_trainer_resume(g3_trainer_t *tr, int64_t *start_it_p,
 
 /* The progress line of iteration `it` (stdout and the metrics file) over the iterations
  * since the last one; resets the statistics. */
-static g3_status_t g3_trainer_progress(g3_trainer_t *tr, int64_t it, int64_t consumed,
+static g3_status_t g3_train_progress(g3_train_t *tr, int64_t it, int64_t consumed,
                                        int64_t gbs, double lr, double norm,
                                        g3_trainer_stats_t *sx)
 {
@@ -763,8 +763,8 @@ static g3_status_t g3_trainer_progress(g3_trainer_t *tr, int64_t it, int64_t con
     g3_ev_num(&e, G3_EVF_TRAIN_TPS, tps);
     g3_ev_num(&e, G3_EVF_TRAIN_TFLOPS, fl / 1e12);
     g3_ev_num(&e, G3_EVF_TRAIN_MFU, mfu);
-    g3_trainer_memory(tr, &e);
-    g3_trainer_emit(tr, &e, 1);
+    g3_train_memory(tr, &e);
+    g3_train_emit(tr, &e, 1);
     st = g3_train_timing_report(tr->timing, it, sx->n_iters, stdout, &tr->sink);
     memset(sx, 0, sizeof(*sx));
     return st;
@@ -772,18 +772,18 @@ static g3_status_t g3_trainer_progress(g3_trainer_t *tr, int64_t it, int64_t con
 
 /* A stop asked for at iteration `it` (why): commit or write its checkpoint (with --save),
  * say so.  RET: G3_ERR_INTERRUPTED, or the save's error. */
-static g3_status_t g3_trainer_stop(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+static g3_status_t g3_train_stop(g3_train_t *tr, g3_train_ckpt_async_t **pending,
                                    int64_t it, int64_t consumed, int64_t gbs, double lr,
                                    const char *why, int64_t *saved_it)
 {
     const g3_train_config_t *cfg = tr->cfg;
     g3_ev_t e;
-    g3_status_t st = g3_trainer_async_poll(tr, pending, 1, saved_it);
+    g3_status_t st = g3_train_async_poll(tr, pending, 1, saved_it);
 
     if (st != G3_OK)
         return st;
     if (cfg->save_dir && *saved_it != it) {
-        st = g3_trainer_save(tr, it, consumed, gbs, lr, why);
+        st = g3_train_save(tr, it, consumed, gbs, lr, why);
         if (st != G3_OK)
             return st;
     } else if (!cfg->save_dir) {
@@ -797,13 +797,13 @@ static g3_status_t g3_trainer_stop(g3_trainer_t *tr, g3_train_ckpt_async_t **pen
     g3_ev_int(&e, G3_EVF_EXIT_ITER, it);
     g3_ev_int(&e, G3_EVF_EXIT_SAMPLES, consumed);
     g3_ev_str(&e, G3_EVF_EXIT_REASON, why);
-    g3_trainer_emit(tr, &e, 0);
+    g3_train_emit(tr, &e, 0);
     return G3_ERR_INTERRUPTED;
 }
 
 /* After the update of iteration `it` (not the last): validation, interval saves, and a stop
  * asked for.  RET: G3_ERR_INTERRUPTED when stopping (saved as asked), errors. */
-static g3_status_t g3_trainer_between(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+static g3_status_t g3_train_between(g3_train_t *tr, g3_train_ckpt_async_t **pending,
                                       int64_t it, int64_t consumed, int64_t gbs, double lr,
                                       int have_valid, double t_start, int64_t *saved_it)
 {
@@ -813,62 +813,62 @@ static g3_status_t g3_trainer_between(g3_trainer_t *tr, g3_train_ckpt_async_t **
 
     if (have_valid && it % cfg->eval_interval == 0) {
         double vl;
-        st = g3_trainer_evaluate(tr, &vl);
+        st = g3_train_evaluate(tr, &vl);
         if (st != G3_OK)
             return st;
-        g3_trainer_report_eval(tr, it, consumed, vl, 0);
+        g3_train_report_eval(tr, it, consumed, vl, 0);
     }
     if (it % cfg->eval_interval == 0) {
-        st = g3_trainer_tasks(tr, it);
+        st = g3_train_tasks(tr, it);
         if (st != G3_OK)
             return st;
     }
-    st = g3_trainer_async_poll(tr, pending, 0, saved_it);
+    st = g3_train_async_poll(tr, pending, 0, saved_it);
     if (st != G3_OK)
         return st;
     if (cfg->save_dir && cfg->save_interval > 0 && it % cfg->save_interval == 0) {
         if (cfg->async_save) {
-            st = g3_trainer_save_async(tr, pending, it, consumed, gbs, lr);
+            st = g3_train_save_async(tr, pending, it, consumed, gbs, lr);
         } else {
-            st = g3_trainer_save(tr, it, consumed, gbs, lr, "save interval");
+            st = g3_train_save(tr, it, consumed, gbs, lr, "save interval");
             *saved_it = it;
         }
         if (st != G3_OK)
             return st;
     }
     g3_hook_stop_after(it);   /* GPT3D_DEBUG_STOP_AFTER_ITERATION (core/hook.h) */
-    st = g3_trainer_exit_requested(tr, it, t_start, &why);
+    st = g3_train_exit_requested(tr, it, t_start, &why);
     if (st != G3_OK || !why)
         return st;
-    return g3_trainer_stop(tr, pending, it, consumed, gbs, lr, why, saved_it);
+    return g3_train_stop(tr, pending, it, consumed, gbs, lr, why, saved_it);
 }
 
 /* After the last iteration: the last checkpoint, the final validation, the tests' dumps, the
  * pipeline bubble, the sample and the metrics' end line.  res: filled as far as training
  * got; OUT: res->valid_loss. */
-static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **pending,
+static g3_status_t g3_train_finish(g3_train_t *tr, g3_train_ckpt_async_t **pending,
                                      int64_t start_it, int64_t saved_it, int64_t last_gbs,
                                      double last_lr, int have_valid, g3_train_result_t *res)
 {
     const g3_train_config_t *cfg = tr->cfg;
     g3_ev_t e;
-    g3_status_t st = g3_trainer_async_poll(tr, pending, 1, &saved_it);
+    g3_status_t st = g3_train_async_poll(tr, pending, 1, &saved_it);
 
     if (st != G3_OK)
         return st;
     if (cfg->save_dir && res->iterations > saved_it && res->iterations > start_it) {
-        st = g3_trainer_save(tr, res->iterations, res->consumed_samples, last_gbs, last_lr,
+        st = g3_train_save(tr, res->iterations, res->consumed_samples, last_gbs, last_lr,
                              "end of training");
         if (st != G3_OK)
             return st;
     }
     if (have_valid) {
-        st = g3_trainer_evaluate(tr, &res->valid_loss);
+        st = g3_train_evaluate(tr, &res->valid_loss);
         if (st != G3_OK)
             return st;
-        g3_trainer_report_eval(tr, res->iterations, res->consumed_samples, res->valid_loss, 1);
+        g3_train_report_eval(tr, res->iterations, res->consumed_samples, res->valid_loss, 1);
     }
-    st = g3_trainer_tasks(tr, res->iterations);
+    st = g3_train_tasks(tr, res->iterations);
     if (st != G3_OK)
         return st;
     if (cfg->grad_dump_dir) {   /* tests: the parameters at the end, every rank */
@@ -907,7 +907,7 @@ static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **p
         }
     }
     if (cfg->sample_tokens > 0) {
-        st = g3_trainer_sample(tr);
+        st = g3_train_sample(tr);
         if (st != G3_OK)
             return st;
     }
@@ -916,12 +916,12 @@ static g3_status_t g3_trainer_finish(g3_trainer_t *tr, g3_train_ckpt_async_t **p
     g3_ev_int(&e, G3_EVF_END_SAMPLES, res->consumed_samples);
     g3_ev_num(&e, G3_EVF_END_LOSS, res->last_loss);
     g3_ev_num(&e, G3_EVF_END_VALID, res->valid_loss);
-    g3_trainer_emit(tr, &e, 0);
+    g3_train_emit(tr, &e, 0);
     return G3_OK;
 }
 
 /* A non-finite loss or norm stopped the run: say where to resume from (rank 0). */
-static void g3_trainer_numeric_hint(const g3_trainer_t *tr)
+static void g3_train_numeric_hint(const g3_train_t *tr)
 {
     const g3_train_config_t *cfg = tr->cfg;
     const char *dir = cfg->save_dir ? cfg->save_dir : cfg->load_dir;
@@ -939,7 +939,7 @@ static void g3_trainer_numeric_hint(const g3_trainer_t *tr)
 
 g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result_p)
 {
-    g3_trainer_t tr;
+    g3_train_t tr;
     g3_gpt_config_t mcfg = cfg->model;
     g3_train_result_t res = { 0, 0, NAN, NAN, 0 };
     int64_t consumed = 0, mdp = cfg->micro_batch_size * (cfg->dp_size > 0 ? cfg->dp_size : 1);
@@ -952,14 +952,14 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
 
     memset(&tr, 0, sizeof(tr));
     tr.cfg = cfg;
-    st = g3_trainer_open(&tr, cfg, &mcfg);
+    st = g3_train_open(&tr, cfg, &mcfg);
     if (st != G3_OK)
         goto out;
-    g3_trainer_banner(&tr, &mcfg);
+    g3_train_banner(&tr, &mcfg);
     if (cfg->load_dir) {
         /* a damaged or missing checkpoint stays damaged: res.resume_failed makes the driver
          * say so with its own exit code (not so a run that disagrees with it) */
-        st = g3_trainer_resume(&tr, &start_it, &consumed, &saved_it, &res);
+        st = g3_train_resume(&tr, &start_it, &consumed, &saved_it, &res);
         if (st != G3_OK)
             goto out;
     }
@@ -976,7 +976,7 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
 
         /* this replica's part of the global batch */
         g3_timers_start(g3_train_timing_timers(tr.timing), G3_TIMER_DATA);
-        st = g3_trainer_batch(&tr, G3_SPLIT_TRAIN, (uint64_t)consumed, nmicro * tr.B, 0);
+        st = g3_train_batch(&tr, G3_SPLIT_TRAIN, (uint64_t)consumed, nmicro * tr.B, 0);
         g3_timers_stop(g3_train_timing_timers(tr.timing), G3_TIMER_DATA);
         if (st == G3_OK)
             st = g3_par_train_step(tr.eng, tr.inputs, tr.targets, nmicro, gbs, lr, it,
@@ -994,27 +994,27 @@ g3_status_t g3_train_run(const g3_train_config_t *cfg, g3_train_result_t *result
         sx.flops_sum += g3_gpt_flops_per_step(&mcfg, gbs, tr.T);
         sx.tokens += gbs * tr.T;
         sx.n_iters++;
-        g3_trainer_tb_iteration(&tr, it, consumed, gbs, lr, iter_loss, norm);
+        g3_train_tb_iteration(&tr, it, consumed, gbs, lr, iter_loss, norm);
 
         if (it % cfg->log_interval == 0 || it == tr.plan.train_iters)
-            st = g3_trainer_progress(&tr, it, consumed, gbs, lr, norm, &sx);
+            st = g3_train_progress(&tr, it, consumed, gbs, lr, norm, &sx);
         if (st != G3_OK)
             goto out;
         if (it != tr.plan.train_iters)
-            st = g3_trainer_between(&tr, &pending, it, consumed, gbs, lr, have_valid, t_start,
+            st = g3_train_between(&tr, &pending, it, consumed, gbs, lr, have_valid, t_start,
                                     &saved_it);
-        else   /* the last: g3_trainer_finish saves */
-            st = g3_trainer_async_poll(&tr, &pending, 0, &saved_it);
+        else   /* the last: g3_train_finish saves */
+            st = g3_train_async_poll(&tr, &pending, 0, &saved_it);
         if (st != G3_OK)
             goto out;
     }
-    st = g3_trainer_finish(&tr, &pending, start_it, saved_it, last_gbs, last_lr,
+    st = g3_train_finish(&tr, &pending, start_it, saved_it, last_gbs, last_lr,
                            have_valid, &res);
 out:
     g3_train_ckpt_async_drop(pending);   /* only after an error: not committed */
     if (st == G3_ERR_NUMERIC)
-        g3_trainer_numeric_hint(&tr);
-    g3_trainer_close(&tr);
+        g3_train_numeric_hint(&tr);
+    g3_train_close(&tr);
     if (result_p)
         *result_p = res;
     return st;

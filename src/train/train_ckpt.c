@@ -19,9 +19,9 @@
 #include "data/tokid.h"
 
 /* The whole state to save after `iteration`: the tensors (host copies in t) and the scalars. */
-static g3_status_t g3_tck_state(const g3_train_ckpt_t *c, g3_par_ckpt_t *t, int64_t iteration,
-                                int64_t consumed_samples, int64_t gbs, double lr,
-                                g3_ckpt_timing_t *tm, g3_ckpt_state_t **state_p)
+static g3_status_t g3_train_ckpt_state(const g3_train_ckpt_t *c, g3_par_ckpt_t *t,
+                                       int64_t iteration, int64_t consumed_samples, int64_t gbs,
+                                       double lr, g3_ckpt_timing_t *tm, g3_ckpt_state_t **state_p)
 {
     const g3_train_config_t *cfg = c->cfg;
     g3_ckpt_state_t *state = NULL;
@@ -65,8 +65,8 @@ static g3_status_t g3_tck_state(const g3_train_ckpt_t *c, g3_par_ckpt_t *t, int6
  * and, with agree, all agree (collective: a rank alone must not leave the others waiting in
  * the save's collectives).  RET: G3_ERR_NUMERIC (logged by the rank that found it) or the
  * agreement's error. */
-static g3_status_t g3_tck_finite(const g3_train_ckpt_t *c, const g3_par_ckpt_t *t,
-                                 int64_t iteration, int agree, g3_ckpt_timing_t *tm)
+static g3_status_t g3_train_ckpt_finite(const g3_train_ckpt_t *c, const g3_par_ckpt_t *t,
+                                        int64_t iteration, int agree, g3_ckpt_timing_t *tm)
 {
     size_t at = 0;
     double t0 = g3_ckpt_timing_now(tm);
@@ -87,7 +87,7 @@ static g3_status_t g3_tck_finite(const g3_train_ckpt_t *c, const g3_par_ckpt_t *
 
 /* Say once, at the staging area's first use (a save or the resume), what it is and what its
  * allocation cost (the first use's wait for it is that use's stage_alloc phase). */
-static void g3_tck_stage_said(const g3_train_ckpt_t *c)
+static void g3_train_ckpt_stage_said(const g3_train_ckpt_t *c)
 {
     const g3_train_config_t *cfg = c->cfg;
     g3_par_ckpt_stage_t *s = c->stage;
@@ -106,19 +106,20 @@ static void g3_tck_stage_said(const g3_train_ckpt_t *c)
 /* This rank's state into host memory for a save: into the trainer's staging area when it has
  * one (waiting for its background allocation if need be: stage_alloc), else into fresh
  * memory. */
-static g3_status_t g3_tck_copy(const g3_train_ckpt_t *c, g3_par_ckpt_t *t, g3_ckpt_timing_t *tm)
+static g3_status_t g3_train_ckpt_copy(const g3_train_ckpt_t *c, g3_par_ckpt_t *t,
+                                      g3_ckpt_timing_t *tm)
 {
     const g3_train_config_t *cfg = c->cfg;
     g3_status_t st = g3_par_ckpt_init_staged(t, c->model, c->eng, cfg->dp_size, cfg->dp_rank,
                                              c->stage, tm);
 
     if (st == G3_OK)
-        g3_tck_stage_said(c);
+        g3_train_ckpt_stage_said(c);
     return st;
 }
 
-static void g3_tck_save_opts(const g3_train_config_t *cfg, g3_ckpt_save_opts_t *so,
-                             g3_ckpt_timing_t *tm)
+static void g3_train_ckpt_save_opts(const g3_train_config_t *cfg, g3_ckpt_save_opts_t *so,
+                                    g3_ckpt_timing_t *tm)
 {
     memset(so, 0, sizeof(*so));
     so->timing = tm;
@@ -138,14 +139,14 @@ g3_status_t g3_train_ckpt_save(const g3_train_ckpt_t *c, int64_t iteration,
     g3_par_ckpt_t t;
     g3_status_t st;
 
-    st = g3_tck_copy(c, &t, tm);
+    st = g3_train_ckpt_copy(c, &t, tm);
     if (st != G3_OK)
         return st;
-    st = g3_tck_finite(c, &t, iteration, 1, tm);
+    st = g3_train_ckpt_finite(c, &t, iteration, 1, tm);
     if (st == G3_OK)
-        st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, tm, &state);
+        st = g3_train_ckpt_state(c, &t, iteration, consumed_samples, gbs, lr, tm, &state);
     if (st == G3_OK) {
-        g3_tck_save_opts(cfg, &so, tm);
+        g3_train_ckpt_save_opts(cfg, &so, tm);
         st = g3_ckpt_save(cfg->save_dir, state, &so, &comm);
         g3_ckpt_state_free(state);
     }
@@ -162,7 +163,7 @@ struct g3_train_ckpt_async {
 };
 
 /* RET: G3_OK with *ok the minimum over the world (single rank: unchanged). */
-static g3_status_t g3_tck_agree(const g3_train_config_t *cfg, int *ok)
+static g3_status_t g3_train_ckpt_agree(const g3_train_config_t *cfg, int *ok)
 {
     return g3_par_ckpt_allreduce_min(cfg->par, ok);
 }
@@ -181,22 +182,22 @@ g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration
     g3_status_t st = G3_OK, cst;
 
     root = c->model->cfg.tp_rank == 0 && c->model->cfg.pp_rank == 0 && cfg->dp_rank == 0;
-    g3_tck_save_opts(cfg, &so, tm);   /* the writer thread times itself (ckpt_async.c) */
+    g3_train_ckpt_save_opts(cfg, &so, tm); /* the writer thread times itself (ckpt_async.c) */
     if (root)
         st = g3_ckpt_save_prepare(cfg->save_dir, iteration, &so);
     ok = st == G3_OK;
-    if ((cst = g3_tck_agree(cfg, &ok)) != G3_OK)
+    if ((cst = g3_train_ckpt_agree(cfg, &ok)) != G3_OK)
         return cst;
     if (!ok)
         return st != G3_OK ? st : G3_ERR_IO;
     /* The host copy is the stall.  The writer thread owns the snapshot: with a staging area
      * the state itself, which points into it (the next save waits for this one before it
      * copies into the stage again); else a copy of the state. */
-    st = g3_tck_copy(c, &t, tm);
+    st = g3_train_ckpt_copy(c, &t, tm);
     if (st == G3_OK) {
-        st = g3_tck_finite(c, &t, iteration, 0, tm);   /* agreed below with the rest */
+        st = g3_train_ckpt_finite(c, &t, iteration, 0, tm); /* agreed below with the rest */
         if (st == G3_OK)
-            st = g3_tck_state(c, &t, iteration, consumed_samples, gbs, lr, tm, &state);
+            st = g3_train_ckpt_state(c, &t, iteration, consumed_samples, gbs, lr, tm, &state);
         t0 = g3_ckpt_timing_now(tm);
         if (st == G3_OK && t.staged) {
             snap = state;
@@ -218,7 +219,7 @@ g3_status_t g3_train_ckpt_save_async(const g3_train_ckpt_t *c, int64_t iteration
         snap = NULL;   /* owned by the writer now, even on failure */
     }
     ok = st == G3_OK;
-    if ((cst = g3_tck_agree(cfg, &ok)) != G3_OK)
+    if ((cst = g3_train_ckpt_agree(cfg, &ok)) != G3_OK)
         st = cst;
     else if (!ok && st == G3_OK)
         st = G3_ERR_IO;   /* another rank failed; it said why */
@@ -255,15 +256,15 @@ g3_status_t g3_train_ckpt_async_finish(const g3_train_ckpt_t *c, g3_train_ckpt_a
         return G3_OK;
     if (!block) {   /* finish only when every rank's writer is done */
         ok = g3_ckpt_async_done(a->writer);
-        if ((cst = g3_tck_agree(cfg, &ok)) != G3_OK)
+        if ((cst = g3_train_ckpt_agree(cfg, &ok)) != G3_OK)
             return cst;
         if (!ok)
             return G3_OK;
     }
-    g3_tck_save_opts(cfg, &so, NULL);
+    g3_train_ckpt_save_opts(cfg, &so, NULL);
     st = g3_ckpt_async_wait(a->writer, &snap);
     ok = st == G3_OK;
-    if ((cst = g3_tck_agree(cfg, &ok)) != G3_OK) {
+    if ((cst = g3_train_ckpt_agree(cfg, &ok)) != G3_OK) {
         st = cst;
         goto out_free;
     }
@@ -281,7 +282,7 @@ g3_status_t g3_train_ckpt_async_finish(const g3_train_ckpt_t *c, g3_train_ckpt_a
             g3_ckpt_save_abort(cfg->save_dir, a->iteration, &so);
     }
     ok = st == G3_OK;
-    if ((cst = g3_tck_agree(cfg, &ok)) != G3_OK)
+    if ((cst = g3_train_ckpt_agree(cfg, &ok)) != G3_OK)
         st = cst;
     else if (!ok && st == G3_OK)
         st = G3_ERR_IO;
@@ -311,7 +312,7 @@ void g3_train_ckpt_async_drop(g3_train_ckpt_async_t *pending)
 }
 
 /* RET: 1 when dir holds no checkpoint at all (no `latest`, no index, no iter_ directory). */
-static int g3_tck_empty(const char *dir)
+static int g3_train_ckpt_empty(const char *dir)
 {
     char p[PATH_MAX];
     struct stat sb;
@@ -346,7 +347,7 @@ typedef struct {
     int                      mismatch;   /* OUT: the run's tokenizer files differ */
 } g3_tck_tokcheck_t;
 
-static g3_status_t g3_tck_check_tokenizer(void *ctx, g3_ckpt_reader_t *r, int *final)
+static g3_status_t g3_train_ckpt_check_tokenizer(void *ctx, g3_ckpt_reader_t *r, int *final)
 {
     g3_tck_tokcheck_t *tc = ctx;
     const g3_train_config_t *cfg = tc->cfg;
@@ -388,7 +389,7 @@ static g3_status_t g3_tck_check_tokenizer(void *ctx, g3_ckpt_reader_t *r, int *f
 }
 
 /* A status of the checkpoint itself: it cannot be read or fails a check. */
-static int g3_tck_unreadable(g3_status_t st)
+static int g3_train_ckpt_unreadable(g3_status_t st)
 {
     return st == G3_ERR_FORMAT || st == G3_ERR_IO || st == G3_ERR_NOT_FOUND ||
            st == G3_ERR_VERSION;
@@ -413,7 +414,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     *loaded_p = 0;
     *unreadable_p = 0;
     t0 = g3_ckpt_timing_now(tm);
-    if (g3_tck_empty(cfg->load_dir)) {
+    if (g3_train_ckpt_empty(cfg->load_dir)) {
         g3_info("--load %s: no checkpoint there yet; training starts from the initial weights",
                 cfg->load_dir);
         return G3_OK;
@@ -426,18 +427,18 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     if (st != G3_OK)
         return st;
     if (t.staged)
-        g3_tck_stage_said(c);
+        g3_train_ckpt_stage_said(c);
     memset(&lo, 0, sizeof(lo));
     lo.fallback = cfg->load_fallback;
     lo.no_load_optim = cfg->no_load_optim;
     lo.optim_optional = 1;   /* a --no-save-optim checkpoint resumes with a fresh optimizer */
     lo.config_text = cfg->config_text;
-    lo.check_index = g3_tck_check_tokenizer;
+    lo.check_index = g3_train_ckpt_check_tokenizer;
     lo.check_ctx = &tokcheck;
     lo.timing = tm;
     st = g3_par_ckpt_read(&t, c->model, cfg->load_dir, &lo, cfg->par, &r);
     if (st != G3_OK) {
-        *unreadable_p = !tokcheck.mismatch && g3_tck_unreadable(st);
+        *unreadable_p = !tokcheck.mismatch && g3_train_ckpt_unreadable(st);
         goto out_free_copies;
     }
     t0 = g3_ckpt_timing_now(tm);
@@ -448,7 +449,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     if (!fresh_optim) {
         st = g3_ckpt_reader_get_i64(r, "optimizer.step", &step, 1);
         if (st != G3_OK) {
-            *unreadable_p = g3_tck_unreadable(st);
+            *unreadable_p = g3_train_ckpt_unreadable(st);
             goto out_close;
         }
     }
@@ -457,7 +458,7 @@ g3_status_t g3_train_ckpt_load(const g3_train_ckpt_t *c, int64_t *iteration_p,
     st = g3_par_ckpt_apply(&t, c->model, r, !fresh_optim, fresh_optim ? 0 : step);
     g3_ckpt_timing_add(tm, G3_CKPT_T_H2D, &t0);
     if (st != G3_OK) {
-        *unreadable_p = g3_tck_unreadable(st);
+        *unreadable_p = g3_train_ckpt_unreadable(st);
         goto out_close;
     }
     *iteration_p = g3_ckpt_reader_iteration(r);

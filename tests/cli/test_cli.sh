@@ -34,6 +34,11 @@ like "$out" 'Usage: gpt3d train' "help train shows train's usage"
 run "$GPT3D" train --help
 is "$rc" 0 "train --help exits 0"
 like "$out" '--log-level' "train --help lists the common options"
+like "$out" '--run-dir DIR .*default: --save, else gpt3d-run in the directory gpt3d is started from' \
+    "train --help says where the default run directory goes"
+ignored=no
+! grep -qx '/gpt3d-run/' "$top_srcdir/.gitignore" || ignored=yes
+is "$ignored" yes "git ignores the default run directory (./gpt3d-run) at the top of the tree"
 
 run "$GPT3D" help nonsense
 is "$rc" 2 "help for an unknown command exits 2"

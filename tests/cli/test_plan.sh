@@ -228,7 +228,8 @@ if [ -n "$PY" ]; then
     like "$out" 'error: --num-layers 4 is not divisible by --pipeline-model-parallel-size 2 x --virtual-pipeline-model-parallel-size 3' "... naming the flags"
     run "$GPT3D" plan $small --virtual-pipeline-model-parallel-size 2 --global-batch-size 12
     is "$rc" 2 "interleaved with 3 micro-batches on PP 2: exit 2"
-    like "$out" 'needs the micro-batches per iteration \(3\) to be a multiple of --pipeline-model-parallel-size 2' "... naming the flags"
+    like "$out" 'error: --virtual-pipeline-model-parallel-size 2: the interleaved schedule needs the number of micro-batches per data-parallel rank \(3 = .*\) to be a multiple of --pipeline-model-parallel-size 2' \
+        "... naming the flags, in the trainer's words (parallel/engine.c)"
     run "$GPT3D" plan $small --sequence-parallel --tensor-model-parallel-size 1
     is "$rc" 2 "--sequence-parallel at TP 1: exit 2"
     like "$out" 'error: --sequence-parallel .* needs --tensor-model-parallel-size above 1' "... naming the flags"

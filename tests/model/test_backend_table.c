@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "core/log.h"
+#include "g3cuda.h"   /* the CUDA kernels' sizes (every build) */
 #include "tap.h"
 
 static void test_words(void)
@@ -72,6 +73,25 @@ static void test_rows(void)
                              sizeof(why)) == G3_ERR_UNSUPPORTED &&
                strstr(why, "head size 48") && strstr(why, "--device cpu"),
            "cuda refuses a head size its kernels lack, naming it and the fix: %s", why);
+    tap_ok(strstr(why, "(32, 64, 80, 96, 128, 160)") != NULL,
+           "... and lists the head sizes of G3CUDA_ATT_HEAD_SIZES");
+    {
+        int all = 1;
+#define G3_TEST_HS(n) \
+    all &= g3_be_check_sizes(G3_BE_KIND_CUDA, NULL, 8 * (n), 8, (n), 3072, 50304, why, \
+                             sizeof(why)) == G3_OK;
+        G3CUDA_ATT_HEAD_SIZES(G3_TEST_HS)
+#undef G3_TEST_HS
+        tap_ok(all, "cuda runs every head size of G3CUDA_ATT_HEAD_SIZES (kernels/g3cuda.h)");
+    }
+    tap_ok(g3_be_check_sizes(G3_BE_KIND_CUDA, NULL, G3CUDA_LN_MAX_C, G3CUDA_LN_MAX_C / 128, 128,
+                             3072, 50304, why, sizeof(why)) == G3_OK,
+           "cuda runs the widest LayerNorm, G3CUDA_LN_MAX_C = %d", G3CUDA_LN_MAX_C);
+    tap_ok(g3_be_check_sizes(G3_BE_KIND_CUDA, NULL, G3CUDA_LN_MAX_C + 128,
+                             G3CUDA_LN_MAX_C / 128 + 1, 128, 3072, 50304, why,
+                             sizeof(why)) == G3_ERR_UNSUPPORTED &&
+               strstr(why, "more than 24576"),
+           "... and refuses one wider, naming the limit: %s", why);
 }
 
 static void test_cudnn_on_cpu(void)

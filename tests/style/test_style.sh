@@ -7,9 +7,12 @@
 #   4. every test script that runs stops on an error (set -e), and a bash one on a failed
 #      pipeline (pipefail);
 #   5. no GPT3D_* environment variable is read with a bare getenv outside src/core/param.c
-#      (the knob registry, core/param.h: one cached, documented accessor per variable);
-#   6. every function and file-local type of src/ckpt, src/metrics and core/crc32c.c carries
-#      its module's prefix (g3_ckpt_; g3_ev_, g3_tb_ or g3_plot_; g3_crc32c_), static ones too.
+#      (the knob registry, core/param.h: one cached, documented accessor per variable), nor
+#      through a macro or a variable: outside core/param.c and core/param.h no string literal
+#      is a whole GPT3D_* name (a message may name one inside a longer text);
+#   6. every static function of a directory of src/ carries one of its module's prefixes
+#      (docs/design.md, "Layers": the table below), and every file-local type of src/ a g3_
+#      one, so that a name in a backtrace or a grep says where it lives.
 # (top_srcdir, top_builddir come from make check.)
 # shellcheck disable=SC2154
 # shellcheck source=tests/lib.sh
@@ -71,26 +74,42 @@ bad=$(grep -rn --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh
     'getenv *( *"GPT3D_' src kernels | grep -v '^src/core/param\.c:' || true)
 is "$bad" "" "no bare getenv(\"GPT3D_...\") outside src/core/param.c (core/param.h's accessors)"
 [ -z "$bad" ] || printf '%s\n' "$bad" | sed -n '1,20p' | sed 's/^/#   /'
-
-# 6 (a definition or prototype at the start of a line, a typedef's name)
-# unprefixed PREFIXES FILE...: the definitions and typedefs of FILE... not named PREFIXES...
-# (an extended regular expression's alternatives: "g3_ckpt_|g3_crc32c_")
-unprefixed() {
-    _p=$1
-    shift
-    grep -nE '^static [^=(]*[ *][A-Za-z_][A-Za-z0-9_]*\(' "$@" |
-        grep -vE "^[^:]*:[0-9]+:static [^=(]*[ *]($_p)[a-z0-9_]*\(" || true
-    grep -nE '^(typedef [^;]*[ *]|\} *)[A-Za-z_][A-Za-z0-9_]*;' "$@" |
-        grep -vE "^[^:]*:[0-9]+:(typedef [^;]*[ *]|\} *)($_p)[a-z0-9_]*;" || true
-}
-bad=$({
-    unprefixed 'g3_ckpt_' src/ckpt/*.c src/ckpt/*.h
-    unprefixed 'g3_crc32c_' src/core/crc32c.c src/core/crc32c.h
-    unprefixed 'g3_ev_' src/metrics/events.[ch] src/metrics/query.[ch]
-    unprefixed 'g3_tb_' src/metrics/tensorboard.[ch]
-    unprefixed 'g3_plot_' src/metrics/plot.[ch]
-})
-is "$bad" "" "every static function and file-local type of src/ckpt, src/metrics and core/crc32c.c has its module's prefix"
+bad=$(grep -rnE --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh' --include='*.cc' \
+    '"GPT3D_[A-Z0-9_]*"' src kernels | grep -vE '^src/core/param\.[ch]:' || true)
+is "$bad" "" "no \"GPT3D_...\" name as a literal of its own outside src/core/param.[ch] (no getenv through a macro)"
 [ -z "$bad" ] || printf '%s\n' "$bad" | sed -n '1,20p' | sed 's/^/#   /'
+
+# 6 (a definition or prototype at the start of a line, a typedef's name).  The prefixes of each
+# directory's statics: its layer's in docs/design.md's table; a new directory needs a row.
+prefixes='core:g3_(status|log|opts?|rng|clock|timers?|mkdir|fs|param|hook|mem|table|read|bf16|hash|crc32c)_
+comm:g3_(comm|ucx|nccl|staged|pmix)_
+topo:g3_topo_
+backend:g3_(be|backend|cpu|cuda|cudnn)_
+model:g3_gpt_
+data:g3_(bpe|idx|gptidx|pre|data|json|tokid|sha256|ucs)_
+ckpt:g3_(ckpt|crc32c)_
+parallel:g3_par_
+curate:g3_curate_
+infer:g3_(infer|task)_
+plan:g3_plan_
+search:g3_plan_
+train:g3_train_
+metrics:g3_(ev|tb|plot)_
+cli:g3_(cmd|cli)_'
+bad=$(for d in src/*/; do
+    d=${d#src/}
+    d=${d%/}
+    re=$(printf '%s\n' "$prefixes" | sed -n "s/^$d://p")
+    if [ -z "$re" ]; then
+        echo "src/$d: no prefixes in tests/style/test_style.sh rule 6"
+        continue
+    fi
+    grep -nE '^static [^=(]*[ *][A-Za-z_][A-Za-z0-9_]*\(' "src/$d"/*.c |
+        grep -vE "^[^:]*:[0-9]+:static [^=(]*[ *]${re}[a-z0-9_]*\(" || true
+done
+grep -nE '^(typedef [^;]*[ *]|\} *)[A-Za-z_][A-Za-z0-9_]*;' src/*/*.c src/*/*.h |
+    grep -vE '^[^:]*:[0-9]+:(typedef [^;]*[ *]|\} *)g3_[a-z0-9_]*;' || true)
+is "$bad" "" "every static function of src/ carries its directory's prefix, every file-local type g3_"
+[ -z "$bad" ] || printf '%s\n' "$bad" | sed 's/^/#   /'
 
 done_testing
