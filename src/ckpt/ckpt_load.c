@@ -595,6 +595,22 @@ static void g3_ckpt_shape_str(int ndim, const int64_t *s, char *buf, size_t size
         snprintf(buf + len, size - len, ")");
 }
 
+/* RET: 1 when row ti of r's index (-1: absent) holds the tensor t at its dtype and shape:
+ * what an optional tensor (ckpt.h) is loaded from. */
+static int g3_ckpt_optional_fits(const g3_ckpt_reader_t *r, int ti, const g3_ckpt_tensor_t *t)
+{
+    const g3_ckpt_trow_t *row = ti >= 0 ? &r->tensors[ti] : NULL;
+    g3_ckpt_dtype_t sdt;
+
+    if (!row || g3_ckpt_dtype_parse(row->dtype, &sdt) != G3_OK || sdt != t->dtype ||
+        row->ndim != t->ndim)
+        return 0;
+    for (int k = 0; k < t->ndim; k++)
+        if (row->shape[k] != t->shape[k])
+            return 0;
+    return 1;
+}
+
 /* Match the state's tensors to the index and list the work.  No data is read. */
 static g3_status_t g3_ckpt_plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
                                      const g3_ckpt_load_opts_t *opts, g3_ckpt_work_t **work_p,
@@ -617,6 +633,8 @@ static g3_status_t g3_ckpt_plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state
         if (s->npieces == 0 || (t->kind == G3_CKPT_OPTIM && skip_optim))
             continue;
         ti = g3_ckpt_reader_find(r, s->name);
+        if (t->optional && !g3_ckpt_optional_fits(r, ti, t))
+            continue;   /* the caller keeps its values (ckpt.h) */
         if (ti < 0) {
             if (t->kind == G3_CKPT_OPTIM)
                 g3_error("checkpoint %s has no optimizer tensor %s (saved with --no-save-optim?): pass --no-load-optim to start the optimizer fresh",

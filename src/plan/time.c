@@ -207,8 +207,8 @@ typedef struct {
 static void g3_plan_bench_gemm(g3_backend_t *be, void *ctx)
 {
     g3_plan_bufs_t *b = ctx;
-    be->ops->matmul_fwd(be, b->y, b->x, b->z, NULL, b->n, b->n, b->n);
-    be->ops->matmul_bwd(be, b->x, b->dw, NULL, b->y, b->x, b->z, b->n, b->n, b->n);
+    be->ops->matmul_fwd(be, NULL, b->y, b->x, b->z, NULL, b->n, b->n, b->n);
+    be->ops->matmul_bwd(be, NULL, b->x, b->dw, NULL, b->y, b->x, b->z, b->n, b->n, b->n);
 }
 
 static void g3_plan_bench_attn(g3_backend_t *be, void *ctx)
