@@ -30,9 +30,13 @@ extern "C" {
 
 typedef uint16_t g3cuda_bf16_t;   /* the bits of a bfloat16 (1 sign, 8 exponent, 7 mantissa) */
 
+/* Element types.  The FP8 ones (OCP E4M3 and E5M2) name GEMM operands only, for the FP8
+ * training to come: no op takes them yet (g3cuda_gemm refuses them, G3CUDA_ERR_UNSUPPORTED). */
 typedef enum {
-    G3CUDA_F32  = 0,
-    G3CUDA_BF16 = 1
+    G3CUDA_F32      = 0,
+    G3CUDA_BF16     = 1,
+    G3CUDA_FP8_E4M3 = 2,
+    G3CUDA_FP8_E5M2 = 3
 } g3cuda_dtype_t;
 
 typedef enum {
@@ -41,7 +45,8 @@ typedef enum {
     G3CUDA_ERR_CUDA,     /* a CUDA runtime call or a kernel failed                  */
     G3CUDA_ERR_CUBLAS,   /* a cuBLASLt call failed, or no algorithm fits             */
     G3CUDA_ERR_NOMEM,    /* device memory could not be had                          */
-    G3CUDA_ERR_CUDNN     /* a cuDNN call failed (src/backend/cudnn_att.c records it) */
+    G3CUDA_ERR_CUDNN,    /* a cuDNN call failed (src/backend/cudnn_att.c records it) */
+    G3CUDA_ERR_UNSUPPORTED /* a valid request this build does not run (an FP8 GEMM)   */
 } g3cuda_err_t;
 
 typedef struct g3cuda_ctx g3cuda_ctx_t;
@@ -182,7 +187,12 @@ typedef enum {
  *   forward   M=N  N=OC K=IC  A=inp          B=w trans_b   D=out  (bias/GELU epilogue)
  *   dinp      M=N  N=IC K=OC  A=dout         B=w           D=dinp (DGELU epilogue)
  *   dw (+=)   M=OC N=IC K=N   A=dout trans_a B=inp         D=dw fp32, beta=1
- * A and B are bf16; D is bf16 or fp32 (accumulation is always fp32).  Bias and aux epilogues
+ * The operand types are explicit: a_type and b_type are bf16 and d_type is bf16 or fp32
+ * (accumulation is always fp32); the FP8 types and the scales (a_scale, b_scale, d_scale: one
+ * fp32 each, device memory, the factors that dequantize A and B and quantize D; amax_d: D's
+ * absolute maximum, written) are the fields of the FP8 GEMMs to come and must be NULL now:
+ * any other combination returns G3CUDA_ERR_UNSUPPORTED (recorded, the backend's sync
+ * reports it), never a wrong product.  Bias and aux epilogues
  * need D bf16; bias (N,) bf16 is broadcast over rows; aux (M,N) bf16 has row stride ldaux, a
  * multiple of 8.  BGRAD takes an fp32 or bf16 D and writes dbias (M,) fp32: with dw's product
  * (A = dout, trans_a) that is the bias gradient, sum over the rows of dout.  The algorithm
@@ -191,9 +201,11 @@ typedef enum {
 typedef struct g3cuda_gemm {
     int M, N, K;
     int trans_a, trans_b;
-    const g3cuda_bf16_t *A;
+    const void *A;              /* a_type elements                                       */
+    g3cuda_dtype_t a_type;
     int lda;
-    const g3cuda_bf16_t *B;
+    const void *B;              /* b_type elements                                       */
+    g3cuda_dtype_t b_type;
     int ldb;
     void *D;
     g3cuda_dtype_t d_type;
@@ -204,6 +216,9 @@ typedef struct g3cuda_gemm {
     g3cuda_bf16_t *aux;
     int ldaux;
     float *dbias;   /* BGRAD's output (M,) fp32 */
+    /* FP8 scaling (NULL today): (1,) fp32 device memory each */
+    const float *a_scale, *b_scale, *d_scale;
+    float *amax_d;
 } g3cuda_gemm_t;
 
 int g3cuda_gemm(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g);

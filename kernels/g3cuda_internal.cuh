@@ -20,7 +20,7 @@ typedef __nv_bfloat16 bf16;
 /* One cached cuBLASLt plan: the descriptors and the algorithm the heuristic chose for a
  * shape (see gemm.cu for the key). */
 #define G3CUDA_GEMM_CACHE 64
-#define G3CUDA_GEMM_KEY   16
+#define G3CUDA_GEMM_KEY   18
 typedef struct g3cuda_gemm_plan {
     int      used;
     int      none;                   /* 1: cuBLASLt offers no algorithm for this key      */

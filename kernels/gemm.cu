@@ -1,5 +1,6 @@
 /* Matrix products through cuBLASLt: bf16 A and B, fp32 accumulation (CUBLAS_COMPUTE_32F),
- * bf16 or fp32 D, optional bias / GELU(+aux) / dGELU epilogues.
+ * bf16 or fp32 D, optional bias / GELU(+aux) / dGELU epilogues.  The operand types are
+ * explicit in g3cuda_gemm_t; FP8 ones (and scales) are refused until FP8 is built.
  *
  * Row-major to column-major: a row-major D (M,N) is the column-major D^T (N x M), and
  * D^T = op(B)^T op(A)^T, so cuBLASLt is called with our B as its "A" and our A as its "B",
@@ -166,40 +167,34 @@ out:
     cudaGetLastError();   /* a candidate's launch failure is not the caller's error */
 }
 
-/* Build the descriptors for g, ask the heuristic for the best algorithm.  OUT: *p on success.
- * RET: 0; or the error recorded; or, when quiet and cuBLASLt refuses g (no algorithm, or an
- * attribute it does not take), -1 with nothing recorded. */
-static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_gemm_plan_t *p,
-                             int quiet)
+/* RET: the CUDA type of a g3cuda element type. */
+static cudaDataType_t g3_gemm_cuda_type(g3cuda_dtype_t t)
 {
-    int rc = -1;
-    cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t res[G3CUDA_GEMM_CANDIDATES];
+    switch (t) {
+    case G3CUDA_F32:      return CUDA_R_32F;
+    case G3CUDA_FP8_E4M3: return CUDA_R_8F_E4M3;
+    case G3CUDA_FP8_E5M2: return CUDA_R_8F_E5M2;
+    default:              return CUDA_R_16BF;
+    }
+}
+
+/* The matmul descriptor of g: compute type, transposes, epilogue and its pointers.
+ * OUT: p->op.  RET: cuBLASLt's status (what failed in *what). */
+static cublasStatus_t g3_gemm_plan_desc(const g3cuda_gemm_t *g, g3cuda_gemm_plan_t *p,
+                                        const char **what)
+{
     cublasOperation_t opa = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;   /* Lt's A is our B */
     cublasOperation_t opb = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;   /* Lt's B is our A */
-    cudaDataType_t dt = g->d_type == G3CUDA_F32 ? CUDA_R_32F : CUDA_R_16BF;
     cublasLtEpilogue_t epi = g3_gemm_lt_epilogue(g->epilogue);
-    uint64_t ws = ctx->workspace_bytes;
-    uint32_t al_a = (uint32_t)g3_gemm_align(g->B), al_b = (uint32_t)g3_gemm_align(g->A);
-    uint32_t al_d = (uint32_t)g3_gemm_align(g->D);
     int64_t ldaux = g->ldaux;
     cudaDataType_t bgrad_type = CUDA_R_32F;
-    /* split-K for a bf16 D only with fp32 partial sums: OUTPUT_TYPE stores each partial in
-     * bf16 and INPLACE adds them in the bf16 output buffer, an extra rounding per piece
-     * (tests/kernels/gemm_splitk.py: 8 bf16 partials of K = 3072 reproduce test_gemm's
-     * autotuned dGELU failure on an H100 to the bit; docs/cuda.md, "Split-K and bf16
-     * outputs").  NONE (no split) is 0, in every mask. */
-    uint32_t red_mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-    int count = 0;
     cublasStatus_t s;
-    const char *what;
 
-    memset(p, 0, sizeof(*p));
-    what = "cublasLtMatmulDescCreate";
+    *what = "cublasLtMatmulDescCreate";
     s = cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
     if (s != CUBLAS_STATUS_SUCCESS)
-        goto err_lt;
-    what = "setting the transposes and the epilogue";
+        return s;
+    *what = "setting the transposes and the epilogue";
     s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa));
     if (s == CUBLAS_STATUS_SUCCESS)
         s = g3_desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb));
@@ -212,26 +207,43 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
                         sizeof(bgrad_type));
     if (s == CUBLAS_STATUS_SUCCESS)
         s = g3_gemm_set_pointers(p->op, g);
-    if (s != CUBLAS_STATUS_SUCCESS)
-        goto err_lt;
+    return s;
+}
 
-    /* Lt's A is our B, stored (K,N) row-major = N x K column-major, or with trans_b (N,K) =
-     * K x N; Lt's B is our A, stored (M,K) = K x M, or with trans_a (K,M) = M x K. */
-    what = "cublasLtMatrixLayoutCreate";
-    s = cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, g->trans_b ? g->K : g->N,
-                                   g->trans_b ? g->N : g->K, g->ldb);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, g->trans_a ? g->M : g->K,
-                                       g->trans_a ? g->K : g->M, g->lda);
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatrixLayoutCreate(&p->d, dt, g->N, g->M, g->ldd);
-    if (s != CUBLAS_STATUS_SUCCESS)
-        goto err_lt;
+/* The matrix layouts of g.  Lt's A is our B, stored (K,N) row-major = N x K column-major, or
+ * with trans_b (N,K) = K x N; Lt's B is our A, stored (M,K) = K x M, or with trans_a (K,M) =
+ * M x K.  OUT: p->a, p->b, p->d.  RET: cuBLASLt's status. */
+static cublasStatus_t g3_gemm_plan_layouts(const g3cuda_gemm_t *g, g3cuda_gemm_plan_t *p)
+{
+    cublasStatus_t s;
 
-    what = "setting the heuristic's preferences";
-    s = cublasLtMatmulPreferenceCreate(&pref);
+    s = cublasLtMatrixLayoutCreate(&p->a, g3_gemm_cuda_type(g->b_type),
+                                   g->trans_b ? g->K : g->N, g->trans_b ? g->N : g->K, g->ldb);
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = g3_pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+        s = cublasLtMatrixLayoutCreate(&p->b, g3_gemm_cuda_type(g->a_type),
+                                       g->trans_a ? g->M : g->K, g->trans_a ? g->K : g->M,
+                                       g->lda);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatrixLayoutCreate(&p->d, g3_gemm_cuda_type(g->d_type), g->N, g->M, g->ldd);
+    return s;
+}
+
+/* The heuristic's preferences for g: workspace, alignments, and split-K for a bf16 D only
+ * with fp32 partial sums: OUTPUT_TYPE stores each partial in bf16 and INPLACE adds them in
+ * the bf16 output buffer, an extra rounding per piece (tests/kernels/gemm_splitk.py: 8 bf16
+ * partials of K = 3072 reproduce test_gemm's autotuned dGELU failure on an H100 to the bit;
+ * docs/cuda.md, "Split-K and bf16 outputs").  NONE (no split) is 0, in every mask.
+ * RET: cuBLASLt's status. */
+static cublasStatus_t g3_gemm_plan_pref(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g,
+                                        cublasLtMatmulPreference_t pref)
+{
+    uint64_t ws = ctx->workspace_bytes;
+    uint32_t al_a = (uint32_t)g3_gemm_align(g->B), al_b = (uint32_t)g3_gemm_align(g->A);
+    uint32_t al_d = (uint32_t)g3_gemm_align(g->D);
+    uint32_t red_mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    cublasStatus_t s;
+
+    s = g3_pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
     if (s == CUBLAS_STATUS_SUCCESS)
         s = g3_pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof(al_a));
     if (s == CUBLAS_STATUS_SUCCESS)
@@ -243,6 +255,47 @@ static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_g
     if (s == CUBLAS_STATUS_SUCCESS && g->d_type == G3CUDA_BF16)
         s = g3_pref_set(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red_mask,
                         sizeof(red_mask));
+    return s;
+}
+
+/* Destroy what a plan holds (p zeroed). */
+static void g3_gemm_plan_destroy(g3cuda_gemm_plan_t *p)
+{
+    if (p->d)
+        cublasLtMatrixLayoutDestroy(p->d);
+    if (p->b)
+        cublasLtMatrixLayoutDestroy(p->b);
+    if (p->a)
+        cublasLtMatrixLayoutDestroy(p->a);
+    if (p->op)
+        cublasLtMatmulDescDestroy(p->op);
+    memset(p, 0, sizeof(*p));
+}
+
+/* Build the descriptors for g, ask the heuristic for the best algorithm.  OUT: *p on success.
+ * RET: 0; or the error recorded; or, when quiet and cuBLASLt refuses g (no algorithm, or an
+ * attribute it does not take), -1 with nothing recorded. */
+static int g3_gemm_plan_make(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g, g3cuda_gemm_plan_t *p,
+                             int quiet)
+{
+    int rc = -1, count = 0;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res[G3CUDA_GEMM_CANDIDATES];
+    cublasStatus_t s;
+    const char *what;
+
+    memset(p, 0, sizeof(*p));
+    s = g3_gemm_plan_desc(g, p, &what);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        goto err_lt;
+    what = "cublasLtMatrixLayoutCreate";
+    s = g3_gemm_plan_layouts(g, p);
+    if (s != CUBLAS_STATUS_SUCCESS)
+        goto err_lt;
+    what = "setting the heuristic's preferences";
+    s = cublasLtMatmulPreferenceCreate(&pref);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = g3_gemm_plan_pref(ctx, g, pref);
     if (s != CUBLAS_STATUS_SUCCESS)
         goto err_lt;
     what = "cublasLtMatmulAlgoGetHeuristic";
@@ -275,15 +328,7 @@ err_lt:
 err_destroy:
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);
-    if (p->d)
-        cublasLtMatrixLayoutDestroy(p->d);
-    if (p->b)
-        cublasLtMatrixLayoutDestroy(p->b);
-    if (p->a)
-        cublasLtMatrixLayoutDestroy(p->a);
-    if (p->op)
-        cublasLtMatmulDescDestroy(p->op);
-    memset(p, 0, sizeof(*p));
+    g3_gemm_plan_destroy(p);
     return rc;
 }
 
@@ -299,6 +344,8 @@ static void g3_gemm_key(const g3cuda_gemm_t *g, int key[G3CUDA_GEMM_KEY])
     key[k++] = g->lda;
     key[k++] = g->ldb;
     key[k++] = g->ldd;
+    key[k++] = (int)g->a_type;
+    key[k++] = (int)g->b_type;
     key[k++] = (int)g->d_type;
     key[k++] = (int)g->epilogue;
     key[k++] = g3_gemm_has_aux(g->epilogue) ? g->ldaux : 0;
@@ -362,6 +409,20 @@ static g3cuda_gemm_plan_t *g3_gemm_plan_get(g3cuda_ctx_t *ctx, const g3cuda_gemm
 
 #endif /* HAVE_CUBLAS */
 
+/* RET: why g's types and scales are not ones g3cuda_gemm runs today (in buf), or NULL:
+ * bf16 A and B, a bf16 or fp32 D, no FP8 scales (g3cuda.h). */
+static const char *g3_gemm_unsupported(const g3cuda_gemm_t *g, char *buf, size_t len)
+{
+    if (g->a_type != G3CUDA_BF16 || g->b_type != G3CUDA_BF16 ||
+        (g->d_type != G3CUDA_F32 && g->d_type != G3CUDA_BF16))
+        snprintf(buf, len, "gemm M=%d N=%d K=%d: operand types A %d, B %d, D %d are not a combination this gpt3d runs (A and B bf16, D bf16 or fp32; FP8 is not built yet)", g->M, g->N, g->K, (int)g->a_type, (int)g->b_type, (int)g->d_type);
+    else if (g->a_scale || g->b_scale || g->d_scale || g->amax_d)
+        snprintf(buf, len, "gemm M=%d N=%d K=%d: scale or amax pointers are for FP8 operands, which this gpt3d does not run yet", g->M, g->N, g->K);
+    else
+        return NULL;
+    return buf;
+}
+
 /* RET: why g is not a product g3cuda_gemm takes (in buf), or NULL. */
 static const char *g3_gemm_bad(const g3cuda_gemm_t *g, char *buf, size_t len)
 {
@@ -375,8 +436,10 @@ static const char *g3_gemm_bad(const g3cuda_gemm_t *g, char *buf, size_t len)
             buf, len,
             "gemm M=%d N=%d K=%d: a leading dimension is shorter than its row (lda %d, ldb %d, ldd %d)",
             g->M, g->N, g->K, g->lda, g->ldb, g->ldd);
-    else if (g->d_type != G3CUDA_F32 && g->d_type != G3CUDA_BF16)
-        snprintf(buf, len, "gemm: unknown D dtype %d", (int)g->d_type);
+    else if ((unsigned)g->a_type > G3CUDA_FP8_E5M2 || (unsigned)g->b_type > G3CUDA_FP8_E5M2 ||
+             (unsigned)g->d_type > G3CUDA_FP8_E5M2)
+        snprintf(buf, len, "gemm: unknown operand dtype (A %d, B %d, D %d)", (int)g->a_type,
+                 (int)g->b_type, (int)g->d_type);
     else if (g->epilogue != G3CUDA_EPI_NONE && g->epilogue != G3CUDA_EPI_BGRAD &&
              g->d_type != G3CUDA_BF16)
         snprintf(buf, len, "gemm M=%d N=%d K=%d: epilogue %d needs a bf16 D", g->M, g->N, g->K,
@@ -403,7 +466,8 @@ extern "C" int g3cuda_gemm_offered(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g)
 {
     char msg[320];
 
-    if (G3CUDA_PENDING(ctx) || g3_gemm_bad(g, msg, sizeof(msg)) != NULL)
+    if (G3CUDA_PENDING(ctx) || g3_gemm_bad(g, msg, sizeof(msg)) != NULL ||
+        g3_gemm_unsupported(g, msg, sizeof(msg)) != NULL)
         return 0;
 #ifdef HAVE_CUBLAS
     return g3_gemm_plan_get(ctx, g, 1) != NULL;
@@ -420,6 +484,8 @@ extern "C" int g3cuda_gemm(g3cuda_ctx_t *ctx, const g3cuda_gemm_t *g)
         return ctx->err;
     if (g3_gemm_bad(g, msg, sizeof(msg)) != NULL)
         return g3cuda_fail(ctx, G3CUDA_ERR_ARG, "%s", msg);
+    if (g3_gemm_unsupported(g, msg, sizeof(msg)) != NULL)
+        return g3cuda_fail(ctx, G3CUDA_ERR_UNSUPPORTED, "%s", msg);
 #ifdef HAVE_CUBLAS
     {
         g3cuda_gemm_plan_t *p = g3_gemm_plan_get(ctx, g, 0);

@@ -204,6 +204,11 @@ size_t g3_be_att_scratch_bytes(const g3_backend_t *be, int B, int T, int NH, int
     return be->kind->attention_scratch_bytes(&be->opts, B, T, NH, HS);
 }
 
+size_t g3_be_linear_state_bytes(const g3_backend_t *be, int IC, int OC)
+{
+    return be->kind->linear_state_bytes ? be->kind->linear_state_bytes(&be->opts, IC, OC) : 0;
+}
+
 void g3_be_print_devices(FILE *out)
 {
 #ifdef HAVE_CUDA

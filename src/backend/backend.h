@@ -107,6 +107,10 @@ typedef struct g3_be_kind_info {
     /* RET: bytes of attention_fwd's state and of attention_bwd's scratch (see the ops). */
     size_t (*attention_state_bytes)(const g3_be_opts_t *o, int B, int T, int NH, int HS);
     size_t (*attention_scratch_bytes)(const g3_be_opts_t *o, int B, int T, int NH, int HS);
+    /* RET: bytes of one linear layer's per-tensor state (the `state` matmul_fwd and
+     * matmul_bwd receive: for FP8, the scales and amax histories of its weight, input and
+     * output gradient) for a product of IC inputs and OC outputs.  NULL: none (0 bytes). */
+    size_t (*linear_state_bytes)(const g3_be_opts_t *o, int IC, int OC);
     /* RET: bytes of device scratch GEMM autotuning takes when the fp32 products accumulated
      * into have these n sizes in bytes (out).  NULL: the kind does not autotune. */
     size_t (*gemm_tune_scratch_bytes)(const double *out, int n);
@@ -157,14 +161,19 @@ typedef struct g3_backend_ops {
                           const float *mean, const float *rstd, int N, int C);
 
     /* ---- matmul (a linear layer: out = inp . w^T + bias) ------------------------------- */
-    /* out (N,OC) act  inp (N,IC) act  w (OC,IC) act  bias (OC,) act or NULL */
-    void (*matmul_fwd)(g3_backend_t *be, void *out, const void *inp, const void *w,
-                       const void *bias, int N, int IC, int OC);
+    /* `state` is the layer's per-tensor state, g3_be_linear_state_bytes of backend memory
+     * that the model owns, allocates (all zero bytes: the fresh state) and checkpoints, and
+     * that only the backend reads or writes; NULL for a product without one (a size of 0,
+     * the output layer, plan's calibration).  The same layer passes the same state to its
+     * forward and backward (and the fused matmul ops below).
+     * out (N,OC) act  inp (N,IC) act  w (OC,IC) act  bias (OC,) act or NULL */
+    void (*matmul_fwd)(g3_backend_t *be, void *state, void *out, const void *inp,
+                       const void *w, const void *bias, int N, int IC, int OC);
     /* dinp = dout . w (overwritten; skipped when dinp is NULL), dw += dout^T . inp,
      * dbias += sum_rows dout (skipped when NULL).
      * dinp (N,IC) act  dw (OC,IC)  dbias (OC,)  dout (N,OC) act  inp (N,IC) act
      * w (OC,IC) act */
-    void (*matmul_bwd)(g3_backend_t *be, void *dinp, float *dw, float *dbias,
+    void (*matmul_bwd)(g3_backend_t *be, void *state, void *dinp, float *dw, float *dbias,
                        const void *dout, const void *inp, const void *w,
                        int N, int IC, int OC);
 
@@ -255,14 +264,15 @@ typedef struct g3_backend_ops {
     /* pre = inp . w^T + bias; out = gelu(pre) (matmul_fwd into pre, then gelu_fwd); pre is
      * kept for matmul_dgelu_bwd / gelu_bwd.
      * out, pre (N,OC) act  inp (N,IC) act  w (OC,IC) act  bias (OC,) act */
-    void (*matmul_gelu_fwd)(g3_backend_t *be, void *out, void *pre, const void *inp,
-                            const void *w, const void *bias, int N, int IC, int OC);
+    void (*matmul_gelu_fwd)(g3_backend_t *be, void *state, void *out, void *pre,
+                            const void *inp, const void *w, const void *bias, int N, int IC,
+                            int OC);
     /* The backward of a linear layer whose input was gelu(pre): dpre = (dout . w) *
      * gelu'(pre), dw += dout^T . inp, dbias += sum_rows dout (matmul_bwd into dpre, then
      * gelu_bwd in place).  dpre (N,IC) act  dw (OC,IC)  dbias (OC,) or NULL
      * dout (N,OC) act  inp, pre (N,IC) act  w (OC,IC) act */
-    void (*matmul_dgelu_bwd)(g3_backend_t *be, void *dpre, float *dw, float *dbias,
-                             const void *dout, const void *inp, const void *pre,
+    void (*matmul_dgelu_bwd)(g3_backend_t *be, void *state, void *dpre, float *dw,
+                             float *dbias, const void *dout, const void *inp, const void *pre,
                              const void *w, int N, int IC, int OC);
     /* Gradient norm and clipping in backend memory, all three or none (the optimizer then
      * keeps its one host sync per step for the norm, but no per-tensor round trips and no
@@ -357,6 +367,9 @@ void g3_be_describe(g3_be_kind_t kind, const g3_be_opts_t *o, g3_backend_t *be);
  * options; be may be open or described). */
 size_t g3_be_att_state_bytes(const g3_backend_t *be, int B, int T, int NH, int HS);
 size_t g3_be_att_scratch_bytes(const g3_backend_t *be, int B, int T, int NH, int HS);
+/* RET: bytes of be's per-tensor state of one linear layer of IC inputs and OC outputs (its
+ * row's linear_state_bytes; 0 without one). */
+size_t g3_be_linear_state_bytes(const g3_backend_t *be, int IC, int OC);
 
 /* The compute devices this build can use, for `gpt3d --version`: one line per device kind
  * built in beyond the CPU ("cuda devices: 2", or why none), written to out. */

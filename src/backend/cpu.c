@@ -411,5 +411,6 @@ const g3_be_kind_info_t g3_be_cpu_kind = {
     .check_sizes = NULL,   /* any size */
     .attention_state_bytes = g3_cpu_att_bytes,
     .attention_scratch_bytes = g3_cpu_att_bytes,
+    .linear_state_bytes = NULL,   /* fp32 products: no per-tensor state */
     .open = g3_cpu_open,
 };

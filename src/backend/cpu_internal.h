@@ -111,9 +111,9 @@ void g3_cpu_layernorm_fwd(g3_backend_t *be, void *out, float *mean, float *rstd,
 void g3_cpu_layernorm_bwd(g3_backend_t *be, void *dinp, float *dw, float *db,
                           const void *dout, const void *inp, const void *w,
                           const float *mean, const float *rstd, int N, int C);
-void g3_cpu_matmul_fwd(g3_backend_t *be, void *out, const void *inp, const void *w,
-                       const void *bias, int N, int IC, int OC);
-void g3_cpu_matmul_bwd(g3_backend_t *be, void *dinp, float *dw, float *dbias,
+void g3_cpu_matmul_fwd(g3_backend_t *be, void *state, void *out, const void *inp,
+                       const void *w, const void *bias, int N, int IC, int OC);
+void g3_cpu_matmul_bwd(g3_backend_t *be, void *state, void *dinp, float *dw, float *dbias,
                        const void *dout, const void *inp, const void *w,
                        int N, int IC, int OC);
 void g3_cpu_attention_fwd(g3_backend_t *be, void *out, void *att, const void *qkv,
@@ -139,11 +139,12 @@ void g3_cpu_sumsq(g3_backend_t *be, const float *x, size_t n, double *host_out);
 void g3_cpu_residual_layernorm_fwd(g3_backend_t *be, void *resid, void *out, float *mean,
                                    float *rstd, const void *a, const void *b, const void *w,
                                    const void *bias, int N, int C, float eps);
-void g3_cpu_matmul_gelu_fwd(g3_backend_t *be, void *out, void *pre, const void *inp,
-                            const void *w, const void *bias, int N, int IC, int OC);
-void g3_cpu_matmul_dgelu_bwd(g3_backend_t *be, void *dpre, float *dw, float *dbias,
-                             const void *dout, const void *inp, const void *pre, const void *w,
-                             int N, int IC, int OC);
+void g3_cpu_matmul_gelu_fwd(g3_backend_t *be, void *state, void *out, void *pre,
+                            const void *inp, const void *w, const void *bias, int N, int IC,
+                            int OC);
+void g3_cpu_matmul_dgelu_bwd(g3_backend_t *be, void *state, void *dpre, float *dw,
+                             float *dbias, const void *dout, const void *inp, const void *pre,
+                             const void *w, int N, int IC, int OC);
 void g3_cpu_sumsq_acc(g3_backend_t *be, double *acc, const float *x, size_t n);
 void g3_cpu_clip_scale(g3_backend_t *be, float *scale, const double *sumsq, double max_norm);
 void g3_cpu_adamw_scaled(g3_backend_t *be, float *p, const float *g, float *m, float *v,

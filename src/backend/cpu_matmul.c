@@ -31,14 +31,15 @@ static void g3_cpu_thread(int *t, int *n)
 /* out (N,OC) = inp (N,IC) . w (OC,IC)^T + bias (OC,).  Each thread takes a slab of rows (or,
  * for few rows and many outputs, like the vocabulary projection of a short sequence, a slab
  * of output columns), writes the bias into it and accumulates its own sgemm on top. */
-void g3_cpu_matmul_fwd(g3_backend_t *be, void *out_, const void *inp_, const void *w_,
-                       const void *bias_, int N, int IC, int OC)
+void g3_cpu_matmul_fwd(g3_backend_t *be, void *state, void *out_, const void *inp_,
+                       const void *w_, const void *bias_, int N, int IC, int OC)
 {
     float *out = out_;
     const float *inp = inp_, *w = w_, *bias = bias_;
     int split_rows = N >= OC;
     int par = 2.0 * N * (double)OC * IC >= 4e6;
     (void)be;
+    (void)state;   /* the CPU keeps no per-tensor state (its row's size is 0) */
 #pragma omp parallel if (par)
     {
         int t, n, dim, chunk, lo, hi;
@@ -77,12 +78,13 @@ static void g3_cpu_colsum_add(float *dst, const float *src, int n)
 
 /* dinp (N,IC) = dout (N,OC) . w (OC,IC);  dw (OC,IC) += dout^T . inp (N,IC);
  * dbias (OC,) += sum over rows of dout. */
-void g3_cpu_matmul_bwd(g3_backend_t *be, void *dinp_, float *dw, float *dbias,
+void g3_cpu_matmul_bwd(g3_backend_t *be, void *state, void *dinp_, float *dw, float *dbias,
                        const void *dout_, const void *inp_, const void *w_,
                        int N, int IC, int OC)
 {
     float *dinp = dinp_;
     const float *dout = dout_, *inp = inp_, *w = w_;
+    (void)state;
     if (dinp)
         g3_cpu_sgemm(be, 0, 0, N, IC, OC, 1.0f, dout, OC, w, IC, 0.0f, dinp, IC);
     g3_cpu_sgemm(be, 1, 0, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dw, IC);

@@ -365,19 +365,20 @@ void g3_cpu_residual_layernorm_fwd(g3_backend_t *be, void *resid_, void *out_, f
 }
 
 /* out, pre (N,OC)  inp (N,IC)  w (OC,IC)  bias (OC,) */
-void g3_cpu_matmul_gelu_fwd(g3_backend_t *be, void *out, void *pre, const void *inp,
-                            const void *w, const void *bias, int N, int IC, int OC)
+void g3_cpu_matmul_gelu_fwd(g3_backend_t *be, void *state, void *out, void *pre,
+                            const void *inp, const void *w, const void *bias, int N, int IC,
+                            int OC)
 {
-    g3_cpu_matmul_fwd(be, pre, inp, w, bias, N, IC, OC);
+    g3_cpu_matmul_fwd(be, state, pre, inp, w, bias, N, IC, OC);
     g3_cpu_gelu_fwd(be, out, pre, (size_t)N * OC);
 }
 
 /* dpre (N,IC)  dw (OC,IC)  dbias (OC,)  dout (N,OC)  inp, pre (N,IC)  w (OC,IC) */
-void g3_cpu_matmul_dgelu_bwd(g3_backend_t *be, void *dpre, float *dw, float *dbias,
-                             const void *dout, const void *inp, const void *pre, const void *w,
-                             int N, int IC, int OC)
+void g3_cpu_matmul_dgelu_bwd(g3_backend_t *be, void *state, void *dpre, float *dw,
+                             float *dbias, const void *dout, const void *inp, const void *pre,
+                             const void *w, int N, int IC, int OC)
 {
-    g3_cpu_matmul_bwd(be, dpre, dw, dbias, dout, inp, w, N, IC, OC);
+    g3_cpu_matmul_bwd(be, state, dpre, dw, dbias, dout, inp, w, N, IC, OC);
     g3_cpu_gelu_bwd(be, dpre, pre, dpre, (size_t)N * IC);
 }
 

@@ -121,6 +121,7 @@ const g3_be_kind_info_t g3_be_cuda_kind = {
     .attention_state_bytes = g3_cuda_kind_att_state,
     .attention_scratch_bytes = g3_cuda_kind_att_scratch,
     .gemm_tune_scratch_bytes = g3_cuda_kind_tune_scratch,
+    .linear_state_bytes = NULL,   /* bf16 products: no per-tensor state (FP8 will keep one) */
 #ifdef HAVE_CUDA
     .open = g3_be_cuda_open,
 #else

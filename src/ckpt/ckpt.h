@@ -86,6 +86,10 @@ typedef struct {
     int             ndim;      /* 1..4 */
     int64_t         shape[G3_CKPT_MAX_DIMS];   /* global shape */
     g3_ckpt_rule_t  rule;
+    /* Load only (not stored): a checkpoint that lacks the tensor, or holds it at another
+     * shape or type, is loaded without it (its pieces keep the caller's values; the caller
+     * asks g3_ckpt_reader_find and g3_ckpt_reader_tensor what was there). */
+    int             optional;
 } g3_ckpt_tensor_t;
 
 /* One box of a tensor's global array held by this rank. */

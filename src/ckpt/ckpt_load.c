@@ -693,6 +693,22 @@ static g3_status_t g3_ckpt_plan_piece(const g3_ckpt_reader_t *r, const g3_ckpt_s
     return G3_OK;
 }
 
+/* RET: 1 when row ti of r's index (-1: absent) holds the tensor t at its dtype and shape:
+ * what an optional tensor (ckpt.h) is loaded from. */
+static int g3_ckpt_optional_fits(const g3_ckpt_reader_t *r, int ti, const g3_ckpt_tensor_t *t)
+{
+    const g3_ckpt_trow_t *row = ti >= 0 ? &r->tensors[ti] : NULL;
+    g3_ckpt_dtype_t sdt;
+
+    if (!row || g3_ckpt_dtype_parse(row->dtype, &sdt) != G3_OK || sdt != t->dtype ||
+        row->ndim != t->ndim)
+        return 0;
+    for (int k = 0; k < t->ndim; k++)
+        if (row->shape[k] != t->shape[k])
+            return 0;
+    return 1;
+}
+
 /* Match the state's tensors to the index and list the work.  No data is read. */
 static g3_status_t g3_ckpt_plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state,
                                      const g3_ckpt_load_opts_t *opts, g3_ckpt_work_t **work_p,
@@ -711,6 +727,9 @@ static g3_status_t g3_ckpt_plan_load(g3_ckpt_reader_t *r, g3_ckpt_state_t *state
 
         if (s->npieces == 0 || (s->desc.kind == G3_CKPT_OPTIM && skip_optim))
             continue;
+        if (s->desc.optional &&
+            !g3_ckpt_optional_fits(r, g3_ckpt_reader_find(r, s->name), &s->desc))
+            continue;   /* the caller keeps its values (ckpt.h) */
         if ((pst = g3_ckpt_plan_match(r, s, &row, &sdt)) != G3_OK) {
             st = pst;
             continue;

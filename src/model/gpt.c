@@ -397,24 +397,11 @@ static void g3_gpt_bind(g3_gpt_t *m, void *base, size_t esize, g3_gpt_tensors_t 
 #undef G3_NEXT
 }
 
-g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t **model_p)
+/* The sizes of cfg's model on this rank (m->cfg set): global, local, this stage's layers. */
+static void g3_gpt_sizes(g3_gpt_t *m)
 {
-    g3_status_t st;
-    g3_gpt_t *m;
-    float *host = NULL;
-    size_t host_n = 0;
-    int nl;
+    const g3_gpt_config_t *cfg = &m->cfg;
 
-    st = g3_gpt_config_check(cfg);
-    if (st != G3_OK)
-        return st;
-    m = calloc(1, sizeof(*m));
-    if (!m) {
-        g3_error("model: out of memory");
-        return G3_ERR_NO_MEMORY;
-    }
-    m->cfg = *cfg;
-    m->be = be;
     m->C = cfg->hidden_size;
     m->F = g3_gpt_config_ffn(cfg);
     m->NH = cfg->num_attention_heads;
@@ -436,31 +423,81 @@ g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t *
         g3_gpt_stage_layers(cfg, cfg->pp_rank, &m->layer_begin, &m->layer_end);
         m->chunk_nl = m->layer_end - m->layer_begin;
     }
-    nl = m->layer_end - m->layer_begin;
     m->has_embedding = cfg->pp_rank == 0;
     m->has_head = cfg->pp_rank == cfg->pp_size - 1;
     m->cfg.ffn_hidden_size = m->F;
     m->cfg.max_position_embeddings = m->P;
+}
 
-    m->esize = g3_be_dtype_size(be->act_dtype);
-    if (be->ops->check_model) {
-        st = be->ops->check_model(be, m->C, m->NH, m->HS, m->F, m->Vp_l);
-        if (st != G3_OK)
-            goto err_free_model;
+/* The table of the linear layers' backend states, sized by m->be's row, and their buffer
+ * (allocated and zeroed only when some state has bytes).  RET: G3_ERR_NO_MEMORY (logged). */
+static g3_status_t g3_gpt_lstate_init(g3_gpt_t *m)
+{
+    static const char *const what[G3_GPT_LINS] = { "attention.qkv", "attention.dense",
+                                                   "mlp.fc1", "mlp.fc2" };
+    int nl = m->layer_end - m->layer_begin;
+    /* in and out features of each product on this rank (backend.h's IC, OC) */
+    int ic[G3_GPT_LINS] = { m->C, m->C_l, m->C, m->F_l };
+    int oc[G3_GPT_LINS] = { 3 * m->C_l, m->C, m->F_l, m->C };
+    size_t total = 0;
+
+    m->nlstates = nl * G3_GPT_LINS;
+    m->lstates = calloc((size_t)m->nlstates + 1, sizeof(*m->lstates));
+    if (!m->lstates) {
+        g3_error("model: out of memory for the table of the linear layers' backend states");
+        return G3_ERR_NO_MEMORY;
     }
-    st = g3_gpt_build_table(m);
-    if (st != G3_OK)
-        goto err_free_model;
-    m->pt.layers = calloc((size_t)nl + 1, sizeof(g3_gpt_layer_t));
-    m->gt.layers = calloc((size_t)nl + 1, sizeof(g3_gpt_layer_t));
+    for (int i = 0; i < m->nlstates; i++) {
+        g3_gpt_lstate_t *ls = &m->lstates[i];
+        int w = i % G3_GPT_LINS;
+        ls->layer = g3_gpt_layer_global(m, i / G3_GPT_LINS);
+        snprintf(ls->name, sizeof(ls->name), "layers.%d.%s", ls->layer, what[w]);
+        ls->IC = ic[w];
+        ls->OC = oc[w];
+        ls->bytes = g3_be_linear_state_bytes(m->be, ic[w], oc[w]);
+        ls->offset = total;
+        total += (ls->bytes + 63) & ~(size_t)63;
+    }
+    m->lstate_bytes = total;
+    if (total == 0)
+        return G3_OK;
+    if (m->be->ops->alloc(m->be, total, "the linear layers' backend state", &m->lstate) !=
+        G3_OK)
+        return G3_ERR_NO_MEMORY;
+    g3_gpt_lstate_reset(m);
+    return G3_OK;
+}
+
+void *g3_gpt_lstate(const g3_gpt_t *m, int li, int w)
+{
+    const g3_gpt_lstate_t *ls = &m->lstates[li * G3_GPT_LINS + w];
+
+    return ls->bytes ? (char *)m->lstate + ls->offset : NULL;
+}
+
+void g3_gpt_lstate_reset(g3_gpt_t *m)
+{
+    if (m->lstate_bytes)
+        m->be->ops->zero(m->be, m->lstate, m->lstate_bytes);
+}
+
+/* The flat buffers of the parameters, their gradients and (bf16 backends) their working copy,
+ * and the views into them.  RET: G3_ERR_NO_MEMORY (logged; what was allocated is freed). */
+static g3_status_t g3_gpt_buffers(g3_gpt_t *m)
+{
+    g3_backend_t *be = m->be;
+    size_t nl = (size_t)(m->layer_end - m->layer_begin);
+    g3_status_t st;
+
+    m->pt.layers = calloc(nl + 1, sizeof(g3_gpt_layer_t));
+    m->gt.layers = calloc(nl + 1, sizeof(g3_gpt_layer_t));
     if (!m->pt.layers || !m->gt.layers) {
         g3_error("model: out of memory");
-        st = G3_ERR_NO_MEMORY;
-        goto err_free_table;
+        return G3_ERR_NO_MEMORY;   /* the caller frees the views */
     }
     st = be->ops->alloc(be, m->numel * sizeof(float), "the model parameters", (void **)&m->w);
     if (st != G3_OK)
-        goto err_free_table;
+        return st;
     st = be->ops->alloc(be, m->numel * sizeof(float), "the parameter gradients",
                         (void **)&m->g);
     if (st != G3_OK)
@@ -475,6 +512,23 @@ g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t *
     }
     g3_gpt_bind(m, m->wa, m->esize, &m->pt);
     g3_gpt_bind(m, m->g, sizeof(float), &m->gt);
+    return G3_OK;
+
+err_free_g:
+    be->ops->free(be, m->g);
+err_free_w:
+    be->ops->free(be, m->w);
+    m->w = m->g = NULL;
+    return st;
+}
+
+/* Draw every parameter's initial value into the master weights, refresh the working copy,
+ * zero the gradients.  RET: G3_ERR_NO_MEMORY (logged), backend errors. */
+static g3_status_t g3_gpt_init_values(g3_gpt_t *m)
+{
+    g3_backend_t *be = m->be;
+    size_t host_n = 0;
+    float *host;
 
     for (int i = 0; i < m->nparams; i++)
         if (m->params[i].numel > host_n)
@@ -482,33 +536,72 @@ g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t *
     host = malloc(sizeof(float) * (host_n ? host_n : 1));
     if (!host) {
         g3_error("model: out of memory for %zu floats of initialisation buffer", host_n);
-        st = G3_ERR_NO_MEMORY;
-        goto err_free_wa;
+        return G3_ERR_NO_MEMORY;
     }
     be->ops->zero(be, m->w, m->numel * sizeof(float));  /* alignment gaps too */
     for (int i = 0; i < m->nparams; i++) {
-        g3_gpt_fill(&m->params[i], cfg->seed, cfg->tp_rank, host);
+        g3_gpt_fill(&m->params[i], m->cfg.seed, m->cfg.tp_rank, host);
         be->ops->upload(be, m->w + m->params[i].offset, host, sizeof(float) * m->params[i].numel);
     }
     free(host);
     g3_gpt_params_refresh(m);
     g3_gpt_zero_grad(m);
-    st = be->ops->sync(be);
+    return be->ops->sync(be);
+}
+
+/* Free the backend buffers g3_gpt_buffers and g3_gpt_lstate_init allocated. */
+static void g3_gpt_free_buffers(g3_gpt_t *m)
+{
+    if (m->lstate)
+        m->be->ops->free(m->be, m->lstate);
+    if (m->wa != m->w)
+        m->be->ops->free(m->be, m->wa);
+    m->be->ops->free(m->be, m->g);
+    m->be->ops->free(m->be, m->w);
+}
+
+g3_status_t g3_gpt_init(const g3_gpt_config_t *cfg, g3_backend_t *be, g3_gpt_t **model_p)
+{
+    g3_status_t st;
+    g3_gpt_t *m;
+
+    st = g3_gpt_config_check(cfg);
     if (st != G3_OK)
-        goto err_free_wa;
+        return st;
+    m = calloc(1, sizeof(*m));
+    if (!m) {
+        g3_error("model: out of memory");
+        return G3_ERR_NO_MEMORY;
+    }
+    m->cfg = *cfg;
+    m->be = be;
+    g3_gpt_sizes(m);
+    m->esize = g3_be_dtype_size(be->act_dtype);
+    if (be->ops->check_model) {
+        st = be->ops->check_model(be, m->C, m->NH, m->HS, m->F, m->Vp_l);
+        if (st != G3_OK)
+            goto err_free_model;
+    }
+    st = g3_gpt_build_table(m);
+    if (st != G3_OK)
+        goto err_free_model;
+    st = g3_gpt_buffers(m);
+    if (st != G3_OK)
+        goto err_free_table;
+    st = g3_gpt_lstate_init(m);
+    if (st == G3_OK)
+        st = g3_gpt_init_values(m);
+    if (st != G3_OK)
+        goto err_free_buffers;
     *model_p = m;
     return G3_OK;
 
-err_free_wa:
-    if (m->wa != m->w)
-        be->ops->free(be, m->wa);
-err_free_g:
-    be->ops->free(be, m->g);
-err_free_w:
-    be->ops->free(be, m->w);
+err_free_buffers:
+    g3_gpt_free_buffers(m);
 err_free_table:
     free(m->pt.layers);
     free(m->gt.layers);
+    free(m->lstates);
     free(m->params);
 err_free_model:
     free(m);
@@ -519,11 +612,8 @@ void g3_gpt_free(g3_gpt_t *m)
 {
     if (!m)
         return;
-    if (m->wa != m->w)
-        m->be->ops->free(m->be, m->wa);
-    m->be->ops->free(m->be, m->g);
-    m->be->ops->free(m->be, m->w);
-    G3_FREE_ALL(m->pt.layers, m->gt.layers, m->params, m);
+    g3_gpt_free_buffers(m);
+    G3_FREE_ALL(m->pt.layers, m->gt.layers, m->lstates, m->params, m);
 }
 
 void g3_gpt_set_tp_comm(g3_gpt_t *m, const g3_gpt_tp_comm_t *comm)

@@ -152,6 +152,28 @@ typedef struct {
     void           *lnf_w, *lnf_b; /* (C,)     final_layernorm (last stage)                 */
 } g3_gpt_tensors_t;
 
+/* The linear layers of a block, in the order of their backend states (g3_gpt_lstate). */
+enum {
+    G3_GPT_LIN_QKV = 0,    /* attention.qkv   (column-parallel)                          */
+    G3_GPT_LIN_PROJ,       /* attention.dense (row-parallel)                             */
+    G3_GPT_LIN_FC1,        /* mlp.fc1         (column-parallel)                          */
+    G3_GPT_LIN_FC2,        /* mlp.fc2         (row-parallel)                             */
+    G3_GPT_LINS
+};
+
+/* One linear layer's per-tensor backend state as this rank holds it (backend.h: the `state`
+ * of matmul_fwd / matmul_bwd, g3_be_linear_state_bytes of it; for FP8 the scales and amax
+ * histories).  Opaque bytes the model allocates in one backend buffer, zeroes (the fresh
+ * state), passes to the layer's products and checkpoints as backend_state/<name> when bytes
+ * is not 0 (docs/checkpoint-format.md).  The output layer has none. */
+typedef struct {
+    char   name[64];   /* "layers.3.attention.qkv": its weight's name without ".weight"  */
+    int    layer;      /* global layer                                                   */
+    int    IC, OC;     /* this rank's product: in and out features                       */
+    size_t offset;     /* first byte in the model's lstate buffer (64-byte aligned)      */
+    size_t bytes;      /* g3_be_linear_state_bytes(be, IC, OC); 0: none                  */
+} g3_gpt_lstate_t;
+
 /* The tensor-parallel collectives the passes need when tp_size > 1 (every TP rank of a
  * stage calls them in the same order).  The model syncs its backend before each call.
  * Each returns G3_OK or the communication error (G3_ERR_TIMEOUT, G3_ERR_COMM), already
@@ -209,6 +231,12 @@ typedef struct g3_gpt {
     size_t           esize;                     /* bytes per act_dtype element              */
     g3_gpt_tensors_t pt;                        /* views into wa                            */
     g3_gpt_tensors_t gt;                        /* views into g                             */
+    /* per-tensor backend state of the linear layers (local layer li's layer w at
+     * lstates[li * G3_GPT_LINS + w]) */
+    int              nlstates;                  /* nl x G3_GPT_LINS                         */
+    g3_gpt_lstate_t *lstates;                   /* (nlstates,)                              */
+    size_t           lstate_bytes;              /* bytes of lstate; 0: no state (none alloc) */
+    void            *lstate;                    /* (lstate_bytes,) backend memory, or NULL  */
 } g3_gpt_t;
 
 /* Build the model for cfg on be and initialise its parameters (zero gradients).
@@ -224,6 +252,12 @@ void g3_gpt_set_tp_comm(g3_gpt_t *model, const g3_gpt_tp_comm_t *comm);
 int g3_gpt_layer_global(const g3_gpt_t *model, int li);
 /* RET: the local index of global layer `layer`, or -1 when this rank does not hold it. */
 int g3_gpt_layer_local(const g3_gpt_t *model, int layer);
+
+/* RET: the backend state of linear layer w (G3_GPT_LIN_*) of local layer li, backend memory,
+ * or NULL when it has none (a size of 0). */
+void *g3_gpt_lstate(const g3_gpt_t *model, int li, int w);
+/* Reset every linear layer's backend state to the fresh one (all zero bytes; queued). */
+void g3_gpt_lstate_reset(g3_gpt_t *model);
 
 /* RET: the parameter named name, or NULL. */
 const g3_gpt_param_t *g3_gpt_param_find(const g3_gpt_t *model, const char *name);

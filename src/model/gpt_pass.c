@@ -452,14 +452,15 @@ static g3_status_t g3_gpt_check_ids(const g3_gpt_t *m, const int32_t *ids, int B
  * s->fch = inp . fc1 + b, s->fcg = gelu(s->fch).  inp (N, C) act: ln2, or its gathered
  * rows under sequence parallelism. */
 static void g3_gpt_fc1_gelu_fwd(g3_gpt_t *m, g3_gpt_layer_acts_t *s, const g3_gpt_layer_t *w,
-                                const void *inp, int N)
+                                void *state, const void *inp, int N)
 {
     const g3_backend_ops_t *op = m->be->ops;
 
     if (op->matmul_gelu_fwd) {
-        op->matmul_gelu_fwd(m->be, s->fcg, s->fch, inp, w->fc1_w, w->fc1_b, N, m->C, m->F_l);
+        op->matmul_gelu_fwd(m->be, state, s->fcg, s->fch, inp, w->fc1_w, w->fc1_b, N, m->C,
+                            m->F_l);
     } else {
-        op->matmul_fwd(m->be, s->fch, inp, w->fc1_w, w->fc1_b, N, m->C, m->F_l);
+        op->matmul_fwd(m->be, state, s->fch, inp, w->fc1_w, w->fc1_b, N, m->C, m->F_l);
         op->gelu_fwd(m->be, s->fcg, s->fch, (size_t)N * m->F_l);
     }
 }
@@ -468,17 +469,17 @@ static void g3_gpt_fc1_gelu_fwd(g3_gpt_t *m, g3_gpt_layer_acts_t *s, const g3_gp
  * a->d1 = (dout . fc2) * gelu'(s->fch), fc2's gradients accumulated in g.  dout (N, C) act:
  * d resid[li+1], or its gathered rows under sequence parallelism. */
 static void g3_gpt_fc2_gelu_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, g3_gpt_layer_acts_t *s,
-                                const g3_gpt_layer_t *w, g3_gpt_layer_t *g, const void *dout,
-                                int N)
+                                const g3_gpt_layer_t *w, g3_gpt_layer_t *g, void *state,
+                                const void *dout, int N)
 {
     const g3_backend_ops_t *op = m->be->ops;
 
     if (op->matmul_dgelu_bwd) {
-        op->matmul_dgelu_bwd(m->be, a->d1, g->fc2_w, g->fc2_b, dout, s->fcg, s->fch, w->fc2_w,
-                             N, m->F_l, m->C);
+        op->matmul_dgelu_bwd(m->be, state, a->d1, g->fc2_w, g->fc2_b, dout, s->fcg, s->fch,
+                             w->fc2_w, N, m->F_l, m->C);
     } else {
-        op->matmul_bwd(m->be, a->d1, g->fc2_w, g->fc2_b, dout, s->fcg, w->fc2_w, N, m->F_l,
-                       m->C);
+        op->matmul_bwd(m->be, state, a->d1, g->fc2_w, g->fc2_b, dout, s->fcg, w->fc2_w, N,
+                       m->F_l, m->C);
         op->gelu_bwd(m->be, a->d1, s->fch, a->d1, (size_t)N * m->F_l);
     }
 }
@@ -488,13 +489,14 @@ static void g3_gpt_fc2_gelu_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, g3_gpt_layer_acts
  * parallelism); dense's gradients accumulated in g.  With selective recomputation the
  * shared attention state holds another layer's: this layer's is recomputed first. */
 static void g3_gpt_attn_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, g3_gpt_layer_acts_t *s,
-                            const g3_gpt_layer_t *w, g3_gpt_layer_t *g, const void *dout)
+                            const g3_gpt_layer_t *w, g3_gpt_layer_t *g, void *state,
+                            const void *dout)
 {
     const g3_backend_ops_t *op = m->be->ops;
     int B = a->cur_B, T = a->cur_T, N = B * T;
 
-    op->matmul_bwd(m->be, a->d2, g->proj_w, g->proj_b, dout, s->atty, w->proj_w, N, m->C_l,
-                   m->C);
+    op->matmul_bwd(m->be, state, a->d2, g->proj_w, g->proj_b, dout, s->atty, w->proj_w, N,
+                   m->C_l, m->C);
     if (a->selective)
         op->attention_fwd(m->be, s->atty, s->att, s->qkv, B, T, m->NH_l, m->HS);
     op->attention_bwd(m->be, a->d1, a->datt, a->d2, s->atty, s->qkv, s->att, B, T, m->NH_l,
@@ -530,9 +532,11 @@ static g3_status_t g3_gpt_layer_fwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     st = tp->enter(m, s->ln1, a->gath, N, &in);
     if (st != G3_OK)
         return st;
-    op->matmul_fwd(be, s->qkv, in, w->qkv_w, w->qkv_b, N, C, 3 * m->C_l);
+    op->matmul_fwd(be, g3_gpt_lstate(m, a->lo + li, G3_GPT_LIN_QKV), s->qkv, in, w->qkv_w,
+                   w->qkv_b, N, C, 3 * m->C_l);
     op->attention_fwd(be, s->atty, s->att, s->qkv, B, T, m->NH_l, m->HS);
-    op->matmul_fwd(be, a->tmp, s->atty, w->proj_w, bias_here ? w->proj_b : NULL, N, m->C_l, C);
+    op->matmul_fwd(be, g3_gpt_lstate(m, a->lo + li, G3_GPT_LIN_PROJ), a->tmp, s->atty,
+                   w->proj_w, bias_here ? w->proj_b : NULL, N, m->C_l, C);
     st = tp->leave(m, a->tmp, a->ts, N, &sum);
     if (st != G3_OK)
         return st;
@@ -547,8 +551,9 @@ static g3_status_t g3_gpt_layer_fwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     st = tp->enter(m, s->ln2, a->gath, N, &in);
     if (st != G3_OK)
         return st;
-    g3_gpt_fc1_gelu_fwd(m, s, w, in, N);
-    op->matmul_fwd(be, a->tmp, s->fcg, w->fc2_w, bias_here ? w->fc2_b : NULL, N, m->F_l, C);
+    g3_gpt_fc1_gelu_fwd(m, s, w, g3_gpt_lstate(m, a->lo + li, G3_GPT_LIN_FC1), in, N);
+    op->matmul_fwd(be, g3_gpt_lstate(m, a->lo + li, G3_GPT_LIN_FC2), a->tmp, s->fcg, w->fc2_w,
+                   bias_here ? w->fc2_b : NULL, N, m->F_l, C);
     st = tp->leave(m, a->tmp, a->ts, N, &sum);
     if (st != G3_OK)
         return st;
@@ -585,11 +590,12 @@ static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     st = tp->enter(m, a->dres, a->gath, N, &in);
     if (st != G3_OK)
         return st;
-    g3_gpt_fc2_gelu_bwd(m, a, s, w, g, in, N);
+    g3_gpt_fc2_gelu_bwd(m, a, s, w, g, g3_gpt_lstate(m, a->lo + li, G3_GPT_LIN_FC2), in, N);
     st = tp->enter(m, s->ln2, a->gath, N, &in);
     if (st != G3_OK)
         return st;
-    op->matmul_bwd(be, a->d2, g->fc1_w, g->fc1_b, a->d1, in, w->fc1_w, N, C, m->F_l);
+    op->matmul_bwd(be, g3_gpt_lstate(m, a->lo + li, G3_GPT_LIN_FC1), a->d2, g->fc1_w, g->fc1_b,
+                   a->d1, in, w->fc1_w, N, C, m->F_l);
     st = tp->leave(m, a->d2, a->ts, N, &dx);
     if (st != G3_OK)
         return st;
@@ -600,11 +606,12 @@ static g3_status_t g3_gpt_layer_bwd(g3_gpt_t *m, g3_gpt_acts_t *a, int li,
     st = tp->enter(m, a->dres, a->gath, N, &in);
     if (st != G3_OK)
         return st;
-    g3_gpt_attn_bwd(m, a, s, w, g, in);
+    g3_gpt_attn_bwd(m, a, s, w, g, g3_gpt_lstate(m, a->lo + li, G3_GPT_LIN_PROJ), in);
     st = tp->enter(m, s->ln1, a->gath, N, &in);
     if (st != G3_OK)
         return st;
-    op->matmul_bwd(be, a->d2, g->qkv_w, g->qkv_b, a->d1, in, w->qkv_w, N, C, 3 * m->C_l);
+    op->matmul_bwd(be, g3_gpt_lstate(m, a->lo + li, G3_GPT_LIN_QKV), a->d2, g->qkv_w, g->qkv_b,
+                   a->d1, in, w->qkv_w, N, C, 3 * m->C_l);
     st = tp->leave(m, a->d2, a->ts, N, &dx);
     if (st != G3_OK)
         return st;
@@ -920,7 +927,8 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
     for (int r0 = 0; r0 < N; r0 += a->Nc) {
         int n = N - r0 < a->Nc ? N - r0 : a->Nc;
         const void *x = g3_gpt_at(m, lnf, (size_t)r0 * m->C);
-        op->matmul_fwd(be, a->logits, x, m->pt.wte, NULL, n, m->C, m->Vp_l);
+        /* the output layer keeps no backend state (g3_gpt_lstate_t) */
+        op->matmul_fwd(be, NULL, a->logits, x, m->pt.wte, NULL, n, m->C, m->Vp_l);
         if (m->cfg.tp_size > 1) {
             st = a->xstats && m->tp.allgather
                      ? g3_gpt_xent_tp_dev(m, a, r0, n, dloss, a->host_losses)
@@ -940,8 +948,8 @@ g3_status_t g3_gpt_forward(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens,
                 return st;
         }
         if (dloss != 0.0f)
-            op->matmul_bwd(be, g3_gpt_at(m, a->dlnf, (size_t)r0 * m->C), m->gt.wte, NULL,
-                           a->logits, x, m->pt.wte, n, m->C, m->Vp_l);
+            op->matmul_bwd(be, NULL, g3_gpt_at(m, a->dlnf, (size_t)r0 * m->C), m->gt.wte,
+                           NULL, a->logits, x, m->pt.wte, n, m->C, m->Vp_l);
     }
     a->head_grad = dloss != 0.0f;
     if (m->cfg.tp_size > 1) {
@@ -1044,15 +1052,16 @@ g3_status_t g3_gpt_logits(g3_gpt_t *m, g3_gpt_acts_t *a, const int32_t *tokens, 
         return st;
     if (last_only) {
         for (int b = 0; b < B && st == G3_OK; b++) {
-            op->matmul_fwd(be, a->logits, g3_gpt_at(m, a->lnf, ((size_t)b * T + T - 1) * m->C),
-                           m->pt.wte, NULL, 1, m->C, m->Vp_l);
+            op->matmul_fwd(be, NULL, a->logits,
+                           g3_gpt_at(m, a->lnf, ((size_t)b * T + T - 1) * m->C), m->pt.wte,
+                           NULL, 1, m->C, m->Vp_l);
             st = g3_gpt_logits_download(m, logits + (size_t)b * Vp, a->logits, Vp);
         }
     } else {
         for (int r0 = 0; r0 < N && st == G3_OK; r0 += a->Nc) {
             int n = N - r0 < a->Nc ? N - r0 : a->Nc;
-            op->matmul_fwd(be, a->logits, g3_gpt_at(m, a->lnf, (size_t)r0 * m->C), m->pt.wte,
-                           NULL, n, m->C, m->Vp_l);
+            op->matmul_fwd(be, NULL, a->logits, g3_gpt_at(m, a->lnf, (size_t)r0 * m->C),
+                           m->pt.wte, NULL, n, m->C, m->Vp_l);
             st = g3_gpt_logits_download(m, logits + (size_t)r0 * Vp, a->logits, (size_t)n * Vp);
         }
     }

@@ -26,16 +26,25 @@ void g3_par_ckpt_free(g3_par_ckpt_t *t)
         t->hm[i] = t->hv[i] = NULL;
     }
     t->n = 0;
-    if (!t->staged)
+    if (!t->staged) {
         free(t->hw);
+        free(t->hs);
+    }
     t->hw = NULL;   /* a second call frees nothing */
+    t->hs = NULL;
+}
+
+/* RET: the floats that hold model's linear layers' backend state (0 when it has none). */
+static size_t g3_par_ckpt_lstate_floats(const g3_gpt_t *model)
+{
+    return (model->lstate_bytes + sizeof(float) - 1) / sizeof(float);
 }
 
 size_t g3_par_ckpt_stage_floats(const g3_gpt_t *model, g3_par_engine_t *eng)
 {
     g3_par_optim_range_t r[G3_PAR_OPTIM_RANGES_MAX];
     int64_t *step;
-    size_t n = model->numel;
+    size_t n = model->numel + g3_par_ckpt_lstate_floats(model);
     int nr = eng ? g3_par_engine_optim_ranges(eng, r, &step) : 0;
 
     for (int i = 0; i < nr; i++)
@@ -256,7 +265,7 @@ g3_status_t g3_par_ckpt_init_staged(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_en
         t->n = g3_par_engine_optim_ranges(eng, t->r, &t->step);
     /* else the model alone (gpt3d eval, generate), loaded with no_load_optim */
     t0 = g3_ckpt_timing_now(tm);
-    if (stage) {   /* the copies side by side in the stage: [w | m0 v0 | m1 v1 | ...] */
+    if (stage) {   /* the copies side by side in the stage: [w | state | m0 v0 | m1 v1 | ...] */
         float *p;
         st = g3_par_ckpt_stage_ready(stage, be, g3_par_ckpt_stage_floats(model, eng));
         if (st != G3_OK)
@@ -265,6 +274,8 @@ g3_status_t g3_par_ckpt_init_staged(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_en
         p = stage->buf;
         t->hw = p;
         p += model->numel;
+        t->hs = model->lstate_bytes ? (uint8_t *)p : NULL;
+        p += g3_par_ckpt_lstate_floats(model);
         for (int i = 0; i < t->n; i++) {
             size_t len = t->r[i].end - t->r[i].begin;
             t->hm[i] = p;
@@ -273,6 +284,8 @@ g3_status_t g3_par_ckpt_init_staged(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_en
         }
     } else {
         if (!(t->hw = malloc(sizeof(float) * model->numel)))
+            goto err_no_memory;
+        if (model->lstate_bytes && !(t->hs = malloc(model->lstate_bytes)))
             goto err_no_memory;
         for (int i = 0; i < t->n; i++) {
             size_t len = t->r[i].end - t->r[i].begin;
@@ -287,6 +300,8 @@ g3_status_t g3_par_ckpt_init_staged(g3_par_ckpt_t *t, g3_gpt_t *model, g3_par_en
     if (st != G3_OK)
         goto err;
     be->ops->download(be, t->hw, model->w, sizeof(float) * model->numel);
+    if (t->hs)
+        be->ops->download(be, t->hs, model->lstate, model->lstate_bytes);
     for (int i = 0; i < t->n; i++) {
         size_t len = t->r[i].end - t->r[i].begin;
         be->ops->download(be, t->hm[i], t->r[i].m, sizeof(float) * len);
@@ -330,6 +345,42 @@ static void g3_par_ckpt_tensor(const g3_gpt_t *m, const g3_gpt_param_t *p, const
     }
 }
 
+/* The checkpoint description of linear state ls: backend_state/<name>, u8 (TP, bytes), row
+ * r TP rank r's, in the file of the stage that holds its layer; optional on load. */
+static void g3_par_ckpt_lstate_tensor(const g3_gpt_t *m, const g3_gpt_lstate_t *ls, char *name,
+                                      size_t len, g3_ckpt_tensor_t *t)
+{
+    snprintf(name, len, "backend_state/%s", ls->name);
+    memset(t, 0, sizeof(*t));
+    t->name = name;
+    t->kind = G3_CKPT_MODEL;
+    t->dtype = G3_CKPT_U8;
+    t->ndim = 2;
+    t->shape[0] = m->cfg.tp_size;
+    t->shape[1] = (int64_t)ls->bytes;
+    t->rule = g3_ckpt_rule_split(0, 1, ls->layer);
+    t->optional = 1;
+}
+
+/* Add the linear layers' backend states that have bytes to state (host copies in t->hs). */
+static g3_status_t g3_par_ckpt_describe_lstates(const g3_par_ckpt_t *t, const g3_gpt_t *m,
+                                                g3_ckpt_state_t *state)
+{
+    char name[G3_CKPT_NAME_MAX];
+    g3_ckpt_tensor_t ten;
+    g3_status_t st = G3_OK;
+
+    for (int i = 0; i < m->nlstates && st == G3_OK; i++) {
+        const g3_gpt_lstate_t *ls = &m->lstates[i];
+        if (ls->bytes == 0)
+            continue;   /* no dataset: a checkpoint of a stateless kind is as before */
+        g3_par_ckpt_lstate_tensor(m, ls, name, sizeof(name), &ten);
+        st = g3_ckpt_state_add_local(state, &ten, m->cfg.tp_rank, m->cfg.tp_size,
+                                     t->hs + ls->offset);
+    }
+    return st;
+}
+
 g3_status_t g3_par_ckpt_describe(const g3_par_ckpt_t *t, const g3_gpt_t *m, int saving,
                                  int with_optim, g3_ckpt_state_t **state_p)
 {
@@ -347,6 +398,8 @@ g3_status_t g3_par_ckpt_describe(const g3_par_ckpt_t *t, const g3_gpt_t *m, int 
         g3_par_ckpt_tensor(m, p, "model", name, sizeof(name), &ten);
         st = g3_ckpt_state_add_local(state, &ten, mc->tp_rank, mc->tp_size, t->hw + p->offset);
     }
+    if (st == G3_OK && t->hs)
+        st = g3_par_ckpt_describe_lstates(t, m, state);
     for (int r = 0; with_optim && r < t->n && st == G3_OK; r++) {
         const g3_par_optim_range_t *rg = &t->r[r];
         /* A range this rank holds but does not own (plain data parallelism: every DP rank
@@ -520,6 +573,33 @@ g3_status_t g3_par_ckpt_read(g3_par_ckpt_t *t, const g3_gpt_t *model, const char
     return g3_ckpt_load(dir, t->state, &o, &comm, reader_p);
 }
 
+/* Reset, in the host copy t->hs, the linear states r does not hold as this run has them
+ * (absent: saved while their size was 0; or at another size or TP), said once. */
+static void g3_par_ckpt_lstate_check(g3_par_ckpt_t *t, const g3_gpt_t *m, g3_ckpt_reader_t *r)
+{
+    char name[G3_CKPT_NAME_MAX];
+    g3_ckpt_tensor_t want, got;
+    int reset = 0, ti;
+
+    for (int i = 0; t->hs && i < m->nlstates; i++) {
+        const g3_gpt_lstate_t *ls = &m->lstates[i];
+        if (ls->bytes == 0)
+            continue;
+        g3_par_ckpt_lstate_tensor(m, ls, name, sizeof(name), &want);
+        ti = g3_ckpt_reader_find(r, name);
+        if (ti >= 0)
+            g3_ckpt_reader_tensor(r, ti, &got);
+        if (ti >= 0 && got.dtype == want.dtype && got.ndim == 2 &&
+            got.shape[0] == want.shape[0] && got.shape[1] == want.shape[1])
+            continue;
+        memset(t->hs + ls->offset, 0, ls->bytes);
+        reset++;
+    }
+    if (reset)
+        g3_warn("checkpoint %s holds no backend state of this run's size for %d of this rank's %d linear layers (it was saved by a backend without one, or under another tensor-parallel size): their per-tensor state starts fresh",
+                g3_ckpt_reader_path(r), reset, m->nlstates);
+}
+
 g3_status_t g3_par_ckpt_apply(g3_par_ckpt_t *t, g3_gpt_t *model, g3_ckpt_reader_t *r,
                               int with_optim, int64_t step)
 {
@@ -535,6 +615,10 @@ g3_status_t g3_par_ckpt_apply(g3_par_ckpt_t *t, g3_gpt_t *model, g3_ckpt_reader_
     /* into the backend's buffers */
     be->ops->upload(be, model->w, t->hw, sizeof(float) * model->numel);
     g3_gpt_params_refresh(model);   /* the passes' bf16 copy on CUDA */
+    if (t->hs) {
+        g3_par_ckpt_lstate_check(t, model, r);
+        be->ops->upload(be, model->lstate, t->hs, model->lstate_bytes);
+    }
     for (int i = 0; i < t->n && with_optim; i++) {
         size_t len = t->r[i].end - t->r[i].begin;
         be->ops->upload(be, t->r[i].m, t->hm[i], sizeof(float) * len);

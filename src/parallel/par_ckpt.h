@@ -6,7 +6,11 @@
  * What a rank describes (docs/checkpoints.md): every parameter it holds ("model/<name>", fp32,
  * which on the CPU backend are the master weights) and Adam's m and v
  * ("optim/exp_avg/<name>", "optim/exp_avg_sq/<name>": the rank's ZeRO-1 shard or, replicated
- * over DP, DP rank 0's copy) of the engine's optimizer ranges (g3_par_engine_optim_ranges).
+ * over DP, DP rank 0's copy) of the engine's optimizer ranges (g3_par_engine_optim_ranges),
+ * and each linear layer's per-tensor backend state that has bytes ("backend_state/<name>",
+ * u8 (TP, bytes): one row per TP rank, the same on every DP replica; g3_gpt_lstate_t).  A
+ * checkpoint without a layer's state (every one saved while its size was 0), or with it at
+ * another size or TP, loads with that state reset, said once.
  *
  * A load is three steps, so that the caller can run its own checks on the opened checkpoint
  * before anything reaches the model: g3_par_ckpt_init (host copies), g3_par_ckpt_read (the
@@ -34,6 +38,7 @@ typedef struct {
     int      n;                                         /* ranges (0: the model alone)       */
     int64_t *step;                                      /* the engine's Adam step, or NULL   */
     float   *hw;                                        /* (numel,) host copy of parameters */
+    uint8_t *hs;   /* (lstate_bytes,) host copy of the linear layers' backend state, or NULL */
     int      stage_first[1025];                         /* PP + 1 layer boundaries           */
     g3_ckpt_layout_t layout;                            /* this rank's                       */
     g3_ckpt_state_t *state;                             /* g3_par_ckpt_read's, or NULL       */
@@ -61,7 +66,8 @@ typedef struct {
     struct g3_par_ckpt_stage_bg *bg;   /* g3_par_ckpt_stage_start's thread, or NULL          */
 } g3_par_ckpt_stage_t;
 
-/* The floats a stage needs for model's parameters and eng's ranges (NULL: the model alone). */
+/* The floats a stage needs for model's parameters, its linear layers' backend state and eng's
+ * ranges (NULL: the model alone). */
 size_t g3_par_ckpt_stage_floats(const g3_gpt_t *model, g3_par_engine_t *eng);
 /* Start allocating `floats` for s in a background thread through be's host_alloc (safe from
  * any thread, backend.h), so that the allocation overlaps the trainer's start and first
@@ -126,8 +132,9 @@ g3_status_t g3_par_ckpt_read(g3_par_ckpt_t *t, const g3_gpt_t *model, const char
                              g3_ckpt_reader_t **reader_p);
 
 /* After the caller's checks: warn when the checkpoint's seed is not model's, then upload the
- * parameters (and, with_optim, the Adam moments) into the backend's buffers and set the
- * engine's step to `step`.  RET: backend errors. */
+ * parameters, the backend state (reset, said once, where the checkpoint has none of a layer's)
+ * and, with_optim, the Adam moments into the backend's buffers and set the engine's step to
+ * `step`.  RET: backend errors. */
 g3_status_t g3_par_ckpt_apply(g3_par_ckpt_t *t, g3_gpt_t *model, g3_ckpt_reader_t *r,
                               int with_optim, int64_t step);
 

@@ -105,17 +105,18 @@ static void g3_plan_count_layernorm_bwd(g3_backend_t *be, void *dinp, float *dw,
     g3_plan_count(be);
 }
 
-static void g3_plan_count_matmul_fwd(g3_backend_t *be, void *out, const void *inp, const void *w,
-                                     const void *bias, int N, int IC, int OC)
+static void g3_plan_count_matmul_fwd(g3_backend_t *be, void *state, void *out, const void *inp,
+                                const void *w, const void *bias, int N, int IC, int OC)
 {
-    (void)out, (void)inp, (void)w, (void)bias, (void)N, (void)IC, (void)OC;
+    (void)state, (void)out, (void)inp, (void)w, (void)bias, (void)N, (void)IC, (void)OC;
     g3_plan_count(be);
 }
 
-static void g3_plan_count_matmul_bwd(g3_backend_t *be, void *dinp, float *dw, float *dbias,
-                                     const void *dout, const void *inp, const void *w, int N,
-                                     int IC, int OC)
+static void g3_plan_count_matmul_bwd(g3_backend_t *be, void *state, void *dinp, float *dw,
+                                float *dbias, const void *dout, const void *inp, const void *w,
+                                int N, int IC, int OC)
 {
+    (void)state;
     (void)dinp, (void)dw, (void)dbias, (void)dout, (void)inp, (void)w, (void)N, (void)IC, (void)OC;
     g3_plan_count(be);
 }
@@ -232,18 +233,19 @@ static void g3_plan_count_residual_layernorm_fwd(g3_backend_t *be, void *resid, 
     g3_plan_count(be);
 }
 
-static void g3_plan_count_matmul_gelu_fwd(g3_backend_t *be, void *out, void *pre, const void *inp,
-                                          const void *w, const void *bias, int N, int IC, int OC)
+static void g3_plan_count_matmul_gelu_fwd(g3_backend_t *be, void *state, void *out, void *pre,
+                                     const void *inp, const void *w, const void *bias, int N,
+                                     int IC, int OC)
 {
-    (void)out, (void)pre, (void)inp, (void)w, (void)bias, (void)N, (void)IC, (void)OC;
+    (void)state, (void)out, (void)pre, (void)inp, (void)w, (void)bias, (void)N, (void)IC, (void)OC;
     g3_plan_count(be);
 }
 
-static void g3_plan_count_matmul_dgelu_bwd(g3_backend_t *be, void *dpre, float *dw, float *dbias,
-                                           const void *dout, const void *inp, const void *pre,
-                                           const void *w, int N, int IC, int OC)
+static void g3_plan_count_matmul_dgelu_bwd(g3_backend_t *be, void *state, void *dpre, float *dw,
+                                      float *dbias, const void *dout, const void *inp,
+                                      const void *pre, const void *w, int N, int IC, int OC)
 {
-    (void)dpre, (void)dw, (void)dbias, (void)dout, (void)inp, (void)pre, (void)w;
+    (void)state, (void)dpre, (void)dw, (void)dbias, (void)dout, (void)inp, (void)pre, (void)w;
     (void)N, (void)IC, (void)OC;
     g3_plan_count(be);
 }

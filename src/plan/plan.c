@@ -251,12 +251,71 @@ static void g3_plan_stage_params(const g3_plan_input_t *in, int C, int F, int P,
     st->params_held = held;
 }
 
+/* Stage i of p's plan of in: its layers, parameters and the bytes of its state, activations
+ * and overhead (p's model-wide fields set).  OUT: *st.  RET: G3_ERR_NO_MEMORY (logged) when
+ * its activations cannot be counted. */
+static g3_status_t g3_plan_stage_fill(const g3_plan_input_t *in, const g3_plan_t *p, int i,
+                                      g3_plan_stage_t *st)
+{
+    const g3_gpt_config_t *m = &in->model;
+    int PP = m->pp_size, dp = in->dp;
+    double held, kept, full_layer, w = in->bf16 ? 2.0 : 4.0;
+    int nl;
+
+    st->stage = i;
+    g3_gpt_stage_layers(m, i, &st->layer_begin, &st->layer_end);
+    st->has_embedding = i == 0;
+    st->has_head = i == PP - 1;
+    g3_plan_stage_params(in, m->hidden_size, p->ffn, p->positions, p->padded_vocab, st);
+    held = (double)st->params_held;
+    st->weight_bytes = w * held;
+    st->grad_bytes = 4.0 * held;
+    st->master_bytes[0] = in->bf16 ? 4.0 * held : 0.0;
+    st->master_bytes[1] = st->master_bytes[0];
+    st->optim_bytes[0] = 8.0 * held;
+    st->optim_bytes[1] = 12.0 * held / dp;
+    for (int z = 0; z < 2; z++)
+        st->state_bytes[z] = st->weight_bytes + st->grad_bytes + st->master_bytes[z] +
+                             st->optim_bytes[z];
+
+    /* 1F1B: stage i runs PP - i warm-up forwards before its first backward, and keeps
+     * as many activation sets (g3_par_engine_init: min(PP - i, m)).  Interleaved
+     * (Megatron's schedule, V chunks of L / (PP V) layers): 2 (PP - i - 1) + (V - 1) PP
+     * warm-up chunks plus the one in its steady state, in units of one chunk. */
+    nl = st->layer_end - st->layer_begin;
+    st->in_flight = PP - i < p->micro_per_iter ? PP - i : (int)p->micro_per_iter;
+    kept = p->act_per_layer[p->recompute];
+    full_layer = p->act_per_layer[G3_PLAN_ACT_NONE];
+    st->act_layer_bytes = kept;
+    st->act_recompute_bytes = nl > 0 ? full_layer - kept : 0.0;
+    st->act_extra_bytes = 0.0;
+    st->act_set_bytes = g3_plan_act_set(in, i);
+    if (st->act_set_bytes < 0.0) {   /* its count failed: never shown as 0 bytes */
+        g3_error("gpt3d plan: out of memory counting the activations of stage %d (%d layers): the model is too large to plan on this machine",
+                 i, st->layer_end - st->layer_begin);
+        return G3_ERR_NO_MEMORY;
+    }
+    st->act_bytes = st->in_flight * st->act_set_bytes;
+    if (in->virtual_pp > 1 && PP > 1) {
+        double V = in->virtual_pp, chunks = 2.0 * (PP - i - 1) + (V - 1) * PP + 1;
+        double total = V * (double)p->micro_per_iter;
+        if (chunks > total)
+            chunks = total;
+        st->act_bytes = st->act_set_bytes * chunks / V;
+    }
+    st->overhead_bytes = g3_plan_overhead(in, NULL);
+    st->peak_bytes = st->state_bytes[in->distributed_optimizer ? 1 : 0] + st->act_bytes +
+                     st->overhead_bytes;
+    st->gpu_bytes = st->peak_bytes * (in->ranks_per_gpu > 1 ? in->ranks_per_gpu : 1);
+    return G3_OK;
+}
+
 g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan)
 {
     const g3_gpt_config_t *m = &in->model;
     int PP = m->pp_size, dp = in->dp;
     double C = m->hidden_size, L = m->num_layers;
-    double rough, w = in->bf16 ? 2.0 : 4.0;
+    double rough;
     g3_plan_t p;
 
     memset(&p, 0, sizeof(p));
@@ -300,56 +359,11 @@ g3_status_t g3_plan_compute(const g3_plan_input_t *in, g3_plan_t *plan)
     }
     for (int i = 0; i < PP; i++) {
         g3_plan_stage_t *st = &p.stages[i];
-        double held, kept, full_layer;
-        int nl;
-
-        st->stage = i;
-        g3_gpt_stage_layers(m, i, &st->layer_begin, &st->layer_end);
-        st->has_embedding = i == 0;
-        st->has_head = i == PP - 1;
-        g3_plan_stage_params(in, m->hidden_size, p.ffn, p.positions, p.padded_vocab, st);
-        p.params_replica += st->params * m->tp_size;
-        held = (double)st->params_held;
-        st->weight_bytes = w * held;
-        st->grad_bytes = 4.0 * held;
-        st->master_bytes[0] = in->bf16 ? 4.0 * held : 0.0;
-        st->master_bytes[1] = st->master_bytes[0];
-        st->optim_bytes[0] = 8.0 * held;
-        st->optim_bytes[1] = 12.0 * held / dp;
-        for (int z = 0; z < 2; z++)
-            st->state_bytes[z] = st->weight_bytes + st->grad_bytes + st->master_bytes[z] +
-                                 st->optim_bytes[z];
-
-        /* 1F1B: stage i runs PP - i warm-up forwards before its first backward, and keeps
-         * as many activation sets (g3_par_engine_init: min(PP - i, m)).  Interleaved
-         * (Megatron's schedule, V chunks of L / (PP V) layers): 2 (PP - i - 1) + (V - 1) PP
-         * warm-up chunks plus the one in its steady state, in units of one chunk. */
-        nl = st->layer_end - st->layer_begin;
-        st->in_flight = PP - i < p.micro_per_iter ? PP - i : (int)p.micro_per_iter;
-        kept = p.act_per_layer[p.recompute];
-        full_layer = p.act_per_layer[G3_PLAN_ACT_NONE];
-        st->act_layer_bytes = kept;
-        st->act_recompute_bytes = nl > 0 ? full_layer - kept : 0.0;
-        st->act_extra_bytes = 0.0;
-        st->act_set_bytes = g3_plan_act_set(in, i);
-        if (st->act_set_bytes < 0.0) {   /* its count failed: never shown as 0 bytes */
-            g3_error("gpt3d plan: out of memory counting the activations of stage %d (%d layers): the model is too large to plan on this machine",
-                     i, st->layer_end - st->layer_begin);
+        if (g3_plan_stage_fill(in, &p, i, st) != G3_OK) {
             free(p.stages);
             return G3_ERR_NO_MEMORY;
         }
-        st->act_bytes = st->in_flight * st->act_set_bytes;
-        if (in->virtual_pp > 1 && PP > 1) {
-            double V = in->virtual_pp, chunks = 2.0 * (PP - i - 1) + (V - 1) * PP + 1;
-            double total = V * (double)p.micro_per_iter;
-            if (chunks > total)
-                chunks = total;
-            st->act_bytes = st->act_set_bytes * chunks / V;
-        }
-        st->overhead_bytes = g3_plan_overhead(in, NULL);
-        st->peak_bytes = st->state_bytes[in->distributed_optimizer ? 1 : 0] + st->act_bytes +
-                         st->overhead_bytes;
-        st->gpu_bytes = st->peak_bytes * (in->ranks_per_gpu > 1 ? in->ranks_per_gpu : 1);
+        p.params_replica += st->params * m->tp_size;
         if (st->peak_bytes > p.stages[p.peak_stage].peak_bytes)
             p.peak_stage = i;
     }

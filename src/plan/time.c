@@ -43,8 +43,10 @@ const char *g3_plan_time_part_name(int part)
 #define G3_PLAN_OP_FITTED 13.45e-6
 
 static const g3_plan_machine_t g3_plan_dgx_a100 = {
-    "dgx-a100 (DGX A100 datasheet numbers; docs/plan.md)", 8, 3,
-    { 256, 1024, 4096 }, { 0.33 * 312e12, 0.47 * 312e12, 0.61 * 312e12 },
+    "dgx-a100 (DGX A100 datasheet numbers; docs/plan.md)", 8,
+    { [G3_PLAN_PREC_BF16] = { 3, { 256, 1024, 4096 },
+                              { 0.33 * 312e12, 0.47 * 312e12, 0.61 * 312e12 } } },
+    G3_PLAN_PREC_BF16,
     0.40 * 312e12, 0.8 * 2039e9, 0.8 * 300e9, 10e-6, 0.8 * 25e9, 20e-6,
     G3_PLAN_OP_FITTED, 0.0, 0.0, "a100-80gb"
 };
@@ -55,8 +57,10 @@ static const g3_plan_machine_t g3_plan_dgx_a100 = {
  * replaces them (cuBLASLt measured 902 TFLOP/s at 8192^3 on the project's
  * H100: ../shared/gpu/README.md). */
 static const g3_plan_machine_t g3_plan_dgx_h100 = {
-    "dgx-h100 (DGX H100 datasheet numbers; docs/plan.md)", 8, 4,
-    { 256, 1024, 4096, 8192 }, { 0.33 * 989e12, 0.47 * 989e12, 0.61 * 989e12, 902e12 },
+    "dgx-h100 (DGX H100 datasheet numbers; docs/plan.md)", 8,
+    { [G3_PLAN_PREC_BF16] = { 4, { 256, 1024, 4096, 8192 },
+                              { 0.33 * 989e12, 0.47 * 989e12, 0.61 * 989e12, 902e12 } } },
+    G3_PLAN_PREC_BF16,
     0.40 * 989e12, 0.8 * 3350e9, 0.8 * 450e9, 10e-6, 0.8 * 50e9, 20e-6,
     G3_PLAN_OP_FITTED, 0.0, 0.0, "h100"
 };
@@ -84,8 +88,8 @@ g3_status_t g3_plan_machine_gpu(const char *gpu, g3_plan_machine_t *mc)
     /* the DGX of that GPU: the A100's or the H100's fractions of the GPU's own peak and HBM */
     a100 = strncmp(g->name, "a100", 4) == 0;
     *mc = a100 ? g3_plan_dgx_a100 : g3_plan_dgx_h100;
-    for (int i = 0; i < mc->ngemm; i++)
-        mc->gemm_flops[i] *= g->peak_flops / (a100 ? 312e12 : 989e12);
+    for (int i = 0; i < mc->gemm[G3_PLAN_PREC_BF16].n; i++)
+        mc->gemm[G3_PLAN_PREC_BF16].flops[i] *= g->peak_flops / (a100 ? 312e12 : 989e12);
     mc->attn_flops = 0.40 * g->peak_flops;
     mc->mem_bw = 0.8 * g->mem_bw;
     mc->intra_bw = 0.8 * g->intra_bw;
@@ -100,6 +104,24 @@ g3_status_t g3_plan_machine_gpu(const char *gpu, g3_plan_machine_t *mc)
 }
 
 /* ---- the calibration file: "key value..." lines, # comments ------------------------------- */
+
+/* A calibration's `gemm` lines are the rates of the products its backend computes: bf16 on a
+ * GPU (the file names it), fp32 on the CPU.  They were read into slot 0: move them to that
+ * precision's slot and time the passes at it. */
+static void g3_plan_machine_gemm_prec(g3_plan_machine_t *mc)
+{
+    g3_plan_gemm_rates_t read = mc->gemm[0];
+
+    memset(mc->gemm, 0, sizeof(mc->gemm));
+    mc->gemm_prec = mc->gpu[0] ? G3_PLAN_PREC_BF16 : G3_PLAN_PREC_FP32;
+    mc->gemm[mc->gemm_prec] = read;
+}
+
+const char *g3_plan_prec_name(g3_plan_prec_t prec)
+{
+    static const char *const names[G3_PLAN_PRECS] = { "bf16", "fp32", "fp8" };
+    return (unsigned)prec < G3_PLAN_PRECS ? names[prec] : "?";
+}
 
 g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
 {
@@ -144,9 +166,9 @@ g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
         } else if (n == 2 && a >= 0 && a < 1 && strcmp(key, "op") == 0) {
             mc->op_seconds = a;
         } else if (n >= 2 && strcmp(key, "gemm") == 0 && n == 3 && a > 0 && b > 0 &&
-            mc->ngemm < G3_PLAN_GEMM_POINTS) {
-            mc->gemm_size[mc->ngemm] = a;
-            mc->gemm_flops[mc->ngemm++] = b;
+            mc->gemm[0].n < G3_PLAN_GEMM_POINTS) {
+            mc->gemm[0].size[mc->gemm[0].n] = a;   /* slot 0 until the gpu line is known */
+            mc->gemm[0].flops[mc->gemm[0].n++] = b;
         } else if (n == 2 && a > 0 && strcmp(key, "attention") == 0) {
             mc->attn_flops = a;
         } else if (n == 2 && a > 0 && strcmp(key, "memory") == 0) {
@@ -167,7 +189,8 @@ g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
         have = 1;
     }
     fclose(f);
-    if (!have || mc->ngemm == 0 || mc->attn_flops <= 0 || mc->mem_bw <= 0 ||
+    g3_plan_machine_gemm_prec(mc);
+    if (!have || mc->gemm[mc->gemm_prec].n == 0 || mc->attn_flops <= 0 || mc->mem_bw <= 0 ||
         mc->intra_bw <= 0 || mc->inter_bw <= 0) {
         g3_error("%s: incomplete calibration (it needs gemm, attention, memory, intra and inter lines); write it again with gpt3d plan --calibrate", path);
         return G3_ERR_FORMAT;
@@ -208,8 +231,8 @@ typedef struct {
 static void g3_plan_bench_gemm(g3_backend_t *be, void *ctx)
 {
     g3_plan_bufs_t *b = ctx;
-    be->ops->matmul_fwd(be, b->y, b->x, b->z, NULL, b->n, b->n, b->n);
-    be->ops->matmul_bwd(be, b->x, b->dw, NULL, b->y, b->x, b->z, b->n, b->n, b->n);
+    be->ops->matmul_fwd(be, NULL, b->y, b->x, b->z, NULL, b->n, b->n, b->n);
+    be->ops->matmul_bwd(be, NULL, b->x, b->dw, NULL, b->y, b->x, b->z, b->n, b->n, b->n);
 }
 
 static void g3_plan_bench_attn(g3_backend_t *be, void *ctx)
@@ -634,20 +657,19 @@ out:
 
 /* ---- the model ------------------------------------------------------------------------------ */
 
-/* RET: FLOP/s of a GEMM as intense as a cube of side d: the calibration's points, log-linear
- * between them, the end points beyond. */
-static double g3_plan_gemm_rate(const g3_plan_machine_t *mc, double d)
+/* RET: FLOP/s of a GEMM as intense as a cube of side d at the rates r (n >= 1): the
+ * calibration's points, log-linear between them, the end points beyond. */
+static double g3_plan_gemm_rate(const g3_plan_gemm_rates_t *r, double d)
 {
-    int n = mc->ngemm;
-    if (d <= mc->gemm_size[0])
-        return mc->gemm_flops[0];
+    int n = r->n;
+    if (d <= r->size[0])
+        return r->flops[0];
     for (int i = 1; i < n; i++)
-        if (d <= mc->gemm_size[i]) {
-            double u = log(d / mc->gemm_size[i - 1]) / log(mc->gemm_size[i] / mc->gemm_size[i - 1]);
-            return exp(log(mc->gemm_flops[i - 1]) +
-                       u * (log(mc->gemm_flops[i]) - log(mc->gemm_flops[i - 1])));
+        if (d <= r->size[i]) {
+            double u = log(d / r->size[i - 1]) / log(r->size[i] / r->size[i - 1]);
+            return exp(log(r->flops[i - 1]) + u * (log(r->flops[i]) - log(r->flops[i - 1])));
         }
-    return mc->gemm_flops[n - 1];
+    return r->flops[n - 1];
 }
 
 /* Seconds of one forward GEMM (N,K) x (K,M), at the rate of the cube of the same arithmetic
@@ -655,7 +677,8 @@ static double g3_plan_gemm_rate(const g3_plan_machine_t *mc, double d)
  * values, as this GEMM does 2 N K M on N K + K M + N M). */
 static double g3_plan_gemm(const g3_plan_machine_t *mc, double N, double K, double M)
 {
-    return 2.0 * N * K * M / g3_plan_gemm_rate(mc, 3.0 * N * K * M / (N * K + K * M + N * M));
+    return 2.0 * N * K * M / g3_plan_gemm_rate(&mc->gemm[mc->gemm_prec],
+                                               3.0 * N * K * M / (N * K + K * M + N * M));
 }
 
 /* The part of a pass's fixed costs the GPU's work does not hide.  The host queues the pass's
@@ -854,7 +877,8 @@ g3_status_t g3_plan_time(const g3_plan_input_t *in, const g3_plan_t *p,
     g3_plan_ops_t ops;
 
     memset(t, 0, sizeof(*t));
-    if (mc->ngemm < 1 || mc->attn_flops <= 0 || mc->mem_bw <= 0 || mc->intra_bw <= 0 ||
+    if ((unsigned)mc->gemm_prec >= G3_PLAN_PRECS || mc->gemm[mc->gemm_prec].n < 1 ||
+        mc->attn_flops <= 0 || mc->mem_bw <= 0 || mc->intra_bw <= 0 ||
         mc->inter_bw <= 0) {
         g3_error("the machine %s lacks a rate; write its calibration again", mc->name);
         return G3_ERR_INVALID_ARG;

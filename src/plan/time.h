@@ -13,12 +13,30 @@
 
 #define G3_PLAN_GEMM_POINTS 8
 
+/* The precisions of a GEMM's operands, each with its own rates: bf16 (CUDA's products), fp32
+ * (the CPU's), fp8 (a slot for the FP8 products to come: no machine fills it yet). */
+typedef enum {
+    G3_PLAN_PREC_BF16 = 0,
+    G3_PLAN_PREC_FP32,
+    G3_PLAN_PREC_FP8,
+    G3_PLAN_PRECS
+} g3_plan_prec_t;
+
+/* GEMM rates of one precision, by the side of the cube of equal intensity (log-linear between
+ * the points, the end points beyond). */
+typedef struct {
+    int    n;                             /* points; 0: no rate of this precision           */
+    double size[G3_PLAN_GEMM_POINTS];
+    double flops[G3_PLAN_GEMM_POINTS];    /* FLOP/s at each size                            */
+} g3_plan_gemm_rates_t;
+
 typedef struct g3_plan_machine {
     char   name[160];             /* "dgx-a100", "dgx-h100", or the file and what measured it */
     int    gpus_per_node;         /* ranks a node's fast link joins                          */
-    int    ngemm;                 /* GEMM rates, by the side of the cube of equal intensity  */
-    double gemm_size[G3_PLAN_GEMM_POINTS];
-    double gemm_flops[G3_PLAN_GEMM_POINTS];
+    g3_plan_gemm_rates_t gemm[G3_PLAN_PRECS];   /* GEMM rates per operand precision          */
+    g3_plan_prec_t gemm_prec;     /* the precision the passes' products are timed at: what the
+                                   * machine's `gemm` rates were measured in (bf16 for the
+                                   * DGXs and a GPU's calibration, fp32 for a CPU's)          */
     double attn_flops;            /* attention core forward + backward, FLOP/s of 4 B T^2 C   */
     double mem_bw;                /* bytes/s of memory-bound ops (LayerNorm, GELU, adds, Adam) */
     double intra_bw, intra_lat;   /* within a node, per rank: bus bandwidth B/s, latency s    */
@@ -69,6 +87,9 @@ typedef struct {
     double exposed_seconds;              /* what of them the GPU's work does not hide: their
                                           * share of compute and optimizer                */
 } g3_plan_time_t;
+
+/* RET: "bf16", "fp32", "fp8". */
+const char *g3_plan_prec_name(g3_plan_prec_t prec);
 
 /* RET: "compute", "tensor-parallel", ... */
 const char *g3_plan_time_part_name(int part);

@@ -84,9 +84,9 @@ static void ops_check(g3_backend_t *p, g3_backend_t *f)
 
         fill(W, (size_t)OC * C, 5, 0.3f);
         fill(bo, OC, 6, 0.2f);
-        p->ops->matmul_fwd(p, pre1, o1, W, bo, N, C, OC);
+        p->ops->matmul_fwd(p, NULL, pre1, o1, W, bo, N, C, OC);
         p->ops->gelu_fwd(p, g1, pre1, no);
-        f->ops->matmul_gelu_fwd(f, g2, pre2, o1, W, bo, N, C, OC);
+        f->ops->matmul_gelu_fwd(f, NULL, g2, pre2, o1, W, bo, N, C, OC);
         tap_ok(same(pre1, pre2, no) && same(g1, g2, no),
                "matmul_gelu_fwd N=%d IC=%d OC=%d: bit-identical to matmul_fwd + gelu_fwd", N, C,
                OC);
@@ -95,9 +95,9 @@ static void ops_check(g3_backend_t *p, g3_backend_t *f)
         fill(x, nc, 7, 1.0f);   /* pre (N,C) */
         p->ops->gelu_fwd(p, pr, x, nc);
         fill(dout, no, 8, 0.1f);
-        p->ops->matmul_bwd(p, d1, dw1, db1, dout, pr, W, N, C, OC);
+        p->ops->matmul_bwd(p, NULL, d1, dw1, db1, dout, pr, W, N, C, OC);
         p->ops->gelu_bwd(p, d1, x, d1, nc);
-        f->ops->matmul_dgelu_bwd(f, d2, dw2, db2, dout, pr, x, W, N, C, OC);
+        f->ops->matmul_dgelu_bwd(f, NULL, d2, dw2, db2, dout, pr, x, W, N, C, OC);
         tap_ok(same(d1, d2, nc) && same(dw1, dw2, (size_t)OC * C) && same(db1, db2, OC),
                "matmul_dgelu_bwd N=%d IC=%d OC=%d: bit-identical to matmul_bwd + gelu_bwd", N,
                C, OC);

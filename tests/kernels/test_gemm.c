@@ -39,8 +39,8 @@ static g3cuda_gemm_t dw_gemm(const g3cuda_bf16_t *dout, const g3cuda_bf16_t *inp
 {
     g3cuda_gemm_t bw = { 0 };
     bw.M = OC; bw.N = IC; bw.K = N;
-    bw.A = dout; bw.lda = OC; bw.trans_a = 1;
-    bw.B = inp; bw.ldb = IC;
+    bw.A = dout; bw.a_type = G3CUDA_BF16; bw.lda = OC; bw.trans_a = 1;
+    bw.B = inp; bw.b_type = G3CUDA_BF16; bw.ldb = IC;
     bw.D = dw; bw.d_type = G3CUDA_F32; bw.ldd = IC;
     bw.alpha = 1.0f; bw.beta = 1.0f;
     return bw;
@@ -93,8 +93,8 @@ static void test_linear(int N, int IC, int OC, g3cuda_epilogue_t epi, int repeat
 
     g3cuda_gemm_t fwd = { 0 };
     fwd.M = N; fwd.N = OC; fwd.K = IC;
-    fwd.A = d_inp; fwd.lda = IC;
-    fwd.B = d_w; fwd.ldb = IC; fwd.trans_b = 1;
+    fwd.A = d_inp; fwd.a_type = G3CUDA_BF16; fwd.lda = IC;
+    fwd.B = d_w; fwd.b_type = G3CUDA_BF16; fwd.ldb = IC; fwd.trans_b = 1;
     fwd.D = d_out; fwd.d_type = G3CUDA_BF16; fwd.ldd = OC;
     fwd.alpha = 1.0f; fwd.beta = 0.0f;
     fwd.epilogue = epi; fwd.bias = d_bias; fwd.aux = d_aux; fwd.ldaux = OC;
@@ -106,8 +106,8 @@ static void test_linear(int N, int IC, int OC, g3cuda_epilogue_t epi, int repeat
     }
     g3cuda_gemm_t bd = { 0 };
     bd.M = N; bd.N = IC; bd.K = OC;
-    bd.A = d_dout; bd.lda = OC;
-    bd.B = d_w; bd.ldb = IC;
+    bd.A = d_dout; bd.a_type = G3CUDA_BF16; bd.lda = OC;
+    bd.B = d_w; bd.b_type = G3CUDA_BF16; bd.ldb = IC;
     bd.D = d_dinp; bd.d_type = G3CUDA_BF16; bd.ldd = IC;
     bd.alpha = 1.0f;
     bd.epilogue = gelu ? G3CUDA_EPI_DGELU : G3CUDA_EPI_NONE;
@@ -185,6 +185,34 @@ static void test_bgrad(int N, int IC, int OC)
     free(inp); free(dout); free(dw0); free(db0); free(dw); free(db); free(rdw); free(rdb);
 }
 
+/* Operand types and scales this build does not run (FP8) are refused with
+ * G3CUDA_ERR_UNSUPPORTED, recorded and reported by sync; the context works again after.
+ * g: a product that runs. */
+static void test_unsupported(const g3cuda_gemm_t *ok)
+{
+    static float one;   /* a host address: never read, the request is refused first */
+    g3cuda_gemm_t g;
+    char why[512];
+    int e[3];
+
+    for (int i = 0; i < 3; i++) {
+        g = *ok;
+        if (i == 0)
+            g.a_type = G3CUDA_FP8_E4M3;
+        else if (i == 1)
+            g.a_type = G3CUDA_F32;   /* bf16 operands only */
+        else
+            g.a_scale = &one;
+        e[i] = g3cuda_gemm(kt_ctx, &g);
+        tap_ok(e[i] == G3CUDA_ERR_UNSUPPORTED && !g3cuda_gemm_offered(kt_ctx, &g) &&
+                   g3cuda_ctx_sync(kt_ctx, why, sizeof(why)) == G3CUDA_ERR_UNSUPPORTED,
+               "an unsupported gemm (case %d) returns G3CUDA_ERR_UNSUPPORTED (%d): %s", i, e[i],
+               why);
+    }
+    tap_ok(g3cuda_gemm(kt_ctx, ok) == 0 && g3cuda_ctx_sync(kt_ctx, why, sizeof(why)) == 0,
+           "the context works again after the unsupported gemms (%s)", why);
+}
+
 static void test_errors(void)
 {
     g3cuda_bf16_t *a = kt_dev(2 * 64 * 64), *d = kt_dev(2 * 64 * 64);
@@ -193,7 +221,8 @@ static void test_errors(void)
     int e1, e2, e3;
 
     g.M = 64; g.N = 64; g.K = 64;
-    g.A = a; g.lda = 64; g.B = a; g.ldb = 64; g.D = d; g.d_type = G3CUDA_BF16; g.ldd = 64;
+    g.A = a; g.a_type = G3CUDA_BF16; g.lda = 64; g.B = a; g.b_type = G3CUDA_BF16; g.ldb = 64;
+    g.D = d; g.d_type = G3CUDA_BF16; g.ldd = 64;
     g.alpha = 1.0f;
     g.epilogue = G3CUDA_EPI_GELU_AUX; g.aux = d; g.ldaux = 66;      /* not a multiple of 8 */
     e1 = g3cuda_gemm(kt_ctx, &g);
@@ -208,6 +237,7 @@ static void test_errors(void)
     g.ldaux = 64;
     tap_ok(g3cuda_gemm(kt_ctx, &g) == 0 && g3cuda_ctx_sync(kt_ctx, why, sizeof(why)) == 0,
            "the context works again after the error was reported (%s)", why);
+    test_unsupported(&g);
     KT_FREE(a, d);
 }
 
@@ -227,8 +257,8 @@ static void bench_one(const char *name, int M, int N, int K, int trans_a, int tr
     char what[160];
     memset(&b, 0, sizeof(b));
     b.g.M = M; b.g.N = N; b.g.K = K; b.g.trans_a = trans_a; b.g.trans_b = trans_b;
-    b.g.A = kt_dev(2 * na); b.g.lda = trans_a ? M : K;
-    b.g.B = kt_dev(2 * nb); b.g.ldb = trans_b ? K : N;
+    b.g.A = kt_dev(2 * na); b.g.a_type = G3CUDA_BF16; b.g.lda = trans_a ? M : K;
+    b.g.B = kt_dev(2 * nb); b.g.b_type = G3CUDA_BF16; b.g.ldb = trans_b ? K : N;
     b.g.D = kt_dev((dt == G3CUDA_F32 ? 4 : 2) * nd); b.g.d_type = dt; b.g.ldd = N;
     b.g.alpha = 1.0f; b.g.beta = dt == G3CUDA_F32 ? 1.0f : 0.0f;
     b.g.epilogue = epi;

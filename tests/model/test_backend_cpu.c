@@ -91,8 +91,8 @@ static void test_matmul(int N, int IC, int OC, int with_bias)
         for (int n = 0; n < N; n++)
             rdb[o] += dout[(size_t)n * OC + o];
     }
-    be->ops->matmul_fwd(be, out, inp, w, with_bias ? bias : NULL, N, IC, OC);
-    be->ops->matmul_bwd(be, dinp, dw, with_bias ? db : NULL, dout, inp, w, N, IC, OC);
+    be->ops->matmul_fwd(be, NULL, out, inp, w, with_bias ? bias : NULL, N, IC, OC);
+    be->ops->matmul_bwd(be, NULL, dinp, dw, with_bias ? db : NULL, dout, inp, w, N, IC, OC);
     snprintf(what, sizeof(what), "matmul N=%d IC=%d OC=%d%s", N, IC, OC, with_bias ? " +bias" : "");
     {
         char w2[160];

@@ -9,6 +9,9 @@ G3_SH_TESTS += tests/parallel/test_parallel_equiv.sh tests/parallel/test_paralle
 # The checkpoints' finite check (par_ckpt.c): the first NaN or infinity, at every block edge;
 # their host staging area: the background allocation, the fall-back to plain memory.
 G3_C_TESTS += tests/parallel/test_ckpt_finite tests/parallel/test_ckpt_stage
+# The linear layers' per-tensor backend state: allocated by the model, handed to the matmul
+# ops, saved and loaded byte for byte, reset from a checkpoint without it (a test row).
+G3_C_TESTS += tests/parallel/test_ckpt_lstate
 # grad_check's own checks, on dumps the test writes.
 G3_SH_TESTS += tests/parallel/test_grad_check.sh
 # Under srun --mpi=pmix on the private Slurm cluster (skips where none can start).
