@@ -40,7 +40,7 @@ static const g3_opt_cmd_t ckpt_cmds[] = {
 };
 #define CKPT_NCMDS ((int)(sizeof(ckpt_cmds) / sizeof(ckpt_cmds[0])))
 
-static void ckpt_usage(FILE *out)
+static void g3_cmd_ckpt_usage(FILE *out)
 {
     fprintf(out, "Usage: gpt3d ckpt SUBCOMMAND [options]\n\n"
                  "DIR is a --save directory (its 'latest' checkpoint is used) or one iter_NNNNNNN directory.\n\n"
@@ -50,7 +50,7 @@ static void ckpt_usage(FILE *out)
     fprintf(out, "\n'gpt3d ckpt SUBCOMMAND --help' lists a subcommand's flags.  Format: docs/checkpoint-format.md.\n");
 }
 
-static void print_shape(const g3_ckpt_tensor_t *t, char *buf, size_t size)
+static void g3_cmd_print_shape(const g3_ckpt_tensor_t *t, char *buf, size_t size)
 {
     size_t len = (size_t)snprintf(buf, size, "(");
     for (int k = 0; k < t->ndim && len < size; k++)
@@ -59,7 +59,7 @@ static void print_shape(const g3_ckpt_tensor_t *t, char *buf, size_t size)
         snprintf(buf + len, size - len, ")");
 }
 
-static int ckpt_inspect(const g3_opts_t *o)
+static int g3_cmd_ckpt_inspect(const g3_opts_t *o)
 {
     const char *dir = g3_opts_pos(o, 0);
     g3_ckpt_reader_t *r = NULL;
@@ -114,7 +114,7 @@ static int ckpt_inspect(const g3_opts_t *o)
             g3_ckpt_reader_tensor(r, i, &t);
             for (int k = 0; k < t.ndim; k++)
                 v *= t.shape[k];
-            print_shape(&t, shape, sizeof(shape));
+            g3_cmd_print_shape(&t, shape, sizeof(shape));
             if (t.rule.tp_dim < 0)
                 snprintf(split, sizeof(split), "replicated");
             else if (t.rule.tp_parts > 1)
@@ -145,7 +145,7 @@ static int ckpt_inspect(const g3_opts_t *o)
     return G3_EXIT_OK;
 }
 
-static int ckpt_verify(const g3_opts_t *o)
+static int g3_cmd_ckpt_verify(const g3_opts_t *o)
 {
     const char *dir = g3_opts_pos(o, 0);
     int faults = 0, total = 0;
@@ -176,7 +176,7 @@ static int ckpt_verify(const g3_opts_t *o)
     return total ? G3_EXIT_FAILURE : G3_EXIT_OK;
 }
 
-static int ckpt_convert(const g3_opts_t *o)
+static int g3_cmd_ckpt_convert(const g3_opts_t *o)
 {
     g3_ckpt_convert_opts_t c = { 0, 0, 0, g3_opts_bool(o, "no-save-optim") };
     const char *in = g3_opts_pos(o, 0);
@@ -208,7 +208,7 @@ static int ckpt_convert(const g3_opts_t *o)
     return g3_status_exit_code(st);
 }
 
-static int ckpt_export(const g3_opts_t *o)
+static int g3_cmd_ckpt_export(const g3_opts_t *o)
 {
     g3_ckpt_export_opts_t e;
     g3_status_t st;
@@ -227,7 +227,7 @@ int g3_cmd_ckpt(int argc, char **argv)
 
     if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0 ||
         strcmp(argv[0], "help") == 0) {
-        ckpt_usage(argc < 1 ? stderr : stdout);
+        g3_cmd_ckpt_usage(argc < 1 ? stderr : stdout);
         return argc < 1 ? G3_EXIT_USAGE : G3_EXIT_OK;
     }
     for (int i = 0; i < CKPT_NCMDS; i++) {
@@ -250,13 +250,13 @@ int g3_cmd_ckpt(int argc, char **argv)
         return G3_EXIT_OK;
     }
     if (strcmp(cmd->name, "inspect") == 0)
-        rc = ckpt_inspect(o);
+        rc = g3_cmd_ckpt_inspect(o);
     else if (strcmp(cmd->name, "verify") == 0)
-        rc = ckpt_verify(o);
+        rc = g3_cmd_ckpt_verify(o);
     else if (strcmp(cmd->name, "convert") == 0)
-        rc = ckpt_convert(o);
+        rc = g3_cmd_ckpt_convert(o);
     else
-        rc = ckpt_export(o);
+        rc = g3_cmd_ckpt_export(o);
     g3_opts_free(o);
     return rc;
 }

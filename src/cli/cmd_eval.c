@@ -67,7 +67,7 @@ typedef struct {
 
 /* An integer setting: the flag, else the checkpoint's key, else def (< 0: required).
  * RET: 1 with *out set, else 0 (logged). */
-static int g3_eval_int(const g3_opts_t *o, const g3_cli_infer_t *s, const char *flag,
+static int g3_cmd_eval_int(const g3_opts_t *o, const g3_cli_infer_t *s, const char *flag,
                        int64_t def, int64_t *out)
 {
     char buf[64], *end;
@@ -93,7 +93,7 @@ static int g3_eval_int(const g3_opts_t *o, const g3_cli_infer_t *s, const char *
 }
 
 /* --eval-split: a comma-separated list of split names.  RET: 1, or 0 (logged). */
-static int g3_eval_splits(const char *list, g3_eval_data_t *d)
+static int g3_cmd_eval_splits(const char *list, g3_eval_data_t *d)
 {
     const char *p = list;
 
@@ -130,7 +130,7 @@ static int g3_eval_splits(const char *list, g3_eval_data_t *d)
 /* --data-path: the flag's words, else the checkpoint's (space-separated), else the built-in
  * corpus; each prefix's .bin and .idx must exist.  RET: the exit code (2: a malformed
  * list; 1: a file missing), logged. */
-static int g3_eval_data_path(const g3_train_data_flags_t *given, const g3_cli_infer_t *s,
+static int g3_cmd_eval_data_path(const g3_train_data_flags_t *given, const g3_cli_infer_t *s,
                              g3_eval_data_t *d)
 {
     const char *from = "", *flag = "--data-path";
@@ -186,7 +186,7 @@ err_no_memory:
 
 /* --debug-batch-dump: the samples g3_infer_evaluate reads (one rank: samples 0 .. n-1 of
  * each split, modulo the split's size), for the reference tests.  RET: the exit code. */
-static int g3_eval_dump(const char *path, const g3_data_t *data, const g3_eval_data_t *d,
+static int g3_cmd_eval_dump(const char *path, const g3_data_t *data, const g3_eval_data_t *d,
                         uint64_t n, int T, int32_t *sample)
 {
     FILE *f = fopen(path, "wb");
@@ -208,17 +208,17 @@ static int g3_eval_dump(const char *path, const g3_data_t *data, const g3_eval_d
 }
 
 /* Every data setting; RET: the exit code. */
-static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_data_t *d)
+static int g3_cmd_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_data_t *d)
 {
     g3_train_data_flags_t given;
     int64_t seed = 0, ckpt_mb = 1;
     char buf[64];
     int ok = 1;
 
-    ok &= g3_eval_splits(g3_opts_str(o, "eval-split"), d);
-    ok &= g3_eval_int(o, s, "eval-iters", 100, &d->eval_iters);
-    ok &= g3_eval_int(o, s, "micro-batch-size", 1, &d->B);
-    ok &= g3_eval_int(o, s, "seed", (int64_t)s->info->model.seed, &seed);
+    ok &= g3_cmd_eval_splits(g3_opts_str(o, "eval-split"), d);
+    ok &= g3_cmd_eval_int(o, s, "eval-iters", 100, &d->eval_iters);
+    ok &= g3_cmd_eval_int(o, s, "micro-batch-size", 1, &d->B);
+    ok &= g3_cmd_eval_int(o, s, "seed", (int64_t)s->info->model.seed, &seed);
     if (ok && !g3_train_flags_seed(seed))   /* the trainer's range */
         ok = 0;
     if (!ok)
@@ -226,7 +226,7 @@ static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval
     if (g3_opts_is_set(o, "global-batch-size")) {
         d->gbs = g3_opts_int(o, "global-batch-size");
     } else if (g3_cli_infer_ckpt_value(s, "global-batch-size", buf, sizeof(buf))) {
-        if (!g3_eval_int(o, s, "global-batch-size", 0, &d->gbs))
+        if (!g3_cmd_eval_int(o, s, "global-batch-size", 0, &d->gbs))
             return G3_EXIT_USAGE;
     } else {   /* the run's default: its micro-batch times its data-parallel size */
         char mb[64];
@@ -276,12 +276,12 @@ static int g3_eval_settings(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval
     d->cache_p = given.data_cache_path;
     if (!d->cache_p && g3_cli_infer_ckpt_value(s, "data-cache-path", d->cache, sizeof(d->cache)))
         d->cache_p = d->cache;
-    return g3_eval_data_path(&given, s, d);
+    return g3_cmd_eval_data_path(&given, s, d);
 }
 
 /* The data and the batch buffers, checked before the model is loaded (every rank); rank 0
  * opens the metrics file and writes --debug-batch-dump.  RET: the exit code. */
-static int g3_eval_prepare(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_data_t *d,
+static int g3_cmd_eval_prepare(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_data_t *d,
                            g3_data_t **data_p, FILE **metrics_p, int32_t **sample_p,
                            int32_t **inputs_p, int32_t **targets_p)
 {
@@ -338,17 +338,17 @@ static int g3_eval_prepare(const g3_opts_t *o, const g3_cli_infer_t *s, g3_eval_
         return G3_EXIT_FAILURE;
     }
     if (g3_opts_str(o, "debug-batch-dump") && s->rank == 0)
-        return g3_eval_dump(g3_opts_str(o, "debug-batch-dump"), *data_p, d, n, s->T,
+        return g3_cmd_eval_dump(g3_opts_str(o, "debug-batch-dump"), *data_p, d, n, s->T,
                             *sample_p);
     return G3_EXIT_OK;
 }
 
 /* --task: the tasks' files read, the model loaded, every task scored and reported (of the
  * splits' settings only --micro-batch-size, into d->B).  RET: the exit code. */
-static int g3_eval_run_tasks(const g3_opts_t *o, g3_cli_infer_t *s, g3_eval_data_t *d,
+static int g3_cmd_eval_run_tasks(const g3_opts_t *o, g3_cli_infer_t *s, g3_eval_data_t *d,
                              g3_eval_tasks_t *et)
 {
-    int rc = g3_eval_int(o, s, "micro-batch-size", 1, &d->B) ? G3_EXIT_OK : G3_EXIT_USAGE;
+    int rc = g3_cmd_eval_int(o, s, "micro-batch-size", 1, &d->B) ? G3_EXIT_OK : G3_EXIT_USAGE;
 
     if (rc == G3_EXIT_OK && (d->B < 1 || d->B > INT32_MAX)) {
         g3_error("--micro-batch-size must be at least 1 (got %lld)", (long long)d->B);
@@ -395,13 +395,13 @@ int g3_cmd_eval(int argc, char **argv)
     /* every check before any work, on every rank; rank 0 speaks for the job */
     rc = g3_cli_infer_check(o, "eval", INT32_MAX, &s);
     if (rc == G3_EXIT_OK && g3_eval_tasks_wanted(o)) {   /* the tasks, not the splits */
-        rc = g3_eval_run_tasks(o, &s, &d, &et);
+        rc = g3_cmd_eval_run_tasks(o, &s, &d, &et);
         goto out;
     }
     if (rc == G3_EXIT_OK)
-        rc = g3_eval_settings(o, &s, &d);
+        rc = g3_cmd_eval_settings(o, &s, &d);
     if (rc == G3_EXIT_OK)
-        rc = g3_eval_prepare(o, &s, &d, &data, &metrics, &sample, &inputs, &targets);
+        rc = g3_cmd_eval_prepare(o, &s, &d, &data, &metrics, &sample, &inputs, &targets);
     rc = g3_cli_infer_agree(&s, rc);
     if (rc != G3_EXIT_OK)
         goto out;

@@ -55,7 +55,7 @@ static const g3_opt_cmd_t g3_generate_cmd = {
 
 /* The prompt text: --prompt, else --prompt-file, else standard input (not a terminal).
  * OUT: *text_p (malloc'd), *len_p, what (names it in messages; size bytes).  RET: exit code. */
-static int g3_generate_prompt(const g3_opts_t *o, char **text_p, size_t *len_p, char *what,
+static int g3_cmd_generate_prompt(const g3_opts_t *o, char **text_p, size_t *len_p, char *what,
                               size_t size)
 {
     const char *prompt = g3_opts_str(o, "prompt"), *file = g3_opts_str(o, "prompt-file");
@@ -111,7 +111,7 @@ static int g3_generate_prompt(const g3_opts_t *o, char **text_p, size_t *len_p, 
 }
 
 /* The sampling flags.  RET: the exit code. */
-static int g3_generate_sampling(const g3_opts_t *o, const g3_cli_infer_t *s,
+static int g3_cmd_generate_sampling(const g3_opts_t *o, const g3_cli_infer_t *s,
                                 g3_infer_sampling_t *sp)
 {
     int64_t top_k = g3_opts_int(o, "top-k");
@@ -156,7 +156,7 @@ static int g3_generate_sampling(const g3_opts_t *o, const g3_cli_infer_t *s,
 }
 
 /* --output-file: the whole result as one JSON object.  RET: the exit code. */
-static int g3_generate_write_json(const char *path, const g3_cli_infer_t *s,
+static int g3_cmd_generate_write_json(const char *path, const g3_cli_infer_t *s,
                                   const g3_infer_sampling_t *sp, const g3_bpe_ids_t *ids,
                                   size_t prompt_len, const char *text, const char *stop)
 {
@@ -196,7 +196,7 @@ static int g3_generate_write_json(const char *path, const g3_cli_infer_t *s,
  * the checks are agreed, so that a rank failing here fails them instead of leaving the others
  * waiting in the layout).  ids: rank 0's, the others' filled; rc: this rank's exit code so
  * far (rank 0 sends nothing when it failed).  RET: the exit code. */
-static int g3_generate_share_prompt(g3_cli_infer_t *s, g3_bpe_ids_t *ids, int rc)
+static int g3_cmd_generate_share_prompt(g3_cli_infer_t *s, g3_bpe_ids_t *ids, int rc)
 {
     g3_comm_exchange_t *x = NULL;
     const void *blob = NULL;
@@ -232,20 +232,20 @@ static int g3_generate_share_prompt(g3_cli_infer_t *s, g3_bpe_ids_t *ids, int rc
     return g3_status_exit_code(st);
 }
 
-static g3_status_t g3_generate_on_token(void *ctx, const int32_t *ids, size_t len)
+static g3_status_t g3_cmd_generate_on_token(void *ctx, const int32_t *ids, size_t len)
 {
     return g3_infer_stream_update((g3_infer_stream_t *)ctx, ids, len);
 }
 
 /* Rank 0: the prompt, encoded and checked against the context.  OUT: ids, what (size).
  * RET: the exit code. */
-static int g3_generate_read_prompt(const g3_opts_t *o, const g3_cli_infer_t *s,
+static int g3_cmd_generate_read_prompt(const g3_opts_t *o, const g3_cli_infer_t *s,
                                    const g3_bpe_t *bpe, g3_bpe_ids_t *ids, char *what,
                                    size_t size)
 {
     char *prompt = NULL;
     size_t prompt_len = 0;
-    int rc = g3_generate_prompt(o, &prompt, &prompt_len, what, size);
+    int rc = g3_cmd_generate_prompt(o, &prompt, &prompt_len, what, size);
     g3_status_t st;
 
     if (rc != G3_EXIT_OK)
@@ -264,10 +264,10 @@ static int g3_generate_read_prompt(const g3_opts_t *o, const g3_cli_infer_t *s,
 }
 
 /* The sampling flags and --max-new-tokens.  OUT: sp, *max_new_p.  RET: the exit code. */
-static int g3_generate_settings(const g3_opts_t *o, const g3_cli_infer_t *s,
+static int g3_cmd_generate_settings(const g3_opts_t *o, const g3_cli_infer_t *s,
                                 g3_infer_sampling_t *sp, int *max_new_p)
 {
-    int rc = g3_generate_sampling(o, s, sp);
+    int rc = g3_cmd_generate_sampling(o, s, sp);
     int64_t max_new = g3_opts_int(o, "max-new-tokens");
 
     if (rc != G3_EXIT_OK)
@@ -282,7 +282,7 @@ static int g3_generate_settings(const g3_opts_t *o, const g3_cli_infer_t *s,
 }
 
 /* Rank 0's closing line on standard error: what was made, how it stopped, how fast. */
-static void g3_generate_summary(const g3_infer_sampling_t *sp, int made, size_t prompt_ids,
+static void g3_cmd_generate_summary(const g3_infer_sampling_t *sp, int made, size_t prompt_ids,
                                 int stopped, double dt)
 {
     fprintf(stderr, "gpt3d generate: %d token%s after a %zu-token prompt (%s, seed %" PRIu64
@@ -294,7 +294,7 @@ static void g3_generate_summary(const g3_infer_sampling_t *sp, int made, size_t 
 
 /* Generate after the prompt ids (every rank, collective), rank 0 streaming the text to
  * standard output, then its summary and --output-file.  RET: the exit code. */
-static int g3_generate_run(const g3_opts_t *o, g3_cli_infer_t *s, const g3_bpe_t *bpe,
+static int g3_cmd_generate_run(const g3_opts_t *o, g3_cli_infer_t *s, const g3_bpe_t *bpe,
                            const g3_infer_sampling_t *sp, int max_new, g3_bpe_ids_t *ids)
 {
     g3_infer_generate_opts_t go;
@@ -313,7 +313,7 @@ static int g3_generate_run(const g3_opts_t *o, g3_cli_infer_t *s, const g3_bpe_t
     go.stop_id = g3_opts_bool(o, "ignore-eod") ? -1 : g3_bpe_eod_id(bpe);
     go.sampling = *sp;
     if (s->rank == 0) {   /* the prompt first (its complete characters), then each new token */
-        go.on_token = g3_generate_on_token;
+        go.on_token = g3_cmd_generate_on_token;
         go.on_token_ctx = &stream;
         g3_infer_stream_init(&stream, bpe, stdout);
         st = g3_infer_stream_update(&stream, ids->ids, ids->len);
@@ -331,12 +331,12 @@ static int g3_generate_run(const g3_opts_t *o, g3_cli_infer_t *s, const g3_bpe_t
         return G3_EXIT_OK;
     printf("\n");
     fflush(stdout);
-    g3_generate_summary(sp, made, prompt_ids, stopped, g3_clock_now() - t0);
+    g3_cmd_generate_summary(sp, made, prompt_ids, stopped, g3_clock_now() - t0);
     if (!g3_opts_str(o, "output-file"))
         return G3_EXIT_OK;
     st = g3_infer_decode_text(bpe, ids->ids, ids->len, &text, &text_len);
     rc = st != G3_OK ? g3_status_exit_code(st)
-                     : g3_generate_write_json(g3_opts_str(o, "output-file"), s, sp, ids,
+                     : g3_cmd_generate_write_json(g3_opts_str(o, "output-file"), s, sp, ids,
                                               prompt_ids, text, stopped ? "eod" : "max-new-tokens");
     free(text);
     return rc;
@@ -361,20 +361,20 @@ int g3_cmd_generate(int argc, char **argv)
     /* every check before any work, on every rank (one replica: no data parallelism) */
     rc = g3_cli_infer_check(o, "generate", 1, &s);
     if (rc == G3_EXIT_OK)
-        rc = g3_generate_settings(o, &s, &sp, &max_new);
+        rc = g3_cmd_generate_settings(o, &s, &sp, &max_new);
     if (rc == G3_EXIT_OK)
         rc = g3_status_exit_code(g3_bpe_load(s.vocab_file, s.merge_file, &bpe));
     /* rank 0 reads the prompt (standard input is its own under mpirun and srun) */
     if (rc == G3_EXIT_OK && s.rank == 0)
-        rc = g3_generate_read_prompt(o, &s, bpe, &ids, what, sizeof(what));
-    rc = g3_generate_share_prompt(&s, &ids, rc);
+        rc = g3_cmd_generate_read_prompt(o, &s, bpe, &ids, what, sizeof(what));
+    rc = g3_cmd_generate_share_prompt(&s, &ids, rc);
     rc = g3_cli_infer_agree(&s, rc);
     if (rc == G3_EXIT_OK)
         rc = g3_cli_infer_load(o, 1, &s);
     if (rc == G3_EXIT_OK && s.rank == 0)
         g3_cli_infer_describe(&s, stderr);
     if (rc == G3_EXIT_OK)
-        rc = g3_generate_run(o, &s, bpe, &sp, max_new, &ids);
+        rc = g3_cmd_generate_run(o, &s, bpe, &sp, max_new, &ids);
 out:
     g3_bpe_ids_free(&ids);
     g3_bpe_free(bpe);

@@ -32,7 +32,7 @@ static const g3_opt_cmd_t g3_tokenize_cmd = {
 };
 
 /* Read all of stdin.  OUT: *data_p (malloc'd), *len_p. */
-static g3_status_t g3_tokenize_slurp(char **data_p, size_t *len_p)
+static g3_status_t g3_cmd_tokenize_slurp(char **data_p, size_t *len_p)
 {
     g3_status_t st = g3_read_stream(stdin, data_p, len_p);
     if (st == G3_ERR_NO_MEMORY)
@@ -42,7 +42,7 @@ static g3_status_t g3_tokenize_slurp(char **data_p, size_t *len_p)
     return st;
 }
 
-static g3_status_t g3_tokenize_encode(const g3_bpe_t *bpe, const char *text, size_t len)
+static g3_status_t g3_cmd_tokenize_encode(const g3_bpe_t *bpe, const char *text, size_t len)
 {
     g3_bpe_cache_t *cache = NULL;
     g3_bpe_ids_t ids = { 0 };
@@ -94,7 +94,7 @@ err_free:
     return st;
 }
 
-static g3_status_t g3_tokenize_decode(const g3_bpe_t *bpe, const char *text, size_t len)
+static g3_status_t g3_cmd_tokenize_decode(const g3_bpe_t *bpe, const char *text, size_t len)
 {
     int32_t *ids = NULL;
     size_t n = 0, cap = 0, outlen;
@@ -165,10 +165,10 @@ int g3_cmd_tokenize(int argc, char **argv)
     }
     if ((st = g3_bpe_load(g3_opts_str(opts, "vocab-file"), g3_opts_str(opts, "merge-file"), &bpe)) != G3_OK)
         goto err_free_opts;
-    if ((st = g3_tokenize_slurp(&text, &len)) != G3_OK)
+    if ((st = g3_cmd_tokenize_slurp(&text, &len)) != G3_OK)
         goto err_free_bpe;
-    st = g3_opts_bool(opts, "decode") ? g3_tokenize_decode(bpe, text, len)
-                                      : g3_tokenize_encode(bpe, text, len);
+    st = g3_opts_bool(opts, "decode") ? g3_cmd_tokenize_decode(bpe, text, len)
+                                      : g3_cmd_tokenize_encode(bpe, text, len);
     free(text);
 err_free_bpe:
     g3_bpe_free(bpe);

@@ -51,7 +51,7 @@ typedef struct {
     char     what[256];    /* where the allocation came from */
 } g3_job_t;
 
-static g3_status_t g3_job_from_nodelist(g3_job_t *j, const char *list, const char *what)
+static g3_status_t g3_cmd_job_from_nodelist(g3_job_t *j, const char *list, const char *what)
 {
     g3_status_t st = g3_topo_hostlist_expand(list, &j->alloc.names, &j->alloc.nnodes);
     if (st != G3_OK)
@@ -61,7 +61,7 @@ static g3_status_t g3_job_from_nodelist(g3_job_t *j, const char *list, const cha
 }
 
 /* The current job, gathered over PMIx (collective). */
-static g3_status_t g3_job_from_world(g3_comm_world_t *world, g3_job_t *j, char *why,
+static g3_status_t g3_cmd_job_from_world(g3_comm_world_t *world, g3_job_t *j, char *why,
                                      size_t why_len)
 {
     g3_status_t st = g3_par_alloc_gather(world, "task hosts and topology addresses", &j->alloc,
@@ -74,7 +74,7 @@ static g3_status_t g3_job_from_world(g3_comm_world_t *world, g3_job_t *j, char *
     return G3_OK;
 }
 
-static const char *g3_level_name(const g3_topo_t *t, int level, char *buf, size_t len)
+static const char *g3_cmd_level_name(const g3_topo_t *t, int level, char *buf, size_t len)
 {
     if (level <= 0)
         snprintf(buf, len, "node");
@@ -87,7 +87,7 @@ static const char *g3_level_name(const g3_topo_t *t, int level, char *buf, size_
     return buf;
 }
 
-static const char *g3_bytes(double b, char *buf, size_t len)
+static const char *g3_cmd_bytes(double b, char *buf, size_t len)
 {
     static const char *const units[] = { "B", "kB", "MB", "GB", "TB", "PB", "EB" };
     int u = 0;
@@ -100,7 +100,7 @@ static const char *g3_bytes(double b, char *buf, size_t len)
 }
 
 /* "0-7,16" for ranks; hosts compressed to host lists (unique, in order). */
-static void g3_format_ranks(const int *r, int n, char *buf, size_t len)
+static void g3_cmd_format_ranks(const int *r, int n, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
@@ -118,7 +118,7 @@ static void g3_format_ranks(const int *r, int n, char *buf, size_t len)
     }
 }
 
-static void g3_format_hosts(const g3_topo_t *t, const g3_topo_plan_t *p, const int *r, int n,
+static void g3_cmd_format_hosts(const g3_topo_t *t, const g3_topo_plan_t *p, const int *r, int n,
                             const char **tmp, char *buf, size_t len)
 {
     int k = 0;
@@ -133,7 +133,7 @@ static void g3_format_hosts(const g3_topo_t *t, const g3_topo_plan_t *p, const i
     g3_topo_hostlist_compress(tmp, k, buf, len);
 }
 
-static void g3_print_plan(const g3_topo_t *t, const g3_topo_plan_t *p, int summary)
+static void g3_cmd_print_plan(const g3_topo_t *t, const g3_topo_plan_t *p, int summary)
 {
     int maxn = p->tp > p->pp ? p->tp : p->pp;
     int *members, *hist;
@@ -174,26 +174,26 @@ static void g3_print_plan(const g3_topo_t *t, const g3_topo_plan_t *p, int summa
             if (summary)
                 continue;
             g3_topo_plan_group(p, w, (g3_topo_axis_t)a, members);
-            g3_format_ranks(members, n, rbuf, sizeof(rbuf));
-            g3_format_hosts(t, p, members, n, tmp, hbuf, sizeof(hbuf));
+            g3_cmd_format_ranks(members, n, rbuf, sizeof(rbuf));
+            g3_cmd_format_hosts(t, p, members, n, tmp, hbuf, sizeof(hbuf));
             if (a == G3_TOPO_TP)
                 printf("  tp group pp=%d dp=%d: ranks %s; hosts %s; %s\n",
                        p->coord[G3_TOPO_PP][w], p->coord[G3_TOPO_DP][w], rbuf, hbuf,
-                       g3_level_name(t, level, lv, sizeof(lv)));
+                       g3_cmd_level_name(t, level, lv, sizeof(lv)));
             else if (a == G3_TOPO_PP)
                 printf("  pp group tp=%d dp=%d: ranks %s; hosts %s; %s\n",
                        p->coord[G3_TOPO_TP][w], p->coord[G3_TOPO_DP][w], rbuf, hbuf,
-                       g3_level_name(t, level, lv, sizeof(lv)));
+                       g3_cmd_level_name(t, level, lv, sizeof(lv)));
             else
                 printf("  dp group tp=%d pp=%d: ranks %s; hosts %s; %s\n",
                        p->coord[G3_TOPO_TP][w], p->coord[G3_TOPO_PP][w], rbuf, hbuf,
-                       g3_level_name(t, level, lv, sizeof(lv)));
+                       g3_cmd_level_name(t, level, lv, sizeof(lv)));
         }
         if (summary) {
             printf("  %s: %d groups of %d;", g3_topo_axis_name((g3_topo_axis_t)a), ngroups, n);
             for (int l = 0; l <= t->levels + 1; l++)
                 if (hist[l])
-                    printf(" %d within %s;", hist[l], g3_level_name(t, l, lv, sizeof(lv)));
+                    printf(" %d within %s;", hist[l], g3_cmd_level_name(t, l, lv, sizeof(lv)));
             printf("\n");
         }
     }
@@ -205,7 +205,7 @@ static void g3_print_plan(const g3_topo_t *t, const g3_topo_plan_t *p, int summa
             int nl = 0;
             for (int s = 0; s < p->pp; s++)
                 members[s] = g3_topo_plan_rank(p, 0, s, d);
-            g3_format_hosts(t, p, members, p->pp, tmp, hbuf, sizeof(hbuf));
+            g3_cmd_format_hosts(t, p, members, p->pp, tmp, hbuf, sizeof(hbuf));
             if (leaves) {
                 for (int s = 0; s < p->pp; s++) {
                     const char *l = t->switch_names[t->node_switch[p->rank_topo[members[s]]]];
@@ -226,7 +226,7 @@ out:
     free(hist);
 }
 
-static void g3_print_traffic(const g3_topo_t *t, g3_topo_plan_t *const plans[3],
+static void g3_cmd_print_traffic(const g3_topo_t *t, g3_topo_plan_t *const plans[3],
                              const g3_topo_model_t *m)
 {
     static const char *const heads[3] = { "this plan", "naive order", "Megatron order" };
@@ -249,13 +249,13 @@ static void g3_print_traffic(const g3_topo_t *t, g3_topo_plan_t *const plans[3],
         char label[48];
         snprintf(label, sizeof(label), "%s crossing leaf switches",
                  a == G3_TOPO_TP ? "tensor-parallel" : a == G3_TOPO_PP ? "pipeline" : "data-parallel");
-        printf("  %-38s %15s %15s %15s\n", label, g3_bytes(tr[0].bytes[a], b[0], 32),
-               g3_bytes(tr[1].bytes[a], b[1], 32), g3_bytes(tr[2].bytes[a], b[2], 32));
+        printf("  %-38s %15s %15s %15s\n", label, g3_cmd_bytes(tr[0].bytes[a], b[0], 32),
+               g3_cmd_bytes(tr[1].bytes[a], b[1], 32), g3_cmd_bytes(tr[2].bytes[a], b[2], 32));
     }
-    printf("  %-38s %15s %15s %15s\n", "all crossing leaf switches", g3_bytes(sum[0], b[0], 32),
-           g3_bytes(sum[1], b[1], 32), g3_bytes(sum[2], b[2], 32));
-    printf("  %-38s %15s %15s %15s\n", "all between nodes", g3_bytes(net[0], b[0], 32),
-           g3_bytes(net[1], b[1], 32), g3_bytes(net[2], b[2], 32));
+    printf("  %-38s %15s %15s %15s\n", "all crossing leaf switches", g3_cmd_bytes(sum[0], b[0], 32),
+           g3_cmd_bytes(sum[1], b[1], 32), g3_cmd_bytes(sum[2], b[2], 32));
+    printf("  %-38s %15s %15s %15s\n", "all between nodes", g3_cmd_bytes(net[0], b[0], 32),
+           g3_cmd_bytes(net[1], b[1], 32), g3_cmd_bytes(net[2], b[2], 32));
     printf("  %-38s %8d / %4.1f %8d / %4.1f %8d / %4.1f\n", "leaf switches per replica max / mean",
            tr[0].replica_leaves_max, tr[0].replica_leaves_mean, tr[1].replica_leaves_max,
            tr[1].replica_leaves_mean, tr[2].replica_leaves_max, tr[2].replica_leaves_mean);
@@ -268,7 +268,7 @@ static void g3_print_traffic(const g3_topo_t *t, g3_topo_plan_t *const plans[3],
 
 /* The flags of the traffic model and the layout (the trainer's reader).  OUT: *lf, *rpn_flag
  * (0: not given), *model.  RET: an exit code (logged). */
-static int g3_topo_flags(const g3_opts_t *o, g3_train_layout_flags_t *lf, int *rpn_flag,
+static int g3_cmd_topo_flags(const g3_opts_t *o, g3_train_layout_flags_t *lf, int *rpn_flag,
                          g3_topo_model_t *model)
 {
     if (!g3_train_flags_layout(o, lf))
@@ -298,7 +298,7 @@ static int g3_topo_flags(const g3_opts_t *o, g3_train_layout_flags_t *lf, int *r
  * this one process runs in (*in_alloc = 1), else this host.  OUT: *world, job, *in_alloc,
  * *done (1: a rank other than 0, which stops here with the exit code returned).
  * RET: an exit code (logged). */
-static int g3_topo_job_running(double timeout_s, int rpn_flag, g3_comm_world_t **world,
+static int g3_cmd_topo_job_running(double timeout_s, int rpn_flag, g3_comm_world_t **world,
                                g3_job_t *job, int *in_alloc, int *done)
 {
     char why[512];
@@ -308,7 +308,7 @@ static int g3_topo_job_running(double timeout_s, int rpn_flag, g3_comm_world_t *
     if (st != G3_OK)
         return g3_status_exit_code(st);
     if (g3_comm_world_proc(*world)->size > 1) {
-        st = g3_job_from_world(*world, job, why, sizeof(why));
+        st = g3_cmd_job_from_world(*world, job, why, sizeof(why));
         if (g3_comm_world_proc(*world)->rank != 0 && (st == G3_OK || st == G3_ERR_INVALID_ARG)) {
             *done = 1;   /* rank 0 alone plans, prints and reports a bad job */
             return G3_EXIT_OK;
@@ -336,7 +336,7 @@ static int g3_topo_job_running(double timeout_s, int rpn_flag, g3_comm_world_t *
     }
     if (st != G3_ERR_NOT_FOUND)
         return G3_EXIT_FAILURE;
-    st = g3_job_from_nodelist(job, g3_comm_world_proc(*world)->hostname,
+    st = g3_cmd_job_from_nodelist(job, g3_comm_world_proc(*world)->hostname,
                               "this host (no Slurm allocation, no launcher)");
     job->alloc.rpn = rpn_flag ? rpn_flag : 1;
     return st == G3_OK ? G3_EXIT_OK : G3_EXIT_FAILURE;
@@ -346,7 +346,7 @@ static int g3_topo_job_running(double timeout_s, int rpn_flag, g3_comm_world_t *
  * an allocation, the tree Slurm reports (scontrol show topology, else the topology.conf beside
  * slurm.conf), or one flat switch with a word on how to get the tree.  OUT: *topo, *nodes.
  * RET: an exit code (logged). */
-static int g3_topo_switches(const char *tfile, int in_alloc, g3_job_t *job, g3_topo_t **topo,
+static int g3_cmd_topo_switches(const char *tfile, int in_alloc, g3_job_t *job, g3_topo_t **topo,
                             int **nodes)
 {
     char why[512] = "", why_sc[256], conf_buf[1024];
@@ -380,7 +380,7 @@ static int g3_topo_switches(const char *tfile, int in_alloc, g3_job_t *job, g3_t
 }
 
 /* The plan and the two topology-blind references.  OUT: plans[3].  RET: an exit code. */
-static int g3_topo_plans(const g3_topo_t *topo, const g3_job_t *job, int *nodes, int tp, int pp,
+static int g3_cmd_topo_plans(const g3_topo_t *topo, const g3_job_t *job, int *nodes, int tp, int pp,
                          g3_topo_plan_t *plans[3])
 {
     g3_topo_alloc_t alloc = { job->alloc.nnodes, nodes, job->alloc.rpn, job->alloc.rank_node,
@@ -406,7 +406,7 @@ static int g3_topo_plans(const g3_topo_t *topo, const g3_job_t *job, int *nodes,
 }
 
 /* The first lines: the job, where its allocation came from, the switches in use. */
-static void g3_print_header(const g3_topo_t *topo, const g3_job_t *job, const int *nodes,
+static void g3_cmd_print_header(const g3_topo_t *topo, const g3_job_t *job, const int *nodes,
                             const g3_topo_plan_t *plan, int tp, int pp)
 {
     int used = 0;
@@ -450,26 +450,26 @@ int g3_cmd_topo(int argc, char **argv)
         g3_opts_free(o);
         return G3_EXIT_OK;
     }
-    rc = g3_topo_flags(o, &lf, &rpn_flag, &model);
+    rc = g3_cmd_topo_flags(o, &lf, &rpn_flag, &model);
     /* 1. the allocation: --nodelist, else the running job */
     if (rc == G3_EXIT_OK && g3_opts_str(o, "nodelist")) {
-        if (g3_job_from_nodelist(&job, g3_opts_str(o, "nodelist"), "--nodelist") != G3_OK)
+        if (g3_cmd_job_from_nodelist(&job, g3_opts_str(o, "nodelist"), "--nodelist") != G3_OK)
             rc = G3_EXIT_USAGE;
         job.alloc.rpn = rpn_flag ? rpn_flag : 1;
     } else if (rc == G3_EXIT_OK) {
-        rc = g3_topo_job_running(lf.timeout_min * 60.0, rpn_flag, &world, &job, &in_alloc,
+        rc = g3_cmd_topo_job_running(lf.timeout_min * 60.0, rpn_flag, &world, &job, &in_alloc,
                                  &done);
     }
     /* 2. the switches, 3. the plan and the two references */
     if (rc == G3_EXIT_OK && !done)
-        rc = g3_topo_switches(lf.topology_file, in_alloc, &job, &topo, &nodes);
+        rc = g3_cmd_topo_switches(lf.topology_file, in_alloc, &job, &topo, &nodes);
     if (rc == G3_EXIT_OK && !done)
-        rc = g3_topo_plans(topo, &job, nodes, lf.tp, lf.pp, plans);
+        rc = g3_cmd_topo_plans(topo, &job, nodes, lf.tp, lf.pp, plans);
     /* 4. print */
     if (rc == G3_EXIT_OK && !done) {
-        g3_print_header(topo, &job, nodes, plans[0], lf.tp, lf.pp);
-        g3_print_plan(topo, plans[0], g3_opts_bool(o, "summary"));
-        g3_print_traffic(topo, plans, &model);
+        g3_cmd_print_header(topo, &job, nodes, plans[0], lf.tp, lf.pp);
+        g3_cmd_print_plan(topo, plans[0], g3_opts_bool(o, "summary"));
+        g3_cmd_print_traffic(topo, plans, &model);
         fflush(stdout);
     }
     for (int i = 0; i < 3; i++)

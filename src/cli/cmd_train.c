@@ -40,7 +40,7 @@ static const g3_opt_spec_t g3_train_check_spec = {
 };
 
 /* The trainer's table and --check.  RET: malloc'd or NULL. */
-static g3_opt_spec_t *g3_train_specs(void)
+static g3_opt_spec_t *g3_cmd_train_specs(void)
 {
     size_t n = 0;
     g3_opt_spec_t *s;
@@ -57,7 +57,7 @@ static g3_opt_spec_t *g3_train_specs(void)
 }
 
 /* --check NODES:RANKS_PER_NODE.  OUT: *nodes_p, *rpn_p.  RET: 1, or 0 (logged). */
-static int g3_train_check_arg(const char *arg, int *nodes_p, int *rpn_p)
+static int g3_cmd_train_check_arg(const char *arg, int *nodes_p, int *rpn_p)
 {
     long long n = 0, r = 0;
     char tail = 0;
@@ -77,7 +77,7 @@ static int g3_train_check_arg(const char *arg, int *nodes_p, int *rpn_p)
 #define G3_KJV_VOCAB  "encoder.json"
 #define G3_KJV_MERGES "vocab.bpe"
 
-static int g3_kjv_path(char *buf, size_t len, const char *file)
+static int g3_cmd_kjv_path(char *buf, size_t len, const char *file)
 {
     const char *dir = g3_param_data_dir(), *home = getenv("HOME");
     int n;
@@ -91,7 +91,7 @@ static int g3_kjv_path(char *buf, size_t len, const char *file)
 /* The sizes the --device kernels are built for (g3_be_check_sizes; gpt3d plan runs it too),
  * checked before the ranks agree so that rank 0 alone says what to change.  Reads the
  * vocabulary's size from cfg->vocab_file for the padded vocabulary.  RET: the exit code. */
-static int g3_train_device_sizes(const g3_train_config_t *cfg)
+static int g3_cmd_train_device_sizes(const g3_train_config_t *cfg)
 {
     const g3_gpt_config_t *m = &cfg->model;
     int64_t vocab = 0, eod = 0;
@@ -123,19 +123,19 @@ static int g3_train_device_sizes(const g3_train_config_t *cfg)
  * boundary, where every rank agrees (train.c). */
 static volatile sig_atomic_t g3_exit_flag;
 
-static void g3_exit_handler(int sig)
+static void g3_cmd_exit_handler(int sig)
 {
     (void)sig;
     g3_exit_flag = 1;
 }
 
-static int g3_exit_signal_install(const char *name)
+static int g3_cmd_exit_signal_install(const char *name)
 {
     struct sigaction sa;
     int sig = strcmp(name, "SIGUSR1") == 0 ? SIGUSR1 : strcmp(name, "SIGTERM") == 0 ? SIGTERM
                                                                                   : SIGUSR2;
     memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = g3_exit_handler;
+    sa.sa_handler = g3_cmd_exit_handler;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
     if (sigaction(sig, &sa, NULL) != 0) {
@@ -147,7 +147,7 @@ static int g3_exit_signal_install(const char *name)
 
 /* The run's configuration as "name = value" lines (saved in checkpoints, compared on load),
  * with the model sizes that default to others written out.  RET: malloc'd text or NULL. */
-static char *g3_config_text(const g3_opts_t *o, const g3_gpt_config_t *m)
+static char *g3_cmd_config_text(const g3_opts_t *o, const g3_gpt_config_t *m)
 {
     char *text = NULL;
     size_t len = 0;
@@ -179,7 +179,7 @@ typedef struct {
 /* The compute backend: one this build and this node cannot run is refused before any work
  * (built without CUDA, or options it cannot honour: a usage error, 2; no usable GPU: 1).
  * RET: an exit code (logged). */
-static int g3_train_check_backend(const g3_train_config_t *cfg, const g3_comm_proc_t *me,
+static int g3_cmd_train_check_backend(const g3_train_config_t *cfg, const g3_comm_proc_t *me,
                                   int check)
 {
     const g3_be_kind_info_t *row = g3_be_kind(cfg->backend);
@@ -203,17 +203,17 @@ static int g3_train_check_backend(const g3_train_config_t *cfg, const g3_comm_pr
 /* Checkpoints and stopping on request (train/flags.c), the --exit-signal handler and the
  * run's configuration text.  OUT: cfg, *config_text_p (the caller frees it).
  * RET: an exit code (logged). */
-static int g3_train_ckpt_setup(const g3_opts_t *o, g3_train_config_t *cfg,
+static int g3_cmd_train_ckpt_setup(const g3_opts_t *o, g3_train_config_t *cfg,
                                char **config_text_p)
 {
     int ok = g3_train_flags_ckpt(o, cfg);
 
     cfg->save_id = getenv("SLURM_JOB_ID");
-    if (ok && !g3_exit_signal_install(g3_opts_str(o, "exit-signal")))
+    if (ok && !g3_cmd_exit_signal_install(g3_opts_str(o, "exit-signal")))
         ok = 0;
     cfg->exit_flag = &g3_exit_flag;
     if (ok) {
-        *config_text_p = g3_config_text(o, &cfg->model);
+        *config_text_p = g3_cmd_config_text(o, &cfg->model);
         if (!*config_text_p) {
             g3_error("out of memory recording the configuration");
             ok = 0;
@@ -227,7 +227,7 @@ static int g3_train_ckpt_setup(const g3_opts_t *o, g3_train_config_t *cfg,
  * the tokenizer's identity, checked against the data's and the checkpoint's records.
  * OUT: cfg (pointing into paths), *tokenizer_json_p (the caller frees it).
  * RET: an exit code (logged). */
-static int g3_train_data_setup(const g3_opts_t *o, int rank, g3_train_paths_t *paths,
+static int g3_cmd_train_data_setup(const g3_opts_t *o, int rank, g3_train_paths_t *paths,
                                g3_train_config_t *cfg, char **tokenizer_json_p)
 {
     g3_train_data_flags_t d;
@@ -240,7 +240,7 @@ static int g3_train_data_setup(const g3_opts_t *o, int rank, g3_train_paths_t *p
     g3_train_flags_data(o, &d);
     builtin_data = d.data_path_count == 0;
     if (builtin_data) {
-        if (!g3_kjv_path(paths->prefix, sizeof(paths->prefix), G3_KJV_PREFIX)) {
+        if (!g3_cmd_kjv_path(paths->prefix, sizeof(paths->prefix), G3_KJV_PREFIX)) {
             g3_error("the built-in corpus path is too long; set GPT3D_DATA_DIR shorter");
             return G3_EXIT_USAGE;
         }
@@ -253,12 +253,12 @@ static int g3_train_data_setup(const g3_opts_t *o, int rank, g3_train_paths_t *p
     }
     cfg->vocab_file = d.vocab_file;
     if (!cfg->vocab_file) {
-        g3_kjv_path(paths->vocab, sizeof(paths->vocab), G3_KJV_VOCAB);
+        g3_cmd_kjv_path(paths->vocab, sizeof(paths->vocab), G3_KJV_VOCAB);
         cfg->vocab_file = paths->vocab;
     }
     cfg->merge_file = d.merge_file;
     if (!cfg->merge_file) {
-        g3_kjv_path(paths->merge, sizeof(paths->merge), G3_KJV_MERGES);
+        g3_cmd_kjv_path(paths->merge, sizeof(paths->merge), G3_KJV_MERGES);
         cfg->merge_file = paths->merge;
     }
     cfg->split = d.split;
@@ -290,7 +290,7 @@ static int g3_train_data_setup(const g3_opts_t *o, int rank, g3_train_paths_t *p
  * save after the training it was meant to keep); the run directory and the metrics file
  * (rank 0 writes it).  OUT: cfg->metrics_file (maybe paths->metrics).
  * RET: an exit code (logged). */
-static int g3_train_outputs_setup(const g3_opts_t *o, g3_train_paths_t *paths,
+static int g3_cmd_train_outputs_setup(const g3_opts_t *o, g3_train_paths_t *paths,
                                   g3_train_config_t *cfg)
 {
     const char *run_dir = g3_opts_str(o, "run-dir");
@@ -324,7 +324,7 @@ static int g3_train_outputs_setup(const g3_opts_t *o, g3_train_paths_t *paths,
 /* Every check before any work, in order; the first that fails decides.  check: --check's
  * job (me describes it: no world), which stops before the files the job makes.  OUT: cfg,
  * *plan, *lf, *config_text_p, *tokenizer_json_p.  RET: an exit code (logged). */
-static int g3_train_setup(const g3_opts_t *o, const g3_comm_proc_t *me, int check,
+static int g3_cmd_train_setup(const g3_opts_t *o, const g3_comm_proc_t *me, int check,
                           g3_train_paths_t *paths, g3_train_config_t *cfg, g3_train_plan_t *plan,
                           g3_train_layout_flags_t *lf, char **config_text_p,
                           char **tokenizer_json_p)
@@ -346,9 +346,9 @@ static int g3_train_setup(const g3_opts_t *o, const g3_comm_proc_t *me, int chec
     if (!g3_train_flags_job_layout(me->size, lf, &cfg->model, &job))
         return G3_EXIT_USAGE;
     cfg->dp_size = job.dp;
-    rc = g3_train_check_backend(cfg, me, check);
+    rc = g3_cmd_train_check_backend(cfg, me, check);
     if (rc == G3_EXIT_OK)
-        rc = g3_train_ckpt_setup(o, cfg, config_text_p);
+        rc = g3_cmd_train_ckpt_setup(o, cfg, config_text_p);
     if (rc != G3_EXIT_OK)
         return rc;
     /* the model and the batch arithmetic, before touching any file */
@@ -357,9 +357,9 @@ static int g3_train_setup(const g3_opts_t *o, const g3_comm_proc_t *me, int chec
         st = g3_train_plan(cfg, plan);
     if (st != G3_OK)
         return g3_status_exit_code(st);
-    rc = g3_train_data_setup(o, me->rank, paths, cfg, tokenizer_json_p);
+    rc = g3_cmd_train_data_setup(o, me->rank, paths, cfg, tokenizer_json_p);
     if (rc == G3_EXIT_OK)
-        rc = g3_train_device_sizes(cfg);
+        rc = g3_cmd_train_device_sizes(cfg);
     if (rc == G3_EXIT_OK && check && cfg->eval_tasks) {
         /* --check: the --eval-tasks files, which the trainer reads before its first step */
         g3_task_set_t ts;
@@ -370,13 +370,13 @@ static int g3_train_setup(const g3_opts_t *o, const g3_comm_proc_t *me, int chec
         rc = g3_status_exit_code(st);
     }
     if (rc == G3_EXIT_OK && !check)   /* --check: the rest touches files the job makes */
-        rc = g3_train_outputs_setup(o, paths, cfg);
+        rc = g3_cmd_train_outputs_setup(o, paths, cfg);
     return rc;
 }
 
 /* gpt3d train --check NODES:RANKS_PER_NODE: the checks of a job of that size, alone, with no
  * world.  RET: the exit code the job would give (logged). */
-static int g3_train_check_only(const g3_opts_t *o)
+static int g3_cmd_train_check_only(const g3_opts_t *o)
 {
     g3_comm_proc_t job;
     g3_train_config_t cfg;
@@ -386,13 +386,13 @@ static int g3_train_check_only(const g3_opts_t *o)
     char *config_text = NULL, *tokenizer_json = NULL;
     int nodes, rpn, rc;
 
-    if (!g3_train_check_arg(g3_opts_str(o, "check"), &nodes, &rpn))
+    if (!g3_cmd_train_check_arg(g3_opts_str(o, "check"), &nodes, &rpn))
         return G3_EXIT_USAGE;
     memset(&job, 0, sizeof(job));
     job.size = nodes * rpn;
     job.local_size = rpn;
     g3_train_config_defaults(&cfg);
-    rc = g3_train_setup(o, &job, 1, &paths, &cfg, &plan, &lf, &config_text, &tokenizer_json);
+    rc = g3_cmd_train_setup(o, &job, 1, &paths, &cfg, &plan, &lf, &config_text, &tokenizer_json);
     if (rc == G3_EXIT_OK)
         printf("gpt3d train --check: the flags pass gpt3d train's checks for %d nodes x %d ranks (TP %d x PP %d x DP %d)\n",
                nodes, rpn, lf.tp, lf.pp, cfg.dp_size);
@@ -415,7 +415,7 @@ int g3_cmd_train(int argc, char **argv)
     char *config_text = NULL, *tokenizer_json = NULL;
     g3_opt_cmd_t cmd = { "train", "Pretrain a GPT model (single rank, mpirun or srun --mpi=pmix).",
                          NULL, 0, 0, NULL };
-    g3_opt_spec_t *specs = g3_train_specs();
+    g3_opt_spec_t *specs = g3_cmd_train_specs();
 
     if (!specs) {
         g3_error("out of memory");
@@ -426,7 +426,7 @@ int g3_cmd_train(int argc, char **argv)
     if (st != G3_OK || g3_opts_help_shown(o) || g3_opts_is_set(o, "check")) {
         rc = st != G3_OK            ? g3_status_exit_code(st)
              : g3_opts_help_shown(o) ? G3_EXIT_OK
-                                     : g3_train_check_only(o);
+                                     : g3_cmd_train_check_only(o);
         g3_opts_free(o);
         free(specs);
         return rc;
@@ -439,7 +439,7 @@ int g3_cmd_train(int argc, char **argv)
         return rc;
     }
     g3_train_config_defaults(&cfg);
-    rc = g3_train_setup(o, w.me, 0, &paths, &cfg, &plan, &lf, &config_text, &tokenizer_json);
+    rc = g3_cmd_train_setup(o, w.me, 0, &paths, &cfg, &plan, &lf, &config_text, &tokenizer_json);
     /* every rank the same code; rank 0 shows the errors */
     rc = g3_cli_world_agree(&w, rc, "training");
     if (rc != G3_EXIT_OK)

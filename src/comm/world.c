@@ -25,7 +25,7 @@
 
 extern char **environ;
 
-static int g3_world_env_has_pmix(void)
+static int g3_comm_world_env_has_pmix(void)
 {
     for (char **e = environ; e && *e; e++)
         if (!strncmp(*e, "PMIX_NAMESPACE=", 15) || !strncmp(*e, "PMIX_SERVER_URI", 15))
@@ -34,7 +34,7 @@ static int g3_world_env_has_pmix(void)
 }
 
 /* A launcher started several tasks but gave us no PMIx server. */
-static g3_status_t g3_world_check_lonely_launch(void)
+static g3_status_t g3_comm_world_check_lonely_launch(void)
 {
     static const char *const vars[] = { "SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE",
                                         "PMI_SIZE" };
@@ -82,7 +82,7 @@ static int g3_pmix_get_int(const pmix_proc_t *proc, const char *key, long *out)
     return ok;
 }
 
-static void g3_world_fill_singleton(g3_comm_proc_t *p)
+static void g3_comm_world_fill_singleton(g3_comm_proc_t *p)
 {
     p->rank = 0;
     p->size = 1;
@@ -94,7 +94,7 @@ static void g3_world_fill_singleton(g3_comm_proc_t *p)
     snprintf(p->nspace, sizeof(p->nspace), "singleton");
 }
 
-static g3_status_t g3_world_query(g3_comm_world_t *world)
+static g3_status_t g3_comm_world_query(g3_comm_world_t *world)
 {
     pmix_proc_t *me = world->pmix_me;
     pmix_proc_t wild;
@@ -148,11 +148,11 @@ g3_status_t g3_comm_world_init(double timeout_s, g3_comm_world_t **world_p)
     if (gethostname(world->proc.hostname, sizeof(world->proc.hostname) - 1) != 0)
         snprintf(world->proc.hostname, sizeof(world->proc.hostname), "localhost");
 
-    if (!g3_world_env_has_pmix()) {
-        st = g3_world_check_lonely_launch();
+    if (!g3_comm_world_env_has_pmix()) {
+        st = g3_comm_world_check_lonely_launch();
         if (st != G3_OK)
             goto err_free_world;
-        g3_world_fill_singleton(&world->proc);
+        g3_comm_world_fill_singleton(&world->proc);
         g3_debug("no PMIx server in the environment: running as a singleton on %s",
                  world->proc.hostname);
         *world_p = world;
@@ -168,7 +168,7 @@ g3_status_t g3_comm_world_init(double timeout_s, g3_comm_world_t **world_p)
         goto err_free_world;
     }
     world->pmix_up = 1;
-    st = g3_world_query(world);
+    st = g3_comm_world_query(world);
     if (st != G3_OK)
         goto err_finalize;
     g3_log_set_rank(world->proc.rank, world->proc.size);
@@ -239,7 +239,7 @@ typedef struct {
     pmix_status_t   status;
 } g3_fence_wait_t;
 
-static void g3_fence_cb(pmix_status_t status, void *cbdata)
+static void g3_comm_fence_cb(pmix_status_t status, void *cbdata)
 {
     g3_fence_wait_t *w = cbdata;
     pthread_mutex_lock(&w->lock);
@@ -249,7 +249,8 @@ static void g3_fence_cb(pmix_status_t status, void *cbdata)
     pthread_mutex_unlock(&w->lock);
 }
 
-static g3_status_t g3_world_fence_collect(g3_comm_world_t *world, const char *what, int collect)
+static g3_status_t g3_comm_world_fence_collect(g3_comm_world_t *world, const char *what,
+                                               int collect)
 {
     pmix_proc_t *me = world->pmix_me;
     pmix_proc_t all;
@@ -277,7 +278,7 @@ static g3_status_t g3_world_fence_collect(g3_comm_world_t *world, const char *wh
 
     PMIX_LOAD_PROCID(&all, me->nspace, PMIX_RANK_WILDCARD);
     PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-    prc = PMIx_Fence_nb(&all, 1, info, collect ? 1 : 0, g3_fence_cb, w);
+    prc = PMIx_Fence_nb(&all, 1, info, collect ? 1 : 0, g3_comm_fence_cb, w);
     PMIX_INFO_DESTRUCT(&info[0]);
     if (prc == PMIX_OPERATION_SUCCEEDED) {
         w->done = 1;
@@ -334,7 +335,7 @@ g3_status_t g3_comm_world_fence(g3_comm_world_t *world, const char *what)
 {
     if (!world->pmix_up)
         return G3_OK;
-    return g3_world_fence_collect(world, what, 0);
+    return g3_comm_world_fence_collect(world, what, 0);
 }
 
 /* ---- blob exchange ---------------------------------------------------------- */
@@ -402,7 +403,7 @@ g3_status_t g3_comm_world_exchange(g3_comm_world_t *world, const char *what,
             st = G3_ERR_COMM;
             goto err_free_blobs;
         }
-        st = g3_world_fence_collect(world, what, 1);
+        st = g3_comm_world_fence_collect(world, what, 1);
         if (st != G3_OK)
             goto err_free_blobs;
     }

@@ -27,7 +27,7 @@ void g3_infer_ckpt_info_free(g3_infer_ckpt_info_t *info)
 
 /* The integer flag `key` of the checkpoint's configuration.  def < 0: required.
  * RET: 0 (logged) when absent and required, or not a positive int. */
-static int g3_ckm_int(const g3_infer_ckpt_info_t *info, const char *key, int def, int *out)
+static int g3_infer_ckm_int(const g3_infer_ckpt_info_t *info, const char *key, int def, int *out)
 {
     char buf[64], *end;
     const char *v = g3_ckpt_config_get(info->config, key, buf, sizeof(buf));
@@ -56,7 +56,7 @@ static int g3_ckm_int(const g3_infer_ckpt_info_t *info, const char *key, int def
 }
 
 /* The float flag `key`, or def when absent.  RET: 0 (logged) when not a number. */
-static int g3_ckm_float(const g3_infer_ckpt_info_t *info, const char *key, double def,
+static int g3_infer_ckm_float(const g3_infer_ckpt_info_t *info, const char *key, double def,
                         double *out)
 {
     char buf[64], *end;
@@ -80,7 +80,7 @@ static int g3_ckm_float(const g3_infer_ckpt_info_t *info, const char *key, doubl
 }
 
 /* Resolve dir and step into the directory to open.  OUT: path (size bytes). */
-static g3_status_t g3_ckm_resolve(const char *dir, int64_t step, char *path, size_t size)
+static g3_status_t g3_infer_ckm_resolve(const char *dir, int64_t step, char *path, size_t size)
 {
     struct stat sb;
     char index[PATH_MAX + 16];
@@ -136,7 +136,7 @@ err_too_long:
 }
 
 /* Fill info->model from the configuration and the stored embedding. */
-static g3_status_t g3_ckm_config(g3_infer_ckpt_info_t *info, g3_ckpt_reader_t *r)
+static g3_status_t g3_infer_ckm_config(g3_infer_ckpt_info_t *info, g3_ckpt_reader_t *r)
 {
     g3_gpt_config_t *m = &info->model;
     g3_ckpt_tensor_t emb;
@@ -146,13 +146,13 @@ static g3_status_t g3_ckm_config(g3_infer_ckpt_info_t *info, g3_ckpt_reader_t *r
     int row = g3_ckpt_reader_find(r, G3_EMBEDDING), ok = 1, vp;
 
     g3_gpt_config_defaults(m);
-    ok &= g3_ckm_int(info, "num-layers", -1, &m->num_layers);
-    ok &= g3_ckm_int(info, "hidden-size", -1, &m->hidden_size);
-    ok &= g3_ckm_int(info, "num-attention-heads", -1, &m->num_attention_heads);
-    ok &= g3_ckm_int(info, "seq-length", -1, &m->seq_length);
-    ok &= g3_ckm_int(info, "ffn-hidden-size", 0, &m->ffn_hidden_size);
-    ok &= g3_ckm_int(info, "max-position-embeddings", 0, &m->max_position_embeddings);
-    ok &= g3_ckm_float(info, "layernorm-epsilon", m->layernorm_epsilon, &eps);
+    ok &= g3_infer_ckm_int(info, "num-layers", -1, &m->num_layers);
+    ok &= g3_infer_ckm_int(info, "hidden-size", -1, &m->hidden_size);
+    ok &= g3_infer_ckm_int(info, "num-attention-heads", -1, &m->num_attention_heads);
+    ok &= g3_infer_ckm_int(info, "seq-length", -1, &m->seq_length);
+    ok &= g3_infer_ckm_int(info, "ffn-hidden-size", 0, &m->ffn_hidden_size);
+    ok &= g3_infer_ckm_int(info, "max-position-embeddings", 0, &m->max_position_embeddings);
+    ok &= g3_infer_ckm_float(info, "layernorm-epsilon", m->layernorm_epsilon, &eps);
     if (seed) {   /* the whole uint64 range */
         errno = 0;
         m->seed = strtoull(seed, &end, 10);
@@ -199,7 +199,7 @@ g3_status_t g3_infer_ckpt_open(const char *dir, int64_t step, g3_infer_ckpt_info
         g3_error("out of memory opening checkpoint %s", dir);
         return G3_ERR_NO_MEMORY;
     }
-    st = g3_ckm_resolve(dir, step, info->path, sizeof(info->path));
+    st = g3_infer_ckm_resolve(dir, step, info->path, sizeof(info->path));
     if (st != G3_OK)
         goto err_free_info;
     st = g3_ckpt_reader_open(info->path, &r);
@@ -227,7 +227,7 @@ g3_status_t g3_infer_ckpt_open(const char *dir, int64_t step, g3_infer_ckpt_info
     info->saved_tp = lay.tp_size;
     info->saved_pp = lay.pp_size;
     info->saved_dp = lay.dp_size;
-    st = g3_ckm_config(info, r);
+    st = g3_infer_ckm_config(info, r);
     if (st != G3_OK)
         goto err_close;
     g3_ckpt_reader_close(r);
