@@ -26,10 +26,7 @@
 
 static const g3_opt_spec_t g3_topo_specs[] = {
     { "nodelist", G3_OPT_STRING, NULL, "Plan for a job on these nodes (a Slurm host list such as n[0-419]) instead of the current job.", NULL, 0, 0, "HOSTLIST" },
-    { "topology-file", G3_OPT_STRING, NULL, "Slurm topology.conf (tree format) describing the switches; default: the tasks' SLURM_TOPOLOGY_ADDR, else one flat switch.", NULL, 0, 0, "FILE" },
     { "ranks-per-node", G3_OPT_INT, NULL, "Ranks (GPUs) per node; default: what the job runs, SLURM_NTASKS_PER_NODE, else 1.", NULL, 0, 0, NULL },
-    { "tensor-model-parallel-size", G3_OPT_INT, "1", "Tensor-parallel size TP (inside one node).", NULL, 0, 0, NULL },
-    { "pipeline-model-parallel-size", G3_OPT_INT, "1", "Pipeline-parallel size PP; DP = ranks / (TP x PP).", NULL, 0, 0, NULL },
     { "summary", G3_OPT_BOOL, NULL, "Print totals and one line per kind of group instead of every rank and group.", NULL, 0, 0, NULL },
     { "hidden-size", G3_OPT_INT, "20480", "Traffic model: hidden size (default: MT-NLG 530B).", NULL, 0, 0, NULL },
     { "num-layers", G3_OPT_INT, "105", "Traffic model: transformer layers.", NULL, 0, 0, NULL },
@@ -37,7 +34,9 @@ static const g3_opt_spec_t g3_topo_specs[] = {
     { "micro-batch-size", G3_OPT_INT, "1", "Traffic model: micro batch size.", NULL, 0, 0, NULL },
     { "global-batch-size", G3_OPT_INT, "1920", "Traffic model: global batch size.", NULL, 0, 0, NULL },
     { "vocab-size", G3_OPT_INT, "51200", "Traffic model: (padded) vocabulary size.", NULL, 0, 0, NULL },
-    { "distributed-timeout-minutes", G3_OPT_FLOAT, "10", "Give up gathering the job's hosts after this long (exit 76).", NULL, 0, 0, NULL },
+    /* the layout flags, one definition with gpt3d train (its uneven pipeline split changes
+     * no placement; --distributed-timeout-minutes bounds gathering the hosts here) */
+    G3_TRAIN_LAYOUT_SPECS,
     { NULL, 0, NULL, NULL, NULL, 0, 0, NULL }
 };
 

@@ -16,7 +16,7 @@
 #define G3_NOOPT NULL, 0, 0, NULL
 
 /* The layout flags of every command that runs as a job of ranks (gpt3d train, eval,
- * generate): one definition, so that their help cannot drift apart. */
+ * generate, topo): one definition, so that their help cannot drift apart. */
 #define G3_TRAIN_LAYOUT_SPECS \
     { "tensor-model-parallel-size", G3_OPT_INT, "1", "Tensor-parallel size (ranks splitting each layer; within a node).", G3_NOOPT }, \
     { "pipeline-model-parallel-size", G3_OPT_INT, "1", "Pipeline-parallel size (stages of layers); data-parallel size = ranks / (TP x PP).", G3_NOOPT }, \
@@ -63,8 +63,8 @@ typedef struct {
 } g3_train_layout_flags_t;
 
 /* Read the layout flags of G3_TRAIN_LAYOUT_SPECS that every job of ranks takes (gpt3d train,
- * plan, eval, generate; gpt3d topo, whose table has all but the uneven pipeline split), the
- * one reader of them.  OUT: *lf.  RET: 1, or 0 after logging every bad value, naming its
+ * plan, eval, generate and topo, whose tables all hold G3_TRAIN_LAYOUT_SPECS), the one reader
+ * of them.  OUT: *lf.  RET: 1, or 0 after logging every bad value, naming its
  * flag. */
 int g3_train_flags_layout(const g3_opts_t *o, g3_train_layout_flags_t *lf);
 

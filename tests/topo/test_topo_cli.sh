@@ -92,4 +92,12 @@ if g3_have_mpirun; then
 else
     for _ in 1 2 3 4 5; do skip "mpirun not found"; done
 fi
+# the layout flags are train's, one definition (train/flags.h G3_TRAIN_LAYOUT_SPECS)
+topo_help=$("$GPT3D" topo --help 2>&1 || true)
+train_help=$("$GPT3D" train --help 2>&1 || true)
+for f in tensor-model-parallel-size pipeline-model-parallel-size topology-file distributed-timeout-minutes; do
+    is "$(printf '%s\n' "$topo_help" | grep -c -- "--$f ")" 1 "gpt3d topo declares --$f once"
+    is "$(printf '%s\n' "$topo_help" | grep -- "--$f ")" "$(printf '%s\n' "$train_help" | grep -- "--$f ")" \
+        "gpt3d topo's --$f is gpt3d train's"
+done
 done_testing
