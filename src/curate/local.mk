@@ -7,4 +7,4 @@ src_libgpt3d_a_SOURCES += \
 	src/curate/io.c src/curate/minhash.c src/curate/minhash.h src/curate/lsh.c \
 	src/curate/dedup.c src/curate/decon.c src/curate/filter.c \
 	src/curate/flags.c src/curate/flags.h
-EXTRA_DIST += scripts/curate-gen-nfc.py
+EXTRA_DIST += scripts/gen-unicode-tables.py scripts/ucd-json-to-txt.py
