@@ -1,5 +1,9 @@
-/* gpt3d backend: the table of kinds (backend.h), the options, opening a backend, and the
- * element types' host conversions. */
+/* gpt3d backend: probing, checking, describing and opening a backend of a kind, through its
+ * row of the table of kinds (backend.h).
+ *
+ * This file names no row: it finds them with g3_be_kind (kinds.c, the only file that names
+ * them) and calls them only through their fields.  The rows call shared.c, never this file,
+ * so the files of src/backend call in no circle (docs/design.md, "Backend kinds"). */
 #include "config.h"
 
 #include <stdio.h>
@@ -7,115 +11,10 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "backend/kinds.h"
 #ifdef HAVE_CUDA
 #include "g3cuda.h"
 #endif
-#include "core/bf16.h"
 #include "core/log.h"
-#include "core/param.h"
-
-size_t g3_be_dtype_size(g3_be_dtype_t t)
-{
-    return t == G3_BE_BF16 ? 2 : 4;
-}
-
-void g3_be_convert(void *dst, g3_be_dtype_t dst_t, const void *src, g3_be_dtype_t src_t,
-                   size_t n)
-{
-    if (dst_t == src_t) {
-        if (n && dst != src)
-            memmove(dst, src, n * g3_be_dtype_size(dst_t));
-    } else if (dst_t == G3_BE_BF16) {
-        const float *s = src;
-        uint16_t *d = dst;
-        for (size_t i = 0; i < n; i++)
-            d[i] = g3_bf16_from_f32(s[i]);
-    } else {
-        const uint16_t *s = src;
-        float *d = dst;
-        for (size_t i = 0; i < n; i++)
-            d[i] = g3_bf16_to_f32(s[i]);
-    }
-}
-
-/* ---- options ------------------------------------------------------------------------------- */
-
-void g3_be_opts_default(g3_be_opts_t *o)
-{
-    memset(o, 0, sizeof(*o));
-    o->nthreads = 0;
-    o->device = -1;
-    o->attention = G3_BE_ATT_AUTO;
-    o->fused_ops = -1;
-    o->gemm_autotune = -1;
-    o->deterministic = 0;
-}
-
-static const char *const g3_be_att_names[] = { "auto", "native", "cudnn" };
-_Static_assert(sizeof(g3_be_att_names) / sizeof(g3_be_att_names[0]) == G3_BE_ATT_CUDNN + 1,
-               "one --attention-backend word per g3_be_att_t");
-
-const char *g3_be_att_name(g3_be_att_t att)
-{
-    return (unsigned)att <= G3_BE_ATT_CUDNN ? g3_be_att_names[att] : "?";
-}
-
-g3_status_t g3_be_att_parse(const char *word, g3_be_att_t *att_p)
-{
-    for (int i = 0; i <= G3_BE_ATT_CUDNN; i++)
-        if (word && strcmp(word, g3_be_att_names[i]) == 0) {
-            *att_p = (g3_be_att_t)i;
-            return G3_OK;
-        }
-    return G3_ERR_INVALID_ARG;
-}
-
-int g3_be_fused_wanted(const g3_be_opts_t *o, int dflt)
-{
-    int env;
-
-    if (o && (o->fused_ops == 0 || o->fused_ops == 1))
-        return o->fused_ops;
-    env = (int)g3_param_fused_ops();   /* -1: unset (or not 0 or 1, warned once) */
-    return env == 0 || env == 1 ? env : dflt;
-}
-
-void g3_be_fused_keep(g3_backend_ops_t *ops, const g3_be_opts_t *o, int dflt)
-{
-    if (g3_be_fused_wanted(o, dflt))
-        return;
-    ops->residual_layernorm_fwd = NULL;
-    ops->matmul_gelu_fwd = NULL;
-    ops->matmul_dgelu_bwd = NULL;
-    ops->sumsq_acc = NULL;
-    ops->clip_scale = NULL;
-    ops->adamw_scaled = NULL;
-}
-
-/* ---- the table of kinds ---------------------------------------------------------------------- */
-
-static const g3_be_kind_info_t *const g3_be_kinds[G3_BE_KINDS] = {
-    [G3_BE_KIND_CPU] = &g3_be_cpu_kind,
-    [G3_BE_KIND_CUDA] = &g3_be_cuda_kind,
-};
-
-const g3_be_kind_info_t *g3_be_kind(g3_be_kind_t kind)
-{
-    return (unsigned)kind < G3_BE_KINDS ? g3_be_kinds[kind] : NULL;
-}
-
-g3_status_t g3_be_kind_parse(const char *name, g3_be_kind_t *kind_p, char *why, size_t why_len)
-{
-    for (int k = 0; k < G3_BE_KINDS; k++)
-        if (name && strcmp(name, g3_be_kinds[k]->name) == 0) {
-            *kind_p = (g3_be_kind_t)k;
-            return G3_OK;
-        }
-    snprintf(why, why_len, "compute backend '%s' is not one gpt3d knows (--device cpu or cuda)",
-             name ? name : "(none)");
-    return G3_ERR_UNSUPPORTED;
-}
 
 /* RET: o, or *dflt filled with the defaults when o is NULL. */
 static const g3_be_opts_t *g3_be_opts_or_default(const g3_be_opts_t *o, g3_be_opts_t *dflt)
@@ -146,7 +45,7 @@ static g3_status_t g3_be_row_opts(g3_be_kind_t kind, const g3_be_opts_t *o,
     *row_p = row;
     if (!row)
         return G3_ERR_UNSUPPORTED;
-    return row->check_opts ? row->check_opts(o, why, why_len) : G3_OK;
+    return g3_be_row_check_opts(row, o, why, why_len);
 }
 
 g3_status_t g3_be_probe(g3_be_kind_t kind, const g3_be_opts_t *o, char *why, size_t why_len)
@@ -161,15 +60,13 @@ g3_status_t g3_be_probe(g3_be_kind_t kind, const g3_be_opts_t *o, char *why, siz
 g3_status_t g3_be_check_sizes(g3_be_kind_t kind, const g3_be_opts_t *o, int C, int NH, int HS,
                               int F, int Vp, char *why, size_t why_len)
 {
-    const g3_be_kind_info_t *row;
+    const g3_be_kind_info_t *row = g3_be_row(kind, why, why_len);
     g3_be_opts_t dflt;
-    g3_status_t st;
 
-    o = g3_be_opts_or_default(o, &dflt);
-    st = g3_be_row_opts(kind, o, &row, why, why_len);
-    if (st == G3_OK && row->check_sizes)
-        st = row->check_sizes(o, C, NH, HS, F, Vp, why, why_len);
-    return st;
+    if (!row)
+        return G3_ERR_UNSUPPORTED;
+    return g3_be_row_check_sizes(row, g3_be_opts_or_default(o, &dflt), C, NH, HS, F, Vp, why,
+                                 why_len);
 }
 
 /* The fields of be that come from its row, and its options. */
@@ -186,9 +83,11 @@ static void g3_be_fill_row(g3_backend_t *be, const g3_be_kind_info_t *row,
 
 void g3_be_describe(g3_be_kind_t kind, const g3_be_opts_t *o, g3_backend_t *be)
 {
-    const g3_be_kind_info_t *row = g3_be_kind(kind) ? g3_be_kind(kind) : &g3_be_cpu_kind;
+    const g3_be_kind_info_t *row = g3_be_kind(kind);
     g3_be_opts_t dflt;
 
+    if (!row)
+        row = g3_be_kind(G3_BE_KIND_CPU);
     memset(be, 0, sizeof(*be));
     o = g3_be_opts_or_default(o, &dflt);
     g3_be_fill_row(be, row, o);

@@ -357,6 +357,14 @@ g3_status_t g3_be_probe(g3_be_kind_t kind, const g3_be_opts_t *o, char *why, siz
  * (nothing logged). */
 g3_status_t g3_be_check_sizes(g3_be_kind_t kind, const g3_be_opts_t *o, int C, int NH, int HS,
                               int F, int Vp, char *why, size_t why_len);
+/* The same two checks for a row at hand (shared.c): the options (its check_opts, NULL: all),
+ * then, for the second, the sizes (its check_sizes, NULL: any).  A backend checks its own
+ * row (be->kind) through these, never through g3_be_probe or g3_be_check_sizes, which find
+ * the rows in the table (docs/design.md, "Backend kinds": no call circles).  o: not NULL. */
+g3_status_t g3_be_row_check_opts(const g3_be_kind_info_t *row, const g3_be_opts_t *o,
+                                 char *why, size_t why_len);
+g3_status_t g3_be_row_check_sizes(const g3_be_kind_info_t *row, const g3_be_opts_t *o, int C,
+                                  int NH, int HS, int F, int Vp, char *why, size_t why_len);
 
 /* A backend of `kind` on paper: the fields an open one has from its row (kind, opts, name,
  * act_dtype, caps, host_memory), ops NULL: enough for sizing its buffers without a device

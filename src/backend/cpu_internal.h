@@ -25,6 +25,9 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
 #endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
 #define G3_CPU_CLONES \
@@ -51,6 +54,16 @@ typedef struct {
  * microseconds) the fork/join costs more than it saves, and on a busy machine every region
  * may wait for a descheduled thread. */
 #define G3_CPU_PAR(work) ((work) >= 32768)
+
+/* The threads a parallel region gets (1 without OpenMP). */
+static inline int g3_cpu_max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
 
 /* Flush-to-zero + denormals-are-zero for the calling thread (MXCSR bits 15 and 6). */
 static inline void g3_cpu_ftz(void)
@@ -90,7 +103,7 @@ G3_CPU_INLINE float g3_cpu_expf(float x)
 /* C (M,N) = alpha op(A) op(B) + beta C, row-major, split across the OpenMP threads along
  * the larger of M and N (single-threaded sgemm per slab), or along K for a long reduction
  * into a small C.  trans_a: A is stored (K,M); trans_b: B is stored (N,K).  Inside a parallel
- * region it runs on the calling thread. */
+ * region it runs on the calling thread.  Both in cpu_matmul.c. */
 void g3_cpu_sgemm(g3_backend_t *be, int trans_a, int trans_b, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb, float beta,
                   float *C, int ldc);

@@ -1,9 +1,12 @@
-/* gpt3d CPU backend: linear layers and causal attention, all products through CBLAS sgemm.
+/* gpt3d CPU backend: the parallel sgemm (cpu_internal.h), and linear layers and causal
+ * attention, all products through it (CBLAS sgemm per slab).
  * Shapes: N rows (B*T tokens), IC/OC in/out features, B micro-batch, T sequence, NH heads,
  * HS head size, C = NH*HS, C3 = 3*C (the fused q/k/v row). */
 #include "config.h"
 
+#include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -24,6 +27,122 @@ static void g3_cpu_thread(int *t, int *n)
     *t = 0;
     *n = 1;
 #endif
+}
+
+/* ---- sgemm ----------------------------------------------------------------------------- */
+
+void g3_cpu_sgemm1(int trans_a, int trans_b, int M, int N, int K, float alpha,
+                   const float *A, int lda, const float *B, int ldb, float beta,
+                   float *C, int ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0) {   /* sgemm would still scale C by beta; keep that meaning */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++)
+                C[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t)i * ldc + j];
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb,
+                beta, C, ldc);
+}
+
+/* Per-thread partial products of the K-split below.  RET: NULL when it cannot be had (the
+ * caller then splits M or N instead). */
+static float *g3_cpu_kbuf(g3_backend_t *be, size_t floats)
+{
+    g3_cpu_t *cpu = be->priv;
+    if (floats > cpu->kbuf_floats) {
+        float *p = NULL;
+        if (posix_memalign((void **)&p, 64, floats * sizeof(float)) != 0)
+            return NULL;
+        free(cpu->kbuf);
+        cpu->kbuf = p;
+        cpu->kbuf_floats = floats;
+    }
+    return cpu->kbuf;
+}
+
+G3_CPU_CLONES
+static void g3_cpu_add_rows(float *dst, const float *src, int n)
+{
+#pragma omp simd
+    for (int j = 0; j < n; j++)
+        dst[j] += src[j];
+}
+
+void g3_cpu_sgemm(g3_backend_t *be, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, float beta,
+                  float *C, int ldc)
+{
+    int nt = g3_cpu_max_threads();
+    int split_m = M >= N;
+    float *kbuf = NULL;
+
+#ifdef _OPENMP
+    if (omp_in_parallel())
+        nt = 1;
+#endif
+    /* Below ~4 MFLOP the fork costs more than it saves. */
+    if (nt <= 1 || 2.0 * M * N * (double)K < 4e6 || (M < 32 && N < 32)) {
+        g3_cpu_sgemm1(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    /* A long reduction into a small output (the output layer's input gradient: K = the
+     * vocabulary) is split along K: slabs along M or N would each pack the whole of the big
+     * operand.  Threads 1.. write partial products that are then added into C. */
+    if (K >= 8 * (M > N ? M : N) && (size_t)M * N * (size_t)(nt - 1) <= ((size_t)4 << 20))
+        kbuf = g3_cpu_kbuf(be, (size_t)M * N * (size_t)(nt - 1));
+    if (kbuf) {
+#pragma omp parallel num_threads(nt)
+        {
+#ifdef _OPENMP
+            int t = omp_get_thread_num(), n = omp_get_num_threads();   /* n <= nt */
+#else
+            int t = 0, n = 1;
+#endif
+            int kchunk = ((K + n - 1) / n + 15) & ~15, parts = (K + kchunk - 1) / kchunk;
+            int k0 = t * kchunk, k1 = k0 + kchunk > K ? K : k0 + kchunk;
+            int rows = (M + n - 1) / n, r0 = t * rows, r1 = r0 + rows > M ? M : r0 + rows;
+
+            g3_cpu_ftz();
+            if (k0 < k1)
+                g3_cpu_sgemm1(trans_a, trans_b, M, N, k1 - k0, alpha,
+                              trans_a ? A + (size_t)k0 * lda : A + k0, lda,
+                              trans_b ? B + k0 : B + (size_t)k0 * ldb, ldb,
+                              t == 0 ? beta : 0.0f,
+                              t == 0 ? C : kbuf + (size_t)(t - 1) * M * N, t == 0 ? ldc : N);
+#pragma omp barrier
+            for (int r = r0; r < r1; r++)
+                for (int p = 1; p < parts; p++)
+                    g3_cpu_add_rows(C + (size_t)r * ldc,
+                                    kbuf + (size_t)(p - 1) * M * N + (size_t)r * N, N);
+        }
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+#ifdef _OPENMP
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+#else
+        int t = 0, n = 1;
+#endif
+        int dim = split_m ? M : N;
+        int chunk = ((dim + n - 1) / n + 15) & ~15;   /* slabs of whole cache lines */
+        int lo = t * chunk, hi = lo + chunk > dim ? dim : lo + chunk;
+
+        g3_cpu_ftz();
+        if (lo < hi) {
+            if (split_m)
+                g3_cpu_sgemm1(trans_a, trans_b, hi - lo, N, K, alpha,
+                              trans_a ? A + lo : A + (size_t)lo * lda, lda, B, ldb, beta,
+                              C + (size_t)lo * ldc, ldc);
+            else
+                g3_cpu_sgemm1(trans_a, trans_b, M, hi - lo, K, alpha, A, lda,
+                              trans_b ? B + (size_t)lo * ldb : B + lo, ldb, beta, C + lo, ldc);
+        }
+    }
 }
 
 /* ---- linear layers ------------------------------------------------------------------------ */

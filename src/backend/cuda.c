@@ -500,12 +500,13 @@ static void g3_cuda_sumsq(g3_backend_t *be, const float *x, size_t n, double *ho
 
 /* ---- limits ---------------------------------------------------------------------------------- */
 
-/* The size rules are the row's (cuda_kind.c), so gpt3d plan and the backend agree. */
+/* The size rules are the row's (cuda_kind.c, be->kind: g3_be_open filled it), so gpt3d plan
+ * and the backend agree. */
 static g3_status_t g3_cuda_check_model(g3_backend_t *be, int C, int NH, int HS, int F, int V)
 {
     char why[512];
-    g3_status_t st = g3_be_check_sizes(G3_BE_KIND_CUDA, &be->opts, C, NH, HS, F, V, why,
-                                       sizeof(why));
+    g3_status_t st = g3_be_row_check_sizes(be->kind, &be->opts, C, NH, HS, F, V, why,
+                                           sizeof(why));
 
     if (st != G3_OK)
         g3_error("%s", why);
@@ -702,14 +703,12 @@ g3_status_t g3_be_cuda_open(g3_be_opts_t *o, g3_backend_t **be_p)
     int count = 0, device = o->device;
     g3_status_t st;
 
-    /* g3_be_probe words the one "no usable CUDA device" message; once it has passed, the
-     * count (which the runtime keeps) is there */
-    st = g3_be_probe(G3_BE_KIND_CUDA, o, why, sizeof(why));
-    if (st == G3_OK && g3cuda_device_count(&count, why, sizeof(why)) != 0)
-        st = G3_ERR_DEVICE;
-    if (st != G3_OK) {
+    /* g3_be_open (the only caller, through the row) has probed o first: the row's probe
+     * words the one "no usable CUDA device" message; once it has passed, the count (which
+     * the runtime keeps) is there */
+    if (g3cuda_device_count(&count, why, sizeof(why)) != 0) {
         g3_error("%s", why);
-        return st;
+        return G3_ERR_DEVICE;
     }
     if (device < 0)
         device = g3_cuda_local_rank() % count;

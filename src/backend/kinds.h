@@ -1,7 +1,8 @@
-/* gpt3d backend: the rows of the table of kinds (backend.h, g3_be_kind_info_t).  backend.c
- * holds the table; each row lives beside its backend: cpu.c, and cuda_kind.c (compiled in
- * every build, so that gpt3d plan sizes a CUDA run on a machine without CUDA) whose open is
- * cuda.c's (HAVE_CUDA only). */
+/* gpt3d backend: the rows of the table of kinds (backend.h, g3_be_kind_info_t).  kinds.c
+ * holds the table and is the only file that names the rows; each row lives beside its
+ * backend: cpu.c, and cuda_kind.c (compiled in every build, so that gpt3d plan sizes a CUDA
+ * run on a machine without CUDA) whose open is cuda.c's (HAVE_CUDA only).  The rows and
+ * backends call shared.c, never backend.c or kinds.c (docs/design.md, "Backend kinds"). */
 #ifndef G3_BACKEND_KINDS_H
 #define G3_BACKEND_KINDS_H
 
