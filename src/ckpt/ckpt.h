@@ -212,7 +212,7 @@ typedef enum {
     G3_CKPT_T_COUNT
 } g3_ckpt_phase_t;
 
-/* Sets of phases, for g3_ckpt_timing_sum and g3_ckpt_timing_format. */
+/* Sets of phases, for g3_ckpt_timing_format. */
 #define G3_CKPT_T_BIT(phase) (1u << (phase))
 /* the host copy every save and load starts with: the staging area, what to copy, the copy */
 #define G3_CKPT_T_HOST                                                                      \
@@ -240,14 +240,10 @@ typedef struct {
     double s[G3_CKPT_T_COUNT];   /* seconds per phase */
 } g3_ckpt_timing_t;
 
-/* RET: the phase's name in log lines and metrics ("d2h", "checksum", ...). */
-const char *g3_ckpt_phase_name(g3_ckpt_phase_t phase);
 /* RET: g3_clock_now() when tm is not NULL, else 0. */
 double      g3_ckpt_timing_now(const g3_ckpt_timing_t *tm);
 /* Charge the time since *t0 to phase (nothing when tm is NULL) and restart *t0 there. */
 void        g3_ckpt_timing_add(g3_ckpt_timing_t *tm, g3_ckpt_phase_t phase, double *t0);
-/* RET: the sum of the phases in mask (G3_CKPT_T_BIT of each). */
-double      g3_ckpt_timing_sum(const g3_ckpt_timing_t *tm, unsigned mask);
 /* The phases in mask into buf, in the enum's order: json 0: "name 0.123, name 0.456"
  * (seconds, 3 digits); json 1: "\"name\":0.123456,\"name\":0.456789" (the members of a
  * JSON object). */
@@ -398,11 +394,6 @@ void g3_ckpt_reader_tensor(const g3_ckpt_reader_t *reader, int index, g3_ckpt_te
 /* RET: the row of a tensor path, or -1. */
 int         g3_ckpt_reader_find(const g3_ckpt_reader_t *reader, const char *name);
 
-/* Compare the model keys of two configurations; every difference is logged as
- * "checkpoint has --KEY A but this run has --KEY B".  RET: G3_ERR_INVALID_ARG
- * when some differ.  what: names the checkpoint in the message. */
-g3_status_t g3_ckpt_config_compare(const char *ckpt_config, const char *run_config,
-                                   const char *const *keys, const char *what);
 /* RET: the value of "key = value" in a configuration text, copied into buf, or
  * NULL when absent. */
 const char *g3_ckpt_config_get(const char *config, const char *key, char *buf, size_t size);

@@ -209,7 +209,7 @@ int g3_ckpt_check_piece(const g3_ckpt_reader_t *r, const g3_ckpt_prow_t *sp, hid
     return 0;
 }
 
-int g3_ckpt_check_vds(const g3_ckpt_reader_t *r, hid_t f, const char *path)
+static int g3_ckpt_check_vds(const g3_ckpt_reader_t *r, hid_t f, const char *path)
 {
     int faults = 0;
 

@@ -52,7 +52,7 @@ static void g3_ckpt_h5_init_once(void)
     g3_ckpt_h5_types[G3_CKPT_U8]   = H5T_STD_U8LE;
 }
 
-void g3_ckpt_h5_init(void)
+static void g3_ckpt_h5_init(void)
 {
     pthread_once(&g3_ckpt_h5_once, g3_ckpt_h5_init_once);
     g3_ckpt_h5_thread_init();
@@ -739,7 +739,7 @@ static const g3_ckpt_field_t *g3_ckpt_table_fields(g3_ckpt_table_t table, size_t
     return NULL;
 }
 
-hid_t g3_ckpt_table_type(g3_ckpt_table_t table, int file)
+static hid_t g3_ckpt_table_type(g3_ckpt_table_t table, int file)
 {
     size_t size, off = 0;
     const g3_ckpt_field_t *f = g3_ckpt_table_fields(table, &size);
@@ -777,7 +777,7 @@ hid_t g3_ckpt_table_type(g3_ckpt_table_t table, int file)
     return t;
 }
 
-g3_status_t g3_ckpt_dataset_raw_crc(hid_t d, uint32_t *crc_p)
+static g3_status_t g3_ckpt_dataset_raw_crc(hid_t d, uint32_t *crc_p)
 {
     hid_t t = H5Dget_type(d), s = H5Dget_space(d);
     hssize_t n = H5Sget_simple_extent_npoints(s);

@@ -45,8 +45,6 @@ struct g3_ckpt_state {
     int                nowned;
 };
 
-g3_ckpt_stensor_t *g3_ckpt_state_find(const g3_ckpt_state_t *state, const char *name);
-
 /* ---- sharding rules and boxes (ckpt_box.c) ------------------------------------------- */
 
 int64_t g3_ckpt_box_volume(int ndim, const int64_t *extent);
@@ -69,9 +67,6 @@ void g3_ckpt_convert_elems(void *dst, g3_ckpt_dtype_t dt, const void *src, g3_ck
 
 /* ---- HDF5 helpers -------------------------------------------------------------------- */
 
-/* Initialise HDF5 for checkpoints (once per process) and, in each calling thread, replace
- * HDF5's own error printing by the capture that g3_ckpt_h5_errmsg reads. */
-void g3_ckpt_h5_init(void);
 /* The innermost messages of HDF5's error stack (or of this thread's last HDF5 failure,
  * when a later call cleared the stack), with an errno HDF5 reports as strerror, into buf. */
 const char *g3_ckpt_h5_errmsg(char *buf, size_t size);
@@ -129,8 +124,6 @@ g3_status_t g3_ckpt_check_format(hid_t file, const char *path, const char *forma
 extern const char *const g3_ckpt_progress_names[G3_CKPT_NPROGRESS];
 uint32_t g3_ckpt_progress_crc(int64_t value);
 
-/* CRC-32C of a dataset's bytes as stored (read with its file type). */
-g3_status_t g3_ckpt_dataset_raw_crc(hid_t d, uint32_t *crc_p);
 /* Select rows [r0, r0 + nr) of a dataset of extent (ndim,) in its file space fspace.
  * RET: the matching memory space (the caller closes it). */
 hid_t g3_ckpt_select_rows(hid_t fspace, int ndim, const int64_t *extent, int64_t r0, int64_t nr);
@@ -185,8 +178,6 @@ typedef struct {            /* /pieces                                       */
 
 typedef enum { G3_CKPT_TABLE_MANIFEST, G3_CKPT_TABLE_FILES, G3_CKPT_TABLE_TENSORS,
                G3_CKPT_TABLE_PIECES } g3_ckpt_table_t;
-/* Compound types: file (packed, little-endian) or memory (native struct). */
-hid_t g3_ckpt_table_type(g3_ckpt_table_t table, int file);
 g3_status_t g3_ckpt_table_write(hid_t loc, const char *name, g3_ckpt_table_t table,
                                 const void *rows, size_t nrows, const char *path);
 /* OUT: *rows_p (malloc'd), *nrows_p.  Errors logged naming path. */
@@ -237,7 +228,6 @@ struct g3_ckpt_reader {
  * check_manifest: its /manifest does (checksum, and each row's piece, box and checksum).
  * check_piece: an open piece dataset's crc32c attribute is the index's. */
 int g3_ckpt_check_tiling(const g3_ckpt_reader_t *r);
-int g3_ckpt_check_vds(const g3_ckpt_reader_t *r, hid_t f, const char *path);
 /* check_vds on the reader's index.h5, opened for it. */
 int g3_ckpt_verify_vds(const g3_ckpt_reader_t *r);
 int g3_ckpt_check_shard(const g3_ckpt_reader_t *r, size_t fi, hid_t f, const char *path);

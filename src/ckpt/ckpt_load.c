@@ -1264,8 +1264,8 @@ const char *g3_ckpt_config_get(const char *config, const char *key, char *buf, s
     return NULL;
 }
 
-g3_status_t g3_ckpt_config_compare(const char *ckpt_config, const char *run_config,
-                                   const char *const *keys, const char *what)
+static g3_status_t g3_ckpt_config_compare(const char *ckpt_config, const char *run_config,
+                                          const char *const *keys, const char *what)
 {
     int bad = 0;
 

@@ -75,7 +75,7 @@ void g3_ckpt_state_free(g3_ckpt_state_t *state)
     free(state);
 }
 
-g3_ckpt_stensor_t *g3_ckpt_state_find(const g3_ckpt_state_t *state, const char *name)
+static g3_ckpt_stensor_t *g3_ckpt_state_find(const g3_ckpt_state_t *state, const char *name)
 {
     for (int i = 0; i < state->ntensors; i++)
         if (strcmp(state->tensors[i].name, name) == 0)

@@ -17,11 +17,6 @@ static const char *const g3_ckpt_phase_names[G3_CKPT_T_COUNT] = {
     [G3_CKPT_T_CONVERT] = "convert", [G3_CKPT_T_H2D] = "h2d", [G3_CKPT_T_FREE] = "free",
 };
 
-const char *g3_ckpt_phase_name(g3_ckpt_phase_t phase)
-{
-    return (int)phase >= 0 && phase < G3_CKPT_T_COUNT ? g3_ckpt_phase_names[phase] : "?";
-}
-
 double g3_ckpt_timing_now(const g3_ckpt_timing_t *tm)
 {
     return tm ? g3_clock_now() : 0;
@@ -37,16 +32,6 @@ void g3_ckpt_timing_add(g3_ckpt_timing_t *tm, g3_ckpt_phase_t phase, double *t0)
     if (t1 > *t0)
         tm->s[phase] += t1 - *t0;
     *t0 = t1;
-}
-
-double g3_ckpt_timing_sum(const g3_ckpt_timing_t *tm, unsigned mask)
-{
-    double sum = 0;
-
-    for (int k = 0; k < G3_CKPT_T_COUNT; k++)
-        if (mask & G3_CKPT_T_BIT(k))
-            sum += tm->s[k];
-    return sum;
 }
 
 void g3_ckpt_timing_format(const g3_ckpt_timing_t *tm, unsigned mask, int json, char *buf,

@@ -179,9 +179,6 @@ void g3_comm_free(g3_comm_t *comm)
 
 int g3_comm_rank(const g3_comm_t *comm) { return comm->rank; }
 int g3_comm_size(const g3_comm_t *comm) { return comm->size; }
-const char *g3_comm_name(const g3_comm_t *comm) { return comm->name; }
-g3_comm_backend_t g3_comm_backend(const g3_comm_t *comm) { return comm->backend; }
-double g3_comm_timeout(const g3_comm_t *comm) { return comm->timeout_s; }
 
 int g3_comm_world_rank_of(const g3_comm_t *comm, int grank)
 {

@@ -97,11 +97,6 @@ void g3_comm_world_free(g3_comm_world_t *world);
 /* RET: this process's identity (owned by world). */
 const g3_comm_proc_t *g3_comm_world_proc(const g3_comm_world_t *world);
 
-/* Timeout in seconds for later blocking world calls and the groups created
- * after it (<= 0: the default).  Groups keep their own copy. */
-void g3_comm_world_set_timeout(g3_comm_world_t *world, double timeout_s);
-double g3_comm_world_timeout(const g3_comm_world_t *world);
-
 /* Blob exchange.  Collective over the world: every rank publishes blob
  * (len may be 0) under a fresh key, commits and fences (with data
  * collection), then may read any rank's blob.  Use for UCX worker
@@ -183,10 +178,7 @@ g3_status_t g3_comm_group_create_staged(g3_comm_world_t *world, const char *name
 int g3_comm_rank(const g3_comm_t *comm);             /* grank of this process */
 int g3_comm_size(const g3_comm_t *comm);
 int g3_comm_world_rank_of(const g3_comm_t *comm, int grank);
-const char *g3_comm_name(const g3_comm_t *comm);
-g3_comm_backend_t g3_comm_backend(const g3_comm_t *comm);
 void g3_comm_set_timeout(g3_comm_t *comm, double timeout_s);
-double g3_comm_timeout(const g3_comm_t *comm);
 
 /* ---- collectives (blocking; every member calls them in the same order) --
  * Buffers are host memory for HOST groups and device memory for NCCL

@@ -217,16 +217,6 @@ const g3_comm_proc_t *g3_comm_world_proc(const g3_comm_world_t *world)
     return &world->proc;
 }
 
-void g3_comm_world_set_timeout(g3_comm_world_t *world, double timeout_s)
-{
-    world->timeout_s = timeout_s > 0 ? timeout_s : G3_COMM_DEFAULT_TIMEOUT_S;
-}
-
-double g3_comm_world_timeout(const g3_comm_world_t *world)
-{
-    return world->timeout_s;
-}
-
 /* ---- fence with our own timeout ------------------------------------------
  * PMIx_Fence_nb completes in PMIx's progress thread; we wait on a condition
  * variable with a deadline instead of trusting every server to honour

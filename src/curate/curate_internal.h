@@ -36,7 +36,6 @@ uint32_t g3_curate_utf8_next(const char *s, size_t *i);
 /* RET: the byte offset of the first invalid UTF-8 sequence in s[0..n), or n if none
  * (overlong forms, surrogates and code points above U+10FFFF are invalid). */
 size_t g3_curate_utf8_check(const char *s, size_t n);
-uint32_t g3_curate_lower_cp(uint32_t cp);
 
 /* 64-bit hashes of bytes (the mixer: core/hash.h). */
 uint64_t g3_curate_hash_bytes(const void *p, size_t n, uint64_t seed);
@@ -117,8 +116,6 @@ g3_status_t g3_curate_out_open(g3_curate_out_t *o, const char *path, const char 
 /* Flush, close and rename over the final name.  RET: G3_OK or G3_ERR_IO (logged; the
  * temporary file removed). */
 g3_status_t g3_curate_out_commit(g3_curate_out_t *o);
-/* Close and remove the temporary file (no-op when not open). */
-void g3_curate_out_abort(g3_curate_out_t *o);
 
 /* "PATH:LINE", the id of a document in the reports. */
 void g3_curate_doc_id(const char *path, uint64_t line, char *id, size_t size);
@@ -128,7 +125,6 @@ void g3_curate_doc_keep(FILE *out, const g3_curate_doc_t *d, uint64_t *docs_out)
 
 /* A report's body: "key": value pairs the stage appends with g3_curate_rep_*. */
 void g3_curate_rep_u64(g3_buf_t *b, const char *key, uint64_t v);
-void g3_curate_rep_f64(g3_buf_t *b, const char *key, double v);
 void g3_curate_rep_str(g3_buf_t *b, const char *key, const char *v);
 /* "key": [up to n ids] */
 void g3_curate_rep_ids(g3_buf_t *b, const char *key, char ids[][256], int n);

@@ -295,7 +295,7 @@ g3_status_t g3_curate_out_commit(g3_curate_out_t *o)
     return G3_OK;
 }
 
-void g3_curate_out_abort(g3_curate_out_t *o)
+static void g3_curate_out_abort(g3_curate_out_t *o)
 {
     if (o->f) {
         fclose(o->f);
@@ -355,14 +355,6 @@ void g3_curate_rep_u64(g3_buf_t *b, const char *key, uint64_t v)
     char t[32];
     g3_curate_rep_key(b, key);
     snprintf(t, sizeof(t), "%llu", (unsigned long long)v);
-    g3_curate_rep_raw(b, t);
-}
-
-void g3_curate_rep_f64(g3_buf_t *b, const char *key, double v)
-{
-    char t[64];
-    g3_curate_rep_key(b, key);
-    snprintf(t, sizeof(t), "%.6g", v);
     g3_curate_rep_raw(b, t);
 }
 

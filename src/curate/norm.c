@@ -119,7 +119,7 @@ static uint32_t g3_curate_compose(uint32_t a, uint32_t b)
     return 0;
 }
 
-uint32_t g3_curate_lower_cp(uint32_t cp)
+static uint32_t g3_curate_lower_cp(uint32_t cp)
 {
     const g3_curate_map_t *r;
     if (cp < 0x80)

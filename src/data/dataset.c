@@ -332,11 +332,6 @@ uint64_t g3_data_num_samples(const g3_data_t *d, g3_split_t split)
     return (unsigned)split < G3_SPLIT_COUNT ? d->num_samples[split] : 0;
 }
 
-int64_t g3_data_seq_length(const g3_data_t *d)
-{
-    return d->seq_length;
-}
-
 int64_t g3_data_max_token_bound(const g3_data_t *d)
 {
     g3_data_t *m = (g3_data_t *)d;   /* a lazily filled cache */

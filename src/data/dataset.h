@@ -99,9 +99,6 @@ g3_status_t g3_data_get(const g3_data_t *d, g3_split_t split, uint64_t global_sa
  * was not built or has no documents). */
 uint64_t g3_data_num_samples(const g3_data_t *d, g3_split_t split);
 
-/* RET: the sequence length samples were built for. */
-int64_t g3_data_seq_length(const g3_data_t *d);
-
 /* RET: one more than the largest token id stored in any opened dataset
  * (a lower bound on the vocabulary size the model needs).  The first call
  * scans every .bin once (seconds per GB) and is not thread-safe; later

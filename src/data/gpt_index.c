@@ -50,7 +50,7 @@ static void g3_gptidx_mt19937_gen(g3_mt19937_t *mt)
     mt->pos = 0;
 }
 
-uint32_t g3_mt19937_next32(g3_mt19937_t *mt)
+static uint32_t g3_gptidx_mt_next32(g3_mt19937_t *mt)
 {
     if (mt->pos == G3_MT_N)
         g3_gptidx_mt19937_gen(mt);
@@ -75,12 +75,12 @@ static inline uint64_t g3_gptidx_np_interval(g3_mt19937_t *mt, uint64_t max)
     mask |= mask >> 16;
     mask |= mask >> 32;
     if (max <= 0xffffffffULL) {
-        while ((v = (g3_mt19937_next32(mt) & mask)) > max)
+        while ((v = (g3_gptidx_mt_next32(mt) & mask)) > max)
             ;
     } else {
         do {
-            uint64_t hi = g3_mt19937_next32(mt);
-            v = ((hi << 32) | g3_mt19937_next32(mt)) & mask;
+            uint64_t hi = g3_gptidx_mt_next32(mt);
+            v = ((hi << 32) | g3_gptidx_mt_next32(mt)) & mask;
         } while (v > max);
     }
     return v;
@@ -99,7 +99,7 @@ static inline void g3_gptidx_np_shuffle(g3_mt19937_t *mt, void *a, uint64_t n, s
     }
 }
 
-void g3_np_shuffle_i32(g3_mt19937_t *mt, int32_t *a, uint64_t n)
+static void g3_gptidx_shuffle_i32(g3_mt19937_t *mt, int32_t *a, uint64_t n)
 {
     g3_gptidx_np_shuffle(mt, a, n, sizeof(*a));
 }
@@ -249,9 +249,9 @@ static void g3_gptidx_fill_samples(const g3_idx_t *idx, const int32_t *doc_idx,
     }
 }
 
-g3_status_t g3_gptidx_build(const g3_idx_t *idx, uint64_t doc_first, uint64_t doc_end,
-                            int64_t seq_length, uint64_t seed, uint64_t num_samples,
-                            g3_gptidx_t **gi_p)
+static g3_status_t g3_gptidx_build(const g3_idx_t *idx, uint64_t doc_first, uint64_t doc_end,
+                                   int64_t seq_length, uint64_t seed, uint64_t num_samples,
+                                   g3_gptidx_t **gi_p)
 {
     const char *name = g3_idx_prefix(idx);
     uint64_t D = doc_end - doc_first, T = 0;
@@ -318,10 +318,10 @@ g3_status_t g3_gptidx_build(const g3_idx_t *idx, uint64_t doc_first, uint64_t do
         for (uint64_t d = 0; d < D; d++)
             doc_idx[e * D + d] = (int32_t)(doc_first + d);
     if (separate_last) {
-        g3_np_shuffle_i32(&mt, doc_idx, (E - 1) * D);
-        g3_np_shuffle_i32(&mt, doc_idx + (E - 1) * D, D);
+        g3_gptidx_shuffle_i32(&mt, doc_idx, (E - 1) * D);
+        g3_gptidx_shuffle_i32(&mt, doc_idx + (E - 1) * D, D);
     } else {
-        g3_np_shuffle_i32(&mt, doc_idx, nd);
+        g3_gptidx_shuffle_i32(&mt, doc_idx, nd);
     }
 
     g3_gptidx_fill_samples(idx, doc_idx, seq_length, N, sample_doc, sample_off);
@@ -434,10 +434,10 @@ static uint64_t g3_gptidx_str_hash(const char *s)
     return h;
 }
 
-g3_status_t g3_gptidx_cache_name(const g3_idx_t *idx, const char *dir, int hashed_name,
-                                 const char *split_name, uint64_t doc_first, uint64_t doc_end,
-                                 int64_t seq_length, uint64_t seed, uint64_t num_samples,
-                                 char *buf, size_t size)
+static g3_status_t g3_gptidx_cache_name(const g3_idx_t *idx, const char *dir, int hashed_name,
+                                        const char *split_name, uint64_t doc_first,
+                                        uint64_t doc_end, int64_t seq_length, uint64_t seed,
+                                        uint64_t num_samples, char *buf, size_t size)
 {
     const char *prefix = g3_idx_prefix(idx);
     const char *base = strrchr(prefix, '/');

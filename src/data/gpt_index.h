@@ -49,11 +49,6 @@ typedef struct {
 
 #define G3_GPTIDX_TOKENS_UNKNOWN INT64_MIN
 
-/* Build the index in memory (no cache; the token range is left unknown).  OUT: *gi_p. */
-g3_status_t g3_gptidx_build(const g3_idx_t *idx, uint64_t doc_first, uint64_t doc_end,
-                            int64_t seq_length, uint64_t seed, uint64_t num_samples,
-                            g3_gptidx_t **gi_p);
-
 /* Load the cached index, or build and cache it.  split_name names the
  * split in the cache file; cache_dir may be NULL (see dataset.h).
  * token_range: also know the split's token range (one pass over its part
@@ -63,13 +58,6 @@ g3_status_t g3_gptidx_open(g3_idx_t *idx, const char *split_name, uint64_t doc_f
                            uint64_t doc_end, int64_t seq_length, uint64_t seed,
                            uint64_t num_samples, const char *cache_dir, int token_range,
                            g3_gptidx_t **gi_p);
-
-/* The cache file path g3_gptidx_open() uses in directory dir.
- * OUT: buf (size bytes).  RET: G3_ERR_INVALID_ARG if it does not fit. */
-g3_status_t g3_gptidx_cache_name(const g3_idx_t *idx, const char *dir, int hashed_name,
-                                 const char *split_name, uint64_t doc_first, uint64_t doc_end,
-                                 int64_t seq_length, uint64_t seed, uint64_t num_samples,
-                                 char *buf, size_t size);
 
 /* Copy sample i (i < N, after the shuffle) into tokens.  tokens: (S+1,) */
 void g3_gptidx_get(const g3_gptidx_t *gi, const g3_idx_t *idx, uint64_t i, int32_t *tokens);
@@ -85,8 +73,6 @@ typedef struct {
 } g3_mt19937_t;
 
 void g3_mt19937_seed(g3_mt19937_t *mt, uint32_t seed);
-uint32_t g3_mt19937_next32(g3_mt19937_t *mt);
-void g3_np_shuffle_i32(g3_mt19937_t *mt, int32_t *a, uint64_t n);
 void g3_np_shuffle_i64(g3_mt19937_t *mt, int64_t *a, uint64_t n);
 
 /* Megatron's document split: "949,50,1" (',' or '/' separated, up to 3

@@ -15,7 +15,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 
-size_t g3_idx_dtype_size(int code)
+static size_t g3_idx_dtype_size(int code)
 {
     switch (code) {
     case G3_IDX_UINT8: case G3_IDX_INT8: return 1;
@@ -405,14 +405,9 @@ int32_t g3_idx_size(const g3_idx_t *x, uint64_t i)
     return g3_idx_ld_i32(x->sizes + 4 * i);
 }
 
-int64_t g3_idx_pointer(const g3_idx_t *x, uint64_t i)
+static int64_t g3_idx_pointer(const g3_idx_t *x, uint64_t i)
 {
     return g3_idx_ld_i64(x->pointers + 8 * i);
-}
-
-int64_t g3_idx_doc_index(const g3_idx_t *x, uint64_t i)
-{
-    return g3_idx_ld_i64(x->doc_idx + 8 * i);
 }
 
 void g3_idx_read(const g3_idx_t *x, uint64_t i, uint64_t offset, uint64_t n, int32_t *out)

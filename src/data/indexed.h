@@ -39,8 +39,6 @@ typedef enum {
     G3_IDX_INT64 = 5, G3_IDX_FLOAT64 = 6, G3_IDX_FLOAT32 = 7, G3_IDX_UINT16 = 8
 } g3_idx_dtype_t;
 
-/* RET: bytes per element for a valid code, 0 for an unknown one. */
-size_t g3_idx_dtype_size(int code);
 const char *g3_idx_dtype_name(int code);
 /* RET: the dtype Megatron picks for a vocabulary (uint16 if < 65500). */
 g3_idx_dtype_t g3_idx_dtype_for_vocab(int64_t vocab_size);
@@ -66,10 +64,6 @@ uint64_t g3_idx_num_documents(const g3_idx_t *idx);
 int g3_idx_dtype(const g3_idx_t *idx);
 /* RET: tokens in sequence i (i < S). */
 int32_t g3_idx_size(const g3_idx_t *idx, uint64_t i);
-/* RET: the byte offset of sequence i in .bin. */
-int64_t g3_idx_pointer(const g3_idx_t *idx, uint64_t i);
-/* RET: doc_idx[i], i <= num_documents. */
-int64_t g3_idx_doc_index(const g3_idx_t *idx, uint64_t i);
 /* Copy tokens [offset, offset + n) of sequence i as int32 into out.
  * out: (n,).  The range must lie inside the sequence. */
 void g3_idx_read(const g3_idx_t *idx, uint64_t i, uint64_t offset, uint64_t n, int32_t *out);

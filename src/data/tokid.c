@@ -45,7 +45,7 @@ g3_status_t g3_tokid_of_files(const char *vocab_file, const char *merge_file, g3
     return g3_sha256_file(merge_file, "merges file (--merge-file)", id->merge_sha256);
 }
 
-const char *g3_tokid_known_name(const g3_tokid_t *id)
+static const char *g3_tokid_known_name(const g3_tokid_t *id)
 {
     if (!strcmp(id->vocab_sha256, G3_GPT2_VOCAB_SHA256) &&
         !strcmp(id->merge_sha256, G3_GPT2_MERGE_SHA256))

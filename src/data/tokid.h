@@ -33,10 +33,6 @@ typedef struct g3_tokid {
 /* The identity of two tokenizer files (both read once).  OUT: *id */
 g3_status_t g3_tokid_of_files(const char *vocab_file, const char *merge_file, g3_tokid_t *id);
 
-/* RET: "GPT-2 BPE" when both digests are OpenAI's published GPT-2 files (encoder.json /
- * vocab.json and vocab.bpe / merges.txt), else NULL. */
-const char *g3_tokid_known_name(const g3_tokid_t *id);
-
 /* One line for logs: "GPT-2 BPE (encoder.json sha256 196139668be6..., vocab.bpe sha256
  * 1ce1664773c5...)".  OUT: buf (size bytes). */
 void g3_tokid_describe(const g3_tokid_t *id, char *buf, size_t size);

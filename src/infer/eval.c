@@ -58,7 +58,7 @@ g3_status_t g3_infer_evaluate(const g3_infer_lm_t *lm, const g3_infer_batch_t *b
     return G3_OK;
 }
 
-double g3_infer_ppl(double loss)
+static double g3_infer_ppl(double loss)
 {
     return loss < 700.0 ? exp(loss) : INFINITY;
 }

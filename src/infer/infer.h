@@ -59,8 +59,9 @@ g3_status_t g3_infer_evaluate(const g3_infer_lm_t *lm, const g3_infer_batch_t *b
                               double *loss_p);
 
 /* An evaluation's record (metrics/events.h, "eval"): split, iteration, loss, its perplexity
- * (g3_infer_ppl), final ("at the end of training").  The caller adds what more it knows and
- * emits it (the trainer: the consumed samples and tokens, TensorBoard's axes). */
+ * (exp(loss), infinite from a loss of 700 up), final ("at the end of training").  The caller
+ * adds what more it knows and emits it (the trainer: the consumed samples and tokens,
+ * TensorBoard's axes). */
 void g3_infer_eval_event(g3_ev_t *e, g3_split_t split, int64_t iteration, double loss, int final);
 
 /* Emit that record to stdout (Megatron-LM's " validation loss at iteration N | lm loss
@@ -69,10 +70,6 @@ void g3_infer_eval_event(g3_ev_t *e, g3_split_t split, int64_t iteration, double
  * checkpoint is not NULL). */
 void g3_infer_report_eval(FILE *metrics, g3_split_t split, int64_t iteration, double loss,
                           int final, uint64_t samples, const char *checkpoint);
-
-/* RET: the perplexity exp(loss) of a mean token loss, infinite from a loss of 700 up (where
- * exp overflows), as the reports above give it. */
-double g3_infer_ppl(double loss);
 
 
 /* ---- sampling and generation ------------------------------------------------------------- */

@@ -68,8 +68,6 @@ typedef struct g3_task g3_task_t;
 
 /* RET: the kind named name (its --task word or an alias: "wikitext" is wikitext103), or -1. */
 int g3_task_kind(const char *name);
-/* RET: kind's --task word ("?" for none). */
-const char *g3_task_kind_name(g3_task_kind_t kind);
 
 /* Which kinds g3_task_kinds_list lists. */
 typedef enum {

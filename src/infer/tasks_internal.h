@@ -174,8 +174,6 @@ g3_status_t g3_task_rows_wikitext(g3_task_t *t);
 
 /* ---- tasks_run.c: the scorers -------------------------------------------------------------- */
 
-/* Append the next metric's value and standard error (NAN: none) to res. */
-void g3_task_metric(g3_task_result_t *res, double v, double se);
 /* acc_strict, acc_nonstrict, ppl (rows 2i strict, 2i + 1 non-strict). */
 void g3_task_score_lambada(const g3_task_t *t, double *scratch, g3_task_result_t *res);
 /* loss, ppl, adjusted_ppl, token_ratio (Megatron's). */

@@ -452,7 +452,7 @@ int g3_task_kind(const char *name)
     return -1;
 }
 
-const char *g3_task_kind_name(g3_task_kind_t kind)
+static const char *g3_task_kind_name(g3_task_kind_t kind)
 {
     return g3_task_kind_row(kind) ? g3_task_kind_row(kind)->name : "?";
 }

@@ -142,7 +142,7 @@ static void g3_task_mean(const double *x, int64_t n, double *mean, double *se)
     *se = n > 1 ? sqrt(v / (double)(n - 1)) / sqrt((double)n) : NAN;
 }
 
-void g3_task_metric(g3_task_result_t *res, double v, double se)
+static void g3_task_metric(g3_task_result_t *res, double v, double se)
 {
     if (res->nmetrics >= G3_TASK_MAX_METRICS)
         return;

@@ -53,7 +53,7 @@ int g3_ev_kind_find(const char *name)
     return -1;
 }
 
-int g3_ev_field_find(g3_ev_kind_t kind, const char *key)
+static int g3_ev_field_find(g3_ev_kind_t kind, const char *key)
 {
     for (int f = 0; f < G3_EVF_COUNT; f++)
         if (g3_ev_fields[f].kind == kind && !strcmp(g3_ev_fields[f].key, key))
@@ -305,7 +305,7 @@ void g3_ev_emit(const g3_ev_sink_t *sink, const g3_ev_t *e)
 
 /* ---- reading ----------------------------------------------------------------------------- */
 
-g3_status_t g3_ev_parse(const char *line, size_t len, g3_ev_parsed_t *p, const char **why_p)
+static g3_status_t g3_ev_parse(const char *line, size_t len, g3_ev_parsed_t *p, const char **why_p)
 {
     enum { G3_EV_MEMBERS_MAX = 64 };
     g3_json_t j = { line, len, 0, NULL, 0 };

@@ -5,8 +5,8 @@
  * One g3_ev_emit fans a record out to the metrics file (one JSON line, metrics.jsonl: the
  * event's fields in the table's order), the TensorBoard event file (metrics/tensorboard.h:
  * each field that has a tag) and the progress line on stdout where the event has one
- * (train, eval, task).  Readers read through the same table: g3_ev_parse takes a JSON line
- * apart into the schema's fields, g3_ev_file_each walks a metrics file, and
+ * (train, eval, task).  Readers read through the same table: g3_ev_file_each walks a metrics
+ * file, taking each JSON line apart into the schema's fields, and
  * `gpt3d metrics` (docs/training.md, "Reading the metrics") and `gpt3d plot` use them.
  *
  * Types (the JSON a field holds):
@@ -207,8 +207,6 @@ extern const g3_ev_kind_info_t g3_ev_kinds[G3_EV_NKINDS];
 
 /* RET: the event kind named name, or -1. */
 int g3_ev_kind_find(const char *name);
-/* RET: the field of kind keyed key, or -1. */
-int g3_ev_field_find(g3_ev_kind_t kind, const char *key);
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
@@ -265,10 +263,6 @@ typedef struct {
     const char *raw[G3_EVF_COUNT];
     size_t      raw_len[G3_EVF_COUNT];
 } g3_ev_parsed_t;
-
-/* Parse one line (len bytes, no newline).  RET: G3_ERR_FORMAT with *why_p a static reason
- * (not logged: the caller names the file and line). */
-g3_status_t g3_ev_parse(const char *line, size_t len, g3_ev_parsed_t *p, const char **why_p);
 
 /* RET: field f as a number (NaN: absent, null or not a number). */
 double g3_ev_parsed_num(const g3_ev_parsed_t *p, g3_ev_field_id_t f);

@@ -25,7 +25,7 @@ struct g3_tb {
     int   broken;   /* a write failed (warned once): nothing more is written */
 };
 
-uint32_t g3_tb_masked_crc(const void *data, size_t n)
+static uint32_t g3_tb_masked_crc(const void *data, size_t n)
 {
     uint32_t c = g3_crc32c(0, data, n);
     return ((c >> 15) | (c << 17)) + 0xa282ead8u;
@@ -239,11 +239,6 @@ void g3_tb_scalar(g3_tb_t *tb, const char *tag, int64_t step, double value)
         tb->broken = 1;
     }
     free(ev.p);
-}
-
-const char *g3_tb_path(const g3_tb_t *tb)
-{
-    return tb->path;
 }
 
 void g3_tb_close(g3_tb_t *tb)

@@ -42,12 +42,6 @@ g3_status_t g3_tb_open(const char *dir, g3_tb_t **tb_p);
  * does nothing. */
 void g3_tb_scalar(g3_tb_t *tb, const char *tag, int64_t step, double value);
 
-/* RET: the file's path (owned by tb). */
-const char *g3_tb_path(const g3_tb_t *tb);
-
 void g3_tb_close(g3_tb_t *tb);
-
-/* The TFRecord mask of a CRC-32C (exposed for the tests). */
-uint32_t g3_tb_masked_crc(const void *data, size_t n);
 
 #endif

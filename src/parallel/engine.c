@@ -209,16 +209,6 @@ g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out)
     return st;
 }
 
-const g3_gpt_t *g3_par_engine_model(const g3_par_engine_t *eng)
-{
-    return eng->model;
-}
-
-int g3_par_engine_rank(const g3_par_engine_t *eng)
-{
-    return eng->par->layout.world_rank;
-}
-
 const g3_par_layout_t *g3_par_engine_layout(const g3_par_engine_t *eng)
 {
     return &eng->par->layout;

@@ -368,11 +368,6 @@ const g3_par_layout_t *g3_par_layout(const g3_par_t *par)
     return &par->layout;
 }
 
-g3_comm_world_t *g3_par_world(const g3_par_t *par)
-{
-    return par->world;
-}
-
 /* ---- the groups for backend buffers ------------------------------------------------------- */
 
 /* The staged groups' copies: the backend's own download / upload (in the order of its queued

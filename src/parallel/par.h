@@ -114,7 +114,6 @@ void g3_par_layout_shard(const g3_par_layout_t *l, g3_gpt_config_t *cfg);
 /* This rank's part of the model as the layout places it (g3_par_layout_shard of its layout).
  * OUT: cfg's four. */
 void g3_par_shard(const g3_par_t *par, g3_gpt_config_t *cfg);
-g3_comm_world_t *g3_par_world(const g3_par_t *par);
 
 /* What moves a GPU backend's buffers between ranks (--distributed-backend). */
 typedef enum {
@@ -228,8 +227,6 @@ void g3_par_engine_memory(const g3_par_engine_t *eng, g3_par_memory_t *mem);
  * the parameters each of its ranks holds and the bytes per parameter, measured and by the
  * formula.  RET: comm errors. */
 g3_status_t g3_par_print_memory(g3_par_engine_t *eng, FILE *out);
-const g3_gpt_t *g3_par_engine_model(const g3_par_engine_t *eng);
-int g3_par_engine_rank(const g3_par_engine_t *eng);   /* world rank */
 const g3_par_layout_t *g3_par_engine_layout(const g3_par_engine_t *eng);
 g3_par_t *g3_par_engine_par(const g3_par_engine_t *eng);   /* the layout it runs on */
 

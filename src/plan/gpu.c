@@ -34,7 +34,7 @@ static const g3_plan_gpu_t g3_plan_gpus[] = {
 };
 #define G3_PLAN_NGPUS ((int)(sizeof(g3_plan_gpus) / sizeof(g3_plan_gpus[0])))
 
-const char *g3_plan_gpu_names(void)
+static const char *g3_plan_gpu_names(void)
 {
     return "h100, h200, a100-40gb, a100-80gb";
 }

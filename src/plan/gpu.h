@@ -32,9 +32,6 @@ const g3_plan_gpu_t *g3_plan_gpu_row(const char *name);
  * NULL. */
 const g3_plan_gpu_t *g3_plan_gpu_match(const char *device_name);
 
-/* RET: "h100, h200, a100-40gb, a100-80gb" (the --gpu words, for messages). */
-const char *g3_plan_gpu_names(void);
-
 /* The driver's directory of GPUs, one <PCI bus id>/information file each. */
 #define G3_PLAN_GPU_PROC "/proc/driver/nvidia/gpus"
 

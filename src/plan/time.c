@@ -117,12 +117,6 @@ static void g3_plan_machine_gemm_prec(g3_plan_machine_t *mc)
     mc->gemm[mc->gemm_prec] = read;
 }
 
-const char *g3_plan_prec_name(g3_plan_prec_t prec)
-{
-    static const char *const names[G3_PLAN_PRECS] = { "bf16", "fp32", "fp8" };
-    return (unsigned)prec < G3_PLAN_PRECS ? names[prec] : "?";
-}
-
 g3_status_t g3_plan_machine_read(const char *path, g3_plan_machine_t *mc)
 {
     FILE *f = fopen(path, "r");

@@ -88,8 +88,6 @@ typedef struct {
                                           * share of compute and optimizer                */
 } g3_plan_time_t;
 
-/* RET: "bf16", "fp32", "fp8". */
-const char *g3_plan_prec_name(g3_plan_prec_t prec);
 
 /* RET: "compute", "tensor-parallel", ... */
 const char *g3_plan_time_part_name(int part);
