@@ -100,18 +100,6 @@ G3_CPU_INLINE float g3_cpu_expf(float x)
     return p * s.f;
 }
 
-/* C (M,N) = alpha op(A) op(B) + beta C, row-major, split across the OpenMP threads along
- * the larger of M and N (single-threaded sgemm per slab), or along K for a long reduction
- * into a small C.  trans_a: A is stored (K,M); trans_b: B is stored (N,K).  Inside a parallel
- * region it runs on the calling thread.  Both in cpu_matmul.c. */
-void g3_cpu_sgemm(g3_backend_t *be, int trans_a, int trans_b, int M, int N, int K, float alpha,
-                  const float *A, int lda, const float *B, int ldb, float beta,
-                  float *C, int ldc);
-/* The same on the calling thread only. */
-void g3_cpu_sgemm1(int trans_a, int trans_b, int M, int N, int K, float alpha,
-                   const float *A, int lda, const float *B, int ldb, float beta,
-                   float *C, int ldc);
-
 /* Op entry points (cpu_ops.c, cpu_matmul.c): the signatures of backend.h; every `void *`
  * tensor is fp32 here (act_dtype F32). */
 void g3_cpu_embedding_fwd(g3_backend_t *be, void *out, const int32_t *tokens, const void *wte,

@@ -31,9 +31,11 @@ static void g3_cpu_thread(int *t, int *n)
 
 /* ---- sgemm ----------------------------------------------------------------------------- */
 
-void g3_cpu_sgemm1(int trans_a, int trans_b, int M, int N, int K, float alpha,
-                   const float *A, int lda, const float *B, int ldb, float beta,
-                   float *C, int ldc)
+/* C (M,N) = alpha op(A) op(B) + beta C, row-major, on the calling thread.  trans_a: A is
+ * stored (K,M); trans_b: B is stored (N,K). */
+static void g3_cpu_sgemm1(int trans_a, int trans_b, int M, int N, int K, float alpha,
+                          const float *A, int lda, const float *B, int ldb, float beta,
+                          float *C, int ldc)
 {
     if (M <= 0 || N <= 0)
         return;
@@ -72,9 +74,12 @@ static void g3_cpu_add_rows(float *dst, const float *src, int n)
         dst[j] += src[j];
 }
 
-void g3_cpu_sgemm(g3_backend_t *be, int trans_a, int trans_b, int M, int N, int K, float alpha,
-                  const float *A, int lda, const float *B, int ldb, float beta,
-                  float *C, int ldc)
+/* g3_cpu_sgemm1 split across the OpenMP threads along the larger of M and N (single-threaded
+ * sgemm per slab), or along K for a long reduction into a small C.  Inside a parallel region
+ * it runs on the calling thread. */
+static void g3_cpu_sgemm(g3_backend_t *be, int trans_a, int trans_b, int M, int N, int K,
+                         float alpha, const float *A, int lda, const float *B, int ldb,
+                         float beta, float *C, int ldc)
 {
     int nt = g3_cpu_max_threads();
     int split_m = M >= N;
