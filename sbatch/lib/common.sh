@@ -22,6 +22,16 @@ g3_table() {
         }'
 }
 
+# g3_gpt3d_bin: the gpt3d binary on stdout: the installation's (G3_BINDIR, set by gpt3d-submit),
+# else the first on PATH; nothing when there is none.
+g3_gpt3d_bin() {
+    if [ -x "${G3_BINDIR:-/nonexistent}/gpt3d" ]; then
+        printf '%s\n' "$G3_BINDIR/gpt3d"
+    else
+        command -v gpt3d || true
+    fi
+}
+
 # g3_metrics_get RUN EVENT[/SPLIT] FIELD...: the trainer's metrics of a run (RUN/metrics.jsonl,
 # "gpt3d train --run-dir RUN"), the only place that reads them. From the last record of event
 # EVENT (and of split SPLIT, for "eval/valid"), the value of each FIELD, one line a field, an
@@ -35,7 +45,7 @@ g3_metrics_get() {
     local m="$1/metrics.jsonl" ev=${2%%/*} split="" g3="" out
     if [[ "$2" == */* ]]; then split=${2#*/}; fi
     [ -s "$m" ] || return 0
-    if [ -x "${G3_BINDIR:-/nonexistent}/gpt3d" ]; then g3=$G3_BINDIR/gpt3d; else g3=$(command -v gpt3d || true); fi
+    g3=$(g3_gpt3d_bin)
     if [ -z "$g3" ]; then
         g3_metrics_plain "$@"
         return 0

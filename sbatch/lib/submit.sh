@@ -647,9 +647,8 @@ plan_sizes() {
     local g3="" s js dp peak flops secs tps rest
     if [ "${#train_cmd[@]}" -ge 2 ] && [ "${train_cmd[1]}" = train ] && [ -x "${train_cmd[0]}" ] &&
        [ "$(basename "${train_cmd[0]}")" = gpt3d ]; then g3=${train_cmd[0]}
-    elif [ -x "$G3_BINDIR/gpt3d" ]; then g3=$G3_BINDIR/gpt3d
-    elif command -v gpt3d >/dev/null; then g3=$(command -v gpt3d)
-    else say "no gpt3d binary found: cannot show what each size buys (gpt3d plan)"; return 0; fi
+    else g3=$(g3_gpt3d_bin); fi
+    if [ -z "$g3" ]; then say "no gpt3d binary found: cannot show what each size buys (gpt3d plan)"; return 0; fi
     say "what each size buys ($g3 plan with the run's flags):"
     for s in ${sizes//,/ }; do
         if ! js=$("$g3" plan ${train_args[@]+"${train_args[@]}"} ${plan_machine:+--machine "$plan_machine"} --nodes "$s" --gpus-per-node "$rpn" --json 2>&1); then

@@ -79,8 +79,7 @@ g3_submit_summary() {
             die "$run_dir is neither an ablation directory (no ablation.conf) nor a run directory (no run.conf)"
         print_summary "$(cd "$run_dir" && pwd -P)"
         # the loss curves of every variant (or of the run) beside the table: gpt3d plot
-        g3=""
-        if [ -x "$G3_BINDIR/gpt3d" ]; then g3=$G3_BINDIR/gpt3d; elif command -v gpt3d >/dev/null; then g3=$(command -v gpt3d); fi
+        g3=$(g3_gpt3d_bin)
         if [ -n "$g3" ] && "$g3" plot --output "$run_dir/loss.svg" "$run_dir" >/dev/null 2>&1; then
             echo "loss curves: $(cd "$run_dir" && pwd -P)/loss.svg"
         fi
